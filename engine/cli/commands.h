@@ -1,0 +1,16 @@
+#pragma once
+// The `hsm` subcommands: each file registers one on the CLI11 app and runs it.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace hsm::cli {
+
+// A registered subcommand and what runs when it was chosen (returns the exit code).
+struct Command {
+  CLI::App* sub;
+  std::function<int()> run;
+};
+Command add_presets_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
+
+}  // namespace hsm::cli

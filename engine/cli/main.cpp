@@ -1,0 +1,28 @@
+// `hsm`: the command-line front end of the engine. Errors are caught here and printed as
+// one line; the exit status is non-zero on any failure.
+#include <iostream>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hsm: train, inspect and sample GPT-style models with Hierarchical Shift Mixing"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("hsm 0.1.0"));
+  const std::vector<hsm::cli::Command> commands = {
+      hsm::cli::add_presets_command(app),
+      hsm::cli::add_inspect_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const auto& c : commands)
+      if (c.sub->parsed()) return c.run();
+  } catch (const std::exception& e) {
+    std::cerr << "hsm: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,150 @@
+#include "hsm/config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "hsm/mixer_kind.h"
+#include "io_util.h"
+
+namespace hsm {
+namespace {
+
+using nlohmann::json;
+
+std::string field(size_t layer, const char* name) {
+  return "layers[" + std::to_string(layer) + "]." + name;
+}
+
+void require_keys(const json& j, const std::set<std::string>& allowed, const std::string& where) {
+  if (!j.is_object()) throw ConfigError(where + ": expected a JSON object");
+  for (const auto& item : j.items()) {
+    if (!allowed.count(item.key())) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw ConfigError(where + ": unknown key '" + item.key() + "' (allowed: " + list + ")");
+    }
+  }
+}
+
+template <typename T>
+T get_field(const json& j, const char* key, const std::string& where, T fallback) {
+  if (!j.contains(key)) return fallback;
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw ConfigError(where + key + ": wrong type (" + j.at(key).dump() + ")");
+  }
+}
+
+int64_t get_int(const json& j, const char* key, const std::string& where, int64_t fallback) {
+  if (!j.contains(key)) return fallback;
+  const json& v = j.at(key);
+  if (!v.is_number_integer())
+    throw ConfigError(where + key + ": expected an integer, got " + v.dump());
+  return v.get<int64_t>();
+}
+
+}  // namespace
+
+void validate(const ModelConfig& c) {
+  if (c.vocab_size < 2) throw ConfigError("vocab_size: " + std::to_string(c.vocab_size) + " must be at least 2");
+  if (c.d_model < 1) throw ConfigError("d_model: " + std::to_string(c.d_model) + " must be positive");
+  if (c.context < 1) throw ConfigError("context: " + std::to_string(c.context) + " must be positive");
+  if (!(c.dropout >= 0.0 && c.dropout < 1.0))
+    throw ConfigError("dropout: " + std::to_string(c.dropout) + " must be in [0, 1)");
+  if (c.layers.empty()) throw ConfigError("layers: a model needs at least one layer");
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const LayerSpec& s = c.layers[l];
+    if (!is_mixer_id(s.mixer)) {
+      try {
+        mixer_info(s.mixer);
+      } catch (const std::exception& e) {
+        throw ConfigError(field(l, "mixer") + ": " + e.what());
+      }
+    }
+    const MixerInfo& info = mixer_info(s.mixer);
+    if (s.ffn < 1) throw ConfigError(field(l, "ffn") + ": " + std::to_string(s.ffn) + " must be positive");
+    if (s.heads < 1) throw ConfigError(field(l, "heads") + ": " + std::to_string(s.heads) + " must be positive");
+    if (!info.multi_head && s.heads != 1)
+      throw ConfigError(field(l, "heads") + ": mixer " + s.mixer + " has a single head; set heads to 1");
+    if (c.d_model % s.heads != 0)
+      throw ConfigError(field(l, "heads") + ": " + std::to_string(s.heads) + " does not divide d_model " +
+                        std::to_string(c.d_model));
+    if (info.kind == MixerKind::ShiftABMultihead || info.kind == MixerKind::ShiftABMultiheadExt) {
+      if (s.heads > 62) throw ConfigError(field(l, "heads") + ": at most 62 heads (shift 2^j must fit)");
+    } else if (is_shift_mixer(info.kind)) {
+      // A single-shift HSM layer at position l shifts by 2^l; past the context it mixes nothing.
+      if (l >= 62 || (int64_t{1} << l) >= c.context)
+        throw ConfigError(field(l, "mixer") + ": " + s.mixer + " at layer " + std::to_string(l) +
+                          " shifts by 2^" + std::to_string(l) + ", which is not below context " +
+                          std::to_string(c.context) + "; use at most log2(context) HSM layers or a longer context");
+    }
+  }
+}
+
+std::string to_json(const ModelConfig& c, int indent) {
+  json j;
+  j["name"] = c.name;
+  if (!c.description.empty()) j["description"] = c.description;
+  j["vocab_size"] = c.vocab_size;
+  j["d_model"] = c.d_model;
+  j["context"] = c.context;
+  j["dropout"] = c.dropout;
+  json layers = json::array();
+  for (const auto& l : c.layers) layers.push_back({{"mixer", l.mixer}, {"ffn", l.ffn}, {"heads", l.heads}});
+  j["layers"] = layers;
+  return j.dump(indent);
+}
+
+ModelConfig config_from_json(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(origin + ": not valid JSON (" + e.what() + ")");
+  }
+  const std::string where = origin + ": ";
+  require_keys(j, {"name", "description", "vocab_size", "d_model", "context", "dropout", "layers"}, origin);
+  ModelConfig c;
+  c.name = get_field<std::string>(j, "name", where, c.name);
+  c.description = get_field<std::string>(j, "description", where, "");
+  c.vocab_size = get_int(j, "vocab_size", where, c.vocab_size);
+  c.d_model = get_int(j, "d_model", where, c.d_model);
+  c.context = get_int(j, "context", where, c.context);
+  if (j.contains("dropout")) {
+    if (!j["dropout"].is_number()) throw ConfigError(where + "dropout: expected a number, got " + j["dropout"].dump());
+    c.dropout = j["dropout"].get<double>();
+  }
+  if (!j.contains("layers") || !j["layers"].is_array())
+    throw ConfigError(where + "layers: expected an array of {mixer, ffn, heads}");
+  for (size_t l = 0; l < j["layers"].size(); ++l) {
+    const json& lj = j["layers"][l];
+    const std::string lw = origin + ": layers[" + std::to_string(l) + "]";
+    require_keys(lj, {"mixer", "ffn", "heads"}, lw);
+    LayerSpec s;
+    s.mixer = get_field<std::string>(lj, "mixer", lw + ".", s.mixer);
+    const bool known = is_mixer_id(s.mixer);
+    s.ffn = get_int(lj, "ffn", lw + ".", known ? mixer_info(s.mixer).paper_ffn : s.ffn);
+    s.heads = get_int(lj, "heads", lw + ".", known ? mixer_info(s.mixer).default_heads : s.heads);
+    c.layers.push_back(s);
+  }
+  try {
+    validate(c);
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + e.message);
+  }
+  return c;
+}
+
+ModelConfig load_config(const std::string& path) {
+  return config_from_json(read_text_file(path, "config"), path);
+}
+
+void save_config(const ModelConfig& config, const std::string& path) {
+  validate(config);
+  write_file_atomic(path, to_json(config) + "\n");
+}
+
+}  // namespace hsm

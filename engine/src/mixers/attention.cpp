@@ -1,0 +1,34 @@
+#include "mixers/attention.h"
+
+#include "torch_compat.h"
+
+namespace hsm {
+
+AttentionImpl::AttentionImpl(int64_t d, int64_t heads, double dropout)
+    : MixerImpl(MixerKind::Attention), heads(heads), head_dim(d / heads), dropout(dropout) {
+  qkv = register_module("qkv", torch::nn::Linear(d, 3 * d));
+  proj = register_module("proj", torch::nn::Linear(d, d));
+  init_linear(qkv);
+  init_linear(proj);
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto parts = qkv->forward(x).chunk(3, -1);  // 3 × [B, T, d]
+  auto to_heads = [&](const torch::Tensor& t) { return t.view({B, T, heads, head_dim}).transpose(1, 2); };
+  return {to_heads(parts[0]), to_heads(parts[1]), to_heads(parts[2])};  // [B, H, T, hd]
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
+  auto [q, k, v] = split_heads(x);
+  auto y = compat::causal_attention(q, k, v, dropout, is_training());  // [B, H, T, hd]
+  return proj->forward(y.transpose(1, 2).contiguous().view({B, T, d}));
+}
+
+torch::Tensor AttentionImpl::attention_weights(const torch::Tensor& x) {
+  auto [q, k, v] = split_heads(x);
+  return compat::causal_attention_weights(q, k);
+}
+
+}  // namespace hsm

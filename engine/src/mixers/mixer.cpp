@@ -1,0 +1,39 @@
+#include "mixers/mixer.h"
+
+#include "mixers/attention.h"
+#include "mixers/shift.h"
+
+namespace hsm {
+
+void init_linear(torch::nn::Linear& linear, double std) {
+  torch::NoGradGuard no_grad;
+  linear->weight.normal_(0.0, std);
+  if (linear->bias.defined()) linear->bias.zero_();
+}
+
+std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d, double dropout) {
+  const MixerKind kind = mixer_info(spec.mixer).kind;
+  const auto shifts = layer_shifts(kind, layer, spec.heads);
+  switch (kind) {
+    case MixerKind::Attention:
+      return std::make_shared<AttentionImpl>(d, spec.heads, dropout);
+    case MixerKind::ShiftAB:
+      return std::make_shared<ShiftABImpl>(shifts[0]);
+    case MixerKind::ShiftABVector:
+      return std::make_shared<ShiftABVectorImpl>(d, shifts[0]);
+    case MixerKind::ShiftABMatrix:
+      return std::make_shared<ShiftABMatrixImpl>(d, shifts[0]);
+    case MixerKind::ShiftGate1:
+      return std::make_shared<ShiftGate1Impl>(d, shifts[0]);
+    case MixerKind::ShiftGate2:
+      return std::make_shared<ShiftGate2Impl>(d, spec.heads, shifts[0]);
+    case MixerKind::ShiftFusion:
+      return std::make_shared<ShiftFusionImpl>(d, spec.heads, shifts[0]);
+    case MixerKind::ShiftABMultihead:
+    case MixerKind::ShiftABMultiheadExt:
+      return std::make_shared<ShiftABMultiheadImpl>(kind, d, shifts);
+  }
+  throw std::logic_error("make_mixer: unhandled mixer " + spec.mixer);
+}
+
+}  // namespace hsm

@@ -1,0 +1,70 @@
+#include "model.h"
+
+#include <stdexcept>
+
+namespace hsm {
+
+FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
+  fc1 = register_module("fc1", torch::nn::Linear(d, hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(hidden, d));
+  init_linear(fc1);
+  init_linear(fc2, proj_std);
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  return fc2->forward(torch::gelu(fc1->forward(x)));
+}
+
+BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
+  const LayerSpec& spec = c.layers.at(layer);
+  const auto norm = torch::nn::LayerNormOptions({c.d_model});
+  ln1 = register_module("ln1", torch::nn::LayerNorm(norm));
+  mixer = register_module("mixer", make_mixer(spec, layer, c.d_model, c.dropout));
+  ln2 = register_module("ln2", torch::nn::LayerNorm(norm));
+  // GPT-2: residual projections scaled by 1/sqrt(2·N) so the residual stream's variance
+  // does not grow with depth.
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.layers.size()));
+  ffn = register_module("ffn", FeedForward(c.d_model, spec.ffn, proj_std));
+  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& h_in) {
+  auto h = h_in + drop->forward(mixer->forward(ln1->forward(h_in)));
+  return h + drop->forward(ffn->forward(ln2->forward(h)));
+}
+
+GptImpl::GptImpl(const ModelConfig& c) : config(c) {
+  validate(c);
+  tok_emb = register_module("tok_emb", torch::nn::Embedding(c.vocab_size, c.d_model));
+  pos_emb = register_module("pos_emb", torch::nn::Embedding(c.context, c.d_model));
+  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  block_list = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t l = 0; l < static_cast<int64_t>(c.layers.size()); ++l) {
+    blocks.emplace_back(c, l);
+    block_list->push_back(blocks.back());
+  }
+  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+  torch::NoGradGuard no_grad;
+  tok_emb->weight.normal_(0.0, 0.02);
+  pos_emb->weight.normal_(0.0, 0.02);
+}
+
+torch::Tensor GptImpl::embed(const torch::Tensor& idx) {
+  const int64_t T = idx.size(1);
+  if (T > config.context)
+    throw std::invalid_argument("sequence of " + std::to_string(T) + " tokens exceeds the context of " +
+                                std::to_string(config.context));
+  auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(idx.device()));
+  return tok_emb->forward(idx) + pos_emb->forward(pos);  // [B, T, d] + [T, d]
+}
+
+torch::Tensor GptImpl::forward_embedded(const torch::Tensor& h0) {
+  auto h = drop->forward(h0);
+  for (auto& block : blocks) h = block->forward(h);
+  h = ln_f->forward(h);
+  return torch::matmul(h, tok_emb->weight.t());  // tied output: [B, T, V]
+}
+
+torch::Tensor GptImpl::forward(const torch::Tensor& idx) { return forward_embedded(embed(idx)); }
+
+}  // namespace hsm

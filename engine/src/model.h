@@ -1,0 +1,48 @@
+#pragma once
+// GPT-2 style decoder with a per-layer token mixer (SPEC §3, HSM §6.1):
+//   h = tok_emb[x] + pos_emb[t] → dropout → N blocks → LayerNorm → logits = h · tok_embᵀ
+//   block: h = h + drop(Mixer_l(LN1(h)));  h = h + drop(FFN_l(LN2(h)))
+#include <torch/torch.h>
+
+#include "hsm/config.h"
+#include "mixers/mixer.h"
+
+namespace hsm {
+
+// FFN = Linear(d, f) → GELU → Linear(f, d).
+struct FeedForwardImpl : torch::nn::Module {
+  FeedForwardImpl(int64_t d_model, int64_t hidden, double proj_std);
+  torch::Tensor forward(const torch::Tensor& x);  // [B, T, d] -> [B, T, d]
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+struct BlockImpl : torch::nn::Module {
+  BlockImpl(const ModelConfig& config, int64_t layer);
+  torch::Tensor forward(const torch::Tensor& h);  // [B, T, d] -> [B, T, d]
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  std::shared_ptr<MixerImpl> mixer;
+  FeedForward ffn{nullptr};
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct GptImpl : torch::nn::Module {
+  explicit GptImpl(const ModelConfig& config);
+  // idx: [B, T] int64 token ids, T <= context -> logits [B, T, vocab]
+  torch::Tensor forward(const torch::Tensor& idx);
+  // tok_emb[idx] + pos_emb[0..T): [B, T, d]
+  torch::Tensor embed(const torch::Tensor& idx);
+  // Everything after the embedding: dropout, blocks, final norm, tied output. [B,T,d] -> [B,T,V]
+  torch::Tensor forward_embedded(const torch::Tensor& h);
+
+  ModelConfig config;
+  torch::nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::ModuleList block_list{nullptr};
+  std::vector<Block> blocks;
+  torch::nn::LayerNorm ln_f{nullptr};
+};
+TORCH_MODULE(Gpt);
+
+}  // namespace hsm

@@ -1,0 +1,75 @@
+#include "hsm/presets.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "io_util.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+namespace {
+
+bool has_presets(const fs::path& dir) { return fs::exists(dir / "presets" / "index.json"); }
+
+fs::path executable_dir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return fs::path(buf).parent_path();
+}
+
+}  // namespace
+
+std::string resources_dir() {
+  if (const char* env = std::getenv("HSM_RESOURCES"); env && *env) {
+    if (!has_presets(env))
+      throw std::runtime_error(std::string("HSM_RESOURCES='") + env + "' holds no presets/index.json");
+    return env;
+  }
+  const fs::path exe = executable_dir();
+  for (const fs::path& candidate : {exe / ".." / "share" / "hsm" / "resources", exe / "resources"}) {
+    if (!exe.empty() && has_presets(candidate)) return fs::weakly_canonical(candidate).string();
+  }
+#ifdef HSM_SOURCE_RESOURCES_DIR
+  if (has_presets(HSM_SOURCE_RESOURCES_DIR)) return HSM_SOURCE_RESOURCES_DIR;
+#endif
+  throw std::runtime_error(
+      "cannot find the resources folder (presets/index.json); set HSM_RESOURCES to the resources/ folder");
+}
+
+std::vector<std::string> preset_names() {
+  const fs::path index = fs::path(resources_dir()) / "presets" / "index.json";
+  const auto j = nlohmann::json::parse(read_text_file(index.string(), "preset index"), nullptr, false);
+  if (j.is_discarded() || !j.is_array()) throw std::runtime_error(index.string() + ": expected a JSON array of preset names");
+  return j.get<std::vector<std::string>>();
+}
+
+ModelConfig load_preset(const std::string& name) {
+  const auto names = preset_names();
+  bool known = false;
+  for (const auto& n : names) known = known || n == name;
+  if (!known) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown preset '" + name + "' (known: " + list + ")");
+  }
+  return load_config((fs::path(resources_dir()) / "presets" / (name + ".json")).string());
+}
+
+ModelConfig load_preset_or_config(const std::string& name_or_path) {
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                               (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
+  if (looks_like_path || fs::exists(name_or_path)) {
+    if (!fs::exists(name_or_path)) throw std::invalid_argument("config file '" + name_or_path + "' does not exist");
+    return load_config(name_or_path);
+  }
+  return load_preset(name_or_path);
+}
+
+}  // namespace hsm

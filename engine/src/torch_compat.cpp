@@ -1,0 +1,44 @@
+#include "torch_compat.h"
+
+#include <stdexcept>
+
+namespace hsm::compat {
+
+torch::Tensor causal_attention_weights(const torch::Tensor& q, const torch::Tensor& k) {
+  const int64_t T = q.size(-2);
+  auto att = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));  // [B,H,T,T]
+  auto mask = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+  return torch::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
+}
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               double dropout_p, bool training) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, training ? dropout_p : 0.0,
+                                          /*is_causal=*/true);
+#else
+  auto att = causal_attention_weights(q, k);
+  if (training && dropout_p > 0) att = torch::dropout(att, dropout_p, true);
+  return torch::matmul(att, v);
+#endif
+}
+
+torch::Device parse_device(const std::string& name) {
+  if (name == "auto") return torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (name.rfind("cuda", 0) == 0) {
+    if (!torch::cuda::is_available())
+      throw std::invalid_argument("device '" + name + "' asked for, but " +
+                                  (torch::hasCUDA() ? std::string("no CUDA GPU is visible")
+                                                    : "this LibTorch was built without CUDA (pass TORCH_DIR=<CUDA LibTorch>)"));
+    return torch::Device(name);
+  }
+  throw std::invalid_argument("unknown device '" + name + "' (use cpu, cuda, cuda:N or auto)");
+}
+
+std::string torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+}  // namespace hsm::compat

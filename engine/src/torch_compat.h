@@ -1,0 +1,27 @@
+#pragma once
+// The one place where LibTorch 1.13 (Debian) and 2.x (CUDA builds) differ (SPEC §7).
+#include <torch/torch.h>
+
+#include <string>
+
+#ifndef TORCH_VERSION_MAJOR
+#include <torch/version.h>
+#endif
+
+namespace hsm::compat {
+
+// Causal scaled dot-product attention over [B, H, T, hd] tensors -> [B, H, T, hd].
+// 2.x: the fused kernel (flash / memory-efficient on CUDA); 1.13: the explicit softmax.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               double dropout_p, bool training);
+
+// The explicit softmax weights of causal attention, [B, H, T, T] (diagnostics need them).
+torch::Tensor causal_attention_weights(const torch::Tensor& q, const torch::Tensor& k);
+
+// "cpu", "cuda", "cuda:N" or "auto" (CUDA when present). Throws with a clear message when
+// CUDA is asked for but this LibTorch or machine has none.
+torch::Device parse_device(const std::string& name);
+
+std::string torch_version();
+
+}  // namespace hsm::compat
