@@ -12,5 +12,9 @@ struct Command {
 };
 Command add_presets_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
+Command add_tokenizer_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
+Command add_generate_command(CLI::App& app);
 
 }  // namespace hsm::cli

@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   const std::vector<hsm::cli::Command> commands = {
       hsm::cli::add_presets_command(app),
       hsm::cli::add_inspect_command(app),
+      hsm::cli::add_tokenizer_command(app),
+      hsm::cli::add_train_command(app),
+      hsm::cli::add_eval_command(app),
+      hsm::cli::add_generate_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -33,6 +33,11 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in) {
   return h + drop->forward(ffn->forward(ln2->forward(h)));
 }
 
+torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context) {
+  auto h = h_t + mixer->step(ln1->forward(h_t), cache, pos, context);
+  return h + ffn->forward(ln2->forward(h));
+}
+
 GptImpl::GptImpl(const ModelConfig& c) : config(c) {
   validate(c);
   tok_emb = register_module("tok_emb", torch::nn::Embedding(c.vocab_size, c.d_model));
@@ -63,6 +68,17 @@ torch::Tensor GptImpl::forward_embedded(const torch::Tensor& h0) {
   for (auto& block : blocks) h = block->forward(h);
   h = ln_f->forward(h);
   return torch::matmul(h, tok_emb->weight.t());  // tied output: [B, T, V]
+}
+
+torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
+  if (state.pos >= config.context)
+    throw std::logic_error("decode state is full (" + std::to_string(config.context) + " positions)");
+  if (state.layers.empty()) state.layers.resize(blocks.size());
+  auto pos = torch::full({1}, state.pos, torch::TensorOptions().dtype(torch::kLong).device(idx_t.device()));
+  auto h = tok_emb->forward(idx_t) + pos_emb->forward(pos);  // [B, d]
+  for (size_t l = 0; l < blocks.size(); ++l) h = blocks[l]->step(h, state.layers[l], state.pos, config.context);
+  ++state.pos;
+  return torch::matmul(ln_f->forward(h), tok_emb->weight.t());  // [B, V]
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& idx) { return forward_embedded(embed(idx)); }

@@ -20,12 +20,20 @@ TORCH_MODULE(FeedForward);
 struct BlockImpl : torch::nn::Module {
   BlockImpl(const ModelConfig& config, int64_t layer);
   torch::Tensor forward(const torch::Tensor& h);  // [B, T, d] -> [B, T, d]
+  // One position: [B, d] -> [B, d], equal to forward(h)[:, pos] (eval mode).
+  torch::Tensor step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context);
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   std::shared_ptr<MixerImpl> mixer;
   FeedForward ffn{nullptr};
   torch::nn::Dropout drop{nullptr};
 };
 TORCH_MODULE(Block);
+
+// Incremental decoding state of a whole model: one cache per layer and the next position.
+struct DecodeState {
+  std::vector<MixerCache> layers;
+  int64_t pos = 0;
+};
 
 struct GptImpl : torch::nn::Module {
   explicit GptImpl(const ModelConfig& config);
@@ -35,6 +43,10 @@ struct GptImpl : torch::nn::Module {
   torch::Tensor embed(const torch::Tensor& idx);
   // Everything after the embedding: dropout, blocks, final norm, tied output. [B,T,d] -> [B,T,V]
   torch::Tensor forward_embedded(const torch::Tensor& h);
+  // Incremental decoding: feeds token ids [B] at position state.pos -> logits [B, vocab].
+  // Costs O(1) in the context length for HSM layers, O(pos) for attention (KV cache).
+  // Throws when the context is full: the caller slides its window and starts over.
+  torch::Tensor step(const torch::Tensor& idx_t, DecodeState& state);
 
   ModelConfig config;
   torch::nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};

@@ -2,6 +2,10 @@
 
 #include <stdexcept>
 
+#if TORCH_VERSION_MAJOR >= 2
+#include <ATen/autocast_mode.h>
+#endif
+
 namespace hsm::compat {
 
 torch::Tensor causal_attention_weights(const torch::Tensor& q, const torch::Tensor& k) {
@@ -39,6 +43,42 @@ torch::Device parse_device(const std::string& name) {
 std::string torch_version() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);
+}
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define HSM_AUTOCAST_PER_DEVICE 1
+#endif
+
+bool autocast_supported() { return TORCH_VERSION_MAJOR >= 2; }
+
+AutocastGuard::AutocastGuard(const torch::Device& device, bool enable) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (!enable || !device.is_cuda()) return;
+#ifdef HSM_AUTOCAST_PER_DEVICE
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+#else
+  at::autocast::set_enabled(true);
+  at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+#endif
+  at::autocast::increment_nesting();
+  active_ = true;
+#else
+  (void)device;
+  (void)enable;
+#endif
+}
+
+AutocastGuard::~AutocastGuard() {
+#if TORCH_VERSION_MAJOR >= 2
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#ifdef HSM_AUTOCAST_PER_DEVICE
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+#else
+  at::autocast::set_enabled(false);
+#endif
+#endif
 }
 
 }  // namespace hsm::compat

@@ -24,4 +24,21 @@ torch::Device parse_device(const std::string& name);
 
 std::string torch_version();
 
+// bf16 autocast for CUDA forward passes where LibTorch has a C++ autocast API (2.x);
+// a no-op on CPU and on LibTorch 1.13. Thread-local, like autocast itself (SPEC §7).
+class AutocastGuard {
+ public:
+  AutocastGuard(const torch::Device& device, bool enable);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  bool active_ = false;
+};
+
+// Whether AutocastGuard can do anything with this LibTorch.
+bool autocast_supported();
+
 }  // namespace hsm::compat

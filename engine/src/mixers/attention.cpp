@@ -26,6 +26,21 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   return proj->forward(y.transpose(1, 2).contiguous().view({B, T, d}));
 }
 
+torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) {
+  const int64_t B = x_t.size(0), d = x_t.size(1);
+  auto [q, k, v] = split_heads(x_t.unsqueeze(1));  // [B, H, 1, hd]
+  if (!cache.k.defined()) {
+    cache.k = torch::zeros({B, heads, context, head_dim}, x_t.options());
+    cache.v = torch::zeros_like(cache.k);
+  }
+  cache.k.narrow(2, pos, 1).copy_(k);
+  cache.v.narrow(2, pos, 1).copy_(v);
+  auto keys = cache.k.narrow(2, 0, pos + 1), values = cache.v.narrow(2, 0, pos + 1);  // [B, H, pos+1, hd]
+  auto att = torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim)), -1);
+  auto y = torch::matmul(att, values);  // [B, H, 1, hd]
+  return proj->forward(y.transpose(1, 2).reshape({B, d}));
+}
+
 torch::Tensor AttentionImpl::attention_weights(const torch::Tensor& x) {
   auto [q, k, v] = split_heads(x);
   return compat::causal_attention_weights(q, k);

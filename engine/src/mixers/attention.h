@@ -8,6 +8,8 @@ namespace hsm {
 struct AttentionImpl : MixerImpl {
   AttentionImpl(int64_t d_model, int64_t heads, double dropout);
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
+  // KV cache: the new key/value is written at `pos`; the query attends to 0..pos.
+  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
   // Softmax weights per head for diagnostics: [B, H, T, T].
   torch::Tensor attention_weights(const torch::Tensor& x);
 
@@ -16,6 +18,7 @@ struct AttentionImpl : MixerImpl {
   double dropout;
 
  private:
+  // [B, T, d] -> q, k, v as [B, H, T, hd]
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_heads(const torch::Tensor& x);
 };
 

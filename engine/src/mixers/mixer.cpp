@@ -18,7 +18,7 @@ std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int6
     case MixerKind::Attention:
       return std::make_shared<AttentionImpl>(d, spec.heads, dropout);
     case MixerKind::ShiftAB:
-      return std::make_shared<ShiftABImpl>(shifts[0]);
+      return std::make_shared<ShiftABImpl>(d, shifts[0]);
     case MixerKind::ShiftABVector:
       return std::make_shared<ShiftABVectorImpl>(d, shifts[0]);
     case MixerKind::ShiftABMatrix:

@@ -1,5 +1,6 @@
 #pragma once
-// One interface for every token mixer (SPEC §3.1): [B, T, d] -> [B, T, d], strictly causal.
+// One interface for every token mixer (SPEC §3.1): [B, T, d] -> [B, T, d], strictly causal,
+// plus an incremental step for decoding one token at a time.
 #include <torch/torch.h>
 
 #include <memory>
@@ -9,20 +10,31 @@
 
 namespace hsm {
 
+// Per-layer decoding state. Attention keeps keys and values of every earlier position;
+// an HSM layer keeps a ring of its last max-shift inputs, so a step costs O(1) in the
+// context length.
+struct MixerCache {
+  torch::Tensor k, v;   // attention: [B, H, context, hd], filled up to the current position
+  torch::Tensor ring;   // shift mixers: [B, R, d], input of position p at p % R
+};
+
 struct MixerImpl : torch::nn::Module {
   explicit MixerImpl(MixerKind kind) : kind(kind) {}
   // x: [B, T, d] (already layer-normed) -> y: [B, T, d]; y[:, t] depends on x[:, :t+1] only.
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  // One position: x_t [B, d] at position pos (0-based, < context), given the cache filled by
+  // steps 0..pos-1 -> y_t [B, d], equal to forward(x)[:, pos]. Updates the cache.
+  virtual torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) = 0;
   MixerKind kind;
 };
 
 // Builds the mixer of layer `layer` (0-based stack position, which sets HSM shifts).
 std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d_model, double dropout);
 
-// x_shifted[t] = x[t - s] for t >= s, else 0.  x: [B, T, C] -> [B, T, C].
+// x_shifted[t] = x[t - s] for t >= s, else 0.  x: [B, T, ...] -> same shape.
 torch::Tensor shift_right(const torch::Tensor& x, int64_t s);
 
-// GPT-2 initialisation shared by the mixers and the model: N(0, 0.02) weights, zero bias.
+// GPT-2 initialisation shared by the mixers and the model: N(0, std) weights, zero bias.
 void init_linear(torch::nn::Linear& linear, double std = 0.02);
 
 }  // namespace hsm

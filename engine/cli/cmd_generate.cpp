@@ -1,0 +1,78 @@
+// `hsm generate RUN_DIR --prompt TEXT [...]`: streams a continuation token by token;
+// --json gives every token with its probability and the top alternatives.
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "hsm/session.h"
+#include "hsm/trainer.h"
+
+namespace hsm::cli {
+
+Command add_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Generate text from a trained run");
+  struct Args {
+    std::string run, prompt, device = "auto";
+    GenerateOptions options;
+    int threads = 0;
+    bool no_cache = false, no_stop = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  SampleSettings& s = a->options.sampling;
+  cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--prompt", a->prompt, "Text to continue (default: empty, a new story)");
+  cmd->add_option("--temperature", s.temperature, "0 = greedy (default 0.8)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass in (0, 1] (default 0.95)")->check(CLI::Range(1e-9, 1.0));
+  cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens, 0 = off (default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", s.seed, "Random seed; 0 = random (default), reported with --json");
+  cmd->add_option("--max-tokens", s.max_new_tokens, "Tokens to generate at most (default 256)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-stop", a->no_stop, "Keep going past <|endoftext|>");
+  cmd->add_flag("--no-cache", a->no_cache, "Recompute the window for every token (for comparison)");
+  cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_flag("--json", a->json, "Print JSON: tokens with probabilities and alternatives");
+  return {cmd, [a]() {
+            set_cpu_threads(a->threads);
+            auto session = Session::open(a->run, a->device);
+            GenerateOptions options = a->options;
+            options.use_cache = !a->no_cache;
+            options.sampling.stop_at_end = !a->no_stop;
+            if (!a->json) {
+              std::cout << a->prompt << std::flush;
+            }
+            const GenerationResult r = session->generate(a->prompt, options, [&](const GeneratedToken& t) {
+              if (!a->json) std::cout << t.text << std::flush;
+              return true;
+            });
+            if (a->json) {
+              nlohmann::json tokens = nlohmann::json::array();
+              for (const auto& t : r.tokens) {
+                nlohmann::json top = nlohmann::json::array();
+                for (const auto& alt : t.top) top.push_back({{"id", alt.id}, {"piece", alt.piece}, {"prob", alt.prob}});
+                tokens.push_back({{"id", t.id}, {"piece", t.piece}, {"text", t.text}, {"prob", t.prob}, {"top", top}});
+              }
+              std::cout << nlohmann::json{{"prompt", r.prompt},
+                                          {"text", r.text},
+                                          {"seed", r.seed},
+                                          {"prompt_tokens", r.prompt_tokens},
+                                          {"ended", r.ended},
+                                          {"cached", options.use_cache},
+                                          {"seconds", r.seconds},
+                                          {"tokens_per_s", r.tokens_per_s},
+                                          {"tokens", tokens}}
+                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                        << "\n";
+            } else {
+              std::cout << "\n";
+              std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, seed %llu%s%s]\n", r.tokens.size(), r.tokens_per_s,
+                           static_cast<unsigned long long>(r.seed), options.use_cache ? "" : ", uncached",
+                           r.ended ? ", end of story" : "");
+            }
+            return 0;
+          }};
+}
+
+}  // namespace hsm::cli

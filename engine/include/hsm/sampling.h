@@ -1,0 +1,46 @@
+#pragma once
+// Choosing the next token from logits (SPEC §5): temperature, top-k, top-p (nucleus),
+// seeded. Plain C++ on a float array, so it is tested without a model.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace hsm {
+
+struct SampleSettings {
+  double temperature = 0.8;  // 0 = greedy (always the most likely token)
+  double top_p = 0.95;       // keep the smallest set of tokens whose probability reaches p; 1 = off
+  int top_k = 0;             // keep the k most likely tokens; 0 = off
+  uint64_t seed = 0;         // 0 = a fresh random seed (reported back by the generator)
+  int max_new_tokens = 256;
+  bool stop_at_end = true;   // stop at <|endoftext|> (the end of a story)
+};
+
+struct TokenProb {
+  int32_t id = 0;
+  float prob = 0;  // probability under the tempered distribution, before top-k/top-p
+};
+
+struct SampledToken {
+  int32_t id = 0;
+  float prob = 0;
+  std::vector<TokenProb> top;  // the most likely alternatives, most likely first
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SampleSettings& settings, int top_alternatives = 5);
+  // logits: n scores for the next token. Throws std::invalid_argument for bad settings.
+  SampledToken sample(const float* logits, size_t n);
+  uint64_t seed() const { return seed_; }
+
+ private:
+  SampleSettings settings_;
+  int top_alternatives_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::vector<float> probs_;
+  std::vector<int32_t> order_;
+};
+
+}  // namespace hsm

@@ -1,0 +1,94 @@
+#pragma once
+// A trained model loaded from a run folder: generate text, evaluate on a corpus.
+// Plain C++ API for the CLI and the studio.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hsm/config.h"
+#include "hsm/progress.h"
+#include "hsm/sampling.h"
+
+namespace hsm {
+
+class Tokenizer;
+
+struct GenerateOptions {
+  SampleSettings sampling;
+  bool use_cache = true;  // incremental decoding (KV cache / shift ring); false recomputes the window
+  // When the context is full the window slides by this many tokens and is re-encoded;
+  // 0 = a quarter of the context.
+  int64_t slide = 0;
+};
+
+struct TokenAlternative {
+  int32_t id = 0;
+  std::string piece;
+  float prob = 0;
+};
+
+struct GeneratedToken {
+  int32_t id = 0;
+  std::string piece;  // the token's own text (byte pieces shown as <0xNN>)
+  std::string text;   // what this token adds to the decoded output (may be empty mid-character)
+  float prob = 0;     // probability under the tempered distribution
+  std::vector<TokenAlternative> top;
+};
+
+struct GenerationResult {
+  std::string prompt;
+  std::string text;  // the generated continuation (without the prompt)
+  std::vector<GeneratedToken> tokens;
+  int64_t prompt_tokens = 0;
+  bool ended = false;  // stopped at <|endoftext|>
+  uint64_t seed = 0;   // the seed used (reproduces the run)
+  double seconds = 0;
+  double tokens_per_s = 0;
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  int64_t tokens = 0;      // predicted tokens
+  int64_t documents = 0;   // documents in the evaluated split
+  std::string split;
+  double seconds = 0;
+};
+
+struct EvalOptions {
+  std::string split = "val";  // "val", "train" or "all" (split as in training: same seed)
+  int64_t batch_size = 64;
+  int64_t max_batches = 0;    // 0 = the whole split
+  std::string cache_dir;
+  ProgressFn progress;
+  const CancelFlag* cancel = nullptr;
+};
+
+class Session {
+ public:
+  // Loads config.json, model.safetensors and tokenizer.model from a run folder; every file
+  // is checked and a mismatch is refused with a message naming the file.
+  static std::unique_ptr<Session> open(const std::string& run_dir, const std::string& device = "auto");
+  ~Session();
+
+  // Streams tokens through on_token (return false to stop); returns the whole result.
+  GenerationResult generate(const std::string& prompt, const GenerateOptions& options,
+                            const std::function<bool(const GeneratedToken&)>& on_token = {});
+  // Next-token logits for a token sequence (at most the context), for tests and diagnostics.
+  std::vector<float> logits(const std::vector<int32_t>& tokens);
+  EvalResult evaluate(const std::string& data_path, const EvalOptions& options);
+
+  const ModelConfig& config() const;
+  const Tokenizer& tokenizer() const;
+  std::string device() const;
+  std::string run_dir() const;
+
+ private:
+  Session();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hsm

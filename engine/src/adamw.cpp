@@ -1,0 +1,61 @@
+#include "adamw.h"
+
+#include <stdexcept>
+#include <unordered_map>
+
+namespace hsm {
+
+AdamW::AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWOptions options)
+    : options_(options) {
+  for (auto& [name, p] : named_params)
+    slots_.push_back({name, p, torch::zeros_like(p), torch::zeros_like(p), p.dim() >= 2});
+}
+
+void AdamW::zero_grad() {
+  for (auto& s : slots_)
+    if (s.param.grad().defined()) s.param.mutable_grad() = torch::Tensor();
+}
+
+void AdamW::step(double lr) {
+  torch::NoGradGuard no_grad;
+  ++step_;
+  const double b1 = options_.beta1, b2 = options_.beta2;
+  const double bias1 = 1 - std::pow(b1, static_cast<double>(step_));
+  const double bias2 = 1 - std::pow(b2, static_cast<double>(step_));
+  for (auto& s : slots_) {
+    if (!s.param.grad().defined()) continue;
+    const auto& g = s.param.grad();
+    if (s.decay && options_.weight_decay > 0) s.param.mul_(1 - lr * options_.weight_decay);
+    s.exp_avg.mul_(b1).add_(g, 1 - b1);
+    s.exp_avg_sq.mul_(b2).addcmul_(g, g, 1 - b2);
+    auto denom = (s.exp_avg_sq / bias2).sqrt_().add_(options_.eps);
+    s.param.addcdiv_(s.exp_avg, denom, -lr / bias1);
+  }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> AdamW::state() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& s : slots_) {
+    out.emplace_back("exp_avg." + s.name, s.exp_avg);
+    out.emplace_back("exp_avg_sq." + s.name, s.exp_avg_sq);
+  }
+  return out;
+}
+
+void AdamW::load_state(const std::vector<std::pair<std::string, torch::Tensor>>& state, int64_t step) {
+  std::unordered_map<std::string, torch::Tensor> by_name(state.begin(), state.end());
+  torch::NoGradGuard no_grad;
+  for (auto& s : slots_) {
+    for (const std::string prefix : {"exp_avg.", "exp_avg_sq."}) {
+      auto it = by_name.find(prefix + s.name);
+      if (it == by_name.end()) throw std::runtime_error("optimizer state has no tensor '" + prefix + s.name + "'");
+      torch::Tensor& dst = prefix == "exp_avg." ? s.exp_avg : s.exp_avg_sq;
+      if (it->second.sizes() != dst.sizes())
+        throw std::runtime_error("optimizer state '" + prefix + s.name + "' has the wrong shape");
+      dst.copy_(it->second);
+    }
+  }
+  step_ = step;
+}
+
+}  // namespace hsm

@@ -1,0 +1,171 @@
+#include "checkpoint.h"
+
+#include <filesystem>
+#include <set>
+
+#include "hsm/safetensors.h"
+#include "io_util.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+namespace {
+
+TensorBlob to_blob(const std::string& name, const torch::Tensor& t) {
+  auto cpu = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  TensorBlob b;
+  b.name = name;
+  b.dtype = "F32";
+  b.shape = cpu.sizes().vec();
+  b.data.assign(static_cast<const char*>(cpu.data_ptr()), cpu.numel() * sizeof(float));
+  return b;
+}
+
+torch::Tensor from_blob(const TensorBlob& b) {
+  auto t = torch::empty(b.shape, torch::kFloat32);
+  std::memcpy(t.data_ptr(), b.data.data(), b.data.size());
+  return t;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+RunPaths::RunPaths(std::string d)
+    : dir(std::move(d)),
+      weights((fs::path(dir) / "model.safetensors").string()),
+      optimizer((fs::path(dir) / "optimizer.safetensors").string()),
+      config((fs::path(dir) / "config.json").string()),
+      tokenizer((fs::path(dir) / "tokenizer.model").string()),
+      metrics((fs::path(dir) / "metrics.jsonl").string()) {}
+
+void save_weights(Gpt& model, const std::string& path) {
+  std::vector<TensorBlob> blobs;
+  for (const auto& p : model->named_parameters()) blobs.push_back(to_blob(p.key(), p.value()));
+  for (const auto& b : model->named_buffers()) blobs.push_back(to_blob(b.key(), b.value()));
+  write_safetensors(path, blobs, {{"format", kCheckpointFormat}, {"config", to_json(model->config, -1)}});
+}
+
+void load_weights(Gpt& model, const std::string& path) {
+  const SafetensorsFile file = read_safetensors(path);
+  std::set<std::string> expected;
+  torch::NoGradGuard no_grad;
+  auto load_into = [&](const std::string& name, torch::Tensor& dst) {
+    expected.insert(name);
+    const TensorBlob* b = file.find(name);
+    if (!b) throw std::runtime_error(path + ": missing tensor '" + name + "' (the file belongs to another model?)");
+    if (b->dtype != "F32") throw std::runtime_error(path + ": tensor '" + name + "' is " + b->dtype + ", expected F32");
+    if (b->shape != dst.sizes().vec())
+      throw std::runtime_error(path + ": tensor '" + name + "' has shape " + shape_text(b->shape) + ", the config needs " +
+                               shape_text(dst.sizes().vec()));
+    dst.copy_(from_blob(*b).to(dst.device(), dst.scalar_type()));
+  };
+  for (auto& p : model->named_parameters()) load_into(p.key(), p.value());
+  for (auto& b : model->named_buffers()) load_into(b.key(), b.value());
+  for (const auto& t : file.tensors)
+    if (!expected.count(t.name))
+      throw std::runtime_error(path + ": unexpected tensor '" + t.name + "' (not part of the configured model)");
+}
+
+void save_optimizer(const AdamW& optimizer, const std::string& path) {
+  std::vector<TensorBlob> blobs;
+  for (const auto& [name, t] : optimizer.state()) blobs.push_back(to_blob(name, t));
+  write_safetensors(path, blobs, {{"format", kCheckpointFormat}, {"step", std::to_string(optimizer.steps())}});
+}
+
+void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_step) {
+  const SafetensorsFile file = read_safetensors(path);
+  auto it = file.metadata.find("step");
+  if (it == file.metadata.end()) throw std::runtime_error(path + ": no optimizer step in the metadata");
+  const int64_t step = std::stoll(it->second);
+  if (step != expected_step)
+    throw std::runtime_error(path + ": optimizer is at step " + std::to_string(step) + " but config.json says " +
+                             std::to_string(expected_step) + " (an interrupted checkpoint write?)");
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (const auto& b : file.tensors) state.emplace_back(b.name, from_blob(b));
+  optimizer.load_state(state, step);
+}
+
+nlohmann::json settings_to_json(const TrainSettings& s) {
+  return {{"steps", s.steps},
+          {"epochs", s.epochs},
+          {"batch_size", s.batch_size},
+          {"lr", s.lr},
+          {"weight_decay", s.weight_decay},
+          {"beta1", s.beta1},
+          {"beta2", s.beta2},
+          {"eps", s.eps},
+          {"grad_clip", s.grad_clip},
+          {"warmup_steps", s.warmup_steps},
+          {"cosine", s.cosine},
+          {"min_lr", s.min_lr},
+          {"eval_every", s.eval_every},
+          {"eval_batches", s.eval_batches},
+          {"checkpoint_every", s.checkpoint_every},
+          {"log_every", s.log_every},
+          {"seed", s.seed},
+          {"device", s.device},
+          {"threads", s.threads},
+          {"bf16", s.bf16}};
+}
+
+TrainSettings settings_from_json(const nlohmann::json& j) {
+  TrainSettings s;
+  auto get = [&](const char* key, auto& field) {
+    if (j.contains(key)) field = j.at(key).get<std::decay_t<decltype(field)>>();
+  };
+  get("steps", s.steps);
+  get("epochs", s.epochs);
+  get("batch_size", s.batch_size);
+  get("lr", s.lr);
+  get("weight_decay", s.weight_decay);
+  get("beta1", s.beta1);
+  get("beta2", s.beta2);
+  get("eps", s.eps);
+  get("grad_clip", s.grad_clip);
+  get("warmup_steps", s.warmup_steps);
+  get("cosine", s.cosine);
+  get("min_lr", s.min_lr);
+  get("eval_every", s.eval_every);
+  get("eval_batches", s.eval_batches);
+  get("checkpoint_every", s.checkpoint_every);
+  get("log_every", s.log_every);
+  get("seed", s.seed);
+  get("device", s.device);
+  get("threads", s.threads);
+  get("bf16", s.bf16);
+  return s;
+}
+
+nlohmann::json metric_to_json(const MetricRecord& m) {
+  nlohmann::json j = {{"kind", m.kind},   {"step", m.step},     {"total_steps", m.total_steps},
+                      {"epoch", m.epoch}, {"wall_s", m.wall_s}};
+  auto put = [&](const char* key, double v) {
+    if (std::isfinite(v)) j[key] = v;
+  };
+  put("train_loss", m.train_loss);
+  put("val_loss", m.val_loss);
+  put("val_accuracy", m.val_accuracy);
+  put("tokens_per_s", m.tokens_per_s);
+  put("lr", m.lr);
+  return j;
+}
+
+nlohmann::json read_run_config(const std::string& run_dir) {
+  const RunPaths paths(run_dir);
+  if (!fs::exists(paths.config))
+    throw std::runtime_error("'" + run_dir + "' is not a run folder: no config.json (train one with `hsm train`)");
+  nlohmann::json j = nlohmann::json::parse(read_text_file(paths.config, "run config"), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("model"))
+    throw std::runtime_error(paths.config + ": not a valid run config (no \"model\" object)");
+  if (j.value("format", "") != kCheckpointFormat)
+    throw std::runtime_error(paths.config + ": unknown format '" + j.value("format", "") + "', expected " +
+                             kCheckpointFormat);
+  return j;
+}
+
+}  // namespace hsm

@@ -1,0 +1,58 @@
+#include "evaluation.h"
+
+#include "torch_compat.h"
+
+namespace hsm {
+
+int64_t window_count(size_t tokens, int64_t context) {
+  return tokens < 2 ? 0 : static_cast<int64_t>((tokens - 1) / static_cast<size_t>(context));
+}
+
+torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts, int64_t context,
+                         const torch::Device& device) {
+  auto batch = torch::empty({static_cast<int64_t>(starts.size()), context + 1}, torch::kLong);
+  auto* out = batch.data_ptr<int64_t>();
+  for (size_t b = 0; b < starts.size(); ++b)
+    for (int64_t t = 0; t <= context; ++t) *out++ = tokens[starts[b] + t];
+  return batch.to(device);
+}
+
+WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int64_t batch_size, int64_t max_batches,
+                            const torch::Device& device, bool bf16, const ProgressFn& progress,
+                            const CancelFlag* cancel) {
+  const int64_t T = model->config.context;
+  const int64_t windows = window_count(tokens.size(), T);
+  int64_t batches = (windows + batch_size - 1) / batch_size;
+  if (max_batches > 0) batches = std::min(batches, max_batches);
+  const bool was_training = model->is_training();
+  model->eval();
+  torch::NoGradGuard no_grad;
+  compat::AutocastGuard autocast(device, bf16);
+  double loss_sum = 0;
+  int64_t correct = 0, count = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    if (cancel && cancel->load()) throw Cancelled();
+    std::vector<int64_t> starts;
+    for (int64_t w = b * batch_size; w < std::min(windows, (b + 1) * batch_size); ++w) starts.push_back(w * T);
+    auto batch = make_batch(tokens, starts, T, device);
+    auto x = batch.narrow(1, 0, T), y = batch.narrow(1, 1, T);
+    auto logits = model->forward(x).to(torch::kFloat32);  // [B, T, V]
+    auto flat = logits.view({-1, logits.size(-1)});
+    loss_sum += torch::nn::functional::cross_entropy(
+                    flat, y.reshape({-1}), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    correct += flat.argmax(-1).eq(y.reshape({-1})).sum().item<int64_t>();
+    count += y.numel();
+    if (progress) progress("evaluating", static_cast<double>(b + 1) / static_cast<double>(batches));
+  }
+  if (was_training) model->train();
+  WindowEval r;
+  r.tokens = count;
+  if (count > 0) {
+    r.loss = loss_sum / static_cast<double>(count);
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(count);
+  }
+  return r;
+}
+
+}  // namespace hsm

@@ -1,0 +1,37 @@
+#pragma once
+// Batches of token windows and validation (loss and top-1 accuracy) over a token split.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "hsm/progress.h"
+#include "model.h"
+
+namespace hsm {
+
+// The validation split is fixed for a corpus (same fraction, same seed) so training, `hsm eval`
+// and the studio all measure on the same held-out documents.
+inline constexpr double kValFraction = 0.1;
+inline constexpr uint64_t kSplitSeed = 1234;
+
+// Windows of context + 1 tokens starting at multiples of the context: the number of them.
+int64_t window_count(size_t tokens, int64_t context);
+
+// Window starts (token offsets) -> [B, context + 1] int64 on `device`.
+torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts, int64_t context,
+                         const torch::Device& device);
+
+struct WindowEval {
+  double loss = 0;      // mean cross-entropy per predicted token (nats)
+  double accuracy = 0;  // top-1
+  int64_t tokens = 0;
+};
+
+// Evaluates windows in order; max_batches 0 = all. Runs in eval mode without gradients and
+// restores the model's training flag.
+WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int64_t batch_size, int64_t max_batches,
+                            const torch::Device& device, bool bf16, const ProgressFn& progress = {},
+                            const CancelFlag* cancel = nullptr);
+
+}  // namespace hsm

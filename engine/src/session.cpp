@@ -1,0 +1,180 @@
+#include "hsm/session.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "checkpoint.h"
+#include "evaluation.h"
+#include "hsm/corpus.h"
+#include "hsm/tokenizer.h"
+#include "model.h"
+#include "torch_compat.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+
+struct Session::Impl {
+  std::string run_dir;
+  ModelConfig config;
+  std::optional<Tokenizer> tokenizer;
+  torch::Device device{torch::kCPU};
+  Gpt model{nullptr};
+
+  // Next-token logits after the model consumed `window` from scratch: [V] on the CPU.
+  torch::Tensor forward_last(const std::vector<int32_t>& window) {
+    auto idx = torch::tensor(std::vector<int64_t>(window.begin(), window.end()), torch::kLong).view({1, -1});
+    return model->forward(idx.to(device)).select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);
+  }
+  // Same, incrementally: feeds window[state.pos ...] into the caches.
+  torch::Tensor feed(const std::vector<int32_t>& tokens, DecodeState& state) {
+    torch::Tensor logits;
+    for (int32_t t : tokens)
+      logits = model->step(torch::full({1}, static_cast<int64_t>(t), torch::TensorOptions().dtype(torch::kLong).device(device)),
+                           state);
+    return logits.squeeze(0).to(torch::kCPU, torch::kFloat32);
+  }
+};
+
+Session::Session() : impl_(std::make_unique<Impl>()) {}
+Session::~Session() = default;
+
+std::unique_ptr<Session> Session::open(const std::string& run_dir, const std::string& device) {
+  std::unique_ptr<Session> s(new Session());
+  auto& m = *s->impl_;
+  m.run_dir = run_dir;
+  const RunPaths paths(run_dir);
+  const nlohmann::json run = read_run_config(run_dir);
+  m.config = config_from_json(run["model"].dump(), paths.config);
+  if (!fs::exists(paths.tokenizer)) throw std::runtime_error(paths.tokenizer + " is missing");
+  m.tokenizer = Tokenizer::load(paths.tokenizer);
+  if (m.tokenizer->vocab_size() != m.config.vocab_size)
+    throw std::runtime_error(paths.tokenizer + " has " + std::to_string(m.tokenizer->vocab_size()) +
+                             " tokens, but config.json's model has vocab_size " + std::to_string(m.config.vocab_size));
+  m.device = compat::parse_device(device);
+  m.model = Gpt(m.config);
+  load_weights(m.model, paths.weights);
+  m.model->to(m.device);
+  m.model->eval();
+  return s;
+}
+
+const ModelConfig& Session::config() const { return impl_->config; }
+const Tokenizer& Session::tokenizer() const { return *impl_->tokenizer; }
+std::string Session::device() const { return impl_->device.str(); }
+std::string Session::run_dir() const { return impl_->run_dir; }
+
+std::vector<float> Session::logits(const std::vector<int32_t>& tokens) {
+  if (tokens.empty() || static_cast<int64_t>(tokens.size()) > impl_->config.context)
+    throw std::invalid_argument("logits() takes 1 to context tokens");
+  torch::NoGradGuard no_grad;
+  auto l = impl_->forward_last(tokens).contiguous();
+  return std::vector<float>(l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
+}
+
+GenerationResult Session::generate(const std::string& prompt, const GenerateOptions& options,
+                                   const std::function<bool(const GeneratedToken&)>& on_token) {
+  auto& m = *impl_;
+  torch::NoGradGuard no_grad;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t context = m.config.context;
+  const int64_t slide = options.slide > 0 ? std::min(options.slide, context - 1) : std::max<int64_t>(1, context / 4);
+  Sampler sampler(options.sampling);
+  const Tokenizer& tok = *m.tokenizer;
+  const int32_t eot = tok.end_of_text_id();
+
+  GenerationResult result;
+  result.prompt = prompt;
+  result.seed = sampler.seed();
+  // Stories in the corpus follow an <|endoftext|>: starting from one puts the model at the
+  // beginning of a story.
+  std::vector<int32_t> all = {eot};
+  for (int32_t id : tok.encode(prompt)) all.push_back(id);
+  result.prompt_tokens = static_cast<int64_t>(all.size()) - 1;
+
+  // The model has consumed all[win_start..]; both decoding modes slide the same window so
+  // their logits agree token for token.
+  size_t win_start = all.size() > static_cast<size_t>(context) ? all.size() - context : 0;
+  DecodeState state;
+  auto window = [&] { return std::vector<int32_t>(all.begin() + static_cast<long>(win_start), all.end()); };
+  torch::Tensor logits = options.use_cache ? m.feed(window(), state) : m.forward_last(window());
+
+  std::vector<int32_t> generated;
+  std::string emitted;
+  for (int i = 0; i < options.sampling.max_new_tokens; ++i) {
+    auto l = logits.contiguous();
+    const SampledToken pick = sampler.sample(l.data_ptr<float>(), static_cast<size_t>(l.numel()));
+    if (pick.id == eot && options.sampling.stop_at_end) {
+      result.ended = true;
+      break;
+    }
+    generated.push_back(pick.id);
+    all.push_back(pick.id);
+
+    GeneratedToken g;
+    g.id = pick.id;
+    g.piece = tok.piece(pick.id);
+    g.prob = pick.prob;
+    for (const auto& alt : pick.top) g.top.push_back({alt.id, tok.piece(alt.id), alt.prob});
+    // Emit what the decoded text gained, holding back an incomplete UTF-8 character (a
+    // byte-fallback token sequence decodes to U+FFFD until its last byte arrives).
+    const std::string text = tok.decode(generated);
+    const bool incomplete = text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+    if (!incomplete && text.size() >= emitted.size() && text.compare(0, emitted.size(), emitted) == 0) {
+      g.text = text.substr(emitted.size());
+      emitted = text;
+    }
+    result.tokens.push_back(g);
+    if (on_token && !on_token(g)) break;
+
+    if (static_cast<int64_t>(all.size() - win_start) > context) {
+      win_start = all.size() - static_cast<size_t>(context - slide);
+      state = DecodeState();
+      logits = options.use_cache ? m.feed(window(), state) : m.forward_last(window());
+    } else {
+      logits = options.use_cache ? m.feed({pick.id}, state) : m.forward_last(window());
+    }
+  }
+  result.text = tok.decode(generated);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.tokens_per_s = result.seconds > 0 ? static_cast<double>(result.tokens.size()) / result.seconds : 0;
+  return result;
+}
+
+EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& options) {
+  auto& m = *impl_;
+  if (options.split != "val" && options.split != "train" && options.split != "all")
+    throw std::invalid_argument("unknown split '" + options.split + "' (use val, train or all)");
+  const auto t0 = std::chrono::steady_clock::now();
+  DatasetOptions d;
+  d.context = m.config.context;
+  d.val_fraction = kValFraction;
+  d.seed = kSplitSeed;
+  d.cache_dir = options.cache_dir;
+  d.progress = options.progress;
+  d.cancel = options.cancel;
+  const TokenDataset data = load_dataset(data_path, *m.tokenizer, d);
+  std::vector<uint16_t> tokens;
+  EvalResult r;
+  r.split = options.split;
+  if (options.split == "val") {
+    tokens = data.val;
+    r.documents = data.val_documents;
+  } else if (options.split == "train") {
+    tokens = data.train;
+    r.documents = data.train_documents;
+  } else {
+    tokens = data.train;
+    tokens.insert(tokens.end(), data.val.begin(), data.val.end());
+    r.documents = data.train_documents + data.val_documents;
+  }
+  const WindowEval ev = evaluate_windows(m.model, tokens, options.batch_size, options.max_batches, m.device,
+                                         m.device.is_cuda(), options.progress, options.cancel);
+  r.loss = ev.loss;
+  r.accuracy = ev.accuracy;
+  r.tokens = ev.tokens;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace hsm

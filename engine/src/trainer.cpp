@@ -1,0 +1,394 @@
+#include "hsm/trainer.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "adamw.h"
+#include "checkpoint.h"
+#include "evaluation.h"
+#include "hsm/corpus.h"
+#include "hsm/tokenizer.h"
+#include "io_util.h"
+#include "model.h"
+#include "torch_compat.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+
+// Measured on the 2-core development machine (SPEC §7): LibTorch's intra-op threads at the
+// core count, OpenBLAS single-threaded so the two pools do not oversubscribe the cores.
+int set_cpu_threads(int n) {
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(n);
+  using SetThreads = void (*)(int);
+  if (auto* f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
+  return n;
+}
+
+TrainSettings stored_settings(const std::string& run_dir) {
+  return settings_from_json(read_run_config(run_dir).value("training", nlohmann::json::object()));
+}
+
+std::string stored_data_path(const std::string& run_dir) {
+  const auto run = read_run_config(run_dir);
+  const std::string path = run.value("data", nlohmann::json::object()).value("path", "");
+  if (path.empty()) throw std::runtime_error(run_dir + "/config.json names no training data; pass --data");
+  return path;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {
+  if (s.warmup_steps > 0 && step < s.warmup_steps)
+    return s.lr * static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);
+  if (!s.cosine) return s.lr;
+  const double span = static_cast<double>(std::max<int64_t>(1, total - s.warmup_steps));
+  const double progress = std::min(1.0, static_cast<double>(step - s.warmup_steps) / span);
+  return s.min_lr + 0.5 * (s.lr - s.min_lr) * (1 + std::cos(M_PI * progress));
+}
+
+void check_settings(const TrainSettings& s) {
+  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
+  if (s.steps < 0) bad("steps must be >= 0");
+  if (s.steps == 0 && !(s.epochs > 0)) bad("give a positive number of steps or epochs");
+  if (s.batch_size < 1) bad("batch size must be positive, got " + std::to_string(s.batch_size));
+  if (!(s.lr > 0)) bad("learning rate must be positive");
+  if (s.weight_decay < 0) bad("weight decay must be >= 0");
+  if (s.grad_clip < 0) bad("gradient clip must be >= 0 (0 = off)");
+  if (s.warmup_steps < 0 || s.eval_every < 0 || s.eval_batches < 0 || s.log_every < 1 || s.checkpoint_every < 0)
+    bad("warmup, eval and checkpoint intervals must be >= 0 and log_every >= 1");
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  RunSpec spec;
+  TrainCallbacks cb;
+  std::atomic<bool> stop_flag{false}, pause_flag{false};
+  std::mutex mu;
+  std::condition_variable cv;
+
+  void log(const std::string& line) {
+    if (cb.on_log) cb.on_log(line);
+  }
+  void progress(const std::string& stage, double f) {
+    if (cb.on_progress) cb.on_progress(stage, f);
+  }
+  TrainSummary run();
+};
+
+Trainer::Trainer(RunSpec spec, TrainCallbacks callbacks) : impl_(std::make_unique<Impl>()) {
+  impl_->spec = std::move(spec);
+  impl_->cb = std::move(callbacks);
+}
+Trainer::~Trainer() = default;
+TrainSummary Trainer::run() { return impl_->run(); }
+void Trainer::pause() { impl_->pause_flag = true; }
+void Trainer::resume() {
+  impl_->pause_flag = false;
+  impl_->cv.notify_all();
+}
+void Trainer::stop() {
+  impl_->stop_flag = true;
+  impl_->cv.notify_all();
+}
+bool Trainer::paused() const { return impl_->pause_flag; }
+
+TrainSummary Trainer::Impl::run() {
+  const auto started = Clock::now();
+  TrainSettings ts = spec.train;
+  check_settings(ts);
+  if (spec.run_dir.empty()) throw std::invalid_argument("no run folder given (--out)");
+  const RunPaths paths(spec.run_dir);
+  const std::string cache_dir = spec.cache_dir.empty() ? default_cache_dir() : spec.cache_dir;
+
+  // ---- model config, tokenizer, previous state --------------------------------------------
+  ModelConfig model_config;
+  int64_t start_step = 0;
+  double wall_offset = 0;
+  std::optional<Tokenizer> tokenizer;
+  if (spec.resume) {
+    const nlohmann::json run = read_run_config(spec.run_dir);
+    model_config = config_from_json(run["model"].dump(), paths.config);
+    start_step = run.value("state", nlohmann::json::object()).value("step", int64_t{0});
+    wall_offset = run.value("state", nlohmann::json::object()).value("wall_s", 0.0);
+    if (spec.data_path.empty()) spec.data_path = run.value("data", nlohmann::json::object()).value("path", "");
+    tokenizer = Tokenizer::load(paths.tokenizer);
+    log("resuming " + spec.run_dir + " at step " + std::to_string(start_step));
+  } else {
+    if (fs::exists(paths.config))
+      throw std::invalid_argument("'" + spec.run_dir + "' already holds a run; continue it with --resume or choose another --out");
+    model_config = spec.model;
+    validate(model_config);
+    fs::create_directories(spec.run_dir);
+    if (spec.data_path.empty()) throw std::invalid_argument("no training data given (--data)");
+    if (!spec.tokenizer_path.empty()) {
+      tokenizer = Tokenizer::load(spec.tokenizer_path);
+    } else {
+      // Tokenizers are cached by corpus and vocabulary, so a second run on the same corpus
+      // skips training one (and then also hits the encoded-token cache, keyed by its hash).
+      const std::string key = fnv1a_hex(files_fingerprint(spec.data_path) + "|vocab=" +
+                                        std::to_string(model_config.vocab_size) + "|tok-v1");
+      const fs::path cached = fs::path(cache_dir) / ("tokenizer-" + key + ".model");
+      if (fs::exists(cached)) {
+        tokenizer = Tokenizer::load(cached.string());
+        log("tokenizer from cache " + cached.string());
+      } else {
+        log("training a " + std::to_string(model_config.vocab_size) + "-token tokenizer on " + spec.data_path);
+        TokenizerTrainOptions to;
+        to.vocab_size = static_cast<int>(model_config.vocab_size);
+        to.progress = cb.on_progress;
+        to.cancel = &stop_flag;
+        fs::create_directories(cache_dir);
+        tokenizer = Tokenizer::train(spec.data_path, cached.string(), to);
+      }
+    }
+    tokenizer->save(paths.tokenizer);
+    if (tokenizer->vocab_size() != model_config.vocab_size) {
+      log("vocab_size set to the tokenizer's " + std::to_string(tokenizer->vocab_size()) + " (config said " +
+          std::to_string(model_config.vocab_size) + ")");
+      model_config.vocab_size = tokenizer->vocab_size();
+    }
+  }
+  if (tokenizer->vocab_size() != model_config.vocab_size)
+    throw std::runtime_error(paths.tokenizer + " has " + std::to_string(tokenizer->vocab_size()) +
+                             " tokens but the model expects " + std::to_string(model_config.vocab_size));
+
+  // ---- data ----------------------------------------------------------------------------------
+  DatasetOptions data_options;
+  data_options.context = model_config.context;
+  data_options.val_fraction = kValFraction;
+  data_options.seed = kSplitSeed;
+  data_options.cache_dir = cache_dir;
+  data_options.progress = cb.on_progress;
+  data_options.cancel = &stop_flag;
+  const TokenDataset data = load_dataset(spec.data_path, *tokenizer, data_options);
+  log("data: " + std::to_string(data.train.size()) + " train / " + std::to_string(data.val.size()) +
+      " validation tokens from " + std::to_string(data.documents) + " documents (" +
+      std::to_string(data.dropped_short) + " shorter than the context dropped)" + (data.from_cache ? ", cached" : ""));
+
+  const int64_t T = model_config.context;
+  const int64_t windows = window_count(data.train.size(), T);
+  if (windows < 1) throw std::runtime_error("the training split holds fewer than " + std::to_string(T + 1) + " tokens");
+  const int64_t batch = std::min(ts.batch_size, windows);
+  if (batch < ts.batch_size) log("batch size lowered to " + std::to_string(batch) + " (all the training windows)");
+  const int64_t steps_per_epoch = std::max<int64_t>(1, windows / batch);
+  const int64_t total_steps =
+      ts.steps > 0 ? ts.steps : static_cast<int64_t>(std::ceil(ts.epochs * static_cast<double>(steps_per_epoch)));
+
+  // ---- model and optimizer -----------------------------------------------------------------------
+  const int threads = set_cpu_threads(ts.threads);
+  const torch::Device device = compat::parse_device(ts.device);
+  const bool bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
+  torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
+  Gpt model(model_config);
+  model->to(device);
+  model->train();
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
+  AdamW optimizer(named, {ts.lr, ts.beta1, ts.beta2, ts.eps, ts.weight_decay});
+  if (spec.resume) {
+    load_weights(model, paths.weights);
+    load_optimizer(optimizer, paths.optimizer, start_step);
+  }
+  log("model " + model_config.name + " on " + device.str() + (bf16 ? " (bf16 autocast)" : "") + ", " +
+      std::to_string(threads) + " CPU threads; " + std::to_string(total_steps) + " steps of " + std::to_string(batch) +
+      "x" + std::to_string(T) + " tokens, " + std::to_string(steps_per_epoch) + " steps per epoch");
+
+  // ---- metrics file: on resume, drop records past the checkpoint so the curve continues ------
+  if (spec.resume && fs::exists(paths.metrics)) {
+    std::ifstream in(paths.metrics);
+    std::string line, kept;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.value("step", int64_t{0}) <= start_step) kept += line + "\n";
+    }
+    write_file_atomic(paths.metrics, kept);
+  }
+  std::ofstream metrics_out(paths.metrics, std::ios::app);
+  if (!metrics_out) throw std::runtime_error("cannot write " + paths.metrics);
+
+  MetricRecord last_eval;
+  double last_train_loss = NAN, last_tokens_per_s = NAN;
+  auto emit = [&](MetricRecord m) {
+    m.total_steps = total_steps;
+    metrics_out << metric_to_json(m).dump() << "\n";
+    metrics_out.flush();
+    if (cb.on_metric) cb.on_metric(m);
+  };
+  auto wall = [&] { return wall_offset + seconds_since(started); };
+
+  auto checkpoint = [&](int64_t step) {
+    save_weights(model, paths.weights);
+    save_optimizer(optimizer, paths.optimizer);
+    nlohmann::json run;
+    run["format"] = kCheckpointFormat;
+    run["model"] = nlohmann::json::parse(to_json(model_config));
+    run["training"] = settings_to_json(ts);
+    nlohmann::json data_info;
+    data_info["path"] = fs::absolute(spec.data_path).string();
+    data_info["tokenizer_hash"] = tokenizer->hash();
+    data_info["train_tokens"] = static_cast<int64_t>(data.train.size());
+    data_info["val_tokens"] = static_cast<int64_t>(data.val.size());
+    data_info["documents"] = data.documents;
+    data_info["train_documents"] = data.train_documents;
+    data_info["val_documents"] = data.val_documents;
+    data_info["dropped_short"] = data.dropped_short;
+    data_info["val_fraction"] = kValFraction;
+    data_info["split_seed"] = kSplitSeed;
+    run["data"] = data_info;
+    run["state"] = {{"step", step},
+                    {"total_steps", total_steps},
+                    {"steps_per_epoch", steps_per_epoch},
+                    {"batch_size", batch},
+                    {"wall_s", wall()},
+                    {"finished", step >= total_steps}};
+    nlohmann::json metrics = {{"step", step}, {"epoch", static_cast<double>(step) / steps_per_epoch}};
+    if (std::isfinite(last_train_loss)) metrics["train_loss"] = last_train_loss;
+    if (std::isfinite(last_eval.val_loss)) {
+      metrics["val_loss"] = last_eval.val_loss;
+      metrics["val_accuracy"] = last_eval.val_accuracy;
+      metrics["val_step"] = last_eval.step;
+    }
+    if (std::isfinite(last_tokens_per_s)) metrics["tokens_per_s"] = last_tokens_per_s;
+    run["metrics"] = metrics;
+    write_file_atomic(paths.config, run.dump(2) + "\n");
+  };
+  if (!spec.resume) checkpoint(0);  // a run folder is loadable from the start
+
+  auto validate_now = [&](int64_t step, bool full) {
+    const auto t0 = Clock::now();
+    const WindowEval ev = evaluate_windows(model, data.val, std::min<int64_t>(batch, 64), full ? 0 : ts.eval_batches,
+                                           device, bf16, {}, &stop_flag);
+    MetricRecord m;
+    m.kind = "eval";
+    m.step = step;
+    m.epoch = static_cast<double>(step) / steps_per_epoch;
+    m.val_loss = ev.loss;
+    m.val_accuracy = ev.accuracy;
+    m.wall_s = wall();
+    emit(m);
+    last_eval = m;
+    return seconds_since(t0);
+  };
+
+  // ---- the loop --------------------------------------------------------------------------------
+  std::vector<int64_t> order;
+  int64_t order_epoch = -1;
+  double loss_sum = 0;
+  int64_t loss_count = 0, tokens_since = 0;
+  auto timer = Clock::now();
+  double excluded_s = 0;  // evaluation and checkpoint time, kept out of tokens/s
+  int64_t step = start_step;
+  TrainSummary summary;
+  while (step < total_steps) {
+    if (pause_flag) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return !pause_flag || stop_flag; });
+      timer = Clock::now();
+      tokens_since = 0;
+      excluded_s = 0;
+    }
+    if (stop_flag) break;
+    const int64_t epoch = step / steps_per_epoch, index = step % steps_per_epoch;
+    if (epoch != order_epoch) {
+      // A fresh permutation of the windows per epoch, from the seed: resumable exactly.
+      order.resize(windows);
+      std::iota(order.begin(), order.end(), 0);
+      std::mt19937_64 rng(ts.seed * 1000003ULL + static_cast<uint64_t>(epoch));
+      std::shuffle(order.begin(), order.end(), rng);
+      order_epoch = epoch;
+    }
+    std::vector<int64_t> starts(batch);
+    for (int64_t b = 0; b < batch; ++b) starts[b] = order[index * batch + b] * T;
+    auto tokens = make_batch(data.train, starts, T, device);
+    auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
+    const double lr = learning_rate(ts, step, total_steps);
+
+    torch::Tensor loss;
+    {
+      compat::AutocastGuard autocast(device, bf16);
+      auto logits = model->forward(x);
+      loss = torch::nn::functional::cross_entropy(logits.view({-1, logits.size(-1)}).to(torch::kFloat32),
+                                                  y.reshape({-1}));
+    }
+    optimizer.zero_grad();
+    loss.backward();
+    if (ts.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), ts.grad_clip);
+    optimizer.step(lr);
+    const double loss_value = loss.item<double>();
+    if (!std::isfinite(loss_value))
+      throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value) + " at step " +
+                               std::to_string(step + 1) + " (try a lower --lr or gradient clipping)");
+    loss_sum += loss_value;
+    ++loss_count;
+    tokens_since += batch * T;
+    ++step;
+
+    if (step % ts.log_every == 0 || step == total_steps) {
+      const double secs = std::max(1e-9, seconds_since(timer) - excluded_s);
+      MetricRecord m;
+      m.kind = "train";
+      m.step = step;
+      m.epoch = static_cast<double>(step) / steps_per_epoch;
+      m.train_loss = loss_sum / static_cast<double>(loss_count);
+      m.tokens_per_s = static_cast<double>(tokens_since) / secs;
+      m.lr = lr;
+      m.wall_s = wall();
+      emit(m);
+      last_train_loss = m.train_loss;
+      last_tokens_per_s = m.tokens_per_s;
+      loss_sum = 0;
+      loss_count = 0;
+      tokens_since = 0;
+      excluded_s = 0;
+      timer = Clock::now();
+    }
+    const bool epoch_end = step % steps_per_epoch == 0;
+    if ((ts.eval_every > 0 && step % ts.eval_every == 0) || epoch_end || step == total_steps) {
+      try {
+        excluded_s += validate_now(step, epoch_end);
+      } catch (const Cancelled&) {
+        break;  // stop() during validation: keep the trained weights
+      }
+    }
+    if ((ts.checkpoint_every > 0 && step % ts.checkpoint_every == 0) || epoch_end || step == total_steps) {
+      const auto t0 = Clock::now();
+      checkpoint(step);
+      excluded_s += seconds_since(t0);
+    }
+    progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
+  }
+  if (stop_flag && step < total_steps) {
+    checkpoint(step);
+    log("stopped at step " + std::to_string(step) + "; continue with --resume");
+  }
+
+  summary.steps = step;
+  summary.total_steps = total_steps;
+  summary.epochs = static_cast<double>(step) / steps_per_epoch;
+  summary.val_loss = last_eval.val_loss;
+  summary.val_accuracy = last_eval.val_accuracy;
+  summary.train_loss = last_train_loss;
+  summary.tokens_per_s = last_tokens_per_s;
+  summary.wall_s = wall();
+  summary.stopped = step < total_steps;
+  summary.run_dir = spec.run_dir;
+  return summary;
+}
+
+}  // namespace hsm
