@@ -7,6 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
 
 namespace {
 
@@ -112,5 +116,98 @@ TEST(Cli, BadInputFailsWithOneLineReason) {
   EXPECT_NE(r.status, 0);
 
   r = run("");
+  EXPECT_NE(r.status, 0);
+}
+
+// ---- training pipeline from the command line ----------------------------------------------
+namespace {
+
+std::string cli_temp_dir() {
+  const std::string dir = ::testing::TempDir() + "/hsm_cli_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string write_corpus(const std::string& dir) {
+  std::string text;
+  for (int s = 0; s < 300; ++s) {
+    for (int k = 0; k < 5; ++k) text += "Once upon a time, Lily saw a red ball " + std::to_string(s % 7) + ". ";
+    text += "\n<|endoftext|>\n";
+  }
+  std::ofstream(dir + "/corpus.txt") << text;
+  std::ofstream(dir + "/tiny.json") << R"({"name": "tiny", "vocab_size": 300, "d_model": 32, "context": 32,
+      "dropout": 0.0, "layers": [{"mixer": "hsm_ab", "ffn": 64}, {"mixer": "attn", "heads": 4, "ffn": 64},
+      {"mixer": "hsm_ab", "ffn": 64}]})";
+  return dir + "/corpus.txt";
+}
+
+}  // namespace
+
+TEST(CliPipeline, TrainEvalGenerateAndRefuseACorruptCheckpoint) {
+  const std::string dir = cli_temp_dir();
+  const std::string corpus = write_corpus(dir);
+  const std::string run_dir = dir + "/run";
+  const std::string common = " --cache-dir " + dir + "/cache --threads 1";
+
+  auto tok = run_json("tokenizer train --data " + corpus + " --vocab 300 --out " + dir + "/tok.model --json");
+  EXPECT_EQ(tok["vocab_size"], 300);
+
+  auto train = run_json("train --config " + dir + "/tiny.json --data " + corpus + " --out " + run_dir +
+                        " --steps 30 --batch 8 --eval-every 10 --json" + common);
+  EXPECT_EQ(train["steps"], 30);
+  EXPECT_LT(train["val_loss"].get<double>(), std::log(300.0));
+
+  // Resume to 40 steps: the step count continues.
+  auto more = run_json("train --resume --out " + run_dir + " --steps 40 --json" + common);
+  EXPECT_EQ(more["steps"], 40);
+
+  auto eval = run_json("eval " + run_dir + " --json" + common);
+  EXPECT_GT(eval["tokens"].get<int64_t>(), 0);
+  EXPECT_GT(eval["accuracy"].get<double>(), 0.0);
+  EXPECT_EQ(eval["split"], "val");
+
+  auto gen = run_json("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop --json");
+  EXPECT_EQ(gen["tokens"].size(), 12u);
+  EXPECT_EQ(gen["seed"], 4);
+  for (const auto& t : gen["tokens"]) {
+    EXPECT_GT(t["prob"].get<double>(), 0.0);
+    EXPECT_GE(t["top"].size(), 1u);
+  }
+  auto again = run_json("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop --json --no-cache");
+  EXPECT_EQ(again["text"], gen["text"]);
+
+  // Streamed text mode prints the prompt and the continuation.
+  auto text = run("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop");
+  EXPECT_EQ(text.status, 0);
+  EXPECT_EQ(text.out.rfind("Once upon" + gen["text"].get<std::string>(), 0), 0u) << text.out;
+
+  // A truncated checkpoint is refused with a reason.
+  const std::string weights = run_dir + "/model.safetensors";
+  std::filesystem::resize_file(weights, std::filesystem::file_size(weights) - 10);
+  auto refused = run("generate " + run_dir + " --prompt x");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.out.find("truncated"), std::string::npos) << refused.out;
+}
+
+TEST(CliPipeline, BadInputsFailWithAReason) {
+  const std::string dir = cli_temp_dir() + "_bad";
+  std::filesystem::create_directories(dir);
+  auto r = run("train --preset hsm_ab --data /nonexistent/corpus.txt --out " + dir + "/r");
+  EXPECT_NE(r.status, 0);
+  r = run("train --resume --out " + dir);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
+  r = run("generate " + dir + " --prompt hi");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("not a run folder"), std::string::npos) << r.out;
+  r = run("train --data " + dir + " --out " + dir + "/r2");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--preset"), std::string::npos) << r.out;
+  std::ofstream(dir + "/empty.txt") << "";
+  r = run("tokenizer train --data " + dir + "/empty.txt --vocab 300 --out " + dir + "/t.model");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("empty.txt"), std::string::npos) << r.out;
+  r = run("generate " + dir + " --top-p 2");
   EXPECT_NE(r.status, 0);
 }
