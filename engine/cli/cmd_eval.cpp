@@ -49,13 +49,15 @@ Command add_eval_command(CLI::App& app) {
             if (a->json) {
               std::cout << nlohmann::json{{"run", a->run},          {"data", data},           {"split", r.split},
                                           {"loss", r.loss},         {"accuracy", r.accuracy}, {"tokens", r.tokens},
-                                          {"documents", r.documents}, {"seconds", r.seconds}}
+                                          {"documents", r.documents}, {"unigram_loss", r.unigram_loss}, {"seconds", r.seconds}}
                                .dump(2)
                         << "\n";
             } else {
-              std::printf("%s split of %s: loss %.4f, accuracy %.4f over %lld tokens (%lld documents), %.1f s\n",
-                          r.split.c_str(), data.c_str(), r.loss, r.accuracy, static_cast<long long>(r.tokens),
-                          static_cast<long long>(r.documents), r.seconds);
+              std::printf(
+                  "%s split of %s: loss %.4f, accuracy %.4f over %lld tokens (%lld documents); unigram baseline "
+                  "loss %.4f; %.1f s\n",
+                  r.split.c_str(), data.c_str(), r.loss, r.accuracy, static_cast<long long>(r.tokens),
+                  static_cast<long long>(r.documents), r.unigram_loss, r.seconds);
             }
             return 0;
           }};

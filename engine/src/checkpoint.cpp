@@ -90,56 +90,15 @@ void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_
   optimizer.load_state(state, step);
 }
 
-nlohmann::json settings_to_json(const TrainSettings& s) {
-  return {{"steps", s.steps},
-          {"epochs", s.epochs},
-          {"batch_size", s.batch_size},
-          {"lr", s.lr},
-          {"weight_decay", s.weight_decay},
-          {"beta1", s.beta1},
-          {"beta2", s.beta2},
-          {"eps", s.eps},
-          {"grad_clip", s.grad_clip},
-          {"warmup_steps", s.warmup_steps},
-          {"cosine", s.cosine},
-          {"min_lr", s.min_lr},
-          {"eval_every", s.eval_every},
-          {"eval_batches", s.eval_batches},
-          {"checkpoint_every", s.checkpoint_every},
-          {"log_every", s.log_every},
-          {"seed", s.seed},
-          {"device", s.device},
-          {"threads", s.threads},
-          {"bf16", s.bf16}};
-}
+// Field names in config.json are the struct's; missing fields keep their defaults, so runs
+// written before a setting existed still load. (In namespace hsm, where ADL finds it.)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainSettings, steps, epochs, batch_size, lr, weight_decay, beta1,
+                                                beta2, eps, grad_clip, warmup_steps, cosine, min_lr, eval_every,
+                                                eval_batches, checkpoint_every, log_every, seed, device, threads, bf16)
 
-TrainSettings settings_from_json(const nlohmann::json& j) {
-  TrainSettings s;
-  auto get = [&](const char* key, auto& field) {
-    if (j.contains(key)) field = j.at(key).get<std::decay_t<decltype(field)>>();
-  };
-  get("steps", s.steps);
-  get("epochs", s.epochs);
-  get("batch_size", s.batch_size);
-  get("lr", s.lr);
-  get("weight_decay", s.weight_decay);
-  get("beta1", s.beta1);
-  get("beta2", s.beta2);
-  get("eps", s.eps);
-  get("grad_clip", s.grad_clip);
-  get("warmup_steps", s.warmup_steps);
-  get("cosine", s.cosine);
-  get("min_lr", s.min_lr);
-  get("eval_every", s.eval_every);
-  get("eval_batches", s.eval_batches);
-  get("checkpoint_every", s.checkpoint_every);
-  get("log_every", s.log_every);
-  get("seed", s.seed);
-  get("device", s.device);
-  get("threads", s.threads);
-  get("bf16", s.bf16);
-  return s;
-}
+nlohmann::json settings_to_json(const TrainSettings& s) { return s; }
+
+TrainSettings settings_from_json(const nlohmann::json& j) { return j.get<TrainSettings>(); }
 
 nlohmann::json metric_to_json(const MetricRecord& m) {
   nlohmann::json j = {{"kind", m.kind},   {"step", m.step},     {"total_steps", m.total_steps},

@@ -38,6 +38,11 @@ torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64
   return h + ffn->forward(ln2->forward(h));
 }
 
+torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerCache& cache, int64_t context) {
+  auto h = h_in + mixer->prefill(ln1->forward(h_in), cache, context);
+  return h + ffn->forward(ln2->forward(h));
+}
+
 GptImpl::GptImpl(const ModelConfig& c) : config(c) {
   validate(c);
   tok_emb = register_module("tok_emb", torch::nn::Embedding(c.vocab_size, c.d_model));
@@ -79,6 +84,15 @@ torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
   for (size_t l = 0; l < blocks.size(); ++l) h = blocks[l]->step(h, state.layers[l], state.pos, config.context);
   ++state.pos;
   return torch::matmul(ln_f->forward(h), tok_emb->weight.t());  // [B, V]
+}
+
+torch::Tensor GptImpl::prefill(const torch::Tensor& idx, DecodeState& state) {
+  if (state.pos != 0) throw std::logic_error("prefill() needs a fresh decode state");
+  state.layers.assign(blocks.size(), MixerCache());
+  auto h = embed(idx);  // [B, T, d]; throws past the context
+  for (size_t l = 0; l < blocks.size(); ++l) h = blocks[l]->prefill(h, state.layers[l], config.context);
+  state.pos = idx.size(1);
+  return torch::matmul(ln_f->forward(h.select(1, -1)), tok_emb->weight.t());  // [B, V]
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& idx) { return forward_embedded(embed(idx)); }

@@ -22,6 +22,8 @@ struct BlockImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& h);  // [B, T, d] -> [B, T, d]
   // One position: [B, d] -> [B, d], equal to forward(h)[:, pos] (eval mode).
   torch::Tensor step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context);
+  // Positions 0..T-1 at once, filling the cache: [B, T, d] -> [B, T, d] (eval mode).
+  torch::Tensor prefill(const torch::Tensor& h, MixerCache& cache, int64_t context);
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   std::shared_ptr<MixerImpl> mixer;
   FeedForward ffn{nullptr};
@@ -47,6 +49,9 @@ struct GptImpl : torch::nn::Module {
   // Costs O(1) in the context length for HSM layers, O(pos) for attention (KV cache).
   // Throws when the context is full: the caller slides its window and starts over.
   torch::Tensor step(const torch::Tensor& idx_t, DecodeState& state);
+  // Starts decoding with a whole prefix idx [B, T] in one batched pass (state must be
+  // fresh) -> logits of the last position [B, vocab]; then step() continues at T.
+  torch::Tensor prefill(const torch::Tensor& idx, DecodeState& state);
 
   ModelConfig config;
   torch::nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};

@@ -26,8 +26,12 @@ struct Session::Impl {
     auto idx = torch::tensor(std::vector<int64_t>(window.begin(), window.end()), torch::kLong).view({1, -1});
     return model->forward(idx.to(device)).select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);
   }
-  // Same, incrementally: feeds window[state.pos ...] into the caches.
+  // Same, incrementally: feeds tokens into the caches (a fresh state takes them in one pass).
   torch::Tensor feed(const std::vector<int32_t>& tokens, DecodeState& state) {
+    if (state.pos == 0 && tokens.size() > 1) {
+      auto idx = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({1, -1});
+      return model->prefill(idx.to(device), state).squeeze(0).to(torch::kCPU, torch::kFloat32);
+    }
     torch::Tensor logits;
     for (int32_t t : tokens)
       logits = model->step(torch::full({1}, static_cast<int64_t>(t), torch::TensorOptions().dtype(torch::kLong).device(device)),
@@ -167,6 +171,19 @@ EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& op
     tokens = data.train;
     tokens.insert(tokens.end(), data.val.begin(), data.val.end());
     r.documents = data.train_documents + data.val_documents;
+  }
+  // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
+  {
+    std::vector<double> counts(static_cast<size_t>(m.config.vocab_size), 1.0);
+    for (uint16_t t : data.train) counts[t] += 1.0;
+    const double total = static_cast<double>(data.train.size()) + static_cast<double>(counts.size());
+    const int64_t T = m.config.context;
+    int64_t windows = window_count(tokens.size(), T);
+    if (options.max_batches > 0) windows = std::min(windows, options.max_batches * options.batch_size);
+    double nll = 0;
+    for (int64_t w = 0; w < windows; ++w)
+      for (int64_t i = 1; i <= T; ++i) nll -= std::log(counts[tokens[w * T + i]] / total);
+    r.unigram_loss = windows > 0 ? nll / static_cast<double>(windows * T) : 0;
   }
   const WindowEval ev = evaluate_windows(m.model, tokens, options.batch_size, options.max_batches, m.device,
                                          m.device.is_cuda(), options.progress, options.cancel);

@@ -27,12 +27,15 @@ namespace fs = std::filesystem;
 namespace hsm {
 
 // Measured on the 2-core development machine (SPEC §7): LibTorch's intra-op threads at the
-// core count, OpenBLAS single-threaded so the two pools do not oversubscribe the cores.
+// core count, OpenBLAS single-threaded so the two pools do not oversubscribe the cores
+// ($HSM_BLAS_THREADS overrides the latter for experiments).
 int set_cpu_threads(int n) {
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(n);
+  int blas = 1;
+  if (const char* env = std::getenv("HSM_BLAS_THREADS"); env && std::atoi(env) > 0) blas = std::atoi(env);
   using SetThreads = void (*)(int);
-  if (auto* f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
+  if (auto* f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(blas);
   return n;
 }
 
@@ -96,7 +99,18 @@ Trainer::Trainer(RunSpec spec, TrainCallbacks callbacks) : impl_(std::make_uniqu
   impl_->cb = std::move(callbacks);
 }
 Trainer::~Trainer() = default;
-TrainSummary Trainer::run() { return impl_->run(); }
+TrainSummary Trainer::run() {
+  try {
+    return impl_->run();
+  } catch (const Cancelled&) {
+    // stop() while the tokenizer or the data were being prepared: nothing was trained.
+    impl_->log("stopped before training started");
+    TrainSummary s;
+    s.stopped = true;
+    s.run_dir = impl_->spec.run_dir;
+    return s;
+  }
+}
 void Trainer::pause() { impl_->pause_flag = true; }
 void Trainer::resume() {
   impl_->pause_flag = false;

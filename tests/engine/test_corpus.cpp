@@ -10,19 +10,14 @@
 
 #include "hsm/corpus.h"
 #include "hsm/tokenizer.h"
+#include "test_util.h"
 
 using namespace hsm;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  // Per process: ctest runs the tests of one suite in parallel processes.
-  const fs::path dir = fs::path(::testing::TempDir()) / ("hsm_corpus_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string temp_dir(const std::string& name) { return hsm::test::fresh_temp_dir("hsm_corpus_", name); }
 
 void write_file(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());

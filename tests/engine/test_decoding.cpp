@@ -41,6 +41,16 @@ void expect_cached_equals_uncached(const ModelConfig& c, const std::string& what
         << what << ": position " << t << " max diff " << (step_logits - full.select(1, t)).abs().max().item<double>();
   }
   EXPECT_THROW(model->step(idx.select(1, 0), state), std::logic_error);  // context full
+
+  // A batched prefill of any prefix leaves the same caches as stepping through it.
+  for (int64_t prefix : {int64_t{1}, int64_t{7}, c.context - 1}) {
+    DecodeState st;
+    auto first = model->prefill(idx.narrow(1, 0, prefix), st);
+    ASSERT_TRUE(torch::allclose(first, full.select(1, prefix - 1), 1e-9, 1e-9)) << what << " prefix " << prefix;
+    for (int64_t t = prefix; t < c.context; ++t)
+      ASSERT_TRUE(torch::allclose(model->step(idx.select(1, t), st), full.select(1, t), 1e-9, 1e-9))
+          << what << ": prefix " << prefix << ", position " << t;
+  }
 }
 
 class CachedDecoding : public ::testing::TestWithParam<std::string> {};

@@ -13,18 +13,14 @@
 #include "hsm/corpus.h"
 #include "hsm/session.h"
 #include "hsm/trainer.h"
+#include "test_util.h"
 
 using namespace hsm;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("hsm_training_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string temp_dir(const std::string& name) { return hsm::test::fresh_temp_dir("hsm_training_", name); }
 
 // Little stories from a small grammar: learnable structure, many documents longer than
 // the test context.
@@ -308,6 +304,9 @@ TEST_F(TrainedRun, EvaluateMatchesTraining) {
   const EvalResult all = session->evaluate(*dir_ + "/stories.txt", e);
   EXPECT_GT(all.tokens, r.tokens);
   EXPECT_GT(all.accuracy, 0.1);
+  // Unigram statistics of a structured corpus beat a uniform guess over the vocabulary.
+  EXPECT_GT(all.unigram_loss, 0.5);
+  EXPECT_LT(all.unigram_loss, std::log(300.0) - 1.0);
 }
 
 TEST_F(TrainedRun, CorruptCheckpointsAreRefused) {

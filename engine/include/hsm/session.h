@@ -53,6 +53,9 @@ struct EvalResult {
   double accuracy = 0;
   int64_t tokens = 0;      // predicted tokens
   int64_t documents = 0;   // documents in the evaluated split
+  // Baseline: cross-entropy of the same targets under the training split's unigram
+  // frequencies (add-one smoothed). A model that learned anything is well below it.
+  double unigram_loss = 0;
   std::string split;
   double seconds = 0;
 };

@@ -41,6 +41,17 @@ torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, i
   return proj->forward(y.transpose(1, 2).reshape({B, d}));
 }
 
+torch::Tensor AttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) {
+  const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
+  auto [q, k, v] = split_heads(x);  // [B, H, T, hd]
+  cache.k = torch::zeros({B, heads, context, head_dim}, x.options());
+  cache.v = torch::zeros_like(cache.k);
+  cache.k.narrow(2, 0, T).copy_(k);
+  cache.v.narrow(2, 0, T).copy_(v);
+  auto y = compat::causal_attention(q, k, v, 0.0, false);
+  return proj->forward(y.transpose(1, 2).contiguous().view({B, T, d}));
+}
+
 torch::Tensor AttentionImpl::attention_weights(const torch::Tensor& x) {
   auto [q, k, v] = split_heads(x);
   return compat::causal_attention_weights(q, k);

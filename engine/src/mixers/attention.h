@@ -10,6 +10,7 @@ struct AttentionImpl : MixerImpl {
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
   // KV cache: the new key/value is written at `pos`; the query attends to 0..pos.
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
   // Softmax weights per head for diagnostics: [B, H, T, T].
   torch::Tensor attention_weights(const torch::Tensor& x);
 

@@ -25,6 +25,9 @@ struct MixerImpl : torch::nn::Module {
   // One position: x_t [B, d] at position pos (0-based, < context), given the cache filled by
   // steps 0..pos-1 -> y_t [B, d], equal to forward(x)[:, pos]. Updates the cache.
   virtual torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) = 0;
+  // A whole prefix at once: forward(x) for x = positions 0..T-1, leaving the cache as T
+  // calls of step() would (so a prompt costs one batched pass, not T small ones).
+  virtual torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) = 0;
   MixerKind kind;
 };
 

@@ -45,9 +45,22 @@ torch::Tensor ShiftMixerImpl::shifted(const torch::Tensor& x) const {
 
 torch::Tensor ShiftMixerImpl::forward(const torch::Tensor& x) { return mix(x, shifted(x)); }
 
+// The ring holds the last R inputs; a shift s >= context never reads anything (pos < context).
+static int64_t ring_size(const std::vector<int64_t>& shifts, int64_t context) {
+  return std::min(*std::max_element(shifts.begin(), shifts.end()), context);
+}
+
+torch::Tensor ShiftMixerImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) {
+  const int64_t T = x.size(1), R = ring_size(shifts, context), first = std::max<int64_t>(0, T - R);
+  cache.ring = torch::zeros({x.size(0), R, d_model}, x.options());
+  // Position p lives at p % R, as step() would have left it.
+  auto slots = torch::arange(first, T, torch::TensorOptions().dtype(torch::kLong).device(x.device())).remainder(R);
+  cache.ring.index_copy_(1, slots, x.narrow(1, first, T - first));
+  return forward(x);
+}
+
 torch::Tensor ShiftMixerImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) {
-  // The ring holds the last R inputs; a shift s >= context never reads anything (pos < context).
-  const int64_t R = std::min(*std::max_element(shifts.begin(), shifts.end()), context);
+  const int64_t R = ring_size(shifts, context);
   if (!cache.ring.defined()) cache.ring = torch::zeros({x_t.size(0), R, d_model}, x_t.options());
   auto read = [&](int64_t s) {  // x[pos - s] as [B, d], or zeros before the sequence start
     return pos >= s ? cache.ring.select(1, (pos - s) % R) : torch::zeros_like(x_t);

@@ -13,6 +13,7 @@ struct ShiftMixerImpl : MixerImpl {
   ShiftMixerImpl(MixerKind kind, int64_t d_model, std::vector<int64_t> shifts);
   torch::Tensor forward(const torch::Tensor& x) override;  // mix(x, shifted(x))
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
   // The variant's formula: x, xs of the same shape [..., d] -> y [..., d].
   virtual torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) = 0;
   // x_shifted for a whole sequence: [B, T, d] -> [B, T, d], head j's channels shifted by shifts[j].
