@@ -144,13 +144,17 @@ Command add_train_command(CLI::App& app) {
               last_step = m.step;
               const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
               const double per_step = last_step > first_step ? elapsed / static_cast<double>(last_step - first_step) : NAN;
-              char line[256];
-              std::snprintf(line, sizeof line,
-                            "step %lld | loss %.4f | val %.4f acc %.3f | %.0f tok/s | elapsed %s",
-                            static_cast<long long>(m.step), train_loss, val_loss, val_acc, tps,
-                            duration_text(elapsed).c_str());
-              std::string text = line;
               total = m.total_steps;
+              char line[256];
+              std::snprintf(line, sizeof line, "step %lld/%lld (epoch %.2f) | loss %.4f", static_cast<long long>(m.step),
+                            static_cast<long long>(total), m.epoch, train_loss);
+              std::string text = line;
+              if (std::isfinite(val_loss)) {
+                std::snprintf(line, sizeof line, " | val %.4f acc %.3f", val_loss, val_acc);
+                text += line;
+              }
+              std::snprintf(line, sizeof line, " | %.0f tok/s | elapsed %s", tps, duration_text(elapsed).c_str());
+              text += line;
               if (total > 0) text += " | ETA " + duration_text(per_step * static_cast<double>(total - last_step));
               if (tty)
                 std::cerr << "\r\033[K" << text << std::flush;

@@ -86,7 +86,7 @@ TEST(Cli, InspectTargetParamsMatchesFfn) {
 }
 
 TEST(Cli, InspectConfigFile) {
-  const std::string path = ::testing::TempDir() + "/tiny.json";
+  const std::string path = ::testing::TempDir() + "/hsm_cli_tiny_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << R"({"name": "tiny", "vocab_size": 100, "d_model": 32, "context": 16,
                            "layers": [{"mixer": "hsm_ab"}, {"mixer": "attn", "heads": 4}]})";
   const auto j = run_json("inspect " + path + " --json");
@@ -99,7 +99,7 @@ TEST(Cli, BadInputFailsWithOneLineReason) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("unknown preset 'no_such_preset'"), std::string::npos) << r.out;
 
-  const std::string bad = ::testing::TempDir() + "/bad.json";
+  const std::string bad = ::testing::TempDir() + "/hsm_cli_bad_" + std::to_string(::getpid()) + ".json";
   std::ofstream(bad) << R"({"layers": [{"mixer": "attn", "heads": 3}]})";
   r = run("inspect " + bad);
   EXPECT_NE(r.status, 0);
