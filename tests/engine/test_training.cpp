@@ -186,21 +186,23 @@ TEST(Training, PauseHoldsTheLoopUntilResume) {
   RunSpec spec = tiny_run(dir, make_corpus(dir), 20);
   Trainer* self = nullptr;
   std::atomic<bool> paused_seen{false};
+  std::thread resumer;
   TrainCallbacks cb;
   cb.on_metric = [&](const MetricRecord& m) {
     if (m.kind == "train" && m.step == 5) {
       self->pause();
-      std::thread([self, &paused_seen] {
+      resumer = std::thread([self, &paused_seen] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         paused_seen = self->paused();
         self->resume();
-      }).detach();
+      });
     }
   };
   Trainer trainer(spec, cb);
   self = &trainer;
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(trainer.run().steps, 20);
+  resumer.join();
   EXPECT_TRUE(paused_seen);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(300));
 }
