@@ -16,5 +16,6 @@ Command add_tokenizer_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 }  // namespace hsm::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       hsm::cli::add_train_command(app),
       hsm::cli::add_eval_command(app),
       hsm::cli::add_generate_command(app),
+      hsm::cli::add_bench_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -211,3 +211,22 @@ TEST(CliPipeline, BadInputsFailWithAReason) {
   r = run("generate " + dir + " --top-p 2");
   EXPECT_NE(r.status, 0);
 }
+
+TEST(CliBench, ReportsRatiosForEveryModel) {
+  const std::string dir = cli_temp_dir() + "_bench";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/a.json") << R"({"name": "a", "vocab_size": 50, "d_model": 16, "context": 16,
+      "layers": [{"mixer": "attn", "heads": 2, "ffn": 32}, {"mixer": "attn", "heads": 2, "ffn": 32}]})";
+  std::ofstream(dir + "/b.json") << R"({"name": "b", "vocab_size": 50, "d_model": 16, "context": 16,
+      "layers": [{"mixer": "hsm_ab", "ffn": 32}, {"mixer": "hsm_ab", "ffn": 32}]})";
+  const auto j = run_json("bench " + dir + "/a.json " + dir + "/b.json --steps 1 --batch 2 --tokens 5 --threads 1 --json");
+  ASSERT_EQ(j["models"].size(), 2u);
+  EXPECT_EQ(j["baseline"], "a");
+  EXPECT_DOUBLE_EQ(j["models"][0]["train_vs_baseline"].get<double>(), 1.0);
+  for (const auto& m : j["models"]) {
+    EXPECT_GT(m["train_tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(m["decode_cached_tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(m["decode_uncached_tokens_per_s"].get<double>(), 0);
+  }
+  EXPECT_NE(run("bench no_such_model").status, 0);
+}
