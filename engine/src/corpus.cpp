@@ -478,9 +478,10 @@ constexpr uint32_t kCacheVersion = 1;
 constexpr size_t kKeySize = 16;
 constexpr size_t kHeaderSize = 8 + 4 + 4 + kKeySize + 8 * 7;
 
-std::string cache_key(const Tokenizer& tok, const std::vector<CorpusFile>& files, const DatasetOptions& o) {
-  Fnv1a64 h;
-  h.field(kCacheFormat).field(tok.hash()).number(files.size());
+// The files' absolute paths, sizes and modification times: changes whenever the corpus
+// changes, without reading it.
+void hash_files(Fnv1a64& h, const std::vector<CorpusFile>& files) {
+  h.number(files.size());
   for (const auto& f : files) {
     std::error_code ec;
     const auto mtime = fs::last_write_time(f.path, ec);
@@ -488,6 +489,12 @@ std::string cache_key(const Tokenizer& tok, const std::vector<CorpusFile>& files
         .number(f.size)
         .number(static_cast<uint64_t>(ec ? 0 : mtime.time_since_epoch().count()));
   }
+}
+
+std::string cache_key(const Tokenizer& tok, const std::vector<CorpusFile>& files, const DatasetOptions& o) {
+  Fnv1a64 h;
+  h.field(kCacheFormat).field(tok.hash());
+  hash_files(h, files);
   uint64_t frac_bits;
   std::memcpy(&frac_bits, &o.val_fraction, 8);
   h.number(static_cast<uint64_t>(o.context)).number(frac_bits).number(o.seed);
@@ -700,6 +707,12 @@ class BatchEncoder {
 void for_each_document(const std::string& path, const std::function<bool(std::string_view document)>& fn,
                        const ProgressFn& progress, const CancelFlag* cancel) {
   read_documents(path, list_files(path), fn, "reading corpus", progress, cancel);
+}
+
+std::string corpus_fingerprint(const std::string& path) {
+  Fnv1a64 h;
+  hash_files(h, list_files(path));
+  return h.hex();
 }
 
 TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, const DatasetOptions& options) {

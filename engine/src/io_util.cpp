@@ -1,8 +1,12 @@
 #include "io_util.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -30,46 +34,12 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
 }
 
-}  // namespace hsm
-
-#include <cstdlib>
-#include <filesystem>
-#include <system_error>
-#include <algorithm>
-#include <vector>
-
-namespace hsm {
-
-std::string fnv1a_hex(const std::string& bytes) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
-std::string files_fingerprint(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::vector<fs::path> files;
-  if (fs::is_directory(path, ec)) {
-    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec))
-      if (it->is_regular_file(ec)) files.push_back(it->path());
-    std::sort(files.begin(), files.end());
-  } else {
-    files.push_back(path);
-  }
-  std::string out;
-  for (const auto& f : files) {
-    const auto size = fs::file_size(f, ec);
-    const auto mtime = fs::last_write_time(f, ec).time_since_epoch().count();
-    out += fs::absolute(f).string() + "|" + std::to_string(size) + "|" + std::to_string(mtime) + "\n";
-  }
-  return out;
+std::string executable_dir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path().string();
 }
 
 std::string default_cache_dir() {

@@ -1,7 +1,5 @@
 #include "hsm/presets.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -16,13 +14,6 @@ namespace {
 
 bool has_presets(const fs::path& dir) { return fs::exists(dir / "presets" / "index.json"); }
 
-fs::path executable_dir() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return {};
-  buf[n] = '\0';
-  return fs::path(buf).parent_path();
-}
 
 }  // namespace
 
@@ -32,7 +23,7 @@ std::string resources_dir() {
       throw std::runtime_error(std::string("HSM_RESOURCES='") + env + "' holds no presets/index.json");
     return env;
   }
-  const fs::path exe = executable_dir();
+  const fs::path exe = executable_dir();  // io_util.h
   for (const fs::path& candidate : {exe / ".." / "share" / "hsm" / "resources", exe / "resources"}) {
     if (!exe.empty() && has_presets(candidate)) return fs::weakly_canonical(candidate).string();
   }

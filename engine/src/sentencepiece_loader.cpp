@@ -1,12 +1,12 @@
 // Finds and opens libhsm_sentencepiece.so (see sentencepiece_plugin.h for why it is a plugin).
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <stdexcept>
 
+#include "io_util.h"
 #include "sentencepiece_plugin.h"
 
 namespace fs = std::filesystem;
@@ -19,11 +19,8 @@ constexpr const char* kPluginName = "libhsm_sentencepiece.so";
 std::vector<fs::path> candidates() {
   std::vector<fs::path> dirs;
   if (const char* env = std::getenv("HSM_PLUGIN_DIR"); env && *env) dirs.emplace_back(env);
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n > 0) {
-    buf[n] = '\0';
-    const fs::path exe_dir = fs::path(buf).parent_path();
+  if (const std::string exe = executable_dir(); !exe.empty()) {
+    const fs::path exe_dir(exe);
     dirs.push_back(exe_dir);
     dirs.push_back(exe_dir / ".." / "lib" / "hsm-studio");
   }

@@ -104,8 +104,7 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
   auto window = [&] { return std::vector<int32_t>(all.begin() + static_cast<long>(win_start), all.end()); };
   torch::Tensor logits = options.use_cache ? m.feed(window(), state) : m.forward_last(window());
 
-  std::vector<int32_t> generated;
-  std::string emitted;
+  std::vector<int32_t> generated, pending;
   for (int i = 0; i < options.sampling.max_new_tokens; ++i) {
     auto l = logits.contiguous();
     const SampledToken pick = sampler.sample(l.data_ptr<float>(), static_cast<size_t>(l.numel()));
@@ -121,13 +120,16 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
     g.piece = tok.piece(pick.id);
     g.prob = pick.prob;
     for (const auto& alt : pick.top) g.top.push_back({alt.id, tok.piece(alt.id), alt.prob});
-    // Emit what the decoded text gained, holding back an incomplete UTF-8 character (a
-    // byte-fallback token sequence decodes to U+FFFD until its last byte arrives).
-    const std::string text = tok.decode(generated);
+    // Emit the text of the tokens since the last emission, holding back an incomplete UTF-8
+    // character (byte-fallback tokens decode to U+FFFD until the last byte arrives). Pieces
+    // decode independently (no dummy prefix, identity normalisation), so the emitted parts
+    // add up to the decoded whole.
+    pending.push_back(pick.id);
+    std::string text = tok.decode(pending);
     const bool incomplete = text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;
-    if (!incomplete && text.size() >= emitted.size() && text.compare(0, emitted.size(), emitted) == 0) {
-      g.text = text.substr(emitted.size());
-      emitted = text;
+    if (!incomplete || pending.size() >= 4) {  // a UTF-8 character has at most 4 bytes
+      g.text = std::move(text);
+      pending.clear();
     }
     result.tokens.push_back(g);
     if (on_token && !on_token(g)) break;

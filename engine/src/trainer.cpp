@@ -17,6 +17,7 @@
 #include "adamw.h"
 #include "checkpoint.h"
 #include "evaluation.h"
+#include "hash_util.h"
 #include "hsm/corpus.h"
 #include "hsm/tokenizer.h"
 #include "io_util.h"
@@ -156,8 +157,11 @@ TrainSummary Trainer::Impl::run() {
     } else {
       // Tokenizers are cached by corpus and vocabulary, so a second run on the same corpus
       // skips training one (and then also hits the encoded-token cache, keyed by its hash).
-      const std::string key = fnv1a_hex(files_fingerprint(spec.data_path) + "|vocab=" +
-                                        std::to_string(model_config.vocab_size) + "|tok-v1");
+      const std::string key = Fnv1a64()
+                                  .field(corpus_fingerprint(spec.data_path))
+                                  .number(static_cast<uint64_t>(model_config.vocab_size))
+                                  .field("tokenizer-cache/1")
+                                  .hex();
       const fs::path cached = fs::path(cache_dir) / ("tokenizer-" + key + ".model");
       if (fs::exists(cached)) {
         tokenizer = Tokenizer::load(cached.string());

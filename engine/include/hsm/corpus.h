@@ -27,6 +27,10 @@ struct CorpusError : std::runtime_error {
 void for_each_document(const std::string& path, const std::function<bool(std::string_view document)>& fn,
                        const ProgressFn& progress = {}, const CancelFlag* cancel = nullptr);
 
+// A hex digest of the files the corpus reader would read (paths, sizes, modification
+// times): equal digests mean an unchanged corpus. Keys caches; reads no file contents.
+std::string corpus_fingerprint(const std::string& path);
+
 struct DatasetOptions {
   int64_t context = 128;         // documents with fewer tokens are dropped (HSM §6.2, fn. 7)
   double val_fraction = 0.1;     // by document
