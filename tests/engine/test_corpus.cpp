@@ -9,6 +9,7 @@
 #include <random>
 
 #include "hsm/corpus.h"
+#include "hsm/dataset.h"
 #include "hsm/tokenizer.h"
 #include "test_util.h"
 

@@ -5,7 +5,7 @@
 
 #include "hsm/mixer_kind.h"
 #include "hsm/presets.h"
-#include "model.h"
+#include "model/model.h"
 
 using namespace hsm;
 

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "adamw.h"
-#include "model.h"
+#include "train/adamw.h"
+#include "model/model.h"
 
 using namespace hsm;
 

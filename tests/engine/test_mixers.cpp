@@ -4,8 +4,8 @@
 #include <torch/torch.h>
 
 #include "hsm/mixer_kind.h"
-#include "mixers/attention.h"
-#include "mixers/shift.h"
+#include "model/mixers/attention.h"
+#include "model/mixers/shift.h"
 
 using namespace hsm;
 

@@ -6,7 +6,7 @@
 #include "hsm/params.h"
 #include "hsm/presets.h"
 #include "hsm/receptive_field.h"
-#include "model.h"
+#include "model/model.h"
 
 using namespace hsm;
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hsm/corpus.h"
 #include "hsm/progress.h"
 
 namespace hsm {
@@ -27,7 +28,7 @@ struct TokenizerTrainOptions {
 
 class Tokenizer {
  public:
-  static constexpr const char* kEndOfText = "<|endoftext|>";
+  static constexpr const char* kEndOfText = kStorySeparator;
 
   // Trains on a corpus (any format corpus.h reads: file or folder) and writes the model
   // file to out_path (atomically). Returns the loaded tokenizer.

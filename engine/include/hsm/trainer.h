@@ -32,12 +32,7 @@ struct TrainSettings {
   int64_t log_every = 10;      // steps between train-loss records
   uint64_t seed = 1337;
   std::string device = "auto"; // cpu, cuda, cuda:N, auto
-  int threads = 0;             // The training settings stored in a run folder's config.json (for --resume).
-TrainSettings stored_settings(const std::string& run_dir);
-// The corpus a run was trained on (config.json's data.path).
-std::string stored_data_path(const std::string& run_dir);
-
-// CPU threads for LibTorch; 0 = the measured default
+  int threads = 0;             // CPU threads for LibTorch; 0 = the measured default
   bool bf16 = true;            // bf16 autocast on CUDA where LibTorch supports it
 };
 

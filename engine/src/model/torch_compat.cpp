@@ -1,4 +1,4 @@
-#include "torch_compat.h"
+#include "model/torch_compat.h"
 
 #include <stdexcept>
 

@@ -4,7 +4,7 @@
 // multihead variants give each head its own shift. Every variant is a function
 // mix(x, x_shifted) applied position by position, which is what makes the incremental
 // step O(1): it only needs the input from s positions back.
-#include "mixers/mixer.h"
+#include "model/mixers/mixer.h"
 
 namespace hsm {
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "mixers/mixer.h"
+#include "model/mixers/mixer.h"
 
 namespace hsm {
 

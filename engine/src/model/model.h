@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "hsm/config.h"
-#include "mixers/mixer.h"
+#include "model/mixers/mixer.h"
 
 namespace hsm {
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "io_util.h"
+#include "io/io_util.h"
 
 namespace fs = std::filesystem;
 

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "io_util.h"
-#include "sentencepiece_plugin.h"
+#include "io/io_util.h"
+#include "data/sentencepiece_plugin.h"
 
 namespace fs = std::filesystem;
 

@@ -4,12 +4,13 @@
 #include <filesystem>
 #include <optional>
 
-#include "checkpoint.h"
-#include "evaluation.h"
+#include "io/checkpoint.h"
+#include "train/evaluation.h"
 #include "hsm/corpus.h"
+#include "hsm/dataset.h"
 #include "hsm/tokenizer.h"
-#include "model.h"
-#include "torch_compat.h"
+#include "model/model.h"
+#include "model/torch_compat.h"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 // libhsm_sentencepiece.so: the only code that includes sentencepiece (see sentencepiece_plugin.h).
-#include "sentencepiece_plugin.h"
+#include "data/sentencepiece_plugin.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>

@@ -1,7 +1,7 @@
-#include "mixers/mixer.h"
+#include "model/mixers/mixer.h"
 
-#include "mixers/attention.h"
-#include "mixers/shift.h"
+#include "model/mixers/attention.h"
+#include "model/mixers/shift.h"
 
 namespace hsm {
 

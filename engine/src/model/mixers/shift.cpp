@@ -1,4 +1,4 @@
-#include "mixers/shift.h"
+#include "model/mixers/shift.h"
 
 #include <algorithm>
 

@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "adamw.h"
+#include "train/adamw.h"
 #include "hsm/trainer.h"
-#include "model.h"
+#include "model/model.h"
 
 namespace hsm {
 

@@ -1,4 +1,4 @@
-#include "adamw.h"
+#include "train/adamw.h"
 
 #include <stdexcept>
 #include <unordered_map>

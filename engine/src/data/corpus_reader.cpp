@@ -1,28 +1,22 @@
-// Corpus reading and encoding (SPEC §4). Files are streamed in 1 MB chunks: the full
-// TinyStories (2 GB of text, or JSON arrays of 50-250 MB) never sits in memory as text,
-// and progress / cancellation are checked once per chunk.
+// Corpus reading (SPEC §4): the formats, the file list, and the documents in order. Files
+// are streamed in 1 MB chunks: the full TinyStories (2 GB of text, or JSON arrays of
+// 50-250 MB) never sits in memory as text, and progress / cancellation are checked once
+// per chunk.
 #include "hsm/corpus.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <istream>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "hash_util.h"
-#include "hsm/tokenizer.h"
+#include "data/corpus_files.h"
+#include "io/hash_util.h"
 
 namespace hsm {
 namespace {
@@ -33,13 +27,6 @@ using nlohmann::json;
 constexpr size_t kChunk = size_t{1} << 20;         // read size: also the progress / cancel granularity
 constexpr size_t kBinaryProbe = size_t{64} << 10;  // a NUL in the first 64 KB: a binary file
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
-
-struct CorpusFile {
-  fs::path path;
-  uint64_t size = 0;
-};
-
-std::string quote_path(const fs::path& p) { return "'" + p.string() + "'"; }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -108,10 +95,12 @@ bool is_hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
+}  // namespace
+
 // The files of a corpus, in reading order. A folder is read recursively, sorted by path
 // (element by element, so a sub-folder's files stay together), without hidden files or
 // folders; `exclude` (the encoded-token cache, when it lies inside the corpus) is skipped.
-std::vector<CorpusFile> list_files(const std::string& path, const fs::path& exclude = {}) {
+std::vector<CorpusFile> list_files(const std::string& path, const fs::path& exclude) {
   const fs::path root(path);
   std::error_code ec;
   const fs::file_status st = fs::status(root, ec);
@@ -141,6 +130,8 @@ std::vector<CorpusFile> list_files(const std::string& path, const fs::path& excl
     throw CorpusError("corpus folder " + quote_path(root) + " holds no files (hidden ones are skipped)");
   return files;
 }
+
+namespace {
 
 enum class Format { kText, kJsonl, kJson };
 
@@ -265,8 +256,6 @@ class FileReader : public std::streambuf {
   bool bom_ = false;
 };
 
-using DocumentFn = std::function<bool(std::string_view document)>;
-
 // Trims documents, drops empty ones and counts the rest.
 struct Emitter {
   const DocumentFn& fn;
@@ -289,7 +278,7 @@ bool read_text(FileReader& r, Emitter& emit) {
     if (!r.next_line(line)) break;
     const size_t bad = find_invalid_utf8(line);
     if (bad != std::string::npos) throw invalid_utf8(r.path(), at + bad, static_cast<unsigned char>(line[bad]));
-    if (trim(line) == Tokenizer::kEndOfText) {
+    if (trim(line) == kStorySeparator) {
       if (!emit(doc)) return false;
       doc.clear();
       continue;
@@ -436,6 +425,8 @@ bool read_json(FileReader& r, Emitter& emit) {
   return !sax.stopped();
 }
 
+}  // namespace
+
 // Reads the files in order. Throws CorpusError when not one non-empty document was found.
 void read_documents(const std::string& corpus, const std::vector<CorpusFile>& files, const DocumentFn& fn,
                     const std::string& stage, const ProgressFn& progress, const CancelFlag* cancel) {
@@ -469,15 +460,6 @@ void read_documents(const std::string& corpus, const std::vector<CorpusFile>& fi
   }
 }
 
-// ---- Encoded-corpus cache ---------------------------------------------------------------
-
-// Bump when the reading, splitting or encoding changes what a corpus turns into.
-constexpr const char* kCacheFormat = "hsm-token-cache/1";
-constexpr char kMagic[8] = {'H', 'S', 'M', 'T', 'O', 'K', 'S', '\0'};
-constexpr uint32_t kCacheVersion = 1;
-constexpr size_t kKeySize = 16;
-constexpr size_t kHeaderSize = 8 + 4 + 4 + kKeySize + 8 * 7;
-
 // The files' absolute paths, sizes and modification times: changes whenever the corpus
 // changes, without reading it.
 void hash_files(Fnv1a64& h, const std::vector<CorpusFile>& files) {
@@ -491,219 +473,6 @@ void hash_files(Fnv1a64& h, const std::vector<CorpusFile>& files) {
   }
 }
 
-std::string cache_key(const Tokenizer& tok, const std::vector<CorpusFile>& files, const DatasetOptions& o) {
-  Fnv1a64 h;
-  h.field(kCacheFormat).field(tok.hash());
-  hash_files(h, files);
-  uint64_t frac_bits;
-  std::memcpy(&frac_bits, &o.val_fraction, 8);
-  h.number(static_cast<uint64_t>(o.context)).number(frac_bits).number(o.seed);
-  return h.hex();
-}
-
-uint64_t tokens_checksum(const TokenDataset& d) {
-  const uint64_t h = checksum_words(d.train.data(), d.train.size() * sizeof(uint16_t));
-  return checksum_words(d.val.data(), d.val.size() * sizeof(uint16_t), h);
-}
-
-template <typename T>
-void put(std::string& s, T v) {
-  s.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-template <typename T>
-T get(const char*& p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  p += sizeof v;
-  return v;
-}
-
-// Fills `d` from a cache file; false when it is missing, from another version or key,
-// truncated or corrupt (the caller then rebuilds it).
-bool read_cache(const fs::path& file, const std::string& key, TokenDataset& d) {
-  std::error_code ec;
-  const uint64_t size = fs::file_size(file, ec);
-  if (ec || size < kHeaderSize) return false;
-  std::ifstream in(file, std::ios::binary);
-  char header[kHeaderSize];
-  if (!in.read(header, kHeaderSize)) return false;
-  const char* p = header;
-  if (std::memcmp(p, kMagic, 8) != 0) return false;
-  p += 8;
-  if (get<uint32_t>(p) != kCacheVersion || get<uint32_t>(p) != sizeof(uint16_t)) return false;
-  if (std::string(p, kKeySize) != key) return false;
-  p += kKeySize;
-  TokenDataset r;
-  r.documents = get<int64_t>(p);
-  r.train_documents = get<int64_t>(p);
-  r.val_documents = get<int64_t>(p);
-  r.dropped_short = get<int64_t>(p);
-  const auto n_train = get<uint64_t>(p);
-  const auto n_val = get<uint64_t>(p);
-  const auto checksum = get<uint64_t>(p);
-  if (n_train > size || n_val > size || size != kHeaderSize + 2 * (n_train + n_val)) return false;
-  r.train.resize(n_train);
-  r.val.resize(n_val);
-  if (!in.read(reinterpret_cast<char*>(r.train.data()), static_cast<std::streamsize>(2 * n_train)) ||
-      !in.read(reinterpret_cast<char*>(r.val.data()), static_cast<std::streamsize>(2 * n_val)))
-    return false;
-  if (tokens_checksum(r) != checksum) return false;
-  r.from_cache = true;
-  r.cache_key = key;
-  d = std::move(r);
-  return true;
-}
-
-void write_cache(const fs::path& file, const std::string& key, const TokenDataset& d) {
-  std::string header;
-  header.append(kMagic, 8);
-  put<uint32_t>(header, kCacheVersion);
-  put<uint32_t>(header, sizeof(uint16_t));
-  header += key;
-  for (int64_t v : {d.documents, d.train_documents, d.val_documents, d.dropped_short}) put<int64_t>(header, v);
-  put<uint64_t>(header, d.train.size());
-  put<uint64_t>(header, d.val.size());
-  put<uint64_t>(header, tokens_checksum(d));
-  // A per-process temporary name: two runs filling the same cache never write one file.
-  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write token cache " + quote_path(tmp) + ": " + std::strerror(errno));
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char*>(d.train.data()), static_cast<std::streamsize>(2 * d.train.size()));
-    out.write(reinterpret_cast<const char*>(d.val.data()), static_cast<std::streamsize>(2 * d.val.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error("writing token cache " + quote_path(tmp) + " failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec)
-    throw std::runtime_error("cannot rename " + quote_path(tmp) + " to " + quote_path(file) + ": " + ec.message());
-}
-
-// ---- Encoding -----------------------------------------------------------------------
-
-// Whether document `index` goes to validation: a function of (seed, index) only, so a
-// document keeps its split whatever the context, the tokenizer or the thread count.
-bool in_validation(uint64_t seed, int64_t index, double val_fraction) {
-  const uint64_t h = mix64(mix64(seed) ^ static_cast<uint64_t>(index));
-  return static_cast<double>(h >> 11) * 0x1.0p-53 < val_fraction;
-}
-
-// Encodes documents on a fixed pool of worker threads, in batches, handing the results back
-// in document order. The threads live as long as the encoder: each keeps its tokenizer
-// word cache warm (std::async would start a fresh thread, and an empty cache, per batch).
-// With one thread it encodes inline.
-class BatchEncoder {
- public:
-  using Sink = std::function<void(int64_t index, const std::vector<int32_t>& ids)>;
-  BatchEncoder(const Tokenizer& tok, int threads, Sink sink) : tok_(tok), threads_(threads), sink_(std::move(sink)) {
-    for (int i = 0; threads_ > 1 && i < threads_; ++i) workers_.emplace_back([this] { work(); });
-  }
-  ~BatchEncoder() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;  // after an error or a cancel, queued batches are dropped
-    }
-    work_cv_.notify_all();
-    for (auto& w : workers_) w.join();
-  }
-
-  void add(std::string_view doc) {
-    if (threads_ <= 1) {
-      sink_(next_index_++, tok_.encode(std::string(doc)));
-      return;
-    }
-    if (!batch_) batch_ = std::make_shared<Job>();
-    batch_->docs.emplace_back(doc);
-    batch_bytes_ += doc.size();
-    if (batch_bytes_ >= kBatchBytes) submit();
-  }
-  // Waits for every batch and passes the last results on.
-  void finish() {
-    if (batch_) submit();
-    while (!order_.empty()) drain_one();
-  }
-
- private:
-  static constexpr size_t kBatchBytes = 256 << 10;
-  struct Job {
-    int64_t first = 0;
-    std::vector<std::string> docs;
-    std::vector<std::vector<int32_t>> ids;
-    std::exception_ptr error;
-    bool done = false;
-  };
-
-  void work() {
-    while (true) {
-      std::shared_ptr<Job> job;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      try {
-        job->ids.reserve(job->docs.size());
-        for (const auto& d : job->docs) job->ids.push_back(tok_.encode(d));
-      } catch (...) {
-        job->error = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        job->done = true;
-      }
-      done_cv_.notify_all();
-    }
-  }
-  void submit() {
-    // At most two batches per thread in flight: bounded memory, and the workers never idle.
-    while (order_.size() >= 2 * static_cast<size_t>(threads_)) drain_one();
-    batch_->first = next_index_;
-    next_index_ += static_cast<int64_t>(batch_->docs.size());
-    order_.push_back(batch_);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(batch_));
-    }
-    work_cv_.notify_one();
-    batch_.reset();
-    batch_bytes_ = 0;
-  }
-  void drain_one() {
-    std::shared_ptr<Job> job = std::move(order_.front());
-    order_.pop_front();
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      done_cv_.wait(lock, [&] { return job->done; });
-    }
-    if (job->error) std::rethrow_exception(job->error);
-    for (size_t i = 0; i < job->ids.size(); ++i) sink_(job->first + static_cast<int64_t>(i), job->ids[i]);
-  }
-
-  const Tokenizer& tok_;
-  int threads_;
-  Sink sink_;
-  int64_t next_index_ = 0;
-  std::shared_ptr<Job> batch_;
-  size_t batch_bytes_ = 0;
-  std::deque<std::shared_ptr<Job>> order_;  // submitted, in document order (this thread only)
-  std::mutex mu_;
-  std::condition_variable work_cv_, done_cv_;
-  std::deque<std::shared_ptr<Job>> queue_;  // waiting for a worker (under mu_)
-  bool stop_ = false;
-  std::vector<std::thread> workers_;
-};
-
-}  // namespace
-
 void for_each_document(const std::string& path, const std::function<bool(std::string_view document)>& fn,
                        const ProgressFn& progress, const CancelFlag* cancel) {
   read_documents(path, list_files(path), fn, "reading corpus", progress, cancel);
@@ -713,73 +482,6 @@ std::string corpus_fingerprint(const std::string& path) {
   Fnv1a64 h;
   hash_files(h, list_files(path));
   return h.hex();
-}
-
-TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, const DatasetOptions& options) {
-  if (tokenizer.vocab_size() > 65536)
-    throw std::invalid_argument("tokenizer has " + std::to_string(tokenizer.vocab_size()) +
-                                " tokens; encoded corpora store ids as 16 bits, so at most 65536");
-  if (options.context < 1)
-    throw std::invalid_argument("context " + std::to_string(options.context) + " must be positive");
-  if (!(options.val_fraction > 0.0 && options.val_fraction < 1.0))
-    throw std::invalid_argument("val_fraction " + std::to_string(options.val_fraction) + " must be between 0 and 1");
-
-  fs::path cache_dir, cache_file;
-  if (!options.cache_dir.empty()) {
-    cache_dir = fs::absolute(options.cache_dir);
-    std::error_code ec;
-    fs::create_directories(cache_dir, ec);
-    if (ec)
-      throw std::runtime_error("cannot create the token cache folder " + quote_path(cache_dir) + ": " + ec.message());
-  }
-  const std::vector<CorpusFile> files = list_files(path, cache_dir);
-  TokenDataset d;
-  d.cache_key = cache_key(tokenizer, files, options);
-  if (!cache_dir.empty()) {
-    cache_file = cache_dir / ("tokens-" + d.cache_key + ".bin");
-    if (read_cache(cache_file, d.cache_key, d)) {
-      if (options.progress) options.progress("loading cached tokens", 1.0);
-      return d;
-    }
-  }
-
-  const auto eot = static_cast<uint16_t>(tokenizer.end_of_text_id());
-  BatchEncoder encoder(tokenizer,
-                       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency()),
-                       [&](int64_t index, const std::vector<int32_t>& ids) {
-                         if (static_cast<int64_t>(ids.size()) < options.context) {
-                           ++d.dropped_short;
-                           return;
-                         }
-                         const bool val = in_validation(options.seed, index, options.val_fraction);
-                         auto& dst = val ? d.val : d.train;
-                         ++(val ? d.val_documents : d.train_documents);
-                         dst.insert(dst.end(), ids.begin(), ids.end());
-                         dst.push_back(eot);
-                       });
-  read_documents(
-      path, files,
-      [&](std::string_view doc) {
-        ++d.documents;
-        encoder.add(doc);
-        return true;
-      },
-      "encoding corpus", options.progress, options.cancel);
-  encoder.finish();
-
-  const std::string ctx = std::to_string(options.context);
-  const int64_t kept = d.train_documents + d.val_documents;
-  if (kept == 0)
-    throw CorpusError("corpus '" + path + "': none of its " + std::to_string(d.documents) +
-                      " document(s) has at least " + ctx + " tokens (" + std::to_string(d.dropped_short) +
-                      " too short for context " + ctx + "); use a shorter context or a corpus of longer documents");
-  if (d.train_documents == 0 || d.val_documents == 0)
-    throw CorpusError("corpus '" + path + "': the " + std::string(d.val_documents == 0 ? "validation" : "training") +
-                      " split is empty (" + std::to_string(kept) + " document(s) of at least " + ctx + " tokens, " +
-                      std::to_string(d.dropped_short) + " shorter ones dropped, val_fraction " +
-                      std::to_string(options.val_fraction) + "); add more documents or change val_fraction");
-  if (!cache_file.empty()) write_cache(cache_file, d.cache_key, d);
-  return d;
 }
 
 }  // namespace hsm

@@ -1,6 +1,6 @@
-#include "evaluation.h"
+#include "train/evaluation.h"
 
-#include "torch_compat.h"
+#include "model/torch_compat.h"
 
 namespace hsm {
 

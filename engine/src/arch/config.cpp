@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "hsm/mixer_kind.h"
-#include "io_util.h"
+#include "io/io_util.h"
 
 namespace hsm {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "hsm/progress.h"
-#include "model.h"
+#include "model/model.h"
 
 namespace hsm {
 

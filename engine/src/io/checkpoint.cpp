@@ -1,10 +1,10 @@
-#include "checkpoint.h"
+#include "io/checkpoint.h"
 
 #include <filesystem>
 #include <set>
 
 #include "hsm/safetensors.h"
-#include "io_util.h"
+#include "io/io_util.h"
 
 namespace fs = std::filesystem;
 

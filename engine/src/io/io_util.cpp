@@ -1,4 +1,4 @@
-#include "io_util.h"
+#include "io/io_util.h"
 
 #include <unistd.h>
 

@@ -14,15 +14,16 @@
 #include <sstream>
 #include <thread>
 
-#include "adamw.h"
-#include "checkpoint.h"
-#include "evaluation.h"
-#include "hash_util.h"
+#include "train/adamw.h"
+#include "io/checkpoint.h"
+#include "train/evaluation.h"
+#include "io/hash_util.h"
 #include "hsm/corpus.h"
+#include "hsm/dataset.h"
 #include "hsm/tokenizer.h"
-#include "io_util.h"
-#include "model.h"
-#include "torch_compat.h"
+#include "io/io_util.h"
+#include "model/model.h"
+#include "model/torch_compat.h"
 
 namespace fs = std::filesystem;
 

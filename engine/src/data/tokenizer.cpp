@@ -13,10 +13,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "hash_util.h"
+#include "io/hash_util.h"
 #include "hsm/corpus.h"
-#include "io_util.h"
-#include "sentencepiece_plugin.h"
+#include "io/io_util.h"
+#include "data/sentencepiece_plugin.h"
 
 namespace hsm {
 

@@ -2,10 +2,10 @@
 
 #include <chrono>
 
-#include "adamw.h"
+#include "train/adamw.h"
 #include "hsm/params.h"
-#include "model.h"
-#include "torch_compat.h"
+#include "model/model.h"
+#include "model/torch_compat.h"
 
 namespace hsm {
 namespace {

@@ -1,6 +1,6 @@
-#include "mixers/attention.h"
+#include "model/mixers/attention.h"
 
-#include "torch_compat.h"
+#include "model/torch_compat.h"
 
 namespace hsm {
 
