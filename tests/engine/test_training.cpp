@@ -72,7 +72,7 @@ RunSpec tiny_run(const std::string& dir, const std::string& data, int64_t steps)
   return spec;
 }
 
-std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
+std::vector<nlohmann::json> read_metrics_json(const std::string& run_dir) {
   std::vector<nlohmann::json> out;
   std::ifstream in(run_dir + "/metrics.jsonl");
   std::string line;
@@ -98,12 +98,12 @@ TEST(Training, LossFallsAndTheRunFolderIsComplete) {
   const TrainSummary s = Trainer(spec, cb).run();
   EXPECT_EQ(s.steps, 60);
   EXPECT_FALSE(s.stopped);
-  const auto losses = train_losses(read_metrics(spec.run_dir));
+  const auto losses = train_losses(read_metrics_json(spec.run_dir));
   ASSERT_GE(losses.size(), 10u);
   EXPECT_LT(losses.back(), losses.front() - 1.5) << "first " << losses.front() << " last " << losses.back();
   EXPECT_LT(s.val_loss, std::log(300.0) - 1.5);  // well below a uniform guess
   EXPECT_GT(s.val_accuracy, 0.1);  // chance is 1/300
-  EXPECT_EQ(seen.size(), read_metrics(spec.run_dir).size());  // callback and file agree
+  EXPECT_EQ(seen.size(), read_metrics_json(spec.run_dir).size());  // callback and file agree
   for (const char* f : {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.model", "metrics.jsonl"})
     EXPECT_TRUE(fs::exists(spec.run_dir + "/" + f)) << f;
   std::ifstream cfg(spec.run_dir + "/config.json");
@@ -114,6 +114,14 @@ TEST(Training, LossFallsAndTheRunFolderIsComplete) {
   EXPECT_TRUE(j["data"]["tokenizer_hash"].is_string());
   EXPECT_GT(j["data"]["train_tokens"].get<int64_t>(), 0);
   EXPECT_NEAR(j["metrics"]["val_loss"].get<double>(), s.val_loss, 1e-9);
+  // The torch-free reader the studio uses sees the same run.
+  const RunInfo info = read_run_info(spec.run_dir);
+  EXPECT_EQ(info.model.d_model, 32);
+  EXPECT_EQ(info.training.batch_size, 16);
+  EXPECT_EQ(info.step, 60);
+  EXPECT_EQ(info.total_steps, 60);
+  EXPECT_NEAR(info.val_loss, s.val_loss, 1e-9);
+  EXPECT_EQ(read_metrics(spec.run_dir).size(), seen.size());
 }
 
 TEST(Training, DeterministicGivenASeed) {
@@ -123,7 +131,7 @@ TEST(Training, DeterministicGivenASeed) {
   a.cache_dir = b.cache_dir = dir + "/cache";
   Trainer(a).run();
   Trainer(b).run();
-  EXPECT_EQ(train_losses(read_metrics(a.run_dir)), train_losses(read_metrics(b.run_dir)));
+  EXPECT_EQ(train_losses(read_metrics_json(a.run_dir)), train_losses(read_metrics_json(b.run_dir)));
 }
 
 TEST(Training, ResumeContinuesExactly) {
@@ -143,13 +151,13 @@ TEST(Training, ResumeContinuesExactly) {
   const TrainSummary s = Trainer(second).run();
   EXPECT_EQ(s.steps, 40);
 
-  const auto metrics = read_metrics(first.run_dir);
+  const auto metrics = read_metrics_json(first.run_dir);
   std::vector<int64_t> train_steps;
   for (const auto& m : metrics)
     if (m["kind"] == "train") train_steps.push_back(m["step"]);
   EXPECT_EQ(train_steps, (std::vector<int64_t>{5, 10, 15, 20, 25, 30, 35, 40}));  // no gap, no duplicate
   // Same batches, same optimizer moments, same weights: the curve is the uninterrupted one.
-  const auto a = train_losses(read_metrics(straight.run_dir)), b = train_losses(metrics);
+  const auto a = train_losses(read_metrics_json(straight.run_dir)), b = train_losses(metrics);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "record " << i;
 }

@@ -90,41 +90,4 @@ void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_
   optimizer.load_state(state, step);
 }
 
-// Field names in config.json are the struct's; missing fields keep their defaults, so runs
-// written before a setting existed still load. (In namespace hsm, where ADL finds it.)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainSettings, steps, epochs, batch_size, lr, weight_decay, beta1,
-                                                beta2, eps, grad_clip, warmup_steps, cosine, min_lr, eval_every,
-                                                eval_batches, checkpoint_every, log_every, seed, device, threads, bf16)
-
-nlohmann::json settings_to_json(const TrainSettings& s) { return s; }
-
-TrainSettings settings_from_json(const nlohmann::json& j) { return j.get<TrainSettings>(); }
-
-nlohmann::json metric_to_json(const MetricRecord& m) {
-  nlohmann::json j = {{"kind", m.kind},   {"step", m.step},     {"total_steps", m.total_steps},
-                      {"epoch", m.epoch}, {"wall_s", m.wall_s}};
-  auto put = [&](const char* key, double v) {
-    if (std::isfinite(v)) j[key] = v;
-  };
-  put("train_loss", m.train_loss);
-  put("val_loss", m.val_loss);
-  put("val_accuracy", m.val_accuracy);
-  put("tokens_per_s", m.tokens_per_s);
-  put("lr", m.lr);
-  return j;
-}
-
-nlohmann::json read_run_config(const std::string& run_dir) {
-  const RunPaths paths(run_dir);
-  if (!fs::exists(paths.config))
-    throw std::runtime_error("'" + run_dir + "' is not a run folder: no config.json (train one with `hsm train`)");
-  nlohmann::json j = nlohmann::json::parse(read_text_file(paths.config, "run config"), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("model"))
-    throw std::runtime_error(paths.config + ": not a valid run config (no \"model\" object)");
-  if (j.value("format", "") != kCheckpointFormat)
-    throw std::runtime_error(paths.config + ": unknown format '" + j.value("format", "") + "', expected " +
-                             kCheckpointFormat);
-  return j;
-}
-
 }  // namespace hsm

@@ -12,13 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "train/adamw.h"
 #include "hsm/trainer.h"
+#include "io/run_json.h"
 #include "model/model.h"
+#include "train/adamw.h"
 
 namespace hsm {
-
-inline constexpr const char* kCheckpointFormat = "hsm-studio/1";
 
 struct RunPaths {
   explicit RunPaths(std::string dir);
@@ -33,12 +32,5 @@ void load_weights(Gpt& model, const std::string& path);
 
 void save_optimizer(const AdamW& optimizer, const std::string& path);
 void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_step);
-
-nlohmann::json settings_to_json(const TrainSettings& s);
-TrainSettings settings_from_json(const nlohmann::json& j);
-nlohmann::json metric_to_json(const MetricRecord& m);
-
-// Reads config.json of a run folder; throws naming the file when it is missing or broken.
-nlohmann::json read_run_config(const std::string& run_dir);
 
 }  // namespace hsm

@@ -42,17 +42,6 @@ int set_cpu_threads(int n) {
   return n;
 }
 
-TrainSettings stored_settings(const std::string& run_dir) {
-  return settings_from_json(read_run_config(run_dir).value("training", nlohmann::json::object()));
-}
-
-std::string stored_data_path(const std::string& run_dir) {
-  const auto run = read_run_config(run_dir);
-  const std::string path = run.value("data", nlohmann::json::object()).value("path", "");
-  if (path.empty()) throw std::runtime_error(run_dir + "/config.json names no training data; pass --data");
-  return path;
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -1,0 +1,97 @@
+#pragma once
+// A run folder as the tools read it (docs/checkpoint-format.md): config.json (model,
+// training settings, data, state) and metrics.jsonl (one MetricRecord per line). Plain
+// C++ and no LibTorch, so the studio can list, compare and follow runs (also runs that
+// another process is still writing) without loading a model.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hsm/config.h"
+
+namespace hsm {
+
+// Saved in config.json as "training"; every field has the paper's value as default
+// (HSM §7: batch 256, lr 0.002, dropout 0.1 (in ModelConfig), 20 epochs, AdamW).
+struct TrainSettings {
+  int64_t steps = 0;           // optimizer steps to run in total; 0 = use epochs
+  double epochs = 20;          // passes over the training split (fractions allowed)
+  int64_t batch_size = 256;
+  double lr = 0.002;
+  double weight_decay = 0.01;  // AdamW decoupled decay, on weight matrices only
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double grad_clip = 1.0;      // max global gradient norm; 0 = off
+  int64_t warmup_steps = 0;    // linear warm-up from 0
+  bool cosine = false;         // cosine decay from lr to min_lr over the run
+  double min_lr = 0.0;
+  int64_t eval_every = 200;    // steps between validations (and at every epoch end); 0 = epoch ends only
+  int64_t eval_batches = 20;   // batches per periodic validation; epoch-end validation uses the whole split
+  int64_t checkpoint_every = 500;  // steps between checkpoints (also at epoch ends, on stop, at the end)
+  int64_t log_every = 10;      // steps between train-loss records
+  uint64_t seed = 1337;
+  std::string device = "auto"; // cpu, cuda, cuda:N, auto
+  int threads = 0;             // CPU threads for LibTorch; 0 = the measured default
+  bool bf16 = true;            // bf16 autocast on CUDA where LibTorch supports it
+};
+
+// One line of metrics.jsonl and one callback to the studio.
+struct MetricRecord {
+  std::string kind;            // "train" (running loss) or "eval" (validation)
+  int64_t step = 0;
+  int64_t total_steps = 0;     // steps the run is set to reach (for progress and ETA)
+  double epoch = 0;            // fractional: step / steps per epoch
+  double train_loss = NAN;     // mean over the steps since the last record
+  double val_loss = NAN;
+  double val_accuracy = NAN;   // top-1 next-token accuracy
+  double tokens_per_s = NAN;
+  double lr = NAN;
+  double wall_s = 0;           // seconds of training so far (across resumes)
+};
+
+// What config.json says about a run. Throws std::runtime_error naming the file when the
+// folder is not a run folder or config.json is broken.
+struct RunInfo {
+  std::string dir;
+  ModelConfig model;
+  TrainSettings training;
+  std::string data_path;       // the corpus it was trained on ("" when not recorded)
+  int64_t step = 0;            // optimizer steps of the last checkpoint
+  int64_t total_steps = 0;     // steps the run was set to reach (0 when unknown)
+  double wall_s = 0;           // training seconds up to the last checkpoint
+  double val_loss = NAN, val_accuracy = NAN;  // the last validation before the checkpoint
+};
+RunInfo read_run_info(const std::string& run_dir);
+// Whether dir holds a config.json of this format (cheap; reads the file).
+bool is_run_folder(const std::string& dir);
+
+// The training settings stored in a run folder's config.json (for --resume).
+TrainSettings stored_settings(const std::string& run_dir);
+// The corpus a run was trained on (config.json's data.path).
+std::string stored_data_path(const std::string& run_dir);
+
+// One line of metrics.jsonl <-> a record. Missing values read as NaN. parse throws
+// std::invalid_argument for a line that is not a metric record.
+std::string metric_to_json_line(const MetricRecord& m);
+MetricRecord metric_from_json_line(const std::string& line);
+
+// Reads metrics.jsonl incrementally: each poll() returns the records appended since the
+// last one. A half-written last line (a writer mid-flush) is left for the next poll; a file
+// that shrank (a resumed run rewrote it) is read again from the start, with reset() true.
+class MetricsReader {
+ public:
+  explicit MetricsReader(std::string run_dir);
+  std::vector<MetricRecord> poll();
+  bool reset() const { return reset_; }  // the last poll() started over
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  uint64_t offset_ = 0;
+  bool reset_ = false;
+};
+
+// Every record of a run folder's metrics.jsonl (empty when there is none yet).
+std::vector<MetricRecord> read_metrics(const std::string& run_dir);
+
+}  // namespace hsm

@@ -1,0 +1,88 @@
+// Run folders read without LibTorch: metrics.jsonl lines, the incremental reader the
+// studio uses to follow a run that another process is writing, config.json errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "hsm/run_folder.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+using namespace hsm;
+
+namespace {
+
+MetricRecord train_record(int64_t step, double loss) {
+  MetricRecord m;
+  m.kind = "train";
+  m.step = step;
+  m.total_steps = 100;
+  m.epoch = step / 50.0;
+  m.train_loss = loss;
+  m.tokens_per_s = 1234.5;
+  m.lr = 0.002;
+  m.wall_s = step * 0.5;
+  return m;
+}
+
+void append(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  out << text;
+}
+
+}  // namespace
+
+TEST(RunFolder, MetricLineRoundTripKeepsValuesAndNaNs) {
+  const MetricRecord m = train_record(7, 3.25);
+  const MetricRecord r = metric_from_json_line(metric_to_json_line(m));
+  EXPECT_EQ(r.kind, "train");
+  EXPECT_EQ(r.step, 7);
+  EXPECT_EQ(r.total_steps, 100);
+  EXPECT_DOUBLE_EQ(r.train_loss, 3.25);
+  EXPECT_DOUBLE_EQ(r.tokens_per_s, 1234.5);
+  EXPECT_TRUE(std::isnan(r.val_loss));  // not written, read back as NaN
+  EXPECT_THROW(metric_from_json_line("{\"loss\": 1}"), std::invalid_argument);
+  EXPECT_THROW(metric_from_json_line("not json"), std::invalid_argument);
+}
+
+TEST(RunFolder, ReaderReturnsOnlyNewCompleteLines) {
+  const std::string dir = test::fresh_temp_dir("run-folder", "reader");
+  const std::string path = dir + "/metrics.jsonl";
+  MetricsReader reader(dir);
+  EXPECT_TRUE(reader.poll().empty());  // no file yet
+  append(path, metric_to_json_line(train_record(1, 5.0)) + "\n" + metric_to_json_line(train_record(2, 4.0)) + "\n");
+  auto got = reader.poll();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].step, 2);
+  // A writer mid-line: the half line waits until it is complete.
+  const std::string third = metric_to_json_line(train_record(3, 3.5));
+  append(path, third.substr(0, 10));
+  EXPECT_TRUE(reader.poll().empty());
+  append(path, third.substr(10) + "\n");
+  got = reader.poll();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_DOUBLE_EQ(got[0].train_loss, 3.5);
+  EXPECT_FALSE(reader.reset());
+  // A resume rewrites the file shorter: read again from the start, and say so.
+  { std::ofstream out(path, std::ios::trunc); out << metric_to_json_line(train_record(1, 5.0)) << "\n"; }
+  got = reader.poll();
+  EXPECT_TRUE(reader.reset());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].step, 1);
+  EXPECT_EQ(read_metrics(dir).size(), 1u);
+}
+
+TEST(RunFolder, NotARunFolderIsNamed) {
+  const std::string dir = test::fresh_temp_dir("run-folder", "bad");
+  EXPECT_FALSE(is_run_folder(dir));
+  try {
+    read_run_info(dir);
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a run folder"), std::string::npos) << e.what();
+  }
+  append(dir + "/config.json", "{\"format\": \"hsm-studio/1\"}");
+  EXPECT_THROW(read_run_info(dir), std::runtime_error);  // no model
+}
