@@ -54,9 +54,9 @@ Command add_weights_command(CLI::App& app) {
               return 0;
             }
             for (const auto& w : layers) {
-              std::printf("layer %d  %-13s", w.layer, w.mixer.c_str());
+              std::printf("layer %d  %s", w.layer, w.mixer.c_str());
               if (!w.shifts.empty()) {
-                std::printf(" shift");
+                std::printf("%*s shift", static_cast<int>(13 - std::min<size_t>(13, w.mixer.size())), "");
                 for (int64_t s : w.shifts) std::printf(" %lld", static_cast<long long>(s));
               }
               if (w.mixer == "hsm_ab_mh" || w.mixer == "hsm_ab_mh_ext") {
