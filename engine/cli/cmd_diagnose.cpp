@@ -3,7 +3,6 @@
 // Text: a table per layer and head; --json adds the L×L matrices.
 #include <cstdio>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -15,14 +14,12 @@ namespace hsm::cli {
 namespace {
 
 nlohmann::json indicators_json(const Indicators& i) {
-  return {{"entropy", i.entropy}, {"conc", i.conc},    {"headdiv", i.headdiv},
-          {"sink", i.sink},       {"locfoc", i.locfoc}};
+  return {{"entropy", i.entropy}, {"conc", i.conc}, {"headdiv", i.headdiv}, {"sink", i.sink}, {"locfoc", i.locfoc}};
 }
 
 nlohmann::json matrix_json(const std::vector<float>& m, int64_t L) {
   nlohmann::json rows = nlohmann::json::array();
-  for (int64_t i = 0; i < L; ++i)
-    rows.push_back(std::vector<float>(m.begin() + i * L, m.begin() + (i + 1) * L));
+  for (int64_t i = 0; i < L; ++i) rows.push_back(std::vector<float>(m.begin() + i * L, m.begin() + (i + 1) * L));
   return rows;
 }
 
@@ -45,8 +42,8 @@ nlohmann::json diagnosis_json(const Diagnosis& d, const std::vector<const LayerD
   return {{"tokens", d.tokens}, {"token_ids", d.token_ids}, {"length", d.length}, {"layers", out_layers}};
 }
 
-void print_row(const char* layer, const char* mixer, const char* kind, const std::string& head, const std::string& shift,
-               const Indicators& i) {
+void print_row(const char* layer, const char* mixer, const char* kind, const std::string& head,
+               const std::string& shift, const Indicators& i) {
   std::printf("%-5s %-13s %-9s %-5s %-5s %8.3f %7.3f %7.4f %6.3f %6.3f %6.3f %6.3f %6.3f\n", layer, mixer, kind,
               head.c_str(), shift.c_str(), i.entropy, i.conc, i.headdiv, i.sink, i.locfoc[0], i.locfoc[1], i.locfoc[2],
               i.locfoc[3]);

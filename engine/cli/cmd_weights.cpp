@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <numeric>
-
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "commands.h"
 #include "hsm/diagnostics.h"
@@ -40,42 +39,43 @@ Command add_weights_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
   cmd->add_flag("--json", a->json, "Print JSON");
-  return {cmd, [a]() {
-            auto session = Session::open(a->run, "cpu");
-            const std::vector<MixerWeights> layers = session->mixer_weights();
-            const std::vector<double> offsets = offset_weights(layers);
-            if (a->json) {
-              nlohmann::json out = nlohmann::json::array();
-              for (const auto& w : layers)
-                out.push_back({{"layer", w.layer}, {"mixer", w.mixer}, {"shifts", w.shifts}, {"a", w.a}, {"b", w.b}});
-              nlohmann::json j = {{"layers", out}};
-              if (!offsets.empty()) j["offset_weights"] = offsets;
-              std::cout << j.dump(2) << "\n";
-              return 0;
-            }
-            for (const auto& w : layers) {
-              std::printf("layer %d  %s", w.layer, w.mixer.c_str());
-              if (!w.shifts.empty()) {
-                std::printf("%*s shift", static_cast<int>(13 - std::min<size_t>(13, w.mixer.size())), "");
-                for (int64_t s : w.shifts) std::printf(" %lld", static_cast<long long>(s));
-              }
-              if (w.mixer == "hsm_ab_mh" || w.mixer == "hsm_ab_mh_ext") {
-                std::printf("\n");
-                for (size_t h = 0; h < w.a.size(); ++h)
-                  std::printf("    head %zu shift %-4lld a %.4f  b %.4f\n", h, static_cast<long long>(w.shifts[h]), w.a[h],
-                              w.b[h]);
-                continue;
-              }
-              if (w.has_weights()) std::printf("  a %s  b %s", values_text(w.a).c_str(), values_text(w.b).c_str());
-              std::printf("\n");
-            }
-            if (!offsets.empty()) {
-              std::printf("\nend-to-end weight of offset k (prod of b_l where bit l of k is set, 1 + a_l elsewhere):\n");
-              for (size_t k = 0; k < offsets.size(); ++k)
-                std::printf("%5zu %9.4f%s", k, offsets[k], (k % 6 == 5 || k + 1 == offsets.size()) ? "\n" : "  ");
-            }
-            return 0;
-          }};
+  return {
+      cmd, [a]() {
+        auto session = Session::open(a->run, "cpu");
+        const std::vector<MixerWeights> layers = session->mixer_weights();
+        const std::vector<double> offsets = offset_weights(layers);
+        if (a->json) {
+          nlohmann::json out = nlohmann::json::array();
+          for (const auto& w : layers)
+            out.push_back({{"layer", w.layer}, {"mixer", w.mixer}, {"shifts", w.shifts}, {"a", w.a}, {"b", w.b}});
+          nlohmann::json j = {{"layers", out}};
+          if (!offsets.empty()) j["offset_weights"] = offsets;
+          std::cout << j.dump(2) << "\n";
+          return 0;
+        }
+        for (const auto& w : layers) {
+          std::printf("layer %d  %s", w.layer, w.mixer.c_str());
+          if (!w.shifts.empty()) {
+            std::printf("%*s shift", static_cast<int>(13 - std::min<size_t>(13, w.mixer.size())), "");
+            for (int64_t s : w.shifts) std::printf(" %lld", static_cast<long long>(s));
+          }
+          if (w.mixer == "hsm_ab_mh" || w.mixer == "hsm_ab_mh_ext") {
+            std::printf("\n");
+            for (size_t h = 0; h < w.a.size(); ++h)
+              std::printf("    head %zu shift %-4lld a %.4f  b %.4f\n", h, static_cast<long long>(w.shifts[h]), w.a[h],
+                          w.b[h]);
+            continue;
+          }
+          if (w.has_weights()) std::printf("  a %s  b %s", values_text(w.a).c_str(), values_text(w.b).c_str());
+          std::printf("\n");
+        }
+        if (!offsets.empty()) {
+          std::printf("\nend-to-end weight of offset k (prod of b_l where bit l of k is set, 1 + a_l elsewhere):\n");
+          for (size_t k = 0; k < offsets.size(); ++k)
+            std::printf("%5zu %9.4f%s", k, offsets[k], (k % 6 == 5 || k + 1 == offsets.size()) ? "\n" : "  ");
+        }
+        return 0;
+      }};
 }
 
 }  // namespace hsm::cli

@@ -126,7 +126,7 @@ TEST(Indicators, MinMaxNormalisationAcrossLayers) {
   EXPECT_DOUBLE_EQ(layers[1].normalised.conc, 0.0);
   EXPECT_DOUBLE_EQ(layers[2].normalised.conc, 0.5);
   for (const auto& l : layers) {
-    EXPECT_DOUBLE_EQ(l.normalised.headdiv, 0.0);  // all equal
+    EXPECT_DOUBLE_EQ(l.normalised.headdiv, 0.0);             // all equal
     EXPECT_DOUBLE_EQ(l.normalised.sink, l.indicators.sink);  // copied raw
     EXPECT_EQ(l.normalised.locfoc, l.indicators.locfoc);
   }
@@ -152,7 +152,7 @@ TEST(OffsetWeights, ThreeLayersByHand) {
   ASSERT_EQ(w.size(), 8u);
   const double r0 = 1.5, r1 = 0.75, r2 = 3.0;  // residual branches 1 + a_l
   EXPECT_DOUBLE_EQ(w[0], r0 * r1 * r2);
-  EXPECT_DOUBLE_EQ(w[1], 0.1 * r1 * r2);      // bit 0: layer 0 shifted
+  EXPECT_DOUBLE_EQ(w[1], 0.1 * r1 * r2);  // bit 0: layer 0 shifted
   EXPECT_DOUBLE_EQ(w[2], r0 * 3.0 * r2);
   EXPECT_DOUBLE_EQ(w[3], 0.1 * 3.0 * r2);
   EXPECT_DOUBLE_EQ(w[4], r0 * r1 * -0.5);

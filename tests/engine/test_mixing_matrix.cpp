@@ -106,8 +106,8 @@ TEST(MixingMatrix, HandSetAbIsADiagonalAndASubDiagonal) {
   ASSERT_EQ(d.heads.size(), 1u);
   EXPECT_EQ(d.heads[0].shift, 2);
   const auto& m = d.heads[0].matrix;
-  EXPECT_FLOAT_EQ(m[0], 1.0f);                  // row 0: only itself
-  EXPECT_FLOAT_EQ(m[4 * 5 + 4], 0.3f / 1.2f);   // row 4: |a| / (|a| + |b|)
+  EXPECT_FLOAT_EQ(m[0], 1.0f);                 // row 0: only itself
+  EXPECT_FLOAT_EQ(m[4 * 5 + 4], 0.3f / 1.2f);  // row 4: |a| / (|a| + |b|)
   EXPECT_FLOAT_EQ(m[4 * 5 + 2], 0.9f / 1.2f);
   EXPECT_NEAR(d.indicators.locfoc[2], 3 * 0.75 / 3, 1e-6);  // rows 2..4 put 0.75 at distance 2
   EXPECT_EQ(d.indicators.headdiv, 0.0);
@@ -146,7 +146,8 @@ ModelConfig mixed_model() {
   c.d_model = kD;
   c.context = 12;
   c.dropout = 0.0;
-  c.layers = {{"hsm_ab", 32, 1}, {"attn", 32, 4}, {"hsm_gate2", 32, 4}, {"hsm_ab_vec", 32, 1}, {"hsm_ab_mh_ext", 32, 4}};
+  c.layers = {
+      {"hsm_ab", 32, 1}, {"attn", 32, 4}, {"hsm_gate2", 32, 4}, {"hsm_ab_vec", 32, 1}, {"hsm_ab_mh_ext", 32, 4}};
   return c;
 }
 

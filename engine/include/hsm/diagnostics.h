@@ -24,11 +24,11 @@ const char* matrix_kind_name(MatrixKind k);  // "attention", "linear", "jacobian
 // hsm_ab_mh(_ext); Jacobian for hsm_gate1, hsm_gate2, hsm_fusion.
 MatrixKind matrix_kind(MixerKind mixer);
 
-struct Indicators {        // SPEC §3.3 / DA §4.4
-  double entropy = 0;      // H = -sum a ln a over all entries of the L×L matrix (0 ln 0 = 0)
-  double conc = 0;         // Frobenius norm
-  double headdiv = 0;      // per layer only: mean over causal (i,k<=i) of std across heads of A_j[i,k]; 0 per head
-  double sink = 0;         // (1/L) sum_i A[i,0]
+struct Indicators {    // SPEC §3.3 / DA §4.4
+  double entropy = 0;  // H = -sum a ln a over all entries of the L×L matrix (0 ln 0 = 0)
+  double conc = 0;     // Frobenius norm
+  double headdiv = 0;  // per layer only: mean over causal (i,k<=i) of std across heads of A_j[i,k]; 0 per head
+  double sink = 0;     // (1/L) sum_i A[i,0]
   std::array<double, 4> locfoc{};  // LocFoc_N = 1/(L-N) sum_{i>=N} A[i,i-N], N = 0..3 (0 when L <= N)
 };
 
@@ -82,7 +82,8 @@ struct MixerWeights {
   int layer = 0;
   std::string mixer;
   std::vector<int64_t> shifts;  // one per head (or one for single-shift layers); empty for attention
-  std::vector<float> a, b;      // hsm_ab: one value each; hsm_ab_vec: d values; hsm_ab_mh(_ext): one per head; empty otherwise
+  // hsm_ab: one value each; hsm_ab_vec: d values; hsm_ab_mh(_ext): one per head; empty otherwise
+  std::vector<float> a, b;
   bool has_weights() const { return !a.empty(); }
 };
 

@@ -71,8 +71,8 @@ torch::Tensor linear_maps(const ShiftMixerImpl& mixer, int64_t L) {
 torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x) {
   torch::AutoGradMode grad_mode(true);
   const int64_t L = x.size(1), d = x.size(2), H = diagnostic_heads(mixer), hd = d / H;
-  auto x0 = x.detach().squeeze(0);                         // [L, d]
-  auto xs0 = mixer.shifted(x.detach()).squeeze(0);         // [L, d]: x_{i-s} per head's channels
+  auto x0 = x.detach().squeeze(0);                  // [L, d]
+  auto xs0 = mixer.shifted(x.detach()).squeeze(0);  // [L, d]: x_{i-s} per head's channels
   // Batch element c of a chunk differentiates output channel c0 + c at every position at
   // once (a shift mixer is position-wise), giving ∂y[i, c]/∂x[i, :] and ∂y[i, c]/∂xs[i, :].
   // Chunks keep the [n, L, d] copies near 4M values.
@@ -82,10 +82,10 @@ torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x) {
     const int64_t n = std::min(chunk, d - c0);
     auto X = x0.unsqueeze(0).expand({n, L, d}).clone().requires_grad_(true);
     auto Xs = xs0.unsqueeze(0).expand({n, L, d}).clone().requires_grad_(true);
-    auto Y = mixer.mix(X, Xs);                                                     // [n, L, d]
-    auto pick = torch::eye(n, x.options()).unsqueeze(1);                           // [n, 1, n]
+    auto Y = mixer.mix(X, Xs);                            // [n, L, d]
+    auto pick = torch::eye(n, x.options()).unsqueeze(1);  // [n, 1, n]
     auto out = (Y.narrow(2, c0, n) * pick).sum();
-    auto g = torch::autograd::grad({out}, {X, Xs});                                 // 2 × [n, L, d]
+    auto g = torch::autograd::grad({out}, {X, Xs});  // 2 × [n, L, d]
     sq_x.push_back(g[0].pow(2).reshape({n, L, H, hd}).sum(-1));
     sq_s.push_back(g[1].pow(2).reshape({n, L, H, hd}).sum(-1));
   }
@@ -136,7 +136,8 @@ std::vector<LayerDiagnostics> diagnose_model(Gpt& model, const torch::Tensor& id
   auto h = model->embed(idx);  // [1, L, d]
   for (size_t l = 0; l < model->blocks.size(); ++l) {
     auto& block = model->blocks[l];
-    layers.push_back(diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l), block->ln1->forward(h)));
+    layers.push_back(
+        diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l), block->ln1->forward(h)));
     h = block->forward(h);
   }
   normalise_across_layers(layers);
