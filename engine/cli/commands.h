@@ -17,5 +17,7 @@ Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_diagnose_command(CLI::App& app);
+Command add_weights_command(CLI::App& app);
 
 }  // namespace hsm::cli

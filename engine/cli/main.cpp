@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
       hsm::cli::add_eval_command(app),
       hsm::cli::add_generate_command(app),
       hsm::cli::add_bench_command(app),
+      hsm::cli::add_diagnose_command(app),
+      hsm::cli::add_weights_command(app),
   };
   try {
     app.parse(argc, argv);

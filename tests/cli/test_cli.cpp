@@ -212,6 +212,70 @@ TEST(CliPipeline, BadInputsFailWithAReason) {
   EXPECT_NE(r.status, 0);
 }
 
+TEST(CliPipeline, DiagnoseAndWeights) {
+  const std::string dir = cli_temp_dir() + "_diag";
+  std::filesystem::create_directories(dir);
+  const std::string corpus = write_corpus(dir);
+  const std::string run_dir = dir + "/run";
+  run_json("train --config " + dir + "/tiny.json --data " + corpus + " --out " + run_dir +
+           " --steps 3 --batch 8 --json --threads 1 --cache-dir " + dir + "/cache");
+
+  auto d = run_json("diagnose " + run_dir + " --prompt 'Once upon a time, Lily saw a red ball' --json");
+  ASSERT_TRUE(d["tokens"].is_array());
+  const size_t L = d["tokens"].size();
+  ASSERT_GT(L, 1u);
+  ASSERT_EQ(d["layers"].size(), 3u);  // tiny.json: hsm_ab, attn, hsm_ab
+  const char* kinds[] = {"linear", "attention", "linear"};
+  const size_t heads[] = {1, 4, 1};
+  for (size_t l = 0; l < 3; ++l) {
+    const auto& layer = d["layers"][l];
+    EXPECT_EQ(layer["layer"], l);
+    EXPECT_EQ(layer["matrix_kind"], kinds[l]);
+    EXPECT_TRUE(layer["mixer"].is_string());
+    for (const char* group : {"indicators", "normalised"}) {
+      for (const char* key : {"entropy", "conc", "headdiv", "sink"}) EXPECT_TRUE(layer[group][key].is_number()) << key;
+      EXPECT_EQ(layer[group]["locfoc"].size(), 4u);
+    }
+    ASSERT_EQ(layer["heads"].size(), heads[l]);
+    for (const auto& h : layer["heads"]) {
+      EXPECT_TRUE(h["head"].is_number_integer());
+      EXPECT_EQ(h["shift"], kinds[l] == std::string("attention") ? -1 : (l == 0 ? 1 : 4));
+      ASSERT_EQ(h["matrix"].size(), L);
+      for (const auto& row : h["matrix"]) {
+        ASSERT_EQ(row.size(), L);
+        double sum = 0;
+        for (const auto& v : row) sum += v.get<double>();
+        EXPECT_NEAR(sum, 1.0, 1e-4);
+      }
+      EXPECT_EQ(h["indicators"]["locfoc"].size(), 4u);
+    }
+  }
+  auto one = run_json("diagnose " + run_dir + " --prompt 'Once upon' --layer 1 --json");
+  ASSERT_EQ(one["layers"].size(), 1u);
+  EXPECT_EQ(one["layers"][0]["layer"], 1);
+
+  auto text = run("diagnose " + run_dir + " --prompt 'Once upon a time'");
+  EXPECT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("entropy"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("attention"), std::string::npos) << text.out;
+  auto bad = run("diagnose " + run_dir + " --prompt 'Once' --layer 7");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("out of range"), std::string::npos) << bad.out;
+  bad = run("diagnose " + run_dir + " --prompt ''");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("empty"), std::string::npos) << bad.out;
+
+  auto w = run_json("weights " + run_dir + " --json");
+  ASSERT_EQ(w["layers"].size(), 3u);
+  EXPECT_EQ(w["layers"][0]["a"].size(), 1u);
+  EXPECT_EQ(w["layers"][1]["a"].size(), 0u);
+  EXPECT_EQ(w["layers"][2]["shifts"], nlohmann::json::array({4}));
+  EXPECT_FALSE(w.contains("offset_weights"));  // not an all-hsm_ab model
+  auto wt = run("weights " + run_dir);
+  EXPECT_EQ(wt.status, 0);
+  EXPECT_NE(wt.out.find("hsm_ab"), std::string::npos) << wt.out;
+}
+
 TEST(CliBench, ReportsRatiosForEveryModel) {
   const std::string dir = cli_temp_dir() + "_bench";
   std::filesystem::create_directories(dir);

@@ -12,6 +12,7 @@
 
 #include "hsm/corpus.h"
 #include "hsm/session.h"
+#include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "test_util.h"
 
@@ -344,4 +345,62 @@ TEST_F(TrainedRun, CorruptCheckpointsAreRefused) {
   // Not a run folder.
   fs::remove(copy + "/config.json");
   expect_refused("no config.json");
+}
+
+// ---- diagnostics: live weights and a trained run's diagnosis ---------------------------------
+TEST(Training, OnWeightsFollowsTheRunAndTheSessionDiagnosesIt) {
+  const std::string dir = temp_dir("weights");
+  RunSpec spec = tiny_run(dir, make_corpus(dir, 200), 20);
+  spec.model.context = 16;
+  spec.model.layers = {{"hsm_ab", 64, 1}, {"attn", 64, 4}, {"hsm_gate2", 64, 4}, {"hsm_ab_mh", 64, 4}};
+  std::vector<std::pair<int64_t, std::vector<MixerWeights>>> seen;
+  TrainCallbacks cb;
+  cb.on_weights = [&](int64_t step, const std::vector<MixerWeights>& w) { seen.emplace_back(step, w); };
+  Trainer(spec, cb).run();
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen.front().first, 0);  // at the start
+  EXPECT_EQ(seen[1].first, 10);      // at every validation
+  EXPECT_EQ(seen.back().first, 20);
+  const auto& first = seen.front().second;
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(first[0].a, std::vector<float>{0.5f});  // the initial mix
+  EXPECT_NE(seen.back().second[0].a, first[0].a);   // and then trained
+  EXPECT_EQ(first[3].a.size(), 4u);
+
+  // The saved run: the session reads the same weights back.
+  auto session = Session::open(spec.run_dir, "cpu");
+  const auto loaded = session->mixer_weights();
+  ASSERT_EQ(loaded.size(), 4u);
+  for (size_t l = 0; l < loaded.size(); ++l) {
+    EXPECT_EQ(loaded[l].a, seen.back().second[l].a) << l;
+    EXPECT_EQ(loaded[l].b, seen.back().second[l].b) << l;
+    EXPECT_EQ(loaded[l].shifts, seen.back().second[l].shifts) << l;
+  }
+
+  std::string prompt;
+  for (int i = 0; i < 4; ++i) prompt += "Once upon a time, Lily saw a big red ball and a little cat in the box. ";
+  const Diagnosis d = session->diagnose(prompt);
+  EXPECT_EQ(d.length, 16);  // cut to the context
+  EXPECT_EQ(d.token_ids.size(), 16u);
+  EXPECT_EQ(d.tokens.size(), 16u);
+  EXPECT_EQ(d.tokens[0], session->tokenizer().piece(d.token_ids[0]));
+  ASSERT_EQ(d.layers.size(), 4u);
+  const MatrixKind kinds[] = {MatrixKind::kLinear, MatrixKind::kAttention, MatrixKind::kJacobian, MatrixKind::kLinear};
+  const size_t heads[] = {1, 4, 4, 4};
+  for (size_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(d.layers[l].kind, kinds[l]) << l;
+    EXPECT_EQ(d.layers[l].heads.size(), heads[l]) << l;
+    for (const auto& h : d.layers[l].heads) EXPECT_EQ(h.matrix.size(), 256u);
+  }
+  EXPECT_EQ(session->diagnose("Once upon a time", 2).length, 2);
+  EXPECT_THROW(session->diagnose(""), std::invalid_argument);
+
+  // Resuming reports the weights at the resumed step first.
+  RunSpec more = spec;
+  more.resume = true;
+  more.train.steps = 25;
+  seen.clear();
+  Trainer(more, cb).run();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().first, 20);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hsm/config.h"
+#include "hsm/diagnostics.h"
 #include "hsm/progress.h"
 #include "hsm/sampling.h"
 
@@ -82,6 +83,14 @@ class Session {
   // Next-token logits for a token sequence (at most the context), for tests and diagnostics.
   std::vector<float> logits(const std::vector<int32_t>& tokens);
   EvalResult evaluate(const std::string& data_path, const EvalOptions& options);
+  // Attention / effective mixing matrices and indicators of every layer and head for a
+  // prompt (SPEC §3.3, diagnostics.h), computed on each mixer's real input LN1(h). The
+  // prompt's tokens are used as they are (no <|endoftext|> in front), cut to the first
+  // `context` tokens, or max_tokens when that is smaller and > 0. Throws
+  // std::invalid_argument on an empty prompt.
+  Diagnosis diagnose(const std::string& prompt, int64_t max_tokens = 0);
+  // The learned mixer weights of every layer (the Weights view).
+  std::vector<MixerWeights> mixer_weights() const;
 
   const ModelConfig& config() const;
   const Tokenizer& tokenizer() const;

@@ -7,8 +7,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hsm/config.h"
+#include "hsm/diagnostics.h"
 #include "hsm/progress.h"
 #include "hsm/run_folder.h"
 
@@ -30,6 +32,9 @@ struct TrainCallbacks {
   // Free-form progress: data preparation stages, then ("training", step / total).
   ProgressFn on_progress;
   std::function<void(const std::string&)> on_log;  // one human line at a time
+  // The learned mixer weights (diagnostics.h), at the start (step 0 or the resumed step)
+  // and after every validation, so the Weights view follows training live.
+  std::function<void(int64_t step, const std::vector<MixerWeights>&)> on_weights;
 };
 
 struct TrainSummary {

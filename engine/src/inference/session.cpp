@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "diagnostics/mixing_matrix.h"
 #include "io/checkpoint.h"
 #include "train/evaluation.h"
 #include "hsm/corpus.h"
@@ -77,6 +78,23 @@ std::vector<float> Session::logits(const std::vector<int32_t>& tokens) {
   auto l = impl_->forward_last(tokens).contiguous();
   return std::vector<float>(l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
 }
+
+Diagnosis Session::diagnose(const std::string& prompt, int64_t max_tokens) {
+  auto& m = *impl_;
+  if (prompt.empty()) throw std::invalid_argument("diagnose: the prompt is empty (give some text to look at)");
+  Diagnosis d;
+  d.token_ids = m.tokenizer->encode(prompt);
+  int64_t limit = m.config.context;
+  if (max_tokens > 0) limit = std::min(limit, max_tokens);
+  if (static_cast<int64_t>(d.token_ids.size()) > limit) d.token_ids.resize(static_cast<size_t>(limit));
+  for (int32_t id : d.token_ids) d.tokens.push_back(m.tokenizer->piece(id));
+  d.length = static_cast<int64_t>(d.token_ids.size());
+  auto idx = torch::tensor(std::vector<int64_t>(d.token_ids.begin(), d.token_ids.end()), torch::kLong).view({1, -1});
+  d.layers = diagnose_model(m.model, idx.to(m.device));
+  return d;
+}
+
+std::vector<MixerWeights> Session::mixer_weights() const { return hsm::mixer_weights(impl_->model); }
 
 GenerationResult Session::generate(const std::string& prompt, const GenerateOptions& options,
                                    const std::function<bool(const GeneratedToken&)>& on_token) {

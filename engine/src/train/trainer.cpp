@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "train/adamw.h"
+#include "diagnostics/mixing_matrix.h"
 #include "io/checkpoint.h"
 #include "train/evaluation.h"
 #include "io/hash_util.h"
@@ -278,6 +279,10 @@ TrainSummary Trainer::Impl::run() {
     write_file_atomic(paths.config, run.dump(2) + "\n");
   };
   if (!spec.resume) checkpoint(0);  // a run folder is loadable from the start
+  auto report_weights = [&](int64_t step) {
+    if (cb.on_weights) cb.on_weights(step, mixer_weights(model));
+  };
+  report_weights(start_step);
 
   auto validate_now = [&](int64_t step, bool full) {
     const auto t0 = Clock::now();
@@ -292,6 +297,7 @@ TrainSummary Trainer::Impl::run() {
     m.wall_s = wall();
     emit(m);
     last_eval = m;
+    report_weights(step);
     return seconds_since(t0);
   };
 

@@ -1,0 +1,111 @@
+// `hsm diagnose RUN_DIR --prompt TEXT [--layer L] [--json]`: attention / effective mixing
+// matrices of every layer and head for a prompt and DA §4.4's indicators (SPEC §3.3).
+// Text: a table per layer and head; --json adds the L×L matrices.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "hsm/diagnostics.h"
+#include "hsm/session.h"
+#include "hsm/trainer.h"
+
+namespace hsm::cli {
+namespace {
+
+nlohmann::json indicators_json(const Indicators& i) {
+  return {{"entropy", i.entropy}, {"conc", i.conc}, {"headdiv", i.headdiv}, {"sink", i.sink}, {"locfoc", i.locfoc}};
+}
+
+nlohmann::json matrix_json(const std::vector<float>& m, int64_t L) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t i = 0; i < L; ++i) rows.push_back(std::vector<float>(m.begin() + i * L, m.begin() + (i + 1) * L));
+  return rows;
+}
+
+nlohmann::json diagnosis_json(const Diagnosis& d, const std::vector<const LayerDiagnostics*>& layers) {
+  nlohmann::json out_layers = nlohmann::json::array();
+  for (const LayerDiagnostics* l : layers) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (const auto& h : l->heads)
+      heads.push_back({{"head", h.head},
+                       {"shift", h.shift},
+                       {"matrix", matrix_json(h.matrix, d.length)},
+                       {"indicators", indicators_json(h.indicators)}});
+    out_layers.push_back({{"layer", l->layer},
+                          {"mixer", l->mixer},
+                          {"matrix_kind", matrix_kind_name(l->kind)},
+                          {"indicators", indicators_json(l->indicators)},
+                          {"normalised", indicators_json(l->normalised)},
+                          {"heads", heads}});
+  }
+  return {{"tokens", d.tokens}, {"token_ids", d.token_ids}, {"length", d.length}, {"layers", out_layers}};
+}
+
+void print_row(const char* layer, const char* mixer, const char* kind, const std::string& head,
+               const std::string& shift, const Indicators& i) {
+  std::printf("%-5s %-13s %-9s %-5s %-5s %8.3f %7.3f %7.4f %6.3f %6.3f %6.3f %6.3f %6.3f\n", layer, mixer, kind,
+              head.c_str(), shift.c_str(), i.entropy, i.conc, i.headdiv, i.sink, i.locfoc[0], i.locfoc[1], i.locfoc[2],
+              i.locfoc[3]);
+}
+
+void print_table(const Diagnosis& d, const std::vector<const LayerDiagnostics*>& layers) {
+  std::printf("%lld tokens:", static_cast<long long>(d.length));
+  for (const auto& t : d.tokens) std::printf(" [%s]", t.c_str());
+  std::printf("\n\n%-5s %-13s %-9s %-5s %-5s %8s %7s %7s %6s %6s %6s %6s %6s\n", "layer", "mixer", "matrix", "head",
+              "shift", "entropy", "conc", "headdiv", "sink", "loc0", "loc1", "loc2", "loc3");
+  for (const LayerDiagnostics* l : layers) {
+    const std::string layer = std::to_string(l->layer);
+    print_row(layer.c_str(), l->mixer.c_str(), matrix_kind_name(l->kind), "mean", "", l->indicators);
+    for (const auto& h : l->heads)
+      print_row("", "", "", std::to_string(h.head), h.shift < 0 ? "-" : std::to_string(h.shift), h.indicators);
+  }
+  std::printf("\nnormalised across layers (DA footnote 3; 0..1):\n%-5s %8s %7s %7s\n", "layer", "entropy", "conc",
+              "headdiv");
+  for (const LayerDiagnostics* l : layers)
+    std::printf("%-5d %8.3f %7.3f %7.3f\n", l->layer, l->normalised.entropy, l->normalised.conc, l->normalised.headdiv);
+  std::printf(
+      "\nattention = softmax weights; linear = exact mixing map, jacobian = |dy_i/dx_k|, both with rows "
+      "|M|/sum|M|\n");
+}
+
+}  // namespace
+
+Command add_diagnose_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("diagnose", "Attention / mixing matrices and indicators of a prompt (DA §4.4)");
+  struct Args {
+    std::string run, prompt, device = "auto";
+    int layer = -1;
+    int64_t max_tokens = 0;
+    int threads = 0;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--prompt", a->prompt, "Text to diagnose (cut to the context)")->required();
+  cmd->add_option("--layer", a->layer, "Show this layer only (0-based)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
+  cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
+  return {cmd, [a]() {
+            set_cpu_threads(a->threads);
+            auto session = Session::open(a->run, a->device);
+            const Diagnosis d = session->diagnose(a->prompt, a->max_tokens);
+            std::vector<const LayerDiagnostics*> layers;
+            for (const auto& l : d.layers)
+              if (a->layer < 0 || l.layer == a->layer) layers.push_back(&l);
+            if (layers.empty())
+              throw std::invalid_argument("--layer " + std::to_string(a->layer) + " is out of range: the model has " +
+                                          std::to_string(d.layers.size()) + " layers (0.." +
+                                          std::to_string(d.layers.size() - 1) + ")");
+            if (a->json)
+              std::cout << diagnosis_json(d, layers).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                        << "\n";
+            else
+              print_table(d, layers);
+            return 0;
+          }};
+}
+
+}  // namespace hsm::cli
