@@ -22,8 +22,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Without a display (ssh, CI) the studio says how to run it; RUN_ARGS are passed through
+# (run folders to open, --smoke ...).
 run: build
-	@./$(BUILD_DIR)/engine/cli/hsm presets
+	@./$(BUILD_DIR)/app/hsm-studio $(RUN_ARGS)
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -8,7 +8,7 @@ packages=(
   libtorch-dev libopenblas0-pthread
   nlohmann-json3-dev libcli11-dev libsentencepiece-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev libqcustomplot-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev
 )
 
 missing=()

@@ -1,0 +1,144 @@
+#include "gui/engine_host.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+
+#include "gui/session_worker.h"
+#include "gui/training_worker.h"
+
+namespace studio {
+
+void register_engine_types() {
+  static const bool once = [] {
+    qRegisterMetaType<hsm::MetricRecord>();
+    qRegisterMetaType<hsm::GeneratedToken>();
+    qRegisterMetaType<hsm::GenerationResult>();
+    qRegisterMetaType<hsm::TrainSummary>();
+    qRegisterMetaType<hsm::RunSpec>();
+    qRegisterMetaType<hsm::GenerateOptions>();
+    qRegisterMetaType<hsm::SystemInfo>();
+    return true;
+  }();
+  (void)once;
+}
+
+EngineHost::EngineHost(QObject* parent) : QObject(parent) {
+  register_engine_types();
+  trainingThread_.setObjectName(QStringLiteral("hsm-training"));
+  sessionThread_.setObjectName(QStringLiteral("hsm-session"));
+  trainer_ = new TrainingWorker;
+  session_ = new SessionWorker;
+  trainer_->moveToThread(&trainingThread_);
+  session_->moveToThread(&sessionThread_);
+  connect(&trainingThread_, &QThread::finished, trainer_, &QObject::deleteLater);
+  connect(&sessionThread_, &QThread::finished, session_, &QObject::deleteLater);
+
+  connect(trainer_, &TrainingWorker::started, this, &EngineHost::trainingStarted);
+  connect(trainer_, &TrainingWorker::metric, this, &EngineHost::trainingMetric);
+  connect(trainer_, &TrainingWorker::progress, this, &EngineHost::trainingProgress);
+  connect(trainer_, &TrainingWorker::log, this, &EngineHost::trainingLog);
+  connect(trainer_, &TrainingWorker::paused, this, [this](bool p) {
+    paused_ = p;
+    emit trainingPaused(p);
+    emit trainingStateChanged();
+  });
+  connect(trainer_, &TrainingWorker::finished, this, [this](const hsm::TrainSummary& s) {
+    training_ = paused_ = false;
+    emit trainingFinished(s);
+    emit trainingStateChanged();
+  });
+  connect(trainer_, &TrainingWorker::failed, this, [this](const QString& dir, const QString& message) {
+    training_ = paused_ = false;
+    emit trainingFailed(dir, message);
+    emit trainingStateChanged();
+  });
+
+  connect(session_, &SessionWorker::token, this, &EngineHost::token);
+  connect(session_, &SessionWorker::generated, this, [this](int id, const hsm::GenerationResult& r) {
+    sessionRequestDone();
+    emit generated(id, r);
+  });
+  connect(session_, &SessionWorker::evaluated, this, [this](int id, double loss, double acc, qint64 n) {
+    sessionRequestDone();
+    emit evaluated(id, loss, acc, n);
+  });
+  connect(session_, &SessionWorker::failed, this, [this](int id, const QString& message) {
+    sessionRequestDone();
+    emit requestFailed(id, message);
+  });
+  connect(session_, &SessionWorker::system, this, &EngineHost::systemInfo);
+
+  trainingThread_.start();
+  sessionThread_.start();
+}
+
+EngineHost::~EngineHost() {
+  if (training_) trainer_->stop();
+  session_->cancel();
+  trainingThread_.quit();
+  sessionThread_.quit();
+  trainingThread_.wait();
+  sessionThread_.wait();
+}
+
+bool EngineHost::startTraining(const hsm::RunSpec& spec) {
+  if (training_) return false;
+  training_ = true;
+  paused_ = false;
+  trainingRunDir_ = qstr(spec.run_dir);
+  QMetaObject::invokeMethod(trainer_, "run", Qt::QueuedConnection, Q_ARG(hsm::RunSpec, spec));
+  emit trainingStateChanged();
+  return true;
+}
+
+void EngineHost::pauseTraining() {
+  if (training_) trainer_->pause();
+}
+
+void EngineHost::resumeTraining() {
+  if (training_) trainer_->resume();
+}
+
+void EngineHost::stopTraining() {
+  if (training_) trainer_->stop();
+}
+
+int EngineHost::generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options) {
+  const int id = nextRequest_++;
+  ++pendingSessionRequests_;
+  QMetaObject::invokeMethod(session_, "generate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, prompt), Q_ARG(hsm::GenerateOptions, options));
+  return id;
+}
+
+int EngineHost::evaluate(const QString& runDir, const QString& dataPath, qint64 maxBatches) {
+  const int id = nextRequest_++;
+  ++pendingSessionRequests_;
+  QMetaObject::invokeMethod(session_, "evaluate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, dataPath), Q_ARG(qint64, maxBatches));
+  return id;
+}
+
+void EngineHost::cancelGeneration() { session_->cancel(); }
+
+void EngineHost::configure(const QString& device, int threads) {
+  QMetaObject::invokeMethod(session_, "configure", Qt::QueuedConnection, Q_ARG(QString, device), Q_ARG(int, threads));
+  QMetaObject::invokeMethod(session_, "querySystem", Qt::QueuedConnection);
+}
+
+void EngineHost::sessionRequestDone() {
+  if (pendingSessionRequests_ > 0) --pendingSessionRequests_;
+}
+
+bool EngineHost::waitIdle(int timeoutMs) {
+  QElapsedTimer timer;
+  timer.start();
+  while (training_ || pendingSessionRequests_ > 0) {
+    if (timer.elapsed() > timeoutMs) return false;
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(2);
+  }
+  return true;
+}
+
+}  // namespace studio

@@ -1,0 +1,74 @@
+#pragma once
+// The GUI thread's handle on the engine: starts the training and session threads, sends
+// them requests (queued calls) and re-emits their results as signals on the GUI thread.
+// Nothing here blocks: every call returns at once.
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include "gui/engine_types.h"
+
+namespace studio {
+
+class TrainingWorker;
+class SessionWorker;
+
+class EngineHost : public QObject {
+  Q_OBJECT
+ public:
+  explicit EngineHost(QObject* parent = nullptr);
+  ~EngineHost() override;  // stops training (it checkpoints) and joins both threads
+
+  // Training: one run at a time. Returns false (and does nothing) while one is running.
+  bool startTraining(const hsm::RunSpec& spec);
+  void pauseTraining();
+  void resumeTraining();
+  void stopTraining();
+  bool isTraining() const { return training_; }
+  bool isPaused() const { return paused_; }
+  QString trainingRunDir() const { return trainingRunDir_; }
+
+  // Generation and evaluation: queued on the session thread; the id comes back with the
+  // results. cancelGeneration() ends the one in progress after its current token.
+  int generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
+  int evaluate(const QString& runDir, const QString& dataPath, qint64 maxBatches = 0);
+  void cancelGeneration();
+  bool isGenerating() const { return pendingSessionRequests_ > 0; }
+
+  // Device ("auto", "cpu", "cuda", "cuda:N") and CPU threads (0 = the engine's default)
+  // for models loaded from now on; the status bar hears back through systemInfo().
+  void configure(const QString& device, int threads);
+
+  // Waits (processing events) until training and session work are done; for tests, the
+  // smoke mode and shutdown. Returns false on timeout.
+  bool waitIdle(int timeoutMs);
+
+ signals:
+  void trainingStarted(const QString& runDir);
+  void trainingMetric(const QString& runDir, const hsm::MetricRecord& record);
+  void trainingProgress(const QString& stage, double fraction);
+  void trainingLog(const QString& line);
+  void trainingPaused(bool paused);
+  void trainingFinished(const hsm::TrainSummary& summary);
+  void trainingFailed(const QString& runDir, const QString& message);
+  void trainingStateChanged();
+
+  void token(int request, const hsm::GeneratedToken& token);
+  void generated(int request, const hsm::GenerationResult& result);
+  void evaluated(int request, double loss, double accuracy, qint64 tokens);
+  void requestFailed(int request, const QString& message);
+  void systemInfo(const hsm::SystemInfo& info, const QString& deviceDescription);
+
+ private:
+  void sessionRequestDone();
+
+  QThread trainingThread_, sessionThread_;
+  TrainingWorker* trainer_ = nullptr;
+  SessionWorker* session_ = nullptr;
+  bool training_ = false, paused_ = false;
+  QString trainingRunDir_;
+  int nextRequest_ = 1;
+  int pendingSessionRequests_ = 0;
+};
+
+}  // namespace studio

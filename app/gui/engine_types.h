@@ -1,0 +1,28 @@
+#pragma once
+// The engine's plain structs as Qt meta-types, so they travel through queued signals
+// between the engine threads and the GUI thread.
+#include <QMetaType>
+#include <QString>
+
+#include "hsm/run_folder.h"
+#include "hsm/session.h"
+#include "hsm/system_info.h"
+#include "hsm/trainer.h"
+
+Q_DECLARE_METATYPE(hsm::MetricRecord)
+Q_DECLARE_METATYPE(hsm::GeneratedToken)
+Q_DECLARE_METATYPE(hsm::GenerationResult)
+Q_DECLARE_METATYPE(hsm::TrainSummary)
+Q_DECLARE_METATYPE(hsm::RunSpec)
+Q_DECLARE_METATYPE(hsm::GenerateOptions)
+Q_DECLARE_METATYPE(hsm::SystemInfo)
+
+namespace studio {
+
+// Registers the types above once per process (idempotent).
+void register_engine_types();
+
+inline QString qstr(const std::string& s) { return QString::fromStdString(s); }
+inline std::string sstr(const QString& s) { return s.toStdString(); }
+
+}  // namespace studio

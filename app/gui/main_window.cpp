@@ -1,0 +1,329 @@
+#include "gui/main_window.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSpinBox>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QToolButton>
+
+#include "gui/engine_host.h"
+#include "gui/engine_types.h"
+#include "gui/run_list.h"
+#include "gui/studio_settings.h"
+#include "gui/views/coming_view.h"
+#include "gui/views/playground_view.h"
+#include "gui/views/start_page.h"
+#include "gui/views/training_view.h"
+#include "gui/widgets/plot_panel.h"
+#include "hsm/params.h"
+
+namespace studio {
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(tr("HSM Studio"));
+  runs_ = new RunList(this);
+  engine_ = new EngineHost(this);
+
+  start_ = new StartPage;
+  training_ = new TrainingView(runs_, engine_);
+  playground_ = new PlaygroundView(runs_, engine_);
+  tabs_ = new QTabWidget;
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(new ComingView(tr("Architecture"),
+                               tr("Presets and a per-layer editor with parameter counts and FFN matching, and the "
+                                  "receptive-field diagram of HSM Figure 4: pick an output token and watch the paths "
+                                  "light up layer by layer."),
+                               tr("<code>hsm inspect PRESET</code> prints the parameters per layer and the "
+                                  "receptive-field coverage.")),
+                tr("Architecture"));
+  tabs_->addTab(training_, tr("Training"));
+  tabs_->addTab(new ComingView(tr("Weights"),
+                               tr("The learned a and b of every HSM layer (HSM Table 2), live while a model trains, "
+                                  "the end-to-end offset weights, and vector/multihead weights as heatmaps."),
+                               tr("<code>hsm weights RUN_DIR</code> prints the learned weights per layer.")),
+                tr("Weights"));
+  tabs_->addTab(new ComingView(tr("Diagnostics"),
+                               tr("Attention and effective mixing matrices per layer and head as heatmaps, and the "
+                                  "Deconstructing Attention indicators as tables and radar charts, two models side "
+                                  "by side."),
+                               tr("<code>hsm diagnose RUN_DIR --prompt TEXT [--json]</code> prints every matrix and "
+                                  "indicator.")),
+                tr("Diagnostics"));
+  tabs_->addTab(playground_, tr("Playground"));
+  tabs_->setCurrentIndex(kTraining);
+
+  stack_ = new QStackedWidget;
+  stack_->addWidget(start_);
+  stack_->addWidget(tabs_);
+  setCentralWidget(stack_);
+
+  // Run selector shared by every view.
+  auto* bar = addToolBar(tr("Runs"));
+  bar->setObjectName(QStringLiteral("runs_toolbar"));
+  bar->setMovable(false);
+  bar->addWidget(new QLabel(tr(" Run: ")));
+  runCombo_ = new QComboBox;
+  runCombo_->setObjectName(QStringLiteral("run_combo"));
+  runCombo_->setModel(runs_);
+  runCombo_->setMinimumContentsLength(36);
+  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  runCombo_->setPlaceholderText(tr("no run open"));
+  bar->addWidget(runCombo_);
+  auto* openButton = new QToolButton;
+  openButton->setText(tr("Open…"));
+  openButton->setToolTip(tr("Open a run folder (Ctrl+O)"));
+  bar->addWidget(openButton);
+  auto* closeButton = new QToolButton;
+  closeButton->setText(tr("Close"));
+  closeButton->setToolTip(tr("Close the current run (its files stay)"));
+  bar->addWidget(closeButton);
+  connect(openButton, &QToolButton::clicked, this, &MainWindow::openRunDialog);
+  connect(closeButton, &QToolButton::clicked, this, [this] {
+    const int row = runs_->current();
+    if (row < 0) return;
+    if (engine_->isTraining() && QDir(engine_->trainingRunDir()).absolutePath() == runs_->at(row).dir) {
+      QMessageBox::information(this, tr("Run is training"), tr("Stop the training before closing its run."));
+      return;
+    }
+    runs_->close(row);
+  });
+  connect(runCombo_, &QComboBox::currentIndexChanged, runs_, &RunList::setCurrent);
+  connect(runs_, &RunList::currentChanged, this, [this](int row) {
+    if (runCombo_->currentIndex() != row) runCombo_->setCurrentIndex(row);
+    updateStatus();
+  });
+  connect(runs_, &RunList::infoChanged, this, &MainWindow::updateStatus);
+
+  // Status bar.
+  deviceLabel_ = new QLabel;
+  deviceLabel_->setObjectName(QStringLiteral("device_label"));
+  modelLabel_ = new QLabel;
+  modelLabel_->setObjectName(QStringLiteral("model_label"));
+  trainingLabel_ = new QLabel;
+  statusBar()->addWidget(modelLabel_, 1);
+  statusBar()->addPermanentWidget(trainingLabel_);
+  statusBar()->addPermanentWidget(deviceLabel_);
+  connect(engine_, &EngineHost::systemInfo, this, [this](const hsm::SystemInfo& info, const QString& device) {
+    deviceDescription_ = device;
+    versions_ = tr("Engine %1 · LibTorch %2 · Qt %3 · %4 CPU cores · %5 CUDA device(s)")
+                    .arg(qstr(info.engine_version), qstr(info.torch_version), QString::fromLatin1(qVersion()))
+                    .arg(info.cpu_cores)
+                    .arg(info.cuda_devices);
+    deviceLabel_->setText(device);
+    deviceLabel_->setToolTip(versions_);
+  });
+  connect(engine_, &EngineHost::trainingStateChanged, this, &MainWindow::updateStatus);
+  connect(engine_, &EngineHost::trainingFinished, this, [this] {
+    if (closeAfterStop_) close();
+  });
+  connect(engine_, &EngineHost::trainingFailed, this, [this] {
+    if (closeAfterStop_) close();
+  });
+  connect(training_, &TrainingView::trainingFailed, this, [this](const QString& message) {
+    statusBar()->showMessage(tr("Training failed: %1").arg(message), 15000);
+  });
+
+  // Start page.
+  connect(start_, &StartPage::openRunRequested, this, &MainWindow::openRunDialog);
+  connect(start_, &StartPage::openRecentRequested, this, [this](const QString& dir) { openRun(dir); });
+  connect(start_, &StartPage::trainRequested, this, [this](const QString& preset, const QString& corpus) {
+    training_->setModel(preset);
+    if (!corpus.isEmpty()) training_->setCorpus(corpus);
+    showView(kTraining);
+  });
+
+  buildMenus();
+  applyEngineSettings();
+  updateStatus();
+  resize(1400, 900);
+  if (!StudioSettings::geometry().isEmpty()) restoreGeometry(StudioSettings::geometry());
+  if (!StudioSettings::windowState().isEmpty()) restoreState(StudioSettings::windowState());
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&New run from preset…"), QKeySequence::New, this, [this] {
+    showView(kTraining);
+    if (auto* box = training_->findChild<QComboBox*>(QStringLiteral("preset"))) box->setFocus();
+  });
+  file->addAction(tr("&Open run folder…"), QKeySequence::Open, this, &MainWindow::openRunDialog);
+  recentMenu_ = file->addMenu(tr("Open &recent"));
+  connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::refreshRecentMenu);
+  file->addSeparator();
+  file->addAction(tr("&Export plots…"), QKeySequence(Qt::CTRL | Qt::Key_E), this, &MainWindow::exportDialog);
+  file->addSeparator();
+  file->addAction(tr("&Preferences…"), QKeySequence::Preferences, this, &MainWindow::preferencesDialog);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
+  const QStringList names = {tr("&Architecture"), tr("&Training"), tr("&Weights"), tr("&Diagnostics"),
+                             tr("&Playground")};
+  for (int i = 0; i < names.size(); ++i)
+    view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
+                    [this, i] { showView(static_cast<View>(i)); });
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About HSM Studio"), this, &MainWindow::aboutDialog);
+}
+
+bool MainWindow::startPageShown() const { return stack_->currentWidget() == start_; }
+
+void MainWindow::showView(View view) {
+  stack_->setCurrentWidget(tabs_);
+  tabs_->setCurrentIndex(view);
+}
+
+void MainWindow::showStartPage() {
+  start_->refreshRecent();
+  stack_->setCurrentWidget(start_);
+}
+
+QString MainWindow::openRun(const QString& dir, bool quiet) {
+  try {
+    const int row = runs_->open(dir);
+    runs_->setCurrent(row);
+    StudioSettings::addRecentRun(dir);
+    if (startPageShown()) showView(kPlayground);
+    return {};
+  } catch (const std::exception& e) {
+    const QString message = QString::fromUtf8(e.what());
+    if (!quiet) QMessageBox::warning(this, tr("Cannot open run"), message);
+    return message;
+  }
+}
+
+void MainWindow::openRunDialog() {
+  const QStringList recent = StudioSettings::recentRuns();
+  const QString start = recent.isEmpty() ? QDir::homePath() : QFileInfo(recent.first()).path();
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open run folder"), start);
+  if (!dir.isEmpty()) openRun(dir);
+}
+
+void MainWindow::refreshRecentMenu() {
+  recentMenu_->clear();
+  const QStringList recent = StudioSettings::recentRuns();
+  if (recent.isEmpty()) recentMenu_->addAction(tr("(none)"))->setEnabled(false);
+  for (const QString& dir : recent) recentMenu_->addAction(dir, this, [this, dir] { openRun(dir); });
+}
+
+QStringList MainWindow::exportPlots(const QString& folder, QString* error) {
+  QStringList written;
+  QDir().mkpath(folder);
+  for (PlotPanel* plot : training_->plots()) {
+    QString base = plot->title().toLower();
+    base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+    for (const char* ext : {"png", "pdf", "svg", "csv"}) {
+      const QString path = QDir(folder).filePath(base + QLatin1Char('.') + QLatin1String(ext));
+      const QString e = plot->exportTo(path);
+      if (e.isEmpty()) written << path;
+      else if (error && error->isEmpty()) *error = e;
+    }
+  }
+  return written;
+}
+
+void MainWindow::exportDialog() {
+  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export every Training plot (PNG, PDF, SVG, CSV) to"),
+                                                           QDir::homePath());
+  if (folder.isEmpty()) return;
+  QString error;
+  const QStringList files = exportPlots(folder, &error);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export"), error);
+  statusBar()->showMessage(tr("Wrote %1 files to %2").arg(files.size()).arg(folder), 8000);
+}
+
+void MainWindow::applyEngineSettings() { engine_->configure(StudioSettings::device(), StudioSettings::threads()); }
+
+void MainWindow::preferencesDialog() {
+  QDialog dialog(this);
+  dialog.setWindowTitle(tr("Preferences"));
+  auto* form = new QFormLayout(&dialog);
+  auto* device = new QComboBox;
+  device->setEditable(true);
+  device->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:0")});
+  device->setCurrentText(StudioSettings::device());
+  auto* threads = new QSpinBox;
+  threads->setRange(0, 256);
+  threads->setSpecialValueText(tr("automatic"));
+  threads->setValue(StudioSettings::threads());
+  form->addRow(tr("Device for loading models"), device);
+  form->addRow(tr("CPU threads"), threads);
+  form->addRow(new QLabel(tr("Training takes its device and threads from the Training view.")));
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  form->addRow(buttons);
+  connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  if (dialog.exec() != QDialog::Accepted) return;
+  StudioSettings::setDevice(device->currentText().trimmed());
+  StudioSettings::setThreads(threads->value());
+  applyEngineSettings();
+}
+
+void MainWindow::aboutDialog() {
+  QMessageBox::about(this, tr("About HSM Studio"),
+                     tr("<h3>HSM Studio %1</h3><p>Training, inspecting and playing with small GPT-style language "
+                        "models whose attention is replaced by Hierarchical Shift Mixing.</p><p>%2</p><p>Compute "
+                        "device: %3</p>")
+                         .arg(QStringLiteral(HSM_VERSION), versions_.isEmpty() ? tr("(engine starting)") : versions_,
+                              deviceDescription_));
+}
+
+void MainWindow::updateStatus() {
+  if (const RunEntry* run = runs_->currentRun()) {
+    const qint64 params = hsm::count_params(run->model).total();
+    QString text = tr("%1 · %2 · %3 parameters").arg(run->name(), qstr(run->model.name), QLocale().toString(params));
+    if (run->has_info)
+      text += tr(" · step %1").arg(run->info.step);
+    else
+      text += tr(" · no checkpoint yet");
+    modelLabel_->setText(text);
+  } else {
+    modelLabel_->setText(tr("No run open"));
+  }
+  trainingLabel_->setText(engine_->isTraining() ? (engine_->isPaused() ? tr("training paused") : tr("training…"))
+                                                : QString());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (engine_->isTraining()) {
+    if (!closeAfterStop_) {
+      const auto answer = QMessageBox::question(
+          this, tr("Training is running"),
+          tr("A model is training. Stop it now? The current step finishes and a checkpoint is written, so the run "
+             "can be continued later."),
+          QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+      if (answer != QMessageBox::Yes) {
+        event->ignore();
+        return;
+      }
+      closeAfterStop_ = true;
+      engine_->stopTraining();
+      statusBar()->showMessage(tr("Stopping training and writing the checkpoint…"));
+      setEnabled(false);
+    }
+    event->ignore();  // closes when trainingFinished arrives
+    return;
+  }
+  playground_->stop();
+  StudioSettings::setGeometry(saveGeometry());
+  StudioSettings::setWindowState(saveState());
+  event->accept();
+}
+
+}  // namespace studio

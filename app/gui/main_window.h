@@ -1,0 +1,79 @@
+#pragma once
+// The studio's window: menus and shortcuts, the run selector every view shares, the five
+// views as tabs (behind a start page while nothing is loaded), a status bar with the
+// device and the current model, preferences in QSettings.
+#include <QMainWindow>
+
+class QComboBox;
+class QLabel;
+class QMenu;
+class QStackedWidget;
+class QTabWidget;
+
+namespace hsm {
+struct SystemInfo;
+}
+
+namespace studio {
+
+class EngineHost;
+class PlaygroundView;
+class RunList;
+class StartPage;
+class TrainingView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground };
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  RunList* runs() const { return runs_; }
+  EngineHost* engine() const { return engine_; }
+  TrainingView* trainingView() const { return training_; }
+  PlaygroundView* playgroundView() const { return playground_; }
+  QTabWidget* tabs() const { return tabs_; }
+  bool startPageShown() const;
+
+  // Opens a run folder and makes it current; on failure returns the reason (and, unless
+  // quiet, shows it in a message box).
+  QString openRun(const QString& dir, bool quiet = false);
+  void showView(View view);
+  void showStartPage();
+  // Writes every plot of the Training view into a folder as PNG, PDF, SVG and CSV; returns
+  // the files written.
+  QStringList exportPlots(const QString& folder, QString* error = nullptr);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildMenus();
+  void openRunDialog();
+  void exportDialog();
+  void preferencesDialog();
+  void aboutDialog();
+  void refreshRecentMenu();
+  void updateStatus();
+  void applyEngineSettings();
+
+  RunList* runs_;
+  EngineHost* engine_;
+  QStackedWidget* stack_;
+  StartPage* start_;
+  QTabWidget* tabs_;
+  TrainingView* training_;
+  PlaygroundView* playground_;
+  QComboBox* runCombo_;
+  QLabel* deviceLabel_;
+  QLabel* modelLabel_;
+  QLabel* trainingLabel_;
+  QMenu* recentMenu_;
+  QString deviceDescription_;
+  QString versions_;
+  bool closeAfterStop_ = false;
+};
+
+}  // namespace studio

@@ -1,0 +1,159 @@
+#include "gui/run_list.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <stdexcept>
+
+#include "hsm/params.h"
+
+namespace studio {
+
+namespace {
+
+// metrics.jsonl is appended a line every few seconds at most; a quarter second keeps the
+// curves live without a measurable cost (a stat per open run).
+constexpr int kPollMs = 250;
+
+qint64 stamp(const QString& path) {
+  const QFileInfo f(path);
+  return f.exists() ? f.lastModified().toMSecsSinceEpoch() : 0;
+}
+
+}  // namespace
+
+QString RunEntry::name() const { return QFileInfo(dir).fileName(); }
+
+RunList::RunList(QObject* parent) : QAbstractListModel(parent) {
+  pollTimer_.setInterval(kPollMs);
+  connect(&pollTimer_, &QTimer::timeout, this, &RunList::poll);
+  pollTimer_.start();
+}
+
+RunList::~RunList() = default;
+
+QColor RunList::nextColor() {
+  // Tableau 10: distinct, print-safe and readable on white.
+  static const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  return QColor(palette[colorsUsed_++ % 10]);
+}
+
+int RunList::indexOf(const QString& dir) const {
+  const QString abs = QDir(dir).absolutePath();
+  for (int i = 0; i < count(); ++i)
+    if (at(i).dir == abs) return i;
+  return -1;
+}
+
+bool RunList::refreshInfo(RunEntry& run) {
+  const qint64 s = stamp(run.dir + "/config.json");
+  if (s == 0 || s == run.config_stamp) return false;
+  try {
+    run.info = hsm::read_run_info(run.dir.toStdString());
+    run.model = run.info.model;
+    run.has_info = true;
+    run.config_stamp = s;
+    return true;
+  } catch (const std::exception&) {
+    return false;  // being written; the next poll reads it
+  }
+}
+
+int RunList::open(const QString& dir) {
+  const QString abs = QDir(dir).absolutePath();
+  if (const int row = indexOf(abs); row >= 0) return row;
+  auto run = std::make_unique<RunEntry>();
+  run->dir = abs;
+  run->info = hsm::read_run_info(abs.toStdString());  // throws with the reason
+  run->model = run->info.model;
+  run->has_info = true;
+  run->config_stamp = stamp(abs + "/config.json");
+  run->reader = std::make_unique<hsm::MetricsReader>(abs.toStdString());
+  run->metrics = run->reader->poll();
+  run->color = nextColor();
+  const int row = count();
+  beginInsertRows({}, row, row);
+  runs_.push_back(std::move(run));
+  endInsertRows();
+  emit runAdded(row);
+  return row;
+}
+
+int RunList::addPending(const QString& dir, const hsm::ModelConfig& model) {
+  const QString abs = QDir(dir).absolutePath();
+  if (const int row = indexOf(abs); row >= 0) {
+    runs_[static_cast<size_t>(row)]->model = model;
+    return row;
+  }
+  auto run = std::make_unique<RunEntry>();
+  run->dir = abs;
+  run->model = model;
+  run->reader = std::make_unique<hsm::MetricsReader>(abs.toStdString());
+  run->color = nextColor();
+  refreshInfo(*run);  // a resumed run has one already
+  run->metrics = run->reader->poll();
+  const int row = count();
+  beginInsertRows({}, row, row);
+  runs_.push_back(std::move(run));
+  endInsertRows();
+  emit runAdded(row);
+  return row;
+}
+
+void RunList::close(int row) {
+  if (row < 0 || row >= count()) return;
+  beginRemoveRows({}, row, row);
+  runs_.erase(runs_.begin() + row);
+  endRemoveRows();
+  emit runRemoved(row);
+  if (current_ >= count()) current_ = count() - 1;
+  else if (current_ > row) --current_;
+  emit currentChanged(current_);
+}
+
+void RunList::setCurrent(int row) {
+  if (row < -1 || row >= count() || row == current_) return;
+  current_ = row;
+  emit currentChanged(row);
+}
+
+void RunList::poll() {
+  for (int i = 0; i < count(); ++i) {
+    RunEntry& run = *runs_[static_cast<size_t>(i)];
+    if (refreshInfo(run)) {
+      emit dataChanged(index(i), index(i));
+      emit infoChanged(i);
+    }
+    std::vector<hsm::MetricRecord> fresh = run.reader->poll();
+    if (run.reader->reset()) {
+      run.metrics = std::move(fresh);
+      emit metricsReset(i);
+    } else if (!fresh.empty()) {
+      run.metrics.insert(run.metrics.end(), fresh.begin(), fresh.end());
+      emit metricsAppended(i);
+    }
+  }
+}
+
+int RunList::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : count(); }
+
+QVariant RunList::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= count()) return {};
+  const RunEntry& run = at(index.row());
+  switch (role) {
+    case Qt::DisplayRole: {
+      const double millions = static_cast<double>(hsm::count_params(run.model).total()) / 1e6;
+      return QStringLiteral("%1  (%2, %3M)")
+          .arg(run.name(), QString::fromStdString(run.model.name), QString::number(millions, 'f', 2));
+    }
+    case Qt::ToolTipRole:
+      return run.dir;
+    case Qt::DecorationRole:
+      return run.color;
+    default:
+      return {};
+  }
+}
+
+}  // namespace studio

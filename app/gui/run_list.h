@@ -1,0 +1,72 @@
+#pragma once
+// The open run folders, shared by every view (a list model: the toolbar's combo shows it).
+// One of them is current. Each run's metrics.jsonl is followed as it grows, whether this
+// studio trains it or another process (`hsm train`) does, as TensorBoard follows a log dir.
+#include <QAbstractListModel>
+#include <QColor>
+#include <QTimer>
+#include <memory>
+#include <vector>
+
+#include "hsm/run_folder.h"
+
+namespace studio {
+
+struct RunEntry {
+  QString dir;                        // absolute path
+  bool has_info = false;              // config.json read (a new run has none until its first checkpoint)
+  hsm::RunInfo info;                  // valid when has_info
+  hsm::ModelConfig model;             // info.model, or the config a pending run was started with
+  std::vector<hsm::MetricRecord> metrics;
+  std::unique_ptr<hsm::MetricsReader> reader;
+  QColor color;                       // the run's colour in every plot
+  qint64 config_stamp = 0;            // config.json's modification time when read
+  QString name() const;               // folder name
+};
+
+class RunList : public QAbstractListModel {
+  Q_OBJECT
+ public:
+  explicit RunList(QObject* parent = nullptr);
+  ~RunList() override;
+
+  // Opens a run folder (or returns the row of one already open). Throws std::runtime_error
+  // naming the folder when it is not a run folder.
+  int open(const QString& dir);
+  // A run this studio is about to train: listed at once, its config.json read once written.
+  int addPending(const QString& dir, const hsm::ModelConfig& model);
+  void close(int row);
+
+  int count() const { return static_cast<int>(runs_.size()); }
+  const RunEntry& at(int row) const { return *runs_.at(static_cast<size_t>(row)); }
+  int indexOf(const QString& dir) const;
+  int current() const { return current_; }
+  const RunEntry* currentRun() const { return current_ >= 0 ? &at(current_) : nullptr; }
+  void setCurrent(int row);
+
+  // Reads what was appended to every run's metrics.jsonl and any rewritten config.json.
+  // Runs by itself on a timer; public so tests and the smoke mode can force it.
+  void poll();
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+
+ signals:
+  void runAdded(int row);
+  void runRemoved(int row);
+  void metricsAppended(int row);
+  void metricsReset(int row);
+  void infoChanged(int row);
+  void currentChanged(int row);
+
+ private:
+  bool refreshInfo(RunEntry& run);
+  QColor nextColor();
+
+  std::vector<std::unique_ptr<RunEntry>> runs_;
+  int current_ = -1;
+  int colorsUsed_ = 0;
+  QTimer pollTimer_;
+};
+
+}  // namespace studio

@@ -1,0 +1,72 @@
+#include "gui/session_worker.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+
+namespace studio {
+
+SessionWorker::SessionWorker(QObject* parent) : QObject(parent) { register_engine_types(); }
+
+SessionWorker::~SessionWorker() = default;
+
+void SessionWorker::configure(const QString& device, int threads) {
+  const std::string d = sstr(device.isEmpty() ? QStringLiteral("auto") : device);
+  if (d != device_) sessions_.clear();  // reload on the new device
+  device_ = d;
+  threads_ = hsm::set_cpu_threads(threads);
+}
+
+void SessionWorker::querySystem() {
+  QString description;
+  try {
+    description = qstr(hsm::describe_device(device_, threads_ > 0 ? threads_ : hsm::set_cpu_threads(0)));
+  } catch (const std::exception& e) {
+    description = QStringLiteral("device '%1' unavailable: %2").arg(qstr(device_), QString::fromUtf8(e.what()));
+  }
+  emit system(hsm::system_info(), description);
+}
+
+hsm::Session& SessionWorker::session(const QString& runDir) {
+  const QString key = QDir(runDir).absolutePath();
+  const qint64 stamp = QFileInfo(key + "/model.safetensors").lastModified().toMSecsSinceEpoch();
+  auto it = sessions_.find(key);
+  if (it == sessions_.end() || it->second.stamp != stamp) {
+    Loaded loaded{hsm::Session::open(sstr(key), device_), stamp};
+    it = sessions_.insert_or_assign(key, std::move(loaded)).first;
+  }
+  return *it->second.session;
+}
+
+void SessionWorker::generate(int request, const QString& runDir, const QString& prompt,
+                             const hsm::GenerateOptions& options) {
+  cancel_ = false;
+  try {
+    hsm::Session& s = session(runDir);
+    const hsm::GenerationResult result = s.generate(sstr(prompt), options, [&](const hsm::GeneratedToken& t) {
+      emit token(request, t);
+      return !cancel_.load();
+    });
+    emit generated(request, result);
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromUtf8(e.what()));
+  }
+}
+
+void SessionWorker::evaluate(int request, const QString& runDir, const QString& dataPath, qint64 maxBatches) {
+  cancel_ = false;
+  try {
+    hsm::Session& s = session(runDir);
+    hsm::EvalOptions options;
+    options.max_batches = maxBatches;
+    options.cancel = &cancel_;
+    const hsm::EvalResult r = s.evaluate(sstr(dataPath), options);
+    emit evaluated(request, r.loss, r.accuracy, r.tokens);
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromUtf8(e.what()));
+  }
+}
+
+void SessionWorker::unload(const QString& runDir) { sessions_.erase(QDir(runDir).absolutePath()); }
+
+}  // namespace studio

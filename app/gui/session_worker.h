@@ -1,0 +1,51 @@
+#pragma once
+// Owns the loaded models (hsm::Session) on the session thread: loading, generation and
+// evaluation happen there, one request after another, never on the GUI thread. Sessions
+// are cached by run folder and reloaded when the folder's checkpoint changes.
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <map>
+#include <memory>
+
+#include "gui/engine_types.h"
+
+namespace studio {
+
+class SessionWorker : public QObject {
+  Q_OBJECT
+ public:
+  explicit SessionWorker(QObject* parent = nullptr);
+  ~SessionWorker() override;
+
+  // Thread-safe: the generation in progress (if any) ends after its current token.
+  void cancel() { cancel_ = true; }
+
+ public slots:
+  void configure(const QString& device, int threads);
+  void querySystem();
+  void generate(int request, const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
+  void evaluate(int request, const QString& runDir, const QString& dataPath, qint64 maxBatches);
+  void unload(const QString& runDir);
+
+ signals:
+  void system(const hsm::SystemInfo& info, const QString& deviceDescription);
+  void token(int request, const hsm::GeneratedToken& token);
+  void generated(int request, const hsm::GenerationResult& result);
+  void evaluated(int request, double loss, double accuracy, qint64 tokens);
+  void failed(int request, const QString& message);
+
+ private:
+  hsm::Session& session(const QString& runDir);
+
+  struct Loaded {
+    std::unique_ptr<hsm::Session> session;
+    qint64 stamp = 0;  // model.safetensors' modification time when loaded
+  };
+  std::map<QString, Loaded> sessions_;
+  std::string device_ = "auto";
+  int threads_ = 0;
+  std::atomic<bool> cancel_{false};
+};
+
+}  // namespace studio

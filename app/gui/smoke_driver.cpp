@@ -1,0 +1,192 @@
+#include "gui/smoke_driver.h"
+
+#include <QApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QTemporaryDir>
+#include <functional>
+
+#include "gui/engine_host.h"
+#include "gui/engine_types.h"
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/stall_monitor.h"
+#include "gui/views/playground_view.h"
+#include "gui/views/training_view.h"
+#include "gui/widgets/token_text.h"
+#include "hsm/run_folder.h"
+
+namespace studio {
+
+SmokeDriver::SmokeDriver(MainWindow* window, SmokeOptions options) : window_(window), options_(std::move(options)) {}
+
+bool SmokeDriver::waitFor(const std::function<bool()>& done, QString& error) {
+  while (!done()) {
+    if (QDateTime::currentMSecsSinceEpoch() > deadlineMs_) {
+      error = QStringLiteral("timed out after %1 s").arg(options_.timeout_s);
+      return false;
+    }
+    QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+  }
+  return true;
+}
+
+void SmokeDriver::screenshot(const QString& name) {
+  if (options_.screenshots.isEmpty()) return;
+  QDir().mkpath(options_.screenshots);
+  // Let queued replots and layouts settle before grabbing.
+  for (int i = 0; i < 5; ++i) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+  window_->grab().save(QDir(options_.screenshots).filePath(name + QStringLiteral(".png")));
+}
+
+// Fills the Training view's form through its widgets and presses Start.
+bool SmokeDriver::train(const QString& runDir, const QString& model, QString& error) {
+  TrainingView* view = window_->trainingView();
+  window_->showView(MainWindow::kTraining);
+  if (!view->setModel(model)) {
+    error = QStringLiteral("model '%1': %2").arg(model, view->lastError());
+    return false;
+  }
+  view->setCorpus(options_.data);
+  view->setField(QStringLiteral("steps"), QString::number(options_.steps));
+  view->setField(QStringLiteral("batch_size"), QString::number(options_.batch));
+  view->setField(QStringLiteral("eval_every"), QString::number(std::max(1, options_.steps / 2)));
+  view->setField(QStringLiteral("checkpoint_every"), QString::number(options_.steps));
+  view->setField(QStringLiteral("threads"), QString::number(options_.threads));
+  view->setField(QStringLiteral("device"), QStringLiteral("cpu"));
+  view->setField(QStringLiteral("run_dir"), runDir);
+  view->startButton()->click();
+  if (!window_->engine()->isTraining()) {
+    error = QStringLiteral("training did not start: %1").arg(view->lastError());
+    return false;
+  }
+  return true;
+}
+
+QJsonObject SmokeDriver::run() {
+  QElapsedTimer clock;
+  clock.start();
+  deadlineMs_ = QDateTime::currentMSecsSinceEpoch() + qint64(options_.timeout_s) * 1000;
+  QJsonObject report;
+  QString error;
+  QJsonArray exports, runs;
+  QString text;
+  int generated = 0;
+  StallMonitor stalls;
+
+  QTemporaryDir tmp(QDir::temp().filePath(QStringLiteral("hsm-smoke-XXXXXX")));
+  const QString out = options_.out.isEmpty() ? tmp.path() : QDir(options_.out).absolutePath();
+  QDir().mkpath(out);
+  EngineHost* engine = window_->engine();
+  hsm::TrainSummary last{};
+  QObject::connect(engine, &EngineHost::trainingFinished, window_,
+                   [&](const hsm::TrainSummary& s) { last = s, stepsTrained_ += s.steps; });
+  QString trainError;
+  QObject::connect(engine, &EngineHost::trainingFailed, window_,
+                   [&](const QString&, const QString& message) { trainError = message; });
+
+  auto body = [&]() -> bool {
+    if (!options_.screenshots.isEmpty()) window_->resize(1500, 950);
+    window_->show();
+    QCoreApplication::processEvents();
+    screenshot(QStringLiteral("start-page"));
+    stalls.start();
+    if (options_.data.isEmpty() || !QFileInfo::exists(options_.data)) {
+      error = QStringLiteral("--data: corpus '%1' does not exist").arg(options_.data);
+      return false;
+    }
+    // 1. A model to generate from: the given run folder, or one trained here first.
+    QString model = options_.target, source;
+    if (hsm::is_run_folder(options_.target.toStdString())) {
+      source = options_.target;
+      const QString config = QDir(out).filePath(QStringLiteral("model.json"));
+      hsm::save_config(hsm::read_run_info(source.toStdString()).model, config.toStdString());
+      model = config;
+    } else {
+      source = QDir(out).filePath(QStringLiteral("run-a"));
+      if (!train(source, model, error)) return false;
+      if (!waitFor([&] { return !engine->isTraining(); }, error)) return false;
+      if (!trainError.isEmpty()) {
+        error = QStringLiteral("training failed: %1").arg(trainError);
+        return false;
+      }
+      runs.append(source);
+    }
+    const QString openError = window_->openRun(source, true);
+    if (!openError.isEmpty()) {
+      error = openError;
+      return false;
+    }
+    // 2. Another model trains while the first one generates in the Playground.
+    const QString second = QDir(out).filePath(QStringLiteral("run-b"));
+    if (!train(second, model, error)) return false;
+    runs.append(second);
+    window_->runs()->setCurrent(window_->runs()->indexOf(source));
+    window_->showView(MainWindow::kPlayground);
+    PlaygroundView* play = window_->playgroundView();
+    play->setCompare(false);
+    play->setPrompt(options_.prompt);
+    play->setSeed(options_.seed);
+    if (auto* maxTokens = play->findChild<QWidget*>(QStringLiteral("max_tokens")))
+      maxTokens->setProperty("value", options_.max_tokens);
+    if (!play->generate()) {
+      error = QStringLiteral("generation did not start: %1").arg(play->lastError());
+      return false;
+    }
+    if (!waitFor([&] { return !play->isGenerating(); }, error)) return false;
+    if (!play->lastError().isEmpty()) {
+      error = QStringLiteral("generation failed: %1").arg(play->lastError());
+      return false;
+    }
+    screenshot(QStringLiteral("playground"));
+    generated = play->output(0)->tokenCount();
+    text = play->output(0)->generatedText();
+    if (!waitFor([&] { return !engine->isTraining(); }, error)) return false;
+    if (!trainError.isEmpty()) {
+      error = QStringLiteral("training failed: %1").arg(trainError);
+      return false;
+    }
+    // 3. The curves of both runs, exported as a user would from File › Export plots.
+    window_->runs()->poll();
+    window_->showView(MainWindow::kTraining);
+    QCoreApplication::processEvents();
+    screenshot(QStringLiteral("training"));
+    QString exportError;
+    for (const QString& f : window_->exportPlots(QDir(out).filePath(QStringLiteral("exports")), &exportError))
+      exports.append(f);
+    if (!exportError.isEmpty()) {
+      error = exportError;
+      return false;
+    }
+    return true;
+  };
+  try {
+    body();
+  } catch (const std::exception& e) {
+    error = QString::fromUtf8(e.what());
+  }
+  if (!error.isEmpty() && engine->isTraining()) {
+    engine->stopTraining();
+    engine->waitIdle(120000);
+  }
+  stalls.stop();
+  report.insert(QStringLiteral("steps"), stepsTrained_);
+  report.insert(QStringLiteral("generated_tokens"), generated);
+  report.insert(QStringLiteral("text"), text);
+  report.insert(QStringLiteral("exports"), exports);
+  report.insert(QStringLiteral("runs"), runs);
+  report.insert(QStringLiteral("max_stall_ms"), stalls.maxStallMs());
+  report.insert(QStringLiteral("mean_gap_ms"), stalls.meanGapMs());
+  report.insert(QStringLiteral("heartbeats"), stalls.beats());
+  report.insert(QStringLiteral("seconds"), clock.elapsed() / 1000.0);
+  report.insert(QStringLiteral("error"), error.isEmpty() ? QJsonValue() : QJsonValue(error));
+  if (options_.out.isEmpty()) tmp.setAutoRemove(true);
+  return report;
+}
+
+}  // namespace studio

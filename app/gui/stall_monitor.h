@@ -1,0 +1,33 @@
+#pragma once
+// An event-loop heartbeat: a timer that should fire every few milliseconds on the GUI
+// thread. The longest gap between two beats, less the interval, is the longest time the
+// GUI could not react (a stall). The studio's responsiveness budget is 50 ms.
+#include <QElapsedTimer>
+#include <QObject>
+#include <QTimer>
+
+namespace studio {
+
+class StallMonitor : public QObject {
+  Q_OBJECT
+ public:
+  explicit StallMonitor(int intervalMs = 5, QObject* parent = nullptr);
+  void start();
+  void stop();
+  void reset();
+  double maxStallMs() const { return maxStallMs_; }
+  double meanGapMs() const { return beats_ ? totalGapMs_ / static_cast<double>(beats_) : 0; }
+  qint64 beats() const { return beats_; }
+
+ private:
+  void beat();
+
+  QTimer timer_;
+  QElapsedTimer clock_;
+  qint64 lastNs_ = -1;
+  int intervalMs_;
+  double maxStallMs_ = 0, totalGapMs_ = 0;
+  qint64 beats_ = 0;
+};
+
+}  // namespace studio

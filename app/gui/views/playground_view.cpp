@@ -1,0 +1,339 @@
+#include "gui/views/playground_view.h"
+
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRandomGenerator>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "gui/engine_host.h"
+#include "gui/engine_types.h"
+#include "gui/run_list.h"
+#include "gui/widgets/field_error.h"
+#include "gui/widgets/token_text.h"
+#include "hsm/presets.h"
+
+namespace studio {
+
+PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : QWidget(parent), runs_(runs), engine_(engine) {
+  const hsm::SampleSettings defaults;
+  promptEdit_ = new QPlainTextEdit;
+  promptEdit_->setObjectName(QStringLiteral("prompt"));
+  promptEdit_->setPlaceholderText(tr("Once upon a time"));
+  promptEdit_->setPlainText(QStringLiteral("Once upon a time"));
+  promptEdit_->setMaximumHeight(110);
+
+  paperList_ = new QListWidget;
+  paperList_->setObjectName(QStringLiteral("paper_prompts"));
+  paperList_->setWordWrap(true);
+  paperList_->setToolTip(tr("The HSM paper's Table 3 prompts: click to use one, double-click to generate"));
+  loadPaperPrompts();
+  connect(paperList_, &QListWidget::itemClicked, this,
+          [this](QListWidgetItem* item) { setPrompt(item->data(Qt::UserRole).toString()); });
+  connect(paperList_, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) {
+    setPrompt(item->data(Qt::UserRole).toString());
+    generate();
+  });
+
+  temperature_ = new QDoubleSpinBox;
+  temperature_->setObjectName(QStringLiteral("temperature"));
+  temperature_->setRange(0, 3);
+  temperature_->setSingleStep(0.05);
+  temperature_->setValue(defaults.temperature);
+  temperature_->setToolTip(tr("0 = always the most likely token (greedy)"));
+  topP_ = new QDoubleSpinBox;
+  topP_->setObjectName(QStringLiteral("top_p"));
+  topP_->setRange(0.01, 1);
+  topP_->setSingleStep(0.05);
+  topP_->setValue(defaults.top_p);
+  topP_->setToolTip(tr("Nucleus sampling: the smallest set of tokens whose probability reaches p; 1 = off"));
+  topK_ = new QSpinBox;
+  topK_->setObjectName(QStringLiteral("top_k"));
+  topK_->setRange(0, 65536);
+  topK_->setValue(defaults.top_k);
+  topK_->setSpecialValueText(tr("off"));
+  seedEdit_ = new QLineEdit(QStringLiteral("1"));
+  seedEdit_->setObjectName(QStringLiteral("seed"));
+  seedError_ = new FieldError(QStringLiteral("seed"));
+  randomSeed_ = new QCheckBox(tr("random"));
+  randomSeed_->setObjectName(QStringLiteral("random_seed"));
+  randomSeed_->setToolTip(tr("Draw a new seed for every generation; the seed used is shown, so a story can be "
+                             "reproduced"));
+  maxTokens_ = new QSpinBox;
+  maxTokens_->setObjectName(QStringLiteral("max_tokens"));
+  maxTokens_->setRange(1, 4096);
+  maxTokens_->setValue(200);
+  compare_ = new QCheckBox(tr("Compare every open model"));
+  compare_->setObjectName(QStringLiteral("compare"));
+  compare_->setToolTip(tr("The same prompt, settings and seed on each open run, side by side (HSM Table 3)"));
+
+  auto* settings = new QGroupBox(tr("Sampling"));
+  auto* form = new QFormLayout(settings);
+  form->addRow(tr("Temperature"), temperature_);
+  form->addRow(tr("Top-p"), topP_);
+  form->addRow(tr("Top-k"), topK_);
+  auto* seedRow = new QHBoxLayout;
+  seedRow->addWidget(seedEdit_, 1);
+  seedRow->addWidget(randomSeed_);
+  form->addRow(tr("Seed"), seedRow);
+  form->addRow(QString(), seedError_);
+  form->addRow(tr("Max tokens"), maxTokens_);
+  form->addRow(compare_);
+
+  generateButton_ = new QPushButton(tr("Generate"));
+  generateButton_->setObjectName(QStringLiteral("generate"));
+  generateButton_->setDefault(true);
+  generateButton_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+  generateButton_->setToolTip(tr("Generate (Ctrl+Enter)"));
+  stopButton_ = new QPushButton(tr("Stop"));
+  stopButton_->setObjectName(QStringLiteral("stop"));
+  stopButton_->setShortcut(QKeySequence(Qt::Key_Escape));
+  connect(generateButton_, &QPushButton::clicked, this, [this] { generate(); });
+  connect(stopButton_, &QPushButton::clicked, this, &PlaygroundView::stop);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(generateButton_, 1);
+  buttons->addWidget(stopButton_);
+
+  auto* left = new QWidget;
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 6, 0);
+  leftLayout->addWidget(new QLabel(tr("<b>Prompt</b>")));
+  leftLayout->addWidget(promptEdit_);
+  leftLayout->addLayout(buttons);
+  leftLayout->addWidget(settings);
+  leftLayout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
+  leftLayout->addWidget(paperList_, 1);
+  left->setMinimumWidth(300);
+  left->setMaximumWidth(420);
+
+  hint_ = new QLabel;
+  hint_->setWordWrap(true);
+  hint_->setObjectName(QStringLiteral("hint"));
+  auto* columnsHost = new QWidget;
+  columnsLayout_ = new QHBoxLayout(columnsHost);
+  columnsLayout_->setContentsMargins(0, 0, 0, 0);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(columnsHost);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* legend = new QLabel(tr("Each token is tinted by its probability: <span style='background:%1'>&nbsp;unlikely&nbsp;</span> "
+                               "<span style='background:%2'>&nbsp;even&nbsp;</span> <span style='background:%3'>&nbsp;likely&nbsp;</span>"
+                               " · hover a token for the alternatives the model weighed")
+                                .arg(TokenText::tint(0.05).name(), TokenText::tint(0.5).name(), TokenText::tint(0.95).name()));
+  auto* right = new QWidget;
+  auto* rightLayout = new QVBoxLayout(right);
+  rightLayout->setContentsMargins(6, 0, 0, 0);
+  rightLayout->addWidget(hint_);
+  rightLayout->addWidget(scroll, 1);
+  rightLayout->addWidget(legend);
+
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(left);
+  layout->addWidget(right, 1);
+
+  connect(engine_, &EngineHost::token, this, &PlaygroundView::onToken);
+  connect(engine_, &EngineHost::generated, this, &PlaygroundView::onGenerated);
+  connect(engine_, &EngineHost::requestFailed, this, &PlaygroundView::onFailed);
+  connect(runs_, &RunList::currentChanged, this, &PlaygroundView::updateButtons);
+  connect(runs_, &RunList::runAdded, this, &PlaygroundView::updateButtons);
+  connect(runs_, &RunList::infoChanged, this, &PlaygroundView::updateButtons);
+  connect(runs_, &RunList::runRemoved, this, &PlaygroundView::updateButtons);
+  connect(compare_, &QCheckBox::toggled, this, &PlaygroundView::updateButtons);
+  updateButtons();
+}
+
+void PlaygroundView::loadPaperPrompts() {
+  QFile f(qstr(hsm::resources_dir()) + QStringLiteral("/prompts/hsm_table3.json"));
+  if (!f.open(QIODevice::ReadOnly)) return;
+  const QJsonArray prompts = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("prompts")).toArray();
+  for (const QJsonValue& v : prompts) {
+    const QJsonObject o = v.toObject();
+    const QString prompt = o.value(QStringLiteral("prompt")).toString();
+    paperPrompts_ << prompt;
+    auto* item = new QListWidgetItem(prompt, paperList_);
+    item->setData(Qt::UserRole, prompt);
+    QString tip = tr("<b>The paper's continuations</b><br>");
+    const QJsonObject cont = o.value(QStringLiteral("paper_continuations")).toObject();
+    for (auto it = cont.begin(); it != cont.end(); ++it)
+      tip += QStringLiteral("%1: <i>%2</i><br>").arg(it.key().toHtmlEscaped(), it.value().toString().toHtmlEscaped());
+    item->setToolTip(tip);
+  }
+}
+
+void PlaygroundView::setPrompt(const QString& prompt) { promptEdit_->setPlainText(prompt); }
+QString PlaygroundView::prompt() const { return promptEdit_->toPlainText(); }
+
+void PlaygroundView::setSeed(quint64 seed) {
+  randomSeed_->setChecked(false);
+  seedEdit_->setText(QString::number(seed));
+}
+
+void PlaygroundView::setRandomSeed(bool random) { randomSeed_->setChecked(random); }
+void PlaygroundView::setCompare(bool on) { compare_->setChecked(on); }
+
+TokenText* PlaygroundView::output(int column) const {
+  return column >= 0 && column < columns_.size() ? columns_[column].text : nullptr;
+}
+
+bool PlaygroundView::options(hsm::GenerateOptions& out) {
+  seedError_->clearError();
+  out = hsm::GenerateOptions{};
+  out.sampling.temperature = temperature_->value();
+  out.sampling.top_p = topP_->value();
+  out.sampling.top_k = topK_->value();
+  out.sampling.max_new_tokens = maxTokens_->value();
+  out.sampling.stop_at_end = true;
+  if (randomSeed_->isChecked()) {
+    // Drawn here (not by the engine) so every model of a comparison shares it.
+    quint64 seed = 0;
+    while (seed == 0) seed = QRandomGenerator::global()->generate64() >> 1;
+    seedEdit_->setText(QString::number(seed));
+  }
+  bool ok = false;
+  const quint64 seed = seedEdit_->text().trimmed().toULongLong(&ok);
+  if (!ok || seed == 0) {
+    seedError_->showError(tr("use a whole number from 1 (or tick random)"));
+    lastError_ = tr("seed: ") + seedError_->text();
+    return false;
+  }
+  out.sampling.seed = seed;
+  return true;
+}
+
+void PlaygroundView::rebuildColumns(const QStringList& runDirs) {
+  for (Column& c : columns_) delete c.box;
+  columns_.clear();
+  for (const QString& dir : runDirs) {
+    Column c;
+    c.runDir = dir;
+    c.box = new QWidget;
+    auto* v = new QVBoxLayout(c.box);
+    v->setContentsMargins(0, 0, 0, 0);
+    const int row = runs_->indexOf(dir);
+    const RunEntry& run = runs_->at(row);
+    c.title = new QLabel(QStringLiteral("<span style='color:%1'>■</span> <b>%2</b> · %3")
+                             .arg(run.color.name(), run.name().toHtmlEscaped(), qstr(run.model.name).toHtmlEscaped()));
+    c.text = new TokenText;
+    c.text->setObjectName(QStringLiteral("output_%1").arg(columns_.size()));
+    c.status = new QLabel(tr("waiting…"));
+    c.status->setObjectName(QStringLiteral("status_%1").arg(columns_.size()));
+    v->addWidget(c.title);
+    v->addWidget(c.text, 1);
+    v->addWidget(c.status);
+    c.box->setMinimumWidth(runDirs.size() > 1 ? 280 : 400);
+    columnsLayout_->addWidget(c.box, 1);
+    columns_.push_back(c);
+  }
+}
+
+bool PlaygroundView::generate() {
+  lastError_.clear();
+  if (isGenerating()) {
+    lastError_ = tr("a generation is running");
+    return false;
+  }
+  QStringList dirs;
+  if (compare_->isChecked()) {
+    for (int i = 0; i < runs_->count(); ++i)
+      if (runs_->at(i).has_info) dirs << runs_->at(i).dir;
+  } else if (const RunEntry* run = runs_->currentRun(); run && run->has_info) {
+    dirs << run->dir;
+  }
+  if (dirs.isEmpty()) {
+    lastError_ = tr("no model: open a run folder (File › Open run folder) or train one first");
+    hint_->setText(lastError_);
+    return false;
+  }
+  if (!options(pendingOptions_)) return false;
+  pendingPrompt_ = prompt();
+  rebuildColumns(dirs);
+  for (int i = 0; i < columns_.size(); ++i) {
+    columns_[i].text->setPrompt(pendingPrompt_);
+    queue_ << i;
+  }
+  stopping_ = false;
+  hint_->setText(dirs.size() > 1 ? tr("Same prompt and seed %1 on %2 models.").arg(pendingOptions_.sampling.seed).arg(dirs.size())
+                                 : QString());
+  sendNext();
+  updateButtons();
+  return true;
+}
+
+void PlaygroundView::sendNext() {
+  activeRequest_ = 0;
+  activeColumn_ = -1;
+  if (stopping_ || queue_.isEmpty()) {
+    for (int i : queue_) columns_[i].status->setText(tr("not run (stopped)"));
+    queue_.clear();
+    updateButtons();
+    emit generationFinished();
+    return;
+  }
+  activeColumn_ = queue_.takeFirst();
+  columns_[activeColumn_].status->setText(tr("loading and generating…"));
+  activeRequest_ = engine_->generate(columns_[activeColumn_].runDir, pendingPrompt_, pendingOptions_);
+}
+
+void PlaygroundView::stop() {
+  if (!isGenerating()) return;
+  stopping_ = true;
+  engine_->cancelGeneration();
+}
+
+void PlaygroundView::onToken(int request, const hsm::GeneratedToken& token) {
+  if (request != activeRequest_ || activeColumn_ < 0) return;
+  columns_[activeColumn_].text->appendToken(token);
+  columns_[activeColumn_].status->setText(tr("%1 tokens…").arg(columns_[activeColumn_].text->tokenCount()));
+}
+
+void PlaygroundView::onGenerated(int request, const hsm::GenerationResult& r) {
+  if (request != activeRequest_ || activeColumn_ < 0) return;
+  Column& c = columns_[activeColumn_];
+  QString end = r.ended ? tr("end of story") : (stopping_ ? tr("stopped") : tr("max tokens"));
+  if (stopping_ && !r.ended) c.text->appendNote(tr("[stopped]"));
+  c.status->setText(tr("%1 tokens · %2 tok/s · seed %3 · %4")
+                        .arg(r.tokens.size())
+                        .arg(QString::number(r.tokens_per_s, 'f', 0))
+                        .arg(r.seed)
+                        .arg(end));
+  sendNext();
+}
+
+void PlaygroundView::onFailed(int request, const QString& message) {
+  if (request != activeRequest_ || activeColumn_ < 0) return;
+  columns_[activeColumn_].text->appendNote(tr("[error: %1]").arg(message));
+  columns_[activeColumn_].status->setText(tr("failed"));
+  lastError_ = message;
+  sendNext();
+}
+
+void PlaygroundView::updateButtons() {
+  bool any = false;
+  for (int i = 0; i < runs_->count(); ++i) any = any || runs_->at(i).has_info;
+  const RunEntry* current = runs_->currentRun();
+  const bool ready = compare_->isChecked() ? any : (current && current->has_info);
+  generateButton_->setEnabled(ready && !isGenerating());
+  stopButton_->setEnabled(isGenerating());
+  if (!isGenerating() && columns_.isEmpty())
+    hint_->setText(ready ? tr("Ready: %1. Type a prompt or pick one of the paper's, then Generate.")
+                               .arg(compare_->isChecked() ? tr("every open model") : current->name())
+                         : tr("No model yet: open a run folder (Ctrl+O) or train one in the Training view. A run "
+                              "can be tried here as soon as it has written its first checkpoint."));
+}
+
+}  // namespace studio

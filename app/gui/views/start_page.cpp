@@ -1,0 +1,98 @@
+#include "gui/views/start_page.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include "gui/engine_types.h"
+#include "gui/studio_settings.h"
+#include "hsm/presets.h"
+
+namespace studio {
+
+StartPage::StartPage(QWidget* parent) : QWidget(parent) {
+  auto* title = new QLabel(tr("<h1>HSM Studio</h1>"
+                              "<p style='font-size:12pt'>Train, inspect and play with small language models whose "
+                              "attention is replaced by <b>Hierarchical Shift Mixing</b>: layer <i>l</i> mixes token "
+                              "<i>t</i> with token <i>t − 2<sup>l</sup></i>, so log<sub>2</sub>T layers reach every "
+                              "earlier token in linear time.</p>"));
+  title->setWordWrap(true);
+
+  auto* open = new QGroupBox(tr("Open a trained model"));
+  auto* openLayout = new QVBoxLayout(open);
+  auto* openButton = new QPushButton(tr("Open run folder…"));
+  openButton->setObjectName(QStringLiteral("open_run"));
+  openButton->setMinimumHeight(36);
+  recent_ = new QListWidget;
+  recent_->setObjectName(QStringLiteral("recent_runs"));
+  openLayout->addWidget(new QLabel(tr("A folder written by the studio or by <code>hsm train</code> (config.json, "
+                                      "model.safetensors, tokenizer.model, metrics.jsonl).")));
+  openLayout->addWidget(openButton);
+  openLayout->addWidget(new QLabel(tr("Recent:")));
+  openLayout->addWidget(recent_, 1);
+  connect(openButton, &QPushButton::clicked, this, &StartPage::openRunRequested);
+  connect(recent_, &QListWidget::itemActivated, this,
+          [this](QListWidgetItem* item) { emit openRecentRequested(item->data(Qt::UserRole).toString()); });
+  connect(recent_, &QListWidget::itemClicked, this,
+          [this](QListWidgetItem* item) { emit openRecentRequested(item->data(Qt::UserRole).toString()); });
+
+  auto* train = new QGroupBox(tr("Train a new model"));
+  auto* form = new QFormLayout(train);
+  preset_ = new QComboBox;
+  preset_->setObjectName(QStringLiteral("start_preset"));
+  for (const std::string& name : hsm::preset_names()) preset_->addItem(qstr(name));
+  preset_->setCurrentText(QStringLiteral("hsm_ab"));
+  corpus_ = new QLineEdit(StudioSettings::lastCorpus());
+  corpus_->setObjectName(QStringLiteral("start_corpus"));
+  corpus_->setPlaceholderText(tr("TinyStories .txt / .json(l), a text file or a folder"));
+  auto* browse = new QPushButton(tr("Browse…"));
+  auto* corpusRow = new QHBoxLayout;
+  corpusRow->addWidget(corpus_, 1);
+  corpusRow->addWidget(browse);
+  auto* go = new QPushButton(tr("Set up training →"));
+  go->setObjectName(QStringLiteral("setup_training"));
+  go->setMinimumHeight(36);
+  form->addRow(new QLabel(tr("Every row of the paper's Table 1 is a preset (about 5M parameters each).")));
+  form->addRow(tr("Preset"), preset_);
+  form->addRow(tr("Corpus"), corpusRow);
+  form->addRow(go);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Corpus file"), QDir::homePath(),
+                                                      tr("Text or JSON (*.txt *.json *.jsonl);;All files (*)"));
+    if (!path.isEmpty()) corpus_->setText(path);
+  });
+  connect(go, &QPushButton::clicked, this, [this] { emit trainRequested(preset_->currentText(), corpus_->text()); });
+
+  auto* cards = new QHBoxLayout;
+  cards->addWidget(open, 1);
+  cards->addWidget(train, 1);
+  auto* inner = new QWidget;
+  inner->setMaximumWidth(1000);
+  auto* innerLayout = new QVBoxLayout(inner);
+  innerLayout->addWidget(title);
+  innerLayout->addLayout(cards, 1);
+  auto* layout = new QHBoxLayout(this);
+  layout->addStretch(1);
+  layout->addWidget(inner, 4);
+  layout->addStretch(1);
+  refreshRecent();
+}
+
+void StartPage::refreshRecent() {
+  recent_->clear();
+  for (const QString& dir : StudioSettings::recentRuns()) {
+    auto* item = new QListWidgetItem(QDir(dir).dirName() + QStringLiteral("   ") + dir, recent_);
+    item->setData(Qt::UserRole, dir);
+  }
+  if (recent_->count() == 0) new QListWidgetItem(tr("(none yet)"), recent_);
+}
+
+}  // namespace studio

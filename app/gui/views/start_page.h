@@ -1,0 +1,29 @@
+#pragma once
+// What the studio shows with nothing loaded: open a run folder (or a recent one), or pick a
+// preset and a corpus and go to training with them filled in.
+#include <QWidget>
+
+class QComboBox;
+class QLineEdit;
+class QListWidget;
+
+namespace studio {
+
+class StartPage : public QWidget {
+  Q_OBJECT
+ public:
+  explicit StartPage(QWidget* parent = nullptr);
+  void refreshRecent();
+
+ signals:
+  void openRunRequested();
+  void openRecentRequested(const QString& dir);
+  void trainRequested(const QString& preset, const QString& corpus);
+
+ private:
+  QListWidget* recent_;
+  QComboBox* preset_;
+  QLineEdit* corpus_;
+};
+
+}  // namespace studio

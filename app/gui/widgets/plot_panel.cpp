@@ -1,0 +1,239 @@
+#include "gui/widgets/plot_panel.h"
+
+#include <QCheckBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QSvgGenerator>
+#include <QTextStream>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace studio {
+
+void decimate_line(const QVector<double>& x, const QVector<double>& y, int buckets, QVector<double>& xo,
+                   QVector<double>& yo) {
+  xo.clear();
+  yo.clear();
+  const int n = static_cast<int>(x.size());
+  if (n <= 4 * buckets) {
+    xo = x;
+    yo = y;
+    return;
+  }
+  xo.reserve(4 * buckets);
+  yo.reserve(4 * buckets);
+  for (int b = 0; b < buckets; ++b) {
+    const int lo = static_cast<int>(static_cast<int64_t>(n) * b / buckets);
+    const int hi = static_cast<int>(static_cast<int64_t>(n) * (b + 1) / buckets);
+    if (lo >= hi) continue;
+    int imin = lo, imax = lo;
+    for (int i = lo; i < hi; ++i) {
+      if (y[i] < y[imin]) imin = i;
+      if (y[i] > y[imax]) imax = i;
+    }
+    int keep[4] = {lo, std::min(imin, imax), std::max(imin, imax), hi - 1};
+    int last = -1;
+    for (int k : keep) {
+      if (k == last) continue;
+      xo.push_back(x[k]);
+      yo.push_back(y[k]);
+      last = k;
+    }
+  }
+}
+
+PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent)
+    : QWidget(parent), title_(title), xLabel_(xLabel), yLabel_(yLabel), plot_(new QCustomPlot(this)) {
+  setObjectName(title);
+  auto* titleLabel = new QLabel(QStringLiteral("<b>%1</b>").arg(title.toHtmlEscaped()));
+  logBox_ = new QCheckBox(tr("Log scale"));
+  logBox_->setToolTip(tr("Logarithmic y axis"));
+  auto* reset = new QToolButton;
+  reset->setText(tr("Fit"));
+  reset->setToolTip(tr("Reset zoom and pan to show all data (or double-click the plot)"));
+  auto* exportButton = new QToolButton;
+  exportButton->setText(tr("Export…"));
+  exportButton->setToolTip(tr("Save this plot as PNG, PDF or SVG, or its data as CSV"));
+
+  auto* bar = new QHBoxLayout;
+  bar->setContentsMargins(4, 2, 4, 0);
+  bar->addWidget(titleLabel);
+  bar->addStretch(1);
+  bar->addWidget(logBox_);
+  bar->addWidget(reset);
+  bar->addWidget(exportButton);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  layout->addLayout(bar);
+  layout->addWidget(plot_, 1);
+
+  plot_->setMinimumSize(260, 170);
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot_->xAxis->setLabel(xLabel);
+  plot_->yAxis->setLabel(yLabel);
+  plot_->legend->setVisible(false);
+  QFont legendFont = font();
+  legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
+  plot_->legend->setFont(legendFont);
+  plot_->legend->setBrush(QColor(255, 255, 255, 210));
+  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot_->setNoAntialiasingOnDrag(true);
+
+  connect(logBox_, &QCheckBox::toggled, this, [this](bool on) {
+    setLogY(on);
+    emit logYToggled(on);
+  });
+  connect(reset, &QToolButton::clicked, this, &PlotPanel::resetView);
+  connect(exportButton, &QToolButton::clicked, this, &PlotPanel::exportWithDialog);
+  connect(plot_, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
+  connect(plot_, &QCustomPlot::mouseWheel, this, [this](QWheelEvent*) { userMoved_ = true; });
+  connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
+    if (e->buttons() & Qt::LeftButton) userMoved_ = true;
+  });
+}
+
+void PlotPanel::setXLabel(const QString& label) {
+  xLabel_ = label;
+  plot_->xAxis->setLabel(label);
+}
+
+void PlotPanel::setSeries(const QVector<PlotSeries>& series) {
+  series_ = series;
+  redraw();
+}
+
+void PlotPanel::redraw() {
+  plot_->clearGraphs();
+  int legendItems = 0;
+  QVector<double> xd, yd;
+  for (const PlotSeries& s : series_) {
+    QCPGraph* g = plot_->addGraph();
+    g->setName(s.name);
+    QPen pen(s.color);
+    pen.setWidthF(1.6);
+    switch (s.style) {
+      case PlotSeries::Style::kLine:
+        break;
+      case PlotSeries::Style::kFaintLine: {
+        QColor c = s.color;
+        c.setAlpha(60);
+        pen.setColor(c);
+        pen.setWidthF(1.0);
+        break;
+      }
+      case PlotSeries::Style::kDashedLine:
+        pen.setStyle(Qt::DashLine);
+        break;
+      case PlotSeries::Style::kScatter:
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, s.color, s.color, 5));
+        break;
+    }
+    g->setPen(pen);
+    if (s.style == PlotSeries::Style::kScatter) {
+      g->setData(s.x, s.y);
+    } else {
+      decimate_line(s.x, s.y, kMaxDrawnPoints / 4, xd, yd);
+      g->setData(xd, yd, true);
+      if (!s.x.isEmpty() && s.x.size() < 3) {  // a curve of one or two points: show them
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, s.color, 5));
+      }
+    }
+    if (s.in_legend && !s.name.isEmpty()) {
+      ++legendItems;
+    } else {
+      g->removeFromLegend();
+    }
+  }
+  plot_->legend->setVisible(legendItems > 1);
+  if (!userMoved_) {
+    plot_->rescaleAxes();
+    if (logY_) {
+      QCPRange r = plot_->yAxis->range();
+      if (r.lower <= 0) r.lower = r.upper > 0 ? r.upper * 1e-3 : 1e-3;
+      plot_->yAxis->setRange(r.lower * 0.9, r.upper * 1.1);
+    } else {
+      plot_->yAxis->scaleRange(1.08);
+    }
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+int PlotPanel::drawnPoints(int i) const {
+  if (i < 0 || i >= plot_->graphCount()) return 0;
+  return plot_->graph(i)->data()->size();
+}
+
+void PlotPanel::setLogY(bool on) {
+  logY_ = on;
+  if (logBox_->isChecked() != on) logBox_->setChecked(on);
+  plot_->yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  if (on) {
+    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+  } else {
+    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+  }
+  userMoved_ = false;
+  redraw();
+}
+
+void PlotPanel::resetView() {
+  userMoved_ = false;
+  redraw();
+  plot_->replot();
+}
+
+QString PlotPanel::exportTo(const QString& path) {
+  const QString ext = QFileInfo(path).suffix().toLower();
+  const int w = std::max(plot_->width(), 800), h = std::max(plot_->height(), 500);
+  if (ext == QLatin1String("png")) return plot_->savePng(path, w, h, 2.0) ? QString() : tr("cannot write %1").arg(path);
+  if (ext == QLatin1String("pdf"))
+    return plot_->savePdf(path, w, h, QCP::epNoCosmetic, QStringLiteral("HSM Studio"), title_) ? QString()
+                                                                                               : tr("cannot write %1").arg(path);
+  if (ext == QLatin1String("svg")) {
+    QSvgGenerator svg;
+    svg.setFileName(path);
+    svg.setSize(QSize(w, h));
+    svg.setViewBox(QRect(0, 0, w, h));
+    svg.setTitle(title_);
+    svg.setDescription(QStringLiteral("HSM Studio plot"));
+    QCPPainter painter;
+    if (!painter.begin(&svg)) return tr("cannot write %1").arg(path);
+    plot_->toPainter(&painter, w, h);
+    painter.end();
+    return QFileInfo(path).size() > 0 ? QString() : tr("cannot write %1").arg(path);
+  }
+  if (ext == QLatin1String("csv")) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return tr("cannot write %1").arg(path);
+    QTextStream out(&f);
+    auto quote = [](QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); };
+    out << "series," << quote(xLabel_) << "," << quote(yLabel_) << "\n";
+    for (const PlotSeries& s : series_)
+      for (int i = 0; i < s.x.size(); ++i)
+        out << quote(s.name) << "," << QString::number(s.x[i], 'g', 17) << "," << QString::number(s.y[i], 'g', 17)
+            << "\n";
+    return f.error() == QFileDevice::NoError ? QString() : tr("cannot write %1").arg(path);
+  }
+  return tr("unknown export format '.%1' (use .png, .pdf, .svg or .csv)").arg(ext);
+}
+
+void PlotPanel::exportWithDialog() {
+  QString base = title_.toLower();
+  base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export %1").arg(title_), base + ".png",
+      tr("PNG image (*.png);;PDF document (*.pdf);;SVG drawing (*.svg);;CSV data (*.csv)"));
+  if (path.isEmpty()) return;
+  const QString error = exportTo(path);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+}  // namespace studio

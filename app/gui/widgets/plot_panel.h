@@ -1,0 +1,70 @@
+#pragma once
+// One plot of the studio: a QCustomPlot with a title bar (log scale, reset view, export).
+// It keeps every point of every series for export (CSV) and draws a decimated copy
+// (min/max per pixel-sized bucket), so 100k-point curves stay smooth to pan and zoom.
+// One export path for every plot: PNG, PDF, SVG (through QSvgGenerator) and CSV.
+#include <QColor>
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+class QCustomPlot;
+class QCheckBox;
+class QLabel;
+
+namespace studio {
+
+struct PlotSeries {
+  enum class Style { kLine, kFaintLine, kDashedLine, kScatter };
+  QString name;
+  QColor color;
+  QVector<double> x, y;  // x ascending, except for kScatter
+  Style style = Style::kLine;
+  bool in_legend = true;
+};
+
+class PlotPanel : public QWidget {
+  Q_OBJECT
+ public:
+  PlotPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent = nullptr);
+
+  // Replaces every series; the view follows the data unless the user has zoomed or panned.
+  void setSeries(const QVector<PlotSeries>& series);
+  const QVector<PlotSeries>& series() const { return series_; }
+  void setXLabel(const QString& label);
+  void setLogY(bool on);
+  bool logY() const { return logY_; }
+  void resetView();  // fit all data
+  QString title() const { return title_; }
+
+  // Writes the plot (by extension: .png, .pdf, .svg) or its data (.csv). Returns an empty
+  // string on success, else the reason.
+  QString exportTo(const QString& path);
+  // Points drawn for series i (after decimation): what the screen shows.
+  int drawnPoints(int i) const;
+  QCustomPlot* plot() const { return plot_; }
+
+  // Above this many points a line series is drawn decimated.
+  static constexpr int kMaxDrawnPoints = 4000;
+
+ signals:
+  void logYToggled(bool on);
+
+ private:
+  void exportWithDialog();
+  void redraw();
+
+  QString title_, xLabel_, yLabel_;
+  QCustomPlot* plot_;
+  QCheckBox* logBox_;
+  QVector<PlotSeries> series_;
+  bool logY_ = false;
+  bool userMoved_ = false;
+};
+
+// Min/max decimation of a line (x ascending) into at most `buckets` buckets: each bucket
+// keeps its first, lowest, highest and last point in x order, so peaks survive.
+void decimate_line(const QVector<double>& x, const QVector<double>& y, int buckets, QVector<double>& xo,
+                   QVector<double>& yo);
+
+}  // namespace studio

@@ -1,0 +1,117 @@
+// hsm-studio: the desktop app. Parses the command line, refuses politely without a
+// display, and opens the main window (or runs the scripted --smoke session).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QJsonDocument>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/smoke_driver.h"
+
+namespace {
+
+bool has_arg(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return true;
+  return false;
+}
+
+bool has_display() {
+  for (const char* var : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"})
+    if (const char* v = std::getenv(var); v && *v) return true;
+  return false;
+}
+
+// The offscreen platform plugin warns on every window resize; that says nothing to a user.
+void quiet_messages(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+  if (message.contains(QLatin1String("propagateSizeHints"))) return;
+  const QByteArray text = qFormatLogMessage(type, context, message).toLocal8Bit();
+  std::fprintf(stderr, "%s\n", text.constData());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool smoke = has_arg(argc, argv, "--smoke");
+  const bool help = has_arg(argc, argv, "--help") || has_arg(argc, argv, "-h") || has_arg(argc, argv, "--version");
+  if (!has_display()) {
+    if (smoke || help) {
+      qputenv("QT_QPA_PLATFORM", "offscreen");  // headless by design
+    } else {
+      std::fprintf(stderr,
+                   "hsm-studio: no display found (DISPLAY is not set); run it on a desktop, under "
+                   "`xvfb-run hsm-studio`, or headless with QT_QPA_PLATFORM=offscreen\n");
+      return 2;
+    }
+  }
+
+  qInstallMessageHandler(quiet_messages);
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("hsm-studio"));
+  QApplication::setApplicationName(QStringLiteral("HSM Studio"));
+  QApplication::setApplicationVersion(QStringLiteral(HSM_VERSION));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("Train, inspect and play with Hierarchical Shift Mixing models."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("runs"), QStringLiteral("Run folders to open."), QStringLiteral("[RUN...]"));
+  QCommandLineOption smokeOpt(QStringLiteral("smoke"),
+                              QStringLiteral("Scripted headless session on a run folder, preset or config: train, "
+                                             "generate while a second model trains, export; prints a JSON report."),
+                              QStringLiteral("RUN_OR_PRESET"));
+  QCommandLineOption dataOpt(QStringLiteral("data"), QStringLiteral("Corpus for --smoke."), QStringLiteral("FILE"));
+  QCommandLineOption stepsOpt(QStringLiteral("steps"), QStringLiteral("Steps per trained run (--smoke)."),
+                              QStringLiteral("N"), QStringLiteral("20"));
+  QCommandLineOption batchOpt(QStringLiteral("batch"), QStringLiteral("Batch size (--smoke)."), QStringLiteral("N"),
+                              QStringLiteral("8"));
+  QCommandLineOption threadsOpt(QStringLiteral("threads"), QStringLiteral("CPU threads for training (--smoke)."),
+                                QStringLiteral("N"), QStringLiteral("0"));
+  QCommandLineOption tokensOpt(QStringLiteral("max-tokens"), QStringLiteral("Tokens to generate (--smoke)."),
+                               QStringLiteral("N"), QStringLiteral("60"));
+  QCommandLineOption outOpt(QStringLiteral("out"), QStringLiteral("Folder for the runs and exports (--smoke)."),
+                            QStringLiteral("DIR"));
+  QCommandLineOption timeoutOpt(QStringLiteral("timeout"), QStringLiteral("Give up after this many seconds (--smoke)."),
+                                QStringLiteral("S"), QStringLiteral("900"));
+  QCommandLineOption shotsOpt(QStringLiteral("screenshots"),
+                              QStringLiteral("Save PNGs of the views into DIR during --smoke."), QStringLiteral("DIR"));
+  QCommandLineOption promptOpt(QStringLiteral("prompt"), QStringLiteral("Prompt for --smoke."), QStringLiteral("TEXT"));
+  QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("Print the --smoke report as one JSON line."));
+  parser.addOptions({smokeOpt, dataOpt, stepsOpt, batchOpt, threadsOpt, tokensOpt, outOpt, timeoutOpt, shotsOpt, promptOpt, jsonOpt});
+  parser.process(app);
+
+  studio::MainWindow window;
+  if (parser.isSet(smokeOpt)) {
+    studio::SmokeOptions o;
+    o.target = parser.value(smokeOpt);
+    o.data = parser.value(dataOpt);
+    o.out = parser.value(outOpt);
+    o.steps = parser.value(stepsOpt).toInt();
+    o.batch = parser.value(batchOpt).toInt();
+    o.threads = parser.value(threadsOpt).toInt();
+    o.max_tokens = parser.value(tokensOpt).toInt();
+    o.timeout_s = parser.value(timeoutOpt).toInt();
+    o.screenshots = parser.value(shotsOpt);
+    if (parser.isSet(promptOpt)) o.prompt = parser.value(promptOpt);
+    const QJsonObject report = studio::SmokeDriver(&window, o).run();
+    const QByteArray text =
+        QJsonDocument(report).toJson(parser.isSet(jsonOpt) ? QJsonDocument::Compact : QJsonDocument::Indented);
+    std::fwrite(text.constData(), 1, static_cast<size_t>(text.size()), stdout);
+    std::fputc('\n', stdout);
+    return report.value(QStringLiteral("error")).isNull() ? 0 : 1;
+  }
+
+  QString firstError;
+  for (const QString& dir : parser.positionalArguments()) {
+    const QString e = window.openRun(dir, true);
+    if (!e.isEmpty() && firstError.isEmpty()) firstError = e;
+  }
+  if (window.runs()->count() == 0) window.showStartPage();
+  else window.showView(studio::MainWindow::kPlayground);
+  window.show();
+  if (!firstError.isEmpty()) std::fprintf(stderr, "hsm-studio: %s\n", firstError.toUtf8().constData());
+  return app.exec();
+}

@@ -1,0 +1,98 @@
+#include "studio_test_util.h"
+
+#include <QFile>
+#include <QTextStream>
+#include <QThread>
+#include <random>
+
+#include "hsm/trainer.h"
+
+namespace studio::test {
+
+QString temp_root() {
+  static QTemporaryDir dir(QDir::temp().filePath(QStringLiteral("hsm-studio-test-XXXXXX")));
+  return dir.path();
+}
+
+QString make_corpus(const QString& dir, int stories) {
+  static const char* names[] = {"Lily", "Tom", "Ben", "Mia", "Sam"};
+  static const char* things[] = {"ball", "cat", "dog", "tree", "box", "cake"};
+  static const char* moods[] = {"happy", "sad", "big", "red", "little"};
+  std::mt19937 rng(11);
+  QString text;
+  for (int s = 0; s < stories; ++s) {
+    const char* n = names[rng() % 5];
+    for (int k = 0; k < 4; ++k)
+      text += QStringLiteral("Once upon a time, %1 saw a %2 %3. %1 was very %4. ")
+                  .arg(QLatin1String(n), QLatin1String(moods[rng() % 5]), QLatin1String(things[rng() % 6]),
+                       QLatin1String(moods[rng() % 5]));
+    text += QStringLiteral("The end.\n<|endoftext|>\n");
+  }
+  QDir().mkpath(dir);
+  const QString path = QDir(dir).filePath(QStringLiteral("stories.txt"));
+  QFile f(path);
+  f.open(QIODevice::WriteOnly | QIODevice::Truncate);
+  f.write(text.toUtf8());
+  return path;
+}
+
+QString tiny_config(const QString& dir) {
+  QDir().mkpath(dir);
+  const QString path = QDir(dir).filePath(QStringLiteral("tiny.json"));
+  QFile f(path);
+  f.open(QIODevice::WriteOnly | QIODevice::Truncate);
+  f.write(R"({"name": "tiny", "vocab_size": 300, "d_model": 32, "context": 32, "dropout": 0.0,
+  "layers": [{"mixer": "hsm_ab", "ffn": 64, "heads": 1}, {"mixer": "attn", "ffn": 64, "heads": 4},
+             {"mixer": "hsm_ab", "ffn": 64, "heads": 1}]})");
+  return path;
+}
+
+QString trained_run() {
+  static const QString run = [] {
+    const QString dir = QDir(temp_root()).filePath(QStringLiteral("fixture"));
+    hsm::RunSpec spec;
+    spec.run_dir = QDir(dir).filePath(QStringLiteral("run")).toStdString();
+    spec.data_path = make_corpus(dir).toStdString();
+    spec.cache_dir = QDir(dir).filePath(QStringLiteral("cache")).toStdString();
+    spec.model = hsm::load_config(tiny_config(dir).toStdString());
+    spec.train.steps = 20;
+    spec.train.batch_size = 16;
+    spec.train.lr = 0.003;
+    spec.train.eval_every = 10;
+    spec.train.eval_batches = 2;
+    spec.train.checkpoint_every = 20;
+    spec.train.threads = 1;
+    spec.train.device = "cpu";
+    hsm::Trainer(spec).run();
+    return QString::fromStdString(spec.run_dir);
+  }();
+  return run;
+}
+
+bool wait_for(const std::function<bool()>& done, int timeout_ms) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > timeout_ms) return false;
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(2);
+  }
+  return true;
+}
+
+ProcessResult run_program(const QString& program, const QStringList& args, int timeout_ms,
+                          const QProcessEnvironment& env) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(program, args);
+  ProcessResult r;
+  if (!p.waitForStarted(30000)) return r;
+  p.closeWriteChannel();
+  p.waitForFinished(timeout_ms);
+  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = p.readAllStandardOutput();
+  r.err = p.readAllStandardError();
+  return r;
+}
+
+}  // namespace studio::test

@@ -1,0 +1,33 @@
+#pragma once
+// Shared by the studio's GUI tests: a generated corpus, a tiny model config, a run trained
+// once per process, waiting on the event loop, and running the CLI / the studio binary.
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QString>
+#include <QTemporaryDir>
+#include <functional>
+
+namespace studio::test {
+
+// A fresh folder for this test process (removed at exit).
+QString temp_root();
+// Little stories from a small grammar; learnable, and most are longer than the tiny context.
+QString make_corpus(const QString& dir, int stories = 300);
+// A 3-layer model (hsm_ab, attn, hsm_ab), d 32, context 32, vocab 300: trains in seconds.
+QString tiny_config(const QString& dir);
+// A run of the tiny model trained once per process by the engine (20 steps).
+QString trained_run();
+
+// Processes events until done() or the timeout; returns done().
+bool wait_for(const std::function<bool()>& done, int timeout_ms = 120000);
+
+struct ProcessResult {
+  int exit_code = -1;
+  QByteArray out, err;
+};
+ProcessResult run_program(const QString& program, const QStringList& args, int timeout_ms = 300000,
+                          const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
+
+}  // namespace studio::test

@@ -1,0 +1,18 @@
+// GoogleTest main for the GUI tests: one QApplication on the offscreen platform, settings
+// and caches kept out of the user's home.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QStandardPaths>
+
+#include "studio_test_util.h"
+
+int main(int argc, char** argv) {
+  qputenv("QT_QPA_PLATFORM", "offscreen");
+  qputenv("HSM_CACHE_DIR", (studio::test::temp_root() + "/cache").toUtf8());
+  QStandardPaths::setTestModeEnabled(true);
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("hsm-studio-tests"));
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,166 @@
+// The Training view driven through its widgets: a tiny run started with the Start button
+// puts points into the plots, pauses and resumes, stops into a run folder that `hsm eval`
+// loads; the CSV export holds the plotted numbers; bad values are refused beside the field.
+#include <gtest/gtest.h>
+
+#include <QCheckBox>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
+#include <QPushButton>
+#include <cmath>
+
+#include "gui/engine_host.h"
+#include "gui/run_list.h"
+#include "gui/views/training_view.h"
+#include "gui/widgets/field_error.h"
+#include "gui/widgets/plot_panel.h"
+#include "hsm/run_folder.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+namespace {
+
+struct Studio {
+  RunList runs;
+  EngineHost engine;
+  TrainingView view{&runs, &engine};
+};
+
+void fill_tiny(TrainingView& view, const QString& dir, int steps) {
+  ASSERT_TRUE(view.setModel(tiny_config(dir)));
+  view.setCorpus(make_corpus(dir));
+  view.setField(QStringLiteral("steps"), QString::number(steps));
+  view.setField(QStringLiteral("batch_size"), QStringLiteral("8"));
+  view.setField(QStringLiteral("eval_every"), QStringLiteral("10"));
+  view.setField(QStringLiteral("checkpoint_every"), QStringLiteral("1000"));
+  view.setField(QStringLiteral("threads"), QStringLiteral("1"));
+  view.setField(QStringLiteral("device"), QStringLiteral("cpu"));
+  view.setField(QStringLiteral("run_dir"), QDir(dir).filePath(QStringLiteral("run")));
+}
+
+int train_points(const PlotPanel* plot) {
+  for (const PlotSeries& s : plot->series())
+    if (s.name.endsWith(QLatin1String(" train (raw)"))) return static_cast<int>(s.x.size());
+  return 0;
+}
+
+}  // namespace
+
+TEST(TrainingView, StartPauseResumeStopAndTheRunFolderEvaluates) {
+  Studio s;
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("train-view"));
+  fill_tiny(s.view, dir, 100000);  // runs until stopped
+  s.view.field(QStringLiteral("lr"))->setText(QStringLiteral("0.003"));
+  s.view.startButton()->click();
+  ASSERT_TRUE(s.engine.isTraining()) << s.view.lastError().toStdString();
+  EXPECT_FALSE(s.view.startButton()->isEnabled());
+  ASSERT_EQ(s.runs.count(), 1);
+
+  // Points arrive in the loss plot while it trains.
+  ASSERT_TRUE(wait_for([&] { return train_points(s.view.lossPlot()) >= 3 || !s.engine.isTraining(); }));
+  ASSERT_TRUE(s.engine.isTraining()) << "training ended: " << s.view.lastError().toStdString();
+
+  // Pause: the step count stops moving; resume: it moves again.
+  s.view.pauseButton()->click();
+  ASSERT_TRUE(wait_for([&] { return s.engine.isPaused(); }, 10000));
+  EXPECT_EQ(s.view.pauseButton()->text(), QStringLiteral("Resume"));
+  wait_for([] { return false; }, 600);  // let a step in flight finish and be logged
+  s.runs.poll();
+  const size_t pausedAt = s.runs.at(0).metrics.size();
+  wait_for([] { return false; }, 800);
+  s.runs.poll();
+  EXPECT_EQ(s.runs.at(0).metrics.size(), pausedAt) << "metrics grew while paused";
+  s.view.pauseButton()->click();
+  ASSERT_TRUE(wait_for([&] {
+    s.runs.poll();
+    return s.runs.at(0).metrics.size() > pausedAt + 1;
+  }));
+
+  // Stop: a checkpoint that the CLI evaluates.
+  s.view.stopButton()->click();
+  ASSERT_TRUE(wait_for([&] { return !s.engine.isTraining(); }));
+  EXPECT_TRUE(s.view.startButton()->isEnabled());
+  const QString run = QDir(dir).filePath(QStringLiteral("run"));
+  const hsm::RunInfo info = hsm::read_run_info(run.toStdString());
+  EXPECT_GT(info.step, 0);
+  const ProcessResult eval =
+      run_program(QStringLiteral(HSM_CLI_PATH), {QStringLiteral("eval"), run, QStringLiteral("--json"),
+                                                 QStringLiteral("--threads"), QStringLiteral("1")});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err.toStdString();
+  const QJsonObject j = QJsonDocument::fromJson(eval.out).object();
+  EXPECT_TRUE(std::isfinite(j.value(QStringLiteral("loss")).toDouble(NAN))) << eval.out.toStdString();
+  EXPECT_LT(j.value(QStringLiteral("loss")).toDouble(), std::log(300.0));  // learned something
+
+  // The CSV export holds exactly the plotted numbers: every raw train loss of the run.
+  s.runs.poll();
+  const QString csv = QDir(dir).filePath(QStringLiteral("loss.csv"));
+  ASSERT_EQ(s.view.lossPlot()->exportTo(csv), QString());
+  QFile f(csv);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+  ASSERT_GT(lines.size(), 1);
+  EXPECT_EQ(lines[0], QStringLiteral("series,\"step\",\"cross-entropy (nats)\""));
+  std::vector<std::pair<double, double>> raw;
+  for (const QString& line : lines)
+    if (line.startsWith(QLatin1String("\"run train (raw)\""))) {
+      const QStringList cols = line.split(QLatin1Char(','));
+      raw.emplace_back(cols[1].toDouble(), cols[2].toDouble());
+    }
+  std::vector<std::pair<double, double>> expected;
+  for (const hsm::MetricRecord& m : hsm::read_metrics(run.toStdString()))
+    if (m.kind == "train" && std::isfinite(m.train_loss)) expected.emplace_back(double(m.step), m.train_loss);
+  ASSERT_EQ(raw.size(), expected.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    EXPECT_EQ(raw[i].first, expected[i].first);
+    EXPECT_DOUBLE_EQ(raw[i].second, expected[i].second);
+  }
+  for (const char* ext : {"png", "pdf", "svg"}) {
+    const QString path = QDir(dir).filePath(QStringLiteral("loss.") + QLatin1String(ext));
+    EXPECT_EQ(s.view.lossPlot()->exportTo(path), QString());
+    EXPECT_GT(QFileInfo(path).size(), 500) << ext;
+  }
+}
+
+TEST(TrainingView, BadValuesAreRefusedBesideTheirFields) {
+  Studio s;
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("bad-fields"));
+  fill_tiny(s.view, dir, 10);
+  s.view.field(QStringLiteral("batch_size"))->setText(QStringLiteral("abc"));
+  s.view.field(QStringLiteral("lr"))->setText(QStringLiteral("-0.5"));
+  s.view.field(QStringLiteral("corpus"))->setText(QStringLiteral("/no/such/corpus.txt"));
+  s.view.show();
+  s.view.startButton()->click();
+  EXPECT_FALSE(s.engine.isTraining());
+  EXPECT_EQ(s.runs.count(), 0);
+  for (const char* field : {"batch_size", "lr", "corpus"}) {
+    FieldError* e = s.view.fieldError(QLatin1String(field));
+    ASSERT_NE(e, nullptr) << field;
+    EXPECT_TRUE(e->hasError()) << field;
+    EXPECT_TRUE(e->isVisible()) << field;
+  }
+  EXPECT_TRUE(s.view.fieldError(QStringLiteral("batch_size"))->text().contains(QStringLiteral("'abc' is not a whole number")));
+  EXPECT_TRUE(s.view.fieldError(QStringLiteral("lr"))->text().contains(QStringLiteral("out of range")));
+  EXPECT_TRUE(s.view.fieldError(QStringLiteral("corpus"))->text().contains(QStringLiteral("does not exist")));
+  EXPECT_FALSE(s.view.fieldError(QStringLiteral("steps"))->hasError());
+  // Editing a refused field clears its message.
+  s.view.field(QStringLiteral("batch_size"))->setText(QStringLiteral("8"));
+  emit s.view.field(QStringLiteral("batch_size"))->textEdited(QStringLiteral("8"));
+  EXPECT_FALSE(s.view.fieldError(QStringLiteral("batch_size"))->hasError());
+  // An unknown preset or config is refused too.
+  EXPECT_FALSE(s.view.setModel(QStringLiteral("no_such_preset")));
+  EXPECT_TRUE(s.view.fieldError(QStringLiteral("preset"))->hasError());
+}
+
+TEST(TrainingView, SmoothingIsABiasCorrectedMovingAverage) {
+  const QVector<double> y = {4, 2, 2, 2};
+  const QVector<double> raw = TrainingView::smooth(y, 0.0);
+  EXPECT_EQ(raw, y);
+  const QVector<double> s = TrainingView::smooth(y, 0.5);
+  EXPECT_DOUBLE_EQ(s[0], 4.0);  // no pull toward zero at the start
+  EXPECT_DOUBLE_EQ(s[1], (0.25 * 4 + 0.5 * 2) / 0.75);
+  EXPECT_LT(s[3], s[1]);
+}

@@ -1,0 +1,121 @@
+// Plot decimation and export at 100k points, token tinting, the run list following a run
+// that another process writes, the main window's start page.
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QTabWidget>
+
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/widgets/plot_panel.h"
+#include "gui/widgets/token_text.h"
+#include "hsm/run_folder.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+TEST(PlotPanel, HundredThousandPointsAreDrawnDecimatedAndExportedWhole) {
+  PlotPanel plot(QStringLiteral("Loss"), QStringLiteral("step"), QStringLiteral("loss"));
+  PlotSeries s;
+  s.name = QStringLiteral("train");
+  s.color = Qt::blue;
+  for (int i = 0; i < 100000; ++i) {
+    s.x << i;
+    s.y << 5.0 / (1 + i * 1e-3) + ((i == 54321) ? 7.0 : 0.0);  // one spike must survive
+  }
+  plot.setSeries({s});
+  EXPECT_LE(plot.drawnPoints(0), PlotPanel::kMaxDrawnPoints);
+  EXPECT_GT(plot.drawnPoints(0), PlotPanel::kMaxDrawnPoints / 2);
+  double maxDrawn = 0;
+  for (auto it = plot.plot()->graph(0)->data()->begin(); it != plot.plot()->graph(0)->data()->end(); ++it)
+    maxDrawn = std::max(maxDrawn, it->value);
+  EXPECT_NEAR(maxDrawn, 5.0 / (1 + 54321e-3) + 7.0, 1e-9);
+
+  const QString csv = QDir(temp_root()).filePath(QStringLiteral("big.csv"));
+  ASSERT_EQ(plot.exportTo(csv), QString());
+  QFile f(csv);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  int lines = 0;
+  while (!f.atEnd()) {
+    f.readLine();
+    ++lines;
+  }
+  EXPECT_EQ(lines, 100001);  // header + every point
+  EXPECT_NE(plot.exportTo(QDir(temp_root()).filePath(QStringLiteral("x.bmp"))), QString());
+  plot.setLogY(true);
+  EXPECT_EQ(plot.plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+}
+
+TEST(PlotPanel, DecimationKeepsEndsAndExtremes) {
+  QVector<double> x, y, xo, yo;
+  for (int i = 0; i < 1000; ++i) {
+    x << i;
+    y << (i % 100 == 37 ? -1.0 : 1.0);
+  }
+  decimate_line(x, y, 10, xo, yo);
+  EXPECT_LE(xo.size(), 40);
+  EXPECT_EQ(xo.front(), 0);
+  EXPECT_EQ(xo.back(), 999);
+  EXPECT_EQ(std::count(yo.begin(), yo.end(), -1.0), 10);  // each bucket's dip survives
+  for (int i = 1; i < xo.size(); ++i) EXPECT_LT(xo[i - 1], xo[i]);
+}
+
+TEST(TokenText, TintGoesFromRedToGreen) {
+  EXPECT_LT(TokenText::tint(0.0).hueF(), 0.05);
+  EXPECT_NEAR(TokenText::tint(1.0).hueF(), 1.0 / 3.0, 0.01);
+  TokenText text;
+  text.setPrompt(QStringLiteral("Hi"));
+  hsm::GeneratedToken t;
+  t.id = 7;
+  t.piece = " there";
+  t.text = " there";
+  t.prob = 0.25f;
+  t.top = {{7, " there", 0.25f}, {9, " you", 0.2f}};
+  text.appendToken(t);
+  EXPECT_EQ(text.generatedText(), QStringLiteral(" there"));
+  EXPECT_EQ(text.toPlainText(), QStringLiteral("Hi there"));
+  const QString tip = text.tooltipAt(3);
+  EXPECT_TRUE(tip.contains(QStringLiteral("0.250")));
+  EXPECT_TRUE(tip.contains(QStringLiteral("␣you")));
+}
+
+TEST(RunList, FollowsARunThatAnotherProcessWrites) {
+  const QString run = trained_run();
+  const QString copy = QDir(temp_root()).filePath(QStringLiteral("followed"));
+  QDir().mkpath(copy);
+  for (const QString& f : QDir(run).entryList(QDir::Files)) QFile::copy(QDir(run).filePath(f), QDir(copy).filePath(f));
+  RunList runs;
+  const int row = runs.open(copy);
+  const size_t before = runs.at(row).metrics.size();
+  ASSERT_GT(before, 0u);
+  int appended = 0;
+  QObject::connect(&runs, &RunList::metricsAppended, [&](int r) { appended += r == row; });
+  hsm::MetricRecord m;
+  m.kind = "train";
+  m.step = 999;
+  m.train_loss = 1.5;
+  QFile f(QDir(copy).filePath(QStringLiteral("metrics.jsonl")));
+  ASSERT_TRUE(f.open(QIODevice::Append));
+  f.write(QByteArray::fromStdString(hsm::metric_to_json_line(m) + "\n"));
+  f.close();
+  ASSERT_TRUE(wait_for([&] { return appended > 0; }, 5000));  // its own timer noticed
+  EXPECT_EQ(runs.at(row).metrics.size(), before + 1);
+  EXPECT_EQ(runs.at(row).metrics.back().step, 999);
+  EXPECT_THROW(runs.open(temp_root()), std::runtime_error);  // not a run folder
+  EXPECT_EQ(runs.open(copy), row);                           // opened once
+}
+
+TEST(MainWindow, StartsOnTheStartPageAndOpensRuns) {
+  MainWindow w;
+  w.showStartPage();
+  EXPECT_TRUE(w.startPageShown());
+  EXPECT_EQ(w.tabs()->count(), 5);
+  EXPECT_FALSE(w.openRun(QDir(temp_root()).filePath(QStringLiteral("nothing-here")), true).isEmpty());
+  EXPECT_EQ(w.openRun(trained_run(), true), QString());
+  EXPECT_FALSE(w.startPageShown());
+  EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kPlayground);
+  EXPECT_EQ(w.runs()->current(), 0);
+  w.showView(MainWindow::kTraining);
+  EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kTraining);
+}
