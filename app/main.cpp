@@ -3,6 +3,8 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QJsonDocument>
+#include <QSettings>
+#include <QTemporaryDir>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -82,6 +84,10 @@ int main(int argc, char** argv) {
   QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("Print the --smoke report as one JSON line."));
   parser.addOptions({smokeOpt, dataOpt, stepsOpt, batchOpt, threadsOpt, tokensOpt, outOpt, timeoutOpt, shotsOpt, promptOpt, jsonOpt});
   parser.process(app);
+
+  // A scripted session must not touch the user's preferences (recent runs, last corpus).
+  QTemporaryDir smokeSettings;
+  if (parser.isSet(smokeOpt)) QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, smokeSettings.path());
 
   studio::MainWindow window;
   if (parser.isSet(smokeOpt)) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QSettings>
 #include <QStandardPaths>
 
 #include "studio_test_util.h"
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   qputenv("HSM_CACHE_DIR", (studio::test::temp_root() + "/cache").toUtf8());
   QStandardPaths::setTestModeEnabled(true);
   QApplication app(argc, argv);
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, studio::test::temp_root() + "/settings");
   QApplication::setOrganizationName(QStringLiteral("hsm-studio-tests"));
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

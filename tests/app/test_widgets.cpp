@@ -64,6 +64,7 @@ TEST(PlotPanel, DecimationKeepsEndsAndExtremes) {
 TEST(TokenText, TintGoesFromRedToGreen) {
   EXPECT_LT(TokenText::tint(0.0).hueF(), 0.05);
   EXPECT_NEAR(TokenText::tint(1.0).hueF(), 1.0 / 3.0, 0.01);
+  EXPECT_NEAR(TokenText::tint(0.1).hueF(), 1.0 / 6.0, 0.01);  // log scale: 10% is half-way (yellow)
   TokenText text;
   text.setPrompt(QStringLiteral("Hi"));
   hsm::GeneratedToken t;

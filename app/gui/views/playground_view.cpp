@@ -41,6 +41,8 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   paperList_ = new QListWidget;
   paperList_->setObjectName(QStringLiteral("paper_prompts"));
   paperList_->setWordWrap(true);
+  paperList_->setAlternatingRowColors(true);
+  paperList_->setSpacing(2);
   paperList_->setToolTip(tr("The HSM paper's Table 3 prompts: click to use one, double-click to generate"));
   loadPaperPrompts();
   connect(paperList_, &QListWidget::itemClicked, this,
@@ -131,10 +133,12 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   scroll->setWidget(columnsHost);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  auto* legend = new QLabel(tr("Each token is tinted by its probability: <span style='background:%1'>&nbsp;unlikely&nbsp;</span> "
-                               "<span style='background:%2'>&nbsp;even&nbsp;</span> <span style='background:%3'>&nbsp;likely&nbsp;</span>"
+  auto* legend = new QLabel(tr("Each token is tinted by the probability the model gave it: "
+                               "<span style='background:%1'>&nbsp;1%&nbsp;</span> <span style='background:%2'>&nbsp;10%&nbsp;</span> "
+                               "<span style='background:%3'>&nbsp;30%&nbsp;</span> <span style='background:%4'>&nbsp;100%&nbsp;</span>"
                                " · hover a token for the alternatives the model weighed")
-                                .arg(TokenText::tint(0.05).name(), TokenText::tint(0.5).name(), TokenText::tint(0.95).name()));
+                                .arg(TokenText::tint(0.01).name(), TokenText::tint(0.1).name(), TokenText::tint(0.3).name(),
+                                     TokenText::tint(1.0).name()));
   auto* right = new QWidget;
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(6, 0, 0, 0);
@@ -304,7 +308,7 @@ void PlaygroundView::onToken(int request, const hsm::GeneratedToken& token) {
 void PlaygroundView::onGenerated(int request, const hsm::GenerationResult& r) {
   if (request != activeRequest_ || activeColumn_ < 0) return;
   Column& c = columns_[activeColumn_];
-  QString end = r.ended ? tr("end of story") : (stopping_ ? tr("stopped") : tr("max tokens"));
+  QString end = r.ended ? tr("reached the end of the story") : (stopping_ ? tr("stopped") : tr("reached max tokens"));
   if (stopping_ && !r.ended) c.text->appendNote(tr("[stopped]"));
   c.status->setText(tr("%1 tokens · %2 tok/s · seed %3 · %4")
                         .arg(r.tokens.size())

@@ -33,8 +33,12 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   openButton->setMinimumHeight(36);
   recent_ = new QListWidget;
   recent_->setObjectName(QStringLiteral("recent_runs"));
-  openLayout->addWidget(new QLabel(tr("A folder written by the studio or by <code>hsm train</code> (config.json, "
-                                      "model.safetensors, tokenizer.model, metrics.jsonl).")));
+  recent_->setMaximumHeight(220);
+  auto* openText = new QLabel(tr("A folder written by the studio or by <code>hsm train</code> (config.json, "
+                                 "model.safetensors, tokenizer.model, metrics.jsonl). A run that is still training "
+                                 "in another process is followed live."));
+  openText->setWordWrap(true);
+  openLayout->addWidget(openText);
   openLayout->addWidget(openButton);
   openLayout->addWidget(new QLabel(tr("Recent:")));
   openLayout->addWidget(recent_, 1);
@@ -64,6 +68,17 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Preset"), preset_);
   form->addRow(tr("Corpus"), corpusRow);
   form->addRow(go);
+  auto* how = new QLabel(tr("<p><b>What happens next</b></p><ol>"
+                            "<li>The Training view opens with the paper's hyper-parameters filled in; every field "
+                            "says what it does when you hover it.</li>"
+                            "<li><b>Start</b> trains a tokenizer on the corpus (cached for the next run), encodes "
+                            "it, and trains; the curves update live, and Pause / Stop keep a checkpoint.</li>"
+                            "<li>The <b>Playground</b> generates from the run as soon as its first checkpoint is "
+                            "written.</li></ol>"
+                            "<p>On a laptop CPU a batch of 16–32 keeps steps short: the paper's batch of 256 takes "
+                            "15–20 s per step on two cores.</p>"));
+  how->setWordWrap(true);
+  form->addRow(how);
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Corpus file"), QDir::homePath(),
                                                       tr("Text or JSON (*.txt *.json *.jsonl);;All files (*)"));
@@ -77,8 +92,10 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   auto* inner = new QWidget;
   inner->setMaximumWidth(1000);
   auto* innerLayout = new QVBoxLayout(inner);
+  innerLayout->addStretch(1);
   innerLayout->addWidget(title);
-  innerLayout->addLayout(cards, 1);
+  innerLayout->addLayout(cards);
+  innerLayout->addStretch(2);
   auto* layout = new QHBoxLayout(this);
   layout->addStretch(1);
   layout->addWidget(inner, 4);

@@ -70,8 +70,9 @@ TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent)
   auto* scroll = new QScrollArea;
   scroll->setWidget(formWidget);
   scroll->setWidgetResizable(true);
-  scroll->setMinimumWidth(360);
-  scroll->setMaximumWidth(470);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setMinimumWidth(formWidget->sizeHint().width() + 24);
+  scroll->setMaximumWidth(520);
   scroll->setFrameShape(QFrame::NoFrame);
 
   // ---- plots ---------------------------------------------------------------------------
@@ -104,6 +105,9 @@ TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent)
   speedPlot_ = new PlotPanel(tr("Throughput"), tr("step"), tr("tokens/s"));
   lrPlot_ = new PlotPanel(tr("Learning rate"), tr("step"), tr("learning rate"));
   scatterPlot_ = new PlotPanel(tr("Accuracy vs loss"), tr("validation loss"), tr("validation accuracy"));
+  // Rising curves keep their legend out of the way at the bottom.
+  accuracyPlot_->setLegendAlignment(Qt::AlignBottom | Qt::AlignRight);
+  speedPlot_->setLegendAlignment(Qt::AlignBottom | Qt::AlignRight);
   auto* grid = new QWidget;
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);

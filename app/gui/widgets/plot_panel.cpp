@@ -99,6 +99,10 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   });
 }
 
+void PlotPanel::setLegendAlignment(Qt::Alignment alignment) {
+  plot_->axisRect()->insetLayout()->setInsetAlignment(0, alignment);
+}
+
 void PlotPanel::setXLabel(const QString& label) {
   xLabel_ = label;
   plot_->xAxis->setLabel(label);

@@ -35,6 +35,7 @@ class PlotPanel : public QWidget {
   void setLogY(bool on);
   bool logY() const { return logY_; }
   void resetView();  // fit all data
+  void setLegendAlignment(Qt::Alignment alignment);
   QString title() const { return title_; }
 
   // Writes the plot (by extension: .png, .pdf, .svg) or its data (.csv). Returns an empty

@@ -4,6 +4,7 @@
 #include <QTextCursor>
 #include <QToolTip>
 #include <algorithm>
+#include <cmath>
 
 namespace studio {
 
@@ -28,9 +29,11 @@ TokenText::TokenText(QWidget* parent) : QTextEdit(parent) {
 }
 
 QColor TokenText::tint(double p) {
-  p = std::clamp(p, 0.0, 1.0);
-  // Hue from red (0) through yellow (60) to green (120); light, so text stays readable.
-  return QColor::fromHsvF(static_cast<float>(p / 3.0), 0.35f, 1.0f);
+  // On a log scale: a sampled token's probability is mostly between 1% and 100%, and the
+  // difference between 1% and 10% matters as much as between 10% and 100%. Hue runs from
+  // red (p <= 0.01) through yellow (0.1) to green (1); light, so text stays readable.
+  const double t = std::clamp((std::log10(std::max(p, 1e-9)) + 2.0) / 2.0, 0.0, 1.0);
+  return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.35f, 1.0f);
 }
 
 void TokenText::clearText() {
