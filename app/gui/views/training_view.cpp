@@ -166,8 +166,15 @@ TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent)
   rightLayout->addWidget(logToggle_, 0, Qt::AlignLeft);
   rightLayout->addWidget(log_);
 
+  // The actions stay in view below the scrolling form.
+  auto* left = new QWidget;
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
+  leftLayout->addWidget(scroll, 1);
+  leftLayout->addWidget(actions_);
+  left->setMaximumWidth(520);
   auto* layout = new QHBoxLayout(this);
-  layout->addWidget(scroll);
+  layout->addWidget(left);
   layout->addWidget(right, 1);
 
   // ---- wiring ------------------------------------------------------------------------
@@ -338,7 +345,8 @@ void TrainingView::buildForm(QWidget* form) {
   buttons->addWidget(pauseButton_, 1, 0);
   buttons->addWidget(stopButton_, 1, 1);
   buttons->addWidget(continueButton_, 2, 0, 1, 2);
-  v->addLayout(buttons);
+  actions_ = new QWidget;
+  actions_->setLayout(buttons);
   v->addStretch(1);
 
   connect(startButton_, &QPushButton::clicked, this, [this] { start(); });

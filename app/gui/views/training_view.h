@@ -91,6 +91,7 @@ class TrainingView : public QWidget {
   QComboBox* deviceBox_;
   QLineEdit* runDirEdit_;
   bool runDirEdited_ = false;
+  QWidget* actions_;
   QPushButton* startButton_;
   QPushButton* pauseButton_;
   QPushButton* stopButton_;
