@@ -14,6 +14,9 @@ namespace {
 // metrics.jsonl is appended a line every few seconds at most; a quarter second keeps the
 // curves live without a measurable cost (a stat per open run).
 constexpr int kPollMs = 250;
+// A long history (100k records are ~16 MB of JSON) is read in slices between event-loop
+// turns, so opening it never stalls the GUI; each slice parses in a few milliseconds.
+constexpr uint64_t kSliceBytes = 128 * 1024;
 
 qint64 stamp(const QString& path) {
   const QFileInfo f(path);
@@ -70,8 +73,9 @@ int RunList::open(const QString& dir) {
   run->has_info = true;
   run->config_stamp = stamp(abs + "/config.json");
   run->reader = std::make_unique<hsm::MetricsReader>(abs.toStdString());
-  run->metrics = run->reader->poll();
+  run->metrics = run->reader->poll(kSliceBytes);
   run->color = nextColor();
+  if (run->reader->more()) schedulePoll();
   const int row = count();
   beginInsertRows({}, row, row);
   runs_.push_back(std::move(run));
@@ -92,7 +96,8 @@ int RunList::addPending(const QString& dir, const hsm::ModelConfig& model) {
   run->reader = std::make_unique<hsm::MetricsReader>(abs.toStdString());
   run->color = nextColor();
   refreshInfo(*run);  // a resumed run has one already
-  run->metrics = run->reader->poll();
+  run->metrics = run->reader->poll(kSliceBytes);
+  if (run->reader->more()) schedulePoll();
   const int row = count();
   beginInsertRows({}, row, row);
   runs_.push_back(std::move(run));
@@ -118,6 +123,15 @@ void RunList::setCurrent(int row) {
   emit currentChanged(row);
 }
 
+void RunList::schedulePoll() {
+  if (pollScheduled_) return;
+  pollScheduled_ = true;
+  QTimer::singleShot(0, this, [this] {
+    pollScheduled_ = false;
+    poll();
+  });
+}
+
 void RunList::poll() {
   for (int i = 0; i < count(); ++i) {
     RunEntry& run = *runs_[static_cast<size_t>(i)];
@@ -125,7 +139,8 @@ void RunList::poll() {
       emit dataChanged(index(i), index(i));
       emit infoChanged(i);
     }
-    std::vector<hsm::MetricRecord> fresh = run.reader->poll();
+    std::vector<hsm::MetricRecord> fresh = run.reader->poll(kSliceBytes);
+    if (run.reader->more()) schedulePoll();
     if (run.reader->reset()) {
       run.metrics = std::move(fresh);
       emit metricsReset(i);

@@ -62,11 +62,13 @@ class RunList : public QAbstractListModel {
  private:
   bool refreshInfo(RunEntry& run);
   QColor nextColor();
+  void schedulePoll();  // the next slice of a long metrics file, after pending events
 
   std::vector<std::unique_ptr<RunEntry>> runs_;
   int current_ = -1;
   int colorsUsed_ = 0;
   QTimer pollTimer_;
+  bool pollScheduled_ = false;
 };
 
 }  // namespace studio

@@ -86,3 +86,23 @@ TEST(RunFolder, NotARunFolderIsNamed) {
   append(dir + "/config.json", "{\"format\": \"hsm-studio/1\"}");
   EXPECT_THROW(read_run_info(dir), std::runtime_error);  // no model
 }
+
+TEST(RunFolder, ReaderTakesALongHistoryInSlices) {
+  const std::string dir = test::fresh_temp_dir("run-folder", "slices");
+  std::string text;
+  for (int i = 1; i <= 1000; ++i) text += metric_to_json_line(train_record(i, 1.0 / i)) + "\n";
+  append(dir + "/metrics.jsonl", text);
+  MetricsReader reader(dir);
+  std::vector<MetricRecord> all;
+  int polls = 0;
+  do {
+    auto part = reader.poll(4096);
+    all.insert(all.end(), part.begin(), part.end());
+    ++polls;
+  } while (reader.more() && polls < 10000);
+  EXPECT_GT(polls, 10);
+  ASSERT_EQ(all.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(all[i].step, i + 1);
+  EXPECT_TRUE(reader.poll(4096).empty());
+  EXPECT_FALSE(reader.more());
+}

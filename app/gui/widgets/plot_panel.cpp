@@ -86,6 +86,12 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   plot_->setNoAntialiasingOnDrag(true);
 
+  if (qEnvironmentVariableIsSet("HSM_STUDIO_TRACE")) {
+    auto* clock = new QElapsedTimer;
+    connect(plot_, &QCustomPlot::beforeReplot, this, [clock] { clock->start(); });
+    connect(plot_, &QCustomPlot::afterReplot, this,
+            [this, clock] { qInfo("replot %s: %lld ms", qPrintable(title_), clock->elapsed()); });
+  }
   connect(logBox_, &QCheckBox::toggled, this, [this](bool on) {
     setLogY(on);
     emit logYToggled(on);
@@ -146,6 +152,9 @@ void PlotPanel::redraw() {
     } else {
       decimate_line(s.x, s.y, kMaxDrawnPoints / 4, xd, yd);
       g->setData(xd, yd, true);
+      // Antialiasing a dense polyline costs QPainter ~10x; at a few points per pixel it
+      // shows no difference.
+      if (xd.size() > 1000) g->setAntialiased(false);
       if (!s.x.isEmpty() && s.x.size() < 3) {  // a curve of one or two points: show them
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, s.color, 5));
       }
@@ -167,7 +176,20 @@ void PlotPanel::redraw() {
       plot_->yAxis->scaleRange(1.08);
     }
   }
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  // A hidden plot (another tab) is drawn when it is shown, not on every update.
+  if (isVisible()) {
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+  } else {
+    replotOnShow_ = true;
+  }
+}
+
+void PlotPanel::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  if (replotOnShow_) {
+    replotOnShow_ = false;
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+  }
 }
 
 int PlotPanel::drawnPoints(int i) const {

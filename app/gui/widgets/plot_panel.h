@@ -51,6 +51,9 @@ class PlotPanel : public QWidget {
  signals:
   void logYToggled(bool on);
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+
  private:
   void exportWithDialog();
   void redraw();
@@ -61,6 +64,7 @@ class PlotPanel : public QWidget {
   QVector<PlotSeries> series_;
   bool logY_ = false;
   bool userMoved_ = false;
+  bool replotOnShow_ = false;
 };
 
 // Min/max decimation of a line (x ascending) into at most `buckets` buckets: each bucket

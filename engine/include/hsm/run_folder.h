@@ -81,14 +81,18 @@ MetricRecord metric_from_json_line(const std::string& line);
 class MetricsReader {
  public:
   explicit MetricsReader(std::string run_dir);
-  std::vector<MetricRecord> poll();
+  // Reads at most about max_bytes (whole lines; at least one line) so a GUI can take a
+  // long history in slices between event-loop turns; more() says whether some is left.
+  std::vector<MetricRecord> poll(uint64_t max_bytes = UINT64_MAX);
   bool reset() const { return reset_; }  // the last poll() started over
+  bool more() const { return more_; }    // the last poll() stopped at max_bytes
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   uint64_t offset_ = 0;
   bool reset_ = false;
+  bool more_ = false;
 };
 
 // Every record of a run folder's metrics.jsonl (empty when there is none yet).

@@ -1,5 +1,6 @@
 // Run folders without LibTorch (hsm/run_folder.h, io/run_json.h): config.json's settings
 // and state, and metrics.jsonl, written by the trainer and read by the CLI and the studio.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -119,8 +120,8 @@ bool is_run_folder(const std::string& dir) {
 
 MetricsReader::MetricsReader(std::string run_dir) : path_((fs::path(run_dir) / "metrics.jsonl").string()) {}
 
-std::vector<MetricRecord> MetricsReader::poll() {
-  reset_ = false;
+std::vector<MetricRecord> MetricsReader::poll(uint64_t max_bytes) {
+  reset_ = more_ = false;
   std::vector<MetricRecord> out;
   std::error_code ec;
   const uint64_t size = fs::file_size(path_, ec);
@@ -130,11 +131,23 @@ std::vector<MetricRecord> MetricsReader::poll() {
     reset_ = true;
   }
   if (size == offset_) return out;
+  uint64_t want = size - offset_;
+  if (want > max_bytes) {
+    want = std::max<uint64_t>(max_bytes, 1);
+    more_ = true;
+  }
   std::ifstream in(path_, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(offset_));
-  std::string chunk(size - offset_, '\0');
+  std::string chunk(want, '\0');
   in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
   chunk.resize(static_cast<size_t>(in.gcount()));
+  if (more_ && chunk.find('\n') == std::string::npos) {
+    // A single line longer than max_bytes: read on to its end.
+    std::string rest;
+    std::getline(in, rest);
+    chunk += rest;
+    if (!in.eof()) chunk += '\n';
+  }
   size_t start = 0;
   for (size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
     const std::string line = chunk.substr(start, nl - start);
