@@ -151,6 +151,12 @@ void RunList::poll() {
   }
 }
 
+bool RunList::loading() const {
+  for (const auto& run : runs_)
+    if (run->reader->more()) return true;
+  return false;
+}
+
 int RunList::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : count(); }
 
 QVariant RunList::data(const QModelIndex& index, int role) const {

@@ -47,6 +47,8 @@ class RunList : public QAbstractListModel {
   // Reads what was appended to every run's metrics.jsonl and any rewritten config.json.
   // Runs by itself on a timer; public so tests and the smoke mode can force it.
   void poll();
+  // Whether a run's history is still being read in slices.
+  bool loading() const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role) const override;

@@ -153,6 +153,7 @@ QJsonObject SmokeDriver::run() {
     }
     // 3. The curves of both runs, exported as a user would from File › Export plots.
     window_->runs()->poll();
+    if (!waitFor([&] { return !window_->runs()->loading(); }, error)) return false;
     window_->showView(MainWindow::kTraining);
     QCoreApplication::processEvents();
     screenshot(QStringLiteral("training"));

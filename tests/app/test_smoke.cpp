@@ -7,6 +7,10 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <QFile>
+#include <cmath>
+
+#include "hsm/run_folder.h"
 #include "studio_test_util.h"
 
 using namespace studio::test;
@@ -31,6 +35,45 @@ TEST(Smoke, TrainsGeneratesExportsWithoutStallingTheGui) {
   for (const QJsonValue& f : exports) EXPECT_GT(QFileInfo(f.toString()).size(), 0) << f.toString().toStdString();
   EXPECT_GT(j.value(QStringLiteral("heartbeats")).toInt(), 10);
   EXPECT_LT(j.value(QStringLiteral("max_stall_ms")).toDouble(1e9), 50.0) << r.out.toStdString();
+}
+
+TEST(Smoke, ARunWithAHundredThousandPointsStaysSmooth) {
+  // A copy of a trained run whose metrics.jsonl holds 100k train records (~16 MB): the
+  // studio opens it, overlays it while another model trains, and plots it, stall-free.
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("smoke-long"));
+  const QString run = QDir(dir).filePath(QStringLiteral("long-run"));
+  QDir().mkpath(run);
+  for (const QString& f : QDir(trained_run()).entryList(QDir::Files))
+    QFile::copy(QDir(trained_run()).filePath(f), QDir(run).filePath(f));
+  QFile metrics(QDir(run).filePath(QStringLiteral("metrics.jsonl")));
+  ASSERT_TRUE(metrics.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  for (int s = 1; s <= 100000; ++s) {
+    hsm::MetricRecord m;
+    m.kind = "train";
+    m.step = s;
+    m.total_steps = 100000;
+    m.train_loss = 2.0 + 4.0 * std::exp(-s / 20000.0) + 0.1 * std::sin(s);
+    m.tokens_per_s = 12000 + s % 100;
+    m.lr = 0.002;
+    m.wall_s = s * 0.1;
+    metrics.write(QByteArray::fromStdString(hsm::metric_to_json_line(m) + "\n"));
+  }
+  metrics.close();
+  const ProcessResult r = run_program(
+      QStringLiteral(HSM_STUDIO_PATH),
+      {QStringLiteral("--smoke"), run, QStringLiteral("--data"), make_corpus(dir), QStringLiteral("--steps"),
+       QStringLiteral("6"), QStringLiteral("--out"), QDir(dir).filePath(QStringLiteral("out")),
+       QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--json")});
+  ASSERT_EQ(r.exit_code, 0) << r.out.toStdString() << r.err.toStdString();
+  const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+  EXPECT_LT(j.value(QStringLiteral("max_stall_ms")).toDouble(1e9), 50.0) << r.out.toStdString();
+  // The export holds every point, not the decimated drawing.
+  QFile csv(QDir(dir).filePath(QStringLiteral("out/exports/loss.csv")));
+  ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+  int rows = 0;
+  while (!csv.atEnd())
+    if (csv.readLine().startsWith("\"long-run train\"")) ++rows;
+  EXPECT_EQ(rows, 100000);
 }
 
 TEST(Smoke, ReportsABadCorpusAsAnError) {
