@@ -19,5 +19,6 @@ Command add_generate_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_diagnose_command(CLI::App& app);
 Command add_weights_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
 
 }  // namespace hsm::cli

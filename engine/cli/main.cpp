@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       hsm::cli::add_bench_command(app),
       hsm::cli::add_diagnose_command(app),
       hsm::cli::add_weights_command(app),
+      hsm::cli::add_export_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "hsm/corpus.h"
+#include "hsm/export.h"
+#include "hsm/safetensors.h"
 #include "hsm/session.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
@@ -403,4 +405,32 @@ TEST(Training, OnWeightsFollowsTheRunAndTheSessionDiagnosesIt) {
   Trainer(more, cb).run();
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.front().first, 20);
+}
+
+TEST(Training, ExportedF16AndBf16RunsLoadAndAgreeWithF32) {
+  const std::string dir = temp_dir("export");
+  RunSpec spec = tiny_run(dir, make_corpus(dir), 20);
+  Trainer(spec).run();
+  const std::vector<int32_t> tokens = {5, 17, 42, 8, 99, 3, 12};
+  const std::vector<float> ref = Session::open(spec.run_dir, "cpu")->logits(tokens);
+  for (const std::string dtype : {"F16", "BF16"}) {
+    const std::string out = dir + "/export-" + dtype;
+    ExportOptions o;
+    o.dtype = dtype;
+    export_run(spec.run_dir, out, o);
+    EXPECT_LT(fs::file_size(out + "/model.safetensors"), fs::file_size(spec.run_dir + "/model.safetensors") * 0.6);
+    EXPECT_FALSE(fs::exists(out + "/optimizer.safetensors"));
+    const SafetensorsFile f = read_safetensors(out + "/model.safetensors");
+    for (const auto& t : f.tensors) EXPECT_EQ(t.dtype, dtype) << t.name;
+    const std::vector<float> got = Session::open(out, "cpu")->logits(tokens);
+    ASSERT_EQ(got.size(), ref.size());
+    double worst = 0;
+    for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - ref[i])));
+    EXPECT_LT(worst, dtype == "F16" ? 0.02 : 0.15) << dtype;  // rounding of the weights only
+    EXPECT_GT(worst, 0.0) << dtype;                           // it really is another precision
+  }
+  EXPECT_THROW(export_run(spec.run_dir, spec.run_dir, {}), std::invalid_argument);
+  ExportOptions bad;
+  bad.dtype = "I8";
+  EXPECT_THROW(export_run(spec.run_dir, dir + "/bad", bad), std::invalid_argument);
 }

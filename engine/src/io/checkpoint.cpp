@@ -21,10 +21,19 @@ TensorBlob to_blob(const std::string& name, const torch::Tensor& t) {
   return b;
 }
 
+// Weights are stored as F32 by training and may be F16 or BF16 in exported (bundled)
+// runs; they are always computed in F32 (docs/checkpoint-format.md).
+torch::ScalarType scalar_type(const std::string& dtype) {
+  if (dtype == "F32") return torch::kFloat32;
+  if (dtype == "F16") return torch::kFloat16;
+  if (dtype == "BF16") return torch::kBFloat16;
+  throw std::invalid_argument("weights of dtype " + dtype + " are not supported (F32, F16 or BF16)");
+}
+
 torch::Tensor from_blob(const TensorBlob& b) {
-  auto t = torch::empty(b.shape, torch::kFloat32);
+  auto t = torch::empty(b.shape, scalar_type(b.dtype));
   std::memcpy(t.data_ptr(), b.data.data(), b.data.size());
-  return t;
+  return t.to(torch::kFloat32);
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -58,7 +67,8 @@ void load_weights(Gpt& model, const std::string& path) {
     expected.insert(name);
     const TensorBlob* b = file.find(name);
     if (!b) throw std::runtime_error(path + ": missing tensor '" + name + "' (the file belongs to another model?)");
-    if (b->dtype != "F32") throw std::runtime_error(path + ": tensor '" + name + "' is " + b->dtype + ", expected F32");
+    if (b->dtype != "F32" && b->dtype != "F16" && b->dtype != "BF16")
+      throw std::runtime_error(path + ": tensor '" + name + "' is " + b->dtype + ", expected F32, F16 or BF16");
     if (b->shape != dst.sizes().vec())
       throw std::runtime_error(path + ": tensor '" + name + "' has shape " + shape_text(b->shape) + ", the config needs " +
                                shape_text(dst.sizes().vec()));
@@ -88,6 +98,35 @@ void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_
   std::vector<std::pair<std::string, torch::Tensor>> state;
   for (const auto& b : file.tensors) state.emplace_back(b.name, from_blob(b));
   optimizer.load_state(state, step);
+}
+
+void export_run(const std::string& run_dir, const std::string& out_dir, const ExportOptions& options) {
+  const torch::ScalarType target = scalar_type(options.dtype);
+  const RunPaths from(run_dir), to(out_dir);
+  const std::string weights = options.best && fs::exists(fs::path(run_dir) / "best.safetensors")
+                                  ? (fs::path(run_dir) / "best.safetensors").string()
+                                  : from.weights;
+  nlohmann::json config = read_run_config(run_dir);  // checks it is a run folder
+  if (fs::exists(out_dir) && fs::equivalent(run_dir, out_dir))
+    throw std::invalid_argument("export into the run folder itself: choose another --out");
+  fs::create_directories(out_dir);
+  SafetensorsFile file = read_safetensors(weights);
+  std::vector<TensorBlob> blobs;
+  for (const TensorBlob& b : file.tensors) {
+    auto t = from_blob(b).to(target).contiguous();
+    TensorBlob out;
+    out.name = b.name;
+    out.dtype = options.dtype;
+    out.shape = b.shape;
+    out.data.assign(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size());
+    blobs.push_back(std::move(out));
+  }
+  file.metadata["exported_from"] = fs::path(weights).filename().string();
+  write_safetensors(to.weights, blobs, file.metadata);
+  fs::copy_file(from.tokenizer, to.tokenizer, fs::copy_options::overwrite_existing);
+  if (fs::exists(from.metrics)) fs::copy_file(from.metrics, to.metrics, fs::copy_options::overwrite_existing);
+  config["export"] = {{"dtype", options.dtype}, {"weights", fs::path(weights).filename().string()}};
+  write_file_atomic(to.config, config.dump(2) + "\n");
 }
 
 }  // namespace hsm

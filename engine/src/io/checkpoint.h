@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "hsm/export.h"
 #include "hsm/trainer.h"
 #include "io/run_json.h"
 #include "model/model.h"
