@@ -115,6 +115,9 @@ int main(int argc, char** argv) {
     const QString e = window.openRun(dir, true);
     if (!e.isEmpty() && firstError.isEmpty()) firstError = e;
   }
+  // With no run named, the bundled demo models open, the Playground ready on the paper's
+  // first prompt; without them (or with none installed) the start page.
+  if (parser.positionalArguments().isEmpty()) window.openBundledModels();
   if (window.runs()->count() == 0) window.showStartPage();
   else window.showView(studio::MainWindow::kPlayground);
   window.show();

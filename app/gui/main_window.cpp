@@ -28,6 +28,7 @@
 #include "gui/views/training_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "hsm/params.h"
+#include "hsm/presets.h"
 
 namespace studio {
 
@@ -161,6 +162,11 @@ void MainWindow::buildMenus() {
     if (auto* box = training_->findChild<QComboBox*>(QStringLiteral("preset"))) box->setFocus();
   });
   file->addAction(tr("&Open run folder…"), QKeySequence::Open, this, &MainWindow::openRunDialog);
+  file->addAction(tr("Open the &demo models"), this, [this] {
+    if (openBundledModels() == 0)
+      QMessageBox::information(this, tr("Demo models"),
+                               tr("No demo models are installed (looked in %1/models).").arg(qstr(hsm::resources_dir())));
+  });
   recentMenu_ = file->addMenu(tr("Open &recent"));
   connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::refreshRecentMenu);
   file->addSeparator();
@@ -206,6 +212,23 @@ QString MainWindow::openRun(const QString& dir, bool quiet) {
     if (!quiet) QMessageBox::warning(this, tr("Cannot open run"), message);
     return message;
   }
+}
+
+int MainWindow::openBundledModels() {
+  int opened = 0;
+  for (const std::string& dir : hsm::bundled_models()) {
+    try {
+      const int row = runs_->open(qstr(dir));
+      if (opened++ == 0) runs_->setCurrent(row);
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(tr("Bundled model %1: %2").arg(qstr(dir), QString::fromUtf8(e.what())), 10000);
+    }
+  }
+  if (opened > 0) {
+    if (!playground_->paperPrompts().isEmpty()) playground_->setPrompt(playground_->paperPrompts().first());
+    showView(kPlayground);
+  }
+  return opened;
 }
 
 void MainWindow::openRunDialog() {

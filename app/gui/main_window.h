@@ -40,6 +40,9 @@ class MainWindow : public QMainWindow {
   // Opens a run folder and makes it current; on failure returns the reason (and, unless
   // quiet, shows it in a message box).
   QString openRun(const QString& dir, bool quiet = false);
+  // Opens the bundled demo models (resources/models/) and readies the Playground on the
+  // paper's first prompt; returns how many were opened.
+  int openBundledModels();
   void showView(View view);
   void showStartPage();
   // Writes every plot of the Training view into a folder as PNG, PDF, SVG and CSV; returns

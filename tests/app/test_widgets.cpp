@@ -7,6 +7,7 @@
 
 #include "gui/main_window.h"
 #include "gui/run_list.h"
+#include "gui/views/playground_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/token_text.h"
 #include "hsm/run_folder.h"
@@ -119,4 +120,34 @@ TEST(MainWindow, StartsOnTheStartPageAndOpensRuns) {
   EXPECT_EQ(w.runs()->current(), 0);
   w.showView(MainWindow::kTraining);
   EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kTraining);
+}
+
+TEST(MainWindow, OpensTheBundledModelsOnThePapersFirstPrompt) {
+  // A resources folder with the presets and two "bundled" models (copies of a trained run).
+  const QString res = QDir(temp_root()).filePath(QStringLiteral("resources"));
+  const QString source = QStringLiteral(HSM_RESOURCES_PATH);
+  for (const QString& sub : {QStringLiteral("presets"), QStringLiteral("prompts")}) {
+    QDir().mkpath(res + "/" + sub);
+    for (const QString& f : QDir(source + "/" + sub).entryList(QDir::Files))
+      QFile::copy(source + "/" + sub + "/" + f, res + "/" + sub + "/" + f);
+  }
+  for (const QString& name : {QStringLiteral("gpt"), QStringLiteral("hsm_ab")}) {
+    QDir().mkpath(res + "/models/" + name);
+    for (const QString& f : QDir(trained_run()).entryList(QDir::Files))
+      QFile::copy(QDir(trained_run()).filePath(f), res + "/models/" + name + "/" + f);
+  }
+  QFile index(res + "/models/index.json");
+  ASSERT_TRUE(index.open(QIODevice::WriteOnly));
+  index.write(R"(["hsm_ab", "gpt", "missing"])");
+  index.close();
+  qputenv("HSM_RESOURCES", res.toUtf8());
+  MainWindow w;
+  const int opened = w.openBundledModels();
+  qunsetenv("HSM_RESOURCES");
+  EXPECT_EQ(opened, 2);  // the index's order; a missing folder is skipped
+  ASSERT_EQ(w.runs()->count(), 2);
+  EXPECT_EQ(w.runs()->at(0).name(), QStringLiteral("hsm_ab"));
+  EXPECT_EQ(w.runs()->current(), 0);
+  EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kPlayground);
+  EXPECT_TRUE(w.playgroundView()->prompt().startsWith(QStringLiteral("Alice was so tired")));
 }

@@ -18,6 +18,10 @@ std::vector<std::string> preset_names();
 // Loads a preset by name; throws std::invalid_argument listing the known names.
 ModelConfig load_preset(const std::string& name);
 
+// The run folders bundled in <resources>/models/ (the demo models), in the order of
+// models/index.json when present, else by name; empty when none are installed.
+std::vector<std::string> bundled_models();
+
 // A preset name or a path to a config JSON file: what the CLI and the app accept.
 ModelConfig load_preset_or_config(const std::string& name_or_path);
 

@@ -1,6 +1,7 @@
 #include "hsm/presets.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -61,6 +62,26 @@ ModelConfig load_preset_or_config(const std::string& name_or_path) {
     return load_config(name_or_path);
   }
   return load_preset(name_or_path);
+}
+
+std::vector<std::string> bundled_models() {
+  const fs::path root = fs::path(resources_dir()) / "models";
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  auto is_run = [](const fs::path& dir) { return fs::exists(dir / "config.json") && fs::exists(dir / "model.safetensors"); };
+  const fs::path index = root / "index.json";
+  if (fs::exists(index)) {
+    const auto j = nlohmann::json::parse(read_text_file(index.string(), "bundled model index"), nullptr, false);
+    if (j.is_array())
+      for (const auto& name : j)
+        if (name.is_string() && is_run(root / name.get<std::string>())) out.push_back((root / name.get<std::string>()).string());
+    return out;
+  }
+  for (const auto& entry : fs::directory_iterator(root, ec))
+    if (entry.is_directory() && is_run(entry.path())) out.push_back(entry.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace hsm
