@@ -26,6 +26,9 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--data", a->data, "Corpus (default: the run's training corpus)")->check(CLI::ExistingPath);
   cmd->add_option("--split", a->options.split, "val (default; the documents held out in training), train or all")
       ->check(CLI::IsMember({"val", "train", "all"}));
+  cmd->add_option("--windows", a->options.windows,
+                  "packed (default) or story_start: the same windows for every model compared")
+      ->check(CLI::IsMember({"packed", "story_start"}));
   cmd->add_option("--batch", a->options.batch_size, "Sequences per batch (default 64)")->check(CLI::PositiveNumber);
   cmd->add_option("--max-batches", a->options.max_batches, "Stop after this many batches (default: all)");
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");

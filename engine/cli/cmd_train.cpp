@@ -68,6 +68,12 @@ Command add_train_command(CLI::App& app) {
   auto* threads = cmd->add_option("--threads", t.threads, "CPU threads (default: all cores)");
   auto* seed = cmd->add_option("--seed", t.seed, "Random seed (default 1337)");
   auto* bf16 = cmd->add_option("--bf16", t.bf16, "bf16 autocast on CUDA (default true)");
+  cmd->add_option("--windows", t.windows,
+                  "Window layout: packed (default; every context tokens across stories) or story_start "
+                  "(windows begin at story starts)")
+      ->check(CLI::IsMember({"packed", "story_start"}));
+  auto* keep_best = cmd->add_flag("--keep-best", t.keep_best,
+                                  "Also keep best.safetensors, the weights of the lowest validation loss");
   cmd->add_option("--tokenizer", a->tokenizer, "Use this tokenizer.model instead of training one")
       ->check(CLI::ExistingFile);
   cmd->add_option("--cache-dir", a->spec.cache_dir, "Where tokenizers and encoded corpora are cached");
@@ -93,6 +99,7 @@ Command add_train_command(CLI::App& app) {
       {log_every, [](TrainSettings& d, const TrainSettings& s) { d.log_every = s.log_every; }},
       {device, [](TrainSettings& d, const TrainSettings& s) { d.device = s.device; }},
       {threads, [](TrainSettings& d, const TrainSettings& s) { d.threads = s.threads; }},
+      {keep_best, [](TrainSettings& d, const TrainSettings& s) { d.keep_best = s.keep_best; }},
       {seed, [](TrainSettings& d, const TrainSettings& s) { d.seed = s.seed; }},
       {bf16, [](TrainSettings& d, const TrainSettings& s) { d.bf16 = s.bf16; }},
   };

@@ -55,6 +55,12 @@ TEST(TrainingView, StartPauseResumeStopAndTheRunFolderEvaluates) {
   const QString dir = QDir(temp_root()).filePath(QStringLiteral("train-view"));
   fill_tiny(s.view, dir, 100000);  // runs until stopped
   s.view.field(QStringLiteral("lr"))->setText(QStringLiteral("0.003"));
+  s.view.setField(QStringLiteral("windows"), QStringLiteral("story_start"));
+  s.view.setField(QStringLiteral("keep_best"), QStringLiteral("true"));
+  hsm::RunSpec spec;
+  ASSERT_TRUE(s.view.buildSpec(spec));
+  EXPECT_EQ(spec.train.windows, "story_start");
+  EXPECT_TRUE(spec.train.keep_best);
   s.view.startButton()->click();
   ASSERT_TRUE(s.engine.isTraining()) << s.view.lastError().toStdString();
   EXPECT_FALSE(s.view.startButton()->isEnabled());

@@ -17,6 +17,7 @@
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "test_util.h"
+#include "train/evaluation.h"
 
 using namespace hsm;
 namespace fs = std::filesystem;
@@ -433,4 +434,50 @@ TEST(Training, ExportedF16AndBf16RunsLoadAndAgreeWithF32) {
   ExportOptions bad;
   bad.dtype = "I8";
   EXPECT_THROW(export_run(spec.run_dir, dir + "/bad", bad), std::invalid_argument);
+}
+
+TEST(Training, StoryStartWindowsBeginAtStoriesAndKeepBestKeepsTheLowestValidation) {
+  // Window starts on a hand-made split: documents [0..4] and [5..13], end-of-text = 9.
+  const std::vector<uint16_t> tokens = {1, 2, 3, 4, 9, 5, 6, 7, 8, 1, 2, 3, 4, 9};
+  EXPECT_EQ(window_starts(tokens, 4, WindowLayout::kStoryStart, 9), (std::vector<int64_t>{0, 5, 9}));
+  EXPECT_EQ(window_starts(tokens, 3, WindowLayout::kStoryStart, 9), (std::vector<int64_t>{0, 5, 8}));
+  EXPECT_EQ(window_starts(tokens, 4, WindowLayout::kPacked, 9), (std::vector<int64_t>{0, 4, 8}));
+  EXPECT_THROW(window_layout("diagonal"), std::invalid_argument);
+
+  const std::string dir = temp_dir("story-start");
+  RunSpec spec = tiny_run(dir, make_corpus(dir), 30);
+  spec.train.windows = "story_start";
+  spec.train.keep_best = true;
+  std::vector<MetricRecord> evals;
+  TrainCallbacks cb;
+  cb.on_metric = [&](const MetricRecord& m) {
+    if (m.kind == "eval") evals.push_back(m);
+  };
+  Trainer(spec, cb).run();
+  ASSERT_FALSE(evals.empty());
+  const auto best = std::min_element(evals.begin(), evals.end(),
+                                     [](const MetricRecord& a, const MetricRecord& b) { return a.val_loss < b.val_loss; });
+  ASSERT_TRUE(fs::exists(spec.run_dir + "/best.safetensors"));
+  std::ifstream cfg(spec.run_dir + "/config.json");
+  const auto j = nlohmann::json::parse(cfg);
+  EXPECT_EQ(j["training"]["windows"], "story_start");
+  EXPECT_EQ(j["state"]["best_step"].get<int64_t>(), best->step);
+  EXPECT_NEAR(j["state"]["best_val_loss"].get<double>(), best->val_loss, 1e-12);
+  // The best weights export and evaluate; both layouts evaluate the same model.
+  ExportOptions o;
+  o.best = true;
+  o.dtype = "F32";
+  export_run(spec.run_dir, dir + "/best", o);
+  auto session = Session::open(dir + "/best", "cpu");
+  EvalOptions eo;
+  eo.cache_dir = spec.cache_dir;
+  eo.windows = "story_start";
+  const EvalResult story = session->evaluate(spec.data_path, eo);
+  eo.windows = "packed";
+  const EvalResult packed = session->evaluate(spec.data_path, eo);
+  EXPECT_GT(story.tokens, 0);
+  EXPECT_GT(packed.tokens, 0);
+  EXPECT_NE(story.loss, packed.loss);
+  eo.windows = "diagonal";
+  EXPECT_THROW(session->evaluate(spec.data_path, eo), std::invalid_argument);
 }

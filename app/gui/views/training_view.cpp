@@ -311,6 +311,18 @@ void TrainingView::buildForm(QWidget* form) {
            tr("Steps between validations (also at every epoch end); 0 = epoch ends only"));
   addField(trainForm, QStringLiteral("checkpoint_every"), tr("Checkpoint every"), QString::number(d.checkpoint_every),
            tr("Steps between checkpoints (also on stop and at the end)"));
+  windowsBox_ = new QComboBox;
+  windowsBox_->setObjectName(QStringLiteral("windows"));
+  windowsBox_->addItem(tr("packed (across stories)"), QStringLiteral("packed"));
+  windowsBox_->addItem(tr("story starts"), QStringLiteral("story_start"));
+  windowsBox_->setToolTip(tr("packed: windows every context tokens of the joined corpus (GPT-2 style); story starts: "
+                             "every window begins at a story's first token and none mixes two stories"));
+  trainForm->addRow(tr("Windows"), windowsBox_);
+  keepBestBox_ = new QCheckBox(tr("Keep the best validation weights"));
+  keepBestBox_->setObjectName(QStringLiteral("keep_best"));
+  keepBestBox_->setToolTip(tr("Also write best.safetensors at the lowest validation loss, so a run that starts to "
+                              "over-fit still has its best weights"));
+  trainForm->addRow(QString(), keepBestBox_);
   addField(trainForm, QStringLiteral("seed"), tr("Seed"), QString::number(d.seed), tr("Same seed, same run (on CPU)"));
   deviceBox_ = new QComboBox;
   deviceBox_->setObjectName(QStringLiteral("device"));
@@ -437,6 +449,14 @@ void TrainingView::setField(const QString& name, const QString& value) {
     cosineBox_->setChecked(value == QLatin1String("1") || value == QLatin1String("true"));
     return;
   }
+  if (name == QLatin1String("windows")) {
+    windowsBox_->setCurrentIndex(std::max(0, windowsBox_->findData(value)));
+    return;
+  }
+  if (name == QLatin1String("keep_best")) {
+    keepBestBox_->setChecked(value == QLatin1String("1") || value == QLatin1String("true"));
+    return;
+  }
   if (name == QLatin1String("device")) {
     deviceBox_->setCurrentText(value);
     return;
@@ -524,6 +544,8 @@ bool TrainingView::buildSpec(hsm::RunSpec& spec) {
                                          tr("use a whole number of 0 or more")));
   t.threads = static_cast<int>(integer(QStringLiteral("threads"), 0, 1024, tr("use 0 (automatic) to 1024")));
   t.device = sstr(deviceBox_->currentText());
+  t.windows = sstr(windowsBox_->currentData().toString());
+  t.keep_best = keepBestBox_->isChecked();
 
   // Run folder
   const QString dir = runDirEdit_->text().trimmed();

@@ -88,6 +88,8 @@ class TrainingView : public QWidget {
   QComboBox* presetBox_;
   QLabel* modelSummary_;
   QCheckBox* cosineBox_;
+  QComboBox* windowsBox_;
+  QCheckBox* keepBestBox_;
   QComboBox* deviceBox_;
   QLineEdit* runDirEdit_;
   bool runDirEdited_ = false;

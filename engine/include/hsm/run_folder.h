@@ -33,6 +33,10 @@ struct TrainSettings {
   std::string device = "auto"; // cpu, cuda, cuda:N, auto
   int threads = 0;             // CPU threads for LibTorch; 0 = the measured default
   bool bf16 = true;            // bf16 autocast on CUDA where LibTorch supports it
+  // How the training split is cut into windows: "packed" (every `context` tokens across
+  // documents) or "story_start" (windows start at document starts; none mixes stories).
+  std::string windows = "packed";
+  bool keep_best = false;      // also keep best.safetensors: the weights of the lowest validation loss
 };
 
 // One line of metrics.jsonl and one callback to the studio.

@@ -63,6 +63,7 @@ struct EvalResult {
 
 struct EvalOptions {
   std::string split = "val";  // "val", "train" or "all" (split as in training: same seed)
+  std::string windows = "packed";  // "packed" or "story_start" (see TrainSettings::windows)
   int64_t batch_size = 64;
   int64_t max_batches = 0;    // 0 = the whole split
   std::string cache_dir;

@@ -194,20 +194,22 @@ EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& op
     tokens.insert(tokens.end(), data.val.begin(), data.val.end());
     r.documents = data.train_documents + data.val_documents;
   }
+  const int64_t T = m.config.context;
+  const std::vector<int64_t> starts = window_starts(tokens, T, window_layout(options.windows),
+                                                    static_cast<uint16_t>(m.tokenizer->end_of_text_id()));
   // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
   {
     std::vector<double> counts(static_cast<size_t>(m.config.vocab_size), 1.0);
     for (uint16_t t : data.train) counts[t] += 1.0;
     const double total = static_cast<double>(data.train.size()) + static_cast<double>(counts.size());
-    const int64_t T = m.config.context;
-    int64_t windows = window_count(tokens.size(), T);
+    int64_t windows = static_cast<int64_t>(starts.size());
     if (options.max_batches > 0) windows = std::min(windows, options.max_batches * options.batch_size);
     double nll = 0;
     for (int64_t w = 0; w < windows; ++w)
-      for (int64_t i = 1; i <= T; ++i) nll -= std::log(counts[tokens[w * T + i]] / total);
+      for (int64_t i = 1; i <= T; ++i) nll -= std::log(counts[tokens[static_cast<size_t>(starts[w] + i)]] / total);
     r.unigram_loss = windows > 0 ? nll / static_cast<double>(windows * T) : 0;
   }
-  const WindowEval ev = evaluate_windows(m.model, tokens, options.batch_size, options.max_batches, m.device,
+  const WindowEval ev = evaluate_windows(m.model, tokens, starts, options.batch_size, options.max_batches, m.device,
                                          m.device.is_cuda(), options.progress, options.cancel);
   r.loss = ev.loss;
   r.accuracy = ev.accuracy;

@@ -18,7 +18,8 @@ namespace hsm {
 // written before a setting existed still load. (In namespace hsm, where ADL finds it.)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainSettings, steps, epochs, batch_size, lr, weight_decay, beta1,
                                                 beta2, eps, grad_clip, warmup_steps, cosine, min_lr, eval_every,
-                                                eval_batches, checkpoint_every, log_every, seed, device, threads, bf16)
+                                                eval_batches, checkpoint_every, log_every, seed, device, threads, bf16,
+                                                windows, keep_best)
 
 nlohmann::json settings_to_json(const TrainSettings& s) { return s; }
 

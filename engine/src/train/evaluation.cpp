@@ -8,6 +8,33 @@ int64_t window_count(size_t tokens, int64_t context) {
   return tokens < 2 ? 0 : static_cast<int64_t>((tokens - 1) / static_cast<size_t>(context));
 }
 
+WindowLayout window_layout(const std::string& name) {
+  if (name == "packed") return WindowLayout::kPacked;
+  if (name == "story_start") return WindowLayout::kStoryStart;
+  throw std::invalid_argument("unknown window layout '" + name + "' (use packed or story_start)");
+}
+
+std::vector<int64_t> window_starts(const std::vector<uint16_t>& tokens, int64_t context, WindowLayout layout,
+                                   uint16_t end_of_text) {
+  std::vector<int64_t> starts;
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (layout == WindowLayout::kPacked) {
+    const int64_t count = window_count(tokens.size(), context);
+    starts.reserve(static_cast<size_t>(count));
+    for (int64_t w = 0; w < count; ++w) starts.push_back(w * context);
+    return starts;
+  }
+  // Each document is [begin, eot] with tokens[eot] == end_of_text; a window's last token
+  // (index start + context) must not pass the document's end-of-text.
+  int64_t begin = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (tokens[static_cast<size_t>(i)] != end_of_text) continue;
+    for (int64_t s = begin; s + context <= i; s += context) starts.push_back(s);
+    begin = i + 1;
+  }
+  return starts;
+}
+
 torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts, int64_t context,
                          const torch::Device& device) {
   auto batch = torch::empty({static_cast<int64_t>(starts.size()), context + 1}, torch::kLong);
@@ -20,8 +47,15 @@ torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<
 WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int64_t batch_size, int64_t max_batches,
                             const torch::Device& device, bool bf16, const ProgressFn& progress,
                             const CancelFlag* cancel) {
+  return evaluate_windows(model, tokens, window_starts(tokens, model->config.context, WindowLayout::kPacked, 0),
+                          batch_size, max_batches, device, bf16, progress, cancel);
+}
+
+WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, const std::vector<int64_t>& all_starts,
+                            int64_t batch_size, int64_t max_batches, const torch::Device& device, bool bf16,
+                            const ProgressFn& progress, const CancelFlag* cancel) {
   const int64_t T = model->config.context;
-  const int64_t windows = window_count(tokens.size(), T);
+  const auto windows = static_cast<int64_t>(all_starts.size());
   int64_t batches = (windows + batch_size - 1) / batch_size;
   if (max_batches > 0) batches = std::min(batches, max_batches);
   const bool was_training = model->is_training();
@@ -33,7 +67,8 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int
   for (int64_t b = 0; b < batches; ++b) {
     if (cancel && cancel->load()) throw Cancelled();
     std::vector<int64_t> starts;
-    for (int64_t w = b * batch_size; w < std::min(windows, (b + 1) * batch_size); ++w) starts.push_back(w * T);
+    for (int64_t w = b * batch_size; w < std::min(windows, (b + 1) * batch_size); ++w)
+      starts.push_back(all_starts[static_cast<size_t>(w)]);
     auto batch = make_batch(tokens, starts, T, device);
     auto x = batch.narrow(1, 0, T), y = batch.narrow(1, 1, T);
     auto logits = model->forward(x).to(torch::kFloat32);  // [B, T, V]

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hsm/progress.h"
@@ -18,6 +19,16 @@ inline constexpr uint64_t kSplitSeed = 1234;
 // Windows of context + 1 tokens starting at multiples of the context: the number of them.
 int64_t window_count(size_t tokens, int64_t context);
 
+// Where windows of context + 1 tokens start in a split (documents joined by <|endoftext|>):
+// "packed" cuts every `context` tokens regardless of documents (GPT-2 style); "story_start"
+// starts a window at every document start, and then every `context` tokens while the
+// window stays inside the document and its end-of-text token, so no window mixes stories
+// and every story is seen from its first token.
+enum class WindowLayout { kPacked, kStoryStart };
+WindowLayout window_layout(const std::string& name);  // "packed" | "story_start"; throws std::invalid_argument
+std::vector<int64_t> window_starts(const std::vector<uint16_t>& tokens, int64_t context, WindowLayout layout,
+                                   uint16_t end_of_text);
+
 // Window starts (token offsets) -> [B, context + 1] int64 on `device`.
 torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts, int64_t context,
                          const torch::Device& device);
@@ -28,8 +39,12 @@ struct WindowEval {
   int64_t tokens = 0;
 };
 
-// Evaluates windows in order; max_batches 0 = all. Runs in eval mode without gradients and
-// restores the model's training flag.
+// Evaluates the windows at `starts` in order; max_batches 0 = all. Runs in eval mode without
+// gradients and restores the model's training flag.
+WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts,
+                            int64_t batch_size, int64_t max_batches, const torch::Device& device, bool bf16,
+                            const ProgressFn& progress = {}, const CancelFlag* cancel = nullptr);
+// The same over packed windows.
 WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int64_t batch_size, int64_t max_batches,
                             const torch::Device& device, bool bf16, const ProgressFn& progress = {},
                             const CancelFlag* cancel = nullptr);

@@ -67,6 +67,8 @@ void check_settings(const TrainSettings& s) {
   if (s.grad_clip < 0) bad("gradient clip must be >= 0 (0 = off)");
   if (s.warmup_steps < 0 || s.eval_every < 0 || s.eval_batches < 0 || s.log_every < 1 || s.checkpoint_every < 0)
     bad("warmup, eval and checkpoint intervals must be >= 0 and log_every >= 1");
+  if (s.windows != "packed" && s.windows != "story_start")
+    bad("unknown window layout '" + s.windows + "' (use packed or story_start)");
 }
 
 }  // namespace
@@ -192,8 +194,14 @@ TrainSummary Trainer::Impl::run() {
       std::to_string(data.dropped_short) + " shorter than the context dropped)" + (data.from_cache ? ", cached" : ""));
 
   const int64_t T = model_config.context;
-  const int64_t windows = window_count(data.train.size(), T);
-  if (windows < 1) throw std::runtime_error("the training split holds fewer than " + std::to_string(T + 1) + " tokens");
+  const WindowLayout layout = window_layout(ts.windows);
+  const auto eot = static_cast<uint16_t>(tokenizer->end_of_text_id());
+  const std::vector<int64_t> train_starts = window_starts(data.train, T, layout, eot);
+  const std::vector<int64_t> val_starts = window_starts(data.val, T, layout, eot);
+  const auto windows = static_cast<int64_t>(train_starts.size());
+  if (windows < 1)
+    throw std::runtime_error("the training split holds no window of " + std::to_string(T + 1) + " tokens (" +
+                             ts.windows + " layout)");
   const int64_t batch = std::min(ts.batch_size, windows);
   if (batch < ts.batch_size) log("batch size lowered to " + std::to_string(batch) + " (all the training windows)");
   const int64_t steps_per_epoch = std::max<int64_t>(1, windows / batch);
@@ -242,6 +250,16 @@ TrainSummary Trainer::Impl::run() {
   };
   auto wall = [&] { return wall_offset + seconds_since(started); };
 
+  // Keep-best: the weights of the lowest validation loss so far, beside the latest ones
+  // (which resume needs). A resumed run continues from the best it had.
+  const std::string best_weights = (fs::path(spec.run_dir) / "best.safetensors").string();
+  double best_val_loss = INFINITY;
+  int64_t best_step = -1;
+  if (spec.resume && ts.keep_best && fs::exists(best_weights)) {
+    const auto state = read_run_config(spec.run_dir).value("state", nlohmann::json::object());
+    best_val_loss = state.value("best_val_loss", INFINITY);
+    best_step = state.value("best_step", int64_t{-1});
+  }
   auto checkpoint = [&](int64_t step) {
     save_weights(model, paths.weights);
     save_optimizer(optimizer, paths.optimizer);
@@ -267,6 +285,10 @@ TrainSummary Trainer::Impl::run() {
                     {"batch_size", batch},
                     {"wall_s", wall()},
                     {"finished", step >= total_steps}};
+    if (best_step >= 0) {
+      run["state"]["best_step"] = best_step;
+      run["state"]["best_val_loss"] = best_val_loss;
+    }
     nlohmann::json metrics = {{"step", step}, {"epoch", static_cast<double>(step) / steps_per_epoch}};
     if (std::isfinite(last_train_loss)) metrics["train_loss"] = last_train_loss;
     if (std::isfinite(last_eval.val_loss)) {
@@ -286,8 +308,8 @@ TrainSummary Trainer::Impl::run() {
 
   auto validate_now = [&](int64_t step, bool full) {
     const auto t0 = Clock::now();
-    const WindowEval ev = evaluate_windows(model, data.val, std::min<int64_t>(batch, 64), full ? 0 : ts.eval_batches,
-                                           device, bf16, {}, &stop_flag);
+    const WindowEval ev = evaluate_windows(model, data.val, val_starts, std::min<int64_t>(batch, 64),
+                                           full ? 0 : ts.eval_batches, device, bf16, {}, &stop_flag);
     MetricRecord m;
     m.kind = "eval";
     m.step = step;
@@ -298,6 +320,13 @@ TrainSummary Trainer::Impl::run() {
     emit(m);
     last_eval = m;
     report_weights(step);
+    if (ts.keep_best && std::isfinite(m.val_loss) && !(m.val_loss >= best_val_loss)) {
+      best_val_loss = m.val_loss;
+      best_step = step;
+      save_weights(model, best_weights);
+      log("best validation loss so far (" + std::to_string(m.val_loss) + ") at step " + std::to_string(step) +
+          ": kept in best.safetensors");
+    }
     return seconds_since(t0);
   };
 
@@ -329,7 +358,7 @@ TrainSummary Trainer::Impl::run() {
       order_epoch = epoch;
     }
     std::vector<int64_t> starts(batch);
-    for (int64_t b = 0; b < batch; ++b) starts[b] = order[index * batch + b] * T;
+    for (int64_t b = 0; b < batch; ++b) starts[b] = train_starts[static_cast<size_t>(order[index * batch + b])];
     auto tokens = make_batch(data.train, starts, T, device);
     auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
     const double lr = learning_rate(ts, step, total_steps);
