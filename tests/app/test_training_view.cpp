@@ -11,7 +11,12 @@
 #include <QPushButton>
 #include <cmath>
 
+#include <QApplication>
+#include <QMessageBox>
+#include <QTimer>
+
 #include "gui/engine_host.h"
+#include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/training_view.h"
 #include "gui/widgets/field_error.h"
@@ -169,4 +174,31 @@ TEST(TrainingView, SmoothingIsABiasCorrectedMovingAverage) {
   EXPECT_DOUBLE_EQ(s[0], 4.0);  // no pull toward zero at the start
   EXPECT_DOUBLE_EQ(s[1], (0.25 * 4 + 0.5 * 2) / 0.75);
   EXPECT_LT(s[3], s[1]);
+}
+
+TEST(MainWindowClose, DuringTrainingAsksThenStopsAndKeepsTheCheckpoint) {
+  MainWindow w;
+  w.show();
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("close-while-training"));
+  fill_tiny(*w.trainingView(), dir, 100000);
+  w.trainingView()->startButton()->click();
+  ASSERT_TRUE(w.engine()->isTraining());
+  ASSERT_TRUE(wait_for([&] { return train_points(w.trainingView()->lossPlot()) >= 2 || !w.engine()->isTraining(); }));
+  // First answer Cancel: the window stays and training goes on.
+  auto answer = [](QMessageBox::StandardButton button) {
+    QTimer::singleShot(100, [button] {
+      if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) box->button(button)->click();
+    });
+  };
+  answer(QMessageBox::Cancel);
+  EXPECT_FALSE(w.close());
+  EXPECT_TRUE(w.isVisible());
+  EXPECT_TRUE(w.engine()->isTraining());
+  // Then Yes: training stops after its step, the checkpoint is written, the window closes.
+  answer(QMessageBox::Yes);
+  w.close();
+  ASSERT_TRUE(wait_for([&] { return !w.isVisible(); }, 60000));
+  EXPECT_FALSE(w.engine()->isTraining());
+  const hsm::RunInfo info = hsm::read_run_info(QDir(dir).filePath(QStringLiteral("run")).toStdString());
+  EXPECT_GT(info.step, 0);
 }
