@@ -17,6 +17,7 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <qcustomplot.h>
 
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
@@ -149,7 +150,9 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : QWidget(par
   animate->setToolTip(tr("Step the lit receptive field through the layers"));
   selectionLabel_ = new QLabel;
   diagram_ = new ReceptiveFieldDiagram;
-  coverage_ = new PlotPanel(tr("Receptive-field coverage"), tr("layer"), tr("offsets reaching the last position"));
+  coverage_ = new PlotPanel(tr("Receptive-field coverage"), tr("layer"), tr("offsets reached"));
+  coverage_->setToolTip(tr("How many of the drawn positions reach the last one after each layer"));
+  coverage_->plot()->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
   coverage_->setObjectName(QStringLiteral("coverage_plot"));
   cost_ = new PlotPanel(tr("Cost per token per layer"), tr("context length T"), tr("multiply-adds"));
   cost_->setObjectName(QStringLiteral("cost_plot"));
@@ -180,6 +183,16 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : QWidget(par
   split->addWidget(right);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
+  split->setSizes({560, 940});
+  editor->setMinimumWidth(440);
+  plots->setStretchFactor(0, 2);
+  plots->setStretchFactor(1, 3);
+  // The cost plot's legend (up to seven mixer groups) sits right of the axes, not over the curves.
+  QCustomPlot* cp = cost_->plot();
+  cp->axisRect()->insetLayout()->take(cp->legend);
+  cp->plotLayout()->addElement(0, 1, cp->legend);
+  cp->plotLayout()->setColumnStretchFactor(1, 0.001);
+  cp->legend->setMargins(QMargins(4, 2, 4, 2));
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(split);
@@ -276,6 +289,14 @@ void ArchitectureView::setConfig(const hsm::ModelConfig& config) {
 
 void ArchitectureView::rebuildTable() {
   building_ = true;
+  // Old cell widgets go now: Qt would only deleteLater() them, and nested event loops
+  // (tests, the smoke mode) may never get there, leaving them drawn over the new ones.
+  for (int r = 0; r < table_->rowCount(); ++r)
+    for (int c : {kMixer, kFfn, kHeads})
+      if (QWidget* w = table_->cellWidget(r, c)) {
+        table_->removeCellWidget(r, c);
+        delete w;
+      }
   table_->setRowCount(static_cast<int>(base_.layers.size()));
   for (int r = 0; r < table_->rowCount(); ++r) {
     const hsm::LayerSpec& spec = base_.layers[r];
@@ -423,13 +444,21 @@ void ArchitectureView::refreshDiagram() {
   layerSlider_->setRange(0, std::max(0, diagram_->layerCount() - 1));
   diagram_->select(diagram_->selectedToken(), diagram_->selectedLayer());
 
-  c.context = length;
-  const hsm::ReceptiveField rf = hsm::receptive_field(c);
+  // Coverage of the drawn positions: offsets 0..length-1 reaching the last one. A model
+  // whose context is shorter than the drawing is drawn as if its context were longer
+  // (the links do not depend on it).
+  c.context = std::max<int64_t>(c.context, length);
+  hsm::ReceptiveField rf;
+  try {
+    rf = hsm::receptive_field(c);
+  } catch (const std::exception&) {
+    return;
+  }
   PlotSeries covered{tr("this model"), QColor(230, 110, 20), {}, {}};
   PlotSeries all{tr("all %1 positions").arg(length), QColor(120, 120, 120), {}, {}, PlotSeries::Style::kDashedLine};
   for (size_t l = 0; l < c.layers.size(); ++l) {
     covered.x << double(l);
-    covered.y << double(rf.coverage(l));
+    covered.y << double(rf.offsets(l, length - 1).size());
     all.x << double(l);
     all.y << double(length);
   }
@@ -453,7 +482,7 @@ void ArchitectureView::refreshCost() {
                                       hsm::mixer_macs_per_token(m.id, c.d_model, heads, 2048));
     const int found = static_cast<int>(keys.indexOf(key));
     if (found >= 0) {
-      series[found].name += QStringLiteral(", ") + QString::fromLatin1(m.id);
+      series[found].name += QStringLiteral(", ") + QString::fromLatin1(m.id).remove(QStringLiteral("hsm_"));
       continue;
     }
     keys << key;
@@ -464,7 +493,7 @@ void ArchitectureView::refreshCost() {
     }
     series << s;
   }
-  PlotSeries model{tr("this model ÷ layers (with FFN)"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
+  PlotSeries model{tr("this model, per layer\n(mixer + FFN + output)"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
   for (int64_t T = 8; T <= 2048; T += 8) {
     model.x << double(T);
     model.y << double(hsm::model_macs_per_token(c, T)) / std::max<size_t>(1, c.layers.size());

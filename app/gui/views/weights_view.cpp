@@ -89,7 +89,8 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   headTable_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   headNote_ = new QLabel;
   headNote_->setWordWrap(true);
-  auto* headBox = new QWidget;
+  headBox_ = new QWidget;
+  auto* headBox = headBox_;
   auto* hl = new QVBoxLayout(headBox);
   hl->setContentsMargins(4, 2, 4, 0);
   hl->addWidget(new QLabel(tr("<b>Multihead: shift, a and b per layer and head</b>")));
@@ -99,7 +100,8 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   auto* top = new QSplitter(Qt::Horizontal);
   top->addWidget(abPlot_);
   top->addWidget(offsetPlot_);
-  auto* bottom = new QSplitter(Qt::Horizontal);
+  bottom_ = new QSplitter(Qt::Horizontal);
+  auto* bottom = bottom_;
   bottom->addWidget(vectorMap_);
   bottom->addWidget(headBox);
   auto* rows = new QSplitter(Qt::Vertical);
@@ -180,11 +182,18 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
   QStringList without;
   for (const hsm::MixerWeights& w : layers)
     if (!w.has_weights()) without << layer_without_weights(w);
-  notes_->setText(without.isEmpty() ? QString() : tr("No a/b weights: ") + without.join(QStringLiteral("; ")));
   drawBars();
   drawOffsets();
   drawVectors();
   fillHeadTable();
+  // Panels with nothing to show are hidden and named in the notes instead.
+  const bool vectors = vectorMap_->rows() > 0, heads = headTable_->rowCount() > 0;
+  vectorMap_->setVisible(vectors);
+  headBox_->setVisible(heads);
+  bottom_->setVisible(vectors || heads);
+  if (!vectors) without << tr("no hsm_ab_vec layers (no per-channel heatmap)");
+  if (!heads) without << tr("no multihead (a,b) layers (no per-head table)");
+  notes_->setText(tr("Not shown: ") + without.join(QStringLiteral("; ")) + QLatin1Char('.'));
 }
 
 void WeightsView::drawBars() {

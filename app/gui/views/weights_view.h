@@ -63,6 +63,8 @@ class WeightsView : public QWidget {
   HeatmapPanel* vectorMap_;
   QTableWidget* headTable_;
   QLabel* headNote_;
+  QWidget* headBox_;
+  class QSplitter* bottom_;
   std::vector<hsm::MixerWeights> weights_;
   QString shownRun_;
   qint64 step_ = -1;
