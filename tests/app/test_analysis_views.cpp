@@ -313,3 +313,4 @@ TEST(DiagnosticsView, ComparesTwoRunsSideBySide) {
   EXPECT_FALSE(view.run());
   EXPECT_FALSE(view.lastError().isEmpty());
 }
+

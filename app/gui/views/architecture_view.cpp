@@ -183,8 +183,8 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : QWidget(par
   split->addWidget(right);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
-  split->setSizes({560, 940});
-  editor->setMinimumWidth(440);
+  split->setSizes({620, 880});
+  editor->setMinimumWidth(470);
   plots->setStretchFactor(0, 2);
   plots->setStretchFactor(1, 3);
   // The cost plot's legend (up to seven mixer groups) sits right of the axes, not over the curves.
@@ -304,6 +304,8 @@ void ArchitectureView::rebuildTable() {
     layerItem->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
     table_->setItem(r, kLayer, layerItem);
     auto* mixer = new QComboBox;
+    mixer->setMinimumContentsLength(9);
+    mixer->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     for (const hsm::MixerInfo& m : hsm::all_mixers()) {
       mixer->addItem(QString::fromLatin1(m.id));
       mixer->setItemData(mixer->count() - 1, QString::fromLatin1(m.title), Qt::ToolTipRole);
@@ -482,7 +484,7 @@ void ArchitectureView::refreshCost() {
                                       hsm::mixer_macs_per_token(m.id, c.d_model, heads, 2048));
     const int found = static_cast<int>(keys.indexOf(key));
     if (found >= 0) {
-      series[found].name += QStringLiteral(", ") + QString::fromLatin1(m.id).remove(QStringLiteral("hsm_"));
+      series[found].name += QStringLiteral(", ") + QString::fromLatin1(m.id).mid(6);  // "_vec", "_mh", ...
       continue;
     }
     keys << key;
@@ -500,6 +502,7 @@ void ArchitectureView::refreshCost() {
   }
   series << model;
   cost_->setSeries(series);
+  cost_->plot()->xAxis->ticker()->setTickCount(4);
   if (!cost_->logY()) cost_->setLogY(true);
 }
 

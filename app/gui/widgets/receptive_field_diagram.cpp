@@ -170,10 +170,14 @@ void ReceptiveFieldDiagram::paintEvent(QPaintEvent*) {
         p.drawLine(QPointF(columnX(t), yTop), QPointF(columnX(static_cast<int>(t - s)), yBottom));
       }
     }
-    // Lit paths on top.
+    // Lit paths on top; many heads' lit links at once are drawn thinner and translucent
+    // so the nodes beneath stay readable.
+    const bool dense = crowded || shifts_[l].size() > 2;
+    QColor litLink = kLit;
+    if (dense) litLink.setAlpha(150);
     for (int t = 0; t < length_; ++t) {
       if (!above[t]) continue;
-      p.setPen(QPen(kLit, crowded ? 1.4 : 2.0));
+      p.setPen(QPen(litLink, dense ? 1.0 : 2.0));
       p.drawLine(QPointF(columnX(t), yTop), QPointF(columnX(t), yBottom));
       for (int64_t s : shifts_[l])
         if (t - s >= 0) p.drawLine(QPointF(columnX(t), yTop), QPointF(columnX(static_cast<int>(t - s)), yBottom));
@@ -203,7 +207,9 @@ void ReceptiveFieldDiagram::paintEvent(QPaintEvent*) {
       label = tr("input");
     } else {
       const auto& s = shifts_[r - 1];
-      label = tr("L%1 %2").arg(r - 1).arg(QString::fromStdString(mixers_[r - 1]));
+      QString mixer = QString::fromStdString(mixers_[r - 1]);
+      if (mixer.startsWith(QLatin1String("hsm_ab_"))) mixer.remove(0, 4);  // "ab_mh_ext": fits the margin
+      label = tr("L%1 %2").arg(r - 1).arg(mixer);
       if (s.size() == 1) label += tr(" s=%1").arg(s[0]);
       else if (s.size() > 1) label += tr(" ×%1").arg(s.size());
     }
