@@ -197,6 +197,7 @@ QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
   rows->addWidget(bottom);
   rows->setStretchFactor(0, 3);
   rows->setStretchFactor(1, 2);
+  rows->setSizes({480, 320});  // the overview's layer rows stay readable
   auto* l = new QVBoxLayout(c.box);
   l->setContentsMargins(0, 0, 0, 0);
   l->addWidget(c.title);
