@@ -17,6 +17,8 @@ void register_engine_types() {
     qRegisterMetaType<hsm::RunSpec>();
     qRegisterMetaType<hsm::GenerateOptions>();
     qRegisterMetaType<hsm::SystemInfo>();
+    qRegisterMetaType<hsm::Diagnosis>();
+    qRegisterMetaType<std::vector<hsm::MixerWeights>>();
     return true;
   }();
   (void)once;
@@ -37,6 +39,7 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   connect(trainer_, &TrainingWorker::metric, this, &EngineHost::trainingMetric);
   connect(trainer_, &TrainingWorker::progress, this, &EngineHost::trainingProgress);
   connect(trainer_, &TrainingWorker::log, this, &EngineHost::trainingLog);
+  connect(trainer_, &TrainingWorker::weights, this, &EngineHost::trainingWeights);
   connect(trainer_, &TrainingWorker::paused, this, [this](bool p) {
     paused_ = p;
     emit trainingPaused(p);
@@ -61,6 +64,14 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   connect(session_, &SessionWorker::evaluated, this, [this](int id, double loss, double acc, qint64 n) {
     sessionRequestDone();
     emit evaluated(id, loss, acc, n);
+  });
+  connect(session_, &SessionWorker::diagnosed, this, [this](int id, const hsm::Diagnosis& d) {
+    sessionRequestDone();
+    emit diagnosed(id, d);
+  });
+  connect(session_, &SessionWorker::weights, this, [this](int id, const std::vector<hsm::MixerWeights>& w) {
+    sessionRequestDone();
+    emit weightsReady(id, w);
   });
   connect(session_, &SessionWorker::failed, this, [this](int id, const QString& message) {
     sessionRequestDone();
@@ -116,6 +127,21 @@ int EngineHost::evaluate(const QString& runDir, const QString& dataPath, qint64 
   ++pendingSessionRequests_;
   QMetaObject::invokeMethod(session_, "evaluate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
                             Q_ARG(QString, dataPath), Q_ARG(qint64, maxBatches));
+  return id;
+}
+
+int EngineHost::diagnose(const QString& runDir, const QString& prompt) {
+  const int id = nextRequest_++;
+  ++pendingSessionRequests_;
+  QMetaObject::invokeMethod(session_, "diagnose", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, prompt));
+  return id;
+}
+
+int EngineHost::requestWeights(const QString& runDir) {
+  const int id = nextRequest_++;
+  ++pendingSessionRequests_;
+  QMetaObject::invokeMethod(session_, "mixerWeights", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir));
   return id;
 }
 

@@ -33,6 +33,10 @@ class EngineHost : public QObject {
   int generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
   int evaluate(const QString& runDir, const QString& dataPath, qint64 maxBatches = 0);
   void cancelGeneration();
+  // Diagnostics and learned weights of a run's model, queued on the session thread like
+  // generate(); answered by diagnosed() / weightsReady() or requestFailed().
+  int diagnose(const QString& runDir, const QString& prompt);
+  int requestWeights(const QString& runDir);
   bool isGenerating() const { return pendingSessionRequests_ > 0; }
 
   // Device ("auto", "cpu", "cuda", "cuda:N") and CPU threads (0 = the engine's default)
@@ -52,11 +56,15 @@ class EngineHost : public QObject {
   void trainingFinished(const hsm::TrainSummary& summary);
   void trainingFailed(const QString& runDir, const QString& message);
   void trainingStateChanged();
+  // The training run's mixer weights at its start and after every validation.
+  void trainingWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers);
 
   void token(int request, const hsm::GeneratedToken& token);
   void generated(int request, const hsm::GenerationResult& result);
   void evaluated(int request, double loss, double accuracy, qint64 tokens);
   void requestFailed(int request, const QString& message);
+  void diagnosed(int request, const hsm::Diagnosis& diagnosis);
+  void weightsReady(int request, const std::vector<hsm::MixerWeights>& layers);
   void systemInfo(const hsm::SystemInfo& info, const QString& deviceDescription);
 
  private:

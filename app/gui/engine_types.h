@@ -16,6 +16,8 @@ Q_DECLARE_METATYPE(hsm::TrainSummary)
 Q_DECLARE_METATYPE(hsm::RunSpec)
 Q_DECLARE_METATYPE(hsm::GenerateOptions)
 Q_DECLARE_METATYPE(hsm::SystemInfo)
+Q_DECLARE_METATYPE(hsm::Diagnosis)
+Q_DECLARE_METATYPE(std::vector<hsm::MixerWeights>)
 
 namespace studio {
 

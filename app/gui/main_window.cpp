@@ -22,10 +22,12 @@
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"
-#include "gui/views/coming_view.h"
+#include "gui/views/architecture_view.h"
+#include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
+#include "gui/views/weights_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
@@ -42,28 +44,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   playground_ = new PlaygroundView(runs_, engine_);
   tabs_ = new QTabWidget;
   tabs_->setDocumentMode(true);
-  tabs_->addTab(new ComingView(tr("Architecture"),
-                               tr("Presets and a per-layer editor with parameter counts and FFN matching, and the "
-                                  "receptive-field diagram of HSM Figure 4: pick an output token and watch the paths "
-                                  "light up layer by layer."),
-                               tr("<code>hsm inspect PRESET</code> prints the parameters per layer and the "
-                                  "receptive-field coverage.")),
-                tr("Architecture"));
+  architecture_ = new ArchitectureView(runs_);
+  weights_ = new WeightsView(runs_, engine_);
+  diagnostics_ = new DiagnosticsView(runs_, engine_);
+  tabs_->addTab(architecture_, tr("Architecture"));
   tabs_->addTab(training_, tr("Training"));
-  tabs_->addTab(new ComingView(tr("Weights"),
-                               tr("The learned a and b of every HSM layer (HSM Table 2), live while a model trains, "
-                                  "the end-to-end offset weights, and vector/multihead weights as heatmaps."),
-                               tr("<code>hsm weights RUN_DIR</code> prints the learned weights per layer.")),
-                tr("Weights"));
-  tabs_->addTab(new ComingView(tr("Diagnostics"),
-                               tr("Attention and effective mixing matrices per layer and head as heatmaps, and the "
-                                  "Deconstructing Attention indicators as tables and radar charts, two models side "
-                                  "by side."),
-                               tr("<code>hsm diagnose RUN_DIR --prompt TEXT [--json]</code> prints every matrix and "
-                                  "indicator.")),
-                tr("Diagnostics"));
+  tabs_->addTab(weights_, tr("Weights"));
+  tabs_->addTab(diagnostics_, tr("Diagnostics"));
   tabs_->addTab(playground_, tr("Playground"));
   tabs_->setCurrentIndex(kTraining);
+  connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
+    if (training_->setModel(configPath)) showView(kTraining);
+  });
 
   stack_ = new QStackedWidget;
   stack_->addWidget(start_);

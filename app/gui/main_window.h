@@ -16,11 +16,14 @@ struct SystemInfo;
 
 namespace studio {
 
+class ArchitectureView;
+class DiagnosticsView;
 class EngineHost;
 class PlaygroundView;
 class RunList;
 class StartPage;
 class TrainingView;
+class WeightsView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -34,6 +37,9 @@ class MainWindow : public QMainWindow {
   EngineHost* engine() const { return engine_; }
   TrainingView* trainingView() const { return training_; }
   PlaygroundView* playgroundView() const { return playground_; }
+  ArchitectureView* architectureView() const { return architecture_; }
+  WeightsView* weightsView() const { return weights_; }
+  DiagnosticsView* diagnosticsView() const { return diagnostics_; }
   QTabWidget* tabs() const { return tabs_; }
   bool startPageShown() const;
 
@@ -69,6 +75,9 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   TrainingView* training_;
   PlaygroundView* playground_;
+  ArchitectureView* architecture_;
+  WeightsView* weights_;
+  DiagnosticsView* diagnostics_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;

@@ -67,6 +67,24 @@ void SessionWorker::evaluate(int request, const QString& runDir, const QString& 
   }
 }
 
+void SessionWorker::diagnose(int request, const QString& runDir, const QString& prompt) {
+  try {
+    const hsm::Diagnosis d = session(runDir).diagnose(sstr(prompt));
+    emit diagnosed(request, d);
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromUtf8(e.what()));
+  }
+}
+
+void SessionWorker::mixerWeights(int request, const QString& runDir) {
+  try {
+    const std::vector<hsm::MixerWeights> w = session(runDir).mixer_weights();
+    emit weights(request, w);
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromUtf8(e.what()));
+  }
+}
+
 void SessionWorker::unload(const QString& runDir) { sessions_.erase(QDir(runDir).absolutePath()); }
 
 }  // namespace studio

@@ -27,6 +27,10 @@ class SessionWorker : public QObject {
   void generate(int request, const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
   void evaluate(int request, const QString& runDir, const QString& dataPath, qint64 maxBatches);
   void unload(const QString& runDir);
+  // Matrices and indicators of every layer for a prompt (Session::diagnose, at most the context).
+  void diagnose(int request, const QString& runDir, const QString& prompt);
+  // The learned mixer weights of every layer (Session::mixer_weights).
+  void mixerWeights(int request, const QString& runDir);
 
  signals:
   void system(const hsm::SystemInfo& info, const QString& deviceDescription);
@@ -34,6 +38,8 @@ class SessionWorker : public QObject {
   void generated(int request, const hsm::GenerationResult& result);
   void evaluated(int request, double loss, double accuracy, qint64 tokens);
   void failed(int request, const QString& message);
+  void diagnosed(int request, const hsm::Diagnosis& diagnosis);
+  void weights(int request, const std::vector<hsm::MixerWeights>& layers);
 
  private:
   hsm::Session& session(const QString& runDir);

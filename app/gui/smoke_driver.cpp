@@ -16,8 +16,11 @@
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/stall_monitor.h"
+#include "gui/views/architecture_view.h"
+#include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/training_view.h"
+#include "gui/views/weights_view.h"
 #include "gui/widgets/token_text.h"
 #include "hsm/run_folder.h"
 
@@ -77,6 +80,7 @@ QJsonObject SmokeDriver::run() {
   QJsonArray exports, runs;
   QString text;
   int generated = 0;
+  int weightLayers = 0, diagnosedLayers = 0;
   StallMonitor stalls;
 
   QTemporaryDir tmp(QDir::temp().filePath(QStringLiteral("hsm-smoke-XXXXXX")));
@@ -151,12 +155,40 @@ QJsonObject SmokeDriver::run() {
       error = QStringLiteral("training failed: %1").arg(trainError);
       return false;
     }
-    // 3. The curves of both runs, exported as a user would from File › Export plots.
+    // 3. The curves of both runs (exported at the end, as a user would from File › Export plots).
     window_->runs()->poll();
     if (!waitFor([&] { return !window_->runs()->loading(); }, error)) return false;
     window_->showView(MainWindow::kTraining);
     QCoreApplication::processEvents();
     screenshot(QStringLiteral("training"));
+    // 4. The analysis views on the first model: its architecture, learned weights and a
+    //    diagnosis of the prompt. (Before the export below: the export writes files on the
+    //    GUI thread, a blocking user action the stall monitor does not count.)
+    window_->runs()->setCurrent(window_->runs()->indexOf(source));
+    window_->architectureView()->setConfig(window_->runs()->currentRun()->model);
+    window_->showView(MainWindow::kArchitecture);
+    screenshot(QStringLiteral("architecture"));
+    WeightsView* weights = window_->weightsView();
+    window_->showView(MainWindow::kWeights);
+    weights->refresh();
+    if (!waitFor([&] { return !weights->isWaiting(); }, error)) return false;
+    weightLayers = static_cast<int>(weights->weights().size());
+    screenshot(QStringLiteral("weights"));
+    DiagnosticsView* diag = window_->diagnosticsView();
+    window_->showView(MainWindow::kDiagnostics);
+    diag->setPrompt(options_.prompt);
+    if (!diag->run()) {
+      error = QStringLiteral("diagnosis did not start: %1").arg(diag->lastError());
+      return false;
+    }
+    if (!waitFor([&] { return !diag->isRunning(); }, error)) return false;
+    if (!diag->lastError().isEmpty()) {
+      error = QStringLiteral("diagnosis failed: %1").arg(diag->lastError());
+      return false;
+    }
+    diagnosedLayers = static_cast<int>(diag->diagnosis(0).layers.size());
+    screenshot(QStringLiteral("diagnostics"));
+    // The Training view's curves, exported as from File › Export plots.
     QString exportError;
     for (const QString& f : window_->exportPlots(QDir(out).filePath(QStringLiteral("exports")), &exportError))
       exports.append(f);
@@ -181,6 +213,8 @@ QJsonObject SmokeDriver::run() {
   report.insert(QStringLiteral("text"), text);
   report.insert(QStringLiteral("exports"), exports);
   report.insert(QStringLiteral("runs"), runs);
+  report.insert(QStringLiteral("weight_layers"), weightLayers);
+  report.insert(QStringLiteral("diagnosed_layers"), diagnosedLayers);
   report.insert(QStringLiteral("max_stall_ms"), stalls.maxStallMs());
   report.insert(QStringLiteral("mean_gap_ms"), stalls.meanGapMs());
   report.insert(QStringLiteral("heartbeats"), stalls.beats());

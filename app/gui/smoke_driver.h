@@ -22,14 +22,15 @@ struct SmokeOptions {
   int max_tokens = 60;
   quint64 seed = 7;
   int timeout_s = 900;
-  QString screenshots;   // a folder: PNGs of the start page, Training and Playground views
+  QString screenshots;   // a folder: PNGs of the start page and of every view
 };
 
 class SmokeDriver {
  public:
   SmokeDriver(MainWindow* window, SmokeOptions options);
   // Runs the session to the end (processing events); returns the report:
-  // steps, generated_tokens, text, exports, max_stall_ms, mean_gap_ms, runs, seconds, error.
+  // steps, generated_tokens, text, exports, weight_layers, diagnosed_layers, max_stall_ms,
+  // mean_gap_ms, runs, seconds, error.
   QJsonObject run();
 
  private:

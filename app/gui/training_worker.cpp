@@ -50,6 +50,7 @@ void TrainingWorker::run(const hsm::RunSpec& spec) {
     emit progress(qstr(stage), f);
   };
   cb.on_log = [this](const std::string& line) { emit log(qstr(line)); };
+  cb.on_weights = [this, dir](int64_t step, const std::vector<hsm::MixerWeights>& w) { emit weights(dir, step, w); };
   try {
     hsm::Trainer trainer(spec, cb);
     {

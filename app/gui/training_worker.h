@@ -36,6 +36,8 @@ class TrainingWorker : public QObject {
   void paused(bool paused);
   void finished(const hsm::TrainSummary& summary);
   void failed(const QString& runDir, const QString& message);
+  // The learned mixer weights at the start and after every validation (TrainCallbacks::on_weights).
+  void weights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers);
 
  private:
   mutable std::mutex mutex_;

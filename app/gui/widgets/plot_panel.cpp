@@ -109,6 +109,8 @@ void PlotPanel::setLegendAlignment(Qt::Alignment alignment) {
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, alignment);
 }
 
+void PlotPanel::setLogOptionVisible(bool visible) { logBox_->setVisible(visible); }
+
 void PlotPanel::setXLabel(const QString& label) {
   xLabel_ = label;
   plot_->xAxis->setLabel(label);
@@ -240,6 +242,10 @@ QString PlotPanel::exportTo(const QString& path) {
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return tr("cannot write %1").arg(path);
     QTextStream out(&f);
+    if (csvWriter_) {
+      out << csvWriter_();
+      return f.error() == QFileDevice::NoError ? QString() : tr("cannot write %1").arg(path);
+    }
     auto quote = [](QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); };
     out << "series," << quote(xLabel_) << "," << quote(yLabel_) << "\n";
     for (const PlotSeries& s : series_)

@@ -7,6 +7,7 @@
 #include <QString>
 #include <QVector>
 #include <QWidget>
+#include <functional>
 
 class QCustomPlot;
 class QCheckBox;
@@ -44,6 +45,11 @@ class PlotPanel : public QWidget {
   // Points drawn for series i (after decimation): what the screen shows.
   int drawnPoints(int i) const;
   QCustomPlot* plot() const { return plot_; }
+  // For plots drawn on plot() directly (bars, colour maps): the text their .csv export
+  // writes instead of the series (header line included).
+  void setCsvWriter(std::function<QString()> writer) { csvWriter_ = std::move(writer); }
+  // Shows or hides the "Log scale" box (meaningless for a colour map).
+  void setLogOptionVisible(bool visible);
 
   // Above this many points a line series is drawn decimated.
   static constexpr int kMaxDrawnPoints = 4000;
@@ -62,6 +68,7 @@ class PlotPanel : public QWidget {
   QCustomPlot* plot_;
   QCheckBox* logBox_;
   QVector<PlotSeries> series_;
+  std::function<QString()> csvWriter_;
   bool logY_ = false;
   bool userMoved_ = false;
   bool replotOnShow_ = false;

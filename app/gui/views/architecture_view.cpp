@@ -1,0 +1,558 @@
+#include "gui/views/architecture_view.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "gui/engine_types.h"
+#include "gui/run_list.h"
+#include "gui/widgets/plot_panel.h"
+#include "gui/widgets/receptive_field_diagram.h"
+#include "hsm/cost.h"
+#include "hsm/mixer_kind.h"
+#include "hsm/params.h"
+#include "hsm/presets.h"
+#include "hsm/receptive_field.h"
+
+namespace studio {
+namespace {
+
+enum Column { kLayer = 0, kMixer, kFfn, kHeads, kMixerParams, kFfnParams, kLayerTotal, kColumns };
+
+QColor series_color(int i) {
+  static const QColor colors[] = {QColor(214, 39, 40),  QColor(31, 119, 180), QColor(44, 160, 44),
+                                  QColor(148, 103, 189), QColor(255, 127, 14), QColor(140, 86, 75),
+                                  QColor(23, 190, 207),  QColor(188, 189, 34), QColor(227, 119, 194)};
+  return colors[i % 9];
+}
+
+}  // namespace
+
+ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : QWidget(parent), runs_(runs) {
+  // Left: the model editor.
+  preset_ = new QComboBox;
+  preset_->setObjectName(QStringLiteral("arch_preset"));
+  for (const std::string& name : hsm::preset_names()) preset_->addItem(qstr(name));
+  auto* fromRun = new QPushButton(tr("From current run"));
+  fromRun->setToolTip(tr("Load the model of the run selected in the toolbar"));
+  dModel_ = new QSpinBox;
+  dModel_->setRange(8, 4096);
+  dModel_->setSingleStep(8);
+  context_ = new QSpinBox;
+  context_->setRange(2, 8192);
+  vocab_ = new QSpinBox;
+  vocab_->setRange(260, 1000000);
+  for (QSpinBox* s : {dModel_, context_, vocab_}) s->setKeyboardTracking(false);
+
+  table_ = new QTableWidget(0, kColumns);
+  table_->setObjectName(QStringLiteral("layer_table"));
+  table_->setHorizontalHeaderLabels(
+      {tr("Layer"), tr("Mixer"), tr("FFN"), tr("Heads"), tr("Mixer params"), tr("FFN params"), tr("Layer total")});
+  table_->verticalHeader()->setVisible(false);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(kMixer, QHeaderView::Stretch);
+  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  auto* addLayer = new QPushButton(tr("+ Layer"));
+  auto* removeLayer = new QPushButton(tr("− Layer"));
+  removeLayer->setToolTip(tr("Remove the selected layer (or the last)"));
+  totalLabel_ = new QLabel;
+  totalLabel_->setObjectName(QStringLiteral("total_params"));
+  totalLabel_->setWordWrap(true);
+  totalLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  errorLabel_ = new QLabel;
+  errorLabel_->setObjectName(QStringLiteral("config_error"));
+  errorLabel_->setWordWrap(true);
+  errorLabel_->setStyleSheet(QStringLiteral("color: #b00020;"));
+  errorLabel_->hide();
+
+  target_ = new QLineEdit;
+  target_->setObjectName(QStringLiteral("target_params"));
+  try {
+    target_->setText(QString::number(hsm::count_params(hsm::load_preset("gpt")).total()));
+  } catch (const std::exception&) {
+  }
+  target_->setToolTip(tr("Parameter count to match; the default is the GPT preset's"));
+  auto* match = new QPushButton(tr("Match parameters"));
+  match->setObjectName(QStringLiteral("match_params"));
+  match->setToolTip(tr("Choose one FFN width (a multiple of 64) for the HSM layers so the total comes closest "
+                       "to the target (HSM §6.1)"));
+  matchLabel_ = new QLabel;
+  matchLabel_->setWordWrap(true);
+  auto* train = new QPushButton(tr("Train this"));
+  train->setObjectName(QStringLiteral("train_this"));
+  train->setToolTip(tr("Open this model in the Training view"));
+  auto* save = new QPushButton(tr("Save config…"));
+  save->setObjectName(QStringLiteral("save_config"));
+
+  auto* editor = new QWidget;
+  auto* el = new QVBoxLayout(editor);
+  auto* presetRow = new QHBoxLayout;
+  presetRow->addWidget(new QLabel(tr("Preset")));
+  presetRow->addWidget(preset_, 1);
+  presetRow->addWidget(fromRun);
+  el->addLayout(presetRow);
+  auto* sizes = new QHBoxLayout;
+  sizes->addWidget(new QLabel(tr("d_model")));
+  sizes->addWidget(dModel_);
+  sizes->addWidget(new QLabel(tr("context")));
+  sizes->addWidget(context_);
+  sizes->addWidget(new QLabel(tr("vocab")));
+  sizes->addWidget(vocab_);
+  sizes->addStretch(1);
+  el->addLayout(sizes);
+  el->addWidget(table_, 1);
+  auto* layerButtons = new QHBoxLayout;
+  layerButtons->addWidget(addLayer);
+  layerButtons->addWidget(removeLayer);
+  layerButtons->addStretch(1);
+  el->addLayout(layerButtons);
+  el->addWidget(totalLabel_);
+  el->addWidget(errorLabel_);
+  auto* matchRow = new QHBoxLayout;
+  matchRow->addWidget(new QLabel(tr("Target")));
+  matchRow->addWidget(target_, 1);
+  matchRow->addWidget(match);
+  el->addLayout(matchRow);
+  el->addWidget(matchLabel_);
+  auto* actions = new QHBoxLayout;
+  actions->addStretch(1);
+  actions->addWidget(save);
+  actions->addWidget(train);
+  el->addLayout(actions);
+
+  // Right: the receptive-field diagram, coverage and cost.
+  length_ = new QSpinBox;
+  length_->setObjectName(QStringLiteral("rf_length"));
+  length_->setRange(8, 128);
+  length_->setValue(32);
+  length_->setToolTip(tr("Positions drawn (8..128)"));
+  layerSlider_ = new QSlider(Qt::Horizontal);
+  layerSlider_->setObjectName(QStringLiteral("rf_layer"));
+  layerSlider_->setPageStep(1);
+  layerSlider_->setToolTip(tr("Light the receptive field after this layer"));
+  auto* animate = new QPushButton(tr("▶ Layer by layer"));
+  animate->setToolTip(tr("Step the lit receptive field through the layers"));
+  selectionLabel_ = new QLabel;
+  diagram_ = new ReceptiveFieldDiagram;
+  coverage_ = new PlotPanel(tr("Receptive-field coverage"), tr("layer"), tr("offsets reached"));
+  coverage_->setToolTip(tr("How many of the drawn positions reach the last one after each layer"));
+  coverage_->plot()->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+  coverage_->setObjectName(QStringLiteral("coverage_plot"));
+  cost_ = new PlotPanel(tr("Cost per token per layer"), tr("context length T"), tr("multiply-adds"));
+  cost_->setObjectName(QStringLiteral("cost_plot"));
+
+  auto* rfBox = new QWidget;
+  auto* rl = new QVBoxLayout(rfBox);
+  rl->setContentsMargins(0, 0, 0, 0);
+  auto* rfControls = new QHBoxLayout;
+  rfControls->addWidget(new QLabel(tr("<b>Receptive field</b> (HSM Fig. 4) · positions")));
+  rfControls->addWidget(length_);
+  rfControls->addWidget(new QLabel(tr("after layer")));
+  rfControls->addWidget(layerSlider_, 1);
+  rfControls->addWidget(animate);
+  rl->addLayout(rfControls);
+  rl->addWidget(diagram_, 1);
+  rl->addWidget(selectionLabel_);
+  auto* plots = new QSplitter(Qt::Horizontal);
+  plots->addWidget(coverage_);
+  plots->addWidget(cost_);
+  auto* right = new QSplitter(Qt::Vertical);
+  right->addWidget(rfBox);
+  right->addWidget(plots);
+  right->setStretchFactor(0, 3);
+  right->setStretchFactor(1, 2);
+
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(editor);
+  split->addWidget(right);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  split->setSizes({620, 880});
+  editor->setMinimumWidth(470);
+  plots->setStretchFactor(0, 2);
+  plots->setStretchFactor(1, 3);
+  // The cost plot's legend (up to seven mixer groups) sits right of the axes, not over the curves.
+  QCustomPlot* cp = cost_->plot();
+  cp->axisRect()->insetLayout()->take(cp->legend);
+  cp->plotLayout()->addElement(0, 1, cp->legend);
+  cp->plotLayout()->setColumnStretchFactor(1, 0.001);
+  cp->legend->setMargins(QMargins(4, 2, 4, 2));
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(split);
+
+  connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+    if (!building_) setPreset(name);
+  });
+  connect(fromRun, &QPushButton::clicked, this, [this] {
+    if (const RunEntry* run = runs_->currentRun()) setConfig(run->model);
+  });
+  for (QSpinBox* s : {dModel_, context_, vocab_})
+    connect(s, &QSpinBox::valueChanged, this, [this] { onEdited(); });
+  connect(addLayer, &QPushButton::clicked, this, [this] {
+    hsm::ModelConfig c = config();
+    c.layers.push_back(c.layers.empty() ? hsm::LayerSpec{} : c.layers.back());
+    setConfig(c);
+  });
+  connect(removeLayer, &QPushButton::clicked, this, [this] {
+    hsm::ModelConfig c = config();
+    if (c.layers.size() <= 1) return;
+    const int row = table_->currentRow();
+    c.layers.erase(c.layers.begin() + (row >= 0 && row < int(c.layers.size()) ? row : int(c.layers.size()) - 1));
+    setConfig(c);
+  });
+  connect(match, &QPushButton::clicked, this, [this] {
+    bool ok = false;
+    const qint64 target = target_->text().trimmed().remove(QLatin1Char(',')).toLongLong(&ok);
+    if (!ok || target <= 0) {
+      matchLabel_->setText(tr("Target: enter a positive whole number of parameters."));
+      return;
+    }
+    matchParameters(target);
+  });
+  connect(save, &QPushButton::clicked, this, &ArchitectureView::saveDialog);
+  connect(train, &QPushButton::clicked, this, [this] {
+    const QString e = trainThis();
+    if (!e.isEmpty()) QMessageBox::warning(this, tr("Cannot train this model"), e);
+  });
+  connect(length_, &QSpinBox::valueChanged, this, [this] { refreshDiagram(); });
+  connect(layerSlider_, &QSlider::valueChanged, this, [this](int l) {
+    if (l != diagram_->selectedLayer()) diagram_->select(diagram_->selectedToken(), l);
+  });
+  connect(diagram_, &ReceptiveFieldDiagram::selectionChanged, this, [this](int token, int layer) {
+    if (layerSlider_->value() != layer) layerSlider_->setValue(layer);
+    selectionLabel_->setText(tr("Position %1 after layer %2: offsets %3 reach it.")
+                                 .arg(token)
+                                 .arg(layer)
+                                 .arg(diagram_->litOffsets().size()));
+  });
+  auto* timer = new QTimer(this);
+  timer->setInterval(700);
+  connect(animate, &QPushButton::clicked, this, [this, timer] {
+    diagram_->select(diagram_->selectedToken(), 0);
+    timer->start();
+  });
+  connect(timer, &QTimer::timeout, this, [this, timer] {
+    const int next = diagram_->selectedLayer() + 1;
+    if (next >= diagram_->layerCount()) {
+      timer->stop();
+      return;
+    }
+    diagram_->select(diagram_->selectedToken(), next);
+  });
+
+  setPreset(preset_->findText(QStringLiteral("hsm_ab")) >= 0 ? QStringLiteral("hsm_ab") : preset_->itemText(0));
+}
+
+QList<PlotPanel*> ArchitectureView::plots() const { return {coverage_, cost_}; }
+
+bool ArchitectureView::setPreset(const QString& name) {
+  try {
+    setConfig(hsm::load_preset(sstr(name)));
+    return true;
+  } catch (const std::exception& e) {
+    error_ = QString::fromUtf8(e.what());
+    errorLabel_->setText(error_);
+    errorLabel_->show();
+    return false;
+  }
+}
+
+void ArchitectureView::setConfig(const hsm::ModelConfig& config) {
+  building_ = true;
+  base_ = config;
+  const int i = preset_->findText(qstr(config.name));
+  if (i >= 0) preset_->setCurrentIndex(i);
+  dModel_->setValue(static_cast<int>(config.d_model));
+  context_->setValue(static_cast<int>(config.context));
+  vocab_->setValue(static_cast<int>(config.vocab_size));
+  building_ = false;
+  rebuildTable();
+  onEdited();
+}
+
+void ArchitectureView::rebuildTable() {
+  building_ = true;
+  // Old cell widgets go now: Qt would only deleteLater() them, and nested event loops
+  // (tests, the smoke mode) may never get there, leaving them drawn over the new ones.
+  for (int r = 0; r < table_->rowCount(); ++r)
+    for (int c : {kMixer, kFfn, kHeads})
+      if (QWidget* w = table_->cellWidget(r, c)) {
+        table_->removeCellWidget(r, c);
+        delete w;
+      }
+  table_->setRowCount(static_cast<int>(base_.layers.size()));
+  for (int r = 0; r < table_->rowCount(); ++r) {
+    const hsm::LayerSpec& spec = base_.layers[r];
+    auto* layerItem = new QTableWidgetItem(QString::number(r));
+    layerItem->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+    table_->setItem(r, kLayer, layerItem);
+    auto* mixer = new QComboBox;
+    mixer->setMinimumContentsLength(9);
+    mixer->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    for (const hsm::MixerInfo& m : hsm::all_mixers()) {
+      mixer->addItem(QString::fromLatin1(m.id));
+      mixer->setItemData(mixer->count() - 1, QString::fromLatin1(m.title), Qt::ToolTipRole);
+    }
+    mixer->setCurrentText(qstr(spec.mixer));
+    auto* ffn = new QSpinBox;
+    ffn->setRange(1, 1 << 20);
+    ffn->setSingleStep(64);
+    ffn->setValue(static_cast<int>(spec.ffn));
+    ffn->setKeyboardTracking(false);
+    auto* heads = new QSpinBox;
+    heads->setRange(1, 64);
+    heads->setValue(static_cast<int>(spec.heads));
+    heads->setKeyboardTracking(false);
+    table_->setCellWidget(r, kMixer, mixer);
+    table_->setCellWidget(r, kFfn, ffn);
+    table_->setCellWidget(r, kHeads, heads);
+    for (int c : {kMixerParams, kFfnParams, kLayerTotal}) {
+      auto* item = new QTableWidgetItem;
+      item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      table_->setItem(r, c, item);
+    }
+    connect(mixer, &QComboBox::currentTextChanged, this, [this, heads](const QString& id) {
+      if (building_ || !hsm::is_mixer_id(sstr(id))) return;
+      const hsm::MixerInfo& info = hsm::mixer_info(sstr(id));
+      building_ = true;
+      heads->setValue(static_cast<int>(info.default_heads));
+      building_ = false;
+      onEdited();
+    });
+    connect(ffn, &QSpinBox::valueChanged, this, [this] {
+      if (!building_) onEdited();
+    });
+    connect(heads, &QSpinBox::valueChanged, this, [this] {
+      if (!building_) onEdited();
+    });
+  }
+  building_ = false;
+}
+
+int ArchitectureView::layerCount() const { return table_->rowCount(); }
+
+hsm::ModelConfig ArchitectureView::config() const {
+  hsm::ModelConfig c = base_;
+  c.d_model = dModel_->value();
+  c.context = context_->value();
+  c.vocab_size = vocab_->value();
+  c.layers.clear();
+  for (int r = 0; r < table_->rowCount(); ++r) {
+    hsm::LayerSpec s;
+    s.mixer = sstr(static_cast<QComboBox*>(table_->cellWidget(r, kMixer))->currentText());
+    s.ffn = static_cast<QSpinBox*>(table_->cellWidget(r, kFfn))->value();
+    s.heads = static_cast<QSpinBox*>(table_->cellWidget(r, kHeads))->value();
+    c.layers.push_back(s);
+  }
+  if (c.layers != base_.layers || c.d_model != base_.d_model || c.context != base_.context ||
+      c.vocab_size != base_.vocab_size) {
+    c.name = base_.name.rfind("custom", 0) == 0 ? base_.name : base_.name + "-custom";
+    c.description = "edited in the Architecture view from " + base_.name;
+  }
+  return c;
+}
+
+void ArchitectureView::setLayerFfn(int layer, int ffn) {
+  static_cast<QSpinBox*>(table_->cellWidget(layer, kFfn))->setValue(ffn);
+}
+
+void ArchitectureView::setLayerMixer(int layer, const QString& mixer) {
+  static_cast<QComboBox*>(table_->cellWidget(layer, kMixer))->setCurrentText(mixer);
+}
+
+void ArchitectureView::setLayerHeads(int layer, int heads) {
+  static_cast<QSpinBox*>(table_->cellWidget(layer, kHeads))->setValue(heads);
+}
+
+qint64 ArchitectureView::layerParams(int layer) const { return layerTotals_.value(layer, -1); }
+
+void ArchitectureView::onEdited() {
+  if (building_) return;
+  for (int r = 0; r < table_->rowCount(); ++r) {
+    const QString id = static_cast<QComboBox*>(table_->cellWidget(r, kMixer))->currentText();
+    const bool multi = hsm::is_mixer_id(sstr(id)) && hsm::mixer_info(sstr(id)).multi_head;
+    table_->cellWidget(r, kHeads)->setEnabled(multi);
+  }
+  refreshCounts();
+  refreshDiagram();
+  refreshCost();
+}
+
+void ArchitectureView::refreshCounts() {
+  const hsm::ModelConfig c = config();
+  layerTotals_ = QVector<qint64>(table_->rowCount(), -1);
+  try {
+    hsm::validate(c);
+    error_.clear();
+    errorLabel_->hide();
+  } catch (const std::exception& e) {
+    error_ = QString::fromUtf8(e.what());
+    errorLabel_->setText(error_);
+    errorLabel_->show();
+    total_ = -1;
+    totalLabel_->setText(tr("Total: — (fix the error below)"));
+    for (int r = 0; r < table_->rowCount(); ++r)
+      for (int col : {kMixerParams, kFfnParams, kLayerTotal}) table_->item(r, col)->setText(QStringLiteral("—"));
+    return;
+  }
+  const hsm::ParamCount p = hsm::count_params(c);
+  const QLocale loc;
+  for (int r = 0; r < table_->rowCount(); ++r) {
+    const hsm::LayerParams& lp = p.layers[r];
+    table_->item(r, kMixerParams)->setText(loc.toString(qint64(lp.mixer)));
+    table_->item(r, kFfnParams)->setText(loc.toString(qint64(lp.ffn)));
+    table_->item(r, kLayerTotal)->setText(loc.toString(qint64(lp.total())));
+    table_->item(r, kLayerTotal)->setToolTip(tr("mixer %1 + FFN %2 + two LayerNorms %3")
+                                                 .arg(loc.toString(qint64(lp.mixer)), loc.toString(qint64(lp.ffn)),
+                                                      loc.toString(qint64(lp.norms))));
+    layerTotals_[r] = lp.total();
+  }
+  total_ = p.total();
+  totalLabel_->setText(tr("<b>Total %1 parameters</b> = token embedding %2 (tied with the output) + positions %3 + "
+                          "final norm %4 + layers %5")
+                           .arg(loc.toString(total_), loc.toString(qint64(p.token_embedding)),
+                                loc.toString(qint64(p.position_embedding)), loc.toString(qint64(p.final_norm)),
+                                loc.toString(total_ - p.token_embedding - p.position_embedding - p.final_norm)));
+}
+
+void ArchitectureView::refreshDiagram() {
+  hsm::ModelConfig c = config();
+  const int length = length_->value();
+  try {
+    hsm::validate(c);
+  } catch (const std::exception&) {
+    return;  // the editor shows the error; the diagram keeps the last valid model
+  }
+  diagram_->setConfig(c);
+  diagram_->setLength(length);
+  layerSlider_->setRange(0, std::max(0, diagram_->layerCount() - 1));
+  diagram_->select(diagram_->selectedToken(), diagram_->selectedLayer());
+
+  // Coverage of the drawn positions: offsets 0..length-1 reaching the last one. A model
+  // whose context is shorter than the drawing is drawn as if its context were longer
+  // (the links do not depend on it).
+  c.context = std::max<int64_t>(c.context, length);
+  hsm::ReceptiveField rf;
+  try {
+    rf = hsm::receptive_field(c);
+  } catch (const std::exception&) {
+    return;
+  }
+  PlotSeries covered{tr("this model"), QColor(230, 110, 20), {}, {}};
+  PlotSeries all{tr("all %1 positions").arg(length), QColor(120, 120, 120), {}, {}, PlotSeries::Style::kDashedLine};
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    covered.x << double(l);
+    covered.y << double(rf.offsets(l, length - 1).size());
+    all.x << double(l);
+    all.y << double(length);
+  }
+  coverage_->setSeries({covered, all});
+  coverage_->plot()->xAxis->ticker()->setTickCount(static_cast<int>(c.layers.size()));
+}
+
+void ArchitectureView::refreshCost() {
+  const hsm::ModelConfig c = config();
+  try {
+    hsm::validate(c);
+  } catch (const std::exception&) {
+    return;
+  }
+  // Mixers with the same formula share one curve (the (a,b) family is 2d for all of them).
+  QVector<PlotSeries> series;
+  QVector<QPair<int64_t, int64_t>> keys;
+  for (const hsm::MixerInfo& m : hsm::all_mixers()) {
+    const int64_t heads = c.d_model % m.default_heads == 0 ? m.default_heads : 1;
+    const QPair<int64_t, int64_t> key(hsm::mixer_macs_per_token(m.id, c.d_model, heads, 8),
+                                      hsm::mixer_macs_per_token(m.id, c.d_model, heads, 2048));
+    const int found = static_cast<int>(keys.indexOf(key));
+    if (found >= 0) {
+      series[found].name += QStringLiteral(", ") + QString::fromLatin1(m.id).mid(6);  // "_vec", "_mh", ...
+      continue;
+    }
+    keys << key;
+    PlotSeries s{QString::fromLatin1(m.id), series_color(static_cast<int>(series.size())), {}, {}};
+    for (int64_t T = 8; T <= 2048; T += 8) {
+      s.x << double(T);
+      s.y << double(hsm::mixer_macs_per_token(m.id, c.d_model, heads, T));
+    }
+    series << s;
+  }
+  PlotSeries model{tr("this model, per layer\n(mixer + FFN + output)"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
+  for (int64_t T = 8; T <= 2048; T += 8) {
+    model.x << double(T);
+    model.y << double(hsm::model_macs_per_token(c, T)) / std::max<size_t>(1, c.layers.size());
+  }
+  series << model;
+  cost_->setSeries(series);
+  cost_->plot()->xAxis->ticker()->setTickCount(4);
+  if (!cost_->logY()) cost_->setLogY(true);
+}
+
+QString ArchitectureView::saveConfig(const QString& path) const {
+  try {
+    const hsm::ModelConfig c = config();
+    hsm::validate(c);
+    hsm::save_config(c, sstr(path));
+    return {};
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+}
+
+void ArchitectureView::saveDialog() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save model config"),
+                                                    QDir::home().filePath(qstr(config().name) + ".json"),
+                                                    tr("Model config (*.json)"));
+  if (path.isEmpty()) return;
+  const QString e = saveConfig(path);
+  if (!e.isEmpty()) QMessageBox::warning(this, tr("Cannot save the config"), e);
+}
+
+QString ArchitectureView::trainThis() {
+  const QString folder =
+      QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath(QStringLiteral("configs"));
+  QDir().mkpath(folder);
+  const QString path = QDir(folder).filePath(qstr(config().name) + QStringLiteral(".json"));
+  const QString e = saveConfig(path);
+  if (!e.isEmpty()) return e;
+  emit trainRequested(path);
+  return {};
+}
+
+bool ArchitectureView::matchParameters(qint64 target) {
+  target_->setText(QString::number(target));
+  try {
+    const hsm::FfnMatch m = hsm::match_ffn(config(), target);
+    hsm::ModelConfig c = m.config;
+    setConfig(c);
+    const QLocale loc;
+    matchLabel_->setText(tr("FFN %1 on %2 layer(s): %3 parameters, %4 from the target.")
+                             .arg(m.ffn)
+                             .arg(m.matched_layers.size())
+                             .arg(loc.toString(qint64(m.params)), loc.toString(qint64(m.params - target))));
+    return true;
+  } catch (const std::exception& e) {
+    matchLabel_->setText(QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
+}  // namespace studio

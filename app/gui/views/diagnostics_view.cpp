@@ -1,0 +1,451 @@
+#include "gui/views/diagnostics_view.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTextStream>
+#include <QVBoxLayout>
+
+#include "gui/engine_host.h"
+#include "gui/engine_types.h"
+#include "gui/run_list.h"
+#include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/radar_chart.h"
+#include "gui/widgets/widget_export.h"
+
+namespace studio {
+namespace {
+
+// The indicator columns of the table: raw, with the normalised value next to the three
+// the paper normalises (DA footnote 3).
+struct IndicatorColumn {
+  const char* title;
+  int index;        // 0 entropy, 1 conc, 2 headdiv, 3 sink, 4.. locfoc N
+  bool normalised;  // read from LayerDiagnostics::normalised
+};
+const IndicatorColumn kColumns[] = {
+    {"ENTROPY", 0, false}, {"ENTROPY (norm)", 0, true}, {"CONC", 1, false}, {"CONC (norm)", 1, true},
+    {"HEADDIV", 2, false}, {"HEADDIV (norm)", 2, true}, {"SINK", 3, false}, {"LocFoc0", 4, false},
+    {"LocFoc1", 5, false}, {"LocFoc2", 6, false},       {"LocFoc3", 7, false}};
+constexpr int kFixedColumns = 3;  // layer, mixer, matrix
+
+double indicator(const hsm::Indicators& ind, int index) {
+  switch (index) {
+    case 0: return ind.entropy;
+    case 1: return ind.conc;
+    case 2: return ind.headdiv;
+    case 3: return ind.sink;
+    default: return ind.locfoc[static_cast<size_t>(index - 4)];
+  }
+}
+
+QString kind_text(hsm::MatrixKind k) {
+  switch (k) {
+    case hsm::MatrixKind::kAttention:
+      return QObject::tr("attention weights (softmax; rows sum to 1)");
+    case hsm::MatrixKind::kLinear:
+      return QObject::tr("exact linear map of the mixer, rows normalised |M|/Σ|M|");
+    case hsm::MatrixKind::kJacobian:
+      return QObject::tr("Jacobian norm ‖∂y_i/∂x_k‖ at this prompt, rows normalised |M|/Σ|M|");
+  }
+  return {};
+}
+
+QString token_label(const std::string& piece) {
+  QString s = QString::fromStdString(piece);
+  s.replace(QLatin1Char('\n'), QStringLiteral("\\n"));
+  return s;
+}
+
+QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
+
+}  // namespace
+
+QStringList DiagnosticsView::indicatorNames() {
+  return {QStringLiteral("ENTROPY"), QStringLiteral("CONC"),    QStringLiteral("HEADDIV"), QStringLiteral("SINK"),
+          QStringLiteral("LocFoc0"), QStringLiteral("LocFoc1"), QStringLiteral("LocFoc2"), QStringLiteral("LocFoc3")};
+}
+
+DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : QWidget(parent), runs_(runs), engine_(engine) {
+  promptEdit_ = new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
+  promptEdit_->setObjectName(QStringLiteral("diag_prompt"));
+  promptEdit_->setPlaceholderText(tr("A prompt (its first context tokens are used)"));
+  layerBox_ = new QComboBox;
+  layerBox_->setObjectName(QStringLiteral("diag_layer"));
+  layerBox_->setMinimumContentsLength(12);
+  headBox_ = new QComboBox;
+  headBox_->setObjectName(QStringLiteral("diag_head"));
+  headBox_->setMinimumContentsLength(12);
+  runButton_ = new QPushButton(tr("Run"));
+  runButton_->setObjectName(QStringLiteral("diag_run"));
+  runButton_->setDefault(true);
+  compare_ = new QCheckBox(tr("Compare with"));
+  compare_->setObjectName(QStringLiteral("diag_compare"));
+  compareRun_ = new QComboBox;
+  compareRun_->setObjectName(QStringLiteral("diag_compare_run"));
+  compareRun_->setMinimumContentsLength(16);
+  compareRun_->setEnabled(false);
+  auto* exportButton = new QPushButton(tr("Export all…"));
+  exportButton->setToolTip(tr("Every plot as PNG, PDF and SVG, and the numbers as CSV, into a folder"));
+  status_ = new QLabel(tr("Choose a run, type a prompt and press Run."));
+  status_->setObjectName(QStringLiteral("diag_status"));
+  status_->setWordWrap(true);
+
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(tr("Prompt")));
+  bar->addWidget(promptEdit_, 1);
+  bar->addWidget(runButton_);
+  auto* bar2 = new QHBoxLayout;
+  bar2->addWidget(new QLabel(tr("Layer")));
+  bar2->addWidget(layerBox_);
+  bar2->addWidget(new QLabel(tr("Head")));
+  bar2->addWidget(headBox_);
+  bar2->addSpacing(16);
+  bar2->addWidget(compare_);
+  bar2->addWidget(compareRun_);
+  bar2->addStretch(1);
+  bar2->addWidget(exportButton);
+
+  auto* sides = new QSplitter(Qt::Horizontal);
+  sides->addWidget(buildColumn(columns_[0], QString()));
+  sides->addWidget(buildColumn(columns_[1], QStringLiteral("-b")));
+  columns_[1].box->hide();
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(bar);
+  layout->addLayout(bar2);
+  layout->addWidget(status_);
+  layout->addWidget(sides, 1);
+
+  connect(runButton_, &QPushButton::clicked, this, [this] { run(); });
+  connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { run(); });
+  connect(layerBox_, &QComboBox::currentIndexChanged, this, [this] {
+    if (updating_) return;
+    refreshHeads();
+    drawMatrices();
+  });
+  connect(headBox_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!updating_) drawMatrices();
+  });
+  connect(compare_, &QCheckBox::toggled, this, [this](bool on) {
+    compareRun_->setEnabled(on);
+    columns_[1].box->setVisible(on);
+  });
+  connect(exportButton, &QPushButton::clicked, this, &DiagnosticsView::exportDialog);
+  connect(engine_, &EngineHost::diagnosed, this, &DiagnosticsView::onDiagnosed);
+  connect(engine_, &EngineHost::requestFailed, this, &DiagnosticsView::onFailed);
+  connect(runs_, &RunList::runAdded, this, &DiagnosticsView::refreshRunChoices);
+  connect(runs_, &RunList::runRemoved, this, &DiagnosticsView::refreshRunChoices);
+  connect(runs_, &RunList::currentChanged, this, &DiagnosticsView::refreshRunChoices);
+  refreshRunChoices();
+  for (Column& c : columns_) drawIndicators(c);
+}
+
+QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
+  c.box = new QWidget;
+  c.title = new QLabel;
+  c.title->setObjectName(QStringLiteral("diag_title") + suffix);
+  c.kind = new QLabel;
+  c.kind->setObjectName(QStringLiteral("matrix_kind") + suffix);
+  c.kind->setWordWrap(true);
+  c.matrix = new HeatmapPanel(tr("Mixing matrix") + (suffix.isEmpty() ? QString() : tr(" (compared)")),
+                              tr("key"), tr("query"));
+  c.matrix->setObjectName(QStringLiteral("matrix_heatmap") + suffix);
+  c.matrix->setScaleLabel(tr("weight"));
+  c.radar = new RadarChart;
+  c.radar->setObjectName(QStringLiteral("radar") + suffix);
+  c.radar->setAxes(indicatorNames());
+  c.radar->setTitle(tr("Indicators per layer (normalised)"));
+  c.overview = new HeatmapPanel(tr("Indicators overview") + (suffix.isEmpty() ? QString() : tr(" (compared)")),
+                                tr("indicator"), tr("layer"));
+  c.overview->setObjectName(QStringLiteral("overview_heatmap") + suffix);
+  c.overview->setScaleLabel(tr("normalised"));
+  c.table = new QTableWidget(0, kFixedColumns + static_cast<int>(std::size(kColumns)));
+  c.table->setObjectName(QStringLiteral("indicator_table") + suffix);
+  QStringList headers = {tr("Layer"), tr("Mixer"), tr("Matrix")};
+  for (const IndicatorColumn& ic : kColumns) headers << QString::fromLatin1(ic.title);
+  c.table->setHorizontalHeaderLabels(headers);
+  c.table->verticalHeader()->setVisible(false);
+  c.table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  c.table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+
+  auto* top = new QSplitter(Qt::Horizontal);
+  top->addWidget(c.matrix);
+  top->addWidget(c.radar);
+  top->setStretchFactor(0, 3);
+  top->setStretchFactor(1, 2);
+  auto* bottom = new QSplitter(Qt::Horizontal);
+  bottom->addWidget(c.overview);
+  bottom->addWidget(c.table);
+  bottom->setStretchFactor(0, 2);
+  bottom->setStretchFactor(1, 3);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(top);
+  rows->addWidget(bottom);
+  rows->setStretchFactor(0, 3);
+  rows->setStretchFactor(1, 2);
+  rows->setSizes({480, 320});  // the overview's layer rows stay readable
+  auto* l = new QVBoxLayout(c.box);
+  l->setContentsMargins(0, 0, 0, 0);
+  l->addWidget(c.title);
+  l->addWidget(c.kind);
+  l->addWidget(rows, 1);
+  return c.box;
+}
+
+void DiagnosticsView::refreshRunChoices() {
+  const QString keep = compareRun_->currentData().toString();
+  compareRun_->clear();
+  for (int i = 0; i < runs_->count(); ++i) compareRun_->addItem(runs_->at(i).name(), runs_->at(i).dir);
+  const int i = compareRun_->findData(keep);
+  if (i >= 0) compareRun_->setCurrentIndex(i);
+  else if (runs_->count() > 1) compareRun_->setCurrentIndex(runs_->current() == 0 ? 1 : 0);
+}
+
+void DiagnosticsView::setPrompt(const QString& prompt) { promptEdit_->setText(prompt); }
+QString DiagnosticsView::prompt() const { return promptEdit_->text(); }
+
+void DiagnosticsView::setCompare(bool on, const QString& runDir) {
+  if (!runDir.isEmpty()) {
+    const int i = compareRun_->findData(QDir(runDir).absolutePath());
+    if (i >= 0) compareRun_->setCurrentIndex(i);
+  }
+  compare_->setChecked(on);
+}
+
+bool DiagnosticsView::isRunning() const { return columns_[0].request != 0 || columns_[1].request != 0; }
+
+bool DiagnosticsView::run() {
+  lastError_.clear();
+  const RunEntry* run = runs_->currentRun();
+  if (isRunning()) lastError_ = tr("A diagnosis is already running.");
+  else if (!run) lastError_ = tr("Open a run first.");
+  else if (!run->has_info) lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+  else if (promptEdit_->text().trimmed().isEmpty()) lastError_ = tr("Type a prompt.");
+  if (!lastError_.isEmpty()) {
+    status_->setText(lastError_);
+    return false;
+  }
+  columns_[0].runDir = run->dir;
+  columns_[0].request = engine_->diagnose(run->dir, promptEdit_->text());
+  if (compare_->isChecked() && compareRun_->currentIndex() >= 0) {
+    columns_[1].runDir = compareRun_->currentData().toString();
+    columns_[1].request = engine_->diagnose(columns_[1].runDir, promptEdit_->text());
+  }
+  runButton_->setEnabled(false);
+  status_->setText(tr("Running the prompt through the model…"));
+  return true;
+}
+
+void DiagnosticsView::onDiagnosed(int request, const hsm::Diagnosis& d) {
+  for (Column& c : columns_) {
+    if (c.request != request) continue;
+    c.request = 0;
+    c.diagnosis = d;
+    c.has = true;
+    c.title->setText(tr("<b>%1</b> · %2 tokens · %3 layers")
+                         .arg(QFileInfo(c.runDir).fileName())
+                         .arg(d.length)
+                         .arg(d.layers.size()));
+    drawIndicators(c);
+  }
+  if (!isRunning()) {
+    runButton_->setEnabled(true);
+    status_->setText(tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
+                        "overview show every layer."));
+    refreshSelectors();
+    drawMatrices();
+    emit finished();
+  }
+}
+
+void DiagnosticsView::onFailed(int request, const QString& message) {
+  bool mine = false;
+  for (Column& c : columns_)
+    if (c.request == request) c.request = 0, mine = true;
+  if (!mine) return;
+  lastError_ = message;
+  status_->setText(tr("Diagnosis failed: %1").arg(message));
+  if (!isRunning()) {
+    runButton_->setEnabled(true);
+    emit finished();
+  }
+}
+
+void DiagnosticsView::refreshSelectors() {
+  updating_ = true;
+  const int keep = std::max(0, layerBox_->currentIndex());
+  layerBox_->clear();
+  const hsm::Diagnosis& d = columns_[0].diagnosis;
+  for (const hsm::LayerDiagnostics& l : d.layers)
+    layerBox_->addItem(tr("%1 · %2").arg(l.layer).arg(QString::fromStdString(l.mixer)));
+  layerBox_->setCurrentIndex(std::min(keep, layerBox_->count() - 1));
+  updating_ = false;
+  refreshHeads();
+}
+
+void DiagnosticsView::refreshHeads() {
+  updating_ = true;
+  const int keep = std::max(0, headBox_->currentIndex());
+  headBox_->clear();
+  const hsm::Diagnosis& d = columns_[0].diagnosis;
+  const int l = layerBox_->currentIndex();
+  if (l >= 0 && l < static_cast<int>(d.layers.size()))
+    for (const hsm::HeadDiagnostics& h : d.layers[l].heads)
+      headBox_->addItem(h.shift >= 0 ? tr("head %1 (shift %2)").arg(h.head).arg(h.shift) : tr("head %1").arg(h.head));
+  headBox_->setCurrentIndex(std::min(keep, headBox_->count() - 1));
+  updating_ = false;
+}
+
+void DiagnosticsView::setLayer(int layer) { layerBox_->setCurrentIndex(layer); }
+void DiagnosticsView::setHead(int head) { headBox_->setCurrentIndex(head); }
+int DiagnosticsView::layer() const { return layerBox_->currentIndex(); }
+int DiagnosticsView::head() const { return headBox_->currentIndex(); }
+
+QString DiagnosticsView::matrixKindText(int side) const { return columns_[side].kind->text(); }
+
+void DiagnosticsView::drawMatrices() {
+  for (int side = 0; side < 2; ++side) {
+    Column& c = columns_[side];
+    if (!c.has) {
+      c.matrix->clearWithMessage(tr("No diagnosis yet."));
+      c.kind->clear();
+      continue;
+    }
+    const hsm::Diagnosis& d = c.diagnosis;
+    const int l = layer(), h = head();
+    if (l < 0 || l >= static_cast<int>(d.layers.size()) || h < 0 ||
+        h >= static_cast<int>(d.layers[l].heads.size())) {
+      c.matrix->clearWithMessage(tr("This model has no layer %1 head %2.").arg(l).arg(h));
+      c.kind->setText(QString());
+      continue;
+    }
+    const hsm::LayerDiagnostics& ld = d.layers[l];
+    const hsm::HeadDiagnostics& hd = ld.heads[h];
+    QStringList tokens;
+    for (const std::string& t : d.tokens) tokens << token_label(t);
+    const int L = static_cast<int>(d.length);
+    c.matrix->setMatrix(L, L, std::vector<double>(hd.matrix.begin(), hd.matrix.end()), tokens, tokens);
+    c.kind->setText(tr("Layer %1 (%2), head %3%4 — <b>%5</b>: %6")
+                        .arg(l)
+                        .arg(QString::fromStdString(ld.mixer))
+                        .arg(h)
+                        .arg(hd.shift >= 0 ? tr(", shift %1").arg(hd.shift) : QString())
+                        .arg(QString::fromLatin1(hsm::matrix_kind_name(ld.kind)), kind_text(ld.kind)));
+  }
+}
+
+void DiagnosticsView::drawIndicators(Column& c) {
+  const hsm::Diagnosis& d = c.diagnosis;
+  const int n = static_cast<int>(d.layers.size());
+  c.table->setRowCount(n);
+  QVector<RadarChart::Series> series;
+  std::vector<double> overview;
+  QStringList layerNames;
+  for (int r = 0; r < n; ++r) {
+    const hsm::LayerDiagnostics& l = d.layers[r];
+    const QColor color = RadarChart::layerColor(r, n);
+    auto* layerItem = new QTableWidgetItem(QString::number(l.layer));
+    layerItem->setData(Qt::DecorationRole, color);
+    c.table->setItem(r, 0, layerItem);
+    c.table->setItem(r, 1, new QTableWidgetItem(QString::fromStdString(l.mixer)));
+    c.table->setItem(r, 2, new QTableWidgetItem(QString::fromLatin1(hsm::matrix_kind_name(l.kind))));
+    for (int k = 0; k < static_cast<int>(std::size(kColumns)); ++k) {
+      const double v = indicator(kColumns[k].normalised ? l.normalised : l.indicators, kColumns[k].index);
+      auto* item = new QTableWidgetItem(QString::number(v, 'f', 4));
+      item->setData(Qt::UserRole, v);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      if (kColumns[k].normalised) item->setForeground(QColor(90, 90, 90));
+      c.table->setItem(r, kFixedColumns + k, item);
+    }
+    RadarChart::Series s{tr("L%1 %2").arg(l.layer).arg(QString::fromStdString(l.mixer)), color, {}};
+    for (int a = 0; a < 8; ++a) s.values << indicator(l.normalised, a);
+    series << s;
+    overview.insert(overview.end(), s.values.begin(), s.values.end());
+    layerNames << s.name;
+  }
+  c.radar->setSeries(series);
+  if (n == 0) c.overview->clearWithMessage(tr("No diagnosis yet."));
+  else c.overview->setMatrix(n, 8, overview, layerNames, indicatorNames());
+}
+
+QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
+  QStringList written;
+  QDir().mkpath(folder);
+  auto note = [&](const QString& path, const QString& e) {
+    if (e.isEmpty()) written << path;
+    else if (error && error->isEmpty()) *error = e;
+  };
+  for (int side = 0; side < 2; ++side) {
+    Column& c = columns_[side];
+    if (!c.has) continue;
+    const QString prefix = side == 0 ? QStringLiteral("diagnostics") : QStringLiteral("diagnostics-compared");
+    const QDir dir(folder);
+    for (const char* ext : {"png", "pdf", "svg", "csv"}) {
+      const QString e = QLatin1String(ext);
+      const QString m = dir.filePath(prefix + QStringLiteral("-matrix-L%1-H%2.").arg(layer()).arg(head()) + e);
+      note(m, c.matrix->exportTo(m));
+      const QString o = dir.filePath(prefix + QStringLiteral("-overview.") + e);
+      note(o, c.overview->exportTo(o));
+      const QString r = dir.filePath(prefix + QStringLiteral("-radar.") + e);
+      if (e == QLatin1String("csv")) {
+        QFile f(r);
+        if (f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+          f.write(c.radar->csv().toUtf8());
+          note(r, QString());
+        } else {
+          note(r, tr("cannot write %1").arg(r));
+        }
+      } else {
+        note(r, export_widget(c.radar, r));
+      }
+    }
+    // Every indicator, raw and normalised, per layer and per head.
+    const QString t = dir.filePath(prefix + QStringLiteral("-indicators.csv"));
+    QFile f(t);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+      note(t, tr("cannot write %1").arg(t));
+      continue;
+    }
+    QTextStream out(&f);
+    out << "layer,head,mixer,matrix_kind,values,entropy,conc,headdiv,sink,locfoc0,locfoc1,locfoc2,locfoc3\n";
+    auto row = [&](const hsm::LayerDiagnostics& l, const QString& head, const char* which, const hsm::Indicators& i) {
+      out << l.layer << ',' << head << ',' << quote(QString::fromStdString(l.mixer)) << ','
+          << hsm::matrix_kind_name(l.kind) << ',' << which;
+      for (int k = 0; k < 8; ++k) out << ',' << QString::number(indicator(i, k), 'g', 17);
+      out << '\n';
+    };
+    for (const hsm::LayerDiagnostics& l : c.diagnosis.layers) {
+      row(l, QStringLiteral("all"), "raw", l.indicators);
+      row(l, QStringLiteral("all"), "normalised", l.normalised);
+      for (const hsm::HeadDiagnostics& h : l.heads) row(l, QString::number(h.head), "raw", h.indicators);
+    }
+    note(t, QString());
+  }
+  if (written.isEmpty() && error && error->isEmpty()) *error = tr("Nothing to export: run a prompt first.");
+  return written;
+}
+
+void DiagnosticsView::exportDialog() {
+  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export the diagnostics to"), QDir::homePath());
+  if (folder.isEmpty()) return;
+  QString error;
+  const QStringList files = exportAll(folder, &error);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export"), error);
+  else status_->setText(tr("Wrote %1 files to %2").arg(files.size()).arg(folder));
+}
+
+}  // namespace studio

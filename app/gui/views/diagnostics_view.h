@@ -1,0 +1,102 @@
+#pragma once
+// The Diagnostics view (SPEC §6.4, §3.3): for a prompt, the attention or effective mixing
+// matrix of a chosen layer and head as a heatmap with token labels (hover: exact value),
+// the matrix kind stated; the DA indicators per layer as a table (raw and normalised), a
+// radar chart (DA Figure 1) and a layer × indicator overview heatmap; a second open run
+// side by side on the same prompt; every plot exported as PNG/PDF/SVG and its numbers as CSV.
+#include <QWidget>
+
+#include "hsm/diagnostics.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QTableWidget;
+
+namespace studio {
+
+class EngineHost;
+class HeatmapPanel;
+class RadarChart;
+class RunList;
+
+class DiagnosticsView : public QWidget {
+  Q_OBJECT
+ public:
+  DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
+
+  void setPrompt(const QString& prompt);
+  QString prompt() const;
+  // "Compare with" a second open run (its folder), or off.
+  void setCompare(bool on, const QString& runDir = {});
+  // As the Run button: diagnoses the current run (and the compared one). False when
+  // nothing could start (reason in lastError()).
+  bool run();
+  bool isRunning() const;
+  QString lastError() const { return lastError_; }
+
+  void setLayer(int layer);
+  void setHead(int head);
+  int layer() const;
+  int head() const;
+
+  // Side 0 is the current run, side 1 the compared one.
+  bool hasResult(int side) const { return columns_[side].has; }
+  const hsm::Diagnosis& diagnosis(int side) const { return columns_[side].diagnosis; }
+  HeatmapPanel* matrixPanel(int side = 0) const { return columns_[side].matrix; }
+  HeatmapPanel* overviewPanel(int side = 0) const { return columns_[side].overview; }
+  RadarChart* radar(int side = 0) const { return columns_[side].radar; }
+  QTableWidget* indicatorTable(int side = 0) const { return columns_[side].table; }
+  QString matrixKindText(int side = 0) const;
+
+  // Writes every plot of the visible sides (PNG, PDF, SVG) and their numbers (CSV) into a
+  // folder; returns the files written.
+  QStringList exportAll(const QString& folder, QString* error = nullptr);
+
+  // The indicator axes of the radar chart and the overview, in DA's order.
+  static QStringList indicatorNames();
+
+ signals:
+  void finished();
+
+ private:
+  struct Column {
+    QString runDir;
+    int request = 0;
+    bool has = false;
+    hsm::Diagnosis diagnosis;
+    QWidget* box = nullptr;
+    QLabel* title = nullptr;
+    QLabel* kind = nullptr;
+    HeatmapPanel* matrix = nullptr;
+    RadarChart* radar = nullptr;
+    HeatmapPanel* overview = nullptr;
+    QTableWidget* table = nullptr;
+  };
+  QWidget* buildColumn(Column& c, const QString& suffix);
+  void onDiagnosed(int request, const hsm::Diagnosis& d);
+  void onFailed(int request, const QString& message);
+  void refreshSelectors();
+  void refreshHeads();
+  void drawMatrices();
+  void drawIndicators(Column& c);
+  void refreshRunChoices();
+  void exportDialog();
+
+  RunList* runs_;
+  EngineHost* engine_;
+  QLineEdit* promptEdit_;
+  QComboBox* layerBox_;
+  QComboBox* headBox_;
+  QPushButton* runButton_;
+  QCheckBox* compare_;
+  QComboBox* compareRun_;
+  QLabel* status_;
+  Column columns_[2];
+  QString lastError_;
+  bool updating_ = false;
+};
+
+}  // namespace studio

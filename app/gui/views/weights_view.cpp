@@ -1,0 +1,312 @@
+#include "gui/views/weights_view.h"
+
+#include <QDir>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <cmath>
+#include <qcustomplot.h>
+
+#include "gui/engine_host.h"
+#include "gui/run_list.h"
+#include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/plot_panel.h"
+
+namespace studio {
+namespace {
+
+QString same_dir(const QString& dir) { return QDir(dir).absolutePath(); }
+
+QString layer_without_weights(const hsm::MixerWeights& w) {
+  if (w.mixer == "attn")
+    return QObject::tr("layer %1 (attn): attention has no learned a/b; its mixing depends on the input "
+                       "(see Diagnostics)")
+        .arg(w.layer);
+  return QObject::tr("layer %1 (%2): mixes through matrices or gates, not a/b weights (see Diagnostics for its "
+                     "effective mixing matrix)")
+      .arg(w.layer)
+      .arg(QString::fromStdString(w.mixer));
+}
+
+}  // namespace
+
+WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : QWidget(parent), runs_(runs), engine_(engine) {
+  header_ = new QLabel(tr("No run open."));
+  header_->setObjectName(QStringLiteral("weights_header"));
+  notes_ = new QLabel;
+  notes_->setObjectName(QStringLiteral("weights_notes"));
+  notes_->setWordWrap(true);
+  notes_->setStyleSheet(QStringLiteral("color: #444;"));
+
+  abPlot_ = new PlotPanel(tr("Learned a and b per layer"), tr("layer"), tr("weight"));
+  abPlot_->setObjectName(QStringLiteral("ab_plot"));
+  abPlot_->setLogOptionVisible(false);
+  QCustomPlot* p = abPlot_->plot();
+  barsA_ = new QCPBars(p->xAxis, p->yAxis);
+  barsB_ = new QCPBars(p->xAxis, p->yAxis);
+  barsA_->setName(tr("a (identity)"));
+  barsB_->setName(tr("b (shifted)"));
+  barsA_->setBrush(QColor(31, 119, 180, 200));
+  barsA_->setPen(QPen(QColor(31, 119, 180).darker(120)));
+  barsB_->setBrush(QColor(255, 127, 14, 200));
+  barsB_->setPen(QPen(QColor(255, 127, 14).darker(120)));
+  auto* group = new QCPBarsGroup(p);
+  barsA_->setBarsGroup(group);
+  barsB_->setBarsGroup(group);
+  barsA_->setWidth(0.35);
+  barsB_->setWidth(0.35);
+  p->legend->setVisible(true);
+  p->yAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
+  abPlot_->setCsvWriter([this] {
+    QString out = QStringLiteral("layer,mixer,shift,a,b\n");
+    for (const hsm::MixerWeights& w : weights_)
+      if (w.a.size() == 1)
+        out += QStringLiteral("%1,%2,%3,%4,%5\n")
+                   .arg(w.layer)
+                   .arg(QString::fromStdString(w.mixer))
+                   .arg(w.shifts.empty() ? 0 : w.shifts[0])
+                   .arg(QString::number(w.a[0], 'g', 9), QString::number(w.b[0], 'g', 9));
+    return out;
+  });
+
+  offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("weight"));
+  offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
+  offsetPlot_->setToolTip(tr("Weight of the single path from input t−k to output t through every (a,b) layer "
+                             "(layer norms and FFNs ignored, SPEC §3.2). Log scale shows |w|."));
+  connect(offsetPlot_, &PlotPanel::logYToggled, this, [this] { drawOffsets(); });
+
+  vectorMap_ = new HeatmapPanel(tr("Vector a and b per channel"), tr("channel"), tr("layer"));
+  vectorMap_->setObjectName(QStringLiteral("vector_heatmap"));
+  vectorMap_->setScaleLabel(tr("weight"));
+
+  headTable_ = new QTableWidget;
+  headTable_->setObjectName(QStringLiteral("head_table"));
+  headTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  headTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  headTable_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  headNote_ = new QLabel;
+  headNote_->setWordWrap(true);
+  headBox_ = new QWidget;
+  auto* headBox = headBox_;
+  auto* hl = new QVBoxLayout(headBox);
+  hl->setContentsMargins(4, 2, 4, 0);
+  hl->addWidget(new QLabel(tr("<b>Multihead: shift, a and b per layer and head</b>")));
+  hl->addWidget(headNote_);
+  hl->addWidget(headTable_, 1);
+
+  auto* top = new QSplitter(Qt::Horizontal);
+  top->addWidget(abPlot_);
+  top->addWidget(offsetPlot_);
+  bottom_ = new QSplitter(Qt::Horizontal);
+  auto* bottom = bottom_;
+  bottom->addWidget(vectorMap_);
+  bottom->addWidget(headBox);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(top);
+  rows->addWidget(bottom);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(header_);
+  layout->addWidget(rows, 1);
+  layout->addWidget(notes_);
+
+  connect(runs_, &RunList::currentChanged, this, &WeightsView::onCurrentChanged);
+  connect(runs_, &RunList::infoChanged, this, [this](int row) {
+    if (row == runs_->current()) onCurrentChanged();
+  });
+  connect(engine_, &EngineHost::trainingWeights, this,
+          [this](const QString& dir, qint64 step, const std::vector<hsm::MixerWeights>& w) {
+            const RunEntry* run = runs_->currentRun();
+            if (run && same_dir(run->dir) == same_dir(dir)) showWeights(dir, step, w);
+          });
+  connect(engine_, &EngineHost::weightsReady, this, [this](int id, const std::vector<hsm::MixerWeights>& w) {
+    if (id != request_) return;
+    request_ = 0;
+    const RunEntry* run = runs_->currentRun();
+    if (run) showWeights(run->dir, run->has_info ? run->info.step : -1, w);
+  });
+  connect(engine_, &EngineHost::requestFailed, this, [this](int id, const QString& message) {
+    if (id != request_) return;
+    request_ = 0;
+    header_->setText(tr("Cannot read the weights: %1").arg(message));
+  });
+  drawBars();
+  drawOffsets();
+  drawVectors();
+  fillHeadTable();
+}
+
+QList<PlotPanel*> WeightsView::plots() const { return {abPlot_, offsetPlot_, vectorMap_}; }
+
+QString WeightsView::notes() const { return notes_->text(); }
+
+void WeightsView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  if (dirty_) refresh();
+}
+
+void WeightsView::onCurrentChanged() {
+  dirty_ = true;
+  if (isVisible()) refresh();
+}
+
+void WeightsView::refresh() {
+  dirty_ = false;
+  const RunEntry* run = runs_->currentRun();
+  if (!run) {
+    header_->setText(tr("No run open."));
+    return;
+  }
+  if (!run->has_info) {
+    header_->setText(tr("%1: no checkpoint yet; the weights appear at the first validation.").arg(run->name()));
+    return;
+  }
+  header_->setText(tr("%1: reading the weights…").arg(run->name()));
+  request_ = engine_->requestWeights(run->dir);
+}
+
+void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers) {
+  weights_ = layers;
+  shownRun_ = runDir;
+  step_ = step;
+  const bool live = engine_->isTraining() && same_dir(engine_->trainingRunDir()) == same_dir(runDir);
+  header_->setText(tr("<b>%1</b> · %2 layers · step %3%4")
+                       .arg(QFileInfo(runDir).fileName())
+                       .arg(layers.size())
+                       .arg(step)
+                       .arg(live ? tr(" · <span style='color:#0a7d20'>live: updates at every validation</span>")
+                                 : QString()));
+  QStringList without;
+  for (const hsm::MixerWeights& w : layers)
+    if (!w.has_weights()) without << layer_without_weights(w);
+  drawBars();
+  drawOffsets();
+  drawVectors();
+  fillHeadTable();
+  // Panels with nothing to show are hidden and named in the notes instead.
+  const bool vectors = vectorMap_->rows() > 0, heads = headTable_->rowCount() > 0;
+  vectorMap_->setVisible(vectors);
+  headBox_->setVisible(heads);
+  bottom_->setVisible(vectors || heads);
+  if (!vectors) without << tr("no hsm_ab_vec layers (no per-channel heatmap)");
+  if (!heads) without << tr("no multihead (a,b) layers (no per-head table)");
+  notes_->setText(tr("Not shown: ") + without.join(QStringLiteral("; ")) + QLatin1Char('.'));
+}
+
+void WeightsView::drawBars() {
+  QVector<double> keys, a, b;
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (const hsm::MixerWeights& w : weights_) {
+    if (w.a.size() != 1 || w.b.size() != 1) continue;
+    keys << w.layer;
+    a << w.a[0];
+    b << w.b[0];
+    ticker->addTick(w.layer, tr("L%1 (s=%2)").arg(w.layer).arg(w.shifts.empty() ? 0 : w.shifts[0]));
+  }
+  barsA_->setData(keys, a, true);
+  barsB_->setData(keys, b, true);
+  QCustomPlot* p = abPlot_->plot();
+  p->xAxis->setTicker(ticker);
+  // Items are children of the plot: remove the previous message, if any.
+  for (int i = p->itemCount() - 1; i >= 0; --i) p->removeItem(i);
+  if (keys.isEmpty()) {
+    auto* text = new QCPItemText(p);
+    text->position->setType(QCPItemPosition::ptAxisRectRatio);
+    text->position->setCoords(0.5, 0.5);
+    text->setText(weights_.empty() ? tr("No weights loaded.") : tr("No scalar (a,b) layers in this model."));
+    text->setColor(QColor(90, 90, 90));
+    p->xAxis->setRange(0, 1);
+    p->yAxis->setRange(0, 1);
+  } else {
+    p->xAxis->setRange(keys.first() - 0.7, keys.last() + 0.7);
+    double lo = 0, hi = 0;
+    for (double v : a + b) lo = std::min(lo, v), hi = std::max(hi, v);
+    const double pad = 0.08 * std::max(hi - lo, 1e-6);
+    p->yAxis->setRange(lo - pad, hi + pad);
+  }
+  p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void WeightsView::drawOffsets() {
+  QCustomPlot* p = offsetPlot_->plot();
+  for (int i = p->itemCount() - 1; i >= 0; --i) p->removeItem(i);
+  std::vector<double> w;
+  try {
+    w = hsm::offset_weights(weights_);
+  } catch (const std::exception&) {
+  }
+  PlotSeries s{offsetPlot_->logY() ? tr("|w|") : tr("w"), QColor(44, 140, 44), {}, {}, PlotSeries::Style::kScatter};
+  for (size_t k = 0; k < w.size(); ++k) {
+    s.x << double(k);
+    s.y << (offsetPlot_->logY() ? std::abs(w[k]) : w[k]);
+  }
+  offsetPlot_->setSeries(w.empty() ? QVector<PlotSeries>{} : QVector<PlotSeries>{s});
+  if (w.empty()) {
+    auto* text = new QCPItemText(p);
+    text->position->setType(QCPItemPosition::ptAxisRectRatio);
+    text->position->setCoords(0.5, 0.5);
+    text->setText(weights_.empty() ? tr("No weights loaded.")
+                                   : tr("Offset weights need every layer to be hsm_ab (SPEC §3.2);\nthis model "
+                                        "mixes other layers in."));
+    text->setColor(QColor(90, 90, 90));
+    p->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+void WeightsView::drawVectors() {
+  QStringList rows;
+  std::vector<double> values;
+  int d = 0;
+  for (const hsm::MixerWeights& w : weights_) {
+    if (w.mixer != "hsm_ab_vec" || w.a.empty()) continue;
+    d = static_cast<int>(w.a.size());
+    rows << tr("L%1 a").arg(w.layer) << tr("L%1 b").arg(w.layer);
+    values.insert(values.end(), w.a.begin(), w.a.end());
+    values.insert(values.end(), w.b.begin(), w.b.end());
+  }
+  if (rows.isEmpty())
+    vectorMap_->clearWithMessage(weights_.empty() ? tr("No weights loaded.") : tr("No hsm_ab_vec layers in this model."));
+  else
+    vectorMap_->setMatrix(static_cast<int>(rows.size()), d, values, rows, {}, HeatmapPanel::Palette::kDiverging);
+}
+
+void WeightsView::fillHeadTable() {
+  int heads = 0;
+  QVector<const hsm::MixerWeights*> mh;
+  for (const hsm::MixerWeights& w : weights_)
+    if (w.shifts.size() > 1 && !w.a.empty()) {
+      mh << &w;
+      heads = std::max(heads, static_cast<int>(w.a.size()));
+    }
+  headTable_->clear();
+  headTable_->setRowCount(static_cast<int>(mh.size()));
+  headTable_->setColumnCount(heads);
+  QStringList headLabels, rowLabels;
+  for (int j = 0; j < heads; ++j) headLabels << tr("head %1").arg(j);
+  headTable_->setHorizontalHeaderLabels(headLabels);
+  for (int r = 0; r < mh.size(); ++r) {
+    const hsm::MixerWeights& w = *mh[r];
+    rowLabels << tr("L%1 %2").arg(w.layer).arg(QString::fromStdString(w.mixer));
+    for (int j = 0; j < static_cast<int>(w.a.size()); ++j) {
+      auto* item = new QTableWidgetItem(tr("shift %1\na %2\nb %3")
+                                            .arg(j < int(w.shifts.size()) ? w.shifts[j] : 0)
+                                            .arg(w.a[j], 0, 'f', 3)
+                                            .arg(w.b[j], 0, 'f', 3));
+      // Tint by |b|: how much the head mixes in its shifted input.
+      const double t = std::min(1.0, std::abs(double(w.b[j])) / std::max(1e-6, std::abs(double(w.a[j])) + std::abs(double(w.b[j]))));
+      item->setBackground(QColor::fromRgbF(1.0 - 0.45 * t, 1.0 - 0.25 * t, 1.0));
+      item->setData(Qt::UserRole, double(w.a[j]));
+      item->setData(Qt::UserRole + 1, double(w.b[j]));
+      headTable_->setItem(r, j, item);
+    }
+  }
+  headTable_->setVerticalHeaderLabels(rowLabels);
+  headNote_->setText(mh.isEmpty() ? (weights_.empty() ? tr("No weights loaded.")
+                                                      : tr("No multihead (a,b) layers in this model."))
+                                  : tr("Cells tinted by b's share |b|/(|a|+|b|)."));
+}
+
+}  // namespace studio

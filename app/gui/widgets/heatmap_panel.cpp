@@ -1,0 +1,201 @@
+#include "gui/widgets/heatmap_panel.h"
+
+#include <QLabel>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <cmath>
+#include <limits>
+#include <qcustomplot.h>
+
+namespace studio {
+namespace {
+
+QCPColorGradient sequential_gradient() {
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0.0, QColor(255, 255, 255));
+  g.setColorStopAt(0.25, QColor(198, 219, 239));
+  g.setColorStopAt(0.55, QColor(107, 174, 214));
+  g.setColorStopAt(0.8, QColor(33, 113, 181));
+  g.setColorStopAt(1.0, QColor(8, 48, 107));
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  return g;
+}
+
+QCPColorGradient diverging_gradient() {
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0.0, QColor(178, 24, 43));
+  g.setColorStopAt(0.25, QColor(239, 138, 98));
+  g.setColorStopAt(0.5, QColor(247, 247, 247));
+  g.setColorStopAt(0.75, QColor(103, 169, 207));
+  g.setColorStopAt(1.0, QColor(33, 102, 172));
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  return g;
+}
+
+QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
+
+// Tick labels: every label when they fit, else every k-th (the rest on hover).
+QSharedPointer<QCPAxisTickerText> text_ticker(const QStringList& labels, int n, int maxLabels) {
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  const int step = std::max(1, (n + maxLabels - 1) / maxLabels);
+  for (int i = 0; i < n; i += step) {
+    QString label = i < labels.size() ? labels[i] : QString::number(i);
+    if (label.size() > 14) label = label.left(13) + QChar(0x2026);
+    ticker->addTick(i, label);
+  }
+  return ticker;
+}
+
+}  // namespace
+
+HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent)
+    : PlotPanel(title, xLabel, yLabel, parent) {
+  setLogOptionVisible(false);
+  QCustomPlot* p = plot();
+  map_ = new QCPColorMap(p->xAxis, p->yAxis);
+  map_->setInterpolate(false);
+  map_->setTightBoundary(false);
+  scale_ = new QCPColorScale(p);
+  scale_->setType(QCPAxis::atRight);
+  scale_->setBarWidth(12);
+  p->plotLayout()->addElement(0, 1, scale_);
+  map_->setColorScale(scale_);
+  map_->setGradient(sequential_gradient());
+  auto* group = new QCPMarginGroup(p);
+  p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  p->yAxis->setRangeReversed(true);  // row 0 at the top, as a matrix is printed
+  p->xAxis->grid()->setVisible(false);
+  p->yAxis->grid()->setVisible(false);
+  p->xAxis->setTickLabelRotation(-60);
+  messageItem_ = new QCPItemText(p);
+  messageItem_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  messageItem_->position->setCoords(0.5, 0.5);
+  messageItem_->setPositionAlignment(Qt::AlignCenter);
+  messageItem_->setColor(QColor(90, 90, 90));
+  messageItem_->setVisible(false);
+
+  hoverLabel_ = new QLabel;
+  hoverLabel_->setObjectName(QStringLiteral("hover"));
+  hoverLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  hoverLabel_->setContentsMargins(6, 0, 6, 2);
+  hoverLabel_->setText(tr("Hover a cell for its exact value."));
+  hoverLabel_->setStyleSheet(QStringLiteral("color: #555;"));
+  if (auto* box = qobject_cast<QVBoxLayout*>(layout())) box->addWidget(hoverLabel_);
+
+  setCsvWriter([this] { return csv(); });
+  connect(p, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
+    if (rows_ == 0) return;
+    const int col = static_cast<int>(std::lround(plot()->xAxis->pixelToCoord(e->pos().x())));
+    const int row = static_cast<int>(std::lround(plot()->yAxis->pixelToCoord(e->pos().y())));
+    if (row < 0 || row >= rows_ || col < 0 || col >= cols_ || !plot()->axisRect()->rect().contains(e->pos())) {
+      QToolTip::hideText();
+      return;
+    }
+    const QString text = hoverText(row, col);
+    hoverLabel_->setText(text);
+    QToolTip::showText(e->globalPosition().toPoint(), text, plot());
+    emit hovered(text);
+  });
+}
+
+void HeatmapPanel::setScaleLabel(const QString& label) { scale_->axis()->setLabel(label); }
+
+void HeatmapPanel::setMatrix(int rows, int cols, const std::vector<double>& values, const QStringList& rowLabels,
+                             const QStringList& colLabels, Palette palette) {
+  rows_ = rows;
+  cols_ = cols;
+  values_ = values;
+  rowLabels_ = rowLabels;
+  colLabels_ = colLabels;
+  message_.clear();
+  messageItem_->setVisible(false);
+  map_->setVisible(true);
+  scale_->setVisible(true);
+  map_->data()->setSize(cols, rows);
+  map_->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const double v = values.at(static_cast<size_t>(r) * cols + c);
+      map_->data()->setCell(c, r, v);
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+  if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (palette == Palette::kDiverging) {
+    const double m = std::max({std::abs(lo), std::abs(hi), 1e-12});
+    map_->setGradient(diverging_gradient());
+    map_->setDataRange(QCPRange(-m, m));
+  } else {
+    map_->setGradient(sequential_gradient());
+    lo = std::min(lo, 0.0);
+    map_->setDataRange(QCPRange(lo, hi > lo ? hi : lo + 1e-12));
+  }
+  applyLabels();
+  plot()->xAxis->setRange(-0.5, cols - 0.5);
+  plot()->yAxis->setRange(-0.5, rows - 0.5);
+  plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapPanel::applyLabels() {
+  QCustomPlot* p = plot();
+  p->xAxis->setTicker(text_ticker(colLabels_, cols_, colLabels_.isEmpty() ? 16 : 40));
+  p->yAxis->setTicker(text_ticker(rowLabels_, rows_, rowLabels_.isEmpty() ? 16 : 40));
+  p->xAxis->setTickLabelRotation(colLabels_.isEmpty() ? 0 : -60);
+  QFont f = font();
+  f.setPointSizeF(f.pointSizeF() * (std::max(rows_, cols_) > 24 ? 0.75 : 0.9));
+  p->xAxis->setTickLabelFont(f);
+  p->yAxis->setTickLabelFont(f);
+}
+
+void HeatmapPanel::clearWithMessage(const QString& message) {
+  rows_ = cols_ = 0;
+  values_.clear();
+  message_ = message;
+  map_->data()->clear();
+  map_->setVisible(false);
+  scale_->setVisible(false);
+  messageItem_->setText(message);
+  messageItem_->setVisible(true);
+  plot()->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+  plot()->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+  plot()->xAxis->setRange(0, 1);
+  plot()->yAxis->setRange(0, 1);
+  plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+double HeatmapPanel::value(int row, int col) const {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return std::numeric_limits<double>::quiet_NaN();
+  return map_->data()->cell(col, row);
+}
+
+QString HeatmapPanel::hoverText(int row, int col) const {
+  if (row < 0 || row >= rows_ || col < 0 || col >= cols_) return {};
+  auto label = [](const QStringList& labels, int i) {
+    return i < labels.size() ? QStringLiteral(" '%1'").arg(labels[i]) : QString();
+  };
+  return tr("%1 %2%3 · %4 %5%6 · value %7")
+      .arg(plot()->yAxis->label())
+      .arg(row)
+      .arg(label(rowLabels_, row), plot()->xAxis->label())
+      .arg(col)
+      .arg(label(colLabels_, col), QString::number(values_[static_cast<size_t>(row) * cols_ + col], 'g', 6));
+}
+
+QString HeatmapPanel::csv() const {
+  // The matrix as printed: a header of column labels, then one line per row.
+  QString out = quote(plot()->yAxis->label() + QStringLiteral(" \\ ") + plot()->xAxis->label());
+  for (int c = 0; c < cols_; ++c) out += QLatin1Char(',') + quote(c < colLabels_.size() ? colLabels_[c] : QString::number(c));
+  out += QLatin1Char('\n');
+  for (int r = 0; r < rows_; ++r) {
+    out += quote(r < rowLabels_.size() ? rowLabels_[r] : QString::number(r));
+    for (int c = 0; c < cols_; ++c)
+      out += QLatin1Char(',') + QString::number(values_[static_cast<size_t>(r) * cols_ + c], 'g', 17);
+    out += QLatin1Char('\n');
+  }
+  return out;
+}
+
+}  // namespace studio

@@ -1,0 +1,243 @@
+#include "gui/widgets/receptive_field_diagram.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+
+#include "hsm/mixer_kind.h"
+
+namespace studio {
+namespace {
+constexpr double kLeft = 118, kRight = 14, kTop = 14, kBottom = 50;
+const QColor kLit(230, 110, 20);
+}  // namespace
+
+ReceptiveFieldDiagram::ReceptiveFieldDiagram(QWidget* parent) : QWidget(parent) {
+  setObjectName(QStringLiteral("receptive_field_diagram"));
+  setAutoFillBackground(true);
+  QPalette p = palette();
+  p.setColor(QPalette::Window, Qt::white);
+  setPalette(p);
+  setMouseTracking(false);
+  setToolTip(tr("Click a node: that position's receptive field after that layer lights up down to the inputs."));
+}
+
+void ReceptiveFieldDiagram::setConfig(const hsm::ModelConfig& config) {
+  mixers_.clear();
+  shifts_.clear();
+  for (size_t l = 0; l < config.layers.size(); ++l) {
+    const hsm::LayerSpec& spec = config.layers[l];
+    mixers_.push_back(spec.mixer);
+    const hsm::MixerKind kind = hsm::is_mixer_id(spec.mixer) ? hsm::mixer_info(spec.mixer).kind
+                                                              : hsm::MixerKind::Attention;
+    shifts_.push_back(hsm::layer_shifts(kind, static_cast<int64_t>(l), spec.heads));
+  }
+  layer_ = std::clamp(layer_, 0, std::max(0, layerCount() - 1));
+  if (layerCount() > 0 && layer_ == 0) layer_ = layerCount() - 1;
+  trace();
+}
+
+void ReceptiveFieldDiagram::setLength(int tokens) {
+  length_ = std::clamp(tokens, 2, 1024);
+  token_ = std::min(token_, length_ - 1);
+  if (token_ < 0) token_ = length_ - 1;
+  trace();
+}
+
+void ReceptiveFieldDiagram::select(int token, int layer) {
+  token_ = std::clamp(token, 0, length_ - 1);
+  layer_ = std::clamp(layer, 0, std::max(0, layerCount() - 1));
+  trace();
+  emit selectionChanged(token_, layer_);
+}
+
+// Walks the drawn links backwards from the selected node: row r+1's lit positions light
+// themselves (the residual/identity path) and, through layer r, p - s for each shift s,
+// or every j <= p for attention.
+void ReceptiveFieldDiagram::trace() {
+  const int rows = layerCount() + 1;
+  lit_.assign(rows, std::vector<bool>(length_, false));
+  if (layerCount() == 0) {
+    lit_[0][token_] = true;
+    update();
+    return;
+  }
+  lit_[layer_ + 1][token_] = true;
+  for (int l = layer_; l >= 0; --l) {
+    const auto& above = lit_[l + 1];
+    auto& below = lit_[l];
+    int highest = -1;
+    for (int p = 0; p < length_; ++p) {
+      if (!above[p]) continue;
+      highest = p;
+      below[p] = true;
+      for (int64_t s : shifts_[l])
+        if (p - s >= 0) below[p - s] = true;
+    }
+    if (shifts_[l].empty())
+      for (int j = 0; j <= highest; ++j) below[j] = true;
+  }
+  update();
+}
+
+std::vector<int> ReceptiveFieldDiagram::litPositions(int row) const {
+  std::vector<int> out;
+  if (row < 0 || row >= static_cast<int>(lit_.size())) return out;
+  for (int p = 0; p < length_; ++p)
+    if (lit_[row][p]) out.push_back(p);
+  return out;
+}
+
+std::vector<int64_t> ReceptiveFieldDiagram::litOffsets() const {
+  std::vector<int64_t> out;
+  for (int p : litPositions(0)) out.push_back(token_ - p);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double ReceptiveFieldDiagram::rowY(int row) const {
+  const int rows = layerCount() + 1;
+  const double h = height() - kTop - kBottom;
+  return rows <= 1 ? kTop + h : kTop + h - h * row / (rows - 1);
+}
+
+double ReceptiveFieldDiagram::columnX(int t) const {
+  const double w = width() - kLeft - kRight;
+  return kLeft + (t + 0.5) * w / length_;
+}
+
+QPointF ReceptiveFieldDiagram::nodeCenter(int row, int t) const { return {columnX(t), rowY(row)}; }
+
+void ReceptiveFieldDiagram::mousePressEvent(QMouseEvent* event) {
+  const QPointF pos = event->position();
+  const double w = width() - kLeft - kRight;
+  const int t = static_cast<int>(std::floor((pos.x() - kLeft) / w * length_));
+  if (t < 0 || t >= length_ || layerCount() == 0) return;
+  int best = 0;
+  for (int r = 1; r <= layerCount(); ++r)
+    if (std::abs(rowY(r) - pos.y()) < std::abs(rowY(best) - pos.y())) best = r;
+  // A click on the input row selects that position at the top of the stack.
+  select(t, best == 0 ? layerCount() - 1 : best - 1);
+}
+
+void ReceptiveFieldDiagram::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.fillRect(rect(), Qt::white);
+  const int rows = layerCount() + 1;
+  if (rows < 2 || lit_.empty()) {
+    p.setPen(QColor(110, 110, 110));
+    p.drawText(rect(), Qt::AlignCenter, tr("No layers."));
+    return;
+  }
+  const double colW = (width() - kLeft - kRight) / length_;
+  const bool crowded = colW < 9;
+  const double nodeR = std::clamp(colW * 0.3, 1.2, 4.0);
+  const QColor linkColor(90, 110, 150, crowded ? 45 : 110);
+  const double linkWidth = crowded ? 0.6 : 1.0;
+
+  // Layer bands: links for shift layers, a shaded band for attention.
+  for (int l = 0; l < layerCount(); ++l) {
+    const double yTop = rowY(l + 1), yBottom = rowY(l);
+    const auto& above = lit_[l + 1];
+    if (shifts_[l].empty()) {
+      p.fillRect(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop), QColor(120, 140, 200, 38));
+      int highest = -1;
+      for (int t = 0; t < length_; ++t)
+        if (above[t]) highest = t;
+      if (highest >= 0) {
+        QPolygonF cone;
+        cone << QPointF(columnX(highest), yTop) << QPointF(columnX(0) - colW / 2, yBottom)
+             << QPointF(columnX(highest), yBottom);
+        p.setPen(Qt::NoPen);
+        p.setBrush(QColor(kLit.red(), kLit.green(), kLit.blue(), 80));
+        p.drawPolygon(cone);
+        p.setBrush(Qt::NoBrush);
+      }
+      p.setPen(QColor(70, 80, 130));
+      p.drawText(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop), Qt::AlignCenter,
+                 tr("attention: every position j ≤ t"));
+      continue;
+    }
+    for (int t = 0; t < length_; ++t) {
+      // Identity (residual) path, faint; the shifted links.
+      p.setPen(QPen(QColor(180, 180, 180, crowded ? 40 : 90), linkWidth));
+      p.drawLine(QPointF(columnX(t), yTop), QPointF(columnX(t), yBottom));
+      for (int64_t s : shifts_[l]) {
+        if (t - s < 0) continue;
+        p.setPen(QPen(linkColor, linkWidth));
+        p.drawLine(QPointF(columnX(t), yTop), QPointF(columnX(static_cast<int>(t - s)), yBottom));
+      }
+    }
+    // Lit paths on top; many heads' lit links at once are drawn thinner and translucent
+    // so the nodes beneath stay readable.
+    const bool dense = crowded || shifts_[l].size() > 2;
+    QColor litLink = kLit;
+    if (dense) litLink.setAlpha(150);
+    for (int t = 0; t < length_; ++t) {
+      if (!above[t]) continue;
+      p.setPen(QPen(litLink, dense ? 1.0 : 2.0));
+      p.drawLine(QPointF(columnX(t), yTop), QPointF(columnX(t), yBottom));
+      for (int64_t s : shifts_[l])
+        if (t - s >= 0) p.drawLine(QPointF(columnX(t), yTop), QPointF(columnX(static_cast<int>(t - s)), yBottom));
+    }
+  }
+
+  // Nodes.
+  for (int r = 0; r < rows; ++r) {
+    for (int t = 0; t < length_; ++t) {
+      const bool on = lit_[r][t];
+      const bool selected = r == layer_ + 1 && t == token_;
+      p.setPen(on ? QPen(kLit.darker(130), 1) : QPen(QColor(150, 150, 150), 0.8));
+      p.setBrush(selected ? QColor(200, 40, 20) : on ? kLit : QColor(245, 245, 245));
+      const double rr = selected ? nodeR + 1.5 : nodeR;
+      p.drawEllipse(nodeCenter(r, t), rr, rr);
+    }
+  }
+  p.setBrush(Qt::NoBrush);
+
+  // Row labels: the layer, its mixer and shifts.
+  QFont small = font();
+  small.setPointSizeF(small.pointSizeF() * 0.85);
+  p.setFont(small);
+  for (int r = 0; r < rows; ++r) {
+    QString label;
+    if (r == 0) {
+      label = tr("input");
+    } else {
+      const auto& s = shifts_[r - 1];
+      QString mixer = QString::fromStdString(mixers_[r - 1]);
+      if (mixer.startsWith(QLatin1String("hsm_ab_"))) mixer.remove(0, 4);  // "ab_mh_ext": fits the margin
+      label = tr("L%1 %2").arg(r - 1).arg(mixer);
+      if (s.size() == 1) label += tr(" s=%1").arg(s[0]);
+      else if (s.size() > 1) label += tr(" ×%1").arg(s.size());
+    }
+    p.setPen(r == layer_ + 1 ? QColor(200, 40, 20) : QColor(40, 40, 40));
+    p.drawText(QRectF(2, rowY(r) - 9, kLeft - 8, 18), Qt::AlignRight | Qt::AlignVCenter, label);
+  }
+  // Position labels, thinned to fit; the selected one always.
+  int every = 1;
+  while (every * colW < 22 && every < length_) every *= 2;
+  for (int t = 0; t < length_; ++t) {
+    const bool selected = t == token_;
+    if (!selected && t % every != 0) continue;
+    if (!selected && std::abs(t - token_) * colW < 18) continue;
+    QFont f = small;
+    f.setBold(selected);
+    p.setFont(f);
+    p.setPen(selected ? QColor(200, 40, 20) : QColor(60, 60, 60));
+    p.drawText(QRectF(columnX(t) - 20, rowY(0) + 6, 40, 16), Qt::AlignHCenter | Qt::AlignTop, QString::number(t));
+  }
+  p.setFont(small);
+  p.setPen(QColor(90, 90, 90));
+  const std::vector<int64_t> offsets = litOffsets();
+  p.drawText(QRectF(kLeft, height() - 16, width() - kLeft - kRight, 16), Qt::AlignLeft | Qt::AlignVCenter,
+             tr("position %1 after layer %2 reads %3 of its %4 inputs (lit)")
+                 .arg(token_)
+                 .arg(layer_)
+                 .arg(offsets.size())
+                 .arg(token_ + 1));
+}
+
+}  // namespace studio

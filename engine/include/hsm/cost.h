@@ -1,0 +1,33 @@
+#pragma once
+// Compute cost of a layer per generated token, from formulas (no model is built): the
+// multiply-adds (MACs) a token's mixer and FFN need when it attends over a context of T
+// tokens. Attention grows with T; every HSM mixer is constant in T (SPEC §5: a shift buffer
+// per layer). The formulas count the same weights as params.h (matrix multiplications
+// only; biases, LayerNorm, softmax, GELU and the element-wise products of the gates are
+// left out: O(d) each, below the matrix terms). docs/diagnostics.md §5 lists them.
+#include <cstdint>
+#include <string>
+
+#include "hsm/config.h"
+
+namespace hsm {
+
+// MACs per token of one mixer layer over a context of `context` tokens (T ≥ 1):
+//   attn:          4d²  (q, k, v, output projections) + 2·T·d  (q·kᵀ and the weighted sum of v)
+//   hsm_ab, hsm_ab_mh(_ext): 2d    (a·x + b·x_shifted; per head on d/H channels each)
+//   hsm_ab_vec:    2d
+//   hsm_AB:        3d²  (A x, B x_shifted, output projection)
+//   hsm_gate1:     2d² + 2d (the gate's two d×d layers, then g⊙x + (1−g)⊙x_shifted)
+//   hsm_gate2:     2d²/H + 2d  (per head Linear(2·hd → hd), then the gated sum)
+//   hsm_fusion:    3d²/H  (per head Linear(2·hd → hd) and Linear(hd → hd))
+// Throws std::invalid_argument for an unknown mixer id or non-positive sizes.
+int64_t mixer_macs_per_token(const std::string& mixer, int64_t d_model, int64_t heads, int64_t context);
+
+// The FFN of a layer: Linear(d, f) and Linear(f, d): 2·d·f MACs per token.
+int64_t ffn_macs_per_token(int64_t d_model, int64_t ffn);
+
+// Every layer's mixer and FFN plus the output projection onto the vocabulary (d·vocab):
+// the whole model's MACs for one token at context T.
+int64_t model_macs_per_token(const ModelConfig& config, int64_t context);
+
+}  // namespace hsm

@@ -1,0 +1,44 @@
+#include "hsm/cost.h"
+
+#include <stdexcept>
+
+#include "hsm/mixer_kind.h"
+
+namespace hsm {
+
+int64_t mixer_macs_per_token(const std::string& mixer, int64_t d, int64_t heads, int64_t T) {
+  if (d <= 0 || heads <= 0 || T <= 0)
+    throw std::invalid_argument("mixer cost: d_model, heads and context must be positive (got d " +
+                                std::to_string(d) + ", heads " + std::to_string(heads) + ", context " +
+                                std::to_string(T) + ")");
+  switch (mixer_info(mixer).kind) {
+    case MixerKind::Attention:
+      return 4 * d * d + 2 * T * d;
+    case MixerKind::ShiftAB:
+    case MixerKind::ShiftABVector:
+    case MixerKind::ShiftABMultihead:
+    case MixerKind::ShiftABMultiheadExt:
+      return 2 * d;
+    case MixerKind::ShiftABMatrix:
+      return 3 * d * d;
+    case MixerKind::ShiftGate1:
+      return 2 * d * d + 2 * d;
+    case MixerKind::ShiftGate2:
+      return 2 * d * d / heads + 2 * d;
+    case MixerKind::ShiftFusion:
+      return 3 * d * d / heads;
+  }
+  return 0;
+}
+
+int64_t ffn_macs_per_token(int64_t d, int64_t ffn) { return 2 * d * ffn; }
+
+int64_t model_macs_per_token(const ModelConfig& c, int64_t T) {
+  validate(c);
+  int64_t total = c.d_model * c.vocab_size;
+  for (const LayerSpec& l : c.layers)
+    total += mixer_macs_per_token(l.mixer, c.d_model, l.heads, T) + ffn_macs_per_token(c.d_model, l.ffn);
+  return total;
+}
+
+}  // namespace hsm
