@@ -4,6 +4,7 @@
 #include <QElapsedTimer>
 
 #include "gui/session_worker.h"
+#include "gui/thread_priority.h"
 #include "gui/training_worker.h"
 
 namespace studio {
@@ -79,6 +80,9 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   });
   connect(session_, &SessionWorker::system, this, &EngineHost::systemInfo);
 
+  // Both engine threads yield the CPU to the GUI thread (thread_priority.h).
+  for (QThread* t : {&trainingThread_, &sessionThread_})
+    connect(t, &QThread::started, t, [] { lower_current_thread_priority(); }, Qt::DirectConnection);
   trainingThread_.start();
   sessionThread_.start();
 }

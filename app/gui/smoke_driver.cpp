@@ -47,6 +47,12 @@ void SmokeDriver::screenshot(const QString& name) {
   window_->grab().save(QDir(options_.screenshots).filePath(name + QStringLiteral(".png")));
 }
 
+void SmokeDriver::settle(int ms) {
+  QElapsedTimer t;
+  t.start();
+  while (t.elapsed() < ms) QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+}
+
 // Fills the Training view's form through its widgets and presses Start.
 bool SmokeDriver::train(const QString& runDir, const QString& model, QString& error) {
   TrainingView* view = window_->trainingView();
@@ -100,6 +106,7 @@ QJsonObject SmokeDriver::run() {
     QCoreApplication::processEvents();
     screenshot(QStringLiteral("start-page"));
     stalls.start();
+    stalls.setPhase(QStringLiteral("train_a"));
     if (options_.data.isEmpty() || !QFileInfo::exists(options_.data)) {
       error = QStringLiteral("--data: corpus '%1' does not exist").arg(options_.data);
       return false;
@@ -127,6 +134,7 @@ QJsonObject SmokeDriver::run() {
       return false;
     }
     // 2. Another model trains while the first one generates in the Playground.
+    stalls.setPhase(QStringLiteral("train_b_and_generate"));
     const QString second = QDir(out).filePath(QStringLiteral("run-b"));
     if (!train(second, model, error)) return false;
     runs.append(second);
@@ -158,22 +166,27 @@ QJsonObject SmokeDriver::run() {
     // 3. The curves of both runs (exported at the end, as a user would from File › Export plots).
     window_->runs()->poll();
     if (!waitFor([&] { return !window_->runs()->loading(); }, error)) return false;
+    stalls.setPhase(QStringLiteral("training_view"));
     window_->showView(MainWindow::kTraining);
-    QCoreApplication::processEvents();
+    settle();
     screenshot(QStringLiteral("training"));
     // 4. The analysis views on the first model: its architecture, learned weights and a
     //    diagnosis of the prompt. (Before the export below: the export writes files on the
     //    GUI thread, a blocking user action the stall monitor does not count.)
     window_->runs()->setCurrent(window_->runs()->indexOf(source));
+    stalls.setPhase(QStringLiteral("architecture"));
     window_->architectureView()->setConfig(window_->runs()->currentRun()->model);
     window_->showView(MainWindow::kArchitecture);
+    settle();  // its first paint counts in its own phase
     screenshot(QStringLiteral("architecture"));
+    stalls.setPhase(QStringLiteral("weights"));
     WeightsView* weights = window_->weightsView();
     window_->showView(MainWindow::kWeights);
     weights->refresh();
     if (!waitFor([&] { return !weights->isWaiting(); }, error)) return false;
     weightLayers = static_cast<int>(weights->weights().size());
     screenshot(QStringLiteral("weights"));
+    stalls.setPhase(QStringLiteral("diagnostics"));
     DiagnosticsView* diag = window_->diagnosticsView();
     window_->showView(MainWindow::kDiagnostics);
     diag->setPrompt(options_.prompt);
@@ -216,6 +229,10 @@ QJsonObject SmokeDriver::run() {
   report.insert(QStringLiteral("weight_layers"), weightLayers);
   report.insert(QStringLiteral("diagnosed_layers"), diagnosedLayers);
   report.insert(QStringLiteral("max_stall_ms"), stalls.maxStallMs());
+  QJsonObject byPhase;
+  for (auto it = stalls.maxStallByPhase().begin(); it != stalls.maxStallByPhase().end(); ++it)
+    byPhase.insert(it.key(), it.value());
+  report.insert(QStringLiteral("max_stall_ms_by_phase"), byPhase);
   report.insert(QStringLiteral("mean_gap_ms"), stalls.meanGapMs());
   report.insert(QStringLiteral("heartbeats"), stalls.beats());
   report.insert(QStringLiteral("seconds"), clock.elapsed() / 1000.0);

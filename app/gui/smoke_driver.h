@@ -37,6 +37,7 @@ class SmokeDriver {
   bool train(const QString& runDir, const QString& model, QString& error);
   bool waitFor(const std::function<bool()>& done, QString& error);
   void screenshot(const QString& name);
+  void settle(int ms = 150);  // processes events for a while: lets a view paint
 
   MainWindow* window_;
   SmokeOptions options_;

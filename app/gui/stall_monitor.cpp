@@ -22,6 +22,7 @@ void StallMonitor::reset() {
   lastNs_ = -1;
   maxStallMs_ = totalGapMs_ = 0;
   beats_ = 0;
+  byPhase_.clear();
 }
 
 void StallMonitor::beat() {
@@ -29,6 +30,8 @@ void StallMonitor::beat() {
   if (lastNs_ >= 0) {
     const double gapMs = static_cast<double>(now - lastNs_) / 1e6;
     maxStallMs_ = std::max(maxStallMs_, gapMs - intervalMs_);
+    double& phaseMax = byPhase_[phase_];
+    phaseMax = std::max(phaseMax, gapMs - intervalMs_);
     totalGapMs_ += gapMs;
     ++beats_;
   }

@@ -4,6 +4,8 @@
 // GUI could not react (a stall). The studio's responsiveness budget is 50 ms.
 #include <QElapsedTimer>
 #include <QObject>
+#include <QMap>
+#include <QString>
 #include <QTimer>
 
 namespace studio {
@@ -16,6 +18,10 @@ class StallMonitor : public QObject {
   void stop();
   void reset();
   double maxStallMs() const { return maxStallMs_; }
+  // Labels the beats that follow ("training", "diagnostics" ...): the report then says
+  // where the longest stall happened.
+  void setPhase(const QString& phase) { phase_ = phase; }
+  const QMap<QString, double>& maxStallByPhase() const { return byPhase_; }
   double meanGapMs() const { return beats_ ? totalGapMs_ / static_cast<double>(beats_) : 0; }
   qint64 beats() const { return beats_; }
 
@@ -28,6 +34,8 @@ class StallMonitor : public QObject {
   int intervalMs_;
   double maxStallMs_ = 0, totalGapMs_ = 0;
   qint64 beats_ = 0;
+  QString phase_;
+  QMap<QString, double> byPhase_;
 };
 
 }  // namespace studio
