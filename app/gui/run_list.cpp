@@ -72,7 +72,11 @@ int RunList::open(const QString& dir) {
   run->model = run->info.model;
   run->has_info = true;
   run->config_stamp = stamp(abs + "/config.json");
-  run->reader = std::make_unique<hsm::MetricsReader>(abs.toStdString());
+  return insert(std::move(run));
+}
+
+int RunList::insert(std::unique_ptr<RunEntry> run) {
+  run->reader = std::make_unique<hsm::MetricsReader>(run->dir.toStdString());
   run->metrics = run->reader->poll(kSliceBytes);
   run->color = nextColor();
   if (run->reader->more()) schedulePoll();
@@ -93,17 +97,8 @@ int RunList::addPending(const QString& dir, const hsm::ModelConfig& model) {
   auto run = std::make_unique<RunEntry>();
   run->dir = abs;
   run->model = model;
-  run->reader = std::make_unique<hsm::MetricsReader>(abs.toStdString());
-  run->color = nextColor();
   refreshInfo(*run);  // a resumed run has one already
-  run->metrics = run->reader->poll(kSliceBytes);
-  if (run->reader->more()) schedulePoll();
-  const int row = count();
-  beginInsertRows({}, row, row);
-  runs_.push_back(std::move(run));
-  endInsertRows();
-  emit runAdded(row);
-  return row;
+  return insert(std::move(run));
 }
 
 void RunList::close(int row) {

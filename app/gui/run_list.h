@@ -63,6 +63,7 @@ class RunList : public QAbstractListModel {
 
  private:
   bool refreshInfo(RunEntry& run);
+  int insert(std::unique_ptr<RunEntry> run);  // reads its first metrics, gives it a colour, lists it
   QColor nextColor();
   void schedulePoll();  // the next slice of a long metrics file, after pending events
 
