@@ -32,6 +32,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--steps", a->options.train_steps, "Timed training steps (default 4)")->check(CLI::PositiveNumber);
   cmd->add_option("--tokens", a->options.decode_tokens, "Tokens decoded per measurement (default 100)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--profile", a->options.profile_prefix,
+                  "Record one training step per model with LibTorch's profiler into PREFIX<model>_<T>.trace.json");
   cmd->add_flag("!--no-decode", a->options.decode, "Skip the decoding measurements");
   cmd->add_option("--device", a->options.device, "cpu, cuda, cuda:N or auto");
   cmd->add_option("--threads", a->threads, "CPU threads (default: the measured choice, printed)");

@@ -206,8 +206,8 @@ TEST(Attention, MatchesExplicitSoftmax) {
   EXPECT_TRUE(torch::allclose(m->forward(x), y, 1e-10, 1e-10));
 }
 
-// Past 128 positions the mixer switches to the blocked path (torch_compat.cpp); still equal,
-// gradients included, and cached decoding still agrees (test_decoding covers short contexts).
+// A context of several attention tiles (torch_compat.cpp picks the blocked path): equal to the
+// explicit softmax, gradients included, and cached decoding still agrees.
 TEST(Attention, LongContextMatchesExplicitSoftmaxWithGradients) {
   auto m = std::dynamic_pointer_cast<AttentionImpl>(build("attn", 0));
   const int64_t T = 300;

@@ -21,6 +21,9 @@ struct BenchOptions {
   bool decode = true;            // measure decoding (cached and uncached)
   bool measure_peak = true;      // measure this CPU's sgemm peak for MFU
   std::string device = "auto";
+  // Non-empty: one extra training step per model and context is recorded with LibTorch's
+  // profiler into "<profile_prefix><model>_<context>.trace.json" (chrome://tracing format).
+  std::string profile_prefix;
   std::function<void(const std::string&)> on_progress;  // one line per measurement
 };
 

@@ -6,11 +6,6 @@
 
 namespace hsm {
 
-torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
-  auto logits = torch::matmul(h.reshape({-1, h.size(-1)}), weight.t());  // [N, V]
-  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), targets.reshape({-1}));
-}
-
 FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
   fc1 = register_module("fc1", torch::nn::Linear(d, hidden));
   fc2 = register_module("fc2", torch::nn::Linear(hidden, d));

@@ -10,6 +10,7 @@
 namespace hsm {
 
 // Mean cross-entropy of the tied output layer: h [..., d], weight [V, d], targets [...] (int64).
+// Fused and chunked on the CPU (lm_head.cpp); equal to cross_entropy(h · weightᵀ, targets).
 torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
 
 // FFN = Linear(d, f) → GELU → Linear(f, d).

@@ -1,6 +1,5 @@
 #include "model/torch_compat.h"
 
-#include "model/dropout.h"
 #include "model/mixers/blocked_attention.h"
 
 #include <stdexcept>
@@ -10,10 +9,6 @@
 #endif
 
 namespace hsm::compat {
-
-#if TORCH_VERSION_MAJOR < 2
-constexpr int64_t kExplicitAttentionMaxContext = 128;
-#endif
 
 torch::Tensor causal_attention_weights(const torch::Tensor& q, const torch::Tensor& k) {
   const int64_t T = q.size(-2);
@@ -28,13 +23,8 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, training ? dropout_p : 0.0,
                                           /*is_causal=*/true);
 #else
-  // Short contexts: the explicit softmax; its [T, T] weights are small, and keeping them for
-  // the backward pass beats recomputing them. Longer ones: blocked, O(T) memory. The
-  // crossover measured on a 2-core Xeon (bench/micro_bench AttentionCore) lies between 128 and 256.
-  if (q.size(-2) <= kExplicitAttentionMaxContext) {
-    auto att = causal_attention_weights(q, k);
-    return torch::matmul(fast_dropout(att, dropout_p, training), v);
-  }
+  // Blocked at every length: with hashed dropout masks it beat the explicit [T, T] softmax
+  // already at T = 128 (bench/micro_bench AttentionCore, docs/performance.md).
   return blocked_causal_attention(q, k, v, dropout_p, training);
 #endif
 }

@@ -1,5 +1,7 @@
 #include "hsm/bench.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -22,7 +24,10 @@ void sync(const torch::Device& device) {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Peak resident memory since the last reset, in MB (Linux: VmHWM, reset through clear_refs).
-void reset_peak_memory() { std::ofstream("/proc/self/clear_refs") << "5"; }
+void reset_peak_memory() {
+  ::malloc_trim(0);  // set_cpu_threads keeps freed memory in the heap; give it back first
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
 double peak_memory_mb() {
   std::ifstream in("/proc/self/status");
   std::string line;
@@ -118,6 +123,15 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
       }
       sync(device);
       r.train_tokens_per_s = static_cast<double>(o.train_steps * B * T) / seconds_since(t0);
+      if (!o.profile_prefix.empty()) {
+        const std::string path = o.profile_prefix + r.name + "_" + std::to_string(T) + ".trace.json";
+        say(tag + "profiling one step into " + path);
+        torch::autograd::profiler::RecordProfile profile(path);
+        auto loss = model->loss(x, y);
+        optimizer.zero_grad();
+        loss.backward();
+        optimizer.step(1e-4);
+      }
       r.train_peak_mb = device.is_cpu() ? peak_memory_mb() : 0;
       if (report.sgemm_peak_gflops > 0)
         r.mfu = r.train_tokens_per_s * r.train_flops_per_token / (report.sgemm_peak_gflops * 1e9);
@@ -139,7 +153,7 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
       }
 
       if (o.decode) {
-        torch::NoGradGuard no_grad;
+        c10::InferenceMode inference;
         // Greedy decoding of one sequence from a 4-token prompt, within the context.
         const int64_t n = std::max<int64_t>(1, std::min(o.decode_tokens, T - 4));
         auto prompt = tokens.narrow(0, 0, 1).narrow(1, 0, std::min<int64_t>(4, T - 1));
