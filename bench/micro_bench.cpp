@@ -24,8 +24,8 @@ namespace {
 
 constexpr int64_t kD = 256, kTokens = 4096;  // tokens per forward + backward (batch × context)
 
-const std::vector<std::string> kMixers = {"attn",      "hsm_ab",    "hsm_ab_vec", "hsm_AB",       "hsm_gate1",
-                                          "hsm_gate2", "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"};
+const std::vector<std::string> kMixers = {"attn",      "hsm_ab",     "hsm_ab_vec", "hsm_AB",       "hsm_gate1",
+                                          "hsm_gate2", "hsm_fusion", "hsm_ab_mh",  "hsm_ab_mh_ext"};
 
 std::shared_ptr<MixerImpl> make(const std::string& id, int64_t layer) {
   const bool mh = mixer_info(id).multi_head;
@@ -151,8 +151,7 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("MixerForwardBackward/" + id + "/T" + std::to_string(T)).c_str(),
                                    MixerForwardBackward, id, T)
           ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("MixerDecodeStep/" + id).c_str(), MixerDecodeStep, id)
-        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("MixerDecodeStep/" + id).c_str(), MixerDecodeStep, id)->Unit(benchmark::kMicrosecond);
   }
   for (int64_t T : {128, 256, 512, 1024, 2048}) {
     const std::string t = "/T" + std::to_string(T);

@@ -11,15 +11,15 @@
 namespace hsm {
 
 struct BenchOptions {
-  int64_t batch_size = 16;       // sequences per training step at the model's own context
-  std::vector<int64_t> contexts; // contexts to measure (empty: each model's own)
+  int64_t batch_size = 16;        // sequences per training step at the model's own context
+  std::vector<int64_t> contexts;  // contexts to measure (empty: each model's own)
   // Above the first context, the batch shrinks so a step holds the same number of tokens
   // (batch × first context), at least one sequence.
-  int64_t train_steps = 4;       // timed training steps (after one warm-up step)
-  int64_t eval_batch = 64;       // sequences per evaluation forward (as `hsm eval`)
-  int64_t decode_tokens = 100;   // tokens generated per decoding measurement (within the context)
-  bool decode = true;            // measure decoding (cached and uncached)
-  bool measure_peak = true;      // measure this CPU's sgemm peak for MFU
+  int64_t train_steps = 4;      // timed training steps (after one warm-up step)
+  int64_t eval_batch = 64;      // sequences per evaluation forward (as `hsm eval`)
+  int64_t decode_tokens = 100;  // tokens generated per decoding measurement (within the context)
+  bool decode = true;           // measure decoding (cached and uncached)
+  bool measure_peak = true;     // measure this CPU's sgemm peak for MFU
   std::string device = "auto";
   // Non-empty: one extra training step per model and context is recorded with LibTorch's
   // profiler into "<profile_prefix><model>_<context>.trace.json" (chrome://tracing format).
@@ -31,15 +31,15 @@ struct BenchResult {
   std::string name;
   int64_t params = 0;
   int64_t context = 0;
-  int64_t batch = 0;                 // sequences per training step at this context
-  double train_tokens_per_s = 0;     // forward + loss + backward + AdamW, batch × context tokens per step
-  double eval_tokens_per_s = 0;      // forward + loss without gradients (InferenceMode), eval_batch sequences
-  double forward_tokens_per_s = 0;   // = eval_tokens_per_s (kept for older readers)
+  int64_t batch = 0;                        // sequences per training step at this context
+  double train_tokens_per_s = 0;            // forward + loss + backward + AdamW, batch × context tokens per step
+  double eval_tokens_per_s = 0;             // forward + loss without gradients (InferenceMode), eval_batch sequences
+  double forward_tokens_per_s = 0;          // = eval_tokens_per_s (kept for older readers)
   double decode_cached_tokens_per_s = 0;    // incremental: KV cache / shift ring
   double decode_uncached_tokens_per_s = 0;  // recomputing the window for every token
-  double train_peak_mb = 0;          // peak resident memory of the process during training steps (CPU)
-  double train_flops_per_token = 0;  // 6·(matmul weights) + 12·T·d per attention layer (full T×T)
-  double mfu = 0;                    // train FLOP/s / measured sgemm peak (0 when not measured)
+  double train_peak_mb = 0;                 // peak resident memory of the process during training steps (CPU)
+  double train_flops_per_token = 0;         // 6·(matmul weights) + 12·T·d per attention layer (full T×T)
+  double mfu = 0;                           // train FLOP/s / measured sgemm peak (0 when not measured)
 };
 
 struct BenchReport {

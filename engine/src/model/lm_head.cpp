@@ -28,17 +28,17 @@ struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
       const int64_t n = std::min(kChunkRows, N - r0);
       auto hc = h.narrow(0, r0, n);
       auto tc = targets.narrow(0, r0, n).unsqueeze(1);
-      auto logits = torch::mm(hc, weight.t());                      // [n, V]
+      auto logits = torch::mm(hc, weight.t());  // [n, V]
       // Softmax in place, in fewer passes over the chunk than logsumexp + sub + exp.
-      auto target_logit = logits.gather(1, tc);                      // [n, 1]
+      auto target_logit = logits.gather(1, tc);  // [n, 1]
       auto max = std::get<0>(logits.max(1, true));
       auto sum = logits.sub_(max).exp_().sum(1, true);
-      loss += (sum.log() + max - target_logit).sum().item<double>();  // Σ lse − logit[target]
-      auto grad = logits.div_(sum);                                  // softmax
+      loss += (sum.log() + max - target_logit).sum().item<double>();        // Σ lse − logit[target]
+      auto grad = logits.div_(sum);                                         // softmax
       grad.scatter_add_(1, tc, torch::full({n, 1}, -1.0, grad.options()));  // − one-hot
       auto dh_rows = dh.narrow(0, r0, n);
-      torch::mm_out(dh_rows, grad, weight);                          // [n, d]
-      dweight.addmm_(grad.t(), hc);                                  // [V, d]
+      torch::mm_out(dh_rows, grad, weight);  // [n, d]
+      dweight.addmm_(grad.t(), hc);          // [V, d]
     }
     const double inv_n = 1.0 / static_cast<double>(N);
     ctx->save_for_backward({dh.mul_(inv_n), dweight.mul_(inv_n)});

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "train/adamw.h"
 #include "hsm/params.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
+#include "train/adamw.h"
 
 namespace hsm {
 namespace {

@@ -1,9 +1,9 @@
 #include "model/mixers/blocked_attention.h"
 
-#include "model/dropout.h"
-
 #include <algorithm>
 #include <limits>
+
+#include "model/dropout.h"
 
 namespace hsm {
 namespace {
@@ -72,14 +72,14 @@ struct BlockedAttentionFn : torch::autograd::Function<BlockedAttentionFn> {
     const auto tiles = causal_tiles(T, {block_q, block_k});
     for (size_t i = 0; i < tiles.size(); ++i) {
       const Tile& t = tiles[i];
-      auto s = tile_scores(q, k, t, scale);                // [BH, nq, nk]
+      auto s = tile_scores(q, k, t, scale);  // [BH, nq, nk]
       auto vt = v.narrow(1, t.k0, t.nk);
-      if (t.k0 == 0) {                                      // first tile of a row block
+      if (t.k0 == 0) {  // first tile of a row block
         m = std::get<0>(s.max(-1, true));
         s.sub_(m).exp_();
         l = s.sum(-1, true);
         acc = torch::bmm(masks ? s.mul_(masks->get(s, i)) : s, vt);
-      } else {                                              // online softmax: rescale what came before
+      } else {  // online softmax: rescale what came before
         auto m_new = torch::maximum(m, std::get<0>(s.max(-1, true)));
         auto alpha = (m - m_new).exp_();
         s.sub_(m_new).exp_();
@@ -87,7 +87,7 @@ struct BlockedAttentionFn : torch::autograd::Function<BlockedAttentionFn> {
         acc.mul_(alpha).baddbmm_(masks ? s.mul_(masks->get(s, i)) : s, vt);
         m = m_new;
       }
-      if (t.k0 + t.nk == t.q0 + t.nq) {                     // last tile of the row block
+      if (t.k0 + t.nk == t.q0 + t.nq) {  // last tile of the row block
         out.narrow(1, t.q0, t.nq).copy_(acc.div_(l));
         lse.narrow(1, t.q0, t.nq).copy_(m.add_(l.log_()));
       }
@@ -119,7 +119,7 @@ struct BlockedAttentionFn : torch::autograd::Function<BlockedAttentionFn> {
       auto s = tile_scores(q, k, t, scale);
       auto prob = s.sub_(lse.narrow(1, t.q0, t.nq)).exp_();  // P, [BH, nq, nk]
       auto dout_t = dout.narrow(1, t.q0, t.nq), kt = k.narrow(1, t.k0, t.nk), vt = v.narrow(1, t.k0, t.nk);
-      auto dprob = torch::bmm(dout_t, vt.transpose(1, 2));   // dP of the dropped weights
+      auto dprob = torch::bmm(dout_t, vt.transpose(1, 2));  // dP of the dropped weights
       if (masks) {
         auto keep = masks->get(prob, i);
         dv.narrow(1, t.k0, t.nk).baddbmm_((prob * keep).transpose(1, 2), dout_t);

@@ -13,8 +13,8 @@ namespace hsm {
 struct BlockSizes {
   // Measured on 2-core Xeon (bench/micro_bench AttentionCore): tiles that stay in L2 win;
   // 32..64 × 128..512 were within noise of each other, 128 × 512 and larger were slower.
-  int64_t query = 64;   // rows of a tile
-  int64_t key = 256;    // columns of a tile (the online softmax runs across these)
+  int64_t query = 64;  // rows of a tile
+  int64_t key = 256;   // columns of a tile (the online softmax runs across these)
 };
 
 // q, k, v: [B, H, T, hd] (floating point, CPU or CUDA) -> [B, H, T, hd], equal within rounding
