@@ -20,49 +20,95 @@ Command add_bench_command(CLI::App& app) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("models", a->models, "Presets or config files; the first is the baseline (default: gpt hsm_ab hybrid_0_6)");
-  cmd->add_option("--batch", a->options.batch_size, "Sequences per training step (default 16)")->check(CLI::PositiveNumber);
+  cmd->add_option("models", a->models,
+                  "Presets or config files; the first is the baseline (default: gpt hsm_ab hybrid_0_6)");
+  cmd->add_option("--batch", a->options.batch_size,
+                  "Sequences per training step at the first context; longer contexts keep the tokens per step "
+                  "(default 16)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--context", a->options.contexts,
+                  "Contexts to measure, e.g. 128,512,1024,2048 (default: each model's own)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--steps", a->options.train_steps, "Timed training steps (default 4)")->check(CLI::PositiveNumber);
   cmd->add_option("--tokens", a->options.decode_tokens, "Tokens decoded per measurement (default 100)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--profile", a->options.profile_prefix,
+                  "Record one training step per model with LibTorch's profiler into PREFIX<model>_<T>.trace.json");
+  cmd->add_flag("!--no-decode", a->options.decode, "Skip the decoding measurements");
   cmd->add_option("--device", a->options.device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: the measured choice, printed)");
   cmd->add_flag("--json", a->json, "Print JSON");
-  return {cmd, [a]() {
-            const int threads = set_cpu_threads(a->threads);
-            std::vector<ModelConfig> configs;
-            for (const auto& m : a->models) configs.push_back(load_preset_or_config(m));
-            BenchOptions options = a->options;
-            options.on_progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
-            const auto results = run_bench(configs, options);
-            const BenchResult& base = results.front();
-            if (a->json) {
-              nlohmann::json out = {{"threads", threads}, {"device", options.device}, {"baseline", base.name}};
-              for (const auto& r : results)
-                out["models"].push_back({{"name", r.name},
-                                         {"params", r.params},
-                                         {"train_tokens_per_s", r.train_tokens_per_s},
-                                         {"forward_tokens_per_s", r.forward_tokens_per_s},
-                                         {"decode_cached_tokens_per_s", r.decode_cached_tokens_per_s},
-                                         {"decode_uncached_tokens_per_s", r.decode_uncached_tokens_per_s},
-                                         {"train_vs_baseline", r.train_tokens_per_s / base.train_tokens_per_s},
-                                         {"cached_vs_uncached",
-                                          r.decode_cached_tokens_per_s / r.decode_uncached_tokens_per_s}});
-              std::cout << out.dump(2) << "\n";
-              return 0;
-            }
-            std::printf("%-18s %10s %12s %8s %12s %12s %12s %8s\n", "model", "params", "train tok/s", "vs base",
-                        "fwd tok/s", "cached tok/s", "uncached", "speedup");
-            for (const auto& r : results)
-              std::printf("%-18s %10lld %12.0f %7.2fx %12.0f %12.1f %12.1f %7.2fx\n", r.name.c_str(),
-                          static_cast<long long>(r.params), r.train_tokens_per_s,
-                          r.train_tokens_per_s / base.train_tokens_per_s, r.forward_tokens_per_s,
-                          r.decode_cached_tokens_per_s, r.decode_uncached_tokens_per_s,
-                          r.decode_cached_tokens_per_s / r.decode_uncached_tokens_per_s);
-            std::printf("(%d CPU threads; batch %lld; decoding %lld tokens greedily; all in one run)\n", threads,
-                        static_cast<long long>(options.batch_size), static_cast<long long>(options.decode_tokens));
-            return 0;
-          }};
+  return {
+      cmd, [a]() {
+        const int threads = set_cpu_threads(a->threads);
+        std::vector<ModelConfig> configs;
+        for (const auto& m : a->models) configs.push_back(load_preset_or_config(m));
+        BenchOptions options = a->options;
+        options.on_progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+        const BenchReport report = run_bench(configs, options);
+        // Ratios: against the baseline (first) model at the same context, and against the
+        // model's own speed at the first context, beside what its FLOP count allows.
+        auto baseline = [&](const BenchResult& r) -> const BenchResult& {
+          for (const auto& b : report.results)
+            if (b.name == report.results.front().name && b.context == r.context) return b;
+          return r;
+        };
+        auto first = [&](const BenchResult& r) -> const BenchResult& {
+          for (const auto& b : report.results)
+            if (b.name == r.name) return b;
+          return r;
+        };
+        if (a->json) {
+          nlohmann::json out = {{"threads", threads},
+                                {"threads_note", cpu_threads_note()},
+                                {"device", options.device},
+                                {"baseline", report.results.front().name},
+                                {"sgemm_peak_gflops", report.sgemm_peak_gflops},
+                                {"models", nlohmann::json::array()}};
+          for (const auto& r : report.results) {
+            const auto &b = baseline(r), &f = first(r);
+            out["models"].push_back(
+                {{"name", r.name},
+                 {"params", r.params},
+                 {"context", r.context},
+                 {"batch", r.batch},
+                 {"train_tokens_per_s", r.train_tokens_per_s},
+                 {"eval_tokens_per_s", r.eval_tokens_per_s},
+                 {"forward_tokens_per_s", r.forward_tokens_per_s},
+                 {"decode_cached_tokens_per_s", r.decode_cached_tokens_per_s},
+                 {"decode_uncached_tokens_per_s", r.decode_uncached_tokens_per_s},
+                 {"train_peak_mb", r.train_peak_mb},
+                 {"train_flops_per_token", r.train_flops_per_token},
+                 {"mfu", r.mfu},
+                 {"train_vs_baseline", r.train_tokens_per_s / b.train_tokens_per_s},
+                 {"train_vs_first_context", r.train_tokens_per_s / f.train_tokens_per_s},
+                 {"flops_allow_vs_first_context", f.train_flops_per_token / r.train_flops_per_token},
+                 {"cached_vs_uncached", r.decode_uncached_tokens_per_s > 0
+                                            ? r.decode_cached_tokens_per_s / r.decode_uncached_tokens_per_s
+                                            : 0.0}});
+          }
+          std::cout << out.dump(2) << "\n";
+          return 0;
+        }
+        std::printf("%-12s %5s %5s %9s %7s %6s %8s %6s %9s %8s %9s %8s %7s\n", "model", "T", "batch", "train/s",
+                    "vs base", "vs T0", "FLOPs ok", "MFU", "eval/s", "peak MB", "cached/s", "uncached", "speedup");
+        for (const auto& r : report.results) {
+          const auto &b = baseline(r), &f = first(r);
+          std::printf(
+              "%-12s %5lld %5lld %9.0f %6.2fx %5.2fx %7.2fx %5.1f%% %9.0f %8.0f %9.1f %8.1f %6.1fx\n", r.name.c_str(),
+              static_cast<long long>(r.context), static_cast<long long>(r.batch), r.train_tokens_per_s,
+              r.train_tokens_per_s / b.train_tokens_per_s, r.train_tokens_per_s / f.train_tokens_per_s,
+              f.train_flops_per_token / r.train_flops_per_token, 100 * r.mfu, r.eval_tokens_per_s, r.train_peak_mb,
+              r.decode_cached_tokens_per_s, r.decode_uncached_tokens_per_s,
+              r.decode_uncached_tokens_per_s > 0 ? r.decode_cached_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0);
+        }
+        std::printf(
+            "(%s; sgemm peak %.1f GFLOP/s; vs T0 = speed at T / speed at the first context, FLOPs ok = what the "
+            "FLOP count allows; all in one run)\n",
+            cpu_threads_note().c_str(), report.sgemm_peak_gflops);
+        return 0;
+      }};
 }
 
 }  // namespace hsm::cli

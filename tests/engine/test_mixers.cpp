@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include "hsm/mixer_kind.h"
+#include "model/dropout.h"
 #include "model/mixers/attention.h"
+#include "model/mixers/blocked_attention.h"
 #include "model/mixers/shift.h"
 
 using namespace hsm;
@@ -202,4 +204,118 @@ TEST(Attention, MatchesExplicitSoftmax) {
   auto v = qkv[2].view({1, kT, 4, 4}).transpose(1, 2);
   auto y = m->proj->forward(torch::matmul(w, v).transpose(1, 2).reshape({1, kT, kD}));
   EXPECT_TRUE(torch::allclose(m->forward(x), y, 1e-10, 1e-10));
+}
+
+// A context of several attention tiles (torch_compat.cpp picks the blocked path): equal to the
+// explicit softmax, gradients included, and cached decoding still agrees.
+TEST(Attention, LongContextMatchesExplicitSoftmaxWithGradients) {
+  auto m = std::dynamic_pointer_cast<AttentionImpl>(build("attn", 0));
+  const int64_t T = 300;
+  auto x = torch::randn({2, T, kD}, torch::kFloat64).requires_grad_(true);
+  auto x2 = x.detach().clone().requires_grad_(true);
+  auto w = m->attention_weights(x2);  // explicit [B, H, T, T]
+  auto v = m->qkv->forward(x2).chunk(3, -1)[2].view({2, T, 4, 4}).transpose(1, 2);
+  auto y_ref = m->proj->forward(torch::matmul(w, v).transpose(1, 2).reshape({2, T, kD}));
+  auto y = m->forward(x);
+  EXPECT_TRUE(torch::allclose(y, y_ref, 1e-10, 1e-10));
+  auto g = torch::randn_like(y);
+  (y * g).sum().backward();
+  (y_ref * g).sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), x2.grad(), 1e-9, 1e-9));
+  torch::NoGradGuard no_grad;
+  MixerCache cache;
+  auto prefix = m->prefill(x.narrow(1, 0, 200), cache, T);
+  EXPECT_TRUE(torch::allclose(prefix, y.narrow(1, 0, 200), 1e-10, 1e-10));
+  for (int64_t pos = 200; pos < 203; ++pos)
+    EXPECT_TRUE(torch::allclose(m->step(x.select(1, pos), cache, pos, T), y.select(1, pos), 1e-10, 1e-10));
+}
+
+namespace {
+
+// The plain path: the whole [T, T] softmax, masked.
+torch::Tensor explicit_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t T = q.size(-2);
+  auto s = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  auto future = torch::ones({T, T}, torch::kBool).triu(1);
+  return torch::matmul(torch::softmax(s.masked_fill(future, -INFINITY), -1), v);
+}
+
+struct Qkv {
+  torch::Tensor q, k, v;
+};
+
+Qkv random_qkv(int64_t T, torch::Dtype dtype, int64_t seed) {
+  torch::manual_seed(seed);
+  auto make = [&] { return (2 * torch::randn({2, 3, T, 8}, dtype)).requires_grad_(true); };
+  return {make(), make(), make()};
+}
+
+}  // namespace
+
+// Tiles of every shape: one tile, square tiles, ragged edges, keys narrower than queries.
+TEST(BlockedAttention, ForwardAndGradientsEqualTheExplicitSoftmax) {
+  for (const auto& [T, bq, bk] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 4, 4}, {20, 128, 512}, {20, 4, 4}, {37, 8, 16}, {37, 16, 5}, {64, 7, 64}}) {
+    auto a = random_qkv(T, torch::kFloat32, T);
+    auto b = random_qkv(T, torch::kFloat32, T);
+    auto y_ref = explicit_attention(a.q, a.k, a.v);
+    auto y = blocked_causal_attention(b.q, b.k, b.v, 0.0, true, {bq, bk});
+    EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-5)) << "T=" << T << " blocks " << bq << "x" << bk;
+    auto g = torch::randn_like(y_ref);
+    (y_ref * g).sum().backward();
+    (y * g).sum().backward();
+    EXPECT_TRUE(torch::allclose(b.q.grad(), a.q.grad(), 1e-4, 1e-5)) << "dq, T=" << T;
+    EXPECT_TRUE(torch::allclose(b.k.grad(), a.k.grad(), 1e-4, 1e-5)) << "dk, T=" << T;
+    EXPECT_TRUE(torch::allclose(b.v.grad(), a.v.grad(), 1e-4, 1e-5)) << "dv, T=" << T;
+  }
+}
+
+// With dropout the masks are random, so the check is against the function's own finite
+// differences (the same seed draws the same masks), in double precision.
+TEST(BlockedAttention, DropoutGradientMatchesFiniteDifferences) {
+  auto x = random_qkv(19, torch::kFloat64, 5);
+  auto dir = random_qkv(19, torch::kFloat64, 6);
+  auto g = torch::randn({2, 3, 19, 8}, torch::kFloat64);
+  auto f = [&](double eps) {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(42);
+    return (blocked_causal_attention(x.q + eps * dir.q, x.k + eps * dir.k, x.v + eps * dir.v, 0.3, true, {4, 8}) * g)
+        .sum()
+        .item<double>();
+  };
+  torch::manual_seed(42);
+  auto y = blocked_causal_attention(x.q, x.k, x.v, 0.3, true, {4, 8});
+  (y * g).sum().backward();
+  const double analytic = ((x.q.grad() * dir.q).sum() + (x.k.grad() * dir.k).sum() + (x.v.grad() * dir.v).sum())
+                              .item<double>();
+  const double eps = 1e-6, numeric = (f(eps) - f(-eps)) / (2 * eps);
+  EXPECT_NEAR(analytic, numeric, 1e-6 * std::max(1.0, std::abs(numeric)));
+  // Some weights were dropped: the output differs from the dropout-free one.
+  torch::NoGradGuard no_grad;
+  EXPECT_FALSE(torch::allclose(y, explicit_attention(x.q, x.k, x.v)));
+}
+
+TEST(BlockedAttention, EvalModeIgnoresDropout) {
+  auto x = random_qkv(30, torch::kFloat64, 7);
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::allclose(blocked_causal_attention(x.q, x.k, x.v, 0.5, false, {8, 8}),
+                              explicit_attention(x.q, x.k, x.v), 1e-10, 1e-10));
+}
+
+TEST(HashedDropout, KeepsOneMinusPScaledAndRepeatsPerSeedAndStream) {
+  const double p = 0.1;
+  auto m = dropout_mask({64, 1000}, p, 7, 3);
+  const double kept = m.gt(0).to(torch::kFloat64).mean().item<double>();
+  EXPECT_NEAR(kept, 1 - p, 0.005);  // 64k draws: 4 standard deviations ≈ 0.005
+  EXPECT_TRUE((m.eq(0) | m.eq(static_cast<float>(1 / (1 - p)))).all().item<bool>());
+  EXPECT_TRUE(torch::equal(m, dropout_mask({64, 1000}, p, 7, 3)));
+  EXPECT_FALSE(torch::equal(m, dropout_mask({64, 1000}, p, 7, 4)));
+  EXPECT_FALSE(torch::equal(m, dropout_mask({64, 1000}, p, 8, 3)));
+  // Neighbouring elements are independent: P(both kept) ≈ (1-p)².
+  auto keep = m.gt(0).flatten().to(torch::kFloat64);
+  const double both = (keep.narrow(0, 0, keep.numel() - 1) * keep.narrow(0, 1, keep.numel() - 1)).mean().item<double>();
+  EXPECT_NEAR(both, (1 - p) * (1 - p), 0.006);
+  auto x = torch::ones({10, 10});
+  EXPECT_TRUE(torch::equal(fast_dropout(x, p, false), x));
+  EXPECT_TRUE(torch::equal(fast_dropout(x, 0.0, true), x));
 }

@@ -113,3 +113,22 @@ INSTANTIATE_TEST_SUITE_P(HsmMixers, GradientReceptiveField,
                          ::testing::Values("hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2", "hsm_fusion",
                                            "hsm_ab_mh", "hsm_ab_mh_ext"),
                          [](const auto& info) { return info.param; });
+
+// The fused, chunked output layer + loss (lm_head.cpp) against the plain formula, with more
+// rows than one chunk, in training (gradients) and evaluation.
+TEST(LmHeadLoss, EqualsPlainCrossEntropyWithGradients) {
+  torch::manual_seed(3);
+  auto h = torch::randn({3, 700, 16}).requires_grad_(true);  // 2100 rows: three chunks
+  auto w = (0.5 * torch::randn({50, 16})).requires_grad_(true);
+  auto y = torch::randint(0, 50, {3, 700}, torch::kLong);
+  auto h2 = h.detach().clone().requires_grad_(true), w2 = w.detach().clone().requires_grad_(true);
+  auto loss = hsm::lm_head_loss(h, w, y);
+  auto ref = torch::nn::functional::cross_entropy(torch::matmul(h2, w2.t()).view({-1, 50}), y.view({-1}));
+  EXPECT_NEAR(loss.item<double>(), ref.item<double>(), 1e-5);
+  (2.5 * loss).backward();
+  (2.5 * ref).backward();
+  EXPECT_TRUE(torch::allclose(h.grad(), h2.grad(), 1e-4, 1e-6));
+  EXPECT_TRUE(torch::allclose(w.grad(), w2.grad(), 1e-4, 1e-6));
+  torch::NoGradGuard no_grad;
+  EXPECT_NEAR(hsm::lm_head_loss(h, w, y).item<double>(), ref.item<double>(), 1e-5);
+}

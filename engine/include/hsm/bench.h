@@ -11,23 +11,47 @@
 namespace hsm {
 
 struct BenchOptions {
-  int64_t batch_size = 16;       // sequences per training step
-  int64_t train_steps = 4;       // timed training steps (after one warm-up step)
-  int64_t decode_tokens = 100;   // tokens generated per decoding measurement (within the context)
+  int64_t batch_size = 16;        // sequences per training step at the model's own context
+  std::vector<int64_t> contexts;  // contexts to measure (empty: each model's own)
+  // Above the first context, the batch shrinks so a step holds the same number of tokens
+  // (batch × first context), at least one sequence.
+  int64_t train_steps = 4;      // timed training steps (after one warm-up step)
+  int64_t eval_batch = 64;      // sequences per evaluation forward (as `hsm eval`)
+  int64_t decode_tokens = 100;  // tokens generated per decoding measurement (within the context)
+  bool decode = true;           // measure decoding (cached and uncached)
+  bool measure_peak = true;     // measure this CPU's sgemm peak for MFU
   std::string device = "auto";
+  // Non-empty: one extra training step per model and context is recorded with LibTorch's
+  // profiler into "<profile_prefix><model>_<context>.trace.json" (chrome://tracing format).
+  std::string profile_prefix;
   std::function<void(const std::string&)> on_progress;  // one line per measurement
 };
 
 struct BenchResult {
   std::string name;
   int64_t params = 0;
-  double train_tokens_per_s = 0;     // forward + backward + AdamW, batch × context tokens per step
-  double forward_tokens_per_s = 0;   // inference forward of a full batch
+  int64_t context = 0;
+  int64_t batch = 0;                        // sequences per training step at this context
+  double train_tokens_per_s = 0;            // forward + loss + backward + AdamW, batch × context tokens per step
+  double eval_tokens_per_s = 0;             // forward + loss without gradients (InferenceMode), eval_batch sequences
+  double forward_tokens_per_s = 0;          // = eval_tokens_per_s (kept for older readers)
   double decode_cached_tokens_per_s = 0;    // incremental: KV cache / shift ring
   double decode_uncached_tokens_per_s = 0;  // recomputing the window for every token
+  double train_peak_mb = 0;                 // peak resident memory of the process during training steps (CPU)
+  double train_flops_per_token = 0;         // 6·(matmul weights) + 12·T·d per attention layer (full T×T)
+  double mfu = 0;                           // train FLOP/s / measured sgemm peak (0 when not measured)
 };
 
-// Random weights and tokens: speed does not depend on training. Throws on a bad config.
-std::vector<BenchResult> run_bench(const std::vector<ModelConfig>& models, const BenchOptions& options);
+struct BenchReport {
+  std::vector<BenchResult> results;  // model-major, then context
+  double sgemm_peak_gflops = 0;      // best of the model's matmul shapes on this device/threads
+};
+
+// FLOPs per trained token of a config at context T (the issue 9 convention).
+double train_flops_per_token(const ModelConfig& config, int64_t context);
+
+// Random weights and tokens: speed does not depend on training or on the text. Throws on a
+// bad config.
+BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions& options);
 
 }  // namespace hsm

@@ -66,8 +66,13 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// CPU threads for LibTorch (intra-op) and OpenBLAS; n <= 0 picks the measured default.
-// Returns the number in use.
+// CPU threads for LibTorch (intra-op) and OpenBLAS. n > 0: LibTorch on n threads, OpenBLAS on
+// $HSM_BLAS_THREADS or 1 (the pools oversubscribe the cores otherwise, SPEC §7). n <= 0: the
+// default, LibTorch on 1 thread and OpenBLAS on every core ($HSM_BLAS_THREADS overrides), which
+// trained fastest on every CPU measured (docs/performance.md). Returns LibTorch's thread count.
 int set_cpu_threads(int n);
+
+// What set_cpu_threads chose, in words, for logs ("LibTorch 1 thread, OpenBLAS 2 (default ...)").
+std::string cpu_threads_note();
 
 }  // namespace hsm

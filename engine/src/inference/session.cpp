@@ -74,7 +74,7 @@ std::string Session::run_dir() const { return impl_->run_dir; }
 std::vector<float> Session::logits(const std::vector<int32_t>& tokens) {
   if (tokens.empty() || static_cast<int64_t>(tokens.size()) > impl_->config.context)
     throw std::invalid_argument("logits() takes 1 to context tokens");
-  torch::NoGradGuard no_grad;
+  c10::InferenceMode inference;  // lighter than NoGradGuard: no version counters or views tracked
   auto l = impl_->forward_last(tokens).contiguous();
   return std::vector<float>(l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
 }
@@ -99,7 +99,7 @@ std::vector<MixerWeights> Session::mixer_weights() const { return hsm::mixer_wei
 GenerationResult Session::generate(const std::string& prompt, const GenerateOptions& options,
                                    const std::function<bool(const GeneratedToken&)>& on_token) {
   auto& m = *impl_;
-  torch::NoGradGuard no_grad;
+  c10::InferenceMode inference;
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t context = m.config.context;
   const int64_t slide = options.slide > 0 ? std::min(options.slide, context - 1) : std::max<int64_t>(1, context / 4);

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "model/dropout.h"
+
 namespace hsm {
 
 FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
@@ -25,12 +27,12 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
   // does not grow with depth.
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.layers.size()));
   ffn = register_module("ffn", FeedForward(c.d_model, spec.ffn, proj_std));
-  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  dropout = c.dropout;
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& h_in) {
-  auto h = h_in + drop->forward(mixer->forward(ln1->forward(h_in)));
-  return h + drop->forward(ffn->forward(ln2->forward(h)));
+  auto h = h_in + fast_dropout(mixer->forward(ln1->forward(h_in)), dropout, is_training());
+  return h + fast_dropout(ffn->forward(ln2->forward(h)), dropout, is_training());
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context) {
@@ -47,7 +49,6 @@ GptImpl::GptImpl(const ModelConfig& c) : config(c) {
   validate(c);
   tok_emb = register_module("tok_emb", torch::nn::Embedding(c.vocab_size, c.d_model));
   pos_emb = register_module("pos_emb", torch::nn::Embedding(c.context, c.d_model));
-  drop = register_module("drop", torch::nn::Dropout(c.dropout));
   block_list = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < static_cast<int64_t>(c.layers.size()); ++l) {
     blocks.emplace_back(c, l);
@@ -69,10 +70,20 @@ torch::Tensor GptImpl::embed(const torch::Tensor& idx) {
 }
 
 torch::Tensor GptImpl::forward_embedded(const torch::Tensor& h0) {
-  auto h = drop->forward(h0);
+  auto h = fast_dropout(h0, config.dropout, is_training());
   for (auto& block : blocks) h = block->forward(h);
   h = ln_f->forward(h);
   return torch::matmul(h, tok_emb->weight.t());  // tied output: [B, T, V]
+}
+
+torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
+  auto h = fast_dropout(embed(idx), config.dropout, is_training());
+  for (auto& block : blocks) h = block->forward(h);
+  return ln_f->forward(h);
+}
+
+torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
+  return lm_head_loss(hidden(idx), tok_emb->weight, targets);
 }
 
 torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {

@@ -9,6 +9,10 @@
 
 namespace hsm {
 
+// Mean cross-entropy of the tied output layer: h [..., d], weight [V, d], targets [...] (int64).
+// Fused and chunked on the CPU (lm_head.cpp); equal to cross_entropy(h · weightᵀ, targets).
+torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
+
 // FFN = Linear(d, f) → GELU → Linear(f, d).
 struct FeedForwardImpl : torch::nn::Module {
   FeedForwardImpl(int64_t d_model, int64_t hidden, double proj_std);
@@ -27,7 +31,7 @@ struct BlockImpl : torch::nn::Module {
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   std::shared_ptr<MixerImpl> mixer;
   FeedForward ffn{nullptr};
-  torch::nn::Dropout drop{nullptr};
+  double dropout;  // residual dropout (model/dropout.h: a hashed mask, not torch::nn::Dropout)
 };
 TORCH_MODULE(Block);
 
@@ -45,6 +49,11 @@ struct GptImpl : torch::nn::Module {
   torch::Tensor embed(const torch::Tensor& idx);
   // Everything after the embedding: dropout, blocks, final norm, tied output. [B,T,d] -> [B,T,V]
   torch::Tensor forward_embedded(const torch::Tensor& h);
+  // Mean next-token cross-entropy of idx [B, T] against targets [B, T], without keeping the
+  // [B, T, V] logits alive longer than needed (see lm_loss in model.cpp).
+  torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
+  // The blocks and the final norm: [B, T, d] -> [B, T, d] (before the tied output layer).
+  torch::Tensor hidden(const torch::Tensor& idx);
   // Incremental decoding: feeds token ids [B] at position state.pos -> logits [B, vocab].
   // Costs O(1) in the context length for HSM layers, O(pos) for attention (KV cache).
   // Throws when the context is full: the caller slides its window and starts over.
@@ -55,7 +64,6 @@ struct GptImpl : torch::nn::Module {
 
   ModelConfig config;
   torch::nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};
-  torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList block_list{nullptr};
   std::vector<Block> blocks;
   torch::nn::LayerNorm ln_f{nullptr};

@@ -1,5 +1,7 @@
 #include "model/torch_compat.h"
 
+#include "model/mixers/blocked_attention.h"
+
 #include <stdexcept>
 
 #if TORCH_VERSION_MAJOR >= 2
@@ -21,9 +23,9 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, training ? dropout_p : 0.0,
                                           /*is_causal=*/true);
 #else
-  auto att = causal_attention_weights(q, k);
-  if (training && dropout_p > 0) att = torch::dropout(att, dropout_p, true);
-  return torch::matmul(att, v);
+  // Blocked at every length: with hashed dropout masks it beat the explicit [T, T] softmax
+  // already at T = 128 (bench/micro_bench AttentionCore, docs/performance.md).
+  return blocked_causal_attention(q, k, v, dropout_p, training);
 #endif
 }
 

@@ -11,7 +11,7 @@
 namespace hsm::compat {
 
 // Causal scaled dot-product attention over [B, H, T, hd] tensors -> [B, H, T, hd].
-// 2.x: the fused kernel (flash / memory-efficient on CUDA); 1.13: the explicit softmax.
+// 2.x: the fused kernel (flash / memory-efficient); 1.13: blocked_causal_attention (O(T) memory).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                double dropout_p, bool training);
 

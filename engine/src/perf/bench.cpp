@@ -1,11 +1,15 @@
 #include "hsm/bench.h"
 
-#include <chrono>
+#include <malloc.h>
 
-#include "train/adamw.h"
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
 #include "hsm/params.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
+#include "train/adamw.h"
 
 namespace hsm {
 namespace {
@@ -19,83 +23,165 @@ void sync(const torch::Device& device) {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Peak resident memory since the last reset, in MB (Linux: VmHWM, reset through clear_refs).
+void reset_peak_memory() {
+  ::malloc_trim(0);  // set_cpu_threads keeps freed memory in the heap; give it back first
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+double peak_memory_mb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+  return 0;
+}
+
+// Best sgemm rate over the matrix shapes a training step of `config` multiplies: [B·T, d] by
+// the qkv, FFN and output weights (GFLOP/s).
+double sgemm_peak_gflops(const ModelConfig& config, const torch::Device& device) {
+  const int64_t rows = 4096, d = config.d_model;
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{d, 3 * d}, {d, config.vocab_size}};
+  for (const auto& l : config.layers) shapes.push_back({d, l.ffn});
+  double best = 0;
+  torch::NoGradGuard no_grad;
+  for (const auto& [k, n] : shapes) {
+    auto a = torch::randn({rows, k}, torch::TensorOptions().device(device));
+    auto b = torch::randn({k, n}, torch::TensorOptions().device(device));
+    auto c = torch::mm(a, b);
+    for (int rep = 0; rep < 3; ++rep) {
+      sync(device);
+      const auto t0 = Clock::now();
+      for (int i = 0; i < 3; ++i) torch::mm_out(c, a, b);
+      sync(device);
+      best = std::max(best, 3 * 2.0 * rows * k * n / seconds_since(t0) / 1e9);
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
-std::vector<BenchResult> run_bench(const std::vector<ModelConfig>& models, const BenchOptions& o) {
+double train_flops_per_token(const ModelConfig& c, int64_t T) {
+  double matmul = static_cast<double>(c.vocab_size * c.d_model);  // tied output layer
+  double attention = 0;
+  for (const auto& l : c.layers) {
+    matmul += 2.0 * static_cast<double>(c.d_model * l.ffn);
+    matmul += static_cast<double>(mixer_params(l.mixer, c.d_model, l.heads));  // ≈ its matmul weights
+    if (l.mixer == "attn") attention += 12.0 * static_cast<double>(T * c.d_model);
+  }
+  return 6.0 * matmul + attention;
+}
+
+BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions& o) {
   const torch::Device device = compat::parse_device(o.device);
   auto say = [&](const std::string& s) {
     if (o.on_progress) o.on_progress(s);
   };
-  std::vector<BenchResult> results;
-  for (const ModelConfig& config : models) {
-    validate(config);
-    BenchResult r;
-    r.name = config.name;
-    r.params = count_params(config).total();
-    torch::manual_seed(0);
-    Gpt model(config);
-    model->to(device);
-    const int64_t T = config.context, B = o.batch_size;
-    auto tokens = torch::randint(0, config.vocab_size, {B, T + 1}, torch::TensorOptions().dtype(torch::kLong).device(device));
-    auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
+  BenchReport report;
+  if (o.measure_peak && !models.empty()) {
+    say("sgemm peak");
+    report.sgemm_peak_gflops = sgemm_peak_gflops(models.front(), device);
+  }
+  for (const ModelConfig& base_config : models) {
+    validate(base_config);
+    const std::vector<int64_t> contexts = o.contexts.empty() ? std::vector<int64_t>{base_config.context} : o.contexts;
+    for (const int64_t T : contexts) {
+      ModelConfig config = base_config;
+      config.context = T;
+      BenchResult r;
+      r.name = config.name;
+      r.context = T;
+      r.params = count_params(config).total();
+      r.batch = std::max<int64_t>(1, o.batch_size * contexts.front() / T);
+      r.train_flops_per_token = train_flops_per_token(config, T);
+      const std::string tag = r.name + " @" + std::to_string(T) + ": ";
+      torch::manual_seed(0);
+      Gpt model(config);
+      model->to(device);
+      const int64_t B = r.batch;
+      auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+      auto tokens = torch::randint(0, config.vocab_size, {B, T + 1}, opts);
+      auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
 
-    // Training steps: forward, loss, backward, optimizer (one untimed warm-up step first).
-    say(r.name + ": training steps");
-    model->train();
-    std::vector<std::pair<std::string, torch::Tensor>> named;
-    for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
-    AdamW optimizer(named, {});
-    Clock::time_point t0;
-    for (int64_t s = 0; s <= o.train_steps; ++s) {
-      if (s == 1) {
+      // Training steps: forward, loss, backward, optimizer (one untimed warm-up step first).
+      say(tag + "training steps (batch " + std::to_string(B) + ")");
+      model->train();
+      std::vector<std::pair<std::string, torch::Tensor>> named;
+      for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
+      AdamW optimizer(named, {});
+      Clock::time_point t0;
+      reset_peak_memory();
+      for (int64_t s = 0; s <= o.train_steps; ++s) {
+        if (s == 1) {
+          sync(device);
+          t0 = Clock::now();
+        }
+        auto loss = model->loss(x, y);
+        optimizer.zero_grad();
+        loss.backward();
+        optimizer.step(1e-4);
+      }
+      sync(device);
+      r.train_tokens_per_s = static_cast<double>(o.train_steps * B * T) / seconds_since(t0);
+      if (!o.profile_prefix.empty()) {
+        const std::string path = o.profile_prefix + r.name + "_" + std::to_string(T) + ".trace.json";
+        say(tag + "profiling one step into " + path);
+        torch::autograd::profiler::RecordProfile profile(path);
+        auto loss = model->loss(x, y);
+        optimizer.zero_grad();
+        loss.backward();
+        optimizer.step(1e-4);
+      }
+      r.train_peak_mb = device.is_cpu() ? peak_memory_mb() : 0;
+      if (report.sgemm_peak_gflops > 0)
+        r.mfu = r.train_tokens_per_s * r.train_flops_per_token / (report.sgemm_peak_gflops * 1e9);
+
+      model->eval();
+      {
+        // As `hsm eval`: full batches, loss and accuracy, no autograd bookkeeping.
+        c10::InferenceMode inference;
+        const int64_t EB = std::max<int64_t>(1, o.eval_batch * 128 / std::max<int64_t>(128, T));
+        auto eval_tokens = torch::randint(0, config.vocab_size, {EB, T + 1}, opts);
+        auto ex = eval_tokens.narrow(1, 0, T), ey = eval_tokens.narrow(1, 1, T);
+        say(tag + "evaluation forward (batch " + std::to_string(EB) + ")");
+        model->loss(ex, ey).item<double>();
         sync(device);
         t0 = Clock::now();
+        model->loss(ex, ey).item<double>();
+        sync(device);
+        r.eval_tokens_per_s = r.forward_tokens_per_s = static_cast<double>(EB * T) / seconds_since(t0);
       }
-      auto logits = model->forward(x);
-      auto loss = torch::nn::functional::cross_entropy(logits.view({-1, logits.size(-1)}), y.reshape({-1}));
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step(1e-4);
-    }
-    sync(device);
-    r.train_tokens_per_s = static_cast<double>(o.train_steps * B * T) / seconds_since(t0);
 
-    model->eval();
-    torch::NoGradGuard no_grad;
-    say(r.name + ": inference forward");
-    model->forward(x);
-    sync(device);
-    t0 = Clock::now();
-    model->forward(x);
-    sync(device);
-    r.forward_tokens_per_s = static_cast<double>(B * T) / seconds_since(t0);
-
-    // Greedy decoding of one sequence from a 4-token prompt, within the context.
-    const int64_t n = std::min(o.decode_tokens, T - 4);
-    auto prompt = tokens.narrow(0, 0, 1).narrow(1, 0, 4);
-    say(r.name + ": decoding with caches");
-    t0 = Clock::now();
-    {
-      DecodeState state;
-      auto logits = model->prefill(prompt, state);
-      for (int64_t i = 0; i < n; ++i) logits = model->step(logits.argmax(-1), state);
-      sync(device);
-    }
-    r.decode_cached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
-    say(r.name + ": decoding without caches");
-    t0 = Clock::now();
-    {
-      auto seq = prompt;
-      for (int64_t i = 0; i < n; ++i) {
-        auto next = model->forward(seq).select(1, -1).argmax(-1).view({1, 1});
-        seq = torch::cat({seq, next}, 1);
+      if (o.decode) {
+        c10::InferenceMode inference;
+        // Greedy decoding of one sequence from a 4-token prompt, within the context.
+        const int64_t n = std::max<int64_t>(1, std::min(o.decode_tokens, T - 4));
+        auto prompt = tokens.narrow(0, 0, 1).narrow(1, 0, std::min<int64_t>(4, T - 1));
+        say(tag + "decoding with caches");
+        t0 = Clock::now();
+        {
+          DecodeState state;
+          auto logits = model->prefill(prompt, state);
+          for (int64_t i = 0; i < n; ++i) logits = model->step(logits.argmax(-1), state);
+          sync(device);
+        }
+        r.decode_cached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
+        say(tag + "decoding without caches");
+        t0 = Clock::now();
+        {
+          auto seq = prompt;
+          for (int64_t i = 0; i < n; ++i) {
+            auto next = model->forward(seq).select(1, -1).argmax(-1).view({1, 1});
+            seq = torch::cat({seq, next}, 1);
+          }
+          sync(device);
+        }
+        r.decode_uncached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
       }
-      sync(device);
+      report.results.push_back(r);
     }
-    r.decode_uncached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
-    results.push_back(r);
   }
-  return results;
+  return report;
 }
 
 }  // namespace hsm

@@ -4,6 +4,10 @@
 
 namespace hsm {
 
+namespace {
+constexpr int64_t kEvalChunkRows = 1024;
+}  // namespace
+
 int64_t window_count(size_t tokens, int64_t context) {
   return tokens < 2 ? 0 : static_cast<int64_t>((tokens - 1) / static_cast<size_t>(context));
 }
@@ -60,7 +64,7 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
   if (max_batches > 0) batches = std::min(batches, max_batches);
   const bool was_training = model->is_training();
   model->eval();
-  torch::NoGradGuard no_grad;
+  c10::InferenceMode inference;  // thread-local (SPEC §7): set here, on the thread that evaluates
   compat::AutocastGuard autocast(device, bf16);
   double loss_sum = 0;
   int64_t correct = 0, count = 0;
@@ -71,12 +75,19 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
       starts.push_back(all_starts[static_cast<size_t>(w)]);
     auto batch = make_batch(tokens, starts, T, device);
     auto x = batch.narrow(1, 0, T), y = batch.narrow(1, 1, T);
-    auto logits = model->forward(x).to(torch::kFloat32);  // [B, T, V]
-    auto flat = logits.view({-1, logits.size(-1)});
-    loss_sum += torch::nn::functional::cross_entropy(
-                    flat, y.reshape({-1}), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
-    correct += flat.argmax(-1).eq(y.reshape({-1})).sum().item<int64_t>();
+    // The output layer in row chunks: [B·T, V] logits of a 64 × 128 batch would be 164 MB.
+    auto h = model->hidden(x);
+    auto flat = h.view({-1, h.size(-1)});
+    auto targets = y.reshape({-1});
+    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kEvalChunkRows) {
+      const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
+      auto logits = torch::mm(flat.narrow(0, r0, n), model->tok_emb->weight.t()).to(torch::kFloat32);  // [n, V]
+      auto t = targets.narrow(0, r0, n);
+      loss_sum += torch::nn::functional::cross_entropy(
+                      logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                      .item<double>();
+      correct += logits.argmax(-1).eq(t).sum().item<int64_t>();
+    }
     count += y.numel();
     if (progress) progress("evaluating", static_cast<double>(b + 1) / static_cast<double>(batches));
   }

@@ -1,6 +1,7 @@
 #include "hsm/trainer.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,17 +31,44 @@ namespace fs = std::filesystem;
 
 namespace hsm {
 
-// Measured on the 2-core development machine (SPEC §7): LibTorch's intra-op threads at the
-// core count, OpenBLAS single-threaded so the two pools do not oversubscribe the cores
-// ($HSM_BLAS_THREADS overrides the latter for experiments).
+namespace {
+
+using BlasSetThreads = void (*)(int);
+using BlasGetThreads = int (*)();
+
+int blas_threads_from_env() {
+  const char* env = std::getenv("HSM_BLAS_THREADS");
+  return env && std::atoi(env) > 0 ? std::atoi(env) : 0;
+}
+
+}  // namespace
+
+// Measured on two 2-core CPUs (AMD EPYC, Intel Xeon; docs/performance.md), with and without
+// this workplace's OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE: the matmuls (most of the FLOPs) run in
+// OpenBLAS, so OpenBLAS gets the cores; LibTorch's own pool on top of it oversubscribes them
+// (OpenBLAS threads spin), so LibTorch's element-wise work stays on the calling thread.
 int set_cpu_threads(int n) {
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(n);
-  int blas = 1;
-  if (const char* env = std::getenv("HSM_BLAS_THREADS"); env && std::atoi(env) > 0) blas = std::atoi(env);
-  using SetThreads = void (*)(int);
-  if (auto* f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(blas);
-  return n;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int torch_threads = n > 0 ? n : 1;
+  int blas = blas_threads_from_env();
+  if (blas == 0) blas = n > 0 ? 1 : cores;
+  torch::set_num_threads(torch_threads);
+  // glibc hands blocks above its mmap threshold (dynamic, 128 kB to 32 MB) back to the kernel
+  // when freed, so every training step page-faulted its activations in again (~10% of a step
+  // in the kernel, measured with perf). Keep freed memory in the heap for reuse instead.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  if (auto* f = reinterpret_cast<BlasSetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(blas);
+  return torch_threads;
+}
+
+std::string cpu_threads_note() {
+  int blas = 0;
+  if (auto* f = reinterpret_cast<BlasGetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) blas = f();
+  std::string note = "LibTorch " + std::to_string(torch::get_num_threads()) + " thread(s), ";
+  note += blas > 0 ? "OpenBLAS " + std::to_string(blas) : std::string("no OpenBLAS found (slow reference BLAS?)");
+  if (blas_threads_from_env() > 0) note += " (HSM_BLAS_THREADS)";
+  return note;
 }
 
 namespace {
@@ -209,7 +237,7 @@ TrainSummary Trainer::Impl::run() {
       ts.steps > 0 ? ts.steps : static_cast<int64_t>(std::ceil(ts.epochs * static_cast<double>(steps_per_epoch)));
 
   // ---- model and optimizer -----------------------------------------------------------------------
-  const int threads = set_cpu_threads(ts.threads);
+  set_cpu_threads(ts.threads);
   const torch::Device device = compat::parse_device(ts.device);
   const bool bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
   torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
@@ -224,7 +252,7 @@ TrainSummary Trainer::Impl::run() {
     load_optimizer(optimizer, paths.optimizer, start_step);
   }
   log("model " + model_config.name + " on " + device.str() + (bf16 ? " (bf16 autocast)" : "") + ", " +
-      std::to_string(threads) + " CPU threads; " + std::to_string(total_steps) + " steps of " + std::to_string(batch) +
+      cpu_threads_note() + "; " + std::to_string(total_steps) + " steps of " + std::to_string(batch) +
       "x" + std::to_string(T) + " tokens, " + std::to_string(steps_per_epoch) + " steps per epoch");
 
   // ---- metrics file: on resume, drop records past the checkpoint so the curve continues ------
@@ -366,9 +394,7 @@ TrainSummary Trainer::Impl::run() {
     torch::Tensor loss;
     {
       compat::AutocastGuard autocast(device, bf16);
-      auto logits = model->forward(x);
-      loss = torch::nn::functional::cross_entropy(logits.view({-1, logits.size(-1)}).to(torch::kFloat32),
-                                                  y.reshape({-1}));
+      loss = model->loss(x, y);
     }
     optimizer.zero_grad();
     loss.backward();

@@ -1,0 +1,24 @@
+#pragma once
+// Dropout whose random mask comes from a counter-based hash instead of LibTorch's CPU
+// generator. LibTorch 1.13 draws CPU dropout masks one element at a time from its Mersenne
+// Twister (about 10 ns per element): with attention weights, residual and embedding dropout
+// that was a third of a training step of the paper's models (docs/performance.md). A hash of
+// (seed, stream, element index) costs under 1 ns, and any part of a mask can be drawn again
+// from the same numbers, which the blocked attention's backward pass needs.
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace hsm {
+
+// A fresh seed from LibTorch's default generator, so torch::manual_seed makes masks repeatable.
+uint64_t draw_dropout_seed();
+
+// Keep-mask scaled for dropout p: 1/(1-p) with probability 1-p, else 0, float32 on the CPU,
+// a pure function of (sizes, p, seed, stream).
+torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint64_t stream = 0);
+
+// x * dropout_mask in training (p > 0), x otherwise. CUDA tensors use torch::dropout.
+torch::Tensor fast_dropout(const torch::Tensor& x, double p, bool training);
+
+}  // namespace hsm

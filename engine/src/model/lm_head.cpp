@@ -1,0 +1,76 @@
+// The tied output layer with the cross-entropy, fused and in row chunks (issue 9).
+//
+// The plain path makes [N, V] logits (N = batch × context, V = 5000: 82 MB at 32 × 128), a
+// log-softmax of the same size kept for the backward pass, and two more of that size in the
+// backward pass; each is larger than glibc's mmap threshold, so each is page-faulted in afresh
+// every step. Here, per chunk of rows, the forward pass computes the logits, the loss and
+// already the gradients (softmax − one-hot, times the weight and the hidden states): the
+// backward pass only scales them by the incoming gradient. Same FLOPs, chunk-sized memory.
+#include "model/model.h"
+
+namespace hsm {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kChunkRows = 1024;  // 1024 × 5000 floats = 20 MB per chunk
+
+struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
+  // h: [N, d], weight: [V, d], targets: [N] int64 -> mean loss (scalar)
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& weight,
+                               const torch::Tensor& targets) {
+    const int64_t N = h.size(0);
+    auto dh = torch::empty_like(h);
+    auto dweight = torch::zeros_like(weight);
+    double loss = 0;
+    for (int64_t r0 = 0; r0 < N; r0 += kChunkRows) {
+      const int64_t n = std::min(kChunkRows, N - r0);
+      auto hc = h.narrow(0, r0, n);
+      auto tc = targets.narrow(0, r0, n).unsqueeze(1);
+      auto logits = torch::mm(hc, weight.t());  // [n, V]
+      // Softmax in place, in fewer passes over the chunk than logsumexp + sub + exp.
+      auto target_logit = logits.gather(1, tc);  // [n, 1]
+      auto max = std::get<0>(logits.max(1, true));
+      auto sum = logits.sub_(max).exp_().sum(1, true);
+      loss += (sum.log() + max - target_logit).sum().item<double>();        // Σ lse − logit[target]
+      auto grad = logits.div_(sum);                                         // softmax
+      grad.scatter_add_(1, tc, torch::full({n, 1}, -1.0, grad.options()));  // − one-hot
+      auto dh_rows = dh.narrow(0, r0, n);
+      torch::mm_out(dh_rows, grad, weight);  // [n, d]
+      dweight.addmm_(grad.t(), hc);          // [V, d]
+    }
+    const double inv_n = 1.0 / static_cast<double>(N);
+    ctx->save_for_backward({dh.mul_(inv_n), dweight.mul_(inv_n)});
+    return torch::tensor(loss * inv_n, h.options());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    return {saved[0] * grads[0], saved[1] * grads[0], torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
+  auto flat = h.reshape({-1, h.size(-1)});
+  auto t = targets.reshape({-1});
+  const bool needs_grad = torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
+  if (needs_grad && h.is_cpu() && h.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32)
+    return FusedLmLoss::apply(flat.contiguous(), weight, t);
+  if (!needs_grad) {  // evaluation: chunked too, nothing to keep
+    torch::Tensor sum = torch::zeros({}, flat.options().dtype(torch::kFloat32));
+    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kChunkRows) {
+      const int64_t n = std::min(kChunkRows, flat.size(0) - r0);
+      auto logits = torch::mm(flat.narrow(0, r0, n), weight.t()).to(torch::kFloat32);
+      sum += torch::nn::functional::cross_entropy(
+          logits, t.narrow(0, r0, n), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    }
+    return sum / static_cast<double>(flat.size(0));
+  }
+  auto logits = torch::matmul(flat, weight.t());  // CUDA / bf16: the plain path
+  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), t);
+}
+
+}  // namespace hsm
