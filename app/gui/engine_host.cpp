@@ -62,10 +62,6 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
     sessionRequestDone();
     emit generated(id, r);
   });
-  connect(session_, &SessionWorker::evaluated, this, [this](int id, double loss, double acc, qint64 n) {
-    sessionRequestDone();
-    emit evaluated(id, loss, acc, n);
-  });
   connect(session_, &SessionWorker::diagnosed, this, [this](int id, const hsm::Diagnosis& d) {
     sessionRequestDone();
     emit diagnosed(id, d);
@@ -123,14 +119,6 @@ int EngineHost::generate(const QString& runDir, const QString& prompt, const hsm
   ++pendingSessionRequests_;
   QMetaObject::invokeMethod(session_, "generate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
                             Q_ARG(QString, prompt), Q_ARG(hsm::GenerateOptions, options));
-  return id;
-}
-
-int EngineHost::evaluate(const QString& runDir, const QString& dataPath, qint64 maxBatches) {
-  const int id = nextRequest_++;
-  ++pendingSessionRequests_;
-  QMetaObject::invokeMethod(session_, "evaluate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, dataPath), Q_ARG(qint64, maxBatches));
   return id;
 }
 

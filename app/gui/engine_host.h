@@ -28,10 +28,9 @@ class EngineHost : public QObject {
   bool isPaused() const { return paused_; }
   QString trainingRunDir() const { return trainingRunDir_; }
 
-  // Generation and evaluation: queued on the session thread; the id comes back with the
+  // Generation (and diagnosis, below): queued on the session thread; the id comes back with the
   // results. cancelGeneration() ends the one in progress after its current token.
   int generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
-  int evaluate(const QString& runDir, const QString& dataPath, qint64 maxBatches = 0);
   void cancelGeneration();
   // Diagnostics and learned weights of a run's model, queued on the session thread like
   // generate(); answered by diagnosed() / weightsReady() or requestFailed().
@@ -61,7 +60,6 @@ class EngineHost : public QObject {
 
   void token(int request, const hsm::GeneratedToken& token);
   void generated(int request, const hsm::GenerationResult& result);
-  void evaluated(int request, double loss, double accuracy, qint64 tokens);
   void requestFailed(int request, const QString& message);
   void diagnosed(int request, const hsm::Diagnosis& diagnosis);
   void weightsReady(int request, const std::vector<hsm::MixerWeights>& layers);

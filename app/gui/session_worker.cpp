@@ -20,7 +20,7 @@ void SessionWorker::configure(const QString& device, int threads) {
 void SessionWorker::querySystem() {
   QString description;
   try {
-    description = qstr(hsm::describe_device(device_, threads_ > 0 ? threads_ : hsm::set_cpu_threads(0)));
+    description = qstr(hsm::describe_device(device_, threads_));
   } catch (const std::exception& e) {
     description = QStringLiteral("device '%1' unavailable: %2").arg(qstr(device_), QString::fromUtf8(e.what()));
   }
@@ -48,20 +48,6 @@ void SessionWorker::generate(int request, const QString& runDir, const QString& 
       return !cancel_.load();
     });
     emit generated(request, result);
-  } catch (const std::exception& e) {
-    emit failed(request, QString::fromUtf8(e.what()));
-  }
-}
-
-void SessionWorker::evaluate(int request, const QString& runDir, const QString& dataPath, qint64 maxBatches) {
-  cancel_ = false;
-  try {
-    hsm::Session& s = session(runDir);
-    hsm::EvalOptions options;
-    options.max_batches = maxBatches;
-    options.cancel = &cancel_;
-    const hsm::EvalResult r = s.evaluate(sstr(dataPath), options);
-    emit evaluated(request, r.loss, r.accuracy, r.tokens);
   } catch (const std::exception& e) {
     emit failed(request, QString::fromUtf8(e.what()));
   }

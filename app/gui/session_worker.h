@@ -1,6 +1,6 @@
 #pragma once
 // Owns the loaded models (hsm::Session) on the session thread: loading, generation and
-// evaluation happen there, one request after another, never on the GUI thread. Sessions
+// diagnosis happen there, one request after another, never on the GUI thread. Sessions
 // are cached by run folder and reloaded when the folder's checkpoint changes.
 #include <QObject>
 #include <QString>
@@ -25,7 +25,6 @@ class SessionWorker : public QObject {
   void configure(const QString& device, int threads);
   void querySystem();
   void generate(int request, const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
-  void evaluate(int request, const QString& runDir, const QString& dataPath, qint64 maxBatches);
   void unload(const QString& runDir);
   // Matrices and indicators of every layer for a prompt (Session::diagnose, at most the context).
   void diagnose(int request, const QString& runDir, const QString& prompt);
@@ -36,7 +35,6 @@ class SessionWorker : public QObject {
   void system(const hsm::SystemInfo& info, const QString& deviceDescription);
   void token(int request, const hsm::GeneratedToken& token);
   void generated(int request, const hsm::GenerationResult& result);
-  void evaluated(int request, double loss, double accuracy, qint64 tokens);
   void failed(int request, const QString& message);
   void diagnosed(int request, const hsm::Diagnosis& diagnosis);
   void weights(int request, const std::vector<hsm::MixerWeights>& layers);

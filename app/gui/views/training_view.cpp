@@ -731,7 +731,6 @@ void TrainingView::rebuildPlots() {
         vx << x;
         vy << m.val_loss;
         ax << (std::isfinite(m.val_accuracy) ? m.val_accuracy : NAN);
-        if (std::isfinite(m.val_accuracy)) scatter.isEmpty();
       }
     }
     // Scatter: every validation of every open run (HSM Fig. 8).

@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <qcustomplot.h>
 
 namespace studio {
@@ -87,7 +88,7 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   plot_->setNoAntialiasingOnDrag(true);
 
   if (qEnvironmentVariableIsSet("HSM_STUDIO_TRACE")) {
-    auto* clock = new QElapsedTimer;
+    auto clock = std::make_shared<QElapsedTimer>();
     connect(plot_, &QCustomPlot::beforeReplot, this, [clock] { clock->start(); });
     connect(plot_, &QCustomPlot::afterReplot, this,
             [this, clock] { qInfo("replot %s: %lld ms", qPrintable(title_), clock->elapsed()); });
