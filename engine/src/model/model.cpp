@@ -85,6 +85,16 @@ GptImpl::GptImpl(const ModelConfig& c) : config(c) {
   if (uses(QkSource::kFixedText)) qk_tokens = register_buffer("qk_tokens", torch::zeros({c.context}, torch::kLong));
 }
 
+void GptImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(device, dtype, non_blocking);
+  if (qk_tokens.defined()) qk_tokens.set_data(qk_tokens.to(torch::kLong));
+}
+
+void GptImpl::to(torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(dtype, non_blocking);
+  if (qk_tokens.defined()) qk_tokens.set_data(qk_tokens.to(torch::kLong));
+}
+
 void GptImpl::set_fixed_tokens(const std::vector<int64_t>& tokens) {
   if (!qk_tokens.defined()) return;  // no fixed_seq_qk layer
   if (static_cast<int64_t>(tokens.size()) < config.context)

@@ -86,6 +86,11 @@ struct GptImpl : torch::nn::Module {
   void set_skipped_layers(const std::vector<int64_t>& layers);
   bool skipped(size_t layer) const { return layer < skip_.size() && skip_[layer]; }
 
+  // Module::to(dtype) converts every buffer; qk_tokens stays int64 (token ids).
+  using torch::nn::Module::to;
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Dtype dtype, bool non_blocking = false) override;
+
   ModelConfig config;
   torch::nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};
   // rnd_emb_qk's ε [context, d] (seeded N(0, 0.02²), fixed) and fixed_seq_qk's token ids
