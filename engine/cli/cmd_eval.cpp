@@ -1,5 +1,5 @@
-// `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--skip-layers 0,2,4,6 | --skip-replaced] [--json]`: validation loss,
-// top-1 accuracy and token count of a trained model on a corpus.
+// `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--skip-layers 0,2,4,6 | --skip-replaced] [--json]`:
+// validation loss, top-1 accuracy and token count of a trained model on a corpus.
 #include <unistd.h>
 
 #include <cstdio>
@@ -55,9 +55,15 @@ Command add_eval_command(CLI::App& app) {
             const EvalResult r = session->evaluate(data, options);
             if (tty) std::fprintf(stderr, "\r\033[K");
             if (a->json) {
-              std::cout << nlohmann::json{{"run", a->run},          {"data", data},           {"split", r.split},
-                                          {"loss", r.loss},         {"accuracy", r.accuracy}, {"tokens", r.tokens},
-                                          {"documents", r.documents}, {"unigram_loss", r.unigram_loss}, {"seconds", r.seconds},
+              std::cout << nlohmann::json{{"run", a->run},
+                                          {"data", data},
+                                          {"split", r.split},
+                                          {"loss", r.loss},
+                                          {"accuracy", r.accuracy},
+                                          {"tokens", r.tokens},
+                                          {"documents", r.documents},
+                                          {"unigram_loss", r.unigram_loss},
+                                          {"seconds", r.seconds},
                                           {"skipped_layers", r.skipped_layers}}
                                .dump(2)
                         << "\n";

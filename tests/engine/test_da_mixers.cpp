@@ -203,7 +203,9 @@ TEST(QkSourceAttention, QueriesAndKeysFromTheSourceValuesFromX) {
       auto q = qk[0].narrow(1, h * hd, hd), k = qk[1].narrow(1, h * hd, hd);
       for (int64_t i = 0; i < T; ++i) {
         auto scores = torch::matmul(k.narrow(0, 0, i + 1), q[i]) / std::sqrt(static_cast<double>(hd));
-        out[i].narrow(0, h * hd, hd).copy_(torch::matmul(torch::softmax(scores, 0), v[b].narrow(0, 0, i + 1).narrow(1, h * hd, hd)));
+        out[i]
+            .narrow(0, h * hd, hd)
+            .copy_(torch::matmul(torch::softmax(scores, 0), v[b].narrow(0, 0, i + 1).narrow(1, h * hd, hd)));
       }
     }
     EXPECT_TRUE(torch::allclose(y[b], m->proj->forward(out), 1e-10, 1e-12));
@@ -276,8 +278,10 @@ TEST(SkipLayers, EqualsTheModelWithoutThoseBlocks) {
     auto src = full->named_parameters();
     for (auto& p : without->named_parameters()) {
       std::string key = p.key();
-      if (key.rfind("blocks.0.", 0) == 0) key = "blocks.1." + key.substr(9);
-      else if (key.rfind("blocks.1.", 0) == 0) key = "blocks.3." + key.substr(9);
+      if (key.rfind("blocks.0.", 0) == 0)
+        key = "blocks.1." + key.substr(9);
+      else if (key.rfind("blocks.1.", 0) == 0)
+        key = "blocks.3." + key.substr(9);
       p.value().copy_(src[key]);
     }
   }
@@ -306,7 +310,8 @@ TEST(DaDecoding, MixedStackEqualsFullForward) {
   DecodeState st;
   auto first = model->prefill(idx.narrow(1, 0, 5), st);
   EXPECT_TRUE(torch::allclose(first, full.select(1, 4), 1e-9, 1e-9));
-  for (int64_t t = 5; t < 16; ++t) ASSERT_TRUE(torch::allclose(model->step(idx.select(1, t), st), full.select(1, t), 1e-9, 1e-9)) << t;
+  for (int64_t t = 5; t < 16; ++t)
+    ASSERT_TRUE(torch::allclose(model->step(idx.select(1, t), st), full.select(1, t), 1e-9, 1e-9)) << t;
   EXPECT_EQ(st.layers[1].q.size(0), 1) << "rnd's queries are shared by the batch";
 }
 

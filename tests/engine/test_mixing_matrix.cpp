@@ -131,7 +131,8 @@ TEST_P(DaMixerMatrices, MatricesReproduceTheMixersOutput) {
   EXPECT_TRUE(torch::allclose(torch::matmul(out, proj_w.t()) + proj_b, expect, 1e-5, 1e-6)) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, DaMixerMatrices, ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
+INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, DaMixerMatrices,
+                         ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
                          [](const auto& info) { return info.param; });
 
 TEST(MixingMatrix, HandSetAbIsADiagonalAndASubDiagonal) {

@@ -17,13 +17,14 @@ enum class MixerKind {
   ShiftFusion,      // "hsm_fusion": mlp(concat(x, x_shifted)) per head (eq. 6)
   ShiftABMultihead,     // "hsm_ab_mh": head j shifts by 2^j in every layer (§4)
   ShiftABMultiheadExt,  // "hsm_ab_mh_ext": layer l, head j shifts by 2^((j+l) mod H) (§7)
+
   // DA (Deconstructing Attention) §3, docs/mixers.md
-  GatedMlp,         // "mlp": FC_Dn(SiLU(FC_Gt(x)) ⊙ FC_Up(x)), no token mixing (eq. 4-5)
-  Taylor,           // "taylor": 2nd-order Taylor linear attention (eq. 6, appx. I eq. 14-17)
-  NonApprox,        // "nonapprox": softmax over j <= i of sum(SiLU(q_j) ⊙ k_j)/√hd (eq. 7-8, 18)
-  RndEmbQK,         // "rnd_emb_qk": Q, K from a fixed random sequence through the blocks below (eq. 9-10)
-  FixedSeqQK,       // "fixed_seq_qk": Q, K from a fixed text sequence through the blocks below (eq. 11-12)
-  StaticEmbQK,      // "static_emb_qk": Q, K from the input embeddings of the tokens (eq. 13)
+  GatedMlp,     // "mlp": FC_Dn(SiLU(FC_Gt(x)) ⊙ FC_Up(x)), no token mixing (eq. 4-5)
+  Taylor,       // "taylor": 2nd-order Taylor linear attention (eq. 6, appx. I eq. 14-17)
+  NonApprox,    // "nonapprox": softmax over j <= i of sum(SiLU(q_j) ⊙ k_j)/√hd (eq. 7-8, 18)
+  RndEmbQK,     // "rnd_emb_qk": Q, K from a fixed random sequence through the blocks below (eq. 9-10)
+  FixedSeqQK,   // "fixed_seq_qk": Q, K from a fixed text sequence through the blocks below (eq. 11-12)
+  StaticEmbQK,  // "static_emb_qk": Q, K from the input embeddings of the tokens (eq. 13)
 };
 
 // Where a layer's queries and keys come from (DA §3.4-3.5). kSelf: the layer's own input.

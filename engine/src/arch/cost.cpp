@@ -44,8 +44,7 @@ int64_t mixer_macs_per_token(const std::string& mixer, int64_t d, int64_t heads,
   return 0;
 }
 
-int64_t mixer_cache_floats(const std::string& mixer, int64_t d, int64_t heads, int64_t layer, int64_t T,
-                           int64_t B) {
+int64_t mixer_cache_floats(const std::string& mixer, int64_t d, int64_t heads, int64_t layer, int64_t T, int64_t B) {
   mixer_macs_per_token(mixer, d, heads, T);  // validates the sizes and the id
   const int64_t hd = d / heads;
   const MixerKind kind = mixer_info(mixer).kind;

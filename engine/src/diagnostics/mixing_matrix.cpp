@@ -151,8 +151,8 @@ std::vector<LayerDiagnostics> diagnose_model(Gpt& model, const torch::Tensor& id
   for (size_t l = 0; l < model->blocks.size(); ++l) {
     auto& block = model->blocks[l];
     const auto& qk = streams[l];
-    layers.push_back(diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l),
-                                    block->ln1->forward(h), qk.defined() ? block->ln1->forward(qk) : qk));
+    layers.push_back(diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l), block->ln1->forward(h),
+                                    qk.defined() ? block->ln1->forward(qk) : qk));
     h = block->forward(h, qk);
   }
   normalise_across_layers(layers);

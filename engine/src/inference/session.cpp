@@ -6,13 +6,13 @@
 #include <optional>
 
 #include "diagnostics/mixing_matrix.h"
-#include "io/checkpoint.h"
-#include "train/evaluation.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
 #include "hsm/tokenizer.h"
+#include "io/checkpoint.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
+#include "train/evaluation.h"
 
 namespace fs = std::filesystem;
 

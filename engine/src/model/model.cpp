@@ -144,9 +144,8 @@ std::vector<torch::Tensor> GptImpl::qk_streams(const torch::Tensor& e, int64_t T
       if (skipped(static_cast<size_t>(l))) continue;
       if (sources_[static_cast<size_t>(l)] == source) out[static_cast<size_t>(l)] = s;
       if (l == last) break;
-      s = blocks[static_cast<size_t>(l)]->forward(s, sources_[static_cast<size_t>(l)] == QkSource::kEmbedding
-                                                          ? x0
-                                                          : torch::Tensor());
+      s = blocks[static_cast<size_t>(l)]->forward(
+          s, sources_[static_cast<size_t>(l)] == QkSource::kEmbedding ? x0 : torch::Tensor());
     }
   }
   return out;
@@ -199,8 +198,10 @@ torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
   for (size_t l = 0; l < blocks.size(); ++l) {
     if (skipped(l)) continue;
     torch::Tensor qk;  // static: this token's embedding; rnd/fixed: the stream until cached
-    if (sources_[l] == QkSource::kEmbedding) qk = e;
-    else if (!state.layers[l].q.defined()) qk = state.qk_streams[l];
+    if (sources_[l] == QkSource::kEmbedding)
+      qk = e;
+    else if (!state.layers[l].q.defined())
+      qk = state.qk_streams[l];
     h = blocks[l]->step(h, state.layers[l], state.pos, config.context, qk);
   }
   ++state.pos;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "model/mixers/attention.h"
+
 namespace hsm {
 namespace {
 
@@ -31,8 +33,8 @@ torch::Tensor taylor_features(const torch::Tensor& x) {
   const int64_t hd = x.size(-1);
   auto idx = torch::triu_indices(hd, hd, 0, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
   auto rows = idx[0], cols = idx[1];  // the hd(hd+1)/2 pairs i <= j
-  auto scale = torch::where(rows == cols, torch::full({}, 1.0 / std::sqrt(2.0), x.options()),
-                            torch::ones({}, x.options()));
+  auto scale =
+      torch::where(rows == cols, torch::full({}, 1.0 / std::sqrt(2.0), x.options()), torch::ones({}, x.options()));
   auto second = x.index_select(-1, rows) * x.index_select(-1, cols) * scale;  // [..., P]
   auto sizes = x.sizes().vec();
   sizes.back() = 1;
@@ -45,13 +47,6 @@ LinearAttentionImpl::LinearAttentionImpl(MixerKind kind, int64_t d, int64_t head
   proj = register_module("proj", torch::nn::Linear(d, d));
   init_linear(qkv);
   init_linear(proj);
-}
-
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> LinearAttentionImpl::split_heads(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1);
-  auto parts = qkv->forward(x).chunk(3, -1);  // 3 × [B, T, d]
-  auto to_heads = [&](const torch::Tensor& t) { return t.view({B, T, heads, head_dim}).transpose(1, 2); };
-  return {to_heads(parts[0]), to_heads(parts[1]), to_heads(parts[2])};
 }
 
 torch::Tensor LinearAttentionImpl::merge(const torch::Tensor& y) {
@@ -101,8 +96,8 @@ torch::Tensor LinearAttentionImpl::mix(const torch::Tensor& q_in, const torch::T
       auto mi = std::get<0>(torch::cummax(sc.detach(), -1));  // [B, H, C]
       if (m.defined()) mi = torch::maximum(mi, m.unsqueeze(-1));
       auto logits = sc.unsqueeze(-2) - mi.unsqueeze(-1);  // [B, H, C(i), C(j)]
-      auto e = torch::exp(logits.masked_fill(causal_mask(C, v.device()).logical_not(),
-                                             -std::numeric_limits<float>::infinity()));
+      auto e = torch::exp(
+          logits.masked_fill(causal_mask(C, v.device()).logical_not(), -std::numeric_limits<float>::infinity()));
       auto num = torch::matmul(e, vc);  // [B, H, C, hd]
       auto den = e.sum(-1);             // [B, H, C]
       if (m.defined()) {
@@ -122,18 +117,18 @@ torch::Tensor LinearAttentionImpl::mix(const torch::Tensor& q_in, const torch::T
 }
 
 torch::Tensor LinearAttentionImpl::forward(const torch::Tensor& x) {
-  auto [q, k, v] = split_heads(x);
+  auto [q, k, v] = split_qkv_heads(qkv, x, heads);
   return merge(mix(q, k, v, nullptr));
 }
 
 torch::Tensor LinearAttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t) {
-  auto [q, k, v] = split_heads(x);
+  auto [q, k, v] = split_qkv_heads(qkv, x, heads);
   return merge(mix(q, k, v, &cache));
 }
 
 torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t, int64_t) {
-  auto [q4, k4, v4] = split_heads(x_t.unsqueeze(1));  // [B, H, 1, hd]
-  auto q = q4.squeeze(2), k = k4.squeeze(2), v = v4.squeeze(2);  // [B, H, hd]
+  auto [q4, k4, v4] = split_qkv_heads(qkv, x_t.unsqueeze(1), heads);  // [B, H, 1, hd]
+  auto q = q4.squeeze(2), k = k4.squeeze(2), v = v4.squeeze(2);       // [B, H, hd]
   torch::Tensor y;
   if (kind == MixerKind::Taylor) {
     const double c = taylor_scale(head_dim);
@@ -161,7 +156,7 @@ torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerCache& ca
 }
 
 torch::Tensor LinearAttentionImpl::attention_weights(const torch::Tensor& x) {
-  auto [q, k, v] = split_heads(x);
+  auto [q, k, v] = split_qkv_heads(qkv, x, heads);
   if (kind == MixerKind::Taylor) {
     const double c = taylor_scale(head_dim);
     auto w = taylor_weights(q * c, k * c);

@@ -19,7 +19,7 @@ namespace hsm {
 
 struct LinearAttentionImpl : MixerImpl {
   LinearAttentionImpl(MixerKind kind, int64_t d_model, int64_t heads);  // kind: Taylor or NonApprox
-  torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
+  torch::Tensor forward(const torch::Tensor& x) override;               // [B, T, d] -> [B, T, d]
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
   torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
   // The normalised mixing weights per head, [B, H, T, T] (rows sum to 1 over j <= i).
@@ -30,8 +30,6 @@ struct LinearAttentionImpl : MixerImpl {
   int64_t heads, head_dim;
 
  private:
-  // [B, T, d] -> q, k, v as [B, H, T, hd]
-  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_heads(const torch::Tensor& x);
   // y [B, H, T, hd] for q, k, v [B, H, T, hd]; state: when given, left as after T steps.
   torch::Tensor mix(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, MixerCache* state);
   torch::Tensor merge(const torch::Tensor& y);  // [B, H, T, hd] -> proj -> [B, T, d]

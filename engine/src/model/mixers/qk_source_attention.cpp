@@ -37,8 +37,7 @@ torch::Tensor QkSourceAttentionImpl::forward_qk(const torch::Tensor& x, const to
   return merge(torch::matmul(att, v));
 }
 
-torch::Tensor QkSourceAttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos,
-                                          int64_t context) {
+torch::Tensor QkSourceAttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) {
   return step_qk(x_t, cache.q.defined() ? torch::Tensor() : x_t, cache, pos, context);
 }
 

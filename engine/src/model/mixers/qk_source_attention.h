@@ -33,9 +33,9 @@ struct QkSourceAttentionImpl : QkSourceMixerImpl {
   double dropout;
 
  private:
-  torch::Tensor to_heads(const torch::Tensor& t);  // [B, T, d] -> [B, H, T, hd]
+  torch::Tensor to_heads(const torch::Tensor& t);                                  // [B, T, d] -> [B, H, T, hd]
   std::pair<torch::Tensor, torch::Tensor> queries_keys(const torch::Tensor& src);  // 2 × [B, H, T, hd]
-  torch::Tensor merge(const torch::Tensor& y);  // [B, H, T, hd] -> proj -> [B, T, d]
+  torch::Tensor merge(const torch::Tensor& y);                                     // [B, H, T, hd] -> proj -> [B, T, d]
 };
 
 }  // namespace hsm
