@@ -1,5 +1,5 @@
-// `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--json]`: validation loss,
-// top-1 accuracy and token count of a trained model on a corpus.
+// `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--skip-layers 0,2,4,6 | --skip-replaced] [--json]`:
+// validation loss, top-1 accuracy and token count of a trained model on a corpus.
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,6 +31,11 @@ Command add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"packed", "story_start"}));
   cmd->add_option("--batch", a->options.batch_size, "Sequences per batch (default 64)")->check(CLI::PositiveNumber);
   cmd->add_option("--max-batches", a->options.max_batches, "Stop after this many batches (default: all)");
+  cmd->add_option("--skip-layers", a->options.skip_layers,
+                  "Evaluate with these layers (0-based, e.g. 0,2,4,6) removed, without retraining (DA's skip)")
+      ->delimiter(',');
+  cmd->add_flag("--skip-replaced", a->options.skip_replaced,
+                "Remove every non-attention layer (a DA hybrid's replaced layers)");
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   cmd->add_option("--cache-dir", a->cache_dir, "Encoded-corpus cache folder");
@@ -50,9 +55,16 @@ Command add_eval_command(CLI::App& app) {
             const EvalResult r = session->evaluate(data, options);
             if (tty) std::fprintf(stderr, "\r\033[K");
             if (a->json) {
-              std::cout << nlohmann::json{{"run", a->run},          {"data", data},           {"split", r.split},
-                                          {"loss", r.loss},         {"accuracy", r.accuracy}, {"tokens", r.tokens},
-                                          {"documents", r.documents}, {"unigram_loss", r.unigram_loss}, {"seconds", r.seconds}}
+              std::cout << nlohmann::json{{"run", a->run},
+                                          {"data", data},
+                                          {"split", r.split},
+                                          {"loss", r.loss},
+                                          {"accuracy", r.accuracy},
+                                          {"tokens", r.tokens},
+                                          {"documents", r.documents},
+                                          {"unigram_loss", r.unigram_loss},
+                                          {"seconds", r.seconds},
+                                          {"skipped_layers", r.skipped_layers}}
                                .dump(2)
                         << "\n";
             } else {
@@ -61,6 +73,11 @@ Command add_eval_command(CLI::App& app) {
                   "loss %.4f; %.1f s\n",
                   r.split.c_str(), data.c_str(), r.loss, r.accuracy, static_cast<long long>(r.tokens),
                   static_cast<long long>(r.documents), r.unigram_loss, r.seconds);
+              if (!r.skipped_layers.empty()) {
+                std::printf("layers skipped:");
+                for (int64_t l : r.skipped_layers) std::printf(" %lld", static_cast<long long>(l));
+                std::printf("\n");
+              }
             }
             return 0;
           }};

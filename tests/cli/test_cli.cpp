@@ -294,3 +294,54 @@ TEST(CliBench, ReportsRatiosForEveryModel) {
   }
   EXPECT_NE(run("bench no_such_model").status, 0);
 }
+
+// DA (docs/mixers.md): a tiny hybrid with every DA mixer trains from the command line; the
+// fixed text sequence is the validation split's start, saved as I64 in model.safetensors;
+// `eval --skip-replaced` / `--skip-layers` evaluate it with the DA layers removed; `diagnose`
+// gives every DA layer a matrix.
+TEST(CliPipeline, DaHybridTrainsSkipsAndDiagnoses) {
+  const std::string dir = cli_temp_dir() + "_da";
+  std::filesystem::create_directories(dir);
+  const std::string corpus = write_corpus(dir);
+  std::ofstream(dir + "/da.json") << R"({"name": "da_tiny", "vocab_size": 300, "d_model": 32, "context": 16,
+      "dropout": 0.0, "layers": [{"mixer": "fixed_seq_qk", "heads": 4, "ffn": 64}, {"mixer": "attn", "heads": 4, "ffn": 64},
+      {"mixer": "rnd_emb_qk", "heads": 4, "ffn": 64}, {"mixer": "attn", "heads": 4, "ffn": 64},
+      {"mixer": "taylor", "heads": 4, "ffn": 64}, {"mixer": "nonapprox", "heads": 4, "ffn": 64},
+      {"mixer": "static_emb_qk", "heads": 4, "ffn": 64}, {"mixer": "mlp", "heads": 1, "ffn": 64}]})";
+  const std::string run_dir = dir + "/run";
+  const std::string common = " --cache-dir " + dir + "/cache --threads 1";
+  auto train = run_json("train --config " + dir + "/da.json --data " + corpus + " --out " + run_dir +
+                        " --steps 20 --batch 8 --json" + common);
+  EXPECT_LT(train["val_loss"].get<double>(), std::log(300.0));
+
+  // The safetensors header lists qk_tokens as I64 [16] and qk_random as F32 [16, 32].
+  std::ifstream in(run_dir + "/model.safetensors", std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  const auto h = nlohmann::json::parse(header);
+  EXPECT_EQ(h["qk_tokens"]["dtype"], "I64");
+  EXPECT_EQ(h["qk_tokens"]["shape"], nlohmann::json::array({16}));
+  EXPECT_EQ(h["qk_random"]["shape"], nlohmann::json::array({16, 32}));
+
+  auto full = run_json("eval " + run_dir + " --json" + common);
+  auto replaced = run_json("eval " + run_dir + " --skip-replaced --json" + common);
+  auto listed = run_json("eval " + run_dir + " --skip-layers 0,2,4,5,6,7 --json" + common);
+  EXPECT_TRUE(full["skipped_layers"].empty());
+  EXPECT_EQ(replaced["skipped_layers"], nlohmann::json::array({0, 2, 4, 5, 6, 7}));
+  EXPECT_NE(replaced["loss"].get<double>(), full["loss"].get<double>());
+  EXPECT_DOUBLE_EQ(replaced["loss"].get<double>(), listed["loss"].get<double>());
+  EXPECT_NE(run("eval " + run_dir + " --skip-layers 9" + common).status, 0);
+
+  auto d = run_json("diagnose " + run_dir + " --prompt 'Once upon a time, Lily saw a red ball' --json");
+  ASSERT_EQ(d["layers"].size(), 8u);
+  const char* kinds[] = {"attention", "attention", "attention", "attention",
+                         "attention", "attention", "attention", "jacobian"};
+  for (size_t l = 0; l < 8; ++l) EXPECT_EQ(d["layers"][l]["matrix_kind"], kinds[l]) << l;
+
+  auto gen = run_json("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 20 --no-stop --json");
+  auto again =
+      run_json("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 20 --no-stop --json --no-cache");
+  EXPECT_EQ(again["text"], gen["text"]) << "cached decoding past the context equals recomputing";
+}

@@ -27,8 +27,9 @@ TEST(Cost, AttentionGrowsWithContextHsmDoesNot) {
   for (const MixerInfo& m : all_mixers()) {
     const int64_t c8 = mixer_macs_per_token(m.id, 256, m.default_heads, 8);
     const int64_t c1024 = mixer_macs_per_token(m.id, 256, m.default_heads, 1024);
-    if (m.kind == MixerKind::Attention)
-      EXPECT_EQ(c1024 - c8, 2 * (1024 - 8) * 256);
+    // Softmax over the context: attention and DA's *_qk variants (qk_source other than kSelf).
+    if (m.kind == MixerKind::Attention || qk_source(m.kind) != QkSource::kSelf)
+      EXPECT_EQ(c1024 - c8, 2 * (1024 - 8) * 256) << m.id;
     else
       EXPECT_EQ(c1024, c8) << m.id;
   }

@@ -69,6 +69,9 @@ INSTANTIATE_TEST_SUITE_P(Mixers, CachedDecoding,
                          ::testing::Values("attn", "hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2",
                                            "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"),
                          [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, CachedDecoding,
+                         ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
+                         [](const auto& info) { return info.param; });
 
 TEST(CachedDecoding, HybridStack) {
   expect_cached_equals_uncached(

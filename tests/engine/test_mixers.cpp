@@ -67,6 +67,9 @@ INSTANTIATE_TEST_SUITE_P(Mixers, EveryMixer,
                          ::testing::Values("attn", "hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2",
                                            "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"),
                          [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, EveryMixer,
+                         ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
+                         [](const auto& info) { return info.param; });
 
 TEST(ShiftRight, MovesTimeAndZeroFills) {
   auto x = torch::arange(1, 7, torch::kFloat64).view({1, 6, 1});

@@ -92,6 +92,49 @@ INSTANTIATE_TEST_SUITE_P(Diagnostics, ShiftMixers,
                                            "hsm_ab_mh", "hsm_ab_mh_ext"),
                          [](const auto& info) { return info.param; });
 
+// DA mixers (docs/mixers.md): the diagnosed matrices are the mixer's own weights: per head,
+// y_h = A_h · v_h reproduces forward() exactly (taylor: its normalised linear-attention weights;
+// nonapprox and *_qk, here with Q, K from x itself: softmax weights); mlp: the identity.
+class DaMixerMatrices : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DaMixerMatrices, MatricesReproduceTheMixersOutput) {
+  torch::manual_seed(4);
+  auto mixer = build(GetParam(), 0);
+  auto x = torch::randn({1, kL, kD}, torch::kFloat64);
+  const LayerDiagnostics diag = diagnose_layer(*mixer, spec_of(GetParam()), 0, x);
+  EXPECT_EQ(diag.kind, matrix_kind(mixer_info(GetParam()).kind));
+  if (GetParam() == "mlp") {
+    ASSERT_EQ(diag.heads.size(), 1u);
+    EXPECT_TRUE(torch::equal(torch::tensor(diag.heads[0].matrix, torch::kFloat64).view({kL, kL}),
+                             torch::eye(kL, torch::kFloat64)));
+    return;
+  }
+  const auto H = static_cast<int64_t>(diag.heads.size());
+  ASSERT_EQ(H, 4);
+  torch::NoGradGuard no_grad;
+  torch::Tensor v, proj_w, proj_b;
+  for (const auto& p : mixer->named_parameters()) {
+    if (p.key() == "qkv.weight") v = torch::matmul(x[0], p.value().narrow(0, 2 * kD, kD).t());
+    if (p.key() == "qkv.bias") v = v + p.value().narrow(0, 2 * kD, kD);
+    if (p.key() == "v.weight") v = torch::matmul(x[0], p.value().t());
+    if (p.key() == "v.bias") v = v + p.value();
+    if (p.key() == "proj.weight") proj_w = p.value();
+    if (p.key() == "proj.bias") proj_b = p.value();
+  }
+  const int64_t hd = kD / H;
+  auto out = torch::zeros({kL, kD}, torch::kFloat64);
+  for (int64_t h = 0; h < H; ++h) {
+    auto A = torch::tensor(diag.heads[static_cast<size_t>(h)].matrix, torch::kFloat64).view({kL, kL});
+    out.narrow(1, h * hd, hd).copy_(torch::matmul(A, v.narrow(1, h * hd, hd)));
+  }
+  auto expect = mixer->forward(x)[0];
+  EXPECT_TRUE(torch::allclose(torch::matmul(out, proj_w.t()) + proj_b, expect, 1e-5, 1e-6)) << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, DaMixerMatrices,
+                         ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
+                         [](const auto& info) { return info.param; });
+
 TEST(MixingMatrix, HandSetAbIsADiagonalAndASubDiagonal) {
   auto mixer = std::make_shared<ShiftABImpl>(kD, 2);
   {

@@ -113,6 +113,9 @@ INSTANTIATE_TEST_SUITE_P(HsmMixers, GradientReceptiveField,
                          ::testing::Values("hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2", "hsm_fusion",
                                            "hsm_ab_mh", "hsm_ab_mh_ext"),
                          [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, GradientReceptiveField,
+                         ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
+                         [](const auto& info) { return info.param; });
 
 // The fused, chunked output layer + loss (lm_head.cpp) against the plain formula, with more
 // rows than one chunk, in training (gradients) and evaluation.

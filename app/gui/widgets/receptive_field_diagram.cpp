@@ -26,12 +26,14 @@ ReceptiveFieldDiagram::ReceptiveFieldDiagram(QWidget* parent) : QWidget(parent) 
 void ReceptiveFieldDiagram::setConfig(const hsm::ModelConfig& config) {
   mixers_.clear();
   shifts_.clear();
+  dense_.clear();
   for (size_t l = 0; l < config.layers.size(); ++l) {
     const hsm::LayerSpec& spec = config.layers[l];
     mixers_.push_back(spec.mixer);
     const hsm::MixerKind kind = hsm::is_mixer_id(spec.mixer) ? hsm::mixer_info(spec.mixer).kind
                                                               : hsm::MixerKind::Attention;
     shifts_.push_back(hsm::layer_shifts(kind, static_cast<int64_t>(l), spec.heads));
+    dense_.push_back(hsm::reads_all_earlier(kind));  // false for DA's mlp: only the position itself
   }
   layer_ = std::clamp(layer_, 0, std::max(0, layerCount() - 1));
   if (layerCount() > 0 && layer_ == 0) layer_ = layerCount() - 1;
@@ -75,7 +77,7 @@ void ReceptiveFieldDiagram::trace() {
       for (int64_t s : shifts_[l])
         if (p - s >= 0) below[p - s] = true;
     }
-    if (shifts_[l].empty())
+    if (dense_[l])
       for (int j = 0; j <= highest; ++j) below[j] = true;
   }
   update();
@@ -141,7 +143,7 @@ void ReceptiveFieldDiagram::paintEvent(QPaintEvent*) {
   for (int l = 0; l < layerCount(); ++l) {
     const double yTop = rowY(l + 1), yBottom = rowY(l);
     const auto& above = lit_[l + 1];
-    if (shifts_[l].empty()) {
+    if (dense_[l]) {
       p.fillRect(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop), QColor(120, 140, 200, 38));
       int highest = -1;
       for (int t = 0; t < length_; ++t)

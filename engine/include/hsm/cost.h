@@ -20,8 +20,24 @@ namespace hsm {
 //   hsm_gate1:     2d² + 2d (the gate's two d×d layers, then g⊙x + (1−g)⊙x_shifted)
 //   hsm_gate2:     2d²/H + 2d  (per head Linear(2·hd → hd), then the gated sum)
 //   hsm_fusion:    3d²/H  (per head Linear(2·hd → hd) and Linear(hd → hd))
+// DA mixers (recurrent / cached decoding forms, DA appx. E-I; docs/mixers.md):
+//   mlp:           3·d·f  (FC_Gt, FC_Up, FC_Dn; f = gated_mlp_width(d)); no mixing
+//   taylor:        4d² + 2·H·D·(hd + 1)  (projections; read φ(q)·S, φ(q)·z and update S, z;
+//                  D = taylor_feature_dim(hd)); constant in T
+//   nonapprox:     4d² + 3d  (projections; the score and the running sums); constant in T
+//   rnd_emb_qk, fixed_seq_qk: 2d² + 2·T·d  (v and output projections: Q and K are
+//                  input-independent, computed once per decode and cached) + scores and sum
+//   static_emb_qk: 4d² + 2·T·d  (as attention; Q, K from the token embedding)
 // Throws std::invalid_argument for an unknown mixer id or non-positive sizes.
 int64_t mixer_macs_per_token(const std::string& mixer, int64_t d_model, int64_t heads, int64_t context);
+
+// Floats one layer keeps between decoding steps for `batch` sequences at context T (DA appx. H):
+//   attn, static_emb_qk: 2·B·T·d (keys, values); rnd_emb_qk, fixed_seq_qk: B·T·d values plus
+//   2·T·d queries and keys shared by the batch; taylor: B·H·D·(hd + 1) (Σφ(k)vᵀ, Σφ(k));
+//   nonapprox: B·H·(hd + 2) (running max, Σe·v, Σe); mlp: 0; shift mixers: B·R·d, a ring of
+//   the R = largest shift last inputs (layer = stack position, which sets the shift).
+int64_t mixer_cache_floats(const std::string& mixer, int64_t d_model, int64_t heads, int64_t layer, int64_t context,
+                           int64_t batch);
 
 // The FFN of a layer: Linear(d, f) and Linear(f, d): 2·d·f MACs per token.
 int64_t ffn_macs_per_token(int64_t d_model, int64_t ffn);

@@ -17,7 +17,18 @@ enum class MixerKind {
   ShiftFusion,      // "hsm_fusion": mlp(concat(x, x_shifted)) per head (eq. 6)
   ShiftABMultihead,     // "hsm_ab_mh": head j shifts by 2^j in every layer (§4)
   ShiftABMultiheadExt,  // "hsm_ab_mh_ext": layer l, head j shifts by 2^((j+l) mod H) (§7)
+
+  // DA (Deconstructing Attention) §3, docs/mixers.md
+  GatedMlp,     // "mlp": FC_Dn(SiLU(FC_Gt(x)) ⊙ FC_Up(x)), no token mixing (eq. 4-5)
+  Taylor,       // "taylor": 2nd-order Taylor linear attention (eq. 6, appx. I eq. 14-17)
+  NonApprox,    // "nonapprox": softmax over j <= i of sum(SiLU(q_j) ⊙ k_j)/√hd (eq. 7-8, 18)
+  RndEmbQK,     // "rnd_emb_qk": Q, K from a fixed random sequence through the blocks below (eq. 9-10)
+  FixedSeqQK,   // "fixed_seq_qk": Q, K from a fixed text sequence through the blocks below (eq. 11-12)
+  StaticEmbQK,  // "static_emb_qk": Q, K from the input embeddings of the tokens (eq. 13)
 };
+
+// Where a layer's queries and keys come from (DA §3.4-3.5). kSelf: the layer's own input.
+enum class QkSource { kSelf, kRandom, kFixedText, kEmbedding };
 
 struct MixerInfo {
   MixerKind kind;
@@ -35,11 +46,29 @@ const MixerInfo& mixer_info(const std::string& id);
 const MixerInfo& mixer_info(MixerKind kind);
 bool is_mixer_id(const std::string& id);
 
-// True for every HSM-family mixer (everything but attention).
+// True for every HSM-family mixer (the shift mixers of HSM Table 1).
 bool is_shift_mixer(MixerKind kind);
+// True for the Deconstructing Attention mixers (mlp, taylor, nonapprox, *_qk).
+bool is_da_mixer(MixerKind kind);
+// True when output t of the mixer reads every input j <= t (attention and the DA variants but
+// mlp); false for mlp (only t itself) and the shift mixers (their shifts, layer_shifts()).
+bool reads_all_earlier(MixerKind kind);
+QkSource qk_source(MixerKind kind);
+
+// Feature dimension of the taylor mixer's map φ per head (the one place this choice lives).
+// φ(x) = [1, x, x⊗x/√2] (Arora et al. "Based") on x = q/hd^¼ resp. k/hd^¼, so
+// φ(q)·φ(k) = 1 + s + s²/2 with s = q·k/√hd: the 2nd-order Taylor polynomial of exp(s),
+// exactly, as DA eq. 6 asks. We keep the full second-order term, with no feature projection
+// (Based projects q, k to 16 dims first): a projection would add parameters (DA matches
+// attention's count strictly) and approximate the kernel a second time. x⊗x is symmetric, so
+// its hd(hd+1)/2 distinct entries carry it (x_i²/√2 on the diagonal, x_i·x_j for i < j) with
+// the same dot product: D = 1 + hd + hd(hd+1)/2 (hd = 32: 561; the decoding state is
+// D × (hd + 1) floats per head, constant in the context).
+int64_t taylor_feature_dim(int64_t head_dim);
 
 // The shift(s) a layer at stack position `layer` (0-based) uses: one per head for the
-// multihead variants, a single entry 2^layer for the other HSM mixers, empty for attention.
+// multihead variants, a single entry 2^layer for the other HSM mixers, empty for attention
+// and the DA mixers.
 std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads);
 
 }  // namespace hsm

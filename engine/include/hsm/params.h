@@ -25,6 +25,11 @@ struct ParamCount {
 // Exact count of trainable parameters of the model the config builds (tested against the
 // LibTorch model).
 int64_t mixer_params(const std::string& mixer, int64_t d_model, int64_t heads);
+
+// Hidden width f of DA's gated-MLP mixer ("mlp", three Linear layers with biases:
+// 3·d·f + 2·f + d parameters): the integer f whose count is nearest to standard attention's
+// 4d² + 4d (DA §3.2 matches it; d = 256 gives f = 341, 342 parameters below attention).
+int64_t gated_mlp_width(int64_t d_model);
 ParamCount count_params(const ModelConfig& config);
 
 struct FfnMatch {

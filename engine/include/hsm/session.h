@@ -59,6 +59,7 @@ struct EvalResult {
   double unigram_loss = 0;
   std::string split;
   double seconds = 0;
+  std::vector<int64_t> skipped_layers;  // the layers left out (EvalOptions::skip_layers)
 };
 
 struct EvalOptions {
@@ -66,6 +67,11 @@ struct EvalOptions {
   std::string windows = "packed";  // "packed" or "story_start" (see TrainSettings::windows)
   int64_t batch_size = 64;
   int64_t max_batches = 0;    // 0 = the whole split
+  // DA's "skip" configuration (DA §4.2): evaluate with these layers (0-based) removed, without
+  // retraining; a skipped layer is the identity on the residual stream. skip_replaced: every
+  // layer whose mixer is not attention (a DA hybrid's replaced layers), added to the list.
+  std::vector<int64_t> skip_layers;
+  bool skip_replaced = false;
   std::string cache_dir;
   ProgressFn progress;
   const CancelFlag* cancel = nullptr;

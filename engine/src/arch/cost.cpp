@@ -1,8 +1,10 @@
 #include "hsm/cost.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "hsm/mixer_kind.h"
+#include "hsm/params.h"
 
 namespace hsm {
 
@@ -27,8 +29,44 @@ int64_t mixer_macs_per_token(const std::string& mixer, int64_t d, int64_t heads,
       return 2 * d * d / heads + 2 * d;
     case MixerKind::ShiftFusion:
       return 3 * d * d / heads;
+    case MixerKind::GatedMlp:
+      return 3 * d * gated_mlp_width(d);
+    case MixerKind::Taylor:
+      return 4 * d * d + 2 * heads * taylor_feature_dim(d / heads) * (d / heads + 1);
+    case MixerKind::NonApprox:
+      return 4 * d * d + 3 * d;
+    case MixerKind::RndEmbQK:
+    case MixerKind::FixedSeqQK:
+      return 2 * d * d + 2 * T * d;
+    case MixerKind::StaticEmbQK:
+      return 4 * d * d + 2 * T * d;
   }
   return 0;
+}
+
+int64_t mixer_cache_floats(const std::string& mixer, int64_t d, int64_t heads, int64_t layer, int64_t T, int64_t B) {
+  mixer_macs_per_token(mixer, d, heads, T);  // validates the sizes and the id
+  const int64_t hd = d / heads;
+  const MixerKind kind = mixer_info(mixer).kind;
+  switch (kind) {
+    case MixerKind::Attention:
+    case MixerKind::StaticEmbQK:
+      return 2 * B * T * d;
+    case MixerKind::RndEmbQK:
+    case MixerKind::FixedSeqQK:
+      return B * T * d + 2 * T * d;
+    case MixerKind::Taylor:
+      return B * heads * taylor_feature_dim(hd) * (hd + 1);
+    case MixerKind::NonApprox:
+      return B * heads * (hd + 2);
+    case MixerKind::GatedMlp:
+      return 0;
+    default: {
+      int64_t ring = 0;
+      for (int64_t s : layer_shifts(kind, layer, heads)) ring = std::max(ring, s);
+      return B * ring * d;
+    }
+  }
 }
 
 int64_t ffn_macs_per_token(int64_t d, int64_t ffn) { return 2 * d * ffn; }

@@ -16,6 +16,13 @@ const std::vector<MixerInfo>& all_mixers() {
       {MixerKind::ShiftFusion, "hsm_fusion", "HSM fusion", 4, 960, true},
       {MixerKind::ShiftABMultihead, "hsm_ab_mh", "HSM (a,b) multihead", 8, 1024, true},
       {MixerKind::ShiftABMultiheadExt, "hsm_ab_mh_ext", "HSM (a,b) multihead-ext", 8, 1024, true},
+      // DA (Deconstructing Attention): 8 heads like attn, the paper's FFN 512 (docs/mixers.md)
+      {MixerKind::GatedMlp, "mlp", "DA gated MLP (no token mixing)", 1, 512, false},
+      {MixerKind::Taylor, "taylor", "DA approximate (2nd-order Taylor)", 8, 512, true},
+      {MixerKind::NonApprox, "nonapprox", "DA non-approximate", 8, 512, true},
+      {MixerKind::RndEmbQK, "rnd_emb_qk", "DA RndEmbQK", 8, 512, true},
+      {MixerKind::FixedSeqQK, "fixed_seq_qk", "DA FixedSeqQK", 8, 512, true},
+      {MixerKind::StaticEmbQK, "static_emb_qk", "DA StaticEmbQK", 8, 512, true},
   };
   return mixers;
 }
@@ -40,12 +47,43 @@ bool is_mixer_id(const std::string& id) {
   return false;
 }
 
-bool is_shift_mixer(MixerKind kind) { return kind != MixerKind::Attention; }
+bool is_shift_mixer(MixerKind kind) { return kind != MixerKind::Attention && !is_da_mixer(kind); }
+
+bool is_da_mixer(MixerKind kind) {
+  switch (kind) {
+    case MixerKind::GatedMlp:
+    case MixerKind::Taylor:
+    case MixerKind::NonApprox:
+    case MixerKind::RndEmbQK:
+    case MixerKind::FixedSeqQK:
+    case MixerKind::StaticEmbQK:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool reads_all_earlier(MixerKind kind) {
+  return kind == MixerKind::Attention || (is_da_mixer(kind) && kind != MixerKind::GatedMlp);
+}
+
+QkSource qk_source(MixerKind kind) {
+  switch (kind) {
+    case MixerKind::RndEmbQK:
+      return QkSource::kRandom;
+    case MixerKind::FixedSeqQK:
+      return QkSource::kFixedText;
+    case MixerKind::StaticEmbQK:
+      return QkSource::kEmbedding;
+    default:
+      return QkSource::kSelf;
+  }
+}
+
+int64_t taylor_feature_dim(int64_t hd) { return 1 + hd + hd * (hd + 1) / 2; }
 
 std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads) {
   switch (kind) {
-    case MixerKind::Attention:
-      return {};
     case MixerKind::ShiftABMultihead: {
       std::vector<int64_t> s;
       for (int64_t j = 0; j < heads; ++j) s.push_back(int64_t{1} << j);
@@ -58,6 +96,7 @@ std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads) 
       return s;
     }
     default:
+      if (!is_shift_mixer(kind)) return {};  // attention and the DA mixers shift nothing
       return {int64_t{1} << layer};
   }
 }

@@ -1,5 +1,6 @@
 #include "hsm/params.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -31,8 +32,26 @@ int64_t mixer_params(const std::string& mixer, int64_t d, int64_t heads) {
     case MixerKind::ShiftABMultihead:
     case MixerKind::ShiftABMultiheadExt:
       return 2 * heads;
+    case MixerKind::GatedMlp: {
+      const int64_t f = gated_mlp_width(d);
+      return 2 * linear(d, f) + linear(f, d);  // FC_Gt, FC_Up, FC_Dn
+    }
+    case MixerKind::Taylor:
+    case MixerKind::NonApprox:
+      return linear(d, 3 * d) + linear(d, d);  // as attention: fused q,k,v + output projection
+    case MixerKind::RndEmbQK:
+    case MixerKind::FixedSeqQK:
+    case MixerKind::StaticEmbQK:
+      return linear(d, 2 * d) + linear(d, d) + linear(d, d);  // q,k (from the source), v, output
   }
   return 0;
+}
+
+int64_t gated_mlp_width(int64_t d) {
+  const int64_t target = linear(d, 3 * d) + linear(d, d);  // attention's 4d² + 4d
+  auto count = [d](int64_t f) { return 3 * d * f + 2 * f + d; };
+  const int64_t lo = std::max<int64_t>(1, (target - d) / (3 * d + 2));
+  return std::llabs(count(lo) - target) <= std::llabs(count(lo + 1) - target) ? lo : lo + 1;
 }
 
 int64_t ParamCount::total() const {

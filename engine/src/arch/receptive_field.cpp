@@ -24,15 +24,16 @@ ReceptiveField receptive_field(const ModelConfig& config) {
     const LayerSpec& spec = config.layers[l];
     const MixerKind kind = mixer_info(spec.mixer).kind;
     std::vector<int64_t> next(T, 0);
-    if (kind == MixerKind::Attention) {
-      // Attention lets a position read any earlier one: every offset up to k composes.
+    if (reads_all_earlier(kind)) {
+      // Attention (and the DA variants but mlp) lets a position read any earlier one: every offset up to k composes.
       int64_t prefix = 0;
       for (int64_t k = 0; k < T; ++k) {
         prefix = sat_add(prefix, paths[k]);
         next[k] = prefix;
       }
     } else {
-      // RF_l(t) = RF_{l-1}(t) ∪ RF_{l-1}(t - s) for every shift s of the layer.
+      // RF_l(t) = RF_{l-1}(t) ∪ RF_{l-1}(t - s) for every shift s of the layer (none for
+      // DA's mlp: it reads only position t itself).
       next = paths;
       for (int64_t s : layer_shifts(kind, static_cast<int64_t>(l), spec.heads))
         for (int64_t k = s; k < T; ++k) next[k] = sat_add(next[k], paths[k - s]);

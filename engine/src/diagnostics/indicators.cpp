@@ -33,7 +33,16 @@ const char* matrix_kind_name(MatrixKind k) {
 MatrixKind matrix_kind(MixerKind mixer) {
   switch (mixer) {
     case MixerKind::Attention:
+    // DA: real attention matrices. nonapprox and the *_qk variants are softmax weights; taylor's
+    // are its normalised linear-attention weights (1 + s + s²/2 over the row's sum: positive,
+    // rows sum to 1, but not a softmax).
+    case MixerKind::Taylor:
+    case MixerKind::NonApprox:
+    case MixerKind::RndEmbQK:
+    case MixerKind::FixedSeqQK:
+    case MixerKind::StaticEmbQK:
       return MatrixKind::kAttention;
+    case MixerKind::GatedMlp:  // no mixing: ‖∂y_i/∂x_k‖ is zero off the diagonal (identity, normalised)
     case MixerKind::ShiftGate1:
     case MixerKind::ShiftGate2:
     case MixerKind::ShiftFusion:

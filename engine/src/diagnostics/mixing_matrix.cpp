@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "model/mixers/attention.h"
+#include "model/mixers/linear_attention.h"
 
 namespace hsm {
 namespace {
@@ -98,7 +99,8 @@ torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x) {
   return torch::stack(heads).detach();  // [H, L, L]
 }
 
-LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& x) {
+LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& x,
+                                const torch::Tensor& qk) {
   LayerDiagnostics out;
   out.layer = layer;
   out.mixer = spec.mixer;
@@ -110,6 +112,17 @@ LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int lay
     torch::NoGradGuard no_grad;
     matrices = attn->attention_weights(x).squeeze(0);
     shifts.assign(static_cast<size_t>(matrices.size(0)), -1);
+  } else if (auto* lin = dynamic_cast<LinearAttentionImpl*>(&mixer)) {
+    torch::NoGradGuard no_grad;
+    matrices = lin->attention_weights(x).squeeze(0);
+    shifts.assign(static_cast<size_t>(matrices.size(0)), -1);
+  } else if (auto* qkm = dynamic_cast<QkSourceMixerImpl*>(&mixer)) {
+    torch::NoGradGuard no_grad;
+    matrices = qkm->attention_weights_qk(qk.defined() ? qk : x).select(0, 0);
+    shifts.assign(static_cast<size_t>(matrices.size(0)), -1);
+  } else if (mixer.kind == MixerKind::GatedMlp) {
+    matrices = torch::eye(L).unsqueeze(0);  // [1, L, L]: each output reads its own input only
+    shifts.assign(1, 0);
   } else {
     auto& shift = dynamic_cast<ShiftMixerImpl&>(mixer);
     matrices = out.kind == MatrixKind::kLinear ? linear_maps(shift, L) : jacobian_norms(shift, x);
@@ -134,11 +147,13 @@ std::vector<LayerDiagnostics> diagnose_model(Gpt& model, const torch::Tensor& id
   torch::NoGradGuard no_grad;
   std::vector<LayerDiagnostics> layers;
   auto h = model->embed(idx);  // [1, L, d]
+  const auto streams = model->qk_streams(h, h.size(1));  // DA *_qk layers' Q, K sources
   for (size_t l = 0; l < model->blocks.size(); ++l) {
     auto& block = model->blocks[l];
-    layers.push_back(
-        diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l), block->ln1->forward(h)));
-    h = block->forward(h);
+    const auto& qk = streams[l];
+    layers.push_back(diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l), block->ln1->forward(h),
+                                    qk.defined() ? block->ln1->forward(qk) : qk));
+    h = block->forward(h, qk);
   }
   normalise_across_layers(layers);
   return layers;

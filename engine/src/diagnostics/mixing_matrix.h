@@ -34,8 +34,10 @@ torch::Tensor linear_maps(const ShiftMixerImpl& mixer, int64_t L);
 torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x);
 
 // One layer's heads, matrices and raw indicators for its mixer input x = LN1(h): [1, L, d].
-// Matrices other than attention are row-normalised (|M| / Σ|M|).
-LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& x);
+// Matrices other than attention are row-normalised (|M| / Σ|M|). qk: a DA *_qk mixer's
+// LN1(QK stream) [1, L, d] (GptImpl::qk_streams); DA's mlp gets the identity (it mixes nothing).
+LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& x,
+                                const torch::Tensor& qk = {});
 
 // Every layer of the model for token ids idx [1, L] (the model in eval mode), with the
 // indicators normalised across layers.

@@ -1,17 +1,18 @@
 #include "hsm/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
 
 #include "diagnostics/mixing_matrix.h"
-#include "io/checkpoint.h"
-#include "train/evaluation.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
 #include "hsm/tokenizer.h"
+#include "io/checkpoint.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
+#include "train/evaluation.h"
 
 namespace fs = std::filesystem;
 
@@ -209,6 +210,18 @@ EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& op
       for (int64_t i = 1; i <= T; ++i) nll -= std::log(counts[tokens[static_cast<size_t>(starts[w] + i)]] / total);
     r.unigram_loss = windows > 0 ? nll / static_cast<double>(windows * T) : 0;
   }
+  std::vector<int64_t> skip = options.skip_layers;
+  if (options.skip_replaced)
+    for (size_t l = 0; l < m.config.layers.size(); ++l)
+      if (m.config.layers[l].mixer != "attn") skip.push_back(static_cast<int64_t>(l));
+  std::sort(skip.begin(), skip.end());
+  skip.erase(std::unique(skip.begin(), skip.end()), skip.end());
+  m.model->set_skipped_layers(skip);  // throws for a layer the model does not have
+  struct Restore {
+    Gpt& model;
+    ~Restore() { model->set_skipped_layers({}); }
+  } restore{m.model};
+  r.skipped_layers = skip;
   const WindowEval ev = evaluate_windows(m.model, tokens, starts, options.batch_size, options.max_batches, m.device,
                                          m.device.is_cuda(), options.progress, options.cancel);
   r.loss = ev.loss;

@@ -11,13 +11,15 @@ namespace fs = std::filesystem;
 namespace hsm {
 namespace {
 
+// Floating tensors as F32; integer buffers (fixed_seq_qk's token ids) as I64.
 TensorBlob to_blob(const std::string& name, const torch::Tensor& t) {
-  auto cpu = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  const bool integer = !torch::isFloatingType(t.scalar_type());
+  auto cpu = t.detach().to(torch::kCPU, integer ? torch::kLong : torch::kFloat32).contiguous();
   TensorBlob b;
   b.name = name;
-  b.dtype = "F32";
+  b.dtype = integer ? "I64" : "F32";
   b.shape = cpu.sizes().vec();
-  b.data.assign(static_cast<const char*>(cpu.data_ptr()), cpu.numel() * sizeof(float));
+  b.data.assign(static_cast<const char*>(cpu.data_ptr()), cpu.numel() * cpu.element_size());
   return b;
 }
 
@@ -27,13 +29,14 @@ torch::ScalarType scalar_type(const std::string& dtype) {
   if (dtype == "F32") return torch::kFloat32;
   if (dtype == "F16") return torch::kFloat16;
   if (dtype == "BF16") return torch::kBFloat16;
+  if (dtype == "I64") return torch::kLong;
   throw std::invalid_argument("weights of dtype " + dtype + " are not supported (F32, F16 or BF16)");
 }
 
 torch::Tensor from_blob(const TensorBlob& b) {
   auto t = torch::empty(b.shape, scalar_type(b.dtype));
   std::memcpy(t.data_ptr(), b.data.data(), b.data.size());
-  return t.to(torch::kFloat32);
+  return b.dtype == "I64" ? t : t.to(torch::kFloat32);
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -67,8 +70,10 @@ void load_weights(Gpt& model, const std::string& path) {
     expected.insert(name);
     const TensorBlob* b = file.find(name);
     if (!b) throw std::runtime_error(path + ": missing tensor '" + name + "' (the file belongs to another model?)");
-    if (b->dtype != "F32" && b->dtype != "F16" && b->dtype != "BF16")
-      throw std::runtime_error(path + ": tensor '" + name + "' is " + b->dtype + ", expected F32, F16 or BF16");
+    const bool integer = !torch::isFloatingType(dst.scalar_type());
+    if (integer ? b->dtype != "I64" : (b->dtype != "F32" && b->dtype != "F16" && b->dtype != "BF16"))
+      throw std::runtime_error(path + ": tensor '" + name + "' is " + b->dtype + ", expected " +
+                               (integer ? "I64" : "F32, F16 or BF16"));
     if (b->shape != dst.sizes().vec())
       throw std::runtime_error(path + ": tensor '" + name + "' has shape " + shape_text(b->shape) + ", the config needs " +
                                shape_text(dst.sizes().vec()));
@@ -113,6 +118,10 @@ void export_run(const std::string& run_dir, const std::string& out_dir, const Ex
   SafetensorsFile file = read_safetensors(weights);
   std::vector<TensorBlob> blobs;
   for (const TensorBlob& b : file.tensors) {
+    if (b.dtype == "I64") {  // token ids stay integers
+      blobs.push_back(b);
+      continue;
+    }
     auto t = from_blob(b).to(target).contiguous();
     TensorBlob out;
     out.name = b.name;

@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include <algorithm>
+#include <random>
 #include <stdexcept>
 
 #include "model/dropout.h"
@@ -22,6 +24,7 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
   const auto norm = torch::nn::LayerNormOptions({c.d_model});
   ln1 = register_module("ln1", torch::nn::LayerNorm(norm));
   mixer = register_module("mixer", make_mixer(spec, layer, c.d_model, c.dropout));
+  qk_mixer = dynamic_cast<QkSourceMixerImpl*>(mixer.get());
   ln2 = register_module("ln2", torch::nn::LayerNorm(norm));
   // GPT-2: residual projections scaled by 1/sqrt(2·N) so the residual stream's variance
   // does not grow with depth.
@@ -30,18 +33,28 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
   dropout = c.dropout;
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& h_in) {
-  auto h = h_in + fast_dropout(mixer->forward(ln1->forward(h_in)), dropout, is_training());
+torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor& qk) {
+  auto x = ln1->forward(h_in);
+  auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, ln1->forward(qk)) : mixer->forward(x);
+  auto h = h_in + fast_dropout(y, dropout, is_training());
   return h + fast_dropout(ffn->forward(ln2->forward(h)), dropout, is_training());
 }
 
-torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context) {
-  auto h = h_t + mixer->step(ln1->forward(h_t), cache, pos, context);
+torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context,
+                              const torch::Tensor& qk) {
+  auto x = ln1->forward(h_t);
+  auto y = (qk_mixer && qk.defined()) ? qk_mixer->step_qk(x, ln1->forward(qk), cache, pos, context)
+                                      : mixer->step(x, cache, pos, context);
+  auto h = h_t + y;
   return h + ffn->forward(ln2->forward(h));
 }
 
-torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerCache& cache, int64_t context) {
-  auto h = h_in + mixer->prefill(ln1->forward(h_in), cache, context);
+torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerCache& cache, int64_t context,
+                                 const torch::Tensor& qk) {
+  auto x = ln1->forward(h_in);
+  auto y = (qk_mixer && qk.defined()) ? qk_mixer->prefill_qk(x, ln1->forward(qk), cache, context)
+                                      : mixer->prefill(x, cache, context);
+  auto h = h_in + y;
   return h + ffn->forward(ln2->forward(h));
 }
 
@@ -58,6 +71,96 @@ GptImpl::GptImpl(const ModelConfig& c) : config(c) {
   torch::NoGradGuard no_grad;
   tok_emb->weight.normal_(0.0, 0.02);
   pos_emb->weight.normal_(0.0, 0.02);
+  for (const LayerSpec& l : c.layers) sources_.push_back(qk_source(mixer_info(l.mixer).kind));
+  auto uses = [&](QkSource s) { return std::find(sources_.begin(), sources_.end(), s) != sources_.end(); };
+  if (uses(QkSource::kRandom)) {
+    // ε ~ N(0, 0.02²), the scale of a freshly initialised embedding, drawn by a fixed-seed
+    // std::mt19937 (the same on every LibTorch and device) and saved with the weights.
+    std::mt19937 gen(20240521);
+    std::normal_distribution<float> normal(0.0F, 0.02F);
+    std::vector<float> values(static_cast<size_t>(c.context * c.d_model));
+    for (float& v : values) v = normal(gen);
+    qk_random = register_buffer("qk_random", torch::tensor(values).view({c.context, c.d_model}));
+  }
+  if (uses(QkSource::kFixedText)) qk_tokens = register_buffer("qk_tokens", torch::zeros({c.context}, torch::kLong));
+}
+
+void GptImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(device, dtype, non_blocking);
+  if (qk_tokens.defined()) qk_tokens.set_data(qk_tokens.to(torch::kLong));
+}
+
+void GptImpl::to(torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(dtype, non_blocking);
+  if (qk_tokens.defined()) qk_tokens.set_data(qk_tokens.to(torch::kLong));
+}
+
+void GptImpl::set_fixed_tokens(const std::vector<int64_t>& tokens) {
+  if (!qk_tokens.defined()) return;  // no fixed_seq_qk layer
+  if (static_cast<int64_t>(tokens.size()) < config.context)
+    throw std::invalid_argument("fixed_seq_qk needs " + std::to_string(config.context) + " tokens, got " +
+                                std::to_string(tokens.size()));
+  for (int64_t t : tokens)
+    if (t < 0 || t >= config.vocab_size) throw std::invalid_argument("fixed_seq_qk: token id out of the vocabulary");
+  torch::NoGradGuard no_grad;
+  qk_tokens.copy_(torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.begin() + config.context)));
+}
+
+std::vector<int64_t> GptImpl::fixed_tokens() const {
+  if (!qk_tokens.defined()) return {};
+  auto t = qk_tokens.to(torch::kCPU).contiguous();
+  return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+}
+
+void GptImpl::set_skipped_layers(const std::vector<int64_t>& layers) {
+  std::vector<bool> skip(blocks.size(), false);
+  for (int64_t l : layers) {
+    if (l < 0 || l >= static_cast<int64_t>(blocks.size()))
+      throw std::invalid_argument("skip layer " + std::to_string(l) + ": the model has layers 0.." +
+                                  std::to_string(blocks.size() - 1));
+    skip[static_cast<size_t>(l)] = true;
+  }
+  skip_ = skip;
+}
+
+std::vector<torch::Tensor> GptImpl::qk_streams(const torch::Tensor& e, int64_t T) {
+  std::vector<torch::Tensor> out(blocks.size());
+  for (size_t l = 0; l < blocks.size(); ++l)
+    if (sources_[l] == QkSource::kEmbedding && !skipped(l)) out[l] = e;
+  // rnd / fixed: one pass of the fixed sequence (batch 1) through the blocks below the
+  // highest layer that reads it; each such layer takes the stream at its input. Inside the
+  // pass every layer sees the fixed sequence as its own input: a rnd/fixed layer takes Q and K
+  // from that same stream (so it acts as attention there), a static layer from the pass's
+  // input. The pass is part of the forward (gradients reach the lower blocks through it).
+  for (QkSource source : {QkSource::kRandom, QkSource::kFixedText}) {
+    int64_t last = -1;
+    for (size_t l = 0; l < blocks.size(); ++l)
+      if (sources_[l] == source && !skipped(l)) last = static_cast<int64_t>(l);
+    if (last < 0) continue;
+    const auto x0 = source == QkSource::kRandom ? qk_random.narrow(0, 0, T).unsqueeze(0)
+                                                : embed(qk_tokens.narrow(0, 0, T).unsqueeze(0));  // [1, T, d]
+    auto s = x0;
+    for (int64_t l = 0; l <= last; ++l) {
+      if (skipped(static_cast<size_t>(l))) continue;
+      if (sources_[static_cast<size_t>(l)] == source) out[static_cast<size_t>(l)] = s;
+      if (l == last) break;
+      s = blocks[static_cast<size_t>(l)]->forward(
+          s, sources_[static_cast<size_t>(l)] == QkSource::kEmbedding ? x0 : torch::Tensor());
+    }
+  }
+  return out;
+}
+
+torch::Tensor GptImpl::run_blocks(torch::Tensor h, const torch::Tensor& e) {
+  const bool plain = std::all_of(sources_.begin(), sources_.end(), [](QkSource s) { return s == QkSource::kSelf; });
+  if (plain && skip_.empty()) {  // every model without DA *_qk layers: the loop as it always was
+    for (auto& block : blocks) h = block->forward(h);
+    return h;
+  }
+  const auto streams = qk_streams(e, h.size(1));
+  for (size_t l = 0; l < blocks.size(); ++l)
+    if (!skipped(l)) h = blocks[l]->forward(h, streams[l]);
+  return h;
 }
 
 torch::Tensor GptImpl::embed(const torch::Tensor& idx) {
@@ -70,16 +173,14 @@ torch::Tensor GptImpl::embed(const torch::Tensor& idx) {
 }
 
 torch::Tensor GptImpl::forward_embedded(const torch::Tensor& h0) {
-  auto h = fast_dropout(h0, config.dropout, is_training());
-  for (auto& block : blocks) h = block->forward(h);
+  auto h = run_blocks(fast_dropout(h0, config.dropout, is_training()), h0);
   h = ln_f->forward(h);
   return torch::matmul(h, tok_emb->weight.t());  // tied output: [B, T, V]
 }
 
 torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
-  auto h = fast_dropout(embed(idx), config.dropout, is_training());
-  for (auto& block : blocks) h = block->forward(h);
-  return ln_f->forward(h);
+  const auto e = embed(idx);
+  return ln_f->forward(run_blocks(fast_dropout(e, config.dropout, is_training()), e));
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {
@@ -90,9 +191,19 @@ torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
   if (state.pos >= config.context)
     throw std::logic_error("decode state is full (" + std::to_string(config.context) + " positions)");
   if (state.layers.empty()) state.layers.resize(blocks.size());
+  if (state.qk_streams.empty()) state.qk_streams = qk_streams(torch::Tensor(), config.context);
   auto pos = torch::full({1}, state.pos, torch::TensorOptions().dtype(torch::kLong).device(idx_t.device()));
   auto h = tok_emb->forward(idx_t) + pos_emb->forward(pos);  // [B, d]
-  for (size_t l = 0; l < blocks.size(); ++l) h = blocks[l]->step(h, state.layers[l], state.pos, config.context);
+  const auto e = h;
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    if (skipped(l)) continue;
+    torch::Tensor qk;  // static: this token's embedding; rnd/fixed: the stream until cached
+    if (sources_[l] == QkSource::kEmbedding)
+      qk = e;
+    else if (!state.layers[l].q.defined())
+      qk = state.qk_streams[l];
+    h = blocks[l]->step(h, state.layers[l], state.pos, config.context, qk);
+  }
   ++state.pos;
   return torch::matmul(ln_f->forward(h), tok_emb->weight.t());  // [B, V]
 }
@@ -101,7 +212,13 @@ torch::Tensor GptImpl::prefill(const torch::Tensor& idx, DecodeState& state) {
   if (state.pos != 0) throw std::logic_error("prefill() needs a fresh decode state");
   state.layers.assign(blocks.size(), MixerCache());
   auto h = embed(idx);  // [B, T, d]; throws past the context
-  for (size_t l = 0; l < blocks.size(); ++l) h = blocks[l]->prefill(h, state.layers[l], config.context);
+  const auto e = h;
+  state.qk_streams = qk_streams(torch::Tensor(), config.context);
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    if (skipped(l)) continue;
+    const torch::Tensor qk = sources_[l] == QkSource::kEmbedding ? e : state.qk_streams[l];
+    h = blocks[l]->prefill(h, state.layers[l], config.context, qk);
+  }
   state.pos = idx.size(1);
   return torch::matmul(ln_f->forward(h.select(1, -1)), tok_emb->weight.t());  // [B, V]
 }

@@ -23,13 +23,19 @@ TORCH_MODULE(FeedForward);
 
 struct BlockImpl : torch::nn::Module {
   BlockImpl(const ModelConfig& config, int64_t layer);
-  torch::Tensor forward(const torch::Tensor& h);  // [B, T, d] -> [B, T, d]
-  // One position: [B, d] -> [B, d], equal to forward(h)[:, pos] (eval mode).
-  torch::Tensor step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context);
+  // [B, T, d] -> [B, T, d]. qk: the stream a DA *_qk mixer takes its queries and keys from
+  // (before LN1; GptImpl::qk_streams); undefined for every other mixer.
+  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& qk = {});
+  // One position: [B, d] -> [B, d], equal to forward(h)[:, pos] (eval mode). qk: static_emb_qk:
+  // this position's embedding [B, d]; rnd/fixed: the fixed stream [1, context, d] until the
+  // cache holds its queries and keys.
+  torch::Tensor step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context,
+                     const torch::Tensor& qk = {});
   // Positions 0..T-1 at once, filling the cache: [B, T, d] -> [B, T, d] (eval mode).
-  torch::Tensor prefill(const torch::Tensor& h, MixerCache& cache, int64_t context);
+  torch::Tensor prefill(const torch::Tensor& h, MixerCache& cache, int64_t context, const torch::Tensor& qk = {});
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   std::shared_ptr<MixerImpl> mixer;
+  QkSourceMixerImpl* qk_mixer = nullptr;  // mixer, when its Q, K come from another stream
   FeedForward ffn{nullptr};
   double dropout;  // residual dropout (model/dropout.h: a hashed mask, not torch::nn::Dropout)
 };
@@ -39,6 +45,9 @@ TORCH_MODULE(Block);
 struct DecodeState {
   std::vector<MixerCache> layers;
   int64_t pos = 0;
+  // rnd_emb_qk / fixed_seq_qk layers: their fixed QK streams over the whole context, computed
+  // once per decode (they do not depend on the input).
+  std::vector<torch::Tensor> qk_streams;
 };
 
 struct GptImpl : torch::nn::Module {
@@ -62,11 +71,40 @@ struct GptImpl : torch::nn::Module {
   // fresh) -> logits of the last position [B, vocab]; then step() continues at T.
   torch::Tensor prefill(const torch::Tensor& idx, DecodeState& state);
 
+  // DA's QK sources (docs/mixers.md): for every layer, the stream (before its LN1) a *_qk
+  // mixer takes Q and K from; undefined for the other layers. e: the input embedding
+  // tok_emb[x] + pos_emb[t] [B, T, d] (static_emb_qk); rnd_emb_qk / fixed_seq_qk: the hidden
+  // state at the layer's input when ε resp. the fixed tokens run through the blocks below,
+  // [1, T, d] (T = e's length; e may be undefined, then T = context and static layers get none).
+  std::vector<torch::Tensor> qk_streams(const torch::Tensor& e, int64_t T);
+  // fixed_seq_qk's fixed token ids (the first `context` tokens of a validation document; the
+  // trainer sets them before step 0). Saved with the weights as the int64 tensor "qk_tokens".
+  void set_fixed_tokens(const std::vector<int64_t>& tokens);
+  std::vector<int64_t> fixed_tokens() const;
+  // Layers to leave out (DA's "skip" configuration: identity on the residual stream), by
+  // 0-based index; empty = none. Every forward, step and prefill honours it.
+  void set_skipped_layers(const std::vector<int64_t>& layers);
+  bool skipped(size_t layer) const { return layer < skip_.size() && skip_[layer]; }
+
+  // Module::to(dtype) converts every buffer; qk_tokens stays int64 (token ids).
+  using torch::nn::Module::to;
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Dtype dtype, bool non_blocking = false) override;
+
   ModelConfig config;
   torch::nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};
+  // rnd_emb_qk's ε [context, d] (seeded N(0, 0.02²), fixed) and fixed_seq_qk's token ids
+  // [context] (int64): buffers, saved in model.safetensors; defined only when a layer uses them.
+  torch::Tensor qk_random, qk_tokens;
   torch::nn::ModuleList block_list{nullptr};
   std::vector<Block> blocks;
   torch::nn::LayerNorm ln_f{nullptr};
+
+ private:
+  // Embedding e [B, T, d] after the input dropout h -> the last block's output [B, T, d].
+  torch::Tensor run_blocks(torch::Tensor h, const torch::Tensor& e);
+  std::vector<QkSource> sources_;  // per layer
+  std::vector<bool> skip_;
 };
 TORCH_MODULE(Gpt);
 

@@ -242,6 +242,10 @@ TrainSummary Trainer::Impl::run() {
   const bool bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
   torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
   Gpt model(model_config);
+  // fixed_seq_qk's fixed sequence: the first `context` tokens of the validation split (its
+  // first document: shorter ones were dropped), saved with the weights (docs/mixers.md).
+  if (!spec.resume && static_cast<int64_t>(data.val.size()) >= T)
+    model->set_fixed_tokens(std::vector<int64_t>(data.val.begin(), data.val.begin() + T));
   model->to(device);
   model->train();
   std::vector<std::pair<std::string, torch::Tensor>> named;

@@ -12,11 +12,16 @@ AttentionImpl::AttentionImpl(int64_t d, int64_t heads, double dropout)
   init_linear(proj);
 }
 
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1);
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_qkv_heads(torch::nn::Linear& qkv, const torch::Tensor& x,
+                                                                        int64_t heads) {
+  const int64_t B = x.size(0), T = x.size(1), hd = x.size(2) / heads;
   auto parts = qkv->forward(x).chunk(3, -1);  // 3 × [B, T, d]
-  auto to_heads = [&](const torch::Tensor& t) { return t.view({B, T, heads, head_dim}).transpose(1, 2); };
+  auto to_heads = [&](const torch::Tensor& t) { return t.view({B, T, heads, hd}).transpose(1, 2); };
   return {to_heads(parts[0]), to_heads(parts[1]), to_heads(parts[2])};  // [B, H, T, hd]
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> AttentionImpl::split_heads(const torch::Tensor& x) {
+  return split_qkv_heads(qkv, x, heads);
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {

@@ -23,4 +23,9 @@ struct AttentionImpl : MixerImpl {
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_heads(const torch::Tensor& x);
 };
 
+// x [B, T, d] through a fused Linear(d, 3d), split into q, k, v of `heads` heads:
+// 3 × [B, H, T, hd] (attention and DA's taylor / nonapprox share it).
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_qkv_heads(torch::nn::Linear& qkv, const torch::Tensor& x,
+                                                                        int64_t heads);
+
 }  // namespace hsm

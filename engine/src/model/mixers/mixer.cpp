@@ -1,6 +1,9 @@
 #include "model/mixers/mixer.h"
 
 #include "model/mixers/attention.h"
+#include "model/mixers/gated_mlp.h"
+#include "model/mixers/linear_attention.h"
+#include "model/mixers/qk_source_attention.h"
 #include "model/mixers/shift.h"
 
 namespace hsm {
@@ -32,6 +35,15 @@ std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int6
     case MixerKind::ShiftABMultihead:
     case MixerKind::ShiftABMultiheadExt:
       return std::make_shared<ShiftABMultiheadImpl>(kind, d, shifts);
+    case MixerKind::GatedMlp:
+      return std::make_shared<GatedMlpImpl>(d);
+    case MixerKind::Taylor:
+    case MixerKind::NonApprox:
+      return std::make_shared<LinearAttentionImpl>(kind, d, spec.heads);
+    case MixerKind::RndEmbQK:
+    case MixerKind::FixedSeqQK:
+    case MixerKind::StaticEmbQK:
+      return std::make_shared<QkSourceAttentionImpl>(kind, d, spec.heads, dropout);
   }
   throw std::logic_error("make_mixer: unhandled mixer " + spec.mixer);
 }

@@ -16,6 +16,12 @@ namespace hsm {
 struct MixerCache {
   torch::Tensor k, v;   // attention: [B, H, context, hd], filled up to the current position
   torch::Tensor ring;   // shift mixers: [B, R, d], input of position p at p % R
+  // DA mixers (docs/mixers.md). rnd_emb_qk / fixed_seq_qk: q and k hold the input-independent
+  // queries and keys of every position, [1, H, context, hd], computed once per decode.
+  torch::Tensor q;
+  // taylor: kv = Σ_j φ(k_j) v_jᵀ [B, H, D, hd], z = Σ_j φ(k_j) [B, H, D].
+  // nonapprox: kv = Σ_j e^{s_j - m} v_j [B, H, hd], z = Σ_j e^{s_j - m} [B, H], m = max_j s_j [B, H].
+  torch::Tensor kv, z, m;
 };
 
 struct MixerImpl : torch::nn::Module {
@@ -29,6 +35,23 @@ struct MixerImpl : torch::nn::Module {
   // calls of step() would (so a prompt costs one batched pass, not T small ones).
   virtual torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) = 0;
   MixerKind kind;
+};
+
+// A mixer whose queries and keys come from another stream than its values (DA §3.4-3.5:
+// rnd_emb_qk, fixed_seq_qk, static_emb_qk). The model supplies that stream, through the
+// layer's LN1, as `qk` ([1 or B, T, d]); forward(x) without it takes Q and K from x itself
+// (what such a layer does inside the pass that computes the fixed streams, model.cpp).
+struct QkSourceMixerImpl : MixerImpl {
+  using MixerImpl::MixerImpl;
+  virtual torch::Tensor forward_qk(const torch::Tensor& x, const torch::Tensor& qk) = 0;
+  // Decoding. qk: static_emb_qk: this position's LN1(embedding) [B, d]; rnd/fixed: the whole
+  // fixed stream [1, context, d] on the first call (cache.q undefined), later undefined.
+  virtual torch::Tensor step_qk(const torch::Tensor& x_t, const torch::Tensor& qk, MixerCache& cache, int64_t pos,
+                                int64_t context) = 0;
+  virtual torch::Tensor prefill_qk(const torch::Tensor& x, const torch::Tensor& qk, MixerCache& cache,
+                                   int64_t context) = 0;
+  // Softmax weights per head [1 or B, H, T, T] for diagnostics.
+  virtual torch::Tensor attention_weights_qk(const torch::Tensor& qk) = 0;
 };
 
 // Builds the mixer of layer `layer` (0-based stack position, which sets HSM shifts).

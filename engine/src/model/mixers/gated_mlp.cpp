@@ -1,0 +1,25 @@
+#include "model/mixers/gated_mlp.h"
+
+#include "hsm/params.h"
+
+namespace hsm {
+
+GatedMlpImpl::GatedMlpImpl(int64_t d) : MixerImpl(MixerKind::GatedMlp) {
+  const int64_t f = gated_mlp_width(d);
+  gate = register_module("gate", torch::nn::Linear(d, f));
+  up = register_module("up", torch::nn::Linear(d, f));
+  down = register_module("down", torch::nn::Linear(f, d));
+  init_linear(gate);
+  init_linear(up);
+  init_linear(down);
+}
+
+torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) {
+  return down->forward(torch::silu(gate->forward(x)) * up->forward(x));  // [.., f] -> [.., d]
+}
+
+torch::Tensor GatedMlpImpl::step(const torch::Tensor& x_t, MixerCache&, int64_t, int64_t) { return forward(x_t); }
+
+torch::Tensor GatedMlpImpl::prefill(const torch::Tensor& x, MixerCache&, int64_t) { return forward(x); }
+
+}  // namespace hsm

@@ -1,0 +1,41 @@
+#pragma once
+// DA §3.3's two relaxations of the softmax form, both linear in the context length
+// (DA appx. I; docs/mixers.md). Same projections as attention (fused q, k, v and an output
+// projection: 4d² + 4d parameters), per head on hd = d / H channels.
+//
+//   taylor     (eq. 6, recurrent eq. 14-17, Arora et al. "Based"):
+//              w_ij = φ(q_i)·φ(k_j) = 1 + s_ij + s_ij²/2, s_ij = q_i·k_j/√hd, for j <= i;
+//              y_i = Σ_j w_ij v_j / Σ_j w_ij  (w > 0 always: a real, non-softmax attention matrix).
+//   nonapprox  (eq. 7-8, recurrent eq. 18): s_j = Σ_c SiLU(q_j)_c k_j,c / √hd, one score per
+//              position; y_i = Σ_{j<=i} e^{s_j} v_j / Σ_{j<=i} e^{s_j}.
+//
+// Training runs in chunks of kChunk positions: within a chunk the causal C×C weights
+// (exact, parallel), across chunks the running state (taylor: Σφ(k)vᵀ and Σφ(k);
+// nonapprox: running max, Σe·v, Σe), so the cost is O(T·C) and T = C is fully parallel.
+// Decoding keeps only that state: O(1) in the context.
+#include "model/mixers/mixer.h"
+
+namespace hsm {
+
+struct LinearAttentionImpl : MixerImpl {
+  LinearAttentionImpl(MixerKind kind, int64_t d_model, int64_t heads);  // kind: Taylor or NonApprox
+  torch::Tensor forward(const torch::Tensor& x) override;               // [B, T, d] -> [B, T, d]
+  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+  // The normalised mixing weights per head, [B, H, T, T] (rows sum to 1 over j <= i).
+  torch::Tensor attention_weights(const torch::Tensor& x);
+
+  static constexpr int64_t kChunk = 128;
+  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+  int64_t heads, head_dim;
+
+ private:
+  // y [B, H, T, hd] for q, k, v [B, H, T, hd]; state: when given, left as after T steps.
+  torch::Tensor mix(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, MixerCache* state);
+  torch::Tensor merge(const torch::Tensor& y);  // [B, H, T, hd] -> proj -> [B, T, d]
+};
+
+// taylor's feature map φ(x/hd^¼) (hsm/mixer_kind.h, taylor_feature_dim): x [..., hd] -> [..., D].
+torch::Tensor taylor_features(const torch::Tensor& x);
+
+}  // namespace hsm
