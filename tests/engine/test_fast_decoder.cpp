@@ -19,11 +19,11 @@ namespace {
 
 constexpr double kTol = 1e-4;
 
-ModelConfig tiny_config(const std::vector<LayerSpec>& layers) {
+ModelConfig tiny_config(const std::vector<LayerSpec>& layers, int64_t context = 24) {
   ModelConfig c;
   c.vocab_size = 37;  // not a multiple of 4: the matrix-vector kernel's row tail runs
   c.d_model = 16;
-  c.context = 24;
+  c.context = context;
   c.dropout = 0.0;
   c.layers = layers;
   return c;
@@ -116,12 +116,13 @@ TEST(FastDecoder, Hybrids) {
                                            {"hsm_ab_mh_ext", 32, 4},
                                            {"attn", 16, 2},
                                            {"hsm_AB", 24, 1},
-                                           {"hsm_ab_vec", 32, 1}}),
+                                           {"hsm_ab_vec", 32, 1}},
+                                          40),
                               "hybrid");
-  // The paper's hybrid [0, 6] at a small width: HSM at the ends, shift 64 past the context.
+  // The paper's hybrid [0, 6] at a small width: HSM at the ends (shifts 1 and 64).
   std::vector<LayerSpec> h06(7, LayerSpec{"attn", 16, 2});
   h06.front() = h06.back() = LayerSpec{"hsm_ab", 32, 1};
-  expect_fast_equals_libtorch(tiny_config(h06), "hybrid_0_6", true);
+  expect_fast_equals_libtorch(tiny_config(h06, 72), "hybrid_0_6", true);
 }
 
 TEST(FastDecoder, GeluMatchesLibTorch) {
@@ -129,6 +130,29 @@ TEST(FastDecoder, GeluMatchesLibTorch) {
   auto y = x.clone();
   fast::gelu(y.data_ptr<float>(), y.numel());
   EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6) << fast::kernel_set();
+}
+
+TEST(FastKernels, CrossEntropyRowsMatchesLibTorch) {
+  for (int64_t V : {int64_t{5}, int64_t{37}, int64_t{5000}}) {
+    auto x = torch::randn({33, V}) * 4;
+    auto t = torch::randint(0, V, {33}, torch::kLong);
+    t.narrow(0, 0, 5).copy_(x.narrow(0, 0, 5).argmax(1));  // some right answers
+    double loss = 0;
+    int64_t correct = 0;
+    fast::cross_entropy_rows(x.data_ptr<float>(), t.data_ptr<int64_t>(), 33, V, &loss, &correct);
+    const double ref = torch::nn::functional::cross_entropy(
+                           x, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+    EXPECT_NEAR(loss, ref, 1e-4 * std::abs(ref)) << V;
+    EXPECT_EQ(correct, x.argmax(1).eq(t).sum().item<int64_t>()) << V;
+  }
+  // Evaluation's loss (no gradients) goes through it and equals the plain cross-entropy.
+  auto h = torch::randn({2, 700, 16}), w = torch::randn({37, 16});
+  auto y = torch::randint(0, 37, {2, 700}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  const double plain =
+      torch::nn::functional::cross_entropy(torch::matmul(h, w.t()).view({-1, 37}), y.view({-1})).item<double>();
+  EXPECT_NEAR(lm_head_loss(h, w, y).item<double>(), plain, 1e-5);
 }
 
 TEST(FastDecoder, HalfConversionRoundTrips) {
@@ -187,7 +211,7 @@ TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
     auto session = Session::open(dir, "cpu");
     GenerateOptions o;
     o.sampling.seed = 17;
-    o.sampling.max_new_tokens = 200;
+    o.sampling.max_new_tokens = 160;
     o.sampling.stop_at_end = false;
     o.sampling.temperature = 1.0;
     const auto fast = session->generate("Once upon a time", o);

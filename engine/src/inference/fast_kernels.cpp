@@ -183,6 +183,37 @@ __attribute__((target("avx2,fma"))) void gelu_avx2(float* p, int64_t n) {
   for (; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * kInvSqrt2));
 }
 
+// Index of the first maximum of n values (NaN-free input).
+__attribute__((target("avx2,fma"))) int64_t argmax_avx2(const float* x, int64_t n) {
+  if (n < 8) return std::max_element(x, x + n) - x;
+  __m256 m = _mm256_loadu_ps(x);
+  int64_t i = 8;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float mx = *std::max_element(lanes, lanes + 8);
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  const __m256 target = _mm256_set1_ps(mx);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), target, _CMP_EQ_OQ));
+    if (mask) return i + __builtin_ctz(static_cast<unsigned>(mask));
+  }
+  for (; i < n; ++i)
+    if (x[i] == mx) return i;
+  return 0;
+}
+
+// Σ exp(x[i] - mx) over n values.
+__attribute__((target("avx2,fma"))) float sum_exp_avx2(const float* x, int64_t n, float mx) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256 m = _mm256_set1_ps(mx);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), m)));
+  float s = hsum(acc);
+  for (; i < n; ++i) s += std::exp(x[i] - mx);
+  return s;
+}
+
 __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
@@ -288,6 +319,32 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
   const float inv = 1.0f / sum;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, int64_t n, double* loss_sum,
+                        int64_t* correct) {
+  double loss = 0;
+  int64_t right = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    int64_t best;
+    float sum;
+#ifdef HSM_FAST_X86
+    if (have_avx2()) {
+      best = argmax_avx2(row, n);
+      sum = sum_exp_avx2(row, n, row[best]);
+    } else
+#endif
+    {
+      best = std::max_element(row, row + n) - row;  // the first maximum, as argmax
+      sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(row[i] - row[best]);
+    }
+    loss += static_cast<double>(std::log(sum)) + row[best] - row[targets[r]];
+    right += best == targets[r] ? 1 : 0;
+  }
+  *loss_sum += loss;
+  *correct += right;
 }
 
 const char* kernel_set() { return have_avx2() ? "avx2" : "generic"; }

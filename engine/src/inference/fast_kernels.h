@@ -30,6 +30,13 @@ void axpy(float alpha, const float* x, float* y, int64_t n);
 // x = softmax(x) in place over n values.
 void softmax(float* x, int64_t n);
 
+// For each of `rows` rows of x [rows, n] (row stride n) and its target id: adds
+// logsumexp(row) - row[target] to *loss_sum and counts rows whose first maximum is at the
+// target into *correct. One pass per row (it stays in L1), where cross_entropy + argmax make
+// four over [rows, n] and a [rows, n] temporary: the output layer of evaluation.
+void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, int64_t n, double* loss_sum,
+                        int64_t* correct);
+
 // "avx2" or "generic": which kernels run on this CPU.
 const char* kernel_set();
 

@@ -85,6 +85,9 @@ std::unique_ptr<Session> Session::open(const std::string& run_dir, const std::st
   load_weights(m.model, paths.weights);
   m.model->to(m.device);
   m.model->eval();
+  // The fast decoding path's copy of the weights is part of loading the model (as LibTorch's
+  // own), not of the first generation: built here when it will be used.
+  if (m.device.is_cpu() && FastDecoder::supports(m.config)) m.fast = std::make_unique<FastDecoder>(*m.model);
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "hsm/params.h"
+#include "inference/fast_decoder.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
@@ -166,6 +167,17 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
           sync(device);
         }
         r.decode_cached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
+        if (device.is_cpu() && FastDecoder::supports(config)) {
+          say(tag + "decoding on the fast path");
+          FastDecoder fast(*model);  // as a Session, which builds it when it loads the model
+          t0 = Clock::now();
+          const float* logits = nullptr;
+          for (int64_t i = 0; i < prompt.size(1); ++i)
+            logits = fast.step(static_cast<int32_t>(prompt[0][i].item<int64_t>()));
+          for (int64_t i = 0; i < n; ++i)
+            logits = fast.step(static_cast<int32_t>(std::max_element(logits, logits + config.vocab_size) - logits));
+          r.decode_fast_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
+        }
         say(tag + "decoding without caches");
         t0 = Clock::now();
         {

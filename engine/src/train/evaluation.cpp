@@ -1,5 +1,6 @@
 #include "train/evaluation.h"
 
+#include "inference/fast_kernels.h"
 #include "model/torch_compat.h"
 
 namespace hsm {
@@ -83,6 +84,12 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
       const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
       auto logits = torch::mm(flat.narrow(0, r0, n), model->tok_emb->weight.t()).to(torch::kFloat32);  // [n, V]
       auto t = targets.narrow(0, r0, n);
+      if (logits.is_cpu()) {  // loss and accuracy in one pass over each row (fast_kernels.h)
+        auto lc = logits.contiguous();
+        auto tc = t.contiguous();
+        fast::cross_entropy_rows(lc.data_ptr<float>(), tc.data_ptr<int64_t>(), n, lc.size(1), &loss_sum, &correct);
+        continue;
+      }
       loss_sum += torch::nn::functional::cross_entropy(
                       logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                       .item<double>();
