@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
+#include "train/evaluation.h"
 
 namespace hsm {
 namespace {
@@ -145,10 +146,10 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
         auto eval_tokens = torch::randint(0, config.vocab_size, {EB, T + 1}, opts);
         auto ex = eval_tokens.narrow(1, 0, T), ey = eval_tokens.narrow(1, 1, T);
         say(tag + "evaluation forward (batch " + std::to_string(EB) + ")");
-        model->loss(ex, ey).item<double>();
+        evaluate_batch(model, ex, ey);
         sync(device);
         t0 = Clock::now();
-        model->loss(ex, ey).item<double>();
+        evaluate_batch(model, ex, ey);
         sync(device);
         r.eval_tokens_per_s = r.forward_tokens_per_s = static_cast<double>(EB * T) / seconds_since(t0);
       }
