@@ -12,6 +12,7 @@
 #include "hsm/presets.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
+#include "inference/fast_decoder.h"
 #include "io/checkpoint.h"
 #include "model/mixers/blocked_attention.h"
 #include "model/model.h"
@@ -94,6 +95,24 @@ void ModelDecodeStep(benchmark::State& state, const std::string& preset) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The hand-written decoding path (inference/fast_decoder.h) on the same random model; half:
+// weights rounded to fp16 first, as in the F16 exports, which it then keeps as halves.
+void FastDecodeStep(benchmark::State& state, const std::string& preset, bool half) {
+  torch::manual_seed(0);
+  Gpt model(load_preset_or_config(preset));
+  model->eval();
+  torch::NoGradGuard no_grad;
+  if (half)
+    for (auto& p : model->parameters()) p.copy_(p.to(torch::kHalf).to(torch::kFloat));
+  FastDecoder fast(*model);
+  for (auto _ : state) {
+    if (fast.pos() >= model->config.context) fast.reset();
+    benchmark::DoNotOptimize(fast.step(0));
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(fast.weight_storage());
+}
+
 void LmHeadLoss(benchmark::State& state) {
   torch::manual_seed(0);
   const int64_t V = 5000;
@@ -165,6 +184,11 @@ int main(int argc, char** argv) {
   for (const std::string preset : {"gpt", "hsm_ab"})
     benchmark::RegisterBenchmark(("ModelDecodeStep/" + preset).c_str(), ModelDecodeStep, preset)
         ->Unit(benchmark::kMicrosecond);
+  for (const std::string preset : {"gpt", "hsm_ab"})
+    for (const bool half : {false, true})
+      benchmark::RegisterBenchmark(("FastDecodeStep/" + preset + (half ? "/fp16" : "/fp32")).c_str(), FastDecodeStep,
+                                   preset, half)
+          ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("LmHeadLoss/32x128xV5000", LmHeadLoss)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("TokenizerEncode/200kB", TokenizerEncode)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("SafetensorsLoad/gpt", SafetensorsLoad)->Unit(benchmark::kMillisecond);

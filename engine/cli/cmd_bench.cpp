@@ -78,6 +78,10 @@ Command add_bench_command(CLI::App& app) {
                  {"forward_tokens_per_s", r.forward_tokens_per_s},
                  {"decode_cached_tokens_per_s", r.decode_cached_tokens_per_s},
                  {"decode_uncached_tokens_per_s", r.decode_uncached_tokens_per_s},
+                 {"decode_fast_tokens_per_s", r.decode_fast_tokens_per_s},
+                 {"fast_vs_uncached", r.decode_uncached_tokens_per_s > 0
+                                          ? r.decode_fast_tokens_per_s / r.decode_uncached_tokens_per_s
+                                          : 0.0},
                  {"train_peak_mb", r.train_peak_mb},
                  {"train_flops_per_token", r.train_flops_per_token},
                  {"mfu", r.mfu},
@@ -91,17 +95,20 @@ Command add_bench_command(CLI::App& app) {
           std::cout << out.dump(2) << "\n";
           return 0;
         }
-        std::printf("%-12s %5s %5s %9s %7s %6s %8s %6s %9s %8s %9s %8s %7s\n", "model", "T", "batch", "train/s",
-                    "vs base", "vs T0", "FLOPs ok", "MFU", "eval/s", "peak MB", "cached/s", "uncached", "speedup");
+        std::printf("%-12s %5s %5s %9s %7s %6s %8s %6s %9s %8s %9s %8s %7s %7s %7s\n", "model", "T", "batch", "train/s",
+                    "vs base", "vs T0", "FLOPs ok", "MFU", "eval/s", "peak MB", "cached/s", "uncached", "speedup",
+                    "fast/s", "fast/un");
         for (const auto& r : report.results) {
           const auto &b = baseline(r), &f = first(r);
           std::printf(
-              "%-12s %5lld %5lld %9.0f %6.2fx %5.2fx %7.2fx %5.1f%% %9.0f %8.0f %9.1f %8.1f %6.1fx\n", r.name.c_str(),
-              static_cast<long long>(r.context), static_cast<long long>(r.batch), r.train_tokens_per_s,
+              "%-12s %5lld %5lld %9.0f %6.2fx %5.2fx %7.2fx %5.1f%% %9.0f %8.0f %9.1f %8.1f %6.1fx %7.0f %6.1fx\n",
+              r.name.c_str(), static_cast<long long>(r.context), static_cast<long long>(r.batch), r.train_tokens_per_s,
               r.train_tokens_per_s / b.train_tokens_per_s, r.train_tokens_per_s / f.train_tokens_per_s,
               f.train_flops_per_token / r.train_flops_per_token, 100 * r.mfu, r.eval_tokens_per_s, r.train_peak_mb,
               r.decode_cached_tokens_per_s, r.decode_uncached_tokens_per_s,
-              r.decode_uncached_tokens_per_s > 0 ? r.decode_cached_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0);
+              r.decode_uncached_tokens_per_s > 0 ? r.decode_cached_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0,
+              r.decode_fast_tokens_per_s,
+              r.decode_uncached_tokens_per_s > 0 ? r.decode_fast_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0);
         }
         std::printf(
             "(%s; sgemm peak %.1f GFLOP/s; vs T0 = speed at T / speed at the first context, FLOPs ok = what the "

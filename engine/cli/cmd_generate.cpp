@@ -2,7 +2,6 @@
 // --json gives every token with its probability and the top alternatives.
 #include <cstdio>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -17,7 +16,7 @@ Command add_generate_command(CLI::App& app) {
     std::string run, prompt, device = "auto";
     GenerateOptions options;
     int threads = 0;
-    bool no_cache = false, no_stop = false, json = false;
+    bool no_cache = false, no_fast_path = false, no_stop = false, json = false;
   };
   auto a = std::make_shared<Args>();
   SampleSettings& s = a->options.sampling;
@@ -25,12 +24,15 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt", a->prompt, "Text to continue (default: empty, a new story)");
   cmd->add_option("--temperature", s.temperature, "0 = greedy (default 0.8)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass in (0, 1] (default 0.95)")->check(CLI::Range(1e-9, 1.0));
-  cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens, 0 = off (default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens, 0 = off (default)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", s.seed, "Random seed; 0 = random (default), reported with --json");
   cmd->add_option("--max-tokens", s.max_new_tokens, "Tokens to generate at most (default 256)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-stop", a->no_stop, "Keep going past <|endoftext|>");
   cmd->add_flag("--no-cache", a->no_cache, "Recompute the window for every token (for comparison)");
+  cmd->add_flag("--no-fast-path", a->no_fast_path,
+                "Decode with LibTorch's cached steps instead of the hand-written fp32 path (for comparison)");
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   cmd->add_flag("--json", a->json, "Print JSON: tokens with probabilities and alternatives");
@@ -39,6 +41,7 @@ Command add_generate_command(CLI::App& app) {
             auto session = Session::open(a->run, a->device);
             GenerateOptions options = a->options;
             options.use_cache = !a->no_cache;
+            options.fast_path = !a->no_fast_path;
             options.sampling.stop_at_end = !a->no_stop;
             if (!a->json) {
               std::cout << a->prompt << std::flush;
@@ -60,6 +63,7 @@ Command add_generate_command(CLI::App& app) {
                                           {"prompt_tokens", r.prompt_tokens},
                                           {"ended", r.ended},
                                           {"cached", options.use_cache},
+                                          {"decoder", r.decoder},
                                           {"seconds", r.seconds},
                                           {"tokens_per_s", r.tokens_per_s},
                                           {"tokens", tokens}}
@@ -67,8 +71,8 @@ Command add_generate_command(CLI::App& app) {
                         << "\n";
             } else {
               std::cout << "\n";
-              std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, seed %llu%s%s]\n", r.tokens.size(), r.tokens_per_s,
-                           static_cast<unsigned long long>(r.seed), options.use_cache ? "" : ", uncached",
+              std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, seed %llu, %s decoder%s]\n", r.tokens.size(),
+                           r.tokens_per_s, static_cast<unsigned long long>(r.seed), r.decoder.c_str(),
                            r.ended ? ", end of story" : "");
             }
             return 0;

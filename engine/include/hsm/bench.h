@@ -37,6 +37,7 @@ struct BenchResult {
   double forward_tokens_per_s = 0;          // = eval_tokens_per_s (kept for older readers)
   double decode_cached_tokens_per_s = 0;    // incremental: KV cache / shift ring
   double decode_uncached_tokens_per_s = 0;  // recomputing the window for every token
+  double decode_fast_tokens_per_s = 0;      // the hand-written fp32 path (CPU; 0 where it does not apply)
   double train_peak_mb = 0;                 // peak resident memory of the process during training steps (CPU)
   double train_flops_per_token = 0;         // 6·(matmul weights) + 12·T·d per attention layer (full T×T)
   double mfu = 0;                           // train FLOP/s / measured sgemm peak (0 when not measured)

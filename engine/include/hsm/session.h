@@ -19,6 +19,9 @@ class Tokenizer;
 struct GenerateOptions {
   SampleSettings sampling;
   bool use_cache = true;  // incremental decoding (KV cache / shift ring); false recomputes the window
+  // With the cache on a CPU: decode with the hand-written fp32 path (inference/fast_decoder.h)
+  // when it supports every layer's mixer; false (or any other case) uses LibTorch's step().
+  bool fast_path = true;
   // When the context is full the window slides by this many tokens and is re-encoded;
   // 0 = a quarter of the context.
   int64_t slide = 0;
@@ -47,13 +50,16 @@ struct GenerationResult {
   uint64_t seed = 0;   // the seed used (reproduces the run)
   double seconds = 0;
   double tokens_per_s = 0;
+  // Which decoding path ran: "fast" (hand-written fp32, cached), "libtorch" (cached steps) or
+  // "libtorch-uncached" (the window recomputed for every token).
+  std::string decoder;
 };
 
 struct EvalResult {
   double loss = 0;
   double accuracy = 0;
-  int64_t tokens = 0;      // predicted tokens
-  int64_t documents = 0;   // documents in the evaluated split
+  int64_t tokens = 0;     // predicted tokens
+  int64_t documents = 0;  // documents in the evaluated split
   // Baseline: cross-entropy of the same targets under the training split's unigram
   // frequencies (add-one smoothed). A model that learned anything is well below it.
   double unigram_loss = 0;
@@ -63,7 +69,7 @@ struct EvalResult {
 };
 
 struct EvalOptions {
-  std::string split = "val";  // "val", "train" or "all" (split as in training: same seed)
+  std::string split = "val";       // "val", "train" or "all" (split as in training: same seed)
   std::string windows = "packed";  // "packed" or "story_start" (see TrainSettings::windows)
   int64_t batch_size = 64;
   int64_t max_batches = 0;    // 0 = the whole split

@@ -12,7 +12,8 @@ Sampler::Sampler(const SampleSettings& s, int top_alternatives)
     : settings_(s), top_alternatives_(top_alternatives), seed_(s.seed) {
   if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
     throw std::invalid_argument("temperature must be >= 0, got " + std::to_string(s.temperature));
-  if (!(s.top_p > 0 && s.top_p <= 1)) throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(s.top_p));
+  if (!(s.top_p > 0 && s.top_p <= 1))
+    throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(s.top_p));
   if (s.top_k < 0) throw std::invalid_argument("top-k must be >= 0, got " + std::to_string(s.top_k));
   if (seed_ == 0) seed_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}() ^ 1;
   rng_.seed(seed_);
@@ -28,13 +29,26 @@ SampledToken Sampler::sample(const float* logits, size_t n) {
   for (size_t i = 0; i < n; ++i) sum += probs_[i] = static_cast<float>(std::exp((logits[i] - max_logit) / T));
   for (auto& p : probs_) p = static_cast<float>(p / sum);
 
-  // Candidates, most likely first. A full sort of 5k entries costs ~0.1 ms: nothing next to the model.
+  // Candidates, most likely first (ties: lower id first, the order a stable sort gives). Only
+  // the prefix that is needed gets sorted: the alternatives, top-k, and for top-p a prefix
+  // doubled until its mass reaches p. A full sort of 5k entries cost ~0.1 ms a token, a tenth
+  // of a fast decoding step.
   order_.resize(n);
   std::iota(order_.begin(), order_.end(), 0);
-  std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return probs_[a] > probs_[b]; });
+  const auto before = [&](int32_t a, int32_t b) { return probs_[a] > probs_[b] || (probs_[a] == probs_[b] && a < b); };
+  size_t sorted = 0;
+  auto sort_prefix = [&](size_t m) {  // order_[0..m) are the m most likely, in order
+    m = std::min(m, n);
+    if (m <= sorted) return;
+    std::partial_sort(order_.begin() + static_cast<long>(sorted), order_.begin() + static_cast<long>(m), order_.end(),
+                      before);
+    sorted = m;
+  };
+  sort_prefix(static_cast<size_t>(std::max(1, top_alternatives_)));
 
   SampledToken out;
-  for (int i = 0; i < top_alternatives_ && i < static_cast<int>(n); ++i) out.top.push_back({order_[i], probs_[order_[i]]});
+  for (int i = 0; i < top_alternatives_ && i < static_cast<int>(n); ++i)
+    out.top.push_back({order_[i], probs_[order_[i]]});
 
   if (settings_.temperature == 0) {
     out.id = order_[0];
@@ -47,12 +61,15 @@ SampledToken Sampler::sample(const float* logits, size_t n) {
     // Nucleus: the smallest prefix of the sorted distribution whose mass reaches top_p.
     double mass = 0;
     size_t i = 0;
+    sort_prefix(64);
     while (i < keep) {
+      if (i == sorted) sort_prefix(2 * sorted);
       mass += probs_[order_[i++]];
       if (mass >= settings_.top_p) break;
     }
     keep = std::max<size_t>(1, i);
   }
+  sort_prefix(keep);
   double kept_mass = 0;
   for (size_t i = 0; i < keep; ++i) kept_mass += probs_[order_[i]];
   // 53 random bits -> [0, 1): the same stream of choices on every platform for a seed.

@@ -9,6 +9,7 @@
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
 #include "hsm/tokenizer.h"
+#include "inference/fast_decoder.h"
 #include "io/checkpoint.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
@@ -24,6 +25,7 @@ struct Session::Impl {
   std::optional<Tokenizer> tokenizer;
   torch::Device device{torch::kCPU};
   Gpt model{nullptr};
+  std::unique_ptr<FastDecoder> fast;  // built on first use (a copy of the weights as fp32)
 
   // Next-token logits after the model consumed `window` from scratch: [V] on the CPU.
   torch::Tensor forward_last(const std::vector<int32_t>& window) {
@@ -38,10 +40,30 @@ struct Session::Impl {
     }
     torch::Tensor logits;
     for (int32_t t : tokens)
-      logits = model->step(torch::full({1}, static_cast<int64_t>(t), torch::TensorOptions().dtype(torch::kLong).device(device)),
-                           state);
+      logits = model->step(
+          torch::full({1}, static_cast<int64_t>(t), torch::TensorOptions().dtype(torch::kLong).device(device)), state);
     return logits.squeeze(0).to(torch::kCPU, torch::kFloat32);
   }
+  // Prompts up to this many tokens are stepped through the fast path; longer ones (and the
+  // re-encoded window after a slide) go through LibTorch's batched prefill, whose caches the
+  // fast path then takes over: one batched pass beats that many single steps.
+  static constexpr size_t kFastPrefillSteps = 8;
+  // The fast path's equivalent of feed() on a fresh state: logits [V] of the last token.
+  const float* fast_start(const std::vector<int32_t>& tokens) {
+    if (!fast) fast = std::make_unique<FastDecoder>(*model);
+    fast->reset();
+    if (tokens.size() <= kFastPrefillSteps) {
+      const float* logits = nullptr;
+      for (int32_t t : tokens) logits = fast->step(t);
+      return logits;
+    }
+    DecodeState state;
+    auto idx = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({1, -1});
+    prefill_logits = model->prefill(idx, state).squeeze(0).to(torch::kFloat32).contiguous();
+    fast->load_state(state);
+    return prefill_logits.data_ptr<float>();
+  }
+  torch::Tensor prefill_logits;
 };
 
 Session::Session() : impl_(std::make_unique<Impl>()) {}
@@ -64,6 +86,9 @@ std::unique_ptr<Session> Session::open(const std::string& run_dir, const std::st
   load_weights(m.model, paths.weights);
   m.model->to(m.device);
   m.model->eval();
+  // The fast decoding path's copy of the weights is part of loading the model (as LibTorch's
+  // own), not of the first generation: built here when it will be used.
+  if (m.device.is_cpu() && FastDecoder::supports(m.config)) m.fast = std::make_unique<FastDecoder>(*m.model);
   return s;
 }
 
@@ -117,17 +142,34 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
   for (int32_t id : tok.encode(prompt)) all.push_back(id);
   result.prompt_tokens = static_cast<int64_t>(all.size()) - 1;
 
-  // The model has consumed all[win_start..]; both decoding modes slide the same window so
+  // The model has consumed all[win_start..]; every decoding path slides the same window so
   // their logits agree token for token.
+  const bool fast = options.use_cache && options.fast_path && m.device.is_cpu() && FastDecoder::supports(m.config);
+  result.decoder = fast ? "fast" : options.use_cache ? "libtorch" : "libtorch-uncached";
   size_t win_start = all.size() > static_cast<size_t>(context) ? all.size() - context : 0;
   DecodeState state;
   auto window = [&] { return std::vector<int32_t>(all.begin() + static_cast<long>(win_start), all.end()); };
-  torch::Tensor logits = options.use_cache ? m.feed(window(), state) : m.forward_last(window());
+  torch::Tensor logits_tensor;  // keeps the LibTorch paths' logits alive
+  const float* logits = nullptr;
+  auto from_tensor = [&](torch::Tensor t) -> const float* {
+    logits_tensor = t.contiguous();
+    return logits_tensor.data_ptr<float>();
+  };
+  auto start_window = [&]() -> const float* {  // a fresh state that has consumed window()
+    if (fast) return m.fast_start(window());
+    state = DecodeState();
+    return from_tensor(options.use_cache ? m.feed(window(), state) : m.forward_last(window()));
+  };
+  auto next = [&](int32_t id) -> const float* {  // the state has consumed one more token
+    if (fast) return m.fast->step(id);
+    return from_tensor(options.use_cache ? m.feed({id}, state) : m.forward_last(window()));
+  };
+  logits = start_window();
+  const auto vocab = static_cast<size_t>(m.config.vocab_size);
 
   std::vector<int32_t> generated, pending;
   for (int i = 0; i < options.sampling.max_new_tokens; ++i) {
-    auto l = logits.contiguous();
-    const SampledToken pick = sampler.sample(l.data_ptr<float>(), static_cast<size_t>(l.numel()));
+    const SampledToken pick = sampler.sample(logits, vocab);
     if (pick.id == eot && options.sampling.stop_at_end) {
       result.ended = true;
       break;
@@ -156,10 +198,9 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
 
     if (static_cast<int64_t>(all.size() - win_start) > context) {
       win_start = all.size() - static_cast<size_t>(context - slide);
-      state = DecodeState();
-      logits = options.use_cache ? m.feed(window(), state) : m.forward_last(window());
+      logits = start_window();
     } else {
-      logits = options.use_cache ? m.feed({pick.id}, state) : m.forward_last(window());
+      logits = next(pick.id);
     }
   }
   result.text = tok.decode(generated);
@@ -196,8 +237,8 @@ EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& op
     r.documents = data.train_documents + data.val_documents;
   }
   const int64_t T = m.config.context;
-  const std::vector<int64_t> starts = window_starts(tokens, T, window_layout(options.windows),
-                                                    static_cast<uint16_t>(m.tokenizer->end_of_text_id()));
+  const std::vector<int64_t> starts =
+      window_starts(tokens, T, window_layout(options.windows), static_cast<uint16_t>(m.tokenizer->end_of_text_id()));
   // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
   {
     std::vector<double> counts(static_cast<size_t>(m.config.vocab_size), 1.0);

@@ -6,6 +6,7 @@
 // every step. Here, per chunk of rows, the forward pass computes the logits, the loss and
 // already the gradients (softmax − one-hot, times the weight and the hidden states): the
 // backward pass only scales them by the incoming gradient. Same FLOPs, chunk-sized memory.
+#include "inference/fast_kernels.h"
 #include "model/model.h"
 
 namespace hsm {
@@ -59,7 +60,21 @@ torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, 
   const bool needs_grad = torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
   if (needs_grad && h.is_cpu() && h.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32)
     return FusedLmLoss::apply(flat.contiguous(), weight, t);
-  if (!needs_grad) {  // evaluation: chunked too, nothing to keep
+  if (!needs_grad && flat.is_cpu() && flat.scalar_type() == torch::kFloat32 &&
+      weight.scalar_type() == torch::kFloat32) {
+    // Evaluation on the CPU: chunked, the loss in one pass over each row of logits.
+    auto tc = t.to(torch::kLong).contiguous();
+    double loss = 0;
+    int64_t correct = 0;
+    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kChunkRows) {
+      const int64_t n = std::min(kChunkRows, flat.size(0) - r0);
+      auto logits = torch::mm(flat.narrow(0, r0, n), weight.t()).contiguous();
+      fast::cross_entropy_rows(logits.data_ptr<float>(), tc.data_ptr<int64_t>() + r0, n, logits.size(1), &loss,
+                               &correct);
+    }
+    return torch::tensor(loss / static_cast<double>(flat.size(0)), flat.options());
+  }
+  if (!needs_grad) {  // evaluation elsewhere: chunked too, nothing to keep
     torch::Tensor sum = torch::zeros({}, flat.options().dtype(torch::kFloat32));
     for (int64_t r0 = 0; r0 < flat.size(0); r0 += kChunkRows) {
       const int64_t n = std::min(kChunkRows, flat.size(0) - r0);

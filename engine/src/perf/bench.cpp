@@ -7,9 +7,11 @@
 #include <sstream>
 
 #include "hsm/params.h"
+#include "inference/fast_decoder.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
+#include "train/evaluation.h"
 
 namespace hsm {
 namespace {
@@ -144,10 +146,10 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
         auto eval_tokens = torch::randint(0, config.vocab_size, {EB, T + 1}, opts);
         auto ex = eval_tokens.narrow(1, 0, T), ey = eval_tokens.narrow(1, 1, T);
         say(tag + "evaluation forward (batch " + std::to_string(EB) + ")");
-        model->loss(ex, ey).item<double>();
+        evaluate_batch(model, ex, ey);
         sync(device);
         t0 = Clock::now();
-        model->loss(ex, ey).item<double>();
+        evaluate_batch(model, ex, ey);
         sync(device);
         r.eval_tokens_per_s = r.forward_tokens_per_s = static_cast<double>(EB * T) / seconds_since(t0);
       }
@@ -166,6 +168,17 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
           sync(device);
         }
         r.decode_cached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
+        if (device.is_cpu() && FastDecoder::supports(config)) {
+          say(tag + "decoding on the fast path");
+          FastDecoder fast(*model);  // as a Session, which builds it when it loads the model
+          t0 = Clock::now();
+          const float* logits = nullptr;
+          for (int64_t i = 0; i < prompt.size(1); ++i)
+            logits = fast.step(static_cast<int32_t>(prompt[0][i].item<int64_t>()));
+          for (int64_t i = 0; i < n; ++i)
+            logits = fast.step(static_cast<int32_t>(std::max_element(logits, logits + config.vocab_size) - logits));
+          r.decode_fast_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
+        }
         say(tag + "decoding without caches");
         t0 = Clock::now();
         {

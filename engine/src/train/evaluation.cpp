@@ -1,5 +1,6 @@
 #include "train/evaluation.h"
 
+#include "inference/fast_kernels.h"
 #include "model/torch_compat.h"
 
 namespace hsm {
@@ -48,6 +49,35 @@ torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<
   return batch.to(device);
 }
 
+BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y) {
+  BatchEval r;
+  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t slice = x.is_cpu() ? std::max<int64_t>(1, kEvalSliceTokens / std::max<int64_t>(1, T)) : B;
+  for (int64_t b0 = 0; b0 < B; b0 += slice) {
+    const int64_t nb = std::min(slice, B - b0);
+    // The output layer in row chunks: [B·T, V] logits of a 64 × 128 batch would be 164 MB.
+    auto h = model->hidden(x.narrow(0, b0, nb));
+    auto flat = h.view({-1, h.size(-1)});
+    auto targets = y.narrow(0, b0, nb).reshape({-1});
+    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kEvalChunkRows) {
+      const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
+      auto logits = torch::mm(flat.narrow(0, r0, n), model->tok_emb->weight.t()).to(torch::kFloat32);  // [n, V]
+      auto t = targets.narrow(0, r0, n);
+      if (logits.is_cpu()) {  // loss and accuracy in one pass over each row (fast_kernels.h)
+        auto lc = logits.contiguous();
+        auto tc = t.contiguous();
+        fast::cross_entropy_rows(lc.data_ptr<float>(), tc.data_ptr<int64_t>(), n, lc.size(1), &r.loss_sum, &r.correct);
+        continue;
+      }
+      r.loss_sum += torch::nn::functional::cross_entropy(
+                        logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                        .item<double>();
+      r.correct += logits.argmax(-1).eq(t).sum().item<int64_t>();
+    }
+  }
+  return r;
+}
+
 WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int64_t batch_size, int64_t max_batches,
                             const torch::Device& device, bool bf16, const ProgressFn& progress,
                             const CancelFlag* cancel) {
@@ -75,19 +105,9 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
       starts.push_back(all_starts[static_cast<size_t>(w)]);
     auto batch = make_batch(tokens, starts, T, device);
     auto x = batch.narrow(1, 0, T), y = batch.narrow(1, 1, T);
-    // The output layer in row chunks: [B·T, V] logits of a 64 × 128 batch would be 164 MB.
-    auto h = model->hidden(x);
-    auto flat = h.view({-1, h.size(-1)});
-    auto targets = y.reshape({-1});
-    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kEvalChunkRows) {
-      const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
-      auto logits = torch::mm(flat.narrow(0, r0, n), model->tok_emb->weight.t()).to(torch::kFloat32);  // [n, V]
-      auto t = targets.narrow(0, r0, n);
-      loss_sum += torch::nn::functional::cross_entropy(
-                      logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                      .item<double>();
-      correct += logits.argmax(-1).eq(t).sum().item<int64_t>();
-    }
+    const BatchEval e = evaluate_batch(model, x, y);
+    loss_sum += e.loss_sum;
+    correct += e.correct;
     count += y.numel();
     if (progress) progress("evaluating", static_cast<double>(b + 1) / static_cast<double>(batches));
   }

@@ -39,6 +39,17 @@ struct WindowEval {
   int64_t tokens = 0;
 };
 
+// Sum of the next-token cross-entropies and count of top-1 hits of one batch: x, y [B, T]
+// (eval mode, no gradients). On the CPU the forward runs in slices of at most
+// kEvalSliceTokens tokens: a [B·T, 1024] FFN activation of a 64 × 128 batch is 32 MiB, glibc's
+// largest mmap threshold, so each one would be mapped and page-faulted in afresh (issue 9).
+constexpr int64_t kEvalSliceTokens = 2048;
+struct BatchEval {
+  double loss_sum = 0;
+  int64_t correct = 0;
+};
+BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y);
+
 // Evaluates the windows at `starts` in order; max_batches 0 = all. Runs in eval mode without
 // gradients and restores the model's training flag.
 WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts,

@@ -1,0 +1,372 @@
+#include "inference/fast_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "hsm/mixer_kind.h"
+#include "inference/fast_kernels.h"
+#include "model/model.h"
+
+namespace hsm {
+namespace {
+
+// The mixers this path implements, by config id (new ids are simply not listed).
+enum class Op { Attention, AB, ABVector, ABMatrix, Gate1, Gate2, Fusion, ABMultihead };
+
+bool op_of(const std::string& id, Op& op) {
+  static const std::vector<std::pair<std::string, Op>> ops = {
+      {"attn", Op::Attention},           {"hsm_ab", Op::AB},
+      {"hsm_ab_vec", Op::ABVector},      {"hsm_AB", Op::ABMatrix},
+      {"hsm_gate1", Op::Gate1},          {"hsm_gate2", Op::Gate2},
+      {"hsm_fusion", Op::Fusion},        {"hsm_ab_mh", Op::ABMultihead},
+      {"hsm_ab_mh_ext", Op::ABMultihead}};
+  for (const auto& [name, o] : ops)
+    if (name == id) {
+      op = o;
+      return true;
+    }
+  return false;
+}
+
+using Floats = std::vector<float>;
+
+Floats to_floats(const torch::Tensor& t) {
+  auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  return Floats(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// A weight matrix [out, in], kept as IEEE halves when every entry is one (models exported in
+// F16, like the bundled demos: the same values in half the bytes, and decoding at batch 1 is
+// bound by streaming the weights), else as fp32.
+struct Matrix {
+  Floats f32;
+  std::vector<uint16_t> f16;
+  int64_t out = 0, in = 0;
+
+  // y[0..rows) = bias + W[row0..row0+rows) · x
+  void mv(const float* x, const float* bias, float* y, int64_t row0 = 0, int64_t rows = -1) const {
+    if (rows < 0) rows = out;
+    if (!f16.empty())
+      fast::matvec_f16(f16.data() + row0 * in, x, bias, y, rows, in);
+    else
+      fast::matvec(f32.data() + row0 * in, x, bias, y, rows, in);
+  }
+  bool empty() const { return out == 0; }
+};
+
+Matrix to_matrix(const torch::Tensor& t) {
+  Matrix m;
+  m.in = t.size(-1);
+  m.out = t.numel() / m.in;
+  m.f32 = to_floats(t);
+  std::vector<uint16_t> half(m.f32.size());
+  for (size_t i = 0; i < half.size(); ++i) {
+    half[i] = fast::to_half(m.f32[i]);
+    if (fast::from_half(half[i]) != m.f32[i]) return m;  // not exactly representable: stay fp32
+  }
+  m.f16 = std::move(half);
+  m.f32 = Floats();
+  return m;
+}
+
+constexpr float kLayerNormEps = 1e-5f;  // torch::nn::LayerNorm's default
+
+struct Layer {
+  Op op = Op::AB;
+  int64_t ffn = 0, heads = 1, head_dim = 0;
+  Floats ln1_w, ln1_b, ln2_w, ln2_b, fc1_b, fc2_b;
+  Matrix fc1_w, fc2_w;
+  // Mixer weights, named as in the LibTorch modules (unused ones stay empty).
+  Floats a, b;        // hsm_ab: [1]; _vec: [d]; _mh: [H]
+  Matrix w1, w2, w3;  // AB: A, B, proj; gate1: fc1, fc2; gate2: weight; fusion: w1, w2 (per head: [H·hd, ·])
+  Floats b1, b2, b3;  // AB: -, bias, proj bias; gate1, fusion: biases; gate2: bias
+  Matrix qkv_w, proj_w;
+  Floats qkv_b, proj_b;
+  // Shifts per head (one entry: all channels); ring of the last R mixer inputs, position p at p % R.
+  std::vector<int64_t> shifts;
+  int64_t R = 0;
+  Floats ring;
+  Floats k, v;  // attention: [H, context, head_dim]
+};
+
+}  // namespace
+
+struct FastDecoder::Impl {
+  int64_t d = 0, V = 0, context = 0, pos = 0;
+  Floats tok_emb, pos_emb, lnf_w, lnf_b;
+  Matrix lm_head;  // tok_emb again, for the tied output layer
+  std::vector<Layer> layers;
+  // Buffers, sized once.
+  Floats h, xn, xs, y, u, hidden, qkv, att, both, logits;
+
+  void mix_shift(Layer& L) {
+    // xs = the mixer input `shift` positions back (zeros before the start), per head.
+    const int64_t H = static_cast<int64_t>(L.shifts.size()), hd = d / H;
+    for (int64_t j = 0; j < H; ++j) {
+      const int64_t s = L.shifts[j];
+      float* dst = xs.data() + j * hd;
+      if (pos >= s)
+        std::copy_n(L.ring.data() + ((pos - s) % L.R) * d + j * hd, hd, dst);
+      else
+        std::fill_n(dst, hd, 0.0f);
+    }
+    std::copy_n(xn.data(), d, L.ring.data() + (pos % L.R) * d);
+    const float* x = xn.data();
+    const float* z = xs.data();
+    switch (L.op) {
+      case Op::AB:
+        for (int64_t i = 0; i < d; ++i) y[i] = L.a[0] * x[i] + L.b[0] * z[i];
+        break;
+      case Op::ABVector:
+        for (int64_t i = 0; i < d; ++i) y[i] = L.a[i] * x[i] + L.b[i] * z[i];
+        break;
+      case Op::ABMultihead:
+        for (int64_t i = 0; i < d; ++i) y[i] = L.a[i / hd] * x[i] + L.b[i / hd] * z[i];
+        break;
+      case Op::ABMatrix:  // proj(A x + B xs + bias)
+        L.w1.mv(x, L.b2.data(), u.data());
+        L.w2.mv(z, nullptr, y.data());
+        for (int64_t i = 0; i < d; ++i) u[i] += y[i];
+        L.w3.mv(u.data(), L.b3.data(), y.data());
+        break;
+      case Op::Gate1:  // g = tanh(fc2(relu(fc1(x)))); y = g x + (1 - g) xs
+        L.w1.mv(x, L.b1.data(), u.data());
+        for (int64_t i = 0; i < d; ++i) u[i] = std::max(u[i], 0.0f);
+        L.w2.mv(u.data(), L.b2.data(), y.data());
+        for (int64_t i = 0; i < d; ++i) {
+          const float g = std::tanh(y[i]);
+          y[i] = g * x[i] + (1 - g) * z[i];
+        }
+        break;
+      case Op::Gate2:   // per head: g = tanh(W_h [x_h; xs_h] + b_h); y_h = g x_h + (1 - g) xs_h
+      case Op::Fusion:  // per head: y_h = W2_h relu(W1_h [x_h; xs_h] + b1_h) + b2_h
+      {
+        const int64_t H2 = L.heads, hd2 = d / H2;
+        for (int64_t j = 0; j < H2; ++j) {
+          std::copy_n(x + j * hd2, hd2, both.data());
+          std::copy_n(z + j * hd2, hd2, both.data() + hd2);
+          float* out = y.data() + j * hd2;
+          L.w1.mv(both.data(), L.b1.data() + j * hd2, out, j * hd2, hd2);
+          if (L.op == Op::Gate2) {
+            for (int64_t i = 0; i < hd2; ++i) {
+              const float g = std::tanh(out[i]);
+              out[i] = g * both[i] + (1 - g) * both[hd2 + i];
+            }
+          } else {
+            for (int64_t i = 0; i < hd2; ++i) u[i] = std::max(out[i], 0.0f);
+            L.w2.mv(u.data(), L.b2.data() + j * hd2, out, j * hd2, hd2);
+          }
+        }
+        break;
+      }
+      case Op::Attention:
+        break;
+    }
+  }
+
+  void mix_attention(Layer& L) {
+    const int64_t H = L.heads, hd = L.head_dim;
+    L.qkv_w.mv(xn.data(), L.qkv_b.data(), qkv.data());
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (int64_t j = 0; j < H; ++j) {
+      float* kc = L.k.data() + j * context * hd;
+      float* vc = L.v.data() + j * context * hd;
+      std::copy_n(qkv.data() + d + j * hd, hd, kc + pos * hd);
+      std::copy_n(qkv.data() + 2 * d + j * hd, hd, vc + pos * hd);
+      const float* q = qkv.data() + j * hd;
+      for (int64_t t = 0; t <= pos; ++t) att[t] = fast::dot(q, kc + t * hd, hd) * scale;
+      fast::softmax(att.data(), pos + 1);
+      float* out = u.data() + j * hd;
+      std::fill_n(out, hd, 0.0f);
+      for (int64_t t = 0; t <= pos; ++t) fast::axpy(att[t], vc + t * hd, out, hd);
+    }
+    L.proj_w.mv(u.data(), L.proj_b.data(), y.data());
+  }
+
+  const float* step(int32_t token) {
+    if (pos >= context) throw std::logic_error("decode state is full (" + std::to_string(context) + " positions)");
+    if (token < 0 || token >= V)
+      throw std::out_of_range("token id " + std::to_string(token) + " is not in the vocabulary");
+    for (int64_t i = 0; i < d; ++i) h[i] = tok_emb[token * d + i] + pos_emb[pos * d + i];
+    for (Layer& L : layers) {
+      fast::layer_norm(h.data(), L.ln1_w.data(), L.ln1_b.data(), xn.data(), d, kLayerNormEps);
+      if (L.op == Op::Attention)
+        mix_attention(L);
+      else
+        mix_shift(L);
+      for (int64_t i = 0; i < d; ++i) h[i] += y[i];
+      fast::layer_norm(h.data(), L.ln2_w.data(), L.ln2_b.data(), xn.data(), d, kLayerNormEps);
+      L.fc1_w.mv(xn.data(), L.fc1_b.data(), hidden.data());
+      fast::gelu(hidden.data(), L.ffn);
+      L.fc2_w.mv(hidden.data(), L.fc2_b.data(), y.data());
+      for (int64_t i = 0; i < d; ++i) h[i] += y[i];
+    }
+    fast::layer_norm(h.data(), lnf_w.data(), lnf_b.data(), xn.data(), d, kLayerNormEps);
+    lm_head.mv(xn.data(), nullptr, logits.data());  // tied output layer
+    ++pos;
+    return logits.data();
+  }
+};
+
+bool FastDecoder::supports(const ModelConfig& config) { return unsupported_reason(config).empty(); }
+
+std::string FastDecoder::unsupported_reason(const ModelConfig& config) {
+  Op op;
+  for (size_t l = 0; l < config.layers.size(); ++l)
+    if (!op_of(config.layers[l].mixer, op))
+      return "layer " + std::to_string(l) + "'s mixer '" + config.layers[l].mixer + "' has no fast decoding path";
+  if (config.layers.empty()) return "the model has no layers";
+  return "";
+}
+
+FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>()) {
+  const ModelConfig& c = model.config;
+  if (const std::string why = unsupported_reason(c); !why.empty()) throw std::invalid_argument("FastDecoder: " + why);
+  auto& m = *impl_;
+  m.d = c.d_model;
+  m.V = c.vocab_size;
+  m.context = c.context;
+  m.tok_emb = to_floats(model.tok_emb->weight);
+  m.lm_head = to_matrix(model.tok_emb->weight);
+  m.pos_emb = to_floats(model.pos_emb->weight);
+  m.lnf_w = to_floats(model.ln_f->weight);
+  m.lnf_b = to_floats(model.ln_f->bias);
+  int64_t max_ffn = 0;
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    const auto& block = model.blocks[l];
+    const LayerSpec& spec = c.layers[l];
+    auto params = block->named_parameters();
+    auto param = [&](const std::string& name) -> const torch::Tensor& {
+      const torch::Tensor* p = params.find(name);
+      if (!p) throw std::invalid_argument("FastDecoder: layer " + std::to_string(l) + " has no parameter " + name);
+      return *p;
+    };
+    auto get = [&](const std::string& name) { return to_floats(param(name)); };
+    auto matrix = [&](const std::string& name) { return to_matrix(param(name)); };
+    Layer L;
+    op_of(spec.mixer, L.op);
+    L.ffn = spec.ffn;
+    L.heads = spec.heads;
+    L.head_dim = c.d_model / spec.heads;
+    max_ffn = std::max(max_ffn, L.ffn);
+    L.ln1_w = get("ln1.weight");
+    L.ln1_b = get("ln1.bias");
+    L.ln2_w = get("ln2.weight");
+    L.ln2_b = get("ln2.bias");
+    L.fc1_w = matrix("ffn.fc1.weight");
+    L.fc1_b = get("ffn.fc1.bias");
+    L.fc2_w = matrix("ffn.fc2.weight");
+    L.fc2_b = get("ffn.fc2.bias");
+    switch (L.op) {
+      case Op::Attention:
+        L.qkv_w = matrix("mixer.qkv.weight");
+        L.qkv_b = get("mixer.qkv.bias");
+        L.proj_w = matrix("mixer.proj.weight");
+        L.proj_b = get("mixer.proj.bias");
+        L.k.assign(static_cast<size_t>(c.context * c.d_model), 0.0f);
+        L.v = L.k;
+        break;
+      case Op::AB:
+      case Op::ABVector:
+      case Op::ABMultihead:
+        L.a = get("mixer.a");
+        L.b = get("mixer.b");
+        break;
+      case Op::ABMatrix:
+        L.w1 = matrix("mixer.A.weight");
+        L.w2 = matrix("mixer.B.weight");
+        L.b2 = get("mixer.bias");
+        L.w3 = matrix("mixer.proj.weight");
+        L.b3 = get("mixer.proj.bias");
+        break;
+      case Op::Gate1:
+        L.w1 = matrix("mixer.fc1.weight");
+        L.b1 = get("mixer.fc1.bias");
+        L.w2 = matrix("mixer.fc2.weight");
+        L.b2 = get("mixer.fc2.bias");
+        break;
+      case Op::Gate2:
+        L.w1 = matrix("mixer.weight");
+        L.b1 = get("mixer.bias");
+        break;
+      case Op::Fusion:
+        L.w1 = matrix("mixer.w1");
+        L.b1 = get("mixer.b1");
+        L.w2 = matrix("mixer.w2");
+        L.b2 = get("mixer.b2");
+        break;
+    }
+    if (L.op != Op::Attention) {
+      L.shifts = layer_shifts(mixer_info(spec.mixer).kind, static_cast<int64_t>(l), spec.heads);
+      // As ShiftMixerImpl: a shift >= context never reads anything.
+      L.R = std::min(*std::max_element(L.shifts.begin(), L.shifts.end()), c.context);
+      L.ring.assign(static_cast<size_t>(L.R * c.d_model), 0.0f);
+    }
+    m.layers.push_back(std::move(L));
+  }
+  const auto d = static_cast<size_t>(m.d);
+  m.h.resize(d);
+  m.xn.resize(d);
+  m.xs.resize(d);
+  m.y.resize(d);
+  m.u.resize(d);
+  m.both.resize(2 * d);
+  m.qkv.resize(3 * d);
+  m.hidden.resize(static_cast<size_t>(max_ffn));
+  m.att.resize(static_cast<size_t>(m.context));
+  m.logits.resize(static_cast<size_t>(m.V));
+}
+
+FastDecoder::~FastDecoder() = default;
+
+void FastDecoder::reset() {
+  impl_->pos = 0;
+  // Rings and KV caches need no clearing: a position is always written before it is read.
+}
+
+const float* FastDecoder::step(int32_t token) { return impl_->step(token); }
+
+void FastDecoder::load_state(const DecodeState& state) {
+  auto& m = *impl_;
+  if (state.pos > m.context) throw std::invalid_argument("load_state: position past the context");
+  if (state.pos > 0 && state.layers.size() != m.layers.size())
+    throw std::invalid_argument("load_state: the decode state has another number of layers");
+  for (size_t l = 0; l < m.layers.size() && state.pos > 0; ++l) {
+    Layer& L = m.layers[l];
+    const MixerCache& cache = state.layers[l];
+    const auto check_batch1 = [&](const torch::Tensor& t, int64_t numel) {
+      if (!t.defined() || t.size(0) != 1 || t.numel() != numel)
+        throw std::invalid_argument("load_state: layer " + std::to_string(l) + "'s cache is not a batch-1 cache");
+    };
+    if (L.op == Op::Attention) {
+      check_batch1(cache.k, static_cast<int64_t>(L.k.size()));
+      check_batch1(cache.v, static_cast<int64_t>(L.v.size()));
+      L.k = to_floats(cache.k);
+      L.v = to_floats(cache.v);
+    } else {
+      check_batch1(cache.ring, static_cast<int64_t>(L.ring.size()));
+      L.ring = to_floats(cache.ring);
+    }
+  }
+  m.pos = state.pos;
+}
+
+std::string FastDecoder::weight_storage() const {
+  size_t halves = 0, all = 0;
+  auto count = [&](const Matrix& m) {
+    if (m.empty()) return;
+    ++all;
+    halves += m.f16.empty() ? 0 : 1;
+  };
+  count(impl_->lm_head);
+  for (const Layer& L : impl_->layers)
+    for (const Matrix* m : {&L.fc1_w, &L.fc2_w, &L.w1, &L.w2, &L.w3, &L.qkv_w, &L.proj_w}) count(*m);
+  return halves == all ? "fp16" : halves == 0 ? "fp32" : "mixed";
+}
+
+int64_t FastDecoder::pos() const { return impl_->pos; }
+int64_t FastDecoder::vocab_size() const { return impl_->V; }
+int64_t FastDecoder::context() const { return impl_->context; }
+
+}  // namespace hsm

@@ -1,0 +1,352 @@
+#include "inference/fast_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HSM_FAST_X86 1
+#endif
+
+namespace hsm::fast {
+namespace {
+
+void matvec_generic(const float* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
+  for (int64_t o = 0; o < out; ++o) {
+    const float* w = W + o * in;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains the compiler can vectorise
+    int64_t i = 0;
+    for (; i + 8 <= in; i += 8)
+      for (int k = 0; k < 8; ++k) acc[k] += w[i + k] * x[i + k];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < in; ++i) s += w[i] * x[i];
+    y[o] = s + (bias ? bias[o] : 0.0f);
+  }
+}
+
+void matvec_f16_generic(const uint16_t* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
+  for (int64_t o = 0; o < out; ++o) {
+    const uint16_t* w = W + o * in;
+    float s = 0;
+    for (int64_t i = 0; i < in; ++i) s += from_half(w[i]) * x[i];
+    y[o] = s + (bias ? bias[o] : 0.0f);
+  }
+}
+
+float dot_generic(const float* a, const float* b, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+#ifdef HSM_FAST_X86
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Four rows at a time share each load of x; two accumulators per row (i unrolled by 16) keep
+// eight FMA chains in flight. The weights stream through once per token: memory-bound.
+__attribute__((target("avx2,fma"))) void matvec_avx2(const float* W, const float* x, const float* bias, float* y,
+                                                     int64_t out, int64_t in) {
+  const int64_t in16 = in & ~int64_t{15}, in8 = in & ~int64_t{7};
+  int64_t o = 0;
+  for (; o + 4 <= out; o += 4) {
+    const float* w0 = W + o * in;
+    const float* w1 = w0 + in;
+    const float* w2 = w1 + in;
+    const float* w3 = w2 + in;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps(), c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i < in16; i += 16) {
+      const __m256 xa = _mm256_loadu_ps(x + i), xb = _mm256_loadu_ps(x + i + 8);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xa, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xa, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xa, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xa, a3);
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i + 8), xb, c0);
+      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i + 8), xb, c1);
+      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i + 8), xb, c2);
+      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i + 8), xb, c3);
+    }
+    for (; i < in8; i += 8) {
+      const __m256 xa = _mm256_loadu_ps(x + i);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xa, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xa, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xa, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xa, a3);
+    }
+    float s0 = hsum(_mm256_add_ps(a0, c0)), s1 = hsum(_mm256_add_ps(a1, c1));
+    float s2 = hsum(_mm256_add_ps(a2, c2)), s3 = hsum(_mm256_add_ps(a3, c3));
+    for (; i < in; ++i) {
+      s0 += w0[i] * x[i];
+      s1 += w1[i] * x[i];
+      s2 += w2[i] * x[i];
+      s3 += w3[i] * x[i];
+    }
+    y[o] = s0 + (bias ? bias[o] : 0.0f);
+    y[o + 1] = s1 + (bias ? bias[o + 1] : 0.0f);
+    y[o + 2] = s2 + (bias ? bias[o + 2] : 0.0f);
+    y[o + 3] = s3 + (bias ? bias[o + 3] : 0.0f);
+  }
+  if (o < out) matvec_generic(W + o * in, x, bias ? bias + o : nullptr, y + o, out - o, in);
+}
+
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// As matvec_avx2, converting 8 halves at a time (F16C) after the load.
+__attribute__((target("avx2,fma,f16c"))) void matvec_f16_avx2(const uint16_t* W, const float* x, const float* bias,
+                                                              float* y, int64_t out, int64_t in) {
+  const int64_t in16 = in & ~int64_t{15};
+  int64_t o = 0;
+  for (; o + 4 <= out; o += 4) {
+    const uint16_t* w0 = W + o * in;
+    const uint16_t* w1 = w0 + in;
+    const uint16_t* w2 = w1 + in;
+    const uint16_t* w3 = w2 + in;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps(), c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i < in16; i += 16) {
+      const __m256 xa = _mm256_loadu_ps(x + i), xb = _mm256_loadu_ps(x + i + 8);
+      a0 = _mm256_fmadd_ps(load(w0 + i), xa, a0);
+      a1 = _mm256_fmadd_ps(load(w1 + i), xa, a1);
+      a2 = _mm256_fmadd_ps(load(w2 + i), xa, a2);
+      a3 = _mm256_fmadd_ps(load(w3 + i), xa, a3);
+      c0 = _mm256_fmadd_ps(load(w0 + i + 8), xb, c0);
+      c1 = _mm256_fmadd_ps(load(w1 + i + 8), xb, c1);
+      c2 = _mm256_fmadd_ps(load(w2 + i + 8), xb, c2);
+      c3 = _mm256_fmadd_ps(load(w3 + i + 8), xb, c3);
+    }
+    float s0 = hsum(_mm256_add_ps(a0, c0)), s1 = hsum(_mm256_add_ps(a1, c1));
+    float s2 = hsum(_mm256_add_ps(a2, c2)), s3 = hsum(_mm256_add_ps(a3, c3));
+    for (; i < in; ++i) {
+      s0 += from_half(w0[i]) * x[i];
+      s1 += from_half(w1[i]) * x[i];
+      s2 += from_half(w2[i]) * x[i];
+      s3 += from_half(w3[i]) * x[i];
+    }
+    y[o] = s0 + (bias ? bias[o] : 0.0f);
+    y[o + 1] = s1 + (bias ? bias[o + 1] : 0.0f);
+    y[o + 2] = s2 + (bias ? bias[o + 2] : 0.0f);
+    y[o + 3] = s3 + (bias ? bias[o + 3] : 0.0f);
+  }
+  if (o < out) matvec_f16_generic(W + o * in, x, bias ? bias + o : nullptr, y + o, out - o, in);
+}
+
+// exp(x) for 8 floats (Cephes' expf: range reduction by ln 2, degree-5 polynomial; relative
+// error ~1e-7 over the clamped range).
+__attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+// GELU(x) = x/2 · (1 + erf(x/√2)) with erf by Abramowitz & Stegun 7.1.26 (absolute error
+// below 1.5e-7, the approximation LibTorch's own vectorised erf uses).
+__attribute__((target("avx2,fma"))) void gelu_avx2(float* p, int64_t n) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(p + i);
+    const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752440f));
+    const __m256 az = _mm256_andnot_ps(sign_mask, z);
+    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), one));
+    __m256 poly = _mm256_set1_ps(1.061405429f);
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-0.284496736f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(0.254829592f));
+    poly = _mm256_mul_ps(poly, t);
+    const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_xor_ps(az, sign_mask), az));  // exp(-z²)
+    __m256 erf = _mm256_fnmadd_ps(poly, e, one);                                 // erf(|z|)
+    erf = _mm256_or_ps(erf, _mm256_and_ps(z, sign_mask));                        // odd function
+    _mm256_storeu_ps(p + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, erf)));
+  }
+  constexpr float kInvSqrt2 = 0.70710678118654752440f;
+  for (; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * kInvSqrt2));
+}
+
+// Index of the first maximum of n values (NaN-free input).
+__attribute__((target("avx2,fma"))) int64_t argmax_avx2(const float* x, int64_t n) {
+  if (n < 8) return std::max_element(x, x + n) - x;
+  __m256 m = _mm256_loadu_ps(x);
+  int64_t i = 8;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float mx = *std::max_element(lanes, lanes + 8);
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  const __m256 target = _mm256_set1_ps(mx);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), target, _CMP_EQ_OQ));
+    if (mask) return i + __builtin_ctz(static_cast<unsigned>(mask));
+  }
+  for (; i < n; ++i)
+    if (x[i] == mx) return i;
+  return 0;
+}
+
+// Σ exp(x[i] - mx) over n values.
+__attribute__((target("avx2,fma"))) float sum_exp_avx2(const float* x, int64_t n, float mx) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256 m = _mm256_set1_ps(mx);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), m)));
+  float s = hsum(acc);
+  for (; i < n; ++i) s += std::exp(x[i] - mx);
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  float s = hsum(acc);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+bool have_avx2() {
+  static const bool yes =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+#else
+bool have_avx2() { return false; }
+#endif
+
+}  // namespace
+
+void matvec(const float* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
+#ifdef HSM_FAST_X86
+  if (have_avx2()) return matvec_avx2(W, x, bias, y, out, in);
+#endif
+  matvec_generic(W, x, bias, y, out, in);
+}
+
+void matvec_f16(const uint16_t* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
+#ifdef HSM_FAST_X86
+  if (have_avx2()) return matvec_f16_avx2(W, x, bias, y, out, in);
+#endif
+  matvec_f16_generic(W, x, bias, y, out, in);
+}
+
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past the largest half
+  if (abs < 0x38800000u) {  // subnormal half (or zero): scale into the 10-bit field, round to even
+    float a;
+    std::memcpy(&a, &abs, 4);
+    const float scaled = a * 16777216.0f;  // 2^24: one unit = the smallest subnormal half
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled)));
+  }
+  const uint32_t mant_round = abs + 0x0fffu + ((abs >> 13) & 1u);  // round to nearest even at bit 13
+  return static_cast<uint16_t>(sign | ((mant_round - 0x38000000u) >> 13));
+}
+
+float from_half(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    const float v = static_cast<float>(mant) / 16777216.0f;  // subnormal: mant · 2^-24
+    std::memcpy(&bits, &v, 4);
+    bits |= sign;
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+#ifdef HSM_FAST_X86
+  if (have_avx2()) return dot_avx2(a, b, n);
+#endif
+  return dot_generic(a, b, n);
+}
+
+void layer_norm(const float* x, const float* gain, const float* shift, float* y, int64_t n, float eps) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= static_cast<double>(n);
+  const auto inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+  const auto m = static_cast<float>(mean);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * inv * gain[i] + shift[i];
+}
+
+void gelu(float* x, int64_t n) {
+#ifdef HSM_FAST_X86
+  if (have_avx2()) return gelu_avx2(x, n);
+#endif
+  constexpr float kInvSqrt2 = 0.70710678118654752440f;
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+}
+
+void axpy(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void softmax(float* x, int64_t n) {
+  const float mx = *std::max_element(x, x + n);
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, int64_t n, double* loss_sum,
+                        int64_t* correct) {
+  double loss = 0;
+  int64_t right = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    int64_t best;
+    float sum;
+#ifdef HSM_FAST_X86
+    if (have_avx2()) {
+      best = argmax_avx2(row, n);
+      sum = sum_exp_avx2(row, n, row[best]);
+    } else
+#endif
+    {
+      best = std::max_element(row, row + n) - row;  // the first maximum, as argmax
+      sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(row[i] - row[best]);
+    }
+    loss += static_cast<double>(std::log(sum)) + row[best] - row[targets[r]];
+    right += best == targets[r] ? 1 : 0;
+  }
+  *loss_sum += loss;
+  *correct += right;
+}
+
+const char* kernel_set() { return have_avx2() ? "avx2" : "generic"; }
+
+}  // namespace hsm::fast

@@ -1,0 +1,43 @@
+#pragma once
+// fp32 vector kernels of the batch-1 decoding path (fast_decoder.cpp), llama2.c style: plain
+// arrays, no allocation, no LibTorch. The AVX2+FMA versions are picked at run time when the
+// CPU has them; every kernel has a portable fallback with the same results to rounding.
+#include <cstdint>
+
+namespace hsm::fast {
+
+// y[o] = bias[o] + Σ_i W[o, i] · x[i] for a row-major W [out, in]; bias may be null.
+void matvec(const float* W, const float* x, const float* bias, float* y, int64_t out, int64_t in);
+
+// The same with W stored as IEEE half floats (exact copies of weights that are fp16 values,
+// as in checkpoints saved in F16): half the bytes to stream per token, the same products.
+void matvec_f16(const uint16_t* W, const float* x, const float* bias, float* y, int64_t out, int64_t in);
+// fp32 -> IEEE half (round to nearest even) and back, for building such copies.
+uint16_t to_half(float f);
+float from_half(uint16_t h);
+
+// y = (x - mean) / sqrt(var + eps) · gain + shift over n values (biased variance, as LayerNorm).
+void layer_norm(const float* x, const float* gain, const float* shift, float* y, int64_t n, float eps);
+
+// x = GELU(x) in place, the exact (erf) form torch::gelu uses by default.
+void gelu(float* x, int64_t n);
+
+float dot(const float* a, const float* b, int64_t n);
+
+// y += alpha · x
+void axpy(float alpha, const float* x, float* y, int64_t n);
+
+// x = softmax(x) in place over n values.
+void softmax(float* x, int64_t n);
+
+// For each of `rows` rows of x [rows, n] (row stride n) and its target id: adds
+// logsumexp(row) - row[target] to *loss_sum and counts rows whose first maximum is at the
+// target into *correct. One pass per row (it stays in L1), where cross_entropy + argmax make
+// four over [rows, n] and a [rows, n] temporary: the output layer of evaluation.
+void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, int64_t n, double* loss_sum,
+                        int64_t* correct);
+
+// "avx2" or "generic": which kernels run on this CPU.
+const char* kernel_set();
+
+}  // namespace hsm::fast

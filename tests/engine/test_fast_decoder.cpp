@@ -1,0 +1,229 @@
+// The hand-written fp32 decoding path (inference/fast_decoder.h) computes what LibTorch's
+// cached step computes: logits equal to ~1e-4 for every mixer it supports and for hybrids,
+// across a full context and the restarts of a sliding window; and a session samples the same
+// text from the same seed on either path.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "hsm/mixer_kind.h"
+#include "hsm/session.h"
+#include "inference/fast_decoder.h"
+#include "inference/fast_kernels.h"
+#include "model/model.h"
+
+using namespace hsm;
+
+namespace {
+
+constexpr double kTol = 1e-4;
+
+ModelConfig tiny_config(const std::vector<LayerSpec>& layers, int64_t context = 24) {
+  ModelConfig c;
+  c.vocab_size = 37;  // not a multiple of 4: the matrix-vector kernel's row tail runs
+  c.d_model = 16;
+  c.context = context;
+  c.dropout = 0.0;
+  c.layers = layers;
+  return c;
+}
+
+// half_weights: every weight rounded to fp16 first, as in the F16 exports (the bundled demo
+// models), which the fast path then keeps as halves.
+Gpt random_model(const ModelConfig& c, bool half_weights) {
+  torch::manual_seed(11);
+  Gpt model(c);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  // Move every weight off its initial value (zero biases, LayerNorm 1/0, equal a/b) so a
+  // mix-up of any two shows.
+  for (auto& p : model->named_parameters()) {
+    p.value().uniform_(-0.8, 0.8);
+    if (half_weights) p.value().copy_(p.value().to(torch::kHalf).to(torch::kFloat));
+  }
+  return model;
+}
+
+double max_diff(const float* fast, const torch::Tensor& ref) {
+  auto r = ref.reshape({-1}).to(torch::kFloat32).contiguous();
+  auto f = torch::from_blob(const_cast<float*>(fast), {r.numel()}, torch::kFloat32);
+  return (f - r).abs().max().item<double>();
+}
+
+// Steps both paths through a full context, restarts as the session does when its window
+// slides (a fresh state fed the last tokens), and continues from a LibTorch prefill.
+void expect_fast_equals_libtorch(const ModelConfig& c, const std::string& what_base, bool half_weights = false) {
+  ASSERT_TRUE(FastDecoder::supports(c)) << FastDecoder::unsupported_reason(c);
+  const std::string what = what_base + (half_weights ? " (fp16 weights)" : " (fp32 weights)");
+  Gpt model = random_model(c, half_weights);
+  c10::InferenceMode inference;
+  FastDecoder fast(*model);
+  EXPECT_EQ(fast.weight_storage(), half_weights ? "fp16" : "fp32") << what;
+  torch::manual_seed(3);
+  auto idx = torch::randint(0, c.vocab_size, {1, c.context + 9}, torch::kLong);
+  auto tok = [&](int64_t t) { return static_cast<int32_t>(idx[0][t].item<int64_t>()); };
+
+  DecodeState state;
+  for (int64_t t = 0; t < c.context; ++t) {
+    auto ref = model->step(idx.select(1, t), state);
+    ASSERT_LT(max_diff(fast.step(tok(t)), ref), kTol) << what << ": position " << t;
+  }
+  EXPECT_THROW(fast.step(tok(0)), std::logic_error);  // the context is full, as for LibTorch
+
+  // Past the context: the window slides by 9 and is fed again from a fresh state.
+  fast.reset();
+  const float* last = nullptr;
+  for (int64_t t = 9; t < c.context + 9; ++t) last = fast.step(tok(t));
+  auto window_ref = model->forward(idx.narrow(1, 9, c.context)).select(1, -1);
+  EXPECT_LT(max_diff(last, window_ref), kTol) << what << ": slid window";
+
+  // Taking over LibTorch's caches after a batched prefill continues exactly.
+  for (int64_t prefix : {int64_t{1}, int64_t{7}, c.context - 2}) {
+    DecodeState st;
+    model->prefill(idx.narrow(1, 0, prefix), st);
+    fast.load_state(st);
+    ASSERT_EQ(fast.pos(), prefix);
+    for (int64_t t = prefix; t < c.context; ++t) {
+      auto ref = model->step(idx.select(1, t), st);
+      ASSERT_LT(max_diff(fast.step(tok(t)), ref), kTol) << what << ": prefix " << prefix << ", position " << t;
+    }
+  }
+}
+
+class FastDecoderMixers : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(FastDecoderMixers, LogitsEqualLibTorchSteps) {
+  const std::string mixer = GetParam();
+  const int64_t heads = mixer_info(mixer).multi_head ? 4 : 1;
+  // Five layers: shifts 1..16 (the last one past the 24-token context for multihead heads);
+  // FFN 28 is not a multiple of 8: the kernels' column tails run.
+  std::vector<LayerSpec> layers(5, LayerSpec{mixer, 28, heads});
+  expect_fast_equals_libtorch(tiny_config(layers), mixer);
+  expect_fast_equals_libtorch(tiny_config(layers), mixer, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixers, FastDecoderMixers,
+                         ::testing::Values("attn", "hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2",
+                                           "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"),
+                         [](const auto& info) { return info.param; });
+
+TEST(FastDecoder, Hybrids) {
+  expect_fast_equals_libtorch(tiny_config({{"hsm_ab", 32, 1},
+                                           {"attn", 16, 4},
+                                           {"hsm_ab_mh_ext", 32, 4},
+                                           {"attn", 16, 2},
+                                           {"hsm_AB", 24, 1},
+                                           {"hsm_ab_vec", 32, 1}},
+                                          40),
+                              "hybrid");
+  // The paper's hybrid [0, 6] at a small width: HSM at the ends (shifts 1 and 64).
+  std::vector<LayerSpec> h06(7, LayerSpec{"attn", 16, 2});
+  h06.front() = h06.back() = LayerSpec{"hsm_ab", 32, 1};
+  expect_fast_equals_libtorch(tiny_config(h06, 72), "hybrid_0_6", true);
+}
+
+TEST(FastDecoder, GeluMatchesLibTorch) {
+  auto x = torch::linspace(-12, 12, 20001);
+  auto y = x.clone();
+  fast::gelu(y.data_ptr<float>(), y.numel());
+  EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6) << fast::kernel_set();
+}
+
+TEST(FastKernels, CrossEntropyRowsMatchesLibTorch) {
+  for (int64_t V : {int64_t{5}, int64_t{37}, int64_t{5000}}) {
+    auto x = torch::randn({33, V}) * 4;
+    auto t = torch::randint(0, V, {33}, torch::kLong);
+    t.narrow(0, 0, 5).copy_(x.narrow(0, 0, 5).argmax(1));  // some right answers
+    double loss = 0;
+    int64_t correct = 0;
+    fast::cross_entropy_rows(x.data_ptr<float>(), t.data_ptr<int64_t>(), 33, V, &loss, &correct);
+    const double ref = torch::nn::functional::cross_entropy(
+                           x, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+    EXPECT_NEAR(loss, ref, 1e-4 * std::abs(ref)) << V;
+    EXPECT_EQ(correct, x.argmax(1).eq(t).sum().item<int64_t>()) << V;
+  }
+  // Evaluation's loss (no gradients) goes through it and equals the plain cross-entropy.
+  auto h = torch::randn({2, 700, 16}), w = torch::randn({37, 16});
+  auto y = torch::randint(0, 37, {2, 700}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  const double plain =
+      torch::nn::functional::cross_entropy(torch::matmul(h, w.t()).view({-1, 37}), y.view({-1})).item<double>();
+  EXPECT_NEAR(lm_head_loss(h, w, y).item<double>(), plain, 1e-5);
+}
+
+TEST(FastDecoder, HalfConversionRoundTrips) {
+  // Every half (finite, subnormal, zero, ±inf) survives half -> float -> half; floats round
+  // to nearest as LibTorch's conversion does.
+  auto all = torch::arange(0, 65536, torch::kInt32).to(torch::kInt16);
+  auto as_float = all.view(torch::kHalf).to(torch::kFloat);
+  for (int64_t i = 0; i < 65536; ++i) {
+    const auto h = static_cast<uint16_t>(i);
+    const float f = fast::from_half(h);
+    const float ref = as_float[i].item<float>();
+    if (std::isnan(ref)) {
+      EXPECT_TRUE(std::isnan(f)) << i;
+      continue;
+    }
+    ASSERT_EQ(f, ref) << i;
+    ASSERT_EQ(fast::to_half(f), h) << i;
+  }
+  auto x = torch::cat({torch::randn({4096}) * 1000, torch::randn({4096}) * 1e-6});  // normals, subnormals
+  auto xh = x.to(torch::kHalf).to(torch::kFloat);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ASSERT_EQ(fast::from_half(fast::to_half(x[i].item<float>())), xh[i].item<float>()) << x[i].item<float>();
+}
+
+TEST(FastDecoder, RefusesMixersItDoesNotImplement) {
+  EXPECT_TRUE(FastDecoder::supports(tiny_config({{"hsm_ab", 16, 1}, {"attn", 16, 2}})));
+  const ModelConfig other = tiny_config({{"hsm_ab", 16, 1}, {"some_future_mixer", 16, 1}});
+  EXPECT_FALSE(FastDecoder::supports(other));
+  EXPECT_NE(FastDecoder::unsupported_reason(other).find("some_future_mixer"), std::string::npos);
+  EXPECT_FALSE(FastDecoder::supports(tiny_config({})));
+}
+
+TEST(FastDecoder, MatvecMatchesReferenceOnRaggedShapes) {
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{1, 1}, {5, 7}, {9, 17}, {13, 40}, {64, 256}}) {
+    auto W = torch::randn({out, in}).to(torch::kHalf).to(torch::kFloat), x = torch::randn({in}),
+         b = torch::randn({out});
+    std::vector<float> y(static_cast<size_t>(out));
+    fast::matvec(W.data_ptr<float>(), x.data_ptr<float>(), b.data_ptr<float>(), y.data(), out, in);
+    EXPECT_LT(max_diff(y.data(), torch::mv(W, x) + b), 1e-4) << out << "x" << in << " (" << fast::kernel_set() << ")";
+    fast::matvec(W.data_ptr<float>(), x.data_ptr<float>(), nullptr, y.data(), out, in);
+    EXPECT_LT(max_diff(y.data(), torch::mv(W, x)), 1e-4) << out << "x" << in;
+    // The same matrix as halves (exact: W was rounded to fp16) gives the same products.
+    auto Wh = W.to(torch::kHalf).contiguous();
+    fast::matvec_f16(reinterpret_cast<const uint16_t*>(Wh.data_ptr<at::Half>()), x.data_ptr<float>(),
+                     b.data_ptr<float>(), y.data(), out, in);
+    EXPECT_LT(max_diff(y.data(), torch::mv(W, x) + b), 1e-4) << out << "x" << in << " fp16";
+  }
+}
+
+// A session decodes on the fast path by default on the CPU, says so, and samples the same
+// text from the same seed as LibTorch's steps, past the context (the window slides twice).
+TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
+  for (const std::string name : {"hsm_ab", "hybrid_0_6"}) {
+    const std::string dir = std::string(HSM_RESOURCES_PATH) + "/models/" + name;
+    if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << dir << " is missing";
+    auto session = Session::open(dir, "cpu");
+    GenerateOptions o;
+    o.sampling.seed = 17;
+    o.sampling.max_new_tokens = 160;
+    o.sampling.stop_at_end = false;
+    o.sampling.temperature = 1.0;
+    const auto fast = session->generate("Once upon a time", o);
+    o.fast_path = false;
+    const auto slow = session->generate("Once upon a time", o);
+    EXPECT_EQ(fast.decoder, "fast");
+    EXPECT_EQ(slow.decoder, "libtorch");
+    ASSERT_EQ(fast.tokens.size(), slow.tokens.size()) << name;
+    for (size_t i = 0; i < fast.tokens.size(); ++i) {
+      ASSERT_EQ(fast.tokens[i].id, slow.tokens[i].id) << name << ": token " << i;
+      EXPECT_NEAR(fast.tokens[i].prob, slow.tokens[i].prob, 1e-4) << name << ": token " << i;
+    }
+    EXPECT_EQ(fast.text, slow.text);
+  }
+}
