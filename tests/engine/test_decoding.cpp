@@ -69,6 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Mixers, CachedDecoding,
                          ::testing::Values("attn", "hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2",
                                            "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"),
                          [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Extractors, CachedDecoding, ::testing::Values("she", "he", "we", "me"),
+                         [](const auto& info) { return info.param; });
 
 TEST(CachedDecoding, HybridStack) {
   expect_cached_equals_uncached(

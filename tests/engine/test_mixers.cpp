@@ -17,7 +17,7 @@ constexpr int64_t kD = 16, kT = 20, kB = 2;
 
 std::shared_ptr<MixerImpl> build(const std::string& id, int64_t layer) {
   LayerSpec spec{id, 32, mixer_info(id).multi_head ? 4 : 1};
-  auto m = make_mixer(spec, layer, kD, 0.0);
+  auto m = make_mixer(spec, layer, kD, 0.0, kT);  // context kT: the extractors' l
   m->to(torch::kFloat64);
   m->eval();
   return m;
@@ -66,6 +66,8 @@ TEST_P(EveryMixer, ForwardBackwardReachesEveryParameter) {
 INSTANTIATE_TEST_SUITE_P(Mixers, EveryMixer,
                          ::testing::Values("attn", "hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2",
                                            "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Extractors, EveryMixer, ::testing::Values("she", "he", "we", "me"),
                          [](const auto& info) { return info.param; });
 
 TEST(ShiftRight, MovesTimeAndZeroFills) {

@@ -113,6 +113,8 @@ INSTANTIATE_TEST_SUITE_P(HsmMixers, GradientReceptiveField,
                          ::testing::Values("hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2", "hsm_fusion",
                                            "hsm_ab_mh", "hsm_ab_mh_ext"),
                          [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Extractors, GradientReceptiveField, ::testing::Values("she", "he", "we", "me"),
+                         [](const auto& info) { return info.param; });
 
 // The fused, chunked output layer + loss (lm_head.cpp) against the plain formula, with more
 // rows than one chunk, in training (gradients) and evaluation.

@@ -20,6 +20,11 @@ namespace hsm {
 //   hsm_gate1:     2d² + 2d (the gate's two d×d layers, then g⊙x + (1−g)⊙x_shifted)
 //   hsm_gate2:     2d²/H + 2d  (per head Linear(2·hd → hd), then the gated sum)
 //   hsm_fusion:    3d²/H  (per head Linear(2·hd → hd) and Linear(hd → hd))
+//   she:           T·d² + 2d² + d  (EX Tables 5–6 multiplications: Σ_j x_j W_k, x W_adj, ⊙, W_out)
+//   he:            T·d + 3d² + d   (x W_in_ext, Σ_j x_j ⊙ w_k, x W_adj, ⊙, W_out)
+//   we:            T·d + 2d² + d   (Σ_j x_j ⊙ w_k, x W_adj, ⊙, W_out)
+//   me:            T·d             (Σ_j w_k x_j)
+//   The extractors grow with T like attention (they read every earlier input).
 // Throws std::invalid_argument for an unknown mixer id or non-positive sizes.
 int64_t mixer_macs_per_token(const std::string& mixer, int64_t d_model, int64_t heads, int64_t context);
 

@@ -21,7 +21,8 @@ namespace hsm {
 enum class MatrixKind { kAttention, kLinear, kJacobian };
 const char* matrix_kind_name(MatrixKind k);  // "attention", "linear", "jacobian"
 // The kind of matrix a mixer's layer gets: attention; linear for hsm_ab, hsm_ab_vec, hsm_AB,
-// hsm_ab_mh(_ext); Jacobian for hsm_gate1, hsm_gate2, hsm_fusion.
+// hsm_ab_mh(_ext) and the extractor me; Jacobian for hsm_gate1, hsm_gate2, hsm_fusion and the
+// extractors she, he, we (their adjustment multiplies two functions of x).
 MatrixKind matrix_kind(MixerKind mixer);
 
 struct Indicators {    // SPEC §3.3 / DA §4.4

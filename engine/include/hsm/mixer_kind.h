@@ -17,6 +17,11 @@ enum class MixerKind {
   ShiftFusion,      // "hsm_fusion": mlp(concat(x, x_shifted)) per head (eq. 6)
   ShiftABMultihead,     // "hsm_ab_mh": head j shifts by 2^j in every layer (§4)
   ShiftABMultiheadExt,  // "hsm_ab_mh_ext": layer l, head j shifts by 2^((j+l) mod H) (§7)
+  // EX (Extractors): causal position-weighted sums over the last l = context inputs (EX §5).
+  ExtractorSHE,  // "she": Σ_j x_j W_{i-j+1} (l matrices), adjustment, output (eq. 23–25)
+  ExtractorHE,   // "he": x W_in, per-channel weights w_k, adjustment, output (eq. 27, 28, 24, 25)
+  ExtractorWE,   // "we": per-channel weights w_k on x, adjustment, output (eq. 26, 24, 25)
+  ExtractorME,   // "me": scalar weights w_k on x, nothing else (eq. 29)
 };
 
 struct MixerInfo {
@@ -35,11 +40,14 @@ const MixerInfo& mixer_info(const std::string& id);
 const MixerInfo& mixer_info(MixerKind kind);
 bool is_mixer_id(const std::string& id);
 
-// True for every HSM-family mixer (everything but attention).
+// True for every HSM-family mixer (not attention, not the extractors).
 bool is_shift_mixer(MixerKind kind);
+// True for the Extractors (she, he, we, me): every layer reads the last `context` inputs.
+bool is_extractor(MixerKind kind);
 
 // The shift(s) a layer at stack position `layer` (0-based) uses: one per head for the
-// multihead variants, a single entry 2^layer for the other HSM mixers, empty for attention.
+// multihead variants, a single entry 2^layer for the other HSM mixers, empty for attention
+// and the extractors (they read every earlier position, as attention does).
 std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads);
 
 }  // namespace hsm

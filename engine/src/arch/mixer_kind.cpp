@@ -16,6 +16,11 @@ const std::vector<MixerInfo>& all_mixers() {
       {MixerKind::ShiftFusion, "hsm_fusion", "HSM fusion", 4, 960, true},
       {MixerKind::ShiftABMultihead, "hsm_ab_mh", "HSM (a,b) multihead", 8, 1024, true},
       {MixerKind::ShiftABMultiheadExt, "hsm_ab_mh_ext", "HSM (a,b) multihead-ext", 8, 1024, true},
+      // EX (Extractors): EX §5, FFN 512 and one head as in EX Table 1.
+      {MixerKind::ExtractorSHE, "she", "EX super high-performance Extractor", 1, 512, false},
+      {MixerKind::ExtractorHE, "he", "EX higher-performance Extractor", 1, 512, false},
+      {MixerKind::ExtractorWE, "we", "EX worthwhile Extractor", 1, 512, false},
+      {MixerKind::ExtractorME, "me", "EX minimalist Extractor", 1, 512, false},
   };
   return mixers;
 }
@@ -40,11 +45,20 @@ bool is_mixer_id(const std::string& id) {
   return false;
 }
 
-bool is_shift_mixer(MixerKind kind) { return kind != MixerKind::Attention; }
+bool is_extractor(MixerKind kind) {
+  return kind == MixerKind::ExtractorSHE || kind == MixerKind::ExtractorHE || kind == MixerKind::ExtractorWE ||
+         kind == MixerKind::ExtractorME;
+}
+
+bool is_shift_mixer(MixerKind kind) { return kind != MixerKind::Attention && !is_extractor(kind); }
 
 std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads) {
   switch (kind) {
     case MixerKind::Attention:
+    case MixerKind::ExtractorSHE:
+    case MixerKind::ExtractorHE:
+    case MixerKind::ExtractorWE:
+    case MixerKind::ExtractorME:
       return {};
     case MixerKind::ShiftABMultihead: {
       std::vector<int64_t> s;

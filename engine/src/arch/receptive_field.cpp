@@ -24,8 +24,9 @@ ReceptiveField receptive_field(const ModelConfig& config) {
     const LayerSpec& spec = config.layers[l];
     const MixerKind kind = mixer_info(spec.mixer).kind;
     std::vector<int64_t> next(T, 0);
-    if (kind == MixerKind::Attention) {
-      // Attention lets a position read any earlier one: every offset up to k composes.
+    if (kind == MixerKind::Attention || is_extractor(kind)) {
+      // Attention lets a position read any earlier one, and an extractor every one of the last
+      // l = context inputs (EX §5), which is every offset here: every offset up to k composes.
       int64_t prefix = 0;
       for (int64_t k = 0; k < T; ++k) {
         prefix = sat_add(prefix, paths[k]);

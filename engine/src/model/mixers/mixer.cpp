@@ -1,6 +1,7 @@
 #include "model/mixers/mixer.h"
 
 #include "model/mixers/attention.h"
+#include "model/mixers/extractors.h"
 #include "model/mixers/shift.h"
 
 namespace hsm {
@@ -11,7 +12,8 @@ void init_linear(torch::nn::Linear& linear, double std) {
   if (linear->bias.defined()) linear->bias.zero_();
 }
 
-std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d, double dropout) {
+std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d, double dropout,
+                                      int64_t context) {
   const MixerKind kind = mixer_info(spec.mixer).kind;
   const auto shifts = layer_shifts(kind, layer, spec.heads);
   switch (kind) {
@@ -32,6 +34,11 @@ std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int6
     case MixerKind::ShiftABMultihead:
     case MixerKind::ShiftABMultiheadExt:
       return std::make_shared<ShiftABMultiheadImpl>(kind, d, shifts);
+    case MixerKind::ExtractorSHE:
+    case MixerKind::ExtractorHE:
+    case MixerKind::ExtractorWE:
+    case MixerKind::ExtractorME:
+      return make_extractor(kind, d, context);
   }
   throw std::logic_error("make_mixer: unhandled mixer " + spec.mixer);
 }

@@ -14,8 +14,9 @@ namespace hsm {
 // an HSM layer keeps a ring of its last max-shift inputs, so a step costs O(1) in the
 // context length.
 struct MixerCache {
-  torch::Tensor k, v;   // attention: [B, H, context, hd], filled up to the current position
-  torch::Tensor ring;   // shift mixers: [B, R, d], input of position p at p % R
+  torch::Tensor k, v;  // attention: [B, H, context, hd], filled up to the current position
+  torch::Tensor ring;  // shift mixers: [B, R, d], input of position p at p % R;
+                       // extractors: the same with R = context (the extraction's input)
 };
 
 struct MixerImpl : torch::nn::Module {
@@ -32,7 +33,10 @@ struct MixerImpl : torch::nn::Module {
 };
 
 // Builds the mixer of layer `layer` (0-based stack position, which sets HSM shifts).
-std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d_model, double dropout);
+// `context` is the model's context length l, which the extractors (EX §5) need: they hold
+// weights for the last l positions (std::invalid_argument for an extractor without it).
+std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d_model, double dropout,
+                                      int64_t context = 0);
 
 // x_shifted[t] = x[t - s] for t >= s, else 0.  x: [B, T, ...] -> same shape.
 torch::Tensor shift_right(const torch::Tensor& x, int64_t s);

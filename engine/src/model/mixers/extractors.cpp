@@ -1,0 +1,160 @@
+#include "model/mixers/extractors.h"
+
+#include <stdexcept>
+
+namespace hsm {
+namespace {
+
+// Starting weights of the extraction before the model applies its init (model.cpp): GPT-2's
+// N(0, 0.02) like every other weight; the "ex" init redraws them from N(0, 0.01) (EX §6).
+constexpr double kInitStd = 0.02;
+
+torch::nn::Linear square_map(int64_t d) {
+  auto l = torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(false));
+  init_linear(l, kInitStd);
+  return l;
+}
+
+// Lag of every (output i, input j) pair of a T-long sequence, for gathering w_{i−j+1}:
+// index [T, T] (clamped into 0..l−1) and the mask of the pairs inside the window (0 ≤ i−j < l).
+std::pair<torch::Tensor, torch::Tensor> lags(int64_t T, int64_t l, const torch::Device& device) {
+  auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(device));
+  auto lag = pos.unsqueeze(1) - pos.unsqueeze(0);  // [T, T]: i − j
+  auto inside = (lag >= 0).logical_and(lag < l);
+  return {lag.clamp(0, l - 1), inside};
+}
+
+// Positions pos, pos−1, ..., pos−K+1 of a ring of R slots (newest first).
+torch::Tensor window_slots(int64_t pos, int64_t K, int64_t R, const torch::Device& device) {
+  auto back = torch::arange(K, torch::TensorOptions().dtype(torch::kLong).device(device));
+  return (pos - back).remainder(R);
+}
+
+}  // namespace
+
+// ---- shared --------------------------------------------------------------------------------
+ExtractorImpl::ExtractorImpl(MixerKind kind, int64_t d, int64_t l) : MixerImpl(kind), d_model(d), context(l) {
+  if (l <= 0)
+    throw std::invalid_argument(std::string("extractor ") + mixer_info(kind).id +
+                                " needs the model's context length (got " + std::to_string(l) + ")");
+  if (kind != MixerKind::ExtractorME) {
+    adj = register_module("adj", square_map(d));
+    out = register_module("out", square_map(d));
+  }
+}
+
+torch::Tensor ExtractorImpl::finish(const torch::Tensor& x, const torch::Tensor& e) {
+  if (!adj) return e;                        // ME: the extraction is the output
+  return out->forward(adj->forward(x) * e);  // eq. 24, 25
+}
+
+torch::Tensor ExtractorImpl::forward(const torch::Tensor& x) { return finish(x, extract(extraction_input(x))); }
+
+torch::Tensor ExtractorImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t) {
+  const int64_t T = x.size(1), first = std::max<int64_t>(0, T - context);
+  auto u = extraction_input(x);  // [B, T, d]
+  cache.ring = torch::zeros({x.size(0), context, d_model}, x.options());
+  // Position p lives at p % l, as step() would have left it.
+  auto slots =
+      torch::arange(first, T, torch::TensorOptions().dtype(torch::kLong).device(x.device())).remainder(context);
+  cache.ring.index_copy_(1, slots, u.narrow(1, first, T - first));
+  return finish(x, extract(u));
+}
+
+torch::Tensor ExtractorImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t) {
+  if (!cache.ring.defined()) cache.ring = torch::zeros({x_t.size(0), context, d_model}, x_t.options());
+  cache.ring.select(1, pos % context).copy_(extraction_input(x_t));
+  const int64_t K = std::min(pos + 1, context);
+  auto window = cache.ring.index_select(1, window_slots(pos, K, context, x_t.device()));  // [B, K, d]
+  return finish(x_t, extract_window(window));
+}
+
+// ---- SHE -----------------------------------------------------------------------------------
+SheImpl::SheImpl(int64_t d, int64_t l) : ExtractorImpl(MixerKind::ExtractorSHE, d, l) {
+  w_ext = register_parameter("w_ext", torch::randn({l, d, d}) * kInitStd);
+}
+
+torch::Tensor SheImpl::extract(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), d = x.size(2), K = std::min(T, context);
+  // Window m of the front-padded sequence holds x_{i−K+1+m}, the input at lag K − m.
+  auto padded = torch::constant_pad_nd(x, {0, 0, K - 1, 0});                     // [B, T+K−1, d]
+  auto windows = padded.unfold(1, K, 1).transpose(2, 3).reshape({B, T, K * d});  // [B, T, K·d]
+  auto weights = w_ext.narrow(0, 0, K).flip(0).reshape({K * d, d});              // W_K .. W_1
+  return torch::matmul(windows, weights);                                        // [B, T, d]
+}
+
+torch::Tensor SheImpl::extract_window(const torch::Tensor& window) {
+  const int64_t B = window.size(0), K = window.size(1), d = window.size(2);
+  return torch::matmul(window.reshape({B, K * d}), w_ext.narrow(0, 0, K).reshape({K * d, d}));  // [B, d]
+}
+
+torch::Tensor SheImpl::lag_maps(int64_t K) const { return w_ext.narrow(0, 0, K); }
+
+// ---- WE ------------------------------------------------------------------------------------
+WeImpl::WeImpl(int64_t d, int64_t l, MixerKind kind) : ExtractorImpl(kind, d, l) {
+  w_ext = register_parameter("w_ext", torch::randn({l, d}) * kInitStd);
+}
+
+torch::Tensor WeImpl::extract(const torch::Tensor& u) {
+  const int64_t T = u.size(1), d = u.size(2);
+  auto [lag, inside] = lags(T, context, u.device());
+  // M[c, i, j] = w_{i−j+1}[c] inside the window: [d, T, T]
+  auto M =
+      (w_ext.index_select(0, lag.flatten()).view({T, T, d}) * inside.unsqueeze(-1).to(u.dtype())).permute({2, 0, 1});
+  auto y = torch::bmm(M, u.permute({2, 1, 0}));  // [d, T, T] × [d, T, B] -> [d, T, B]
+  return y.permute({2, 1, 0});                   // [B, T, d]
+}
+
+torch::Tensor WeImpl::extract_window(const torch::Tensor& window) {
+  return (window * w_ext.narrow(0, 0, window.size(1))).sum(1);  // [B, K, d] ⊙ [K, d] -> [B, d]
+}
+
+torch::Tensor WeImpl::lag_maps(int64_t K) const { return torch::diag_embed(w_ext.narrow(0, 0, K)); }
+
+// ---- HE ------------------------------------------------------------------------------------
+HeImpl::HeImpl(int64_t d, int64_t l) : WeImpl(d, l, MixerKind::ExtractorHE) {
+  in_ext = register_module("in_ext", square_map(d));
+}
+
+torch::Tensor HeImpl::lag_maps(int64_t K) const {
+  // x ↦ (x W_in_ext) ⊙ w_k = x (W_in_ext diag(w_k)); W_in_ext = in_ext.weightᵀ.
+  return in_ext->weight.t().unsqueeze(0) * w_ext.narrow(0, 0, K).unsqueeze(1);  // [K, d, d]
+}
+
+// ---- ME ------------------------------------------------------------------------------------
+MeImpl::MeImpl(int64_t d, int64_t l) : ExtractorImpl(MixerKind::ExtractorME, d, l) {
+  w_ext = register_parameter("w_ext", torch::randn({l}) * kInitStd);
+}
+
+torch::Tensor MeImpl::toeplitz(int64_t T) const {
+  auto [lag, inside] = lags(T, context, w_ext.device());
+  return w_ext.index_select(0, lag.flatten()).view({T, T}) * inside.to(w_ext.dtype());
+}
+
+torch::Tensor MeImpl::extract(const torch::Tensor& x) { return torch::matmul(toeplitz(x.size(1)), x); }
+
+torch::Tensor MeImpl::extract_window(const torch::Tensor& window) {
+  return (window * w_ext.narrow(0, 0, window.size(1)).unsqueeze(-1)).sum(1);  // [B, d]
+}
+
+torch::Tensor MeImpl::lag_maps(int64_t K) const {
+  auto eye = torch::eye(d_model, w_ext.options());
+  return w_ext.narrow(0, 0, K).view({K, 1, 1}) * eye;  // w_k I
+}
+
+std::shared_ptr<MixerImpl> make_extractor(MixerKind kind, int64_t d, int64_t l) {
+  switch (kind) {
+    case MixerKind::ExtractorSHE:
+      return std::make_shared<SheImpl>(d, l);
+    case MixerKind::ExtractorHE:
+      return std::make_shared<HeImpl>(d, l);
+    case MixerKind::ExtractorWE:
+      return std::make_shared<WeImpl>(d, l);
+    case MixerKind::ExtractorME:
+      return std::make_shared<MeImpl>(d, l);
+    default:
+      throw std::logic_error(std::string("make_extractor: ") + mixer_info(kind).id + " is not an extractor");
+  }
+}
+
+}  // namespace hsm
