@@ -30,6 +30,37 @@ torch::Tensor window_slots(int64_t pos, int64_t K, int64_t R, const torch::Devic
   return (pos - back).remainder(R);
 }
 
+// Per-channel Toeplitz matrices M[c, i, j] = w[i − j, c] inside the window, else 0: [d, T, T].
+torch::Tensor channel_toeplitz(const torch::Tensor& w, int64_t T) {
+  const int64_t l = w.size(0), d = w.size(1);
+  auto [lag, inside] = lags(T, l, w.device());
+  return (w.index_select(0, lag.flatten()).view({T, T, d}) * inside.unsqueeze(-1).to(w.dtype())).permute({2, 0, 1});
+}
+
+// e[b, i, c] = Σ_{0 ≤ i−j < l} w[i − j, c] u[b, j, c] (eq. 26, 28): a depthwise causal
+// convolution as one batched product over the channels, [d, T, T] × [d, T, B]. The Toeplitz
+// matrices are rebuilt in backward rather than saved (d·T² values a layer: 0.5 GB at T = 1024).
+struct DepthwiseCausalMix : torch::autograd::Function<DepthwiseCausalMix> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& u, const torch::Tensor& w) {
+    ctx->save_for_backward({u, w});
+    auto M = channel_toeplitz(w, u.size(1));
+    return torch::bmm(M, u.permute({2, 1, 0})).permute({2, 1, 0});  // [B, T, d]
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &u = saved[0], &w = saved[1];
+    const int64_t T = u.size(1), d = u.size(2), l = w.size(0);
+    auto g = grads[0].permute({2, 1, 0});                                                    // [d, T, B]
+    auto grad_u = torch::bmm(channel_toeplitz(w, T).transpose(1, 2), g).permute({2, 1, 0});  // [B, T, d]
+    // ∂/∂M[c, i, j] = Σ_b g[b, i, c] u[b, j, c]; w[k, c] collects the entries with i − j = k.
+    auto [lag, inside] = lags(T, l, w.device());
+    auto gm = torch::bmm(g, u.permute({2, 0, 1})) * inside.to(u.dtype());  // [d, T, T]
+    auto grad_w = torch::zeros_like(w).index_add_(0, lag.flatten(), gm.permute({1, 2, 0}).reshape({T * T, d}));
+    return {grad_u, grad_w};
+  }
+};
+
 }  // namespace
 
 // ---- shared --------------------------------------------------------------------------------
@@ -76,11 +107,15 @@ SheImpl::SheImpl(int64_t d, int64_t l) : ExtractorImpl(MixerKind::ExtractorSHE, 
 
 torch::Tensor SheImpl::extract(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2), K = std::min(T, context);
-  // Window m of the front-padded sequence holds x_{i−K+1+m}, the input at lag K − m.
-  auto padded = torch::constant_pad_nd(x, {0, 0, K - 1, 0});                     // [B, T+K−1, d]
-  auto windows = padded.unfold(1, K, 1).transpose(2, 3).reshape({B, T, K * d});  // [B, T, K·d]
-  auto weights = w_ext.narrow(0, 0, K).flip(0).reshape({K * d, d});              // W_K .. W_1
-  return torch::matmul(windows, weights);                                        // [B, T, d]
+  // Every lag's map at once: Y[b, j, k] = x_j W_{k+1}, one [B·T, d] × [d, K·d] product.
+  auto Y = torch::matmul(x, w_ext.narrow(0, 0, K).permute({1, 0, 2}).reshape({d, K * d}));  // [B, T, K·d]
+  // e_t = Σ_k Y[t − k, k]: pad K − 1 zero rows in front (P[t + K − 1] = Y[t]) and read the
+  // anti-diagonals as a view. With k' = K − 1 − k, P[t + k', K − 1 − k'] sits at
+  // t·K·d + (K − 1)·d + k'·(K − 1)·d. Neither Y nor P is kept for the backward pass (the
+  // matmul keeps x, the view its geometry), so a layer's memory stays O(B·T·d).
+  auto P = torch::constant_pad_nd(Y, {0, 0, K - 1, 0});  // [B, T+K−1, K·d], contiguous
+  auto diagonals = P.as_strided({B, T, K, d}, {P.stride(0), K * d, (K - 1) * d, 1}, (K - 1) * d);
+  return diagonals.sum(2);  // [B, T, d]
 }
 
 torch::Tensor SheImpl::extract_window(const torch::Tensor& window) {
@@ -95,15 +130,7 @@ WeImpl::WeImpl(int64_t d, int64_t l, MixerKind kind) : ExtractorImpl(kind, d, l)
   w_ext = register_parameter("w_ext", torch::randn({l, d}) * kInitStd);
 }
 
-torch::Tensor WeImpl::extract(const torch::Tensor& u) {
-  const int64_t T = u.size(1), d = u.size(2);
-  auto [lag, inside] = lags(T, context, u.device());
-  // M[c, i, j] = w_{i−j+1}[c] inside the window: [d, T, T]
-  auto M =
-      (w_ext.index_select(0, lag.flatten()).view({T, T, d}) * inside.unsqueeze(-1).to(u.dtype())).permute({2, 0, 1});
-  auto y = torch::bmm(M, u.permute({2, 1, 0}));  // [d, T, T] × [d, T, B] -> [d, T, B]
-  return y.permute({2, 1, 0});                   // [B, T, d]
-}
+torch::Tensor WeImpl::extract(const torch::Tensor& u) { return DepthwiseCausalMix::apply(u, w_ext); }
 
 torch::Tensor WeImpl::extract_window(const torch::Tensor& window) {
   return (window * w_ext.narrow(0, 0, window.size(1))).sum(1);  // [B, K, d] ⊙ [K, d] -> [B, d]

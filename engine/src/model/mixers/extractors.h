@@ -35,8 +35,9 @@ struct ExtractorImpl : MixerImpl {
   torch::nn::Linear adj{nullptr}, out{nullptr};  // W_adj, W_out (absent for ME)
 };
 
-// SHE, eq. 23–25. w_ext: [l, d, d], w_ext[k−1] = W_k. Forward: the K = min(T, l) shifted
-// copies of x side by side, [B, T, K·d], times the stacked [K·d, d] weights: one matmul.
+// SHE, eq. 23–25. w_ext: [l, d, d], w_ext[k−1] = W_k. Forward: x times every lag's map
+// side by side, [B·T, d] × [d, K·d] with K = min(T, l) (one matmul), then the sum along
+// the anti-diagonals e_t = Σ_k (x_{t−k} W_{k+1}) as a strided view.
 struct SheImpl : ExtractorImpl {
   SheImpl(int64_t d_model, int64_t context);
   torch::Tensor extract(const torch::Tensor& u) override;
