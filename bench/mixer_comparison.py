@@ -34,6 +34,9 @@ COMMON = dict(vocab_size=2000, d_model=64, context=64, dropout=0.1)
 LAYERS = 4
 FFN = 256
 
+# DA's variants and their heads (the gated MLP mixes no tokens and has no heads).
+DA_HEADS = dict(mlp=1, taylor=4, nonapprox=4, rnd_emb_qk=4, fixed_seq_qk=4, static_emb_qk=4)
+
 COMPARISONS = {
     "ex": dict(
         data=SHARED / "gutenberg-children",
@@ -55,11 +58,8 @@ COMPARISONS = {
         init=None,
         models=dict(
             [("attn", [("attn", 4)] * LAYERS)]
-            + [(m, [(m, 4)] * LAYERS) for m in ("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk")]
-            + [
-                ("hybrid_" + m, [((m, 4) if l % 2 == 0 else ("attn", 4)) for l in range(LAYERS)])
-                for m in ("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk")
-            ]
+            + [(m, [(m, DA_HEADS[m])] * LAYERS) for m in DA_HEADS]
+            + [("hybrid_" + m, [((m, h) if l % 2 == 0 else ("attn", 4)) for l in range(LAYERS)]) for m, h in DA_HEADS.items()]
         ),
     ),
 }
@@ -82,7 +82,8 @@ def hsm_json(cmd):
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(" ".join(map(str, cmd)) + ":\n" + out.stderr[-2000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    text = out.stdout
+    return json.loads(text[text.index("{"):])  # `hsm ... --json` prints one (indented) object last
 
 
 def prepare(args, key):

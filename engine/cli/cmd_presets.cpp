@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "hsm/cost.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
 #include "layer_report.h"
@@ -9,7 +10,7 @@
 namespace hsm::cli {
 
 Command add_presets_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("presets", "List the paper's model presets (HSM Table 1, Figure 7)");
+  auto* cmd = app.add_subcommand("presets", "List the papers' model presets (HSM Table 1, Figure 7; EX Table 1)");
   auto json_out = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json_out, "Print JSON instead of a table");
   return {cmd, [json_out]() {
@@ -24,6 +25,7 @@ Command add_presets_command(CLI::App& app) {
                        {"vocab_size", c.vocab_size},
                        {"d_model", c.d_model},
                        {"context", c.context},
+                       {"macs_per_token", model_macs_per_token(c, c.context)},
                        {"layers", layers_json(c)}});
       } else {
         std::cout << name << "  (" << format_count(params) << " parameters)\n  " << c.description << "\n"

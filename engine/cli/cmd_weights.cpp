@@ -47,7 +47,12 @@ Command add_weights_command(CLI::App& app) {
         if (a->json) {
           nlohmann::json out = nlohmann::json::array();
           for (const auto& w : layers)
-            out.push_back({{"layer", w.layer}, {"mixer", w.mixer}, {"shifts", w.shifts}, {"a", w.a}, {"b", w.b}});
+            out.push_back({{"layer", w.layer},
+                           {"mixer", w.mixer},
+                           {"shifts", w.shifts},
+                           {"a", w.a},
+                           {"b", w.b},
+                           {"lag_weights", w.lag_weights}});
           nlohmann::json j = {{"layers", out}};
           if (!offsets.empty()) j["offset_weights"] = offsets;
           std::cout << j.dump(2) << "\n";
@@ -67,6 +72,11 @@ Command add_weights_command(CLI::App& app) {
             continue;
           }
           if (w.has_weights()) std::printf("  a %s  b %s", values_text(w.a).c_str(), values_text(w.b).c_str());
+          if (!w.lag_weights.empty()) {  // an extractor: its weight per lag k = 1..l, the first few
+            std::printf("  lag weights %s; k = 1..8:", values_text(w.lag_weights).c_str());
+            for (size_t k = 0; k < std::min<size_t>(8, w.lag_weights.size()); ++k)
+              std::printf(" %.4f", w.lag_weights[k]);
+          }
           std::printf("\n");
         }
         if (!offsets.empty()) {

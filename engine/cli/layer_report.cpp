@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "hsm/cost.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/params.h"
 #include "hsm/receptive_field.h"
@@ -25,6 +26,12 @@ static std::string shifts_text(const std::vector<int64_t>& shifts) {
   return s;
 }
 
+// The layer's mixer and FFN multiply-adds for one token at the model's full context.
+static int64_t layer_macs(const ModelConfig& c, size_t l) {
+  const LayerSpec& s = c.layers[l];
+  return mixer_macs_per_token(s.mixer, c.d_model, s.heads, c.context) + ffn_macs_per_token(c.d_model, s.ffn);
+}
+
 nlohmann::json layers_json(const ModelConfig& c) {
   const ParamCount pc = count_params(c);
   const ReceptiveField rf = receptive_field(c);
@@ -40,7 +47,8 @@ nlohmann::json layers_json(const ModelConfig& c) {
                       {"params", pc.layers[l].total()},
                       {"mixer_params", pc.layers[l].mixer},
                       {"ffn_params", pc.layers[l].ffn},
-                      {"coverage", rf.coverage(l)}});
+                      {"coverage", rf.coverage(l)},
+                      {"macs_per_token", layer_macs(c, l)}});
   }
   return layers;
 }
@@ -49,19 +57,21 @@ std::string layers_table(const ModelConfig& c) {
   const ParamCount pc = count_params(c);
   const ReceptiveField rf = receptive_field(c);
   std::ostringstream o;
-  o << "  layer  mixer           ffn  heads  shifts                     params   coverage\n";
+  o << "  layer  mixer           ffn  heads  shifts                     params   coverage  MACs/token\n";
   for (size_t l = 0; l < c.layers.size(); ++l) {
     const auto& s = c.layers[l];
     const auto shifts = layer_shifts(mixer_info(s.mixer).kind, static_cast<int64_t>(l), s.heads);
     o << "  " << std::setw(5) << l << "  " << std::left << std::setw(14) << s.mixer << std::right << std::setw(5)
       << s.ffn << std::setw(7) << s.heads << "  " << std::left << std::setw(22) << shifts_text(shifts) << std::right
-      << std::setw(11) << format_count(pc.layers[l].total()) << std::setw(6) << rf.coverage(l) << "/" << c.context
-      << "\n";
+      << std::setw(11) << format_count(pc.layers[l].total()) << std::setw(6) << rf.coverage(l) << "/" << std::left
+      << std::setw(5) << c.context << std::right << std::setw(12) << format_count(layer_macs(c, l)) << "\n";
   }
   o << "  embeddings (token " << c.vocab_size << "x" << c.d_model << " tied, position " << c.context << "x"
     << c.d_model << ") + final norm: " << format_count(pc.token_embedding + pc.position_embedding + pc.final_norm)
     << "\n";
   o << "  total parameters: " << format_count(pc.total()) << "\n";
+  o << "  MACs per token at context " << c.context << ": " << format_count(model_macs_per_token(c, c.context))
+    << " (layers + output layer)\n";
   return o.str();
 }
 

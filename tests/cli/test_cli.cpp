@@ -51,6 +51,7 @@ TEST(Cli, PresetsJsonListsEveryPresetWithCounts) {
   ASSERT_GE(j.size(), 12u);
   bool saw_gpt = false;
   for (const auto& p : j) {
+    if (p["name"].get<std::string>().rfind("ex_", 0) == 0) continue;  // EX Table 1: 18 layers, checked below
     EXPECT_NEAR(p["params"].get<double>(), 5.1e6, 0.03 * 5.1e6) << p["name"];
     EXPECT_EQ(p["layers"].size(), 7u);
     if (p["name"] == "gpt") {
@@ -60,6 +61,25 @@ TEST(Cli, PresetsJsonListsEveryPresetWithCounts) {
     }
   }
   EXPECT_TRUE(saw_gpt);
+}
+
+TEST(Cli, ExtractorPresetsListParamsCoverageAndCost) {
+  const auto j = run_json("presets --json");
+  int seen = 0;
+  for (const auto& p : j) {
+    const std::string name = p["name"];
+    if (name.rfind("ex_", 0) != 0) continue;
+    ++seen;
+    EXPECT_EQ(p["layers"].size(), 18u) << name;
+    EXPECT_EQ(p["layers"][0]["coverage"], 128) << name;  // every earlier position from layer 0
+    EXPECT_GT(p["macs_per_token"].get<int64_t>(), 0) << name;
+    if (name == "ex_she") EXPECT_EQ(p["params"].get<int64_t>(), 41375232);
+    if (name == "ex_attn32") EXPECT_EQ(p["layers"][0]["heads"], 32);
+  }
+  EXPECT_EQ(seen, 6);
+  const auto r = run("inspect ex_me");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("MACs per token at context 128"), std::string::npos);
 }
 
 TEST(Cli, PresetsTextMentionsEveryPreset) {

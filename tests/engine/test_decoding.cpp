@@ -73,6 +73,9 @@ INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, CachedDecoding,
                          ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
                          [](const auto& info) { return info.param; });
 
+INSTANTIATE_TEST_SUITE_P(Extractors, CachedDecoding, ::testing::Values("she", "he", "we", "me"),
+                         [](const auto& info) { return info.param; });
+
 TEST(CachedDecoding, HybridStack) {
   expect_cached_equals_uncached(
       config_with({{"hsm_ab", 24, 1}, {"attn", 24, 4}, {"hsm_ab_mh_ext", 24, 4}, {"attn", 24, 2}, {"hsm_gate2", 24, 2}}),

@@ -17,7 +17,7 @@ constexpr int64_t kD = 16, kT = 20, kB = 2;
 
 std::shared_ptr<MixerImpl> build(const std::string& id, int64_t layer) {
   LayerSpec spec{id, 32, mixer_info(id).multi_head ? 4 : 1};
-  auto m = make_mixer(spec, layer, kD, 0.0);
+  auto m = make_mixer(spec, layer, kD, 0.0, kT);  // context kT: the extractors' l
   m->to(torch::kFloat64);
   m->eval();
   return m;
@@ -69,6 +69,9 @@ INSTANTIATE_TEST_SUITE_P(Mixers, EveryMixer,
                          [](const auto& info) { return info.param; });
 INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, EveryMixer,
                          ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
+                         [](const auto& info) { return info.param; });
+
+INSTANTIATE_TEST_SUITE_P(Extractors, EveryMixer, ::testing::Values("she", "he", "we", "me"),
                          [](const auto& info) { return info.param; });
 
 TEST(ShiftRight, MovesTimeAndZeroFills) {

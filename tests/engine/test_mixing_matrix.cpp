@@ -17,7 +17,7 @@ constexpr int64_t kD = 16, kL = 8;
 LayerSpec spec_of(const std::string& id) { return {id, 32, mixer_info(id).multi_head ? 4 : 1}; }
 
 std::shared_ptr<MixerImpl> build(const std::string& id, int64_t layer) {
-  auto m = make_mixer(spec_of(id), layer, kD, 0.0);
+  auto m = make_mixer(spec_of(id), layer, kD, 0.0, kL);  // context kL: the extractors' l
   m->to(torch::kFloat64);
   m->eval();
   // The (a,b) weights start at 0.5 everywhere: give every value its own size and sign.
@@ -65,10 +65,10 @@ TEST_P(ShiftMixers, EffectiveMatrixEqualsTheJacobianOfTheRealMixer) {
     const auto H = static_cast<int64_t>(diag.heads.size());
     auto [reference, cross] = reference_matrices(*mixer, x, H);
     EXPECT_LT(cross, 1e-12) << "no derivative between heads";
-    auto& shift = dynamic_cast<ShiftMixerImpl&>(*mixer);
+    auto* shift = dynamic_cast<ShiftMixerImpl*>(mixer.get());  // null for an extractor
     for (int64_t h = 0; h < H; ++h) {
       const auto& head = diag.heads[static_cast<size_t>(h)];
-      EXPECT_EQ(head.shift, head_shift(shift, h));
+      EXPECT_EQ(head.shift, shift ? head_shift(*shift, h) : -1);
       auto got = torch::tensor(head.matrix, torch::kFloat64).view({kL, kL});
       EXPECT_TRUE(torch::allclose(got, reference[h], 1e-4, 1e-6))
           << GetParam() << " layer " << layer << " head " << h << "\n"
@@ -79,9 +79,9 @@ TEST_P(ShiftMixers, EffectiveMatrixEqualsTheJacobianOfTheRealMixer) {
       auto sums = got.sum(-1);
       EXPECT_TRUE(torch::allclose(sums, (sums > 0.5).to(torch::kFloat64), 1e-5, 1e-6)) << sums;
     }
-    if (diag.kind == MatrixKind::kLinear) {  // and the same through the other path
-      auto jac = jacobian_norms(shift, x);
-      auto lin = linear_maps(shift, kL).abs().to(torch::kFloat64);
+    if (diag.kind == MatrixKind::kLinear && shift) {  // and the same through the other path
+      auto jac = jacobian_norms(*shift, x);
+      auto lin = linear_maps(*shift, kL).abs().to(torch::kFloat64);
       EXPECT_TRUE(torch::allclose(jac / jac.sum(-1, true), lin / lin.sum(-1, true), 1e-5, 1e-7)) << GetParam();
     }
   }
@@ -90,6 +90,8 @@ TEST_P(ShiftMixers, EffectiveMatrixEqualsTheJacobianOfTheRealMixer) {
 INSTANTIATE_TEST_SUITE_P(Diagnostics, ShiftMixers,
                          ::testing::Values("hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2", "hsm_fusion",
                                            "hsm_ab_mh", "hsm_ab_mh_ext"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Extractors, ShiftMixers, ::testing::Values("she", "he", "we", "me"),
                          [](const auto& info) { return info.param; });
 
 // DA mixers (docs/mixers.md): the diagnosed matrices are the mixer's own weights: per head,

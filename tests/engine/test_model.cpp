@@ -117,6 +117,9 @@ INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, GradientReceptiveField,
                          ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
                          [](const auto& info) { return info.param; });
 
+INSTANTIATE_TEST_SUITE_P(Extractors, GradientReceptiveField, ::testing::Values("she", "he", "we", "me"),
+                         [](const auto& info) { return info.param; });
+
 // The fused, chunked output layer + loss (lm_head.cpp) against the plain formula, with more
 // rows than one chunk, in training (gradients) and evaluation.
 TEST(LmHeadLoss, EqualsPlainCrossEntropyWithGradients) {

@@ -1,5 +1,7 @@
 #include "gui/views/weights_view.h"
 
+#include <qcustomplot.h>
+
 #include <QDir>
 #include <QHeaderView>
 #include <QLabel>
@@ -7,7 +9,6 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <cmath>
-#include <qcustomplot.h>
 
 #include "gui/engine_host.h"
 #include "gui/run_list.h"
@@ -21,11 +22,13 @@ QString same_dir(const QString& dir) { return QDir(dir).absolutePath(); }
 
 QString layer_without_weights(const hsm::MixerWeights& w) {
   if (w.mixer == "attn")
-    return QObject::tr("layer %1 (attn): attention has no learned a/b; its mixing depends on the input "
-                       "(see Diagnostics)")
+    return QObject::tr(
+               "layer %1 (attn): attention has no learned a/b; its mixing depends on the input "
+               "(see Diagnostics)")
         .arg(w.layer);
-  return QObject::tr("layer %1 (%2): mixes through matrices or gates, not a/b weights (see Diagnostics for its "
-                     "effective mixing matrix)")
+  return QObject::tr(
+             "layer %1 (%2): mixes through matrices or gates, not a/b weights (see Diagnostics for its "
+             "effective mixing matrix)")
       .arg(w.layer)
       .arg(QString::fromStdString(w.mixer));
 }
@@ -74,8 +77,9 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
 
   offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("weight"));
   offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
-  offsetPlot_->setToolTip(tr("Weight of the single path from input t−k to output t through every (a,b) layer "
-                             "(layer norms and FFNs ignored, SPEC §3.2). Log scale shows |w|."));
+  offsetPlot_->setToolTip(
+      tr("Weight of the single path from input t−k to output t through every (a,b) layer "
+         "(layer norms and FFNs ignored, SPEC §3.2). Log scale shows |w|."));
   connect(offsetPlot_, &PlotPanel::logYToggled, this, [this] { drawOffsets(); });
 
   vectorMap_ = new HeatmapPanel(tr("Vector a and b per channel"), tr("channel"), tr("layer"));
@@ -173,15 +177,15 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
   shownRun_ = runDir;
   step_ = step;
   const bool live = engine_->isTraining() && same_dir(engine_->trainingRunDir()) == same_dir(runDir);
-  header_->setText(tr("<b>%1</b> · %2 layers · step %3%4")
-                       .arg(QFileInfo(runDir).fileName())
-                       .arg(layers.size())
-                       .arg(step)
-                       .arg(live ? tr(" · <span style='color:#0a7d20'>live: updates at every validation</span>")
-                                 : QString()));
+  header_->setText(
+      tr("<b>%1</b> · %2 layers · step %3%4")
+          .arg(QFileInfo(runDir).fileName())
+          .arg(layers.size())
+          .arg(step)
+          .arg(live ? tr(" · <span style='color:#0a7d20'>live: updates at every validation</span>") : QString()));
   QStringList without;
   for (const hsm::MixerWeights& w : layers)
-    if (!w.has_weights()) without << layer_without_weights(w);
+    if (!w.has_weights() && w.lag_weights.empty()) without << layer_without_weights(w);
   drawBars();
   drawOffsets();
   drawVectors();
@@ -233,6 +237,8 @@ void WeightsView::drawBars() {
 void WeightsView::drawOffsets() {
   QCustomPlot* p = offsetPlot_->plot();
   for (int i = p->itemCount() - 1; i >= 0; --i) p->removeItem(i);
+  if (drawLagWeights()) return;
+  offsetPlot_->setXLabel(tr("offset k"));
   std::vector<double> w;
   try {
     w = hsm::offset_weights(weights_);
@@ -256,6 +262,29 @@ void WeightsView::drawOffsets() {
   }
 }
 
+bool WeightsView::drawLagWeights() {
+  // The extractors (EX §5) weight each earlier input by its lag: one curve per layer.
+  static const QColor palette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+                                   {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127}};
+  QVector<PlotSeries> series;
+  for (const hsm::MixerWeights& w : weights_) {
+    if (w.lag_weights.empty()) continue;
+    PlotSeries s{tr("L%1 %2").arg(w.layer).arg(QString::fromStdString(w.mixer)),
+                 palette[series.size() % (sizeof palette / sizeof palette[0])],
+                 {},
+                 {}};
+    for (size_t k = 0; k < w.lag_weights.size(); ++k) {
+      s.x << double(k + 1);
+      s.y << (offsetPlot_->logY() ? std::abs(w.lag_weights[k]) : w.lag_weights[k]);
+    }
+    series << s;
+  }
+  if (series.isEmpty()) return false;
+  offsetPlot_->setXLabel(tr("lag k (ME: w_k · WE, HE: mean |w_k| · SHE: RMS entry of W_k)"));
+  offsetPlot_->setSeries(series);
+  return true;
+}
+
 void WeightsView::drawVectors() {
   QStringList rows;
   std::vector<double> values;
@@ -268,7 +297,8 @@ void WeightsView::drawVectors() {
     values.insert(values.end(), w.b.begin(), w.b.end());
   }
   if (rows.isEmpty())
-    vectorMap_->clearWithMessage(weights_.empty() ? tr("No weights loaded.") : tr("No hsm_ab_vec layers in this model."));
+    vectorMap_->clearWithMessage(weights_.empty() ? tr("No weights loaded.")
+                                                  : tr("No hsm_ab_vec layers in this model."));
   else
     vectorMap_->setMatrix(static_cast<int>(rows.size()), d, values, rows, {}, HeatmapPanel::Palette::kDiverging);
 }
@@ -296,7 +326,8 @@ void WeightsView::fillHeadTable() {
                                             .arg(w.a[j], 0, 'f', 3)
                                             .arg(w.b[j], 0, 'f', 3));
       // Tint by |b|: how much the head mixes in its shifted input.
-      const double t = std::min(1.0, std::abs(double(w.b[j])) / std::max(1e-6, std::abs(double(w.a[j])) + std::abs(double(w.b[j]))));
+      const double t =
+          std::min(1.0, std::abs(double(w.b[j])) / std::max(1e-6, std::abs(double(w.a[j])) + std::abs(double(w.b[j]))));
       item->setBackground(QColor::fromRgbF(1.0 - 0.45 * t, 1.0 - 0.25 * t, 1.0));
       item->setData(Qt::UserRole, double(w.a[j]));
       item->setData(Qt::UserRole + 1, double(w.b[j]));
@@ -304,9 +335,9 @@ void WeightsView::fillHeadTable() {
     }
   }
   headTable_->setVerticalHeaderLabels(rowLabels);
-  headNote_->setText(mh.isEmpty() ? (weights_.empty() ? tr("No weights loaded.")
-                                                      : tr("No multihead (a,b) layers in this model."))
-                                  : tr("Cells tinted by b's share |b|/(|a|+|b|)."));
+  headNote_->setText(
+      mh.isEmpty() ? (weights_.empty() ? tr("No weights loaded.") : tr("No multihead (a,b) layers in this model."))
+                   : tr("Cells tinted by b's share |b|/(|a|+|b|)."));
 }
 
 }  // namespace studio

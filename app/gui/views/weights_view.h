@@ -49,6 +49,7 @@ class WeightsView : public QWidget {
   void onCurrentChanged();
   void drawBars();
   void drawOffsets();
+  bool drawLagWeights();  // extractor layers: weight per lag; false when there are none
   void drawVectors();
   void fillHeadTable();
 

@@ -25,12 +25,15 @@ struct ModelConfig {
   int64_t d_model = 256;
   int64_t context = 128;
   double dropout = 0.1;
+  // Weight initialisation: "gpt2" (N(0, 0.02), residual projections scaled by 1/√(2N), the
+  // HSM mixers' own starting values) or "ex" (EX §6: every weight N(0, 0.01), every bias 0;
+  // LayerNorm gains stay 1). Written to config.json only when not "gpt2".
+  std::string init = "gpt2";
   std::vector<LayerSpec> layers;
 
   bool operator==(const ModelConfig& o) const {
-    return name == o.name && description == o.description && vocab_size == o.vocab_size &&
-           d_model == o.d_model && context == o.context && dropout == o.dropout &&
-           layers == o.layers;
+    return name == o.name && description == o.description && vocab_size == o.vocab_size && d_model == o.d_model &&
+           context == o.context && dropout == o.dropout && init == o.init && layers == o.layers;
   }
   bool operator!=(const ModelConfig& o) const { return !(*this == o); }
 };

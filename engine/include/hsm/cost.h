@@ -28,6 +28,12 @@ namespace hsm {
 //   rnd_emb_qk, fixed_seq_qk: 2d² + 2·T·d  (v and output projections: Q and K are
 //                  input-independent, computed once per decode and cached) + scores and sum
 //   static_emb_qk: 4d² + 2·T·d  (as attention; Q, K from the token embedding)
+// EX extractors:
+//   she:           T·d² + 2d² + d  (EX Tables 5–6 multiplications: Σ_j x_j W_k, x W_adj, ⊙, W_out)
+//   he:            T·d + 3d² + d   (x W_in_ext, Σ_j x_j ⊙ w_k, x W_adj, ⊙, W_out)
+//   we:            T·d + 2d² + d   (Σ_j x_j ⊙ w_k, x W_adj, ⊙, W_out)
+//   me:            T·d             (Σ_j w_k x_j)
+//   The extractors grow with T like attention (they read every earlier input).
 // Throws std::invalid_argument for an unknown mixer id or non-positive sizes.
 int64_t mixer_macs_per_token(const std::string& mixer, int64_t d_model, int64_t heads, int64_t context);
 

@@ -21,7 +21,8 @@ namespace hsm {
 enum class MatrixKind { kAttention, kLinear, kJacobian };
 const char* matrix_kind_name(MatrixKind k);  // "attention", "linear", "jacobian"
 // The kind of matrix a mixer's layer gets: attention; linear for hsm_ab, hsm_ab_vec, hsm_AB,
-// hsm_ab_mh(_ext); Jacobian for hsm_gate1, hsm_gate2, hsm_fusion.
+// hsm_ab_mh(_ext) and the extractor me; Jacobian for hsm_gate1, hsm_gate2, hsm_fusion and the
+// extractors she, he, we (their adjustment multiplies two functions of x).
 MatrixKind matrix_kind(MixerKind mixer);
 
 struct Indicators {    // SPEC §3.3 / DA §4.4
@@ -84,6 +85,9 @@ struct MixerWeights {
   std::vector<int64_t> shifts;  // one per head (or one for single-shift layers); empty for attention
   // hsm_ab: one value each; hsm_ab_vec: d values; hsm_ab_mh(_ext): one per head; empty otherwise
   std::vector<float> a, b;
+  // Extractors (EX §5): the weight of lag k = 1..l at index k−1 (ME: w_k; WE, HE: mean |w_k|
+  // over channels; SHE: the RMS entry of W_k); empty otherwise.
+  std::vector<float> lag_weights;
   bool has_weights() const { return !a.empty(); }
 };
 

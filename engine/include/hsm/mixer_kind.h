@@ -25,6 +25,11 @@ enum class MixerKind {
   RndEmbQK,     // "rnd_emb_qk": Q, K from a fixed random sequence through the blocks below (eq. 9-10)
   FixedSeqQK,   // "fixed_seq_qk": Q, K from a fixed text sequence through the blocks below (eq. 11-12)
   StaticEmbQK,  // "static_emb_qk": Q, K from the input embeddings of the tokens (eq. 13)
+  // EX (Extractors): causal position-weighted sums over the last l = context inputs (EX §5).
+  ExtractorSHE,  // "she": Σ_j x_j W_{i-j+1} (l matrices), adjustment, output (eq. 23–25)
+  ExtractorHE,   // "he": x W_in, per-channel weights w_k, adjustment, output (eq. 27, 28, 24, 25)
+  ExtractorWE,   // "we": per-channel weights w_k on x, adjustment, output (eq. 26, 24, 25)
+  ExtractorME,   // "me": scalar weights w_k on x, nothing else (eq. 29)
 };
 
 // Where a layer's queries and keys come from (DA §3.4-3.5). kSelf: the layer's own input.
@@ -46,12 +51,16 @@ const MixerInfo& mixer_info(const std::string& id);
 const MixerInfo& mixer_info(MixerKind kind);
 bool is_mixer_id(const std::string& id);
 
-// True for every HSM-family mixer (the shift mixers of HSM Table 1).
+// True for every HSM-family mixer (the shift mixers of HSM Table 1; not attention, not the
+// DA mixers, not the extractors).
 bool is_shift_mixer(MixerKind kind);
 // True for the Deconstructing Attention mixers (mlp, taylor, nonapprox, *_qk).
 bool is_da_mixer(MixerKind kind);
-// True when output t of the mixer reads every input j <= t (attention and the DA variants but
-// mlp); false for mlp (only t itself) and the shift mixers (their shifts, layer_shifts()).
+// True for the Extractors (she, he, we, me): every layer reads the last `context` inputs.
+bool is_extractor(MixerKind kind);
+// True when output t of the mixer reads every input j <= t (attention, the DA variants but
+// mlp, and the extractors, whose window is the whole context); false for mlp (only t itself)
+// and the shift mixers (their shifts, layer_shifts()).
 bool reads_all_earlier(MixerKind kind);
 QkSource qk_source(MixerKind kind);
 
@@ -67,8 +76,8 @@ QkSource qk_source(MixerKind kind);
 int64_t taylor_feature_dim(int64_t head_dim);
 
 // The shift(s) a layer at stack position `layer` (0-based) uses: one per head for the
-// multihead variants, a single entry 2^layer for the other HSM mixers, empty for attention
-// and the DA mixers.
+// multihead variants, a single entry 2^layer for the other HSM mixers, empty for attention,
+// the DA mixers and the extractors.
 std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads);
 
 }  // namespace hsm

@@ -23,8 +23,9 @@ struct ParamCount {
 };
 
 // Exact count of trainable parameters of the model the config builds (tested against the
-// LibTorch model).
-int64_t mixer_params(const std::string& mixer, int64_t d_model, int64_t heads);
+// LibTorch model). `context` is the model's context length l: the extractors (EX §5) hold
+// weights for each of the last l positions; it is unused by the other mixers.
+int64_t mixer_params(const std::string& mixer, int64_t d_model, int64_t heads, int64_t context = 0);
 
 // Hidden width f of DA's gated-MLP mixer ("mlp", three Linear layers with biases:
 // 3·d·f + 2·f + d parameters): the integer f whose count is nearest to standard attention's

@@ -54,6 +54,8 @@ void validate(const ModelConfig& c) {
   if (c.context < 1) throw ConfigError("context: " + std::to_string(c.context) + " must be positive");
   if (!(c.dropout >= 0.0 && c.dropout < 1.0))
     throw ConfigError("dropout: " + std::to_string(c.dropout) + " must be in [0, 1)");
+  if (c.init != "gpt2" && c.init != "ex")
+    throw ConfigError("init: '" + c.init + "' is not an initialisation (use \"gpt2\" or \"ex\")");
   if (c.layers.empty()) throw ConfigError("layers: a model needs at least one layer");
   for (size_t l = 0; l < c.layers.size(); ++l) {
     const LayerSpec& s = c.layers[l];
@@ -92,6 +94,7 @@ std::string to_json(const ModelConfig& c, int indent) {
   j["d_model"] = c.d_model;
   j["context"] = c.context;
   j["dropout"] = c.dropout;
+  if (c.init != "gpt2") j["init"] = c.init;
   json layers = json::array();
   for (const auto& l : c.layers) layers.push_back({{"mixer", l.mixer}, {"ffn", l.ffn}, {"heads", l.heads}});
   j["layers"] = layers;
@@ -106,7 +109,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& origin)
     throw ConfigError(origin + ": not valid JSON (" + e.what() + ")");
   }
   const std::string where = origin + ": ";
-  require_keys(j, {"name", "description", "vocab_size", "d_model", "context", "dropout", "layers"}, origin);
+  require_keys(j, {"name", "description", "vocab_size", "d_model", "context", "dropout", "init", "layers"}, origin);
   ModelConfig c;
   c.name = get_field<std::string>(j, "name", where, c.name);
   c.description = get_field<std::string>(j, "description", where, "");
@@ -117,6 +120,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& origin)
     if (!j["dropout"].is_number()) throw ConfigError(where + "dropout: expected a number, got " + j["dropout"].dump());
     c.dropout = j["dropout"].get<double>();
   }
+  c.init = get_field<std::string>(j, "init", where, c.init);
   if (!j.contains("layers") || !j["layers"].is_array())
     throw ConfigError(where + "layers: expected an array of {mixer, ffn, heads}");
   for (size_t l = 0; l < j["layers"].size(); ++l) {

@@ -40,6 +40,16 @@ int64_t mixer_macs_per_token(const std::string& mixer, int64_t d, int64_t heads,
       return 2 * d * d + 2 * T * d;
     case MixerKind::StaticEmbQK:
       return 4 * d * d + 2 * T * d;
+    // EX Tables 5–6 (inference, a new token at sequence length T): the multiplication rows,
+    // i.e. the summand at t = T of Tables 3–4. The extraction reads all T earlier inputs.
+    case MixerKind::ExtractorSHE:
+      return T * d * d + 2 * d * d + d;  // Σ x_j W_k, adjustment x W_adj ⊙, output W_out
+    case MixerKind::ExtractorHE:
+      return T * d + 3 * d * d + d;  // x W_in_ext, Σ x_j ⊙ w_k, adjustment, output
+    case MixerKind::ExtractorWE:
+      return T * d + 2 * d * d + d;
+    case MixerKind::ExtractorME:
+      return T * d;
   }
   return 0;
 }

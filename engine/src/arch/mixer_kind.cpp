@@ -23,6 +23,11 @@ const std::vector<MixerInfo>& all_mixers() {
       {MixerKind::RndEmbQK, "rnd_emb_qk", "DA RndEmbQK", 8, 512, true},
       {MixerKind::FixedSeqQK, "fixed_seq_qk", "DA FixedSeqQK", 8, 512, true},
       {MixerKind::StaticEmbQK, "static_emb_qk", "DA StaticEmbQK", 8, 512, true},
+      // EX (Extractors): EX §5, FFN 512 and one head as in EX Table 1.
+      {MixerKind::ExtractorSHE, "she", "EX super high-performance Extractor", 1, 512, false},
+      {MixerKind::ExtractorHE, "he", "EX higher-performance Extractor", 1, 512, false},
+      {MixerKind::ExtractorWE, "we", "EX worthwhile Extractor", 1, 512, false},
+      {MixerKind::ExtractorME, "me", "EX minimalist Extractor", 1, 512, false},
   };
   return mixers;
 }
@@ -47,8 +52,6 @@ bool is_mixer_id(const std::string& id) {
   return false;
 }
 
-bool is_shift_mixer(MixerKind kind) { return kind != MixerKind::Attention && !is_da_mixer(kind); }
-
 bool is_da_mixer(MixerKind kind) {
   switch (kind) {
     case MixerKind::GatedMlp:
@@ -63,8 +66,17 @@ bool is_da_mixer(MixerKind kind) {
   }
 }
 
+bool is_extractor(MixerKind kind) {
+  return kind == MixerKind::ExtractorSHE || kind == MixerKind::ExtractorHE || kind == MixerKind::ExtractorWE ||
+         kind == MixerKind::ExtractorME;
+}
+
+bool is_shift_mixer(MixerKind kind) {
+  return kind != MixerKind::Attention && !is_da_mixer(kind) && !is_extractor(kind);
+}
+
 bool reads_all_earlier(MixerKind kind) {
-  return kind == MixerKind::Attention || (is_da_mixer(kind) && kind != MixerKind::GatedMlp);
+  return kind == MixerKind::Attention || is_extractor(kind) || (is_da_mixer(kind) && kind != MixerKind::GatedMlp);
 }
 
 QkSource qk_source(MixerKind kind) {
@@ -96,7 +108,7 @@ std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads) 
       return s;
     }
     default:
-      if (!is_shift_mixer(kind)) return {};  // attention and the DA mixers shift nothing
+      if (!is_shift_mixer(kind)) return {};  // attention, the DA mixers and the extractors shift nothing
       return {int64_t{1} << layer};
   }
 }

@@ -12,9 +12,13 @@ namespace {
 int64_t linear(int64_t in, int64_t out, bool bias = true) { return in * out + (bias ? out : 0); }
 }  // namespace
 
-int64_t mixer_params(const std::string& mixer, int64_t d, int64_t heads) {
-  const int64_t hd = d / heads;
-  switch (mixer_info(mixer).kind) {
+int64_t mixer_params(const std::string& mixer, int64_t d, int64_t heads, int64_t context) {
+  const int64_t hd = d / heads, l = context;
+  const MixerKind kind = mixer_info(mixer).kind;
+  if (is_extractor(kind) && l <= 0)
+    throw std::invalid_argument("mixer_params: extractor " + mixer + " needs the context length, got " +
+                                std::to_string(l));
+  switch (kind) {
     case MixerKind::Attention:
       return linear(d, 3 * d) + linear(d, d);  // fused q,k,v + output projection
     case MixerKind::ShiftAB:
@@ -43,6 +47,15 @@ int64_t mixer_params(const std::string& mixer, int64_t d, int64_t heads) {
     case MixerKind::FixedSeqQK:
     case MixerKind::StaticEmbQK:
       return linear(d, 2 * d) + linear(d, d) + linear(d, d);  // q,k (from the source), v, output
+    // EX Tables 3–4 (no biases, as in eq. 23–29): l matrices or vectors, then d×d maps.
+    case MixerKind::ExtractorSHE:
+      return l * d * d + 2 * d * d;  // W_1..W_l, W_adj, W_out
+    case MixerKind::ExtractorHE:
+      return l * d + 3 * d * d;  // w_1..w_l, W_in_ext, W_adj, W_out
+    case MixerKind::ExtractorWE:
+      return l * d + 2 * d * d;  // w_1..w_l, W_adj, W_out
+    case MixerKind::ExtractorME:
+      return l;  // w_1..w_l
   }
   return 0;
 }
@@ -68,7 +81,7 @@ ParamCount count_params(const ModelConfig& c) {
   p.final_norm = 2 * c.d_model;
   for (const auto& l : c.layers) {
     LayerParams lp;
-    lp.mixer = mixer_params(l.mixer, c.d_model, l.heads);
+    lp.mixer = mixer_params(l.mixer, c.d_model, l.heads, c.context);
     lp.ffn = linear(c.d_model, l.ffn) + linear(l.ffn, c.d_model);
     lp.norms = 4 * c.d_model;
     p.layers.push_back(lp);

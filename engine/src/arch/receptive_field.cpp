@@ -25,7 +25,8 @@ ReceptiveField receptive_field(const ModelConfig& config) {
     const MixerKind kind = mixer_info(spec.mixer).kind;
     std::vector<int64_t> next(T, 0);
     if (reads_all_earlier(kind)) {
-      // Attention (and the DA variants but mlp) lets a position read any earlier one: every offset up to k composes.
+      // Attention, the DA variants but mlp, and the extractors (every one of the last
+      // l = context inputs, EX §5) let a position read any earlier one: every offset up to k composes.
       int64_t prefix = 0;
       for (int64_t k = 0; k < T; ++k) {
         prefix = sat_add(prefix, paths[k]);

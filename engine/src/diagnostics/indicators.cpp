@@ -46,7 +46,12 @@ MatrixKind matrix_kind(MixerKind mixer) {
     case MixerKind::ShiftGate1:
     case MixerKind::ShiftGate2:
     case MixerKind::ShiftFusion:
+    case MixerKind::ExtractorSHE:  // the adjustment (x W_adj) ⊙ e multiplies two maps of x
+    case MixerKind::ExtractorHE:
+    case MixerKind::ExtractorWE:
       return MatrixKind::kJacobian;
+    case MixerKind::ExtractorME:  // Σ w_k x_{i−k+1}: linear
+      return MatrixKind::kLinear;
     default:
       return MatrixKind::kLinear;
   }

@@ -99,6 +99,33 @@ torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x) {
   return torch::stack(heads).detach();  // [H, L, L]
 }
 
+torch::Tensor extractor_matrix(ExtractorImpl& mixer, const torch::Tensor& x) {
+  torch::NoGradGuard no_grad;
+  const int64_t L = x.size(1);
+  if (L > mixer.context)
+    throw std::invalid_argument("extractor_matrix: " + std::to_string(L) + " positions exceed the context " +
+                                std::to_string(mixer.context));
+  auto pos = torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
+  auto lag = (pos.unsqueeze(1) - pos.unsqueeze(0));  // [L, L]: i − k
+  auto below = (lag >= 0).to(x.dtype());
+  if (auto* me = dynamic_cast<MeImpl*>(&mixer)) return me->toeplitz(L).unsqueeze(0);
+  auto x0 = x.squeeze(0);                                        // [L, d]
+  auto E = mixer.lag_maps(L).to(x.dtype());                      // [L, d, d]: E_k at k − 1, rows = input channels
+  auto Wo = mixer.out->weight.t().to(x.dtype());                 // [d, d]: W_out, (c, o)
+  auto Wa = mixer.adj->weight.t().to(x.dtype());                 // W_adj
+  auto a = torch::matmul(x0, Wa);                                // [L, d]
+  auto e = mixer.extract(mixer.extraction_input(x)).squeeze(0);  // [L, d]
+  // k < i: ‖W_outᵀ diag(a_i) E_lagᵀ‖²_F = a_iᵀ ((W_out W_outᵀ) ∘ (E_lagᵀ E_lag)) a_i
+  auto G = torch::matmul(Wo, Wo.t());                               // [d, d]
+  auto K = G.unsqueeze(0) * torch::matmul(E.transpose(1, 2), E);    // [L, d, d]
+  auto Q = torch::einsum("ic,lcb,ib->il", {a, K, a}).clamp_min(0);  // [L (output i), L (lag)]
+  auto M = Q.gather(1, lag.clamp_min(0)).sqrt() * below;            // [L, L]
+  // k = i: both terms, explicitly: ‖(E_1 diag(a_i) + W_adj diag(e_i)) W_out‖_F
+  auto own = torch::matmul(E[0].unsqueeze(0) * a.unsqueeze(1) + Wa.unsqueeze(0) * e.unsqueeze(1), Wo);  // [L, d, d]
+  M = M * (1 - torch::eye(L, x.options())) + torch::diag(own.pow(2).sum({1, 2}).sqrt());
+  return M.unsqueeze(0);
+}
+
 LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& x,
                                 const torch::Tensor& qk) {
   LayerDiagnostics out;
@@ -123,6 +150,9 @@ LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int lay
   } else if (mixer.kind == MixerKind::GatedMlp) {
     matrices = torch::eye(L).unsqueeze(0);  // [1, L, L]: each output reads its own input only
     shifts.assign(1, 0);
+  } else if (auto* ex = dynamic_cast<ExtractorImpl*>(&mixer)) {
+    matrices = extractor_matrix(*ex, x);
+    shifts.assign(1, -1);  // one head reading every earlier position
   } else {
     auto& shift = dynamic_cast<ShiftMixerImpl&>(mixer);
     matrices = out.kind == MatrixKind::kLinear ? linear_maps(shift, L) : jacobian_norms(shift, x);
@@ -171,6 +201,14 @@ MixerWeights mixer_weights(const MixerImpl& mixer, const LayerSpec& spec, int la
   if (auto* m = dynamic_cast<const ShiftABImpl*>(&mixer)) set(m->a, m->b);
   if (auto* m = dynamic_cast<const ShiftABVectorImpl*>(&mixer)) set(m->a, m->b);
   if (auto* m = dynamic_cast<const ShiftABMultiheadImpl*>(&mixer)) set(m->a, m->b);
+  // The extractors' weight per lag k = 1..l (EX §5's "reverse order"), one number per lag so
+  // the layers compare: ME its scalar w_k, WE/HE the mean |w_k| over channels, SHE the RMS
+  // entry of W_k (‖W_k‖_F / d).
+  torch::NoGradGuard no_grad;
+  if (auto* m = dynamic_cast<const MeImpl*>(&mixer)) w.lag_weights = to_floats(m->w_ext);
+  if (auto* m = dynamic_cast<const WeImpl*>(&mixer)) w.lag_weights = to_floats(m->w_ext.abs().mean(1));
+  if (auto* m = dynamic_cast<const SheImpl*>(&mixer))
+    w.lag_weights = to_floats(m->w_ext.pow(2).mean({1, 2}).sqrt());
   return w;
 }
 

@@ -12,6 +12,7 @@
 
 #include "hsm/config.h"
 #include "hsm/diagnostics.h"
+#include "model/mixers/extractors.h"
 #include "model/mixers/shift.h"
 #include "model/model.h"
 
@@ -32,6 +33,12 @@ torch::Tensor linear_maps(const ShiftMixerImpl& mixer, int64_t L);
 // Any shift mixer (they are position-wise: y_i = mix(x_i, x_{i-s})), so only the diagonal
 // and the head's shift sub-diagonal are non-zero.
 torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x);
+
+// An extractor's matrix at input x [1, L, d] (L ≤ its context): [1, L, L], not normalised.
+// me: the exact map, w_{i−k+1} at (i, k). she, he, we: ‖∂y_i/∂x_k‖_F from the closed form
+// ∂y_i/∂x_k = W_outᵀ diag(a_i) E_{i−k+1}ᵀ (+ W_outᵀ diag(e_i) W_adjᵀ when k = i), with
+// a = x W_adj, e the extraction and E_k the lag maps (ExtractorImpl::lag_maps).
+torch::Tensor extractor_matrix(ExtractorImpl& mixer, const torch::Tensor& x);
 
 // One layer's heads, matrices and raw indicators for its mixer input x = LN1(h): [1, L, d].
 // Matrices other than attention are row-normalised (|M| / Σ|M|). qk: a DA *_qk mixer's

@@ -23,7 +23,7 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
   const LayerSpec& spec = c.layers.at(layer);
   const auto norm = torch::nn::LayerNormOptions({c.d_model});
   ln1 = register_module("ln1", torch::nn::LayerNorm(norm));
-  mixer = register_module("mixer", make_mixer(spec, layer, c.d_model, c.dropout));
+  mixer = register_module("mixer", make_mixer(spec, layer, c.d_model, c.dropout, c.context));
   qk_mixer = dynamic_cast<QkSourceMixerImpl*>(mixer.get());
   ln2 = register_module("ln2", torch::nn::LayerNorm(norm));
   // GPT-2: residual projections scaled by 1/sqrt(2·N) so the residual stream's variance
@@ -83,6 +83,7 @@ GptImpl::GptImpl(const ModelConfig& c) : config(c) {
     qk_random = register_buffer("qk_random", torch::tensor(values).view({c.context, c.d_model}));
   }
   if (uses(QkSource::kFixedText)) qk_tokens = register_buffer("qk_tokens", torch::zeros({c.context}, torch::kLong));
+  if (c.init == "ex") apply_ex_init(*this);
 }
 
 void GptImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
@@ -161,6 +162,24 @@ torch::Tensor GptImpl::run_blocks(torch::Tensor h, const torch::Tensor& e) {
   for (size_t l = 0; l < blocks.size(); ++l)
     if (!skipped(l)) h = blocks[l]->forward(h, streams[l]);
   return h;
+}
+
+void apply_ex_init(torch::nn::Module& model) {
+  // EX §6: "biases initialized with zeros, weights ... normal distribution with a mean of
+  // zero and a standard deviation of 0.01". LayerNorm gains and shifts keep 1 and 0 (a gain
+  // of N(0, 0.01) would all but switch the normalised inputs off).
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.named_parameters()) {
+    const std::string& key = p.key();
+    const bool norm =
+        key.rfind("ln_f.", 0) == 0 || key.find(".ln1.") != std::string::npos || key.find(".ln2.") != std::string::npos;
+    if (norm) continue;
+    const bool bias = key.size() >= 4 && key.compare(key.size() - 4, 4, "bias") == 0;
+    if (bias)
+      p.value().zero_();
+    else
+      p.value().normal_(0.0, 0.01);
+  }
 }
 
 torch::Tensor GptImpl::embed(const torch::Tensor& idx) {

@@ -108,4 +108,8 @@ struct GptImpl : torch::nn::Module {
 };
 TORCH_MODULE(Gpt);
 
+// ModelConfig::init == "ex" (EX §6): every weight N(0, 0.01), every bias 0, LayerNorms left
+// at gain 1 and shift 0. Applied by GptImpl's constructor after the GPT-2 init.
+void apply_ex_init(torch::nn::Module& model);
+
 }  // namespace hsm

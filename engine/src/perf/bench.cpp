@@ -68,7 +68,7 @@ double train_flops_per_token(const ModelConfig& c, int64_t T) {
   double attention = 0;
   for (const auto& l : c.layers) {
     matmul += 2.0 * static_cast<double>(c.d_model * l.ffn);
-    matmul += static_cast<double>(mixer_params(l.mixer, c.d_model, l.heads));  // ≈ its matmul weights
+    matmul += static_cast<double>(mixer_params(l.mixer, c.d_model, l.heads, c.context));  // ≈ its matmul weights
     if (l.mixer == "attn") attention += 12.0 * static_cast<double>(T * c.d_model);
   }
   return 6.0 * matmul + attention;

@@ -4,6 +4,7 @@
 #include "model/mixers/gated_mlp.h"
 #include "model/mixers/linear_attention.h"
 #include "model/mixers/qk_source_attention.h"
+#include "model/mixers/extractors.h"
 #include "model/mixers/shift.h"
 
 namespace hsm {
@@ -14,7 +15,8 @@ void init_linear(torch::nn::Linear& linear, double std) {
   if (linear->bias.defined()) linear->bias.zero_();
 }
 
-std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d, double dropout) {
+std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d, double dropout,
+                                      int64_t context) {
   const MixerKind kind = mixer_info(spec.mixer).kind;
   const auto shifts = layer_shifts(kind, layer, spec.heads);
   switch (kind) {
@@ -44,6 +46,11 @@ std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int6
     case MixerKind::FixedSeqQK:
     case MixerKind::StaticEmbQK:
       return std::make_shared<QkSourceAttentionImpl>(kind, d, spec.heads, dropout);
+    case MixerKind::ExtractorSHE:
+    case MixerKind::ExtractorHE:
+    case MixerKind::ExtractorWE:
+    case MixerKind::ExtractorME:
+      return make_extractor(kind, d, context);
   }
   throw std::logic_error("make_mixer: unhandled mixer " + spec.mixer);
 }

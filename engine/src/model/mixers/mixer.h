@@ -15,7 +15,8 @@ namespace hsm {
 // context length.
 struct MixerCache {
   torch::Tensor k, v;   // attention: [B, H, context, hd], filled up to the current position
-  torch::Tensor ring;   // shift mixers: [B, R, d], input of position p at p % R
+  torch::Tensor ring;   // shift mixers: [B, R, d], input of position p at p % R;
+                        // extractors: the same with R = context (the extraction's input)
   // DA mixers (docs/mixers.md). rnd_emb_qk / fixed_seq_qk: q and k hold the input-independent
   // queries and keys of every position, [1, H, context, hd], computed once per decode.
   torch::Tensor q;
@@ -55,7 +56,10 @@ struct QkSourceMixerImpl : MixerImpl {
 };
 
 // Builds the mixer of layer `layer` (0-based stack position, which sets HSM shifts).
-std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d_model, double dropout);
+// `context` is the model's context length l, which the extractors (EX §5) need: they hold
+// weights for the last l positions (std::invalid_argument for an extractor without it).
+std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d_model, double dropout,
+                                      int64_t context = 0);
 
 // x_shifted[t] = x[t - s] for t >= s, else 0.  x: [B, T, ...] -> same shape.
 torch::Tensor shift_right(const torch::Tensor& x, int64_t s);

@@ -1,0 +1,83 @@
+#pragma once
+// The Extractors (EX §5): causal position-weighted sums over the last l inputs, l = the
+// model's context. Output i reads input j ≤ i (i − j < l) through weights indexed by the
+// lag k = i − j + 1, the "reverse order" of the paper. Row-vector convention as in the
+// paper: x_j ∈ R^{1×d}, a map is x W.
+//   SHE (eq. 23–25): e_i = Σ_j x_j W_{i−j+1};            y = ((x W_adj) ⊙ e) W_out
+//   HE  (eq. 27, 28, 24, 25): u = x W_in_ext, e_i = Σ_j u_j ⊙ w_{i−j+1}; y as SHE
+//   WE  (eq. 26, 24, 25): e_i = Σ_j x_j ⊙ w_{i−j+1};      y as SHE
+//   ME  (eq. 29): y_i = Σ_j w_{i−j+1} x_j  (scalars; no adjustment, no output map)
+// No biases: the formulas have none, and the parameter counts then equal EX Tables 3–4.
+// Decoding keeps the extraction's input (x, or u for HE) of the last l positions in
+// MixerCache::ring [B, l, d], so a step costs O(l·d²) (SHE) or O(l·d) (the others).
+#include "model/mixers/mixer.h"
+
+namespace hsm {
+
+struct ExtractorImpl : MixerImpl {
+  ExtractorImpl(MixerKind kind, int64_t d_model, int64_t context);
+  torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
+  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+
+  // The extraction's input: x, or x W_in_ext for HE. [..., d] -> [..., d]
+  virtual torch::Tensor extraction_input(const torch::Tensor& x) { return x; }
+  // e_i = Σ_{k=1}^{min(i+1, l)} u_{i−k+1} ∘ w_k for a whole sequence: [B, T, d] -> [B, T, d].
+  virtual torch::Tensor extract(const torch::Tensor& u) = 0;
+  // The same for the newest position from its K last inputs, newest first: [B, K, d] -> [B, d].
+  virtual torch::Tensor extract_window(const torch::Tensor& window) = 0;
+  // e_i = Σ_k x_{i−k+1} E_k written as d×d maps of x (row convention): [K, d, d], E_k at k−1.
+  virtual torch::Tensor lag_maps(int64_t K) const = 0;
+  // x and its extraction e -> the mixer's output (eq. 24–25; ME returns e).
+  torch::Tensor finish(const torch::Tensor& x, const torch::Tensor& e);
+
+  int64_t d_model, context;
+  torch::nn::Linear adj{nullptr}, out{nullptr};  // W_adj, W_out (absent for ME)
+};
+
+// SHE, eq. 23–25. w_ext: [l, d, d], w_ext[k−1] = W_k. Forward: x times every lag's map
+// side by side, [B·T, d] × [d, K·d] with K = min(T, l) (one matmul), then the sum along
+// the anti-diagonals e_t = Σ_k (x_{t−k} W_{k+1}) as a strided view.
+struct SheImpl : ExtractorImpl {
+  SheImpl(int64_t d_model, int64_t context);
+  torch::Tensor extract(const torch::Tensor& u) override;
+  torch::Tensor extract_window(const torch::Tensor& window) override;
+  torch::Tensor lag_maps(int64_t K) const override;
+  torch::Tensor w_ext;  // [l, d, d]
+};
+
+// WE (eq. 26) and HE (eq. 27–28): per-channel weights w_ext [l, d], w_ext[k−1] = w_k.
+// Forward: a depthwise causal convolution, as one batched product with the per-channel
+// lower-triangular Toeplitz matrices [d, T, T].
+struct WeImpl : ExtractorImpl {
+  WeImpl(int64_t d_model, int64_t context, MixerKind kind = MixerKind::ExtractorWE);
+  torch::Tensor extract(const torch::Tensor& u) override;
+  torch::Tensor extract_window(const torch::Tensor& window) override;
+  torch::Tensor lag_maps(int64_t K) const override;
+  torch::Tensor w_ext;  // [l, d]
+};
+
+// HE: WE on u = x W_in_ext.
+struct HeImpl : WeImpl {
+  HeImpl(int64_t d_model, int64_t context);
+  torch::Tensor extraction_input(const torch::Tensor& x) override { return in_ext->forward(x); }
+  torch::Tensor lag_maps(int64_t K) const override;  // W_in_ext diag(w_k)
+  torch::nn::Linear in_ext{nullptr};
+};
+
+// ME, eq. 29: scalar weights w_ext [l]. Forward: one [T, T] Toeplitz matrix times x.
+// Linear in x: its token map is that matrix (diagnostics).
+struct MeImpl : ExtractorImpl {
+  MeImpl(int64_t d_model, int64_t context);
+  torch::Tensor extract(const torch::Tensor& u) override;
+  torch::Tensor extract_window(const torch::Tensor& window) override;
+  torch::Tensor lag_maps(int64_t K) const override;
+  // M[i, j] = w_{i−j+1} for 0 ≤ i − j < l, else 0: [T, T].
+  torch::Tensor toeplitz(int64_t T) const;
+  torch::Tensor w_ext;  // [l]
+};
+
+// Builds the extractor `kind` for a model of width d_model and context l.
+std::shared_ptr<MixerImpl> make_extractor(MixerKind kind, int64_t d_model, int64_t context);
+
+}  // namespace hsm
