@@ -358,6 +358,34 @@ TEST_F(DatasetTest, DropsShortDocumentsAndKeepsTheRestInOrder) {
   EXPECT_EQ(vi, val.size());
 }
 
+// A folder of a few books draws no validation document at val_fraction 0.1 more often than
+// not; the document that came nearest goes to validation instead of refusing the corpus.
+TEST_F(DatasetTest, ASmallCorpusStillGetsOneValidationDocument) {
+  const std::string dir = temp_dir("dataset_small");
+  const auto docs = make_documents(6, 5);
+  DatasetOptions o;
+  o.context = 1;
+  o.threads = 1;
+  o.val_fraction = 1e-9;  // no document draws validation on its own
+  write_file(dir + "/c.txt", as_tinystories(docs));
+  const TokenDataset d = load_dataset(dir + "/c.txt", *tok_, o);
+  EXPECT_EQ(d.val_documents, 1);
+  EXPECT_EQ(d.train_documents, 5);
+  const uint16_t eot = static_cast<uint16_t>(tok_->end_of_text_id());
+  const auto val = split_documents(d.val, eot);
+  const auto train = split_documents(d.train, eot);
+  ASSERT_EQ(val.size(), 1u);
+  EXPECT_EQ(train.size(), 5u);
+  // The validation document is one whole document of the corpus, and not also in training.
+  int found = 0;
+  for (const auto& doc : docs) found += as_u16(tok_->encode(doc)) == val[0];
+  EXPECT_EQ(found, 1);
+  for (const auto& t : train) EXPECT_NE(t, val[0]);
+  // A single document still cannot be split.
+  write_file(dir + "/one.txt", as_tinystories({docs[0]}));
+  EXPECT_THROW(load_dataset(dir + "/one.txt", *tok_, o), CorpusError);
+}
+
 TEST_F(DatasetTest, SplitIsDeterministicAndNearValFraction) {
   const std::string dir = temp_dir("dataset_split");
   std::vector<std::string> docs = make_documents(2000, 31);

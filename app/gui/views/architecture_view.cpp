@@ -1,5 +1,7 @@
 #include "gui/views/architecture_view.h"
 
+#include <qcustomplot.h>
+
 #include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
@@ -17,7 +19,6 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <qcustomplot.h>
 
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
@@ -35,7 +36,7 @@ namespace {
 enum Column { kLayer = 0, kMixer, kFfn, kHeads, kMixerParams, kFfnParams, kLayerTotal, kColumns };
 
 QColor series_color(int i) {
-  static const QColor colors[] = {QColor(214, 39, 40),  QColor(31, 119, 180), QColor(44, 160, 44),
+  static const QColor colors[] = {QColor(214, 39, 40),   QColor(31, 119, 180), QColor(44, 160, 44),
                                   QColor(148, 103, 189), QColor(255, 127, 14), QColor(140, 86, 75),
                                   QColor(23, 190, 207),  QColor(188, 189, 34), QColor(227, 119, 194)};
   return colors[i % 9];
@@ -90,8 +91,9 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : QWidget(par
   target_->setToolTip(tr("Parameter count to match; the default is the GPT preset's"));
   auto* match = new QPushButton(tr("Match parameters"));
   match->setObjectName(QStringLiteral("match_params"));
-  match->setToolTip(tr("Choose one FFN width (a multiple of 64) for the HSM layers so the total comes closest "
-                       "to the target (HSM §6.1)"));
+  match->setToolTip(
+      tr("Choose one FFN width (a multiple of 64) for the HSM layers so the total comes closest "
+         "to the target (HSM §6.1)"));
   matchLabel_ = new QLabel;
   matchLabel_->setWordWrap(true);
   auto* train = new QPushButton(tr("Train this"));
@@ -203,8 +205,7 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : QWidget(par
   connect(fromRun, &QPushButton::clicked, this, [this] {
     if (const RunEntry* run = runs_->currentRun()) setConfig(run->model);
   });
-  for (QSpinBox* s : {dModel_, context_, vocab_})
-    connect(s, &QSpinBox::valueChanged, this, [this] { onEdited(); });
+  for (QSpinBox* s : {dModel_, context_, vocab_}) connect(s, &QSpinBox::valueChanged, this, [this] { onEdited(); });
   connect(addLayer, &QPushButton::clicked, this, [this] {
     hsm::ModelConfig c = config();
     c.layers.push_back(c.layers.empty() ? hsm::LayerSpec{} : c.layers.back());
@@ -420,9 +421,10 @@ void ArchitectureView::refreshCounts() {
     table_->item(r, kMixerParams)->setText(loc.toString(qint64(lp.mixer)));
     table_->item(r, kFfnParams)->setText(loc.toString(qint64(lp.ffn)));
     table_->item(r, kLayerTotal)->setText(loc.toString(qint64(lp.total())));
-    table_->item(r, kLayerTotal)->setToolTip(tr("mixer %1 + FFN %2 + two LayerNorms %3")
-                                                 .arg(loc.toString(qint64(lp.mixer)), loc.toString(qint64(lp.ffn)),
-                                                      loc.toString(qint64(lp.norms))));
+    table_->item(r, kLayerTotal)
+        ->setToolTip(
+            tr("mixer %1 + FFN %2 + two LayerNorms %3")
+                .arg(loc.toString(qint64(lp.mixer)), loc.toString(qint64(lp.ffn)), loc.toString(qint64(lp.norms))));
     layerTotals_[r] = lp.total();
   }
   total_ = p.total();
@@ -475,16 +477,30 @@ void ArchitectureView::refreshCost() {
   } catch (const std::exception&) {
     return;
   }
+  // The curves of the papers this model draws its mixers from (the HSM family for a plain
+  // GPT), attention always: all 21 mixers at once would bury the plot in its legend.
+  enum Family { kHsm = 1, kDa = 2, kEx = 4 };
+  auto family = [](hsm::MixerKind k) {
+    return hsm::is_da_mixer(k) ? kDa : hsm::is_extractor(k) ? kEx : hsm::is_shift_mixer(k) ? kHsm : 0;
+  };
+  int families = 0;
+  for (const hsm::LayerSpec& l : c.layers) families |= family(hsm::mixer_info(l.mixer).kind);
+  if (families == 0) families = kHsm;
   // Mixers with the same formula share one curve (the (a,b) family is 2d for all of them).
   QVector<PlotSeries> series;
   QVector<QPair<int64_t, int64_t>> keys;
   for (const hsm::MixerInfo& m : hsm::all_mixers()) {
+    const int f = family(m.kind);
+    if (f != 0 && (families & f) == 0) continue;
     const int64_t heads = c.d_model % m.default_heads == 0 ? m.default_heads : 1;
     const QPair<int64_t, int64_t> key(hsm::mixer_macs_per_token(m.id, c.d_model, heads, 8),
                                       hsm::mixer_macs_per_token(m.id, c.d_model, heads, 2048));
     const int found = static_cast<int>(keys.indexOf(key));
     if (found >= 0) {
-      series[found].name += QStringLiteral(", ") + QString::fromLatin1(m.id).mid(6);  // "_vec", "_mh", ...
+      const QString id = QString::fromLatin1(m.id);
+      const bool ab =
+          series[found].name.startsWith(QStringLiteral("hsm_ab")) && id.startsWith(QStringLiteral("hsm_ab"));
+      series[found].name += QStringLiteral(", ") + (ab ? id.mid(6) : id);  // "hsm_ab, _vec, _mh", "attn, static_emb_qk"
       continue;
     }
     keys << key;
@@ -495,7 +511,8 @@ void ArchitectureView::refreshCost() {
     }
     series << s;
   }
-  PlotSeries model{tr("this model, per layer\n(mixer + FFN + output)"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
+  PlotSeries model{
+      tr("this model, per layer\n(mixer + FFN + output)"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
   for (int64_t T = 8; T <= 2048; T += 8) {
     model.x << double(T);
     model.y << double(hsm::model_macs_per_token(c, T)) / std::max<size_t>(1, c.layers.size());
@@ -518,9 +535,8 @@ QString ArchitectureView::saveConfig(const QString& path) const {
 }
 
 void ArchitectureView::saveDialog() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save model config"),
-                                                    QDir::home().filePath(qstr(config().name) + ".json"),
-                                                    tr("Model config (*.json)"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save model config"), QDir::home().filePath(qstr(config().name) + ".json"), tr("Model config (*.json)"));
   if (path.isEmpty()) return;
   const QString e = saveConfig(path);
   if (!e.isEmpty()) QMessageBox::warning(this, tr("Cannot save the config"), e);

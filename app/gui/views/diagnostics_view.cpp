@@ -34,25 +34,32 @@ struct IndicatorColumn {
   int index;        // 0 entropy, 1 conc, 2 headdiv, 3 sink, 4.. locfoc N
   bool normalised;  // read from LayerDiagnostics::normalised
 };
-const IndicatorColumn kColumns[] = {
-    {"ENTROPY", 0, false}, {"ENTROPY (norm)", 0, true}, {"CONC", 1, false}, {"CONC (norm)", 1, true},
-    {"HEADDIV", 2, false}, {"HEADDIV (norm)", 2, true}, {"SINK", 3, false}, {"LocFoc0", 4, false},
-    {"LocFoc1", 5, false}, {"LocFoc2", 6, false},       {"LocFoc3", 7, false}};
+const IndicatorColumn kColumns[] = {{"ENTROPY", 0, false},    {"ENTROPY (norm)", 0, true}, {"CONC", 1, false},
+                                    {"CONC (norm)", 1, true}, {"HEADDIV", 2, false},       {"HEADDIV (norm)", 2, true},
+                                    {"SINK", 3, false},       {"LocFoc0", 4, false},       {"LocFoc1", 5, false},
+                                    {"LocFoc2", 6, false},    {"LocFoc3", 7, false}};
 constexpr int kFixedColumns = 3;  // layer, mixer, matrix
 
 double indicator(const hsm::Indicators& ind, int index) {
   switch (index) {
-    case 0: return ind.entropy;
-    case 1: return ind.conc;
-    case 2: return ind.headdiv;
-    case 3: return ind.sink;
-    default: return ind.locfoc[static_cast<size_t>(index - 4)];
+    case 0:
+      return ind.entropy;
+    case 1:
+      return ind.conc;
+    case 2:
+      return ind.headdiv;
+    case 3:
+      return ind.sink;
+    default:
+      return ind.locfoc[static_cast<size_t>(index - 4)];
   }
 }
 
-QString kind_text(hsm::MatrixKind k) {
+QString kind_text(hsm::MatrixKind k, const std::string& mixer) {
   switch (k) {
     case hsm::MatrixKind::kAttention:
+      if (mixer == "taylor")  // DA eq. 6: a real attention matrix, but not a softmax
+        return QObject::tr("attention weights (Taylor: 1 + s + s²/2 over the row's sum, not a softmax; rows sum to 1)");
       return QObject::tr("attention weights (softmax; rows sum to 1)");
     case hsm::MatrixKind::kLinear:
       return QObject::tr("exact linear map of the mixer, rows normalised |M|/Σ|M|");
@@ -79,7 +86,8 @@ QStringList DiagnosticsView::indicatorNames() {
 
 DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* parent)
     : QWidget(parent), runs_(runs), engine_(engine) {
-  promptEdit_ = new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
+  promptEdit_ =
+      new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
   promptEdit_->setObjectName(QStringLiteral("diag_prompt"));
   promptEdit_->setPlaceholderText(tr("A prompt (its first context tokens are used)"));
   layerBox_ = new QComboBox;
@@ -161,8 +169,8 @@ QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
   c.kind = new QLabel;
   c.kind->setObjectName(QStringLiteral("matrix_kind") + suffix);
   c.kind->setWordWrap(true);
-  c.matrix = new HeatmapPanel(tr("Mixing matrix") + (suffix.isEmpty() ? QString() : tr(" (compared)")),
-                              tr("key"), tr("query"));
+  c.matrix = new HeatmapPanel(tr("Mixing matrix") + (suffix.isEmpty() ? QString() : tr(" (compared)")), tr("key"),
+                              tr("query"));
   c.matrix->setObjectName(QStringLiteral("matrix_heatmap") + suffix);
   c.matrix->setScaleLabel(tr("weight"));
   c.radar = new RadarChart;
@@ -211,8 +219,10 @@ void DiagnosticsView::refreshRunChoices() {
   compareRun_->clear();
   for (int i = 0; i < runs_->count(); ++i) compareRun_->addItem(runs_->at(i).name(), runs_->at(i).dir);
   const int i = compareRun_->findData(keep);
-  if (i >= 0) compareRun_->setCurrentIndex(i);
-  else if (runs_->count() > 1) compareRun_->setCurrentIndex(runs_->current() == 0 ? 1 : 0);
+  if (i >= 0)
+    compareRun_->setCurrentIndex(i);
+  else if (runs_->count() > 1)
+    compareRun_->setCurrentIndex(runs_->current() == 0 ? 1 : 0);
 }
 
 void DiagnosticsView::setPrompt(const QString& prompt) { promptEdit_->setText(prompt); }
@@ -231,10 +241,14 @@ bool DiagnosticsView::isRunning() const { return columns_[0].request != 0 || col
 bool DiagnosticsView::run() {
   lastError_.clear();
   const RunEntry* run = runs_->currentRun();
-  if (isRunning()) lastError_ = tr("A diagnosis is already running.");
-  else if (!run) lastError_ = tr("Open a run first.");
-  else if (!run->has_info) lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
-  else if (promptEdit_->text().trimmed().isEmpty()) lastError_ = tr("Type a prompt.");
+  if (isRunning())
+    lastError_ = tr("A diagnosis is already running.");
+  else if (!run)
+    lastError_ = tr("Open a run first.");
+  else if (!run->has_info)
+    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+  else if (promptEdit_->text().trimmed().isEmpty())
+    lastError_ = tr("Type a prompt.");
   if (!lastError_.isEmpty()) {
     status_->setText(lastError_);
     return false;
@@ -256,16 +270,15 @@ void DiagnosticsView::onDiagnosed(int request, const hsm::Diagnosis& d) {
     c.request = 0;
     c.diagnosis = d;
     c.has = true;
-    c.title->setText(tr("<b>%1</b> · %2 tokens · %3 layers")
-                         .arg(QFileInfo(c.runDir).fileName())
-                         .arg(d.length)
-                         .arg(d.layers.size()));
+    c.title->setText(
+        tr("<b>%1</b> · %2 tokens · %3 layers").arg(QFileInfo(c.runDir).fileName()).arg(d.length).arg(d.layers.size()));
     drawIndicators(c);
   }
   if (!isRunning()) {
     runButton_->setEnabled(true);
-    status_->setText(tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
-                        "overview show every layer."));
+    status_->setText(
+        tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
+           "overview show every layer."));
     refreshSelectors();
     drawMatrices();
     emit finished();
@@ -327,8 +340,7 @@ void DiagnosticsView::drawMatrices() {
     }
     const hsm::Diagnosis& d = c.diagnosis;
     const int l = layer(), h = head();
-    if (l < 0 || l >= static_cast<int>(d.layers.size()) || h < 0 ||
-        h >= static_cast<int>(d.layers[l].heads.size())) {
+    if (l < 0 || l >= static_cast<int>(d.layers.size()) || h < 0 || h >= static_cast<int>(d.layers[l].heads.size())) {
       c.matrix->clearWithMessage(tr("This model has no layer %1 head %2.").arg(l).arg(h));
       c.kind->setText(QString());
       continue;
@@ -344,7 +356,7 @@ void DiagnosticsView::drawMatrices() {
                         .arg(QString::fromStdString(ld.mixer))
                         .arg(h)
                         .arg(hd.shift >= 0 ? tr(", shift %1").arg(hd.shift) : QString())
-                        .arg(QString::fromLatin1(hsm::matrix_kind_name(ld.kind)), kind_text(ld.kind)));
+                        .arg(QString::fromLatin1(hsm::matrix_kind_name(ld.kind)), kind_text(ld.kind, ld.mixer)));
   }
 }
 
@@ -378,16 +390,20 @@ void DiagnosticsView::drawIndicators(Column& c) {
     layerNames << s.name;
   }
   c.radar->setSeries(series);
-  if (n == 0) c.overview->clearWithMessage(tr("No diagnosis yet."));
-  else c.overview->setMatrix(n, 8, overview, layerNames, indicatorNames());
+  if (n == 0)
+    c.overview->clearWithMessage(tr("No diagnosis yet."));
+  else
+    c.overview->setMatrix(n, 8, overview, layerNames, indicatorNames());
 }
 
 QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
   QStringList written;
   QDir().mkpath(folder);
   auto note = [&](const QString& path, const QString& e) {
-    if (e.isEmpty()) written << path;
-    else if (error && error->isEmpty()) *error = e;
+    if (e.isEmpty())
+      written << path;
+    else if (error && error->isEmpty())
+      *error = e;
   };
   for (int side = 0; side < 2; ++side) {
     Column& c = columns_[side];
@@ -444,8 +460,10 @@ void DiagnosticsView::exportDialog() {
   if (folder.isEmpty()) return;
   QString error;
   const QStringList files = exportAll(folder, &error);
-  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export"), error);
-  else status_->setText(tr("Wrote %1 files to %2").arg(files.size()).arg(folder));
+  if (!error.isEmpty())
+    QMessageBox::warning(this, tr("Export"), error);
+  else
+    status_->setText(tr("Wrote %1 files to %2").arg(files.size()).arg(folder));
 }
 
 }  // namespace studio

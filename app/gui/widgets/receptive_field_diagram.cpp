@@ -30,8 +30,8 @@ void ReceptiveFieldDiagram::setConfig(const hsm::ModelConfig& config) {
   for (size_t l = 0; l < config.layers.size(); ++l) {
     const hsm::LayerSpec& spec = config.layers[l];
     mixers_.push_back(spec.mixer);
-    const hsm::MixerKind kind = hsm::is_mixer_id(spec.mixer) ? hsm::mixer_info(spec.mixer).kind
-                                                              : hsm::MixerKind::Attention;
+    const hsm::MixerKind kind =
+        hsm::is_mixer_id(spec.mixer) ? hsm::mixer_info(spec.mixer).kind : hsm::MixerKind::Attention;
     shifts_.push_back(hsm::layer_shifts(kind, static_cast<int64_t>(l), spec.heads));
     dense_.push_back(hsm::reads_all_earlier(kind));  // false for DA's mlp: only the position itself
   }
@@ -158,8 +158,13 @@ void ReceptiveFieldDiagram::paintEvent(QPaintEvent*) {
         p.setBrush(Qt::NoBrush);
       }
       p.setPen(QColor(70, 80, 130));
+      const std::string& id = mixers_[static_cast<size_t>(l)];
+      const QString who = id == "attn" ? tr("attention")
+                          : hsm::is_mixer_id(id) && hsm::is_extractor(hsm::mixer_info(id).kind)
+                              ? tr("%1 (extractor, window = context)").arg(QString::fromStdString(id))
+                              : QString::fromStdString(id);
       p.drawText(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop), Qt::AlignCenter,
-                 tr("attention: every position j ≤ t"));
+                 tr("%1: every position j ≤ t").arg(who));
       continue;
     }
     for (int t = 0; t < length_; ++t) {
@@ -212,8 +217,10 @@ void ReceptiveFieldDiagram::paintEvent(QPaintEvent*) {
       QString mixer = QString::fromStdString(mixers_[r - 1]);
       if (mixer.startsWith(QLatin1String("hsm_ab_"))) mixer.remove(0, 4);  // "ab_mh_ext": fits the margin
       label = tr("L%1 %2").arg(r - 1).arg(mixer);
-      if (s.size() == 1) label += tr(" s=%1").arg(s[0]);
-      else if (s.size() > 1) label += tr(" ×%1").arg(s.size());
+      if (s.size() == 1)
+        label += tr(" s=%1").arg(s[0]);
+      else if (s.size() > 1)
+        label += tr(" ×%1").arg(s.size());
     }
     p.setPen(r == layer_ + 1 ? QColor(200, 40, 20) : QColor(40, 40, 40));
     p.drawText(QRectF(2, rowY(r) - 9, kLeft - 8, 18), Qt::AlignRight | Qt::AlignVCenter, label);

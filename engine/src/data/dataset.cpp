@@ -25,9 +25,10 @@ namespace fs = std::filesystem;
 
 // Whether document `index` goes to validation: a function of (seed, index) only, so a
 // document keeps its split whatever the context, the tokenizer or the thread count.
-bool in_validation(uint64_t seed, int64_t index, double val_fraction) {
+// A document goes to validation when its draw, uniform in [0, 1), is below val_fraction.
+double split_draw(uint64_t seed, int64_t index) {
   const uint64_t h = mix64(mix64(seed) ^ static_cast<uint64_t>(index));
-  return static_cast<double>(h >> 11) * 0x1.0p-53 < val_fraction;
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
 // Encodes documents on a fixed pool of worker threads, in batches, handing the results back
@@ -168,6 +169,12 @@ TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, c
   }
 
   const auto eot = static_cast<uint16_t>(tokenizer.end_of_text_id());
+  // The training document whose draw came nearest to validation: a small corpus (a folder of
+  // a dozen books) can draw no validation document at all, and then gives it this one.
+  struct {
+    double draw = 2.0;
+    size_t offset = 0, length = 0;  // its tokens in d.train, <|endoftext|> included
+  } nearest;
   BatchEncoder encoder(tokenizer,
                        options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency()),
                        [&](int64_t index, const std::vector<int32_t>& ids) {
@@ -175,8 +182,10 @@ TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, c
                            ++d.dropped_short;
                            return;
                          }
-                         const bool val = in_validation(options.seed, index, options.val_fraction);
+                         const double draw = split_draw(options.seed, index);
+                         const bool val = draw < options.val_fraction;
                          auto& dst = val ? d.val : d.train;
+                         if (!val && draw < nearest.draw) nearest = {draw, d.train.size(), ids.size() + 1};
                          ++(val ? d.val_documents : d.train_documents);
                          dst.insert(dst.end(), ids.begin(), ids.end());
                          dst.push_back(eot);
@@ -191,6 +200,13 @@ TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, c
       "encoding corpus", options.progress, options.cancel);
   encoder.finish();
 
+  if (d.val_documents == 0 && d.train_documents >= 2) {
+    const auto begin = d.train.begin() + static_cast<std::ptrdiff_t>(nearest.offset);
+    d.val.assign(begin, begin + static_cast<std::ptrdiff_t>(nearest.length));
+    d.train.erase(begin, begin + static_cast<std::ptrdiff_t>(nearest.length));
+    --d.train_documents;
+    ++d.val_documents;
+  }
   const std::string ctx = std::to_string(options.context);
   const int64_t kept = d.train_documents + d.val_documents;
   if (kept == 0)
