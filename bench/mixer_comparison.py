@@ -139,8 +139,8 @@ def evaluate(args, key, name):
     if name.startswith("hybrid_"):
         replaced = [str(l) for l, (m, _) in enumerate(spec["models"][name]) if m != "attn"]
         r["skip"] = hsm_json(base + ["--skip-layers", ",".join(replaced)])
-    params = hsm_json([args.hsm, "inspect", str(run_dir / "config.json"), "--json"])
-    r["params"] = params.get("params", params.get("parameters"))
+    params = hsm_json([args.hsm, "inspect", str(Path(args.work) / key / f"{name}.json"), "--json"])
+    r["params"] = params["params"]["total"]
     metrics = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines() if l.strip()]
     train_losses = [m["train_loss"] for m in metrics if m.get("kind") == "train" and "train_loss" in m]
     tail = train_losses[-max(1, len(train_losses) // 10):]
