@@ -87,6 +87,26 @@ TEST_P(Extractor, ForwardIsTheNaiveLoopOfThePaper) {
   }
 }
 
+// Past 256 positions WE and HE switch from the Toeplitz product to a convolution: it gives
+// the paper's sums and stays causal through its gradient.
+TEST_P(Extractor, LongSequencesTakeTheConvolutionWithTheSameResult) {
+  torch::manual_seed(2);
+  auto m = build(GetParam(), 300);
+  for (int64_t T : {256, 257, 300}) {
+    auto x = torch::randn({1, T, kD}, torch::kFloat64).requires_grad_();
+    auto got = m->forward(x);
+    torch::Tensor want;
+    {
+      torch::NoGradGuard no_grad;
+      want = naive(*m, x.detach());
+    }
+    EXPECT_TRUE(torch::allclose(got, want, 1e-9, 1e-11)) << GetParam() << " T=" << T;
+    // The last input reaches only the last output: the convolution stays causal.
+    auto last = torch::autograd::grad({got.select(1, T - 2).sum()}, {x})[0];
+    EXPECT_EQ(last.select(1, T - 1).abs().sum().item<double>(), 0.0) << GetParam();
+  }
+}
+
 TEST_P(Extractor, StepsThroughTheRingEqualTheForwardPastTheContext) {
   // 13 positions through a ring of l = 5: the window slides, old inputs are overwritten.
   torch::manual_seed(2);

@@ -61,6 +61,27 @@ struct DepthwiseCausalMix : torch::autograd::Function<DepthwiseCausalMix> {
   }
 };
 
+// The same as a depthwise causal convolution: conv1d with one group per channel over u
+// left-padded with K − 1 zeros, the kernel being w flipped in time (K = min(T, l) lags).
+torch::Tensor depthwise_causal_conv(const torch::Tensor& u, const torch::Tensor& w) {
+  const int64_t T = u.size(1), d = u.size(2), K = std::min(T, w.size(0));
+  auto x = torch::constant_pad_nd(u.transpose(1, 2), {K - 1, 0});  // [B, d, T + K − 1]
+  auto kernel = w.narrow(0, 0, K).flip({0}).t().unsqueeze(1);      // [d, 1, K]: lag K−1 first
+  const std::vector<int64_t> one{1}, zero{0};
+  return torch::conv1d(x, kernel, torch::Tensor(), one, zero, one, d).transpose(1, 2);  // [B, T, d]
+}
+
+// Sequences up to this length take the Toeplitz product, longer ones the convolution. The
+// matrices cost d·T² values a layer. Measured (d 64, 4 layers, batch 8 × 128 tokens, one
+// run, training tok/s against 32-head attention): at T = 128 the product trains he 1.53×,
+// we 1.61× (the convolution 0.16–0.21×); at T = 1024 the product gave 0.06× and the
+// convolution he 2.16×, we 0.82×.
+constexpr int64_t kToeplitzMaxLength = 256;
+
+torch::Tensor depthwise_causal_mix(const torch::Tensor& u, const torch::Tensor& w) {
+  return u.size(1) <= kToeplitzMaxLength ? DepthwiseCausalMix::apply(u, w) : depthwise_causal_conv(u, w);
+}
+
 }  // namespace
 
 // ---- shared --------------------------------------------------------------------------------
@@ -130,7 +151,7 @@ WeImpl::WeImpl(int64_t d, int64_t l, MixerKind kind) : ExtractorImpl(kind, d, l)
   w_ext = register_parameter("w_ext", torch::randn({l, d}) * kInitStd);
 }
 
-torch::Tensor WeImpl::extract(const torch::Tensor& u) { return DepthwiseCausalMix::apply(u, w_ext); }
+torch::Tensor WeImpl::extract(const torch::Tensor& u) { return depthwise_causal_mix(u, w_ext); }
 
 torch::Tensor WeImpl::extract_window(const torch::Tensor& window) {
   return (window * w_ext.narrow(0, 0, window.size(1))).sum(1);  // [B, K, d] ⊙ [K, d] -> [B, d]

@@ -47,8 +47,8 @@ struct SheImpl : ExtractorImpl {
 };
 
 // WE (eq. 26) and HE (eq. 27–28): per-channel weights w_ext [l, d], w_ext[k−1] = w_k.
-// Forward: a depthwise causal convolution, as one batched product with the per-channel
-// lower-triangular Toeplitz matrices [d, T, T].
+// Forward: a depthwise causal convolution (conv1d, one group per channel, the kernel w
+// flipped in time).
 struct WeImpl : ExtractorImpl {
   WeImpl(int64_t d_model, int64_t context, MixerKind kind = MixerKind::ExtractorWE);
   torch::Tensor extract(const torch::Tensor& u) override;
