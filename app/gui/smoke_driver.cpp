@@ -229,6 +229,7 @@ QJsonObject SmokeDriver::run() {
   report.insert(QStringLiteral("weight_layers"), weightLayers);
   report.insert(QStringLiteral("diagnosed_layers"), diagnosedLayers);
   report.insert(QStringLiteral("max_stall_ms"), stalls.maxStallMs());
+  report.insert(QStringLiteral("max_busy_ms"), stalls.maxBusyMs());
   QJsonObject byPhase;
   for (auto it = stalls.maxStallByPhase().begin(); it != stalls.maxStallByPhase().end(); ++it)
     byPhase.insert(it.key(), it.value());

@@ -1,10 +1,12 @@
 #pragma once
 // An event-loop heartbeat: a timer that should fire every few milliseconds on the GUI
 // thread. The longest gap between two beats, less the interval, is the longest time the
-// GUI could not react (a stall). The studio's responsiveness budget is 50 ms.
+// GUI could not react (a stall). The studio's responsiveness budget is 50 ms. A stall is
+// either work on the GUI thread or the thread waiting for a core (a loaded machine); the
+// GUI thread's own CPU time within the gap (busy) tells them apart.
 #include <QElapsedTimer>
-#include <QObject>
 #include <QMap>
+#include <QObject>
 #include <QString>
 #include <QTimer>
 
@@ -18,6 +20,9 @@ class StallMonitor : public QObject {
   void stop();
   void reset();
   double maxStallMs() const { return maxStallMs_; }
+  // The most CPU time the GUI thread spent between two beats: the longest piece of work
+  // that held the event loop, whatever else the machine was doing.
+  double maxBusyMs() const { return maxBusyMs_; }
   // Labels the beats that follow ("training", "diagnostics" ...): the report then says
   // where the longest stall happened.
   void setPhase(const QString& phase) { phase_ = phase; }
@@ -30,9 +35,9 @@ class StallMonitor : public QObject {
 
   QTimer timer_;
   QElapsedTimer clock_;
-  qint64 lastNs_ = -1;
+  qint64 lastNs_ = -1, lastCpuNs_ = -1;
   int intervalMs_;
-  double maxStallMs_ = 0, totalGapMs_ = 0;
+  double maxStallMs_ = 0, maxBusyMs_ = 0, totalGapMs_ = 0;
   qint64 beats_ = 0;
   QString phase_;
   QMap<QString, double> byPhase_;
