@@ -155,6 +155,46 @@ TEST(FastKernels, CrossEntropyRowsMatchesLibTorch) {
   EXPECT_NEAR(lm_head_loss(h, w, y).item<double>(), plain, 1e-5);
 }
 
+TEST(FastKernels, SoftmaxGradRowsEqualLibTorch) {
+  for (int64_t V : {int64_t{5}, int64_t{37}, int64_t{5000}}) {
+    auto x = torch::randn({19, V}) * 6;
+    auto t = torch::randint(0, V, {19}, torch::kLong);
+    auto g = x.clone();
+    const double loss = fast::softmax_xent_grad_rows(g.data_ptr<float>(), t.data_ptr<int64_t>(), 19, V);
+    const double ref = torch::nn::functional::cross_entropy(
+                           x, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+    EXPECT_NEAR(loss, ref, 1e-5 * std::abs(ref)) << V;
+    auto expected = torch::softmax(x, 1) - torch::one_hot(t, V).to(torch::kFloat32);
+    EXPECT_LT((g - expected).abs().max().item<double>(), 1e-6) << V;
+  }
+}
+
+TEST(FastKernels, BiasGeluRowsEqualLibTorch) {
+  auto x = torch::randn({7, 43}) * 3;
+  auto b = torch::randn({43});
+  auto y = x.clone();
+  fast::bias_gelu_rows(y.data_ptr<float>(), b.data_ptr<float>(), 7, 43);
+  EXPECT_LT((y - torch::gelu(x + b)).abs().max().item<double>(), 1e-6);
+  y = x.clone();
+  fast::bias_gelu_rows(y.data_ptr<float>(), nullptr, 7, 43);
+  EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6);
+}
+
+// Evaluation's in-place FFN (model.cpp, add_forward_to) against the same model's forward with
+// gradients on, which takes the plain LibTorch path.
+TEST(FastKernels, InferenceForwardEqualsTheGradientPath) {
+  torch::manual_seed(5);
+  std::vector<LayerSpec> layers{LayerSpec{"hsm_ab", 40, 1}, LayerSpec{"attn", 24, 2}, LayerSpec{"hsm_ab", 40, 1}};
+  Gpt model(tiny_config(layers, 30));
+  model->eval();
+  auto idx = torch::randint(0, model->config.vocab_size, {3, 30}, torch::kLong);
+  const auto plain = model->forward(idx).detach();
+  c10::InferenceMode inference;
+  const auto fused = model->forward(idx);
+  EXPECT_LT((fused - plain).abs().max().item<double>(), 1e-5);
+}
+
 TEST(FastDecoder, HalfConversionRoundTrips) {
   // Every half (finite, subnormal, zero, ±inf) survives half -> float -> half; floats round
   // to nearest as LibTorch's conversion does.

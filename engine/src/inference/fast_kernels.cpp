@@ -214,6 +214,34 @@ __attribute__((target("avx2,fma"))) float sum_exp_avx2(const float* x, int64_t n
   return s;
 }
 
+// x[i] = exp(x[i] - mx) over n values, returning their sum.
+__attribute__((target("avx2,fma"))) float exp_store_avx2(float* x, int64_t n, float mx) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256 m = _mm256_set1_ps(mx);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float s = hsum(acc);
+  for (; i < n; ++i) s += (x[i] = std::exp(x[i] - mx));
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) void scale_avx2(float* x, int64_t n, float a) {
+  const __m256 s = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));
+  for (; i < n; ++i) x[i] *= a;
+}
+
+__attribute__((target("avx2,fma"))) void add_avx2(float* x, const float* b, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(b + i)));
+  for (; i < n; ++i) x[i] += b[i];
+}
+
 __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
@@ -345,6 +373,48 @@ void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, in
   }
   *loss_sum += loss;
   *correct += right;
+}
+
+double softmax_xent_grad_rows(float* x, const int64_t* targets, int64_t rows, int64_t n) {
+  double loss = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * n;
+    const int64_t target = targets[r];
+    const float target_logit = row[target];
+    float mx, sum;
+#ifdef HSM_FAST_X86
+    if (have_avx2()) {
+      mx = row[argmax_avx2(row, n)];
+      sum = exp_store_avx2(row, n, mx);
+      scale_avx2(row, n, 1.0f / sum);
+    } else
+#endif
+    {
+      mx = *std::max_element(row, row + n);
+      sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += (row[i] = std::exp(row[i] - mx));
+      const float inv = 1.0f / sum;
+      for (int64_t i = 0; i < n; ++i) row[i] *= inv;
+    }
+    row[target] -= 1.0f;
+    loss += static_cast<double>(std::log(sum)) + mx - target_logit;
+  }
+  return loss;
+}
+
+void bias_gelu_rows(float* x, const float* bias, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * n;
+    if (bias) {
+#ifdef HSM_FAST_X86
+      if (have_avx2())
+        add_avx2(row, bias, n);
+      else
+#endif
+        for (int64_t i = 0; i < n; ++i) row[i] += bias[i];
+    }
+    gelu(row, n);
+  }
 }
 
 const char* kernel_set() { return have_avx2() ? "avx2" : "generic"; }

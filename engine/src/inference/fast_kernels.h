@@ -37,6 +37,17 @@ void softmax(float* x, int64_t n);
 void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, int64_t n, double* loss_sum,
                         int64_t* correct);
 
+// The output layer's loss and its gradient in one go (training, lm_head.cpp): for each of
+// `rows` rows of logits x [rows, n] and its target id, replaces the row by
+// softmax(row) - onehot(target) and returns Σ_rows logsumexp(row) - row[target]. Three
+// passes per row while it is in L1, where max + sub + exp + sum + div + scatter made six
+// passes over the whole [rows, n] chunk.
+double softmax_xent_grad_rows(float* x, const int64_t* targets, int64_t rows, int64_t n);
+
+// x[r, i] = GELU(x[r, i] + bias[i]) in place over rows × n (bias may be null): the first FFN
+// layer's bias and activation in one pass (forward without gradients).
+void bias_gelu_rows(float* x, const float* bias, int64_t rows, int64_t n);
+
 // "avx2" or "generic": which kernels run on this CPU.
 const char* kernel_set();
 

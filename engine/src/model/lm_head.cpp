@@ -24,19 +24,13 @@ struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
     const int64_t N = h.size(0);
     auto dh = torch::empty_like(h);
     auto dweight = torch::zeros_like(weight);
+    const auto tcont = targets.to(torch::kLong).contiguous();
     double loss = 0;
     for (int64_t r0 = 0; r0 < N; r0 += kChunkRows) {
       const int64_t n = std::min(kChunkRows, N - r0);
       auto hc = h.narrow(0, r0, n);
-      auto tc = targets.narrow(0, r0, n).unsqueeze(1);
-      auto logits = torch::mm(hc, weight.t());  // [n, V]
-      // Softmax in place, in fewer passes over the chunk than logsumexp + sub + exp.
-      auto target_logit = logits.gather(1, tc);  // [n, 1]
-      auto max = std::get<0>(logits.max(1, true));
-      auto sum = logits.sub_(max).exp_().sum(1, true);
-      loss += (sum.log() + max - target_logit).sum().item<double>();        // Σ lse − logit[target]
-      auto grad = logits.div_(sum);                                         // softmax
-      grad.scatter_add_(1, tc, torch::full({n, 1}, -1.0, grad.options()));  // − one-hot
+      auto grad = torch::mm(hc, weight.t());  // [n, V] logits, then in place softmax − one-hot
+      loss += fast::softmax_xent_grad_rows(grad.data_ptr<float>(), tcont.data_ptr<int64_t>() + r0, n, grad.size(1));
       auto dh_rows = dh.narrow(0, r0, n);
       torch::mm_out(dh_rows, grad, weight);  // [n, d]
       dweight.addmm_(grad.t(), hc);          // [V, d]

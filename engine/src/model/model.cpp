@@ -4,9 +4,18 @@
 #include <random>
 #include <stdexcept>
 
+#include "inference/fast_kernels.h"
 #include "model/dropout.h"
 
 namespace hsm {
+
+namespace {
+// A forward without gradients on the CPU in fp32 (evaluation, prefill, LibTorch's decode
+// steps) may work in place: nothing is kept for a backward pass.
+bool inference_on_cpu(const torch::Tensor& x, const torch::nn::Module& m) {
+  return !m.is_training() && !torch::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == torch::kFloat32;
+}
+}  // namespace
 
 FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
   fc1 = register_module("fc1", torch::nn::Linear(d, hidden));
@@ -17,6 +26,23 @@ FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   return fc2->forward(torch::gelu(fc1->forward(x)));
+}
+
+void FeedForwardImpl::add_forward_to(torch::Tensor& h, const torch::Tensor& x) {
+  if (!inference_on_cpu(x, *this) || fc1->weight.scalar_type() != torch::kFloat32 || !h.is_contiguous()) {
+    h.add_(forward(x));
+    return;
+  }
+  // fc1 without its bias, then bias + GELU in one pass over [N, f] in place, then fc2
+  // accumulated straight into the residual stream (beta = 1): no [N, f] temporary besides
+  // the activation and no separate residual add. Same sums as forward(x) to rounding.
+  const int64_t d = x.size(-1);
+  auto a = torch::mm(x.reshape({-1, d}), fc1->weight.t());  // [N, f]
+  fast::bias_gelu_rows(a.data_ptr<float>(), fc1->bias.defined() ? fc1->bias.data_ptr<float>() : nullptr, a.size(0),
+                       a.size(1));
+  auto h2 = h.view({-1, h.size(-1)});
+  h2.addmm_(a, fc2->weight.t());
+  if (fc2->bias.defined()) h2.add_(fc2->bias);
 }
 
 BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
@@ -37,6 +63,10 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
   auto x = ln1->forward(h_in);
   auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, ln1->forward(qk)) : mixer->forward(x);
   auto h = h_in + fast_dropout(y, dropout, is_training());
+  if (inference_on_cpu(h, *this)) {  // evaluation: the FFN's output added in place
+    ffn->add_forward_to(h, ln2->forward(h));
+    return h;
+  }
   return h + fast_dropout(ffn->forward(ln2->forward(h)), dropout, is_training());
 }
 
@@ -46,7 +76,8 @@ torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64
   auto y = (qk_mixer && qk.defined()) ? qk_mixer->step_qk(x, ln1->forward(qk), cache, pos, context)
                                       : mixer->step(x, cache, pos, context);
   auto h = h_t + y;
-  return h + ffn->forward(ln2->forward(h));
+  ffn->add_forward_to(h, ln2->forward(h));
+  return h;
 }
 
 torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerCache& cache, int64_t context,
@@ -55,7 +86,8 @@ torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerCache& cache, i
   auto y = (qk_mixer && qk.defined()) ? qk_mixer->prefill_qk(x, ln1->forward(qk), cache, context)
                                       : mixer->prefill(x, cache, context);
   auto h = h_in + y;
-  return h + ffn->forward(ln2->forward(h));
+  ffn->add_forward_to(h, ln2->forward(h));
+  return h;
 }
 
 GptImpl::GptImpl(const ModelConfig& c) : config(c) {

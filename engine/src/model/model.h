@@ -17,6 +17,9 @@ torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, 
 struct FeedForwardImpl : torch::nn::Module {
   FeedForwardImpl(int64_t d_model, int64_t hidden, double proj_std);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, d] -> [B, T, d]
+  // h += forward(x) without gradients (eval mode, no grad mode): in place, fused on the CPU.
+  // h: a tensor the caller owns, [B, T, d] or [B, d] like x.
+  void add_forward_to(torch::Tensor& h, const torch::Tensor& x);
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(FeedForward);
