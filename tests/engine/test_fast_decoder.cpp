@@ -12,6 +12,7 @@
 #include "inference/fast_decoder.h"
 #include "inference/fast_kernels.h"
 #include "model/model.h"
+#include "train/adamw.h"
 
 using namespace hsm;
 
@@ -132,6 +133,19 @@ TEST(FastDecoder, GeluMatchesLibTorch) {
   EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6) << fast::kernel_set();
 }
 
+TEST(FastKernels, GeluAndItsGradientMatchLibTorch) {
+  auto x = torch::linspace(-12, 12, 200001);  // every vector width and the scalar tail
+  auto y = torch::empty_like(x);
+  fast::gelu_rows(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6);
+  auto g = torch::randn_like(x);
+  auto dx = torch::empty_like(x);
+  fast::gelu_backward(x.data_ptr<float>(), g.data_ptr<float>(), dx.data_ptr<float>(), x.numel());
+  auto xr = x.clone().requires_grad_(true);
+  torch::gelu(xr).backward(g);
+  EXPECT_LT((dx - xr.grad()).abs().max().item<double>(), 2e-6);
+}
+
 TEST(FastKernels, CrossEntropyRowsMatchesLibTorch) {
   for (int64_t V : {int64_t{5}, int64_t{37}, int64_t{5000}}) {
     auto x = torch::randn({33, V}) * 4;
@@ -193,6 +207,30 @@ TEST(FastKernels, InferenceForwardEqualsTheGradientPath) {
   c10::InferenceMode inference;
   const auto fused = model->forward(idx);
   EXPECT_LT((fused - plain).abs().max().item<double>(), 1e-5);
+}
+
+// train/adamw.cpp's one-pass update against LibTorch's AdamW: a 2-D tensor with weight
+// decay, and a vector without (our AdamW never decays vectors).
+TEST(FastKernels, AdamWEqualsLibTorchs) {
+  for (const bool matrix : {true, false}) {
+    torch::manual_seed(11);
+    auto init = matrix ? torch::randn({300, 500}) : torch::randn({777});
+    const double wd = matrix ? 0.1 : 0.0;
+    auto ours = init.clone().requires_grad_(true), theirs = init.clone().requires_grad_(true);
+    AdamW opt({{"w", ours}}, {0.01, 0.9, 0.95, 1e-8, 0.1});
+    torch::optim::AdamW ref({theirs}, torch::optim::AdamWOptions(0.01).betas({0.9, 0.95}).eps(1e-8).weight_decay(wd));
+    for (int step = 0; step < 4; ++step) {
+      auto g = torch::randn(init.sizes());
+      opt.zero_grad();
+      ref.zero_grad();
+      ours.mutable_grad() = g.clone();
+      theirs.mutable_grad() = g.clone();
+      opt.step(0.01);
+      ref.step();
+    }
+    EXPECT_LT((ours - theirs).abs().max().item<double>(), 1e-6) << (matrix ? "matrix" : "vector");
+    EXPECT_GT((ours - init).abs().max().item<double>(), 1e-3);  // it moved
+  }
 }
 
 TEST(FastDecoder, HalfConversionRoundTrips) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -181,6 +182,37 @@ __attribute__((target("avx2,fma"))) void gelu_avx2(float* p, int64_t n) {
   }
   constexpr float kInvSqrt2 = 0.70710678118654752440f;
   for (; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * kInvSqrt2));
+}
+
+// dx = g · GELU'(x) = g · (Φ(x) + x·φ(x)), with Φ from the same erf as gelu_avx2 and
+// φ(x) = e^{−x²/2}/√(2π), the exponential that erf already computed.
+__attribute__((target("avx2,fma"))) void gelu_backward_avx2(const float* xp, const float* gp, float* dx, int64_t n) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  const __m256 inv_sqrt_2pi = _mm256_set1_ps(0.39894228040143267794f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(xp + i);
+    const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752440f));
+    const __m256 az = _mm256_andnot_ps(sign_mask, z);
+    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), one));
+    __m256 poly = _mm256_set1_ps(1.061405429f);
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-0.284496736f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(0.254829592f));
+    poly = _mm256_mul_ps(poly, t);
+    const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_xor_ps(az, sign_mask), az));  // exp(-x²/2)
+    __m256 erf = _mm256_fnmadd_ps(poly, e, one);
+    erf = _mm256_or_ps(erf, _mm256_and_ps(z, sign_mask));
+    const __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf));
+    const __m256 d = _mm256_fmadd_ps(_mm256_mul_ps(x, inv_sqrt_2pi), e, cdf);
+    _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(gp + i), d));
+  }
+  for (; i < n; ++i) {
+    const float x = xp[i];
+    const float cdf = 0.5f * (1.0f + std::erf(x * 0.70710678118654752440f));
+    dx[i] = gp[i] * (cdf + x * 0.39894228040143267794f * std::exp(-0.5f * x * x));
+  }
 }
 
 // Index of the first maximum of n values (NaN-free input).
@@ -414,6 +446,35 @@ void bias_gelu_rows(float* x, const float* bias, int64_t rows, int64_t n) {
         for (int64_t i = 0; i < n; ++i) row[i] += bias[i];
     }
     gelu(row, n);
+  }
+}
+
+void gelu_rows(const float* x, float* y, int64_t n) {
+  if (y != x) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+  gelu(y, n);
+}
+
+void gelu_backward(const float* x, const float* g, float* dx, int64_t n) {
+#ifdef HSM_FAST_X86
+  if (have_avx2()) return gelu_backward_avx2(x, g, dx, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) {
+    const float cdf = 0.5f * (1.0f + std::erf(x[i] * 0.70710678118654752440f));
+    dx[i] = g[i] * (cdf + x[i] * 0.39894228040143267794f * std::exp(-0.5f * x[i] * x[i]));
+  }
+}
+
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float decay, float b1, float b2,
+                  float inv_bias2, float eps, float step) {
+  const float c1 = 1.0f - b1, c2 = 1.0f - b2;
+  // Plain loop: the compiler vectorises it; one pass over p, g, m, v instead of nine.
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] * b1 + gi * c1;
+    const float vi = v[i] * b2 + gi * gi * c2;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * decay - step * mi / (std::sqrt(vi * inv_bias2) + eps);
   }
 }
 

@@ -48,6 +48,19 @@ double softmax_xent_grad_rows(float* x, const int64_t* targets, int64_t rows, in
 // layer's bias and activation in one pass (forward without gradients).
 void bias_gelu_rows(float* x, const float* bias, int64_t rows, int64_t n);
 
+// y = GELU(x) over n values (y may equal x), and its derivative for the backward pass:
+// dx = g · GELU'(x). These and the kernels above run on the calling thread: split across two
+// threads they were slower in training (GELU's backward 36-47 -> 57-74 ms per step), because
+// OpenBLAS's worker spins on the other core between calls (docs/performance.md).
+void gelu_rows(const float* x, float* y, int64_t n);
+void gelu_backward(const float* x, const float* g, float* dx, int64_t n);
+
+// One AdamW update (decoupled weight decay, as train/adamw.cpp) over n values in one pass:
+//   p *= decay;  m = b1·m + (1−b1)·g;  v = b2·v + (1−b2)·g²;  p −= step · m / (√(v·inv_bias2) + eps)
+// where decay = 1 − lr·wd (1 for tensors without decay) and step = lr / (1 − b1^t).
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float decay, float b1, float b2,
+                  float inv_bias2, float eps, float step);
+
 // "avx2" or "generic": which kernels run on this CPU.
 const char* kernel_set();
 

@@ -15,6 +15,31 @@ namespace {
 bool inference_on_cpu(const torch::Tensor& x, const torch::nn::Module& m) {
   return !m.is_training() && !torch::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == torch::kFloat32;
 }
+// GELU (erf form) on fast_kernels' vectorised, multi-threaded kernels, saving its input for
+// the backward pass as torch::gelu does. LibTorch's CPU gelu and gelu_backward run on its one
+// thread; here the other cores, idle between BLAS calls, take a share.
+struct FastGelu : torch::autograd::Function<FastGelu> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    fast::gelu_rows(xc.data_ptr<float>(), y.data_ptr<float>(), xc.numel());
+    ctx->save_for_backward({xc});
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto x = ctx->get_saved_variables()[0];
+    auto g = grads[0].contiguous();
+    auto dx = torch::empty_like(x);
+    fast::gelu_backward(x.data_ptr<float>(), g.data_ptr<float>(), dx.data_ptr<float>(), x.numel());
+    return {dx};
+  }
+};
+
+torch::Tensor fast_gelu(const torch::Tensor& x) {
+  if (x.is_cpu() && x.scalar_type() == torch::kFloat32) return FastGelu::apply(x);
+  return torch::gelu(x);
+}
 }  // namespace
 
 FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
@@ -25,7 +50,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  return fc2->forward(torch::gelu(fc1->forward(x)));
+  return fc2->forward(fast_gelu(fc1->forward(x)));
 }
 
 void FeedForwardImpl::add_forward_to(torch::Tensor& h, const torch::Tensor& x) {
