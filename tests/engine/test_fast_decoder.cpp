@@ -13,6 +13,7 @@
 #include "inference/fast_kernels.h"
 #include "model/model.h"
 #include "train/adamw.h"
+#include "train/evaluation.h"
 
 using namespace hsm;
 
@@ -304,4 +305,28 @@ TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
     }
     EXPECT_EQ(fast.text, slow.text);
   }
+}
+
+// evaluate_batch on one, two and three threads (each with OpenBLAS on one thread) gives
+// exactly the same sums, and they equal the plain cross-entropy of the model's logits.
+TEST(Evaluation, ThreadsGiveTheSameLossAsOneThread) {
+  torch::manual_seed(9);
+  std::vector<LayerSpec> layers{LayerSpec{"hsm_ab", 40, 1}, LayerSpec{"attn", 24, 2}};
+  Gpt model(tiny_config(layers, 64));
+  model->eval();
+  c10::InferenceMode inference;
+  auto batch = torch::randint(0, model->config.vocab_size, {70, 65}, torch::kLong);  // several slices
+  auto x = batch.narrow(1, 0, 64), y = batch.narrow(1, 1, 64);
+  const BatchEval one = evaluate_batch(model, x, y, 1);
+  for (int threads : {2, 3}) {
+    const BatchEval many = evaluate_batch(model, x, y, threads);
+    EXPECT_EQ(many.loss_sum, one.loss_sum) << threads;
+    EXPECT_EQ(many.correct, one.correct) << threads;
+  }
+  const auto logits = model->forward(x).view({-1, model->config.vocab_size});
+  const double plain = torch::nn::functional::cross_entropy(
+                           logits, y.reshape({-1}), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+  EXPECT_NEAR(one.loss_sum, plain, 1e-5 * plain);
+  EXPECT_EQ(one.correct, logits.argmax(1).eq(y.reshape({-1})).sum().item<int64_t>());
 }

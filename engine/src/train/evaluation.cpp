@@ -1,7 +1,14 @@
 #include "train/evaluation.h"
 
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
 #include "inference/fast_kernels.h"
 #include "model/torch_compat.h"
+#include "train/blas_threads.h"
 
 namespace hsm {
 
@@ -49,31 +56,92 @@ torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<
   return batch.to(device);
 }
 
-BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y) {
+namespace {
+
+// Loss sum and top-1 hits of windows x, y [n, T] (one slice of a batch).
+BatchEval evaluate_slice(Gpt& model, const torch::Tensor& x, const torch::Tensor& y) {
   BatchEval r;
-  const int64_t B = x.size(0), T = x.size(1);
-  const int64_t slice = x.is_cpu() ? std::max<int64_t>(1, kEvalSliceTokens / std::max<int64_t>(1, T)) : B;
-  for (int64_t b0 = 0; b0 < B; b0 += slice) {
-    const int64_t nb = std::min(slice, B - b0);
-    // The output layer in row chunks: [B·T, V] logits of a 64 × 128 batch would be 164 MB.
-    auto h = model->hidden(x.narrow(0, b0, nb));
-    auto flat = h.view({-1, h.size(-1)});
-    auto targets = y.narrow(0, b0, nb).reshape({-1});
-    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kEvalChunkRows) {
-      const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
-      auto logits = torch::mm(flat.narrow(0, r0, n), model->tok_emb->weight.t()).to(torch::kFloat32);  // [n, V]
-      auto t = targets.narrow(0, r0, n);
-      if (logits.is_cpu()) {  // loss and accuracy in one pass over each row (fast_kernels.h)
-        auto lc = logits.contiguous();
-        auto tc = t.contiguous();
-        fast::cross_entropy_rows(lc.data_ptr<float>(), tc.data_ptr<int64_t>(), n, lc.size(1), &r.loss_sum, &r.correct);
-        continue;
-      }
-      r.loss_sum += torch::nn::functional::cross_entropy(
-                        logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                        .item<double>();
-      r.correct += logits.argmax(-1).eq(t).sum().item<int64_t>();
+  // The output layer in row chunks: [B·T, V] logits of a 64 × 128 batch would be 164 MB.
+  auto h = model->hidden(x);
+  auto flat = h.view({-1, h.size(-1)});
+  auto targets = y.reshape({-1});
+  for (int64_t r0 = 0; r0 < flat.size(0); r0 += kEvalChunkRows) {
+    const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
+    auto logits = torch::mm(flat.narrow(0, r0, n), model->tok_emb->weight.t()).to(torch::kFloat32);  // [n, V]
+    auto t = targets.narrow(0, r0, n);
+    if (logits.is_cpu()) {  // loss and accuracy in one pass over each row (fast_kernels.h)
+      auto lc = logits.contiguous();
+      auto tc = t.contiguous();
+      fast::cross_entropy_rows(lc.data_ptr<float>(), tc.data_ptr<int64_t>(), n, lc.size(1), &r.loss_sum, &r.correct);
+      continue;
     }
+    r.loss_sum += torch::nn::functional::cross_entropy(
+                      logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                      .item<double>();
+    r.correct += logits.argmax(-1).eq(t).sum().item<int64_t>();
+  }
+  return r;
+}
+
+// Runs slice(0..count-1) on `workers` threads, each with OpenBLAS on one thread, and returns
+// when all are done; rethrows the first exception. The caller's grad and inference modes hold
+// in every worker (they are thread-local).
+void run_slices_in_parallel(int64_t count, int workers, const std::function<void(int64_t)>& slice) {
+  const bool grad = torch::GradMode::is_enabled();
+  const bool inference = c10::InferenceMode::is_enabled();
+  const int blas = blas_threads();
+  set_blas_threads(1);
+  std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    try {
+      c10::InferenceMode inference_mode(inference);
+      torch::AutoGradMode grad_mode(grad);
+      for (int64_t s = next++; s < count; s = next++) slice(s);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next = count;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (blas > 0) set_blas_threads(blas);
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+int eval_workers() {
+  static const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  return cores;
+}
+
+BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads) {
+  const int64_t B = x.size(0), T = x.size(1);
+  // CPU: slices of at most kEvalSliceTokens tokens, and at least one slice per core.
+  const int cores = eval_workers();
+  const int workers = x.is_cpu() ? (threads > 0 ? threads : cores) : 1;
+  const int64_t per =
+      x.is_cpu() ? std::max<int64_t>(1, std::min(kEvalSliceTokens / std::max<int64_t>(1, T), (B + cores - 1) / cores))
+                 : B;
+  const int64_t count = (B + per - 1) / per;
+  std::vector<BatchEval> parts(static_cast<size_t>(count));
+  auto slice = [&](int64_t s) {
+    const int64_t b0 = s * per, nb = std::min(per, B - b0);
+    parts[static_cast<size_t>(s)] = evaluate_slice(model, x.narrow(0, b0, nb), y.narrow(0, b0, nb));
+  };
+  if (workers > 1 && count > 1)
+    run_slices_in_parallel(count, static_cast<int>(std::min<int64_t>(workers, count)), slice);
+  else
+    for (int64_t s = 0; s < count; ++s) slice(s);
+  BatchEval r;  // summed in slice order: threads do not change the result
+  for (const BatchEval& p : parts) {
+    r.loss_sum += p.loss_sum;
+    r.correct += p.correct;
   }
   return r;
 }

@@ -48,7 +48,14 @@ struct BatchEval {
   double loss_sum = 0;
   int64_t correct = 0;
 };
-BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y);
+// With several cores the slices (at least one per core) run on one thread per core, each
+// with OpenBLAS on one thread (restored afterwards): between two BLAS calls OpenBLAS's
+// workers only spin, so one forward at a time leaves the other cores idle during every
+// LayerNorm, GELU and loss (docs/performance.md). Sums are taken in slice order, so the
+// threads do not change the result. threads: 0 = eval_workers(); tests set it.
+BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads = 0);
+// Threads evaluate_batch uses on the CPU: the machine's cores.
+int eval_workers();
 
 // Evaluates the windows at `starts` in order; max_batches 0 = all. Runs in eval mode without
 // gradients and restores the model's training flag.

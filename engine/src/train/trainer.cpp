@@ -1,6 +1,5 @@
 #include "hsm/trainer.h"
 
-#include <dlfcn.h>
 #include <malloc.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "train/adamw.h"
+#include "train/blas_threads.h"
 #include "diagnostics/mixing_matrix.h"
 #include "io/checkpoint.h"
 #include "train/evaluation.h"
@@ -32,9 +32,6 @@ namespace fs = std::filesystem;
 namespace hsm {
 
 namespace {
-
-using BlasSetThreads = void (*)(int);
-using BlasGetThreads = int (*)();
 
 int blas_threads_from_env() {
   const char* env = std::getenv("HSM_BLAS_THREADS");
@@ -58,13 +55,12 @@ int set_cpu_threads(int n) {
   // in the kernel, measured with perf). Keep freed memory in the heap for reuse instead.
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  if (auto* f = reinterpret_cast<BlasSetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(blas);
+  set_blas_threads(blas);
   return torch_threads;
 }
 
 std::string cpu_threads_note() {
-  int blas = 0;
-  if (auto* f = reinterpret_cast<BlasGetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) blas = f();
+  const int blas = blas_threads();
   std::string note = "LibTorch " + std::to_string(torch::get_num_threads()) + " thread(s), ";
   note += blas > 0 ? "OpenBLAS " + std::to_string(blas) : std::string("no OpenBLAS found (slow reference BLAS?)");
   if (blas_threads_from_env() > 0) note += " (HSM_BLAS_THREADS)";
