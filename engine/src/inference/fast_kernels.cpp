@@ -13,24 +13,16 @@
 namespace hsm::fast {
 namespace {
 
-void matvec_generic(const float* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
-  for (int64_t o = 0; o < out; ++o) {
-    const float* w = W + o * in;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains the compiler can vectorise
-    int64_t i = 0;
-    for (; i + 8 <= in; i += 8)
-      for (int k = 0; k < 8; ++k) acc[k] += w[i + k] * x[i + k];
-    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; i < in; ++i) s += w[i] * x[i];
-    y[o] = s + (bias ? bias[o] : 0.0f);
-  }
-}
+inline float widen(float w) { return w; }
+inline float widen(uint16_t w) { return from_half(w); }
 
-void matvec_f16_generic(const uint16_t* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
+// Plain loops; Weight = float, or uint16_t for IEEE halves widened on the fly.
+template <typename Weight>
+void matvec_generic(const Weight* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
   for (int64_t o = 0; o < out; ++o) {
-    const uint16_t* w = W + o * in;
+    const Weight* w = W + o * in;
     float s = 0;
-    for (int64_t i = 0; i < in; ++i) s += from_half(w[i]) * x[i];
+    for (int64_t i = 0; i < in; ++i) s += widen(w[i]) * x[i];
     y[o] = s + (bias ? bias[o] : 0.0f);
   }
 }
@@ -49,45 +41,53 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+// 8 halves, widened by F16C after the load.
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
 // Four rows at a time share each load of x; two accumulators per row (i unrolled by 16) keep
-// eight FMA chains in flight. The weights stream through once per token: memory-bound.
-__attribute__((target("avx2,fma"))) void matvec_avx2(const float* W, const float* x, const float* bias, float* y,
-                                                     int64_t out, int64_t in) {
+// eight FMA chains in flight. The weights stream through once per token: memory-bound, which
+// is why halves (half the bytes) are faster when the weights are exact in fp16.
+template <typename Weight>
+__attribute__((target("avx2,fma,f16c"))) void matvec_avx2(const Weight* W, const float* x, const float* bias,
+                                                          float* y, int64_t out, int64_t in) {
   const int64_t in16 = in & ~int64_t{15}, in8 = in & ~int64_t{7};
   int64_t o = 0;
   for (; o + 4 <= out; o += 4) {
-    const float* w0 = W + o * in;
-    const float* w1 = w0 + in;
-    const float* w2 = w1 + in;
-    const float* w3 = w2 + in;
+    const Weight* w0 = W + o * in;
+    const Weight* w1 = w0 + in;
+    const Weight* w2 = w1 + in;
+    const Weight* w3 = w2 + in;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
     __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps(), c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i < in16; i += 16) {
       const __m256 xa = _mm256_loadu_ps(x + i), xb = _mm256_loadu_ps(x + i + 8);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xa, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xa, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xa, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xa, a3);
-      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i + 8), xb, c0);
-      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i + 8), xb, c1);
-      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i + 8), xb, c2);
-      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i + 8), xb, c3);
+      a0 = _mm256_fmadd_ps(load8(w0 + i), xa, a0);
+      a1 = _mm256_fmadd_ps(load8(w1 + i), xa, a1);
+      a2 = _mm256_fmadd_ps(load8(w2 + i), xa, a2);
+      a3 = _mm256_fmadd_ps(load8(w3 + i), xa, a3);
+      c0 = _mm256_fmadd_ps(load8(w0 + i + 8), xb, c0);
+      c1 = _mm256_fmadd_ps(load8(w1 + i + 8), xb, c1);
+      c2 = _mm256_fmadd_ps(load8(w2 + i + 8), xb, c2);
+      c3 = _mm256_fmadd_ps(load8(w3 + i + 8), xb, c3);
     }
     for (; i < in8; i += 8) {
       const __m256 xa = _mm256_loadu_ps(x + i);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + i), xa, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), xa, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), xa, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), xa, a3);
+      a0 = _mm256_fmadd_ps(load8(w0 + i), xa, a0);
+      a1 = _mm256_fmadd_ps(load8(w1 + i), xa, a1);
+      a2 = _mm256_fmadd_ps(load8(w2 + i), xa, a2);
+      a3 = _mm256_fmadd_ps(load8(w3 + i), xa, a3);
     }
     float s0 = hsum(_mm256_add_ps(a0, c0)), s1 = hsum(_mm256_add_ps(a1, c1));
     float s2 = hsum(_mm256_add_ps(a2, c2)), s3 = hsum(_mm256_add_ps(a3, c3));
     for (; i < in; ++i) {
-      s0 += w0[i] * x[i];
-      s1 += w1[i] * x[i];
-      s2 += w2[i] * x[i];
-      s3 += w3[i] * x[i];
+      s0 += widen(w0[i]) * x[i];
+      s1 += widen(w1[i]) * x[i];
+      s2 += widen(w2[i]) * x[i];
+      s3 += widen(w3[i]) * x[i];
     }
     y[o] = s0 + (bias ? bias[o] : 0.0f);
     y[o + 1] = s1 + (bias ? bias[o + 1] : 0.0f);
@@ -95,50 +95,6 @@ __attribute__((target("avx2,fma"))) void matvec_avx2(const float* W, const float
     y[o + 3] = s3 + (bias ? bias[o + 3] : 0.0f);
   }
   if (o < out) matvec_generic(W + o * in, x, bias ? bias + o : nullptr, y + o, out - o, in);
-}
-
-__attribute__((target("avx2,fma,f16c"))) inline __m256 load(const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// As matvec_avx2, converting 8 halves at a time (F16C) after the load.
-__attribute__((target("avx2,fma,f16c"))) void matvec_f16_avx2(const uint16_t* W, const float* x, const float* bias,
-                                                              float* y, int64_t out, int64_t in) {
-  const int64_t in16 = in & ~int64_t{15};
-  int64_t o = 0;
-  for (; o + 4 <= out; o += 4) {
-    const uint16_t* w0 = W + o * in;
-    const uint16_t* w1 = w0 + in;
-    const uint16_t* w2 = w1 + in;
-    const uint16_t* w3 = w2 + in;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps(), c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i < in16; i += 16) {
-      const __m256 xa = _mm256_loadu_ps(x + i), xb = _mm256_loadu_ps(x + i + 8);
-      a0 = _mm256_fmadd_ps(load(w0 + i), xa, a0);
-      a1 = _mm256_fmadd_ps(load(w1 + i), xa, a1);
-      a2 = _mm256_fmadd_ps(load(w2 + i), xa, a2);
-      a3 = _mm256_fmadd_ps(load(w3 + i), xa, a3);
-      c0 = _mm256_fmadd_ps(load(w0 + i + 8), xb, c0);
-      c1 = _mm256_fmadd_ps(load(w1 + i + 8), xb, c1);
-      c2 = _mm256_fmadd_ps(load(w2 + i + 8), xb, c2);
-      c3 = _mm256_fmadd_ps(load(w3 + i + 8), xb, c3);
-    }
-    float s0 = hsum(_mm256_add_ps(a0, c0)), s1 = hsum(_mm256_add_ps(a1, c1));
-    float s2 = hsum(_mm256_add_ps(a2, c2)), s3 = hsum(_mm256_add_ps(a3, c3));
-    for (; i < in; ++i) {
-      s0 += from_half(w0[i]) * x[i];
-      s1 += from_half(w1[i]) * x[i];
-      s2 += from_half(w2[i]) * x[i];
-      s3 += from_half(w3[i]) * x[i];
-    }
-    y[o] = s0 + (bias ? bias[o] : 0.0f);
-    y[o + 1] = s1 + (bias ? bias[o + 1] : 0.0f);
-    y[o + 2] = s2 + (bias ? bias[o + 2] : 0.0f);
-    y[o + 3] = s3 + (bias ? bias[o + 3] : 0.0f);
-  }
-  if (o < out) matvec_f16_generic(W + o * in, x, bias ? bias + o : nullptr, y + o, out - o, in);
 }
 
 // exp(x) for 8 floats (Cephes' expf: range reduction by ln 2, degree-5 polynomial; relative
@@ -159,53 +115,48 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
-// GELU(x) = x/2 · (1 + erf(x/√2)) with erf by Abramowitz & Stegun 7.1.26 (absolute error
-// below 1.5e-7, the approximation LibTorch's own vectorised erf uses).
+// Φ(x) = (1 + erf(x/√2))/2, the normal CDF, for 8 floats, with erf by Abramowitz & Stegun
+// 7.1.26 (absolute error below 1.5e-7, the approximation LibTorch's own vectorised erf uses);
+// *gauss gets e^{−x²/2}, which the formula computes anyway (GELU's derivative needs it).
+__attribute__((target("avx2,fma"))) inline __m256 normal_cdf_avx2(__m256 x, __m256* gauss) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752440f));
+  const __m256 az = _mm256_andnot_ps(sign_mask, z);
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), one));
+  __m256 poly = _mm256_set1_ps(1.061405429f);
+  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
+  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
+  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-0.284496736f));
+  poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(0.254829592f));
+  poly = _mm256_mul_ps(poly, t);
+  const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_xor_ps(az, sign_mask), az));  // exp(-z²) = exp(-x²/2)
+  __m256 erf = _mm256_fnmadd_ps(poly, e, one);                                 // erf(|z|)
+  erf = _mm256_or_ps(erf, _mm256_and_ps(z, sign_mask));                        // odd function
+  *gauss = e;
+  return _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(one, erf));
+}
+
+// GELU(x) = x · Φ(x).
 __attribute__((target("avx2,fma"))) void gelu_avx2(float* p, int64_t n) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
   int64_t i = 0;
+  __m256 unused;
   for (; i + 8 <= n; i += 8) {
     const __m256 x = _mm256_loadu_ps(p + i);
-    const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752440f));
-    const __m256 az = _mm256_andnot_ps(sign_mask, z);
-    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), one));
-    __m256 poly = _mm256_set1_ps(1.061405429f);
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-0.284496736f));
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(0.254829592f));
-    poly = _mm256_mul_ps(poly, t);
-    const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_xor_ps(az, sign_mask), az));  // exp(-z²)
-    __m256 erf = _mm256_fnmadd_ps(poly, e, one);                                 // erf(|z|)
-    erf = _mm256_or_ps(erf, _mm256_and_ps(z, sign_mask));                        // odd function
-    _mm256_storeu_ps(p + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, erf)));
+    _mm256_storeu_ps(p + i, _mm256_mul_ps(x, normal_cdf_avx2(x, &unused)));
   }
   constexpr float kInvSqrt2 = 0.70710678118654752440f;
   for (; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * kInvSqrt2));
 }
 
-// dx = g · GELU'(x) = g · (Φ(x) + x·φ(x)), with Φ from the same erf as gelu_avx2 and
-// φ(x) = e^{−x²/2}/√(2π), the exponential that erf already computed.
+// dx = g · GELU'(x) = g · (Φ(x) + x·φ(x)), φ(x) = e^{−x²/2}/√(2π).
 __attribute__((target("avx2,fma"))) void gelu_backward_avx2(const float* xp, const float* gp, float* dx, int64_t n) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
   const __m256 inv_sqrt_2pi = _mm256_set1_ps(0.39894228040143267794f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 x = _mm256_loadu_ps(xp + i);
-    const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752440f));
-    const __m256 az = _mm256_andnot_ps(sign_mask, z);
-    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(az, _mm256_set1_ps(0.3275911f), one));
-    __m256 poly = _mm256_set1_ps(1.061405429f);
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-0.284496736f));
-    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(0.254829592f));
-    poly = _mm256_mul_ps(poly, t);
-    const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_xor_ps(az, sign_mask), az));  // exp(-x²/2)
-    __m256 erf = _mm256_fnmadd_ps(poly, e, one);
-    erf = _mm256_or_ps(erf, _mm256_and_ps(z, sign_mask));
-    const __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf));
-    const __m256 d = _mm256_fmadd_ps(_mm256_mul_ps(x, inv_sqrt_2pi), e, cdf);
+    __m256 gauss;
+    const __m256 cdf = normal_cdf_avx2(x, &gauss);
+    const __m256 d = _mm256_fmadd_ps(_mm256_mul_ps(x, inv_sqrt_2pi), gauss, cdf);
     _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(gp + i), d));
   }
   for (; i < n; ++i) {
@@ -303,9 +254,9 @@ void matvec(const float* W, const float* x, const float* bias, float* y, int64_t
 
 void matvec_f16(const uint16_t* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
 #ifdef HSM_FAST_X86
-  if (have_avx2()) return matvec_f16_avx2(W, x, bias, y, out, in);
+  if (have_avx2()) return matvec_avx2(W, x, bias, y, out, in);
 #endif
-  matvec_f16_generic(W, x, bias, y, out, in);
+  matvec_generic(W, x, bias, y, out, in);
 }
 
 uint16_t to_half(float f) {
