@@ -124,7 +124,9 @@ BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor
   const int64_t B = x.size(0), T = x.size(1);
   // CPU: slices of at most kEvalSliceTokens tokens, and at least one slice per core.
   const int cores = eval_workers();
-  const int workers = x.is_cpu() ? (threads > 0 ? threads : cores) : 1;
+  // By default only when LibTorch runs on one thread (the engine's default): with --threads N
+  // LibTorch already spreads each operation over the cores.
+  const int workers = !x.is_cpu() ? 1 : threads > 0 ? threads : torch::get_num_threads() == 1 ? cores : 1;
   const int64_t per =
       x.is_cpu() ? std::max<int64_t>(1, std::min(kEvalSliceTokens / std::max<int64_t>(1, T), (B + cores - 1) / cores))
                  : B;

@@ -52,7 +52,8 @@ struct BatchEval {
 // with OpenBLAS on one thread (restored afterwards): between two BLAS calls OpenBLAS's
 // workers only spin, so one forward at a time leaves the other cores idle during every
 // LayerNorm, GELU and loss (docs/performance.md). Sums are taken in slice order, so the
-// threads do not change the result. threads: 0 = eval_workers(); tests set it.
+// threads do not change the result. threads: 0 = eval_workers() when LibTorch is on one thread
+// (the default of set_cpu_threads), else 1; tests set it.
 BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads = 0);
 // Threads evaluate_batch uses on the CPU: the machine's cores.
 int eval_workers();
