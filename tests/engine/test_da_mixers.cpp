@@ -17,6 +17,7 @@
 #include "model/mixers/linear_attention.h"
 #include "model/mixers/qk_source_attention.h"
 #include "model/model.h"
+#include "model_test_util.h"
 #include "test_util.h"
 
 using namespace hsm;
@@ -374,18 +375,7 @@ TEST(DaPresets, UniformAndHybridAtPaperSize) {
 TEST(DaTraining, TinyModelLossFalls) {
   torch::manual_seed(1);
   Gpt model(tiny({"mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"}, 16));
-  model->train();
-  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(3e-3));
   auto seq = torch::arange(0, 17, torch::kLong).remainder(5).unsqueeze(0).repeat({4, 1});
-  auto idx = seq.narrow(1, 0, 16), tgt = seq.narrow(1, 1, 16);
-  double first = 0, last = 0;
-  for (int step = 0; step < 40; ++step) {
-    opt.zero_grad();
-    auto loss = model->loss(idx, tgt);
-    loss.backward();
-    opt.step();
-    if (step == 0) first = loss.item<double>();
-    last = loss.item<double>();
-  }
+  const auto [first, last] = test::train_steps(model, seq.narrow(1, 0, 16), seq.narrow(1, 1, 16), 40, 3e-3);
   EXPECT_LT(last, 0.5 * first) << first << " -> " << last;
 }

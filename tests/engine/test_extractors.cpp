@@ -14,6 +14,7 @@
 #include "io/checkpoint.h"
 #include "model/mixers/extractors.h"
 #include "model/model.h"
+#include "model_test_util.h"
 
 using namespace hsm;
 
@@ -65,12 +66,6 @@ ModelConfig tiny(const std::string& mixer, int64_t layers = 2, int64_t context =
   c.dropout = 0.0;
   for (int64_t l = 0; l < layers; ++l) c.layers.push_back({mixer, 16, 1});
   return c;
-}
-
-int64_t numel(torch::nn::Module& m) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
 }
 
 class Extractor : public ::testing::TestWithParam<std::string> {};
@@ -160,10 +155,10 @@ TEST_P(Extractor, ParameterCountsAreEXTablesThreeAndFour) {
   EXPECT_EQ(mixer_params(GetParam(), d, 1, l), paper.at(GetParam()));
   EXPECT_THROW(mixer_params(GetParam(), d, 1), std::invalid_argument);  // no context given
   auto m = make_mixer({GetParam(), 512, 1}, 3, 24, 0.1, 10);
-  EXPECT_EQ(numel(*m), mixer_params(GetParam(), 24, 1, 10));
+  EXPECT_EQ(test::numel(*m), mixer_params(GetParam(), 24, 1, 10));
   for (int64_t layers : {1, 3}) {
     Gpt model(tiny(GetParam(), layers));
-    EXPECT_EQ(numel(*model), count_params(tiny(GetParam(), layers)).total());
+    EXPECT_EQ(test::numel(*model), count_params(tiny(GetParam(), layers)).total());
   }
   EXPECT_THROW(make_mixer({GetParam(), 512, 1}, 0, 24, 0.1), std::invalid_argument);
 }
@@ -229,18 +224,9 @@ TEST_P(Extractor, TinyModelLearnsARepeatingSequence) {
   auto c = tiny(GetParam(), 2, 12);
   c.d_model = 16;
   Gpt model(c);
-  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-2));
   auto base = torch::randint(0, c.vocab_size, {16, 3}, torch::kLong);
   auto seq = base.repeat({1, 5});  // [16, 15]
-  auto x = seq.narrow(1, 0, 12), y = seq.narrow(1, 1, 12);
-  double first = 0, last = 0;
-  for (int step = 0; step < 60; ++step) {
-    opt.zero_grad();
-    auto loss = model->loss(x, y);
-    loss.backward();
-    opt.step();
-    (step == 0 ? first : last) = loss.item<double>();
-  }
+  const auto [first, last] = test::train_steps(model, seq.narrow(1, 0, 12), seq.narrow(1, 1, 12), 60, 1e-2);
   EXPECT_LT(last, 0.5 * first) << GetParam() << ": " << first << " -> " << last;
 }
 

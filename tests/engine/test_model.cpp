@@ -7,23 +7,18 @@
 #include "hsm/presets.h"
 #include "hsm/receptive_field.h"
 #include "model/model.h"
+#include "model_test_util.h"
 
 using namespace hsm;
 
 namespace {
-int64_t numel(torch::nn::Module& m) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
-
 class EveryPreset : public ::testing::TestWithParam<std::string> {};
 }  // namespace
 
 TEST_P(EveryPreset, ParameterCountMatchesLibTorch) {
   const auto c = load_preset(GetParam());
   Gpt model(c);
-  EXPECT_EQ(numel(*model), count_params(c).total());
+  EXPECT_EQ(test::numel(*model), count_params(c).total());
 }
 
 TEST_P(EveryPreset, ShapeCausalityAndBackward) {

@@ -13,6 +13,8 @@
 namespace hsm::fast {
 namespace {
 
+inline float gelu_scalar(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752440f)); }
+
 inline float widen(float w) { return w; }
 inline float widen(uint16_t w) { return from_half(w); }
 
@@ -136,16 +138,15 @@ __attribute__((target("avx2,fma"))) inline __m256 normal_cdf_avx2(__m256 x, __m2
   return _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(one, erf));
 }
 
-// GELU(x) = x · Φ(x).
-__attribute__((target("avx2,fma"))) void gelu_avx2(float* p, int64_t n) {
+// y = GELU(x) = x · Φ(x) over n values; y may equal x.
+__attribute__((target("avx2,fma"))) void gelu_avx2(const float* in, float* out, int64_t n) {
   int64_t i = 0;
   __m256 unused;
   for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_loadu_ps(p + i);
-    _mm256_storeu_ps(p + i, _mm256_mul_ps(x, normal_cdf_avx2(x, &unused)));
+    const __m256 x = _mm256_loadu_ps(in + i);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(x, normal_cdf_avx2(x, &unused)));
   }
-  constexpr float kInvSqrt2 = 0.70710678118654752440f;
-  for (; i < n; ++i) p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * kInvSqrt2));
+  for (; i < n; ++i) out[i] = gelu_scalar(in[i]);
 }
 
 // dx = g · GELU'(x) = g · (Φ(x) + x·φ(x)), φ(x) = e^{−x²/2}/√(2π).
@@ -312,13 +313,7 @@ void layer_norm(const float* x, const float* gain, const float* shift, float* y,
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * inv * gain[i] + shift[i];
 }
 
-void gelu(float* x, int64_t n) {
-#ifdef HSM_FAST_X86
-  if (have_avx2()) return gelu_avx2(x, n);
-#endif
-  constexpr float kInvSqrt2 = 0.70710678118654752440f;
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
-}
+void gelu(float* x, int64_t n) { gelu_rows(x, x, n); }
 
 void axpy(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
@@ -401,8 +396,10 @@ void bias_gelu_rows(float* x, const float* bias, int64_t rows, int64_t n) {
 }
 
 void gelu_rows(const float* x, float* y, int64_t n) {
-  if (y != x) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
-  gelu(y, n);
+#ifdef HSM_FAST_X86
+  if (have_avx2()) return gelu_avx2(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu_scalar(x[i]);
 }
 
 void gelu_backward(const float* x, const float* g, float* dx, int64_t n) {
