@@ -21,10 +21,10 @@ uint64_t draw_dropout_seed() {
   return static_cast<uint64_t>(torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kLong).item<int64_t>());
 }
 
-torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint64_t stream) {
+torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint64_t stream, int64_t offset) {
   auto mask = torch::empty(sizes, torch::kFloat32);
   const int64_t n = mask.numel();
-  TORCH_CHECK(n < (int64_t{1} << 32), "dropout_mask: more than 2^32 elements in one mask");
+  TORCH_CHECK(offset >= 0 && offset + n < (int64_t{1} << 32), "dropout_mask: more than 2^32 elements in one mask");
   const uint32_t key1 = mix32(static_cast<uint32_t>(seed) ^ mix32(static_cast<uint32_t>(stream) + 0x9e3779b9U));
   const uint32_t key2 = mix32(static_cast<uint32_t>(seed >> 32) ^ mix32(static_cast<uint32_t>(stream >> 32) + key1));
   // Keep when the hash is at or above p·2^32.
@@ -33,7 +33,7 @@ torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint6
   float* out = mask.data_ptr<float>();
   at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const uint32_t h = mix32(mix32(static_cast<uint32_t>(i) ^ key1) + key2);
+      const uint32_t h = mix32(mix32(static_cast<uint32_t>(offset + i) ^ key1) + key2);
       out[i] = h >= threshold ? scale : 0.0f;
     }
   });

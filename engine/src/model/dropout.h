@@ -15,8 +15,10 @@ namespace hsm {
 uint64_t draw_dropout_seed();
 
 // Keep-mask scaled for dropout p: 1/(1-p) with probability 1-p, else 0, float32 on the CPU,
-// a pure function of (sizes, p, seed, stream).
-torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint64_t stream = 0);
+// a pure function of (sizes, p, seed, stream). Element i of the mask is element offset + i of
+// the stream's sequence, so a slice of a large mask can be drawn on its own (the blocked
+// attention splits its batch over threads this way and draws the same masks).
+torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint64_t stream = 0, int64_t offset = 0);
 
 // x * dropout_mask in training (p > 0), x otherwise. CUDA tensors use torch::dropout.
 torch::Tensor fast_dropout(const torch::Tensor& x, double p, bool training);

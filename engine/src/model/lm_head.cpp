@@ -8,6 +8,7 @@
 // backward pass only scales them by the incoming gradient. Same FLOPs, chunk-sized memory.
 #include "inference/fast_kernels.h"
 #include "model/model.h"
+#include "model/parallel_gemm.h"
 
 namespace hsm {
 namespace {
@@ -21,7 +22,7 @@ struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
   // h: [N, d], weight: [V, d], targets: [N] int64 -> mean loss (scalar)
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& weight,
                                const torch::Tensor& targets) {
-    const int64_t N = h.size(0);
+    const int64_t N = h.size(0), V = weight.size(0);
     auto dh = torch::empty_like(h);
     auto dweight = torch::zeros_like(weight);
     const auto tcont = targets.to(torch::kLong).contiguous();
@@ -29,11 +30,20 @@ struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
     for (int64_t r0 = 0; r0 < N; r0 += kChunkRows) {
       const int64_t n = std::min(kChunkRows, N - r0);
       auto hc = h.narrow(0, r0, n);
-      auto grad = torch::mm(hc, weight.t());  // [n, V] logits, then in place softmax − one-hot
-      loss += fast::softmax_xent_grad_rows(grad.data_ptr<float>(), tcont.data_ptr<int64_t>() + r0, n, grad.size(1));
-      auto dh_rows = dh.narrow(0, r0, n);
-      torch::mm_out(dh_rows, grad, weight);  // [n, d]
-      dweight.addmm_(grad.t(), hc);          // [V, d]
+      auto grad = torch::empty({n, V}, h.options());
+      std::vector<double> part(static_cast<size_t>(n / 16 + 1), 0.0);  // per row block, summed in order
+      for_row_blocks(n, [&](int64_t a, int64_t b) {
+        auto g = grad.narrow(0, a, b - a);
+        torch::mm_out(g, hc.narrow(0, a, b - a), weight.t());  // [rows, V] logits, then softmax − one-hot
+        part[static_cast<size_t>(a / 16)] =
+            fast::softmax_xent_grad_rows(g.data_ptr<float>(), tcont.data_ptr<int64_t>() + r0 + a, b - a, V);
+        auto dh_rows = dh.narrow(0, r0 + a, b - a);
+        torch::mm_out(dh_rows, g, weight);  // [rows, d]
+      });
+      for (double p : part) loss += p;
+      for_row_blocks(V, [&](int64_t a, int64_t b) {  // dweight[a:b] += grad[:, a:b]ᵀ · hc
+        dweight.narrow(0, a, b - a).addmm_(grad.narrow(1, a, b - a).t(), hc);
+      });
     }
     const double inv_n = 1.0 / static_cast<double>(N);
     ctx->save_for_backward({dh.mul_(inv_n), dweight.mul_(inv_n)});
@@ -62,9 +72,19 @@ torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, 
     int64_t correct = 0;
     for (int64_t r0 = 0; r0 < flat.size(0); r0 += kChunkRows) {
       const int64_t n = std::min(kChunkRows, flat.size(0) - r0);
-      auto logits = torch::mm(flat.narrow(0, r0, n), weight.t()).contiguous();
-      fast::cross_entropy_rows(logits.data_ptr<float>(), tc.data_ptr<int64_t>() + r0, n, logits.size(1), &loss,
-                               &correct);
+      auto logits = torch::empty({n, weight.size(0)}, flat.options());
+      std::vector<double> part(static_cast<size_t>(n / 16 + 1), 0.0);
+      std::vector<int64_t> hits(part.size(), 0);
+      for_row_blocks(n, [&](int64_t a, int64_t b) {
+        auto l = logits.narrow(0, a, b - a);
+        torch::mm_out(l, flat.narrow(0, r0 + a, b - a), weight.t());
+        fast::cross_entropy_rows(l.data_ptr<float>(), tc.data_ptr<int64_t>() + r0 + a, b - a, l.size(1),
+                                 &part[static_cast<size_t>(a / 16)], &hits[static_cast<size_t>(a / 16)]);
+      });
+      for (size_t i = 0; i < part.size(); ++i) {
+        loss += part[i];
+        correct += hits[i];
+      }
     }
     return torch::tensor(loss / static_cast<double>(flat.size(0)), flat.options());
   }

@@ -6,6 +6,7 @@
 
 #include "inference/fast_kernels.h"
 #include "model/dropout.h"
+#include "model/parallel_gemm.h"
 
 namespace hsm {
 
@@ -22,7 +23,9 @@ struct FastGelu : torch::autograd::Function<FastGelu> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x) {
     auto xc = x.contiguous();
     auto y = torch::empty_like(xc);
-    fast::gelu_rows(xc.data_ptr<float>(), y.data_ptr<float>(), xc.numel());
+    const float* in = xc.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    for_row_blocks(xc.numel(), [&](int64_t a, int64_t b) { fast::gelu_rows(in + a, out + a, b - a); });
     ctx->save_for_backward({xc});
     return y;
   }
@@ -31,7 +34,10 @@ struct FastGelu : torch::autograd::Function<FastGelu> {
     const auto x = ctx->get_saved_variables()[0];
     auto g = grads[0].contiguous();
     auto dx = torch::empty_like(x);
-    fast::gelu_backward(x.data_ptr<float>(), g.data_ptr<float>(), dx.data_ptr<float>(), x.numel());
+    const float* xs = x.data_ptr<float>();
+    const float* gs = g.data_ptr<float>();
+    float* d = dx.data_ptr<float>();
+    for_row_blocks(x.numel(), [&](int64_t a, int64_t b) { fast::gelu_backward(xs + a, gs + a, d + a, b - a); });
     return {dx};
   }
 };
@@ -50,7 +56,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  return fc2->forward(fast_gelu(fc1->forward(x)));
+  return linear(fc2, fast_gelu(linear(fc1, x)));
 }
 
 void FeedForwardImpl::add_forward_to(torch::Tensor& h, const torch::Tensor& x) {
@@ -61,13 +67,20 @@ void FeedForwardImpl::add_forward_to(torch::Tensor& h, const torch::Tensor& x) {
   // fc1 without its bias, then bias + GELU in one pass over [N, f] in place, then fc2
   // accumulated straight into the residual stream (beta = 1): no [N, f] temporary besides
   // the activation and no separate residual add. Same sums as forward(x) to rounding.
+  // In split mode (parallel_gemm.h) each thread takes a block of rows through all of it.
   const int64_t d = x.size(-1);
-  auto a = torch::mm(x.reshape({-1, d}), fc1->weight.t());  // [N, f]
-  fast::bias_gelu_rows(a.data_ptr<float>(), fc1->bias.defined() ? fc1->bias.data_ptr<float>() : nullptr, a.size(0),
-                       a.size(1));
+  const auto x2 = x.reshape({-1, d});
   auto h2 = h.view({-1, h.size(-1)});
-  h2.addmm_(a, fc2->weight.t());
-  if (fc2->bias.defined()) h2.add_(fc2->bias);
+  auto a = torch::empty({x2.size(0), fc1->weight.size(0)}, x.options());  // [N, f]
+  for_row_blocks(x2.size(0), [&](int64_t r0, int64_t r1) {
+    auto ar = a.narrow(0, r0, r1 - r0);
+    auto hr = h2.narrow(0, r0, r1 - r0);
+    torch::mm_out(ar, x2.narrow(0, r0, r1 - r0), fc1->weight.t());
+    fast::bias_gelu_rows(ar.data_ptr<float>(), fc1->bias.defined() ? fc1->bias.data_ptr<float>() : nullptr, ar.size(0),
+                         ar.size(1));
+    hr.addmm_(ar, fc2->weight.t());
+    if (fc2->bias.defined()) hr.add_(fc2->bias);
+  });
 }
 
 BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {

@@ -6,7 +6,11 @@
 #include <mutex>
 #include <thread>
 
+#include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
+
 #include "inference/fast_kernels.h"
+#include "model/parallel_gemm.h"
 #include "model/torch_compat.h"
 #include "train/blas_threads.h"
 
@@ -124,9 +128,7 @@ BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor
   const int64_t B = x.size(0), T = x.size(1);
   // CPU: slices of at most kEvalSliceTokens tokens, and at least one slice per core.
   const int cores = eval_workers();
-  // By default only when LibTorch runs on one thread (the engine's default): with --threads N
-  // LibTorch already spreads each operation over the cores.
-  const int workers = !x.is_cpu() ? 1 : threads > 0 ? threads : torch::get_num_threads() == 1 ? cores : 1;
+  const int workers = !x.is_cpu() ? 1 : threads > 0 ? threads : cores;
   const int64_t per =
       x.is_cpu() ? std::max<int64_t>(1, std::min(kEvalSliceTokens / std::max<int64_t>(1, T), (B + cores - 1) / cores))
                  : B;
@@ -136,10 +138,19 @@ BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor
     const int64_t b0 = s * per, nb = std::min(per, B - b0);
     parts[static_cast<size_t>(s)] = evaluate_slice(model, x.narrow(0, b0, nb), y.narrow(0, b0, nb));
   };
-  if (workers > 1 && count > 1)
+  if (x.is_cpu() && threads <= 0 && split_gemms() && count > 1) {
+    // LibTorch's pool has the cores (OpenBLAS one thread): one slice per worker of that
+    // pool, every operation inside running serially on it.
+    const at::ThreadLocalState state;
+    at::parallel_for(0, count, 1, [&](int64_t s0, int64_t s1) {
+      const at::ThreadLocalStateGuard guard(state);
+      for (int64_t s = s0; s < s1; ++s) slice(s);
+    });
+  } else if (workers > 1 && count > 1 && (threads > 0 || torch::get_num_threads() == 1)) {
     run_slices_in_parallel(count, static_cast<int>(std::min<int64_t>(workers, count)), slice);
-  else
+  } else {
     for (int64_t s = 0; s < count; ++s) slice(s);
+  }
   BatchEval r;  // summed in slice order: threads do not change the result
   for (const BatchEval& p : parts) {
     r.loss_sum += p.loss_sum;

@@ -48,12 +48,13 @@ struct BatchEval {
   double loss_sum = 0;
   int64_t correct = 0;
 };
-// With several cores the slices (at least one per core) run on one thread per core, each
-// with OpenBLAS on one thread (restored afterwards): between two BLAS calls OpenBLAS's
-// workers only spin, so one forward at a time leaves the other cores idle during every
-// LayerNorm, GELU and loss (docs/performance.md). Sums are taken in slice order, so the
-// threads do not change the result. threads: 0 = eval_workers() when LibTorch is on one thread
-// (the default of set_cpu_threads), else 1; tests set it.
+// With several cores the slices (at least one per core) run one per thread, each slice's
+// operations serially on its thread: one forward at a time would leave cores idle during
+// every LayerNorm, GELU and loss (docs/performance.md). threads 0 (the default): in split mode
+// (model/parallel_gemm.h, set_cpu_threads' default) on LibTorch's pool; with LibTorch on one
+// thread on eval_workers() threads with OpenBLAS on one (restored afterwards); else 1.
+// threads > 0: on that many threads of their own (tests). Sums are taken in slice order, so the
+// threads do not change the result.
 BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads = 0);
 // Threads evaluate_batch uses on the CPU: the machine's cores.
 int eval_workers();

@@ -1,4 +1,5 @@
 #include "model/mixers/attention.h"
+#include "model/parallel_gemm.h"
 
 #include "model/torch_compat.h"
 
@@ -15,7 +16,7 @@ AttentionImpl::AttentionImpl(int64_t d, int64_t heads, double dropout)
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> split_qkv_heads(torch::nn::Linear& qkv, const torch::Tensor& x,
                                                                         int64_t heads) {
   const int64_t B = x.size(0), T = x.size(1), hd = x.size(2) / heads;
-  auto parts = qkv->forward(x).chunk(3, -1);  // 3 × [B, T, d]
+  auto parts = linear(qkv, x).chunk(3, -1);  // 3 × [B, T, d]
   auto to_heads = [&](const torch::Tensor& t) { return t.view({B, T, heads, hd}).transpose(1, 2); };
   return {to_heads(parts[0]), to_heads(parts[1]), to_heads(parts[2])};  // [B, H, T, hd]
 }
@@ -28,7 +29,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
   auto [q, k, v] = split_heads(x);
   auto y = compat::causal_attention(q, k, v, dropout, is_training());  // [B, H, T, hd]
-  return proj->forward(y.transpose(1, 2).contiguous().view({B, T, d}));
+  return linear(proj, y.transpose(1, 2).contiguous().view({B, T, d}));
 }
 
 torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) {
@@ -43,7 +44,7 @@ torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, i
   auto keys = cache.k.narrow(2, 0, pos + 1), values = cache.v.narrow(2, 0, pos + 1);  // [B, H, pos+1, hd]
   auto att = torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim)), -1);
   auto y = torch::matmul(att, values);  // [B, H, 1, hd]
-  return proj->forward(y.transpose(1, 2).reshape({B, d}));
+  return linear(proj, y.transpose(1, 2).reshape({B, d}));
 }
 
 torch::Tensor AttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) {
@@ -54,7 +55,7 @@ torch::Tensor AttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, 
   cache.k.narrow(2, 0, T).copy_(k);
   cache.v.narrow(2, 0, T).copy_(v);
   auto y = compat::causal_attention(q, k, v, 0.0, false);
-  return proj->forward(y.transpose(1, 2).contiguous().view({B, T, d}));
+  return linear(proj, y.transpose(1, 2).contiguous().view({B, T, d}));
 }
 
 torch::Tensor AttentionImpl::attention_weights(const torch::Tensor& x) {

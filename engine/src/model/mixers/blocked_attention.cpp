@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "model/dropout.h"
+#include "model/parallel_gemm.h"
 
 namespace hsm {
 namespace {
@@ -50,8 +51,9 @@ torch::Tensor tile_scores(const torch::Tensor& q, const torch::Tensor& k, const 
 struct DropoutMasks {
   double p;
   uint64_t seed;
+  int64_t first_row = 0;  // of the [BH, nq, nk] tile: a thread's slice starts at this row of BH
   torch::Tensor get(const torch::Tensor& like, size_t tile) const {
-    auto m = dropout_mask(like.sizes(), p, seed, tile);
+    auto m = dropout_mask(like.sizes(), p, seed, tile, first_row * like.size(1) * like.size(2));
     return like.is_cpu() && like.scalar_type() == torch::kFloat32 ? m : m.to(like.options());
   }
 };
@@ -68,8 +70,26 @@ struct BlockedAttentionFn : torch::autograd::Function<BlockedAttentionFn> {
 
     auto out = torch::empty_like(q);
     auto lse = torch::empty({BH, T, 1}, q.options());
-    torch::Tensor m, l, acc;  // running max, running sum, running output of the current row block
     const auto tiles = causal_tiles(T, {block_q, block_k});
+    // Rows of BH are independent: in split mode each thread takes a block of them through
+    // every tile (parallel_gemm.h); the dropout masks are slices of the whole tile's mask.
+    for_row_blocks(BH, [&](int64_t b0, int64_t b1) {
+      forward_rows(q.narrow(0, b0, b1 - b0), k.narrow(0, b0, b1 - b0), v.narrow(0, b0, b1 - b0), tiles, scale, masks,
+                   b0, out.narrow(0, b0, b1 - b0), lse.narrow(0, b0, b1 - b0));
+    });
+    ctx->save_for_backward({q, k, v, out, lse});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["seed"] = seed;
+    ctx->saved_data["block_q"] = block_q;
+    ctx->saved_data["block_k"] = block_k;
+    return out;
+  }
+
+  static void forward_rows(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const std::vector<Tile>& tiles, double scale, std::optional<DropoutMasks> masks,
+                           int64_t first_row, torch::Tensor out, torch::Tensor lse) {
+    if (masks) masks->first_row = first_row;
+    torch::Tensor m, l, acc;  // running max, running sum, running output of the current row block
     for (size_t i = 0; i < tiles.size(); ++i) {
       const Tile& t = tiles[i];
       auto s = tile_scores(q, k, t, scale);  // [BH, nq, nk]
@@ -92,12 +112,6 @@ struct BlockedAttentionFn : torch::autograd::Function<BlockedAttentionFn> {
         lse.narrow(1, t.q0, t.nq).copy_(m.add_(l.log_()));
       }
     }
-    ctx->save_for_backward({q, k, v, out, lse});
-    ctx->saved_data["p"] = p;
-    ctx->saved_data["seed"] = seed;
-    ctx->saved_data["block_q"] = block_q;
-    ctx->saved_data["block_k"] = block_k;
-    return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -111,9 +125,22 @@ struct BlockedAttentionFn : torch::autograd::Function<BlockedAttentionFn> {
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
 
     auto dout = grads[0].contiguous();
-    auto delta = (dout * out).sum(-1, true);  // [BH, T, 1]: rowsum(dO ⊙ O) = Σ_k P·dP
     auto dq = torch::zeros_like(q), dk = torch::zeros_like(k), dv = torch::zeros_like(v);
     const auto tiles = causal_tiles(T, blocks);
+    for_row_blocks(q.size(0), [&](int64_t b0, int64_t b1) {
+      auto rows = [&](const torch::Tensor& t) { return t.narrow(0, b0, b1 - b0); };
+      backward_rows(rows(q), rows(k), rows(v), rows(out), rows(lse), rows(dout), tiles, scale, masks, b0, rows(dq),
+                    rows(dk), rows(dv));
+    });
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+
+  static void backward_rows(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& out, const torch::Tensor& lse, const torch::Tensor& dout,
+                            const std::vector<Tile>& tiles, double scale, std::optional<DropoutMasks> masks,
+                            int64_t first_row, torch::Tensor dq, torch::Tensor dk, torch::Tensor dv) {
+    if (masks) masks->first_row = first_row;
+    auto delta = (dout * out).sum(-1, true);  // [BH, T, 1]: rowsum(dO ⊙ O) = Σ_k P·dP
     for (size_t i = 0; i < tiles.size(); ++i) {
       const Tile& t = tiles[i];
       auto s = tile_scores(q, k, t, scale);
@@ -131,7 +158,6 @@ struct BlockedAttentionFn : torch::autograd::Function<BlockedAttentionFn> {
       dq.narrow(1, t.q0, t.nq).baddbmm_(ds, kt);
       dk.narrow(1, t.k0, t.nk).baddbmm_(ds.transpose(1, 2), q.narrow(1, t.q0, t.nq));
     }
-    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 

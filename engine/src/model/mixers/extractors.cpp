@@ -1,4 +1,5 @@
 #include "model/mixers/extractors.h"
+#include "model/parallel_gemm.h"
 
 #include <stdexcept>
 
@@ -97,7 +98,7 @@ ExtractorImpl::ExtractorImpl(MixerKind kind, int64_t d, int64_t l) : MixerImpl(k
 
 torch::Tensor ExtractorImpl::finish(const torch::Tensor& x, const torch::Tensor& e) {
   if (!adj) return e;                        // ME: the extraction is the output
-  return out->forward(adj->forward(x) * e);  // eq. 24, 25
+  return linear(out, linear(adj, x) * e);  // eq. 24, 25
 }
 
 torch::Tensor ExtractorImpl::forward(const torch::Tensor& x) { return finish(x, extract(extraction_input(x))); }

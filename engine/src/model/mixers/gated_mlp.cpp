@@ -1,4 +1,5 @@
 #include "model/mixers/gated_mlp.h"
+#include "model/parallel_gemm.h"
 
 #include "hsm/params.h"
 
@@ -15,7 +16,7 @@ GatedMlpImpl::GatedMlpImpl(int64_t d) : MixerImpl(MixerKind::GatedMlp) {
 }
 
 torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) {
-  return down->forward(torch::silu(gate->forward(x)) * up->forward(x));  // [.., f] -> [.., d]
+  return linear(down, torch::silu(linear(gate, x)) * linear(up, x));  // [.., f] -> [.., d]
 }
 
 torch::Tensor GatedMlpImpl::step(const torch::Tensor& x_t, MixerCache&, int64_t, int64_t) { return forward(x_t); }

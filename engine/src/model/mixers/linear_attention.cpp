@@ -1,4 +1,5 @@
 #include "model/mixers/linear_attention.h"
+#include "model/parallel_gemm.h"
 
 #include <cmath>
 #include <limits>
@@ -51,7 +52,7 @@ LinearAttentionImpl::LinearAttentionImpl(MixerKind kind, int64_t d, int64_t head
 
 torch::Tensor LinearAttentionImpl::merge(const torch::Tensor& y) {
   const int64_t B = y.size(0), T = y.size(2);
-  return proj->forward(y.transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
+  return linear(proj, y.transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
 }
 
 torch::Tensor LinearAttentionImpl::mix(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& v,

@@ -1,4 +1,5 @@
 #include "model/mixers/qk_source_attention.h"
+#include "model/parallel_gemm.h"
 
 #include "model/torch_compat.h"
 
@@ -19,17 +20,17 @@ torch::Tensor QkSourceAttentionImpl::to_heads(const torch::Tensor& t) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> QkSourceAttentionImpl::queries_keys(const torch::Tensor& src) {
-  auto parts = qk->forward(src).chunk(2, -1);
+  auto parts = linear(qk, src).chunk(2, -1);
   return {to_heads(parts[0]), to_heads(parts[1])};
 }
 
 torch::Tensor QkSourceAttentionImpl::merge(const torch::Tensor& y) {
   const int64_t B = y.size(0), T = y.size(2);
-  return proj->forward(y.transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
+  return linear(proj, y.transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
 }
 
 torch::Tensor QkSourceAttentionImpl::forward_qk(const torch::Tensor& x, const torch::Tensor& src) {
-  auto v = to_heads(value->forward(x));  // [B, H, T, hd]
+  auto v = to_heads(linear(value, x));  // [B, H, T, hd]
   auto [q, k] = queries_keys(src);       // [1 or B, H, T, hd]
   if (q.size(0) == v.size(0)) return merge(compat::causal_attention(q, k, v, dropout, is_training()));
   // One fixed Q, K for the whole batch: the [1, H, T, T] weights once, broadcast over B.
@@ -48,7 +49,7 @@ torch::Tensor QkSourceAttentionImpl::prefill(const torch::Tensor& x, MixerCache&
 torch::Tensor QkSourceAttentionImpl::step_qk(const torch::Tensor& x_t, const torch::Tensor& src, MixerCache& cache,
                                              int64_t pos, int64_t context) {
   const int64_t B = x_t.size(0), d = x_t.size(1);
-  auto v = to_heads(value->forward(x_t.unsqueeze(1)));  // [B, H, 1, hd]
+  auto v = to_heads(linear(value, x_t.unsqueeze(1)));  // [B, H, 1, hd]
   if (!cache.v.defined()) cache.v = torch::zeros({B, heads, context, head_dim}, x_t.options());
   cache.v.narrow(2, pos, 1).copy_(v);
   torch::Tensor q;
@@ -65,13 +66,13 @@ torch::Tensor QkSourceAttentionImpl::step_qk(const torch::Tensor& x_t, const tor
   }
   auto keys = cache.k.narrow(2, 0, pos + 1), values = cache.v.narrow(2, 0, pos + 1);
   auto att = torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim)), -1);
-  return proj->forward(torch::matmul(att, values).transpose(1, 2).reshape({B, d}));  // [B, d]
+  return linear(proj, torch::matmul(att, values).transpose(1, 2).reshape({B, d}));  // [B, d]
 }
 
 torch::Tensor QkSourceAttentionImpl::prefill_qk(const torch::Tensor& x, const torch::Tensor& src, MixerCache& cache,
                                                 int64_t context) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto v = to_heads(value->forward(x));  // [B, H, T, hd]
+  auto v = to_heads(linear(value, x));  // [B, H, T, hd]
   cache.v = torch::zeros({B, heads, context, head_dim}, x.options());
   cache.v.narrow(2, 0, T).copy_(v);
   torch::Tensor q, k;

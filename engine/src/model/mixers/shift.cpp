@@ -1,4 +1,5 @@
 #include "model/mixers/shift.h"
+#include "model/parallel_gemm.h"
 
 #include <algorithm>
 
@@ -111,7 +112,7 @@ ShiftABMatrixImpl::ShiftABMatrixImpl(int64_t d, int64_t shift)
 }
 
 torch::Tensor ShiftABMatrixImpl::mix(const torch::Tensor& x, const torch::Tensor& xs) {
-  return proj->forward(A->forward(x) + B->forward(xs) + bias);
+  return linear(proj, linear(A, x) + linear(B, xs) + bias);
 }
 
 // ---- gated, single input --------------------------------------------------------------
@@ -124,7 +125,7 @@ ShiftGate1Impl::ShiftGate1Impl(int64_t d, int64_t shift)
 }
 
 torch::Tensor ShiftGate1Impl::mix(const torch::Tensor& x, const torch::Tensor& xs) {
-  auto g = torch::tanh(fc2->forward(torch::relu(fc1->forward(x))));  // in [-1, 1]
+  auto g = torch::tanh(linear(fc2, torch::relu(linear(fc1, x))));  // in [-1, 1]
   return g * x + (1 - g) * xs;
 }
 

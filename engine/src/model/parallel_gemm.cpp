@@ -1,0 +1,126 @@
+#include "model/parallel_gemm.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
+
+#include "train/blas_threads.h"
+
+namespace hsm {
+
+bool split_gemms() { return at::get_num_threads() > 1 && blas_threads() <= 1; }
+
+void for_row_blocks(int64_t rows, const std::function<void(int64_t, int64_t)>& f) {
+  const int64_t threads = split_gemms() ? at::get_num_threads() : 1;
+  if (threads <= 1 || rows < 32 || at::in_parallel_region()) {
+    f(0, rows);
+    return;
+  }
+  const int64_t blocks = std::min<int64_t>(threads, (rows + 15) / 16);
+  auto bound = [&](int64_t b) { return std::min(rows, (rows * b / blocks + 15) / 16 * 16); };
+  // The workers take the caller's thread-local state (grad mode above all: an autograd
+  // function's forward runs without gradients on the calling thread only).
+  const at::ThreadLocalState state;
+  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    const at::ThreadLocalStateGuard guard(state);
+    for (int64_t b = b0; b < b1; ++b)
+      if (bound(b + 1) > bound(b)) f(bound(b), bound(b + 1));
+  });
+}
+
+void mm_rows(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate) {
+  for_row_blocks(a.size(0), [&](int64_t r0, int64_t r1) {
+    auto o = out.narrow(0, r0, r1 - r0);
+    if (accumulate)
+      o.addmm_(a.narrow(0, r0, r1 - r0), b);
+    else
+      torch::mm_out(o, a.narrow(0, r0, r1 - r0), b);
+  });
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// x: [N, in] contiguous, weight: [out, in], bias: [out] or undefined -> [N, out]
+torch::Tensor split_linear_forward(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto y = torch::empty({x.size(0), weight.size(0)}, x.options());
+  const auto wt = weight.t();
+  for_row_blocks(x.size(0), [&](int64_t r0, int64_t r1) {
+    auto yr = y.narrow(0, r0, r1 - r0);
+    if (bias.defined())
+      torch::addmm_out(yr, bias, x.narrow(0, r0, r1 - r0), wt);
+    else
+      torch::mm_out(yr, x.narrow(0, r0, r1 - r0), wt);
+  });
+  return y;
+}
+
+// dx = g · weight (split over the rows of g), dweight = gᵀ · x (split over the weight's rows),
+// dbias = Σ_rows g; x, weight saved by the forward.
+variable_list split_linear_backward(AutogradContext* ctx, const torch::Tensor& grad, bool bias) {
+  const auto saved = ctx->get_saved_variables();
+  const auto& x = saved[0];
+  const auto& weight = saved[1];
+  const auto g = grad.contiguous();  // [N, out]
+  torch::Tensor dx, dw, db;
+  if (ctx->needs_input_grad(0)) {
+    dx = torch::empty_like(x);
+    mm_rows(dx, g, weight);  // [N, out] · [out, in]
+  }
+  if (ctx->needs_input_grad(1)) {
+    dw = torch::empty_like(weight);
+    for_row_blocks(weight.size(0), [&](int64_t o0, int64_t o1) {
+      auto d = dw.narrow(0, o0, o1 - o0);
+      torch::mm_out(d, g.narrow(1, o0, o1 - o0).t(), x);  // [rows, N] · [N, in]
+    });
+  }
+  if (!bias) return {dx, dw};
+  if (ctx->needs_input_grad(2)) db = g.sum(0);
+  return {dx, dw, db};
+}
+
+// Two functions because an autograd function cannot take an undefined tensor as an input.
+struct SplitLinear : torch::autograd::Function<SplitLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias) {
+    ctx->save_for_backward({x, weight});
+    return split_linear_forward(x, weight, bias);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return split_linear_backward(ctx, grads[0], true);
+  }
+};
+
+struct SplitLinearNoBias : torch::autograd::Function<SplitLinearNoBias> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight) {
+    ctx->save_for_backward({x, weight});
+    return split_linear_forward(x, weight, torch::Tensor());
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return split_linear_backward(ctx, grads[0], false);
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (!x.is_cpu() || x.scalar_type() != torch::kFloat32 || weight.scalar_type() != torch::kFloat32 ||
+      !split_gemms())
+    return torch::nn::functional::linear(x, weight, bias);
+  const int64_t in = x.size(-1);
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  auto x2 = x.reshape({-1, in}).contiguous();
+  if (x2.size(0) < 32) return torch::nn::functional::linear(x, weight, bias);  // decoding: nothing to split
+  const bool grad = torch::GradMode::is_enabled() &&
+                    (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+  if (!grad) return split_linear_forward(x2, weight, bias).view(sizes);
+  return (bias.defined() ? SplitLinear::apply(x2, weight, bias) : SplitLinearNoBias::apply(x2, weight)).view(sizes);
+}
+
+torch::Tensor linear(const torch::nn::Linear& module, const torch::Tensor& x) {
+  return linear(x, module->weight, module->bias);
+}
+
+}  // namespace hsm

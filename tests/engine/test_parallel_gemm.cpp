@@ -1,0 +1,177 @@
+// The engine's own split of matrix products over LibTorch's threads (model/parallel_gemm.h,
+// the CPU default: LibTorch on every core, OpenBLAS on one) gives what the unsplit path gives:
+// the linear layers' values and gradients, the output layer's loss and gradients, the blocked
+// attention with dropout, evaluation and training steps.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <ATen/Parallel.h>
+
+#include <mutex>
+#include <set>
+
+#include "model/mixers/blocked_attention.h"
+#include "model/model.h"
+#include "model/parallel_gemm.h"
+#include "model_test_util.h"
+#include "train/blas_threads.h"
+#include "train/evaluation.h"
+
+namespace hsm {
+namespace {
+
+// LibTorch on `threads` threads and OpenBLAS on `blas` for a scope.
+class Threads {
+ public:
+  Threads(int threads, int blas) : torch_(torch::get_num_threads()), blas_(blas_threads()) {
+    torch::set_num_threads(threads);
+    set_blas_threads(blas);
+  }
+  ~Threads() {
+    torch::set_num_threads(torch_);
+    if (blas_ > 0) set_blas_threads(blas_);
+  }
+
+ private:
+  int torch_, blas_;
+};
+
+ModelConfig tiny_config(const std::vector<LayerSpec>& layers, double dropout) {
+  ModelConfig c;
+  c.vocab_size = 37;
+  c.d_model = 16;
+  c.context = 40;
+  c.dropout = dropout;
+  c.layers = layers;
+  return c;
+}
+
+void expect_close(const torch::Tensor& a, const torch::Tensor& b, const std::string& what, double tol = 1e-5) {
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  EXPECT_TRUE(torch::allclose(a, b, tol, tol)) << what << ": max diff " << (a - b).abs().max().item<double>();
+}
+
+TEST(ParallelGemm, SplitModeIsTheOneWithSeveralLibTorchThreadsAndOneBlasThread) {
+  {
+    Threads t(2, 1);
+    EXPECT_TRUE(split_gemms());
+  }
+  {
+    Threads t(1, 2);
+    EXPECT_FALSE(split_gemms());
+  }
+}
+
+TEST(ParallelGemm, RowBlocksCoverEveryRowOnceAndRunOnSeveralThreads) {
+  for (int threads : {2, 3}) {
+    Threads t(threads, 1);
+    for (int64_t rows : {1, 17, 31, 32, 100, 4096}) {
+      std::vector<int> seen(static_cast<size_t>(rows), 0);
+      std::set<int> workers;
+      std::mutex mutex;
+      int64_t calls = 0;
+      for_row_blocks(rows, [&](int64_t a, int64_t b) {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++calls;
+        workers.insert(at::get_thread_num());
+        EXPECT_LT(a, b);
+        if (rows >= 32) EXPECT_EQ(a % 16, 0) << "blocks start at multiples of 16 rows";
+        for (int64_t r = a; r < b; ++r) ++seen[static_cast<size_t>(r)];
+      });
+      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)], 1) << rows << " rows, row " << r;
+      // Large enough to split: one block per thread, on distinct threads of LibTorch's pool
+      // (a build without OpenMP would run them one after another on the caller).
+      if (rows >= 16 * threads) {
+        EXPECT_EQ(calls, threads) << rows;
+        EXPECT_EQ(static_cast<int>(workers.size()), threads) << rows;
+      }
+    }
+  }
+}
+
+TEST(ParallelGemm, LinearValuesAndGradientsEqualLibTorch) {
+  torch::manual_seed(3);
+  auto x0 = torch::randn({3, 37, 24}), w0 = torch::randn({40, 24}), b0 = torch::randn({40});
+  auto up = torch::randn({3, 37, 40});
+  for (bool with_bias : {true, false}) {
+    auto run = [&](bool split) {
+      Threads t(split ? 3 : 1, 1);
+      EXPECT_EQ(split_gemms(), split);
+      auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+      auto y = linear(x, w, with_bias ? b : torch::Tensor());
+      (y * up).sum().backward();
+      return std::vector<torch::Tensor>{y.detach(), x.grad(), w.grad(), with_bias ? b.grad() : torch::zeros({1})};
+    };
+    const auto ref = run(false), got = run(true);
+    const char* names[] = {"y", "dx", "dw", "db"};
+    for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], std::string(names[i]) + (with_bias ? "" : " (no bias)"));
+    // Without gradients the same values (the forward alone).
+    Threads t(3, 1);
+    torch::NoGradGuard no_grad;
+    expect_close(linear(x0, w0, with_bias ? b0 : torch::Tensor()), ref[0], "y without gradients");
+  }
+}
+
+TEST(ParallelGemm, OutputLayerLossAndGradientsEqualUnsplit) {
+  torch::manual_seed(4);
+  // 2100 rows: more than one of the output layer's 1024-row chunks, split unevenly.
+  auto h0 = torch::randn({2100, 16}), w0 = torch::randn({37, 16}) * 0.3;
+  auto targets = torch::randint(0, 37, {2100}, torch::kLong);
+  auto run = [&](bool split) {
+    Threads t(split ? 2 : 1, 1);
+    auto h = h0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+    auto loss = lm_head_loss(h, w, targets);
+    loss.backward();
+    torch::NoGradGuard no_grad;
+    auto eval_loss = lm_head_loss(h0, w0, targets);
+    return std::vector<torch::Tensor>{loss.detach(), h.grad(), w.grad(), eval_loss};
+  };
+  const auto ref = run(false), got = run(true);
+  const auto plain = torch::nn::functional::cross_entropy(torch::mm(h0, w0.t()), targets);
+  expect_close(ref[0], plain, "unsplit loss against cross_entropy");
+  const char* names[] = {"loss", "dh", "dweight", "loss without gradients"};
+  for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], names[i]);
+}
+
+TEST(ParallelGemm, BlockedAttentionWithDropoutEqualsUnsplit) {
+  auto q0 = torch::randn({4, 10, 50, 8}), k0 = torch::randn({4, 10, 50, 8}), v0 = torch::randn({4, 10, 50, 8});
+  auto up = torch::randn({4, 10, 50, 8});
+  auto run = [&](bool split) {
+    Threads t(split ? 2 : 1, 1);
+    torch::manual_seed(5);  // the dropout seed
+    auto q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+    auto y = blocked_causal_attention(q, k, v, 0.3, true, {16, 16});
+    (y * up).sum().backward();
+    return std::vector<torch::Tensor>{y.detach(), q.grad(), k.grad(), v.grad()};
+  };
+  const auto ref = run(false), got = run(true);
+  // BH = 40 rows split in two (32 + 8): the second thread's masks are the rest of the whole
+  // mask, so the same weights are dropped.
+  const auto no_dropout = blocked_causal_attention(q0, k0, v0, 0.3, false, {16, 16});
+  EXPECT_FALSE(torch::allclose(ref[0], no_dropout, 1e-3, 1e-3)) << "dropout was on";
+  const char* names[] = {"out", "dq", "dk", "dv"};
+  for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], names[i]);
+}
+
+TEST(ParallelGemm, TrainingAndEvaluationEqualOneThread) {
+  const std::vector<LayerSpec> layers{{"hsm_ab", 48, 1}, {"attn", 32, 2}, {"hsm_ab", 48, 1}};
+  torch::manual_seed(6);
+  auto batch = torch::randint(0, 37, {12, 41}, torch::kLong);
+  auto x = batch.narrow(1, 0, 40), y = batch.narrow(1, 1, 40);
+  auto run = [&](bool split) {
+    Threads t(split ? 2 : 1, 1);
+    torch::manual_seed(7);  // weights and dropout
+    Gpt model(tiny_config(layers, 0.1));
+    const auto [first, last] = test::train_steps(model, x, y, 4, 3e-3);
+    model->eval();
+    c10::InferenceMode inference;
+    const BatchEval e = evaluate_batch(model, x, y);
+    return std::vector<double>{first, last, e.loss_sum, static_cast<double>(e.correct)};
+  };
+  const auto ref = run(false), got = run(true);
+  EXPECT_LT(ref[1], ref[0]) << "the loss falls";
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-4 * std::abs(ref[i]) + 1e-6) << i;
+}
+
+}  // namespace
+}  // namespace hsm
