@@ -82,6 +82,38 @@ TEST(ShiftRight, MovesTimeAndZeroFills) {
   EXPECT_TRUE(torch::equal(shift_right(x, 9), torch::zeros_like(x)));
 }
 
+// On the CPU in fp32, HSM (a,b) and (a,b) vector run one fused pass each way (shift.cpp): the
+// same values and gradients as the formula written with LibTorch operations, for shifts
+// inside the sequence and past its end.
+TEST(Formula, FusedShiftMixEqualsTheFormulaWithGradients) {
+  for (const std::string kind : {"hsm_ab", "hsm_ab_vec"}) {
+    for (int64_t layer : {0, 2, 5}) {  // shifts 1, 4, 32 (> T = 20)
+      auto m = std::dynamic_pointer_cast<ShiftMixerImpl>(build(kind, layer));
+      torch::manual_seed(layer);
+      {
+        torch::NoGradGuard g;
+        for (auto& p : m->parameters()) p.uniform_(-2, 2);
+      }
+      auto x0 = torch::randn({3, 20, kD}), up = torch::randn({3, 20, kD});
+      auto run = [&](bool fused) {
+        for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+        auto x = x0.clone().requires_grad_();
+        auto y = fused ? m->forward(x) : m->mix(x, m->shifted(x));
+        (y * up).sum().backward();
+        std::vector<torch::Tensor> out{y.detach(), x.grad()};
+        for (auto& p : m->parameters()) out.push_back(p.grad().clone());
+        return out;
+      };
+      const auto ref = run(false), got = run(true);
+      ASSERT_EQ(ref.size(), 4U);
+      const char* names[] = {"y", "dx", "da", "db"};
+      for (size_t i = 0; i < ref.size(); ++i)
+        EXPECT_TRUE(torch::allclose(got[i], ref[i], 1e-4, 1e-4))
+            << kind << " layer " << layer << " " << names[i] << ": max diff " << (got[i] - ref[i]).abs().max().item<double>();
+    }
+  }
+}
+
 TEST(Formula, HsmAbIsEquationOne) {
   auto m = std::dynamic_pointer_cast<ShiftABImpl>(build("hsm_ab", 2));  // shift 4
   ASSERT_EQ(m->shift, 4);
@@ -324,4 +356,35 @@ TEST(HashedDropout, KeepsOneMinusPScaledAndRepeatsPerSeedAndStream) {
   auto x = torch::ones({10, 10});
   EXPECT_TRUE(torch::equal(fast_dropout(x, p, false), x));
   EXPECT_TRUE(torch::equal(fast_dropout(x, 0.0, true), x));
+}
+
+TEST(HashedDropout, FusedPassesApplyTheMaskAndDrawItAgainForTheGradient) {
+  const double p = 0.3;
+  // Any slice drawn on its own (offset) equals that slice of the whole mask: vector lanes and
+  // scalar tails (1003 = 125·8 + 3; 500 is not a multiple of 8) hash alike.
+  auto whole = dropout_mask({1003}, p, 7, 0);
+  EXPECT_TRUE(torch::equal(whole.narrow(0, 500, 503), dropout_mask({503}, p, 7, 0, 500)));
+  EXPECT_TRUE(torch::equal(whole.narrow(0, 3, 17), dropout_mask({17}, p, 7, 0, 3)));
+
+  auto x0 = torch::randn({5, 201}), h0 = torch::randn({5, 201}), up = torch::randn({5, 201});
+  torch::manual_seed(5);
+  const auto mask = dropout_mask({5, 201}, p, draw_dropout_seed());  // the seed the next call draws
+  {
+    auto x = x0.clone().requires_grad_();
+    torch::manual_seed(5);
+    auto y = fast_dropout(x, p, true);
+    EXPECT_TRUE(torch::equal(y, x0 * mask));
+    (y * up).sum().backward();
+    EXPECT_TRUE(torch::equal(x.grad(), up * mask));
+  }
+  {
+    auto x = x0.clone().requires_grad_(), h = h0.clone().requires_grad_();
+    torch::manual_seed(5);
+    auto out = residual_dropout(h, x, p, true);
+    EXPECT_TRUE(torch::equal(out, h0 + x0 * mask));
+    (out * up).sum().backward();
+    EXPECT_TRUE(torch::equal(x.grad(), up * mask));
+    EXPECT_TRUE(torch::equal(h.grad(), up));
+  }
+  EXPECT_TRUE(torch::equal(residual_dropout(h0, x0, p, false), h0 + x0));
 }

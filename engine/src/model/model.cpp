@@ -100,12 +100,12 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
 torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor& qk) {
   auto x = ln1->forward(h_in);
   auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, ln1->forward(qk)) : mixer->forward(x);
-  auto h = h_in + fast_dropout(y, dropout, is_training());
+  auto h = residual_dropout(h_in, y, dropout, is_training());
   if (inference_on_cpu(h, *this)) {  // evaluation: the FFN's output added in place
     ffn->add_forward_to(h, ln2->forward(h));
     return h;
   }
-  return h + fast_dropout(ffn->forward(ln2->forward(h)), dropout, is_training());
+  return residual_dropout(h, ffn->forward(ln2->forward(h)), dropout, is_training());
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context,

@@ -27,6 +27,8 @@ struct ShiftMixerImpl : MixerImpl {
 // mixing matrix is a on the diagonal and b on the s-th sub-diagonal.
 struct ShiftABImpl : ShiftMixerImpl {
   ShiftABImpl(int64_t d_model, int64_t shift);
+  // mix(x, shifted(x)); on the CPU in fp32 one fused pass each way (shift.cpp: FusedShiftMix).
+  torch::Tensor forward(const torch::Tensor& x) override;
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   torch::Tensor a, b;  // [] scalars
   int64_t shift;
@@ -35,6 +37,7 @@ struct ShiftABImpl : ShiftMixerImpl {
 // HSM (a,b) vector, eq. 2: y = a⊙x + b⊙x_shifted; a, b ∈ R^d.
 struct ShiftABVectorImpl : ShiftMixerImpl {
   ShiftABVectorImpl(int64_t d_model, int64_t shift);
+  torch::Tensor forward(const torch::Tensor& x) override;  // fused as (a,b)'s
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   torch::Tensor a, b;  // [d]
   int64_t shift;
