@@ -12,7 +12,9 @@
 #include "inference/fast_decoder.h"
 #include "inference/fast_kernels.h"
 #include "model/model.h"
+#include "model/parallel_gemm.h"
 #include "train/adamw.h"
+#include "train/blas_threads.h"
 #include "train/evaluation.h"
 
 using namespace hsm;
@@ -213,7 +215,12 @@ TEST(FastKernels, InferenceForwardEqualsTheGradientPath) {
 // train/adamw.cpp's one-pass update against LibTorch's AdamW: a 2-D tensor with weight
 // decay, and a vector without (our AdamW never decays vectors).
 TEST(FastKernels, AdamWEqualsLibTorchs) {
-  for (const bool matrix : {true, false}) {
+  const int torch_threads = torch::get_num_threads(), blas = blas_threads();
+  // Unsplit, and split over two LibTorch threads (the CPU default, model/parallel_gemm.h).
+  for (const bool matrix : {true, false}) for (const bool split : {false, true}) {
+    torch::set_num_threads(split ? 2 : 1);
+    set_blas_threads(1);
+    ASSERT_EQ(split_gemms(), split);
     torch::manual_seed(11);
     auto init = matrix ? torch::randn({300, 500}) : torch::randn({777});
     const double wd = matrix ? 0.1 : 0.0;
@@ -229,9 +236,11 @@ TEST(FastKernels, AdamWEqualsLibTorchs) {
       opt.step(0.01);
       ref.step();
     }
-    EXPECT_LT((ours - theirs).abs().max().item<double>(), 1e-6) << (matrix ? "matrix" : "vector");
+    EXPECT_LT((ours - theirs).abs().max().item<double>(), 1e-6) << (matrix ? "matrix" : "vector") << split;
     EXPECT_GT((ours - init).abs().max().item<double>(), 1e-3);  // it moved
   }
+  torch::set_num_threads(torch_threads);
+  if (blas > 0) set_blas_threads(blas);
 }
 
 TEST(FastDecoder, HalfConversionRoundTrips) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "inference/fast_kernels.h"
+#include "model/parallel_gemm.h"
 #include <unordered_map>
 
 namespace hsm {
@@ -31,10 +32,13 @@ void AdamW::step(double lr) {
                        g.scalar_type() == torch::kFloat32 && g.is_contiguous();
     if (fused) {  // one pass over the four tensors (fast_kernels.h) instead of nine
       const double decay = s.decay && options_.weight_decay > 0 ? 1 - lr * options_.weight_decay : 1.0;
-      fast::adamw_update(s.param.data_ptr<float>(), g.data_ptr<float>(), s.exp_avg.data_ptr<float>(),
-                         s.exp_avg_sq.data_ptr<float>(), s.param.numel(), static_cast<float>(decay),
-                         static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(1.0 / bias2),
-                         static_cast<float>(options_.eps), static_cast<float>(lr / bias1));
+      float *p = s.param.data_ptr<float>(), *m = s.exp_avg.data_ptr<float>(), *v = s.exp_avg_sq.data_ptr<float>();
+      const float* gp = g.data_ptr<float>();
+      for_row_blocks(s.param.numel(), [&](int64_t a, int64_t e) {  // element-wise: split over the threads
+        fast::adamw_update(p + a, gp + a, m + a, v + a, e - a, static_cast<float>(decay), static_cast<float>(b1),
+                           static_cast<float>(b2), static_cast<float>(1.0 / bias2), static_cast<float>(options_.eps),
+                           static_cast<float>(lr / bias1));
+      });
       continue;
     }
     if (s.decay && options_.weight_decay > 0) s.param.mul_(1 - lr * options_.weight_decay);
