@@ -27,13 +27,10 @@ void for_row_blocks(int64_t rows, const std::function<void(int64_t, int64_t)>& f
   });
 }
 
-void mm_rows(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate) {
+void mm_rows(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
   for_row_blocks(a.size(0), [&](int64_t r0, int64_t r1) {
     auto o = out.narrow(0, r0, r1 - r0);
-    if (accumulate)
-      o.addmm_(a.narrow(0, r0, r1 - r0), b);
-    else
-      torch::mm_out(o, a.narrow(0, r0, r1 - r0), b);
+    torch::mm_out(o, a.narrow(0, r0, r1 - r0), b);
   });
 }
 

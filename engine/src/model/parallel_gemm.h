@@ -21,8 +21,8 @@ bool split_gemms();
 // not depend on anything but rows and the thread count.
 void for_row_blocks(int64_t rows, const std::function<void(int64_t, int64_t)>& f);
 
-// out = a · b (+ out when accumulate): a [M, K], b [K, N], out [M, N], split over M.
-void mm_rows(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate = false);
+// out = a · b: a [M, K], b [K, N], out [M, N], split over M.
+void mm_rows(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b);
 
 // y = x · weightᵀ + bias for x [..., in], weight [out, in], bias [out] (may be undefined):
 // torch::nn::functional::linear, with the forward and backward GEMMs split in split mode on
