@@ -65,6 +65,7 @@ Command add_bench_command(CLI::App& app) {
                                 {"device", options.device},
                                 {"baseline", report.results.front().name},
                                 {"sgemm_peak_gflops", report.sgemm_peak_gflops},
+                                {"sgemm_peak_by_backend", report.sgemm_peak_by_backend},
                                 {"models", nlohmann::json::array()}};
           for (const auto& r : report.results) {
             const auto &b = baseline(r), &f = first(r);
@@ -110,10 +111,14 @@ Command add_bench_command(CLI::App& app) {
               r.decode_fast_tokens_per_s,
               r.decode_uncached_tokens_per_s > 0 ? r.decode_fast_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0);
         }
+        std::string by_backend;
+        for (const auto& [name, peak] : report.sgemm_peak_by_backend)
+          by_backend += (by_backend.empty() ? " (" : ", ") + name + " " + std::to_string(static_cast<int>(peak + 0.5));
+        if (!by_backend.empty()) by_backend += ")";
         std::printf(
-            "(%s; sgemm peak %.1f GFLOP/s; vs T0 = speed at T / speed at the first context, FLOPs ok = what the "
+            "(%s; sgemm peak %.1f GFLOP/s%s; vs T0 = speed at T / speed at the first context, FLOPs ok = what the "
             "FLOP count allows; all in one run)\n",
-            cpu_threads_note().c_str(), report.sgemm_peak_gflops);
+            cpu_threads_note().c_str(), report.sgemm_peak_gflops, by_backend.c_str());
         return 0;
       }};
 }

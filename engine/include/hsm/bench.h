@@ -3,6 +3,7 @@
 // ratios mean something on a noisy machine (SPEC §7: no timing assertions in tests).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ struct BenchResult {
 struct BenchReport {
   std::vector<BenchResult> results;  // model-major, then context
   double sgemm_peak_gflops = 0;      // best of the model's matmul shapes on this device/threads
+  // The same per CPU matrix-product backend ("onednn", "libtorch"; model/gemm.h), all measured
+  // in this run, so which one is faster on a CPU can be read off; the peak above is the best.
+  std::map<std::string, double> sgemm_peak_by_backend;
 };
 
 // FLOPs per trained token of a config at context T (the issue 9 convention).

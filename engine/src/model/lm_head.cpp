@@ -7,6 +7,7 @@
 // already the gradients (softmax − one-hot, times the weight and the hidden states): the
 // backward pass only scales them by the incoming gradient. Same FLOPs, chunk-sized memory.
 #include "inference/fast_kernels.h"
+#include "model/gemm.h"
 #include "model/model.h"
 #include "model/parallel_gemm.h"
 
@@ -34,15 +35,16 @@ struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
       std::vector<double> part(static_cast<size_t>(n / 16 + 1), 0.0);  // per row block, summed in order
       for_row_blocks(n, [&](int64_t a, int64_t b) {
         auto g = grad.narrow(0, a, b - a);
-        torch::mm_out(g, hc.narrow(0, a, b - a), weight.t());  // [rows, V] logits, then softmax − one-hot
+        gemm(g, hc.narrow(0, a, b - a), weight.t());  // [rows, V] logits, then softmax − one-hot
         part[static_cast<size_t>(a / 16)] =
             fast::softmax_xent_grad_rows(g.data_ptr<float>(), tcont.data_ptr<int64_t>() + r0 + a, b - a, V);
         auto dh_rows = dh.narrow(0, r0 + a, b - a);
-        torch::mm_out(dh_rows, g, weight);  // [rows, d]
+        gemm(dh_rows, g, weight);  // [rows, d]
       });
       for (double p : part) loss += p;
       for_row_blocks(V, [&](int64_t a, int64_t b) {  // dweight[a:b] += grad[:, a:b]ᵀ · hc
-        dweight.narrow(0, a, b - a).addmm_(grad.narrow(1, a, b - a).t(), hc);
+        auto dw = dweight.narrow(0, a, b - a);
+        gemm(dw, grad.narrow(1, a, b - a).t(), hc, 1.0f);
       });
     }
     const double inv_n = 1.0 / static_cast<double>(N);
@@ -77,7 +79,7 @@ torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, 
       std::vector<int64_t> hits(part.size(), 0);
       for_row_blocks(n, [&](int64_t a, int64_t b) {
         auto l = logits.narrow(0, a, b - a);
-        torch::mm_out(l, flat.narrow(0, r0 + a, b - a), weight.t());
+        gemm(l, flat.narrow(0, r0 + a, b - a), weight.t());
         fast::cross_entropy_rows(l.data_ptr<float>(), tc.data_ptr<int64_t>() + r0 + a, b - a, l.size(1),
                                  &part[static_cast<size_t>(a / 16)], &hits[static_cast<size_t>(a / 16)]);
       });

@@ -6,6 +6,7 @@
 
 #include "inference/fast_kernels.h"
 #include "model/dropout.h"
+#include "model/gemm.h"
 #include "model/parallel_gemm.h"
 
 namespace hsm {
@@ -75,10 +76,10 @@ void FeedForwardImpl::add_forward_to(torch::Tensor& h, const torch::Tensor& x) {
   for_row_blocks(x2.size(0), [&](int64_t r0, int64_t r1) {
     auto ar = a.narrow(0, r0, r1 - r0);
     auto hr = h2.narrow(0, r0, r1 - r0);
-    torch::mm_out(ar, x2.narrow(0, r0, r1 - r0), fc1->weight.t());
+    gemm(ar, x2.narrow(0, r0, r1 - r0), fc1->weight.t());
     fast::bias_gelu_rows(ar.data_ptr<float>(), fc1->bias.defined() ? fc1->bias.data_ptr<float>() : nullptr, ar.size(0),
                          ar.size(1));
-    hr.addmm_(ar, fc2->weight.t());
+    gemm(hr, ar, fc2->weight.t(), 1.0f);
     if (fc2->bias.defined()) hr.add_(fc2->bias);
   });
 }

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 
+#include "model/gemm.h"
 #include "train/blas_threads.h"
 
 namespace hsm {
@@ -30,7 +31,7 @@ void for_row_blocks(int64_t rows, const std::function<void(int64_t, int64_t)>& f
 void mm_rows(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
   for_row_blocks(a.size(0), [&](int64_t r0, int64_t r1) {
     auto o = out.narrow(0, r0, r1 - r0);
-    torch::mm_out(o, a.narrow(0, r0, r1 - r0), b);
+    gemm(o, a.narrow(0, r0, r1 - r0), b);
   });
 }
 
@@ -45,10 +46,8 @@ torch::Tensor split_linear_forward(const torch::Tensor& x, const torch::Tensor& 
   const auto wt = weight.t();
   for_row_blocks(x.size(0), [&](int64_t r0, int64_t r1) {
     auto yr = y.narrow(0, r0, r1 - r0);
-    if (bias.defined())
-      torch::addmm_out(yr, bias, x.narrow(0, r0, r1 - r0), wt);
-    else
-      torch::mm_out(yr, x.narrow(0, r0, r1 - r0), wt);
+    if (bias.defined()) yr.copy_(bias.expand_as(yr));  // then accumulated onto (beta = 1), as addmm does
+    gemm(yr, x.narrow(0, r0, r1 - r0), wt, bias.defined() ? 1.0f : 0.0f);
   });
   return y;
 }
@@ -69,7 +68,7 @@ variable_list split_linear_backward(AutogradContext* ctx, const torch::Tensor& g
     dw = torch::empty_like(weight);
     for_row_blocks(weight.size(0), [&](int64_t o0, int64_t o1) {
       auto d = dw.narrow(0, o0, o1 - o0);
-      torch::mm_out(d, g.narrow(1, o0, o1 - o0).t(), x);  // [rows, N] · [N, in]
+      gemm(d, g.narrow(1, o0, o1 - o0).t(), x);  // [rows, N] · [N, in]
     });
   }
   if (!bias) return {dx, dw};

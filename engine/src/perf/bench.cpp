@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
+#include "model/gemm.h"
 #include "train/evaluation.h"
 
 namespace hsm {
@@ -83,7 +84,18 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
   BenchReport report;
   if (o.measure_peak && !models.empty()) {
     say("sgemm peak");
-    report.sgemm_peak_gflops = sgemm_peak_gflops(models.front(), device);
+    if (device.is_cpu() && onednn_available()) {  // each backend on the same shapes, the one in use restored
+      const GemmBackend in_use = gemm_backend();
+      for (const GemmBackend b : {GemmBackend::kOneDnn, GemmBackend::kLibTorch}) {
+        set_gemm_backend(b);
+        report.sgemm_peak_by_backend[gemm_backend_name(b)] = sgemm_peak_gflops(models.front(), device);
+      }
+      set_gemm_backend(in_use);
+      for (const auto& [name, peak] : report.sgemm_peak_by_backend)
+        report.sgemm_peak_gflops = std::max(report.sgemm_peak_gflops, peak);
+    } else {
+      report.sgemm_peak_gflops = sgemm_peak_gflops(models.front(), device);
+    }
   }
   for (const ModelConfig& base_config : models) {
     validate(base_config);

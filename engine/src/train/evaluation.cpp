@@ -10,6 +10,7 @@
 #include <ATen/ThreadLocalState.h>
 
 #include "inference/fast_kernels.h"
+#include "model/gemm.h"
 #include "model/parallel_gemm.h"
 #include "model/torch_compat.h"
 #include "train/blas_threads.h"
@@ -71,14 +72,19 @@ BatchEval evaluate_slice(Gpt& model, const torch::Tensor& x, const torch::Tensor
   auto targets = y.reshape({-1});
   for (int64_t r0 = 0; r0 < flat.size(0); r0 += kEvalChunkRows) {
     const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
-    auto logits = torch::mm(flat.narrow(0, r0, n), model->tok_emb->weight.t()).to(torch::kFloat32);  // [n, V]
+    const auto rows = flat.narrow(0, r0, n);
+    const auto& weight = model->tok_emb->weight;  // [V, d]
     auto t = targets.narrow(0, r0, n);
-    if (logits.is_cpu()) {  // loss and accuracy in one pass over each row (fast_kernels.h)
-      auto lc = logits.contiguous();
+    if (rows.is_cpu() && rows.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32) {
+      // Loss and accuracy in one pass over each row of logits (fast_kernels.h).
+      auto logits = torch::empty({n, weight.size(0)}, rows.options());  // [n, V]
+      gemm(logits, rows, weight.t());
       auto tc = t.contiguous();
-      fast::cross_entropy_rows(lc.data_ptr<float>(), tc.data_ptr<int64_t>(), n, lc.size(1), &r.loss_sum, &r.correct);
+      fast::cross_entropy_rows(logits.data_ptr<float>(), tc.data_ptr<int64_t>(), n, logits.size(1), &r.loss_sum,
+                               &r.correct);
       continue;
     }
+    auto logits = torch::mm(rows, weight.t()).to(torch::kFloat32);  // [n, V]
     r.loss_sum += torch::nn::functional::cross_entropy(
                       logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                       .item<double>();

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "model/gemm.h"
 #include "model/parallel_gemm.h"
 #include "train/adamw.h"
 #include "train/blas_threads.h"
@@ -58,6 +59,7 @@ int set_cpu_threads(int n) {
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   set_blas_threads(blas);
+  gemm_backend();  // an invalid HSM_GEMM is refused here, before any work starts
   return torch_threads;
 }
 
@@ -67,7 +69,7 @@ std::string cpu_threads_note() {
   note += blas > 0 ? "OpenBLAS " + std::to_string(blas) : std::string("no OpenBLAS found (slow reference BLAS?)");
   if (blas_threads_from_env() > 0) note += " (HSM_BLAS_THREADS)";
   if (split_gemms()) note += "; matrix products split over LibTorch's threads";
-  return note;
+  return note + "; " + gemm_backend_note();
 }
 
 namespace {
