@@ -136,21 +136,40 @@ TEST(FastDecoder, GeluMatchesLibTorch) {
   EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6) << fast::kernel_set();
 }
 
-TEST(FastKernels, GeluAndItsGradientMatchLibTorch) {
-  auto x = torch::linspace(-12, 12, 200001);  // every vector width and the scalar tail
-  auto y = torch::empty_like(x);
-  fast::gelu_rows(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
-  EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6);
-  auto g = torch::randn_like(x);
-  auto dx = torch::empty_like(x);
-  fast::gelu_backward(x.data_ptr<float>(), g.data_ptr<float>(), dx.data_ptr<float>(), x.numel());
-  auto xr = x.clone().requires_grad_(true);
-  torch::gelu(xr).backward(g);
-  EXPECT_LT((dx - xr.grad()).abs().max().item<double>(), 2e-6);
+// Each kernel set this CPU has (AVX-512, AVX2, plain loops), the best one restored after.
+std::vector<std::string> kernel_sets() {
+  std::vector<std::string> sets;
+  const std::string best = fast::kernel_set();
+  for (const std::string s : {"avx512", "avx2", "generic"})
+    if (fast::limit_kernel_set(s) == s) sets.push_back(s);
+  fast::limit_kernel_set(best);
+  return sets;
+}
+
+TEST(FastKernels, GeluAndItsGradientMatchLibTorchOnEveryKernelSet) {
+  const std::string best = fast::kernel_set();
+  for (const std::string& set : kernel_sets()) {
+    fast::limit_kernel_set(set);
+    auto x = torch::linspace(-12, 12, 200001);  // every vector width and the scalar or masked tail
+    auto y = torch::empty_like(x);
+    fast::gelu_rows(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6) << set;
+    auto g = torch::randn_like(x);
+    auto dx = torch::empty_like(x);
+    fast::gelu_backward(x.data_ptr<float>(), g.data_ptr<float>(), dx.data_ptr<float>(), x.numel());
+    auto xr = x.clone().requires_grad_(true);
+    torch::gelu(xr).backward(g);
+    EXPECT_LT((dx - xr.grad()).abs().max().item<double>(), 2e-6) << set;
+  }
+  fast::limit_kernel_set(best);
+  EXPECT_THROW(fast::limit_kernel_set("sse9"), std::invalid_argument);
 }
 
 TEST(FastKernels, CrossEntropyRowsMatchesLibTorch) {
+  const std::string best = fast::kernel_set();
+  for (const std::string& set : kernel_sets())
   for (int64_t V : {int64_t{5}, int64_t{37}, int64_t{5000}}) {
+    fast::limit_kernel_set(set);
     auto x = torch::randn({33, V}) * 4;
     auto t = torch::randint(0, V, {33}, torch::kLong);
     t.narrow(0, 0, 5).copy_(x.narrow(0, 0, 5).argmax(1));  // some right answers
@@ -160,9 +179,10 @@ TEST(FastKernels, CrossEntropyRowsMatchesLibTorch) {
     const double ref = torch::nn::functional::cross_entropy(
                            x, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                            .item<double>();
-    EXPECT_NEAR(loss, ref, 1e-4 * std::abs(ref)) << V;
-    EXPECT_EQ(correct, x.argmax(1).eq(t).sum().item<int64_t>()) << V;
+    EXPECT_NEAR(loss, ref, 1e-4 * std::abs(ref)) << set << " " << V;
+    EXPECT_EQ(correct, x.argmax(1).eq(t).sum().item<int64_t>()) << set << " " << V;
   }
+  fast::limit_kernel_set(best);
   // Evaluation's loss (no gradients) goes through it and equals the plain cross-entropy.
   auto h = torch::randn({2, 700, 16}), w = torch::randn({37, 16});
   auto y = torch::randint(0, 37, {2, 700}, torch::kLong);
@@ -173,7 +193,10 @@ TEST(FastKernels, CrossEntropyRowsMatchesLibTorch) {
 }
 
 TEST(FastKernels, SoftmaxGradRowsEqualLibTorch) {
+  const std::string best = fast::kernel_set();
+  for (const std::string& set : kernel_sets())
   for (int64_t V : {int64_t{5}, int64_t{37}, int64_t{5000}}) {
+    fast::limit_kernel_set(set);
     auto x = torch::randn({19, V}) * 6;
     auto t = torch::randint(0, V, {19}, torch::kLong);
     auto g = x.clone();
@@ -181,21 +204,27 @@ TEST(FastKernels, SoftmaxGradRowsEqualLibTorch) {
     const double ref = torch::nn::functional::cross_entropy(
                            x, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                            .item<double>();
-    EXPECT_NEAR(loss, ref, 1e-5 * std::abs(ref)) << V;
+    EXPECT_NEAR(loss, ref, 1e-5 * std::abs(ref)) << set << " " << V;
     auto expected = torch::softmax(x, 1) - torch::one_hot(t, V).to(torch::kFloat32);
-    EXPECT_LT((g - expected).abs().max().item<double>(), 1e-6) << V;
+    EXPECT_LT((g - expected).abs().max().item<double>(), 1e-6) << set << " " << V;
   }
+  fast::limit_kernel_set(best);
 }
 
-TEST(FastKernels, BiasGeluRowsEqualLibTorch) {
-  auto x = torch::randn({7, 43}) * 3;
-  auto b = torch::randn({43});
-  auto y = x.clone();
-  fast::bias_gelu_rows(y.data_ptr<float>(), b.data_ptr<float>(), 7, 43);
-  EXPECT_LT((y - torch::gelu(x + b)).abs().max().item<double>(), 1e-6);
-  y = x.clone();
-  fast::bias_gelu_rows(y.data_ptr<float>(), nullptr, 7, 43);
-  EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6);
+TEST(FastKernels, BiasGeluRowsEqualLibTorchOnEveryKernelSet) {
+  const std::string best = fast::kernel_set();
+  for (const std::string& set : kernel_sets()) {
+    fast::limit_kernel_set(set);
+    auto x = torch::randn({7, 43}) * 3;  // 43: two full AVX2 vectors and a tail, one AVX-512 vector and a tail
+    auto b = torch::randn({43});
+    auto y = x.clone();
+    fast::bias_gelu_rows(y.data_ptr<float>(), b.data_ptr<float>(), 7, 43);
+    EXPECT_LT((y - torch::gelu(x + b)).abs().max().item<double>(), 1e-6) << set;
+    y = x.clone();
+    fast::bias_gelu_rows(y.data_ptr<float>(), nullptr, 7, 43);
+    EXPECT_LT((y - torch::gelu(x)).abs().max().item<double>(), 1e-6) << set;
+  }
+  fast::limit_kernel_set(best);
 }
 
 // Evaluation's in-place FFN (model.cpp, add_forward_to) against the same model's forward with

@@ -3,6 +3,7 @@
 // arrays, no allocation, no LibTorch. The AVX2+FMA versions are picked at run time when the
 // CPU has them; every kernel has a portable fallback with the same results to rounding.
 #include <cstdint>
+#include <string>
 
 namespace hsm::fast {
 
@@ -62,7 +63,13 @@ void gelu_backward(const float* x, const float* g, float* dx, int64_t n);
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float decay, float b1, float b2,
                   float inv_bias2, float eps, float step);
 
-// "avx2" or "generic": which kernels run on this CPU.
+// "avx512", "avx2" or "generic": which kernels run on this CPU. The matrix-vector products
+// of the decoder are AVX2 on both x86 sets; GELU, its gradient and the loss's exp sums have
+// AVX-512 versions.
 const char* kernel_set();
+// Caps the kernels at a set ("avx512", "avx2", "generic"; never above what the CPU has) for
+// every thread, so tests can check each set's results on one machine; returns the set now in
+// use. An unknown name throws std::invalid_argument.
+const char* limit_kernel_set(const std::string& name);
 
 }  // namespace hsm::fast
