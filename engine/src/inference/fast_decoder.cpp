@@ -7,6 +7,7 @@
 #include "hsm/mixer_kind.h"
 #include "inference/fast_kernels.h"
 #include "model/model.h"
+#include "model/parallel_gemm.h"
 
 namespace hsm {
 namespace {
@@ -44,14 +45,24 @@ struct Matrix {
   std::vector<uint16_t> f16;
   int64_t out = 0, in = 0;
 
-  // y[0..rows) = bias + W[row0..row0+rows) · x
+  // y[0..rows) = bias + W[row0..row0+rows) · x. A token streams every weight once, ~10 MB for
+  // the demos, which one core's bandwidth bounds (an AVX-512 kernel was no faster than AVX2's):
+  // large products split their rows over LibTorch's threads (for_row_blocks: blocks at
+  // multiples of 16 rows, so each row is summed exactly as unsplit).
   void mv(const float* x, const float* bias, float* y, int64_t row0 = 0, int64_t rows = -1) const {
     if (rows < 0) rows = out;
+    if (rows * in < kSplitWeights) return mv_rows(x, bias, y, row0, rows);
+    for_row_blocks(rows, [&](int64_t a, int64_t b) {
+      mv_rows(x, bias ? bias + a : nullptr, y + a, row0 + a, b - a);
+    });
+  }
+  void mv_rows(const float* x, const float* bias, float* y, int64_t row0, int64_t rows) const {
     if (!f16.empty())
       fast::matvec_f16(f16.data() + row0 * in, x, bias, y, rows, in);
     else
       fast::matvec(f32.data() + row0 * in, x, bias, y, rows, in);
   }
+  static constexpr int64_t kSplitWeights = 1 << 16;  // smaller products: a fork costs more than it saves
   bool empty() const { return out == 0; }
 };
 

@@ -317,13 +317,65 @@ __attribute__((target("avx512f"))) float sum_exp_avx512(float* x, int64_t n, flo
   return _mm512_reduce_add_ps(acc);
 }
 
+// 16 weights, widened from halves by F16C's 512-bit form, or fp32 as they are; masked.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 load16(const float* p, __mmask16 m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 load16(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+// The AVX2 kernel's scheme at 16 lanes: four rows share each load of x, two accumulators per
+// row (i unrolled by 32), the tail of a row masked instead of looped.
+template <typename Weight>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void matvec_avx512(const Weight* W, const float* x,
+                                                                        const float* bias, float* y, int64_t out,
+                                                                        int64_t in) {
+  const __mmask16 all = 0xFFFF;
+  const int64_t in32 = in & ~int64_t{31};
+  int64_t o = 0;
+  for (; o + 4 <= out; o += 4) {
+    const Weight* w0 = W + o * in;
+    const Weight* w1 = w0 + in;
+    const Weight* w2 = w1 + in;
+    const Weight* w3 = w2 + in;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps(), c3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i < in32; i += 32) {
+      const __m512 xa = _mm512_loadu_ps(x + i), xb = _mm512_loadu_ps(x + i + 16);
+      a0 = _mm512_fmadd_ps(load16(w0 + i, all), xa, a0);
+      a1 = _mm512_fmadd_ps(load16(w1 + i, all), xa, a1);
+      a2 = _mm512_fmadd_ps(load16(w2 + i, all), xa, a2);
+      a3 = _mm512_fmadd_ps(load16(w3 + i, all), xa, a3);
+      c0 = _mm512_fmadd_ps(load16(w0 + i + 16, all), xb, c0);
+      c1 = _mm512_fmadd_ps(load16(w1 + i + 16, all), xb, c1);
+      c2 = _mm512_fmadd_ps(load16(w2 + i + 16, all), xb, c2);
+      c3 = _mm512_fmadd_ps(load16(w3 + i + 16, all), xb, c3);
+    }
+    for (; i < in; i += 16) {
+      const __mmask16 m = tail_mask(in - i);
+      const __m512 xa = _mm512_maskz_loadu_ps(m, x + i);
+      a0 = _mm512_fmadd_ps(load16(w0 + i, m), xa, a0);
+      a1 = _mm512_fmadd_ps(load16(w1 + i, m), xa, a1);
+      a2 = _mm512_fmadd_ps(load16(w2 + i, m), xa, a2);
+      a3 = _mm512_fmadd_ps(load16(w3 + i, m), xa, a3);
+    }
+    y[o] = _mm512_reduce_add_ps(_mm512_add_ps(a0, c0)) + (bias ? bias[o] : 0.0f);
+    y[o + 1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, c1)) + (bias ? bias[o + 1] : 0.0f);
+    y[o + 2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, c2)) + (bias ? bias[o + 2] : 0.0f);
+    y[o + 3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, c3)) + (bias ? bias[o + 3] : 0.0f);
+  }
+  if (o < out) matvec_generic(W + o * in, x, bias ? bias + o : nullptr, y + o, out - o, in);
+}
+
 #pragma GCC diagnostic pop
 
 // Which kernels run: 2 = AVX-512, 1 = AVX2, 0 = plain loops; the CPU's best unless a test
 // capped it (limit_kernel_set).
 int detected_level() {
   static const int level =
-      __builtin_cpu_supports("avx512f")                                                                  ? 2
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") ? 2
       : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") ? 1
                                                                                                            : 0;
   return level;
@@ -341,6 +393,7 @@ bool have_avx2() { return false; }
 
 void matvec(const float* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
 #ifdef HSM_FAST_X86
+  if (have_avx512()) return matvec_avx512(W, x, bias, y, out, in);
   if (have_avx2()) return matvec_avx2(W, x, bias, y, out, in);
 #endif
   matvec_generic(W, x, bias, y, out, in);
@@ -348,6 +401,7 @@ void matvec(const float* W, const float* x, const float* bias, float* y, int64_t
 
 void matvec_f16(const uint16_t* W, const float* x, const float* bias, float* y, int64_t out, int64_t in) {
 #ifdef HSM_FAST_X86
+  if (have_avx512()) return matvec_avx512(W, x, bias, y, out, in);
   if (have_avx2()) return matvec_avx2(W, x, bias, y, out, in);
 #endif
   matvec_generic(W, x, bias, y, out, in);
