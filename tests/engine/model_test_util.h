@@ -3,8 +3,11 @@
 #include <torch/torch.h>
 
 #include <utility>
+#include <vector>
 
+#include "model/gemm.h"
 #include "model/model.h"
+#include "train/blas_threads.h"
 
 namespace hsm::test {
 
@@ -31,5 +34,38 @@ inline std::pair<double, double> train_steps(Gpt& model, const torch::Tensor& x,
   }
   return {first, last};
 }
+
+// LibTorch on `threads` threads and OpenBLAS on `blas` for a scope, the previous counts restored.
+class Threads {
+ public:
+  Threads(int threads, int blas) : torch_(torch::get_num_threads()), blas_(blas_threads()) {
+    torch::set_num_threads(threads);
+    set_blas_threads(blas);
+  }
+  ~Threads() {
+    torch::set_num_threads(torch_);
+    if (blas_ > 0) set_blas_threads(blas_);
+  }
+
+ private:
+  int torch_, blas_;
+};
+
+// The matrix-product backends this build has (model/gemm.h).
+inline std::vector<GemmBackend> gemm_backends() {
+  std::vector<GemmBackend> b = {GemmBackend::kLibTorch};
+  if (onednn_available()) b.push_back(GemmBackend::kOneDnn);
+  return b;
+}
+
+// The backend for a scope, the previous one restored.
+class Backend {
+ public:
+  explicit Backend(GemmBackend b) : previous_(gemm_backend()) { set_gemm_backend(b); }
+  ~Backend() { set_gemm_backend(previous_); }
+
+ private:
+  GemmBackend previous_;
+};
 
 }  // namespace hsm::test

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "hsm/mixer_kind.h"
@@ -15,7 +16,6 @@
 #include "model/parallel_gemm.h"
 #include "train/adamw.h"
 #include "train/blas_threads.h"
-#include "train/evaluation.h"
 
 using namespace hsm;
 
@@ -144,6 +144,32 @@ std::vector<std::string> kernel_sets() {
     if (fast::limit_kernel_set(s) == s) sets.push_back(s);
   fast::limit_kernel_set(best);
   return sets;
+}
+
+// HSM_KERNELS caps the kernels for the whole process (CI's "avx2:" run of these suites sets
+// it); a name that is no kernel set is refused with a message that names the variable.
+TEST(FastKernels, HsmKernelsCapsTheKernelsAndABadNameIsRefused) {
+  const char* env = std::getenv("HSM_KERNELS");
+  const std::string saved = env ? env : "";
+  if (saved == "avx2" || saved == "generic") {
+    const std::string best = fast::kernel_set();
+    EXPECT_EQ(best, saved);
+    EXPECT_EQ(std::string(fast::limit_kernel_set("avx512")), saved) << "a test cannot lift the cap";
+    fast::limit_kernel_set(best);
+  }
+  EXPECT_NO_THROW(fast::check_kernels_env());
+  ::setenv("HSM_KERNELS", "avx3", 1);
+  try {
+    fast::check_kernels_env();
+    ADD_FAILURE() << "HSM_KERNELS=avx3 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("HSM_KERNELS='avx3'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("avx2"), std::string::npos) << e.what();
+  }
+  if (env)
+    ::setenv("HSM_KERNELS", saved.c_str(), 1);
+  else
+    ::unsetenv("HSM_KERNELS");
 }
 
 TEST(FastKernels, GeluAndItsGradientMatchLibTorchOnEveryKernelSet) {
@@ -353,26 +379,3 @@ TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
   }
 }
 
-// evaluate_batch on one, two and three threads (each with OpenBLAS on one thread) gives
-// exactly the same sums, and they equal the plain cross-entropy of the model's logits.
-TEST(Evaluation, ThreadsGiveTheSameLossAsOneThread) {
-  torch::manual_seed(9);
-  std::vector<LayerSpec> layers{LayerSpec{"hsm_ab", 40, 1}, LayerSpec{"attn", 24, 2}};
-  Gpt model(tiny_config(layers, 64));
-  model->eval();
-  c10::InferenceMode inference;
-  auto batch = torch::randint(0, model->config.vocab_size, {70, 65}, torch::kLong);  // several slices
-  auto x = batch.narrow(1, 0, 64), y = batch.narrow(1, 1, 64);
-  const BatchEval one = evaluate_batch(model, x, y, 1);
-  for (int threads : {2, 3}) {
-    const BatchEval many = evaluate_batch(model, x, y, threads);
-    EXPECT_EQ(many.loss_sum, one.loss_sum) << threads;
-    EXPECT_EQ(many.correct, one.correct) << threads;
-  }
-  const auto logits = model->forward(x).view({-1, model->config.vocab_size});
-  const double plain = torch::nn::functional::cross_entropy(
-                           logits, y.reshape({-1}), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                           .item<double>();
-  EXPECT_NEAR(one.loss_sum, plain, 1e-5 * plain);
-  EXPECT_EQ(one.correct, logits.argmax(1).eq(y.reshape({-1})).sum().item<int64_t>());
-}

@@ -18,21 +18,9 @@
 namespace hsm {
 namespace {
 
-std::vector<GemmBackend> backends() {
-  std::vector<GemmBackend> b = {GemmBackend::kLibTorch};
-  if (onednn_available()) b.push_back(GemmBackend::kOneDnn);
-  return b;
-}
-
-// The backend for a scope, the previous one restored.
-class Backend {
- public:
-  explicit Backend(GemmBackend b) : previous_(gemm_backend()) { set_gemm_backend(b); }
-  ~Backend() { set_gemm_backend(previous_); }
-
- private:
-  GemmBackend previous_;
-};
+using test::Backend;
+using test::gemm_backends;
+using test::Threads;
 
 // a [M, K] as a plain matrix or as the transpose of a [K, M] one, optionally a slice of a wider
 // matrix (leading dimension larger than the row).
@@ -45,7 +33,7 @@ torch::Tensor operand(int64_t rows, int64_t cols, bool transposed, bool sliced) 
 TEST(Gemm, EveryLayoutAndBetaGivesLibTorchsProductOnEveryBackend) {
   torch::manual_seed(3);
   const std::vector<std::array<int64_t, 3>> shapes = {{37, 53, 29}, {130, 257, 70}, {1, 16, 5000}, {64, 1024, 1}};
-  for (const GemmBackend backend : backends()) {
+  for (const GemmBackend backend : gemm_backends()) {
     Backend scope(backend);
     for (const auto& [M, K, N] : shapes)
       for (const bool ta : {false, true})
@@ -75,7 +63,7 @@ TEST(Gemm, EveryLayoutAndBetaGivesLibTorchsProductOnEveryBackend) {
 
 TEST(Gemm, OtherTypesAndStridesGoToLibTorch) {
   torch::manual_seed(4);
-  for (const GemmBackend backend : backends()) {
+  for (const GemmBackend backend : gemm_backends()) {
     Backend scope(backend);
     const auto a = torch::randn({20, 30}, torch::kFloat64), b = torch::randn({30, 10}, torch::kFloat64);
     auto out = torch::empty({20, 10}, torch::kFloat64);

@@ -20,21 +20,9 @@
 namespace hsm {
 namespace {
 
-// LibTorch on `threads` threads and OpenBLAS on `blas` for a scope.
-class Threads {
- public:
-  Threads(int threads, int blas) : torch_(torch::get_num_threads()), blas_(blas_threads()) {
-    torch::set_num_threads(threads);
-    set_blas_threads(blas);
-  }
-  ~Threads() {
-    torch::set_num_threads(torch_);
-    if (blas_ > 0) set_blas_threads(blas_);
-  }
-
- private:
-  int torch_, blas_;
-};
+using test::Backend;
+using test::gemm_backends;
+using test::Threads;
 
 ModelConfig tiny_config(const std::vector<LayerSpec>& layers, double dropout) {
   ModelConfig c;

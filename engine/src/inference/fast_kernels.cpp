@@ -15,6 +15,11 @@
 namespace hsm::fast {
 namespace {
 
+// A kernel set's level by name (see level()); -1 for an unknown name.
+int cap_of(const std::string& name) {
+  return name == "avx512" ? 2 : name == "avx2" ? 1 : name == "generic" ? 0 : -1;
+}
+
 inline float gelu_scalar(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752440f)); }
 
 inline float widen(float w) { return w; }
@@ -371,8 +376,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void matvec_avx512(const We
 
 #pragma GCC diagnostic pop
 
-// Which kernels run: 2 = AVX-512, 1 = AVX2, 0 = plain loops; the CPU's best unless a test
-// capped it (limit_kernel_set).
+// Which kernels run: 2 = AVX-512, 1 = AVX2, 0 = plain loops; the CPU's best unless
+// HSM_KERNELS or a test (limit_kernel_set) capped it.
 int detected_level() {
   static const int level =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") ? 2
@@ -380,8 +385,20 @@ int detected_level() {
                                                                                                            : 0;
   return level;
 }
+// The cap HSM_KERNELS sets for the whole process (2 when unset or not a set's name; the
+// name is checked by check_kernels_env).
+int env_cap() {
+  static const int cap = [] {
+    const char* env = std::getenv("HSM_KERNELS");
+    const int c = env && *env ? cap_of(env) : 2;
+    return c < 0 ? 2 : c;
+  }();
+  return cap;
+}
 std::atomic<int> level_cap{2};
-int level() { return std::min(detected_level(), level_cap.load(std::memory_order_relaxed)); }
+int level() {
+  return std::min({detected_level(), env_cap(), level_cap.load(std::memory_order_relaxed)});
+}
 bool have_avx2() { return level() >= 1; }
 bool have_avx512() { return level() >= 2; }
 #else
@@ -587,9 +604,16 @@ const char* kernel_set() {
   return names[level()];
 }
 
+void check_kernels_env() {
+  const char* env = std::getenv("HSM_KERNELS");
+  if (env && *env && cap_of(env) < 0)
+    throw std::invalid_argument("HSM_KERNELS='" + std::string(env) +
+                                "' is not a kernel set: use avx512, avx2 or generic (or unset it for the CPU's best)");
+}
+
 const char* limit_kernel_set(const std::string& name) {
 #ifdef HSM_FAST_X86
-  const int cap = name == "avx512" ? 2 : name == "avx2" ? 1 : name == "generic" ? 0 : -1;
+  const int cap = cap_of(name);
   if (cap < 0) throw std::invalid_argument("unknown kernel set '" + name + "' (use avx512, avx2 or generic)");
   level_cap.store(cap, std::memory_order_relaxed);
 #else

@@ -63,13 +63,17 @@ void gelu_backward(const float* x, const float* g, float* dx, int64_t n);
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float decay, float b1, float b2,
                   float inv_bias2, float eps, float step);
 
+// HSM_KERNELS=avx2 (or generic, avx512) caps the kernels for the whole process, as a CPU
+// without the wider sets would run them; CI runs the engine suites once more that way.
+// Throws std::invalid_argument naming the variable when it holds no set's name.
+void check_kernels_env();
 // "avx512", "avx2" or "generic": which kernels run on this CPU. The matrix-vector products
 // of the decoder are AVX2 on both x86 sets; GELU, its gradient and the loss's exp sums have
 // AVX-512 versions.
 const char* kernel_set();
-// Caps the kernels at a set ("avx512", "avx2", "generic"; never above what the CPU has) for
-// every thread, so tests can check each set's results on one machine; returns the set now in
-// use. An unknown name throws std::invalid_argument.
+// Caps the kernels at a set ("avx512", "avx2", "generic"; never above what the CPU has nor
+// above HSM_KERNELS) for every thread, so tests can check each set's results on one machine;
+// returns the set now in use. An unknown name throws std::invalid_argument.
 const char* limit_kernel_set(const std::string& name);
 
 }  // namespace hsm::fast

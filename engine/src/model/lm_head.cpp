@@ -60,45 +60,53 @@ struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
 
 }  // namespace
 
+LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
+  const auto flat = h.reshape({-1, h.size(-1)});
+  const auto t = targets.reshape({-1}).to(torch::kLong).contiguous();
+  const int64_t N = flat.size(0), V = weight.size(0);
+  LossSums sums;
+  if (flat.is_cpu() && flat.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32) {
+    // Loss and accuracy in one pass over each row of logits (fast_kernels.h); per block of rows
+    // (one per thread in split mode, model/parallel_gemm.h), added in row order.
+    for (int64_t r0 = 0; r0 < N; r0 += kChunkRows) {
+      const int64_t n = std::min(kChunkRows, N - r0);
+      auto logits = torch::empty({n, V}, flat.options());  // [n, V]
+      std::vector<LossSums> part(static_cast<size_t>(n / 16 + 1));
+      for_row_blocks(n, [&](int64_t a, int64_t b) {
+        auto l = logits.narrow(0, a, b - a);
+        gemm(l, flat.narrow(0, r0 + a, b - a), weight.t());
+        LossSums& p = part[static_cast<size_t>(a / 16)];
+        fast::cross_entropy_rows(l.data_ptr<float>(), t.data_ptr<int64_t>() + r0 + a, b - a, V, &p.loss_sum,
+                                 &p.correct);
+      });
+      for (const LossSums& p : part) {
+        sums.loss_sum += p.loss_sum;
+        sums.correct += p.correct;
+      }
+    }
+    return sums;
+  }
+  for (int64_t r0 = 0; r0 < N; r0 += kChunkRows) {  // CUDA, bf16: LibTorch's operations per chunk
+    const int64_t n = std::min(kChunkRows, N - r0);
+    const auto logits = torch::mm(flat.narrow(0, r0, n), weight.t()).to(torch::kFloat32);  // [n, V]
+    const auto tc = t.narrow(0, r0, n);
+    sums.loss_sum += torch::nn::functional::cross_entropy(
+                         logits, tc, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                         .item<double>();
+    sums.correct += logits.argmax(-1).eq(tc).sum().item<int64_t>();
+  }
+  return sums;
+}
+
 torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
   auto flat = h.reshape({-1, h.size(-1)});
   auto t = targets.reshape({-1});
   const bool needs_grad = torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
   if (needs_grad && h.is_cpu() && h.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32)
     return FusedLmLoss::apply(flat.contiguous(), weight, t);
-  if (!needs_grad && flat.is_cpu() && flat.scalar_type() == torch::kFloat32 &&
-      weight.scalar_type() == torch::kFloat32) {
-    // Evaluation on the CPU: chunked, the loss in one pass over each row of logits.
-    auto tc = t.to(torch::kLong).contiguous();
-    double loss = 0;
-    int64_t correct = 0;
-    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kChunkRows) {
-      const int64_t n = std::min(kChunkRows, flat.size(0) - r0);
-      auto logits = torch::empty({n, weight.size(0)}, flat.options());
-      std::vector<double> part(static_cast<size_t>(n / 16 + 1), 0.0);
-      std::vector<int64_t> hits(part.size(), 0);
-      for_row_blocks(n, [&](int64_t a, int64_t b) {
-        auto l = logits.narrow(0, a, b - a);
-        gemm(l, flat.narrow(0, r0 + a, b - a), weight.t());
-        fast::cross_entropy_rows(l.data_ptr<float>(), tc.data_ptr<int64_t>() + r0 + a, b - a, l.size(1),
-                                 &part[static_cast<size_t>(a / 16)], &hits[static_cast<size_t>(a / 16)]);
-      });
-      for (size_t i = 0; i < part.size(); ++i) {
-        loss += part[i];
-        correct += hits[i];
-      }
-    }
-    return torch::tensor(loss / static_cast<double>(flat.size(0)), flat.options());
-  }
-  if (!needs_grad) {  // evaluation elsewhere: chunked too, nothing to keep
-    torch::Tensor sum = torch::zeros({}, flat.options().dtype(torch::kFloat32));
-    for (int64_t r0 = 0; r0 < flat.size(0); r0 += kChunkRows) {
-      const int64_t n = std::min(kChunkRows, flat.size(0) - r0);
-      auto logits = torch::mm(flat.narrow(0, r0, n), weight.t()).to(torch::kFloat32);
-      sum += torch::nn::functional::cross_entropy(
-          logits, t.narrow(0, r0, n), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    }
-    return sum / static_cast<double>(flat.size(0));
+  if (!needs_grad) {  // evaluation: chunked, nothing to keep
+    const LossSums sums = lm_head_loss_sums(flat, weight, t);
+    return torch::tensor(sums.loss_sum / static_cast<double>(flat.size(0)), flat.options().dtype(torch::kFloat32));
   }
   auto logits = torch::matmul(flat, weight.t());  // CUDA / bf16: the plain path
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), t);

@@ -13,6 +13,14 @@ namespace hsm {
 // Fused and chunked on the CPU (lm_head.cpp); equal to cross_entropy(h · weightᵀ, targets).
 torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
 
+// The same without gradients, as sums: Σ cross-entropy and the count of top-1 hits (ties go to
+// the lowest id, as argmax) over the rows of h. Logits in chunks of rows, never [N, V] at once.
+struct LossSums {
+  double loss_sum = 0;
+  int64_t correct = 0;
+};
+LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
+
 // FFN = Linear(d, f) → GELU → Linear(f, d).
 struct FeedForwardImpl : torch::nn::Module {
   FeedForwardImpl(int64_t d_model, int64_t hidden, double proj_std);

@@ -2,17 +2,46 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
+#include <omp.h>
 
 #include "model/gemm.h"
 #include "train/blas_threads.h"
 
 namespace hsm {
 
+namespace {
+thread_local bool serial_scope = false;
+}  // namespace
+
+SerialScope::SerialScope() : was_serial_(serial_scope) {
+  // ATen sets each thread's OpenMP count from its own setting at the thread's first parallel
+  // call; do that first, or it would undo the one thread set here.
+  at::internal::lazy_init_num_threads();
+  omp_threads_ = omp_get_max_threads();
+  omp_set_num_threads(1);  // this thread's OpenMP setting only (an ICV of its own task)
+  serial_scope = true;
+}
+
+SerialScope::~SerialScope() {
+  serial_scope = was_serial_;
+  omp_set_num_threads(omp_threads_);
+}
+
+bool in_serial_scope() { return serial_scope; }
+
+OneBlasThread::OneBlasThread() : before_(blas_threads()) {
+  if (before_ > 1) set_blas_threads(1);
+}
+
+OneBlasThread::~OneBlasThread() {
+  if (before_ > 1) set_blas_threads(before_);
+}
+
 bool split_gemms() { return at::get_num_threads() > 1 && blas_threads() <= 1; }
 
 void for_row_blocks(int64_t rows, const std::function<void(int64_t, int64_t)>& f) {
   const int64_t threads = split_gemms() ? at::get_num_threads() : 1;
-  if (threads <= 1 || rows < 32 || at::in_parallel_region()) {
+  if (threads <= 1 || rows < 32 || at::in_parallel_region() || serial_scope) {
     f(0, rows);
     return;
   }
@@ -102,7 +131,7 @@ struct SplitLinearNoBias : torch::autograd::Function<SplitLinearNoBias> {
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (!x.is_cpu() || x.scalar_type() != torch::kFloat32 || weight.scalar_type() != torch::kFloat32 ||
-      !split_gemms())
+      !(split_gemms() || serial_scope))
     return torch::nn::functional::linear(x, weight, bias);
   const int64_t in = x.size(-1);
   auto sizes = x.sizes().vec();

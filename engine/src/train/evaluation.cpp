@@ -9,17 +9,10 @@
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 
-#include "inference/fast_kernels.h"
-#include "model/gemm.h"
 #include "model/parallel_gemm.h"
 #include "model/torch_compat.h"
-#include "train/blas_threads.h"
 
 namespace hsm {
-
-namespace {
-constexpr int64_t kEvalChunkRows = 1024;
-}  // namespace
 
 int64_t window_count(size_t tokens, int64_t context) {
   return tokens < 2 ? 0 : static_cast<int64_t>((tokens - 1) / static_cast<size_t>(context));
@@ -65,42 +58,19 @@ namespace {
 
 // Loss sum and top-1 hits of windows x, y [n, T] (one slice of a batch).
 BatchEval evaluate_slice(Gpt& model, const torch::Tensor& x, const torch::Tensor& y) {
+  const LossSums sums = lm_head_loss_sums(model->hidden(x), model->tok_emb->weight, y);
   BatchEval r;
-  // The output layer in row chunks: [B·T, V] logits of a 64 × 128 batch would be 164 MB.
-  auto h = model->hidden(x);
-  auto flat = h.view({-1, h.size(-1)});
-  auto targets = y.reshape({-1});
-  for (int64_t r0 = 0; r0 < flat.size(0); r0 += kEvalChunkRows) {
-    const int64_t n = std::min(kEvalChunkRows, flat.size(0) - r0);
-    const auto rows = flat.narrow(0, r0, n);
-    const auto& weight = model->tok_emb->weight;  // [V, d]
-    auto t = targets.narrow(0, r0, n);
-    if (rows.is_cpu() && rows.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32) {
-      // Loss and accuracy in one pass over each row of logits (fast_kernels.h).
-      auto logits = torch::empty({n, weight.size(0)}, rows.options());  // [n, V]
-      gemm(logits, rows, weight.t());
-      auto tc = t.contiguous();
-      fast::cross_entropy_rows(logits.data_ptr<float>(), tc.data_ptr<int64_t>(), n, logits.size(1), &r.loss_sum,
-                               &r.correct);
-      continue;
-    }
-    auto logits = torch::mm(rows, weight.t()).to(torch::kFloat32);  // [n, V]
-    r.loss_sum += torch::nn::functional::cross_entropy(
-                      logits, t, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                      .item<double>();
-    r.correct += logits.argmax(-1).eq(t).sum().item<int64_t>();
-  }
+  r.loss_sum = sums.loss_sum;
+  r.correct = sums.correct;
   return r;
 }
 
-// Runs slice(0..count-1) on `workers` threads, each with OpenBLAS on one thread, and returns
+// Runs slice(0..count-1) on `workers` threads of its own (the calling one included) and returns
 // when all are done; rethrows the first exception. The caller's grad and inference modes hold
 // in every worker (they are thread-local).
-void run_slices_in_parallel(int64_t count, int workers, const std::function<void(int64_t)>& slice) {
+void run_slices_on_threads(int64_t count, int workers, const std::function<void(int64_t)>& slice) {
   const bool grad = torch::GradMode::is_enabled();
   const bool inference = c10::InferenceMode::is_enabled();
-  const int blas = blas_threads();
-  set_blas_threads(1);
   std::atomic<int64_t> next{0};
   std::exception_ptr error;
   std::mutex error_mutex;
@@ -119,7 +89,6 @@ void run_slices_in_parallel(int64_t count, int workers, const std::function<void
   for (int w = 1; w < workers; ++w) threads.emplace_back(work);
   work();
   for (auto& t : threads) t.join();
-  if (blas > 0) set_blas_threads(blas);
   if (error) std::rethrow_exception(error);
 }
 
@@ -130,34 +99,35 @@ int eval_workers() {
   return cores;
 }
 
+int64_t eval_slice_windows(int64_t context) { return std::max<int64_t>(1, kEvalSliceTokens / std::max<int64_t>(1, context)); }
+
 BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads) {
-  const int64_t B = x.size(0), T = x.size(1);
-  // CPU: slices of at most kEvalSliceTokens tokens, and at least one slice per core.
-  const int cores = eval_workers();
-  const int workers = !x.is_cpu() ? 1 : threads > 0 ? threads : cores;
-  const int64_t per =
-      x.is_cpu() ? std::max<int64_t>(1, std::min(kEvalSliceTokens / std::max<int64_t>(1, T), (B + cores - 1) / cores))
-                 : B;
+  if (!x.is_cpu()) return evaluate_slice(model, x, y);
+  // The same sums on any number of threads, by construction: slices of a fixed number of
+  // windows (not one per core), each computed alone by one thread (SerialScope: the same
+  // products over the same rows whichever thread takes it), added in slice order.
+  const int64_t B = x.size(0), per = eval_slice_windows(x.size(1));
   const int64_t count = (B + per - 1) / per;
   std::vector<BatchEval> parts(static_cast<size_t>(count));
   auto slice = [&](int64_t s) {
+    const SerialScope serial;
     const int64_t b0 = s * per, nb = std::min(per, B - b0);
     parts[static_cast<size_t>(s)] = evaluate_slice(model, x.narrow(0, b0, nb), y.narrow(0, b0, nb));
   };
-  if (x.is_cpu() && threads <= 0 && split_gemms() && count > 1) {
-    // LibTorch's pool has the cores (OpenBLAS one thread): one slice per worker of that
-    // pool, every operation inside running serially on it.
+  const OneBlasThread one_blas_thread;
+  if (threads <= 0 && torch::get_num_threads() > 1) {
+    // On LibTorch's pool (set_cpu_threads' default), a share of the slices per worker.
     const at::ThreadLocalState state;
     at::parallel_for(0, count, 1, [&](int64_t s0, int64_t s1) {
       const at::ThreadLocalStateGuard guard(state);
       for (int64_t s = s0; s < s1; ++s) slice(s);
     });
-  } else if (workers > 1 && count > 1 && (threads > 0 || torch::get_num_threads() == 1)) {
-    run_slices_in_parallel(count, static_cast<int>(std::min<int64_t>(workers, count)), slice);
   } else {
-    for (int64_t s = 0; s < count; ++s) slice(s);
+    // threads > 0 (tests, benchmarks), or LibTorch on one thread: threads of our own.
+    const int workers = threads > 0 ? threads : eval_workers();
+    run_slices_on_threads(count, static_cast<int>(std::min<int64_t>(workers, count)), slice);
   }
-  BatchEval r;  // summed in slice order: threads do not change the result
+  BatchEval r;
   for (const BatchEval& p : parts) {
     r.loss_sum += p.loss_sum;
     r.correct += p.correct;

@@ -40,23 +40,25 @@ struct WindowEval {
 };
 
 // Sum of the next-token cross-entropies and count of top-1 hits of one batch: x, y [B, T]
-// (eval mode, no gradients). On the CPU the forward runs in slices of at most
-// kEvalSliceTokens tokens: a [B·T, 1024] FFN activation of a 64 × 128 batch is 32 MiB, glibc's
-// largest mmap threshold, so each one would be mapped and page-faulted in afresh (issue 9).
+// (eval mode, no gradients). On the CPU the forward runs in slices of eval_slice_windows(T)
+// windows: a [B·T, 1024] FFN activation of a 64 × 128 batch is 32 MiB, glibc's largest mmap
+// threshold, so each one would be mapped and page-faulted in afresh (issue 9); and one forward
+// at a time would leave cores idle during every LayerNorm, GELU and loss. The slices run one
+// per thread, each computed alone on its thread (model/parallel_gemm.h: SerialScope) with
+// OpenBLAS on one thread, and their sums are added in slice order: the result is the same on
+// any number of threads, by construction (issue 18). threads 0 (the default): on LibTorch's
+// pool when it has several threads, else on eval_workers() threads; threads > 0: on that many
+// threads of their own (tests).
 constexpr int64_t kEvalSliceTokens = 2048;
 struct BatchEval {
   double loss_sum = 0;
   int64_t correct = 0;
 };
-// With several cores the slices (at least one per core) run one per thread, each slice's
-// operations serially on its thread: one forward at a time would leave cores idle during
-// every LayerNorm, GELU and loss (docs/performance.md). threads 0 (the default): in split mode
-// (model/parallel_gemm.h, set_cpu_threads' default) on LibTorch's pool; with LibTorch on one
-// thread on eval_workers() threads with OpenBLAS on one (restored afterwards); else 1.
-// threads > 0: on that many threads of their own (tests). Sums are taken in slice order, so the
-// threads do not change the result.
 BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads = 0);
-// Threads evaluate_batch uses on the CPU: the machine's cores.
+// Windows per slice at this context: kEvalSliceTokens / context, at least 1. Depends on
+// nothing else (not on the cores).
+int64_t eval_slice_windows(int64_t context);
+// Threads evaluate_batch uses on the CPU when LibTorch has one: the machine's cores.
 int eval_workers();
 
 // Evaluates the windows at `starts` in order; max_batches 0 = all. Runs in eval mode without

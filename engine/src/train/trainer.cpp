@@ -27,6 +27,7 @@
 #include "hsm/tokenizer.h"
 #include "io/io_util.h"
 #include "model/model.h"
+#include "inference/fast_kernels.h"
 #include "model/torch_compat.h"
 
 namespace fs = std::filesystem;
@@ -59,7 +60,8 @@ int set_cpu_threads(int n) {
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   set_blas_threads(blas);
-  gemm_backend();  // an invalid HSM_GEMM is refused here, before any work starts
+  gemm_backend();  // an invalid HSM_GEMM or HSM_KERNELS is refused here, before any work starts
+  fast::check_kernels_env();
   return torch_threads;
 }
 
@@ -69,7 +71,9 @@ std::string cpu_threads_note() {
   note += blas > 0 ? "OpenBLAS " + std::to_string(blas) : std::string("no OpenBLAS found (slow reference BLAS?)");
   if (blas_threads_from_env() > 0) note += " (HSM_BLAS_THREADS)";
   if (split_gemms()) note += "; matrix products split over LibTorch's threads";
-  return note + "; " + gemm_backend_note();
+  note += "; " + gemm_backend_note() + "; " + fast::kernel_set() + " kernels";
+  const char* kernels = std::getenv("HSM_KERNELS");
+  return note + (kernels && *kernels ? " (HSM_KERNELS)" : "");
 }
 
 namespace {
