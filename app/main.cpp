@@ -12,6 +12,7 @@
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/smoke_driver.h"
+#include "gui/studio_application.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   }
 
   qInstallMessageHandler(quiet_messages);
-  QApplication app(argc, argv);
+  studio::StudioApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("hsm-studio"));
   QApplication::setApplicationName(QStringLiteral("HSM Studio"));
   QApplication::setApplicationVersion(QStringLiteral(HSM_VERSION));

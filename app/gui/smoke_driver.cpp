@@ -4,11 +4,13 @@
 #include <QDateTime>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <functional>
 
 #include "gui/engine_host.h"
@@ -16,6 +18,7 @@
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/stall_monitor.h"
+#include "gui/studio_application.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
@@ -28,13 +31,23 @@ namespace studio {
 
 SmokeDriver::SmokeDriver(MainWindow* window, SmokeOptions options) : window_(window), options_(std::move(options)) {}
 
+// Runs the event loop for up to `ms` as exec() would, sleeping while there is nothing to do.
+// (processEvents with a time limit returns at once when no event is pending: a loop of those
+// kept the GUI thread spinning, its own spinning then counted as busy time and taken from
+// the training threads' cores.)
+void SmokeDriver::runEventLoopFor(int ms) {
+  QEventLoop loop;
+  QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+  loop.exec();
+}
+
 bool SmokeDriver::waitFor(const std::function<bool()>& done, QString& error) {
   while (!done()) {
     if (QDateTime::currentMSecsSinceEpoch() > deadlineMs_) {
       error = QStringLiteral("timed out after %1 s").arg(options_.timeout_s);
       return false;
     }
-    QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    runEventLoopFor(20);
   }
   return true;
 }
@@ -43,18 +56,15 @@ void SmokeDriver::screenshot(const QString& name) {
   if (options_.screenshots.isEmpty()) return;
   QDir().mkpath(options_.screenshots);
   // Let queued replots and layouts settle before grabbing.
-  for (int i = 0; i < 5; ++i) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+  runEventLoopFor(100);
   window_->grab().save(QDir(options_.screenshots).filePath(name + QStringLiteral(".png")));
 }
 
-void SmokeDriver::settle(int ms) {
-  QElapsedTimer t;
-  t.start();
-  while (t.elapsed() < ms) QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
-}
+void SmokeDriver::settle(int ms) { runEventLoopFor(ms); }
 
-// Fills the Training view's form through its widgets and presses Start.
-bool SmokeDriver::train(const QString& runDir, const QString& model, QString& error) {
+// Fills the Training view's form through its widgets and presses Start; with a tokenizer, the
+// form reuses it instead of training one.
+bool SmokeDriver::train(const QString& runDir, const QString& model, const QString& tokenizer, QString& error) {
   TrainingView* view = window_->trainingView();
   window_->showView(MainWindow::kTraining);
   if (!view->setModel(model)) {
@@ -69,6 +79,7 @@ bool SmokeDriver::train(const QString& runDir, const QString& model, QString& er
   view->setField(QStringLiteral("threads"), QString::number(options_.threads));
   view->setField(QStringLiteral("device"), QStringLiteral("cpu"));
   view->setField(QStringLiteral("run_dir"), runDir);
+  view->setField(QStringLiteral("tokenizer"), tokenizer);
   view->startButton()->click();
   if (!window_->engine()->isTraining()) {
     error = QStringLiteral("training did not start: %1").arg(view->lastError());
@@ -88,6 +99,8 @@ QJsonObject SmokeDriver::run() {
   int generated = 0;
   int weightLayers = 0, diagnosedLayers = 0;
   StallMonitor stalls;
+  auto* app = dynamic_cast<StudioApplication*>(QCoreApplication::instance());
+  if (app) app->setEventObserver(&stalls);
 
   QTemporaryDir tmp(QDir::temp().filePath(QStringLiteral("hsm-smoke-XXXXXX")));
   const QString out = options_.out.isEmpty() ? tmp.path() : QDir(options_.out).absolutePath();
@@ -120,7 +133,7 @@ QJsonObject SmokeDriver::run() {
       model = config;
     } else {
       source = QDir(out).filePath(QStringLiteral("run-a"));
-      if (!train(source, model, error)) return false;
+      if (!train(source, model, QString(), error)) return false;
       if (!waitFor([&] { return !engine->isTraining(); }, error)) return false;
       if (!trainError.isEmpty()) {
         error = QStringLiteral("training failed: %1").arg(trainError);
@@ -136,7 +149,8 @@ QJsonObject SmokeDriver::run() {
     // 2. Another model trains while the first one generates in the Playground.
     stalls.setPhase(QStringLiteral("train_b_and_generate"));
     const QString second = QDir(out).filePath(QStringLiteral("run-b"));
-    if (!train(second, model, error)) return false;
+    // (with the first model's tokenizer, as a user comparing two models on one corpus would)
+    if (!train(second, model, QDir(source).filePath(QStringLiteral("tokenizer.model")), error)) return false;
     runs.append(second);
     window_->runs()->setCurrent(window_->runs()->indexOf(source));
     window_->showView(MainWindow::kPlayground);
@@ -221,6 +235,7 @@ QJsonObject SmokeDriver::run() {
     engine->waitIdle(120000);
   }
   stalls.stop();
+  if (app) app->setEventObserver(nullptr);
   report.insert(QStringLiteral("steps"), stepsTrained_);
   report.insert(QStringLiteral("generated_tokens"), generated);
   report.insert(QStringLiteral("text"), text);
@@ -230,10 +245,22 @@ QJsonObject SmokeDriver::run() {
   report.insert(QStringLiteral("diagnosed_layers"), diagnosedLayers);
   report.insert(QStringLiteral("max_stall_ms"), stalls.maxStallMs());
   report.insert(QStringLiteral("max_busy_ms"), stalls.maxBusyMs());
-  QJsonObject byPhase;
-  for (auto it = stalls.maxStallByPhase().begin(); it != stalls.maxStallByPhase().end(); ++it)
-    byPhase.insert(it.key(), it.value());
-  report.insert(QStringLiteral("max_stall_ms_by_phase"), byPhase);
+  auto by_phase = [](const QMap<QString, double>& values) {
+    QJsonObject o;
+    for (auto it = values.begin(); it != values.end(); ++it) o.insert(it.key(), it.value());
+    return o;
+  };
+  report.insert(QStringLiteral("max_stall_ms_by_phase"), by_phase(stalls.maxStallByPhase()));
+  report.insert(QStringLiteral("max_busy_ms_by_phase"), by_phase(stalls.maxBusyByPhase()));
+  report.insert(QStringLiteral("busy_budget_ms"), kBusyBudgetMs);
+  QJsonArray slowest;
+  for (const StallMonitor::SlowEvent& e : stalls.slowestEvents())
+    slowest.append(QJsonObject{{QStringLiteral("ms"), e.ms},
+                               {QStringLiteral("phase"), e.phase},
+                               {QStringLiteral("event"), e.event},
+                               {QStringLiteral("receiver"), e.receiver},
+                               {QStringLiteral("depth"), e.depth}});
+  report.insert(QStringLiteral("slowest_events"), slowest);
   report.insert(QStringLiteral("mean_gap_ms"), stalls.meanGapMs());
   report.insert(QStringLiteral("heartbeats"), stalls.beats());
   report.insert(QStringLiteral("seconds"), clock.elapsed() / 1000.0);

@@ -1,5 +1,7 @@
 #include "gui/stall_monitor.h"
 
+#include <QEvent>
+#include <QMetaEnum>
 #include <algorithm>
 #include <ctime>
 
@@ -34,12 +36,17 @@ void StallMonitor::reset() {
   maxStallMs_ = maxBusyMs_ = totalGapMs_ = 0;
   beats_ = 0;
   byPhase_.clear();
+  busyByPhase_.clear();
+  slowest_.clear();
 }
 
 void StallMonitor::beat() {
   const qint64 now = clock_.nsecsElapsed(), cpu = thread_cpu_ns();
   if (lastNs_ >= 0) {
-    maxBusyMs_ = std::max(maxBusyMs_, static_cast<double>(cpu - lastCpuNs_) / 1e6);
+    const double busyMs = static_cast<double>(cpu - lastCpuNs_) / 1e6;
+    maxBusyMs_ = std::max(maxBusyMs_, busyMs);
+    double& phaseBusy = busyByPhase_[phase_];
+    phaseBusy = std::max(phaseBusy, busyMs);
     const double gapMs = static_cast<double>(now - lastNs_) / 1e6;
     maxStallMs_ = std::max(maxStallMs_, gapMs - intervalMs_);
     double& phaseMax = byPhase_[phase_];
@@ -49,6 +56,33 @@ void StallMonitor::beat() {
   }
   lastNs_ = now;
   lastCpuNs_ = cpu;
+}
+
+namespace {
+
+// "ClassName(objectName)", or the class and its parent's for an object without a name
+// ("QCustomPlot in PlotPanel(ab_plot)").
+QString describe(const QObject* o) {
+  auto one = [](const QObject* x) {
+    const QString cls = QString::fromLatin1(x->metaObject()->className()).remove(QStringLiteral("studio::"));
+    return x->objectName().isEmpty() ? cls : QStringLiteral("%1(%2)").arg(cls, x->objectName());
+  };
+  if (!o->objectName().isEmpty() || !o->parent()) return one(o);
+  return QStringLiteral("%1 in %2").arg(one(o), one(o->parent()));
+}
+
+}  // namespace
+
+void StallMonitor::eventHandled(const QObject* receiver, int type, double ms, int depth) {
+  if (!timer_.isActive()) return;
+  if (slowest_.size() == kSlowestKept && ms <= slowest_.back().ms) return;
+  static const QMetaEnum types = QMetaEnum::fromType<QEvent::Type>();
+  const char* name = types.valueToKey(type);
+  SlowEvent e{ms, phase_, name ? QString::fromLatin1(name) : QString::number(type), describe(receiver), depth};
+  auto at = std::upper_bound(slowest_.begin(), slowest_.end(), ms,
+                             [](double v, const SlowEvent& s) { return v > s.ms; });
+  slowest_.insert(at, e);
+  if (slowest_.size() > kSlowestKept) slowest_.removeLast();
 }
 
 }  // namespace studio

@@ -14,7 +14,7 @@ QString temp_root() {
   return dir.path();
 }
 
-QString make_corpus(const QString& dir, int stories) {
+QString make_corpus(const QString& dir, int stories, int sentences) {
   static const char* names[] = {"Lily", "Tom", "Ben", "Mia", "Sam"};
   static const char* things[] = {"ball", "cat", "dog", "tree", "box", "cake"};
   static const char* moods[] = {"happy", "sad", "big", "red", "little"};
@@ -22,7 +22,7 @@ QString make_corpus(const QString& dir, int stories) {
   QString text;
   for (int s = 0; s < stories; ++s) {
     const char* n = names[rng() % 5];
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < sentences; ++k)
       text += QStringLiteral("Once upon a time, %1 saw a %2 %3. %1 was very %4. ")
                   .arg(QLatin1String(n), QLatin1String(moods[rng() % 5]), QLatin1String(things[rng() % 6]),
                        QLatin1String(moods[rng() % 5]));

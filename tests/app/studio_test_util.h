@@ -13,8 +13,9 @@ namespace studio::test {
 
 // A fresh folder for this test process (removed at exit).
 QString temp_root();
-// Little stories from a small grammar; learnable, and most are longer than the tiny context.
-QString make_corpus(const QString& dir, int stories = 300);
+// Little stories from a small grammar, `sentences` sentences each (about 15 tokens apiece);
+// learnable, and most are longer than the tiny context.
+QString make_corpus(const QString& dir, int stories = 300, int sentences = 4);
 // A 3-layer model (hsm_ab, attn, hsm_ab), d 32, context 32, vocab 300: trains in seconds.
 QString tiny_config(const QString& dir);
 // A run of the tiny model trained once per process by the engine (20 steps).

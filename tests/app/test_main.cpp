@@ -1,4 +1,4 @@
-// GoogleTest main for the GUI tests: one QApplication on the offscreen platform, settings
+// GoogleTest main for the GUI tests: one StudioApplication on the offscreen platform, settings
 // and caches kept out of the user's home.
 #include <gtest/gtest.h>
 
@@ -6,13 +6,14 @@
 #include <QSettings>
 #include <QStandardPaths>
 
+#include "gui/studio_application.h"
 #include "studio_test_util.h"
 
 int main(int argc, char** argv) {
   qputenv("QT_QPA_PLATFORM", "offscreen");
   qputenv("HSM_CACHE_DIR", (studio::test::temp_root() + "/cache").toUtf8());
   QStandardPaths::setTestModeEnabled(true);
-  QApplication app(argc, argv);
+  studio::StudioApplication app(argc, argv);  // the studio's own, as the app runs
   QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, studio::test::temp_root() + "/settings");
   QApplication::setOrganizationName(QStringLiteral("hsm-studio-tests"));
   ::testing::InitGoogleTest(&argc, argv);

@@ -1,11 +1,17 @@
 // Plot decimation and export at 100k points, token tinting, the run list following a run
-// that another process writes, the main window's start page.
+// that another process writes, the main window's start page, the stall monitor's report of
+// the slowest GUI events.
 #include <gtest/gtest.h>
 
+#include <QElapsedTimer>
 #include <QFile>
+#include <QPainter>
 #include <QTabWidget>
+#include <ctime>
 
 #include "gui/main_window.h"
+#include "gui/stall_monitor.h"
+#include "gui/studio_application.h"
 #include "gui/run_list.h"
 #include "gui/views/playground_view.h"
 #include "gui/widgets/plot_panel.h"
@@ -150,4 +156,76 @@ TEST(MainWindow, OpensTheBundledModelsOnThePapersFirstPrompt) {
   EXPECT_EQ(w.runs()->current(), 0);
   EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kPlayground);
   EXPECT_TRUE(w.playgroundView()->prompt().startsWith(QStringLiteral("Alice was so tired")));
+}
+
+namespace {
+
+// A widget whose paint takes `ms` of the GUI thread's CPU time (a QWidget to the meta-object system: no Q_OBJECT).
+class SlowWidget : public QWidget {
+ public:
+  explicit SlowWidget(int ms) : ms_(ms) { setObjectName(QStringLiteral("slow_widget")); }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    // CPU time, as the monitor's busy time counts it (wall time may pass while it waits for
+    // a core on a loaded machine).
+    const auto cpu_ms = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+    };
+    const double start = cpu_ms();
+    while (cpu_ms() - start < ms_) {
+    }
+    QPainter(this).fillRect(rect(), Qt::white);
+  }
+
+ private:
+  int ms_;
+};
+
+}  // namespace
+
+// With the studio's application reporting each event, the monitor names the slowest ones with
+// their phase: a 40 ms paint is found as that widget's Paint, inside the window's
+// UpdateRequest, and counted in the phase's busy time; the list stays short and sorted.
+TEST(StallMonitor, NamesTheSlowestEventsWithTheirPhase) {
+  auto* app = dynamic_cast<StudioApplication*>(QCoreApplication::instance());
+  ASSERT_NE(app, nullptr);
+  StallMonitor monitor;
+  app->setEventObserver(&monitor);
+  monitor.start();
+  monitor.setPhase(QStringLiteral("idle"));
+  QElapsedTimer clock;
+  clock.start();
+  wait_for([&] { return clock.elapsed() > 100; });
+  monitor.setPhase(QStringLiteral("slow_paint"));
+  SlowWidget w(40);
+  w.resize(200, 100);
+  w.show();
+  ASSERT_TRUE(wait_for([&] {
+    for (const StallMonitor::SlowEvent& e : monitor.slowestEvents())
+      if (e.event == QLatin1String("Paint")) return true;
+    return false;
+  }, 10000));
+  clock.start();
+  wait_for([&] { return clock.elapsed() > 50; });  // a few beats after it
+  monitor.stop();
+  app->setEventObserver(nullptr);
+
+  const QVector<StallMonitor::SlowEvent>& slowest = monitor.slowestEvents();
+  ASSERT_FALSE(slowest.isEmpty());
+  EXPECT_LE(slowest.size(), StallMonitor::kSlowestKept);
+  for (int i = 1; i < slowest.size(); ++i) EXPECT_GE(slowest[i - 1].ms, slowest[i].ms) << i;
+  bool found = false;
+  for (const StallMonitor::SlowEvent& e : slowest)
+    if (e.event == QLatin1String("Paint") && e.receiver == QLatin1String("QWidget(slow_widget)")) {
+      found = true;
+      EXPECT_GE(e.ms, 40.0);
+      EXPECT_EQ(e.phase, QStringLiteral("slow_paint"));
+      EXPECT_GE(e.depth, 1) << "sent while the window's UpdateRequest was handled";
+    }
+  EXPECT_TRUE(found);
+  EXPECT_GE(monitor.maxBusyByPhase().value(QStringLiteral("slow_paint")), 40.0);
+  EXPECT_LT(monitor.maxBusyByPhase().value(QStringLiteral("idle")), 40.0);
 }

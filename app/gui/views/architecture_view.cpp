@@ -276,6 +276,7 @@ bool ArchitectureView::setPreset(const QString& name) {
 }
 
 void ArchitectureView::setConfig(const hsm::ModelConfig& config) {
+  if (table_->rowCount() > 0 && config == base_ && this->config() == base_) return;  // shown already, unedited
   building_ = true;
   base_ = config;
   const int i = preset_->findText(qstr(config.name));
@@ -290,62 +291,71 @@ void ArchitectureView::setConfig(const hsm::ModelConfig& config) {
 
 void ArchitectureView::rebuildTable() {
   building_ = true;
-  // Old cell widgets go now: Qt would only deleteLater() them, and nested event loops
-  // (tests, the smoke mode) may never get there, leaving them drawn over the new ones.
-  for (int r = 0; r < table_->rowCount(); ++r)
+  const int rows = static_cast<int>(base_.layers.size());
+  // Rows past the new count go; rows that stay keep their widgets (only values change).
+  // Old cell widgets are deleted now: Qt would only deleteLater() them, and nested event
+  // loops (tests, the smoke mode) may never get there, leaving them drawn over the new ones.
+  for (int r = rows; r < table_->rowCount(); ++r)
     for (int c : {kMixer, kFfn, kHeads})
       if (QWidget* w = table_->cellWidget(r, c)) {
         table_->removeCellWidget(r, c);
         delete w;
       }
-  table_->setRowCount(static_cast<int>(base_.layers.size()));
-  for (int r = 0; r < table_->rowCount(); ++r) {
+  const int kept = std::min(rows, table_->rowCount());
+  table_->setRowCount(rows);
+  for (int r = kept; r < rows; ++r) addRow(r);
+  for (int r = 0; r < rows; ++r) {
     const hsm::LayerSpec& spec = base_.layers[r];
-    auto* layerItem = new QTableWidgetItem(QString::number(r));
-    layerItem->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-    table_->setItem(r, kLayer, layerItem);
-    auto* mixer = new QComboBox;
-    mixer->setMinimumContentsLength(9);
-    mixer->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    for (const hsm::MixerInfo& m : hsm::all_mixers()) {
-      mixer->addItem(QString::fromLatin1(m.id));
-      mixer->setItemData(mixer->count() - 1, QString::fromLatin1(m.title), Qt::ToolTipRole);
-    }
-    mixer->setCurrentText(qstr(spec.mixer));
-    auto* ffn = new QSpinBox;
-    ffn->setRange(1, 1 << 20);
-    ffn->setSingleStep(64);
-    ffn->setValue(static_cast<int>(spec.ffn));
-    ffn->setKeyboardTracking(false);
-    auto* heads = new QSpinBox;
-    heads->setRange(1, 64);
-    heads->setValue(static_cast<int>(spec.heads));
-    heads->setKeyboardTracking(false);
-    table_->setCellWidget(r, kMixer, mixer);
-    table_->setCellWidget(r, kFfn, ffn);
-    table_->setCellWidget(r, kHeads, heads);
-    for (int c : {kMixerParams, kFfnParams, kLayerTotal}) {
-      auto* item = new QTableWidgetItem;
-      item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-      table_->setItem(r, c, item);
-    }
-    connect(mixer, &QComboBox::currentTextChanged, this, [this, heads](const QString& id) {
-      if (building_ || !hsm::is_mixer_id(sstr(id))) return;
-      const hsm::MixerInfo& info = hsm::mixer_info(sstr(id));
-      building_ = true;
-      heads->setValue(static_cast<int>(info.default_heads));
-      building_ = false;
-      onEdited();
-    });
-    connect(ffn, &QSpinBox::valueChanged, this, [this] {
-      if (!building_) onEdited();
-    });
-    connect(heads, &QSpinBox::valueChanged, this, [this] {
-      if (!building_) onEdited();
-    });
+    static_cast<QComboBox*>(table_->cellWidget(r, kMixer))->setCurrentText(qstr(spec.mixer));
+    static_cast<QSpinBox*>(table_->cellWidget(r, kFfn))->setValue(static_cast<int>(spec.ffn));
+    static_cast<QSpinBox*>(table_->cellWidget(r, kHeads))->setValue(static_cast<int>(spec.heads));
   }
   building_ = false;
+}
+
+// The widgets of row r: the layer number, a mixer menu, FFN width and heads, and the
+// parameter counts (filled by refreshCounts).
+void ArchitectureView::addRow(int r) {
+  auto* layerItem = new QTableWidgetItem(QString::number(r));
+  layerItem->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+  table_->setItem(r, kLayer, layerItem);
+  auto* mixer = new QComboBox;
+  mixer->setMinimumContentsLength(9);
+  mixer->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  for (const hsm::MixerInfo& m : hsm::all_mixers()) {
+    mixer->addItem(QString::fromLatin1(m.id));
+    mixer->setItemData(mixer->count() - 1, QString::fromLatin1(m.title), Qt::ToolTipRole);
+  }
+  auto* ffn = new QSpinBox;
+  ffn->setRange(1, 1 << 20);
+  ffn->setSingleStep(64);
+  ffn->setKeyboardTracking(false);
+  auto* heads = new QSpinBox;
+  heads->setRange(1, 64);
+  heads->setKeyboardTracking(false);
+  table_->setCellWidget(r, kMixer, mixer);
+  table_->setCellWidget(r, kFfn, ffn);
+  table_->setCellWidget(r, kHeads, heads);
+  for (int c : {kMixerParams, kFfnParams, kLayerTotal}) {
+    auto* item = new QTableWidgetItem;
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    table_->setItem(r, c, item);
+  }
+  connect(mixer, &QComboBox::currentTextChanged, this, [this, heads](const QString& id) {
+    if (building_ || !hsm::is_mixer_id(sstr(id))) return;
+    const hsm::MixerInfo& info = hsm::mixer_info(sstr(id));
+    building_ = true;
+    heads->setValue(static_cast<int>(info.default_heads));
+    building_ = false;
+    onEdited();
+  });
+  connect(ffn, &QSpinBox::valueChanged, this, [this] {
+    if (!building_) onEdited();
+  });
+  connect(heads, &QSpinBox::valueChanged, this, [this] {
+    if (!building_) onEdited();
+  });
 }
 
 int ArchitectureView::layerCount() const { return table_->rowCount(); }

@@ -59,6 +59,7 @@ class ArchitectureView : public QWidget {
 
  private:
   void rebuildTable();
+  void addRow(int row);
   void onEdited();
   void refreshCounts();
   void refreshDiagram();
