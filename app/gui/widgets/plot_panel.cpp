@@ -24,7 +24,10 @@ namespace {
 // when the layout has settled.
 class LazyResizePlot : public QCustomPlot {
  public:
-  using QCustomPlot::QCustomPlot;
+  explicit LazyResizePlot(QWidget* parent) : QCustomPlot(parent) {
+    // Its white background covers the widget: the window need not paint beneath it first.
+    setAttribute(Qt::WA_OpaquePaintEvent);
+  }
 
  protected:
   void resizeEvent(QResizeEvent*) override {

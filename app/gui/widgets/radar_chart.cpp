@@ -8,11 +8,7 @@
 namespace studio {
 
 RadarChart::RadarChart(QWidget* parent) : QWidget(parent) {
-  setAttribute(Qt::WA_OpaquePaintEvent, false);
-  setAutoFillBackground(true);
-  QPalette p = palette();
-  p.setColor(QPalette::Window, Qt::white);
-  setPalette(p);
+  setAttribute(Qt::WA_OpaquePaintEvent);  // paintEvent fills every pixel: nothing beneath to draw
 }
 
 QColor RadarChart::layerColor(int i, int n) {

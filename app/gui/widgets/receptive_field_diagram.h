@@ -6,6 +6,7 @@
 // not T² lines). Click a node: the output token at that layer and every path that reaches
 // it light up down to the inputs, whose offsets are exactly receptive_field().offsets().
 // Crowded lengths (up to 128) are summarised: thin faint links, thinned position labels.
+#include <QImage>
 #include <QWidget>
 #include <cstdint>
 #include <vector>
@@ -44,10 +45,16 @@ class ReceptiveFieldDiagram : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
 
  private:
   void trace();
+  void paintStatic(QPainter& p);
+  QFont labelFont() const;
+  double nodeRadius() const;
+  QRectF rowLabelRect(int row) const;
+  QString rowLabel(int row) const;
   double rowY(int row) const;
   double columnX(int t) const;
 
@@ -58,6 +65,7 @@ class ReceptiveFieldDiagram : public QWidget {
   int token_ = 31;
   int layer_ = 0;
   std::vector<std::vector<bool>> lit_;  // per row (layers + 1), per position
+  QImage staticLayer_;                  // paintStatic's drawing; null when it must be redrawn
 };
 
 }  // namespace studio
