@@ -32,6 +32,7 @@
 #include "gui/widgets/plot_panel.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
+#include "hsm/errors.h"
 
 namespace studio {
 namespace {
@@ -117,6 +118,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateStatus();
   });
   connect(runs_, &RunList::infoChanged, this, &MainWindow::updateStatus);
+  connect(runs_, &RunList::metricsProblems, this, [this](int row, const QStringList& problems) {
+    for (const QString& p : problems) qWarning("%s", qPrintable(p));
+    statusBar()->showMessage(tr("%1: %2%3")
+                                 .arg(runs_->at(row).name(), problems.first())
+                                 .arg(problems.size() > 1 ? tr(" (and %1 more lines)").arg(problems.size() - 1) : QString()),
+                             15000);
+  });
 
   // Status bar.
   deviceLabel_ = new QLabel;
@@ -219,7 +227,7 @@ QString MainWindow::openRun(const QString& dir, bool quiet) {
     if (startPageShown()) showView(kPlayground);
     return {};
   } catch (const std::exception& e) {
-    const QString message = QString::fromUtf8(e.what());
+    const QString message = QString::fromStdString(hsm::error_text(e));
     if (!quiet) QMessageBox::warning(this, tr("Cannot open run"), message);
     return message;
   }
@@ -232,7 +240,7 @@ int MainWindow::openBundledModels() {
       const int row = runs_->open(qstr(dir));
       if (opened++ == 0) runs_->setCurrent(row);
     } catch (const std::exception& e) {
-      statusBar()->showMessage(tr("Bundled model %1: %2").arg(qstr(dir), QString::fromUtf8(e.what())), 10000);
+      statusBar()->showMessage(tr("Bundled model %1: %2").arg(qstr(dir), QString::fromStdString(hsm::error_text(e))), 10000);
     }
   }
   if (opened > 0) {

@@ -85,6 +85,7 @@ int RunList::insert(std::unique_ptr<RunEntry> run) {
   runs_.push_back(std::move(run));
   endInsertRows();
   emit runAdded(row);
+  reportProblems(row);
   return row;
 }
 
@@ -136,6 +137,7 @@ void RunList::poll() {
     }
     std::vector<hsm::MetricRecord> fresh = run.reader->poll(kSliceBytes);
     if (run.reader->more()) schedulePoll();
+    reportProblems(i);
     if (run.reader->reset()) {
       run.metrics = std::move(fresh);
       emit metricsReset(i);
@@ -144,6 +146,14 @@ void RunList::poll() {
       emit metricsAppended(i);
     }
   }
+}
+
+void RunList::reportProblems(int row) {
+  const auto& problems = at(row).reader->problems();
+  if (problems.empty()) return;
+  QStringList list;
+  for (const std::string& p : problems) list << QString::fromStdString(p);
+  emit metricsProblems(row, list);
 }
 
 bool RunList::loading() const {

@@ -60,10 +60,14 @@ class RunList : public QAbstractListModel {
   void metricsReset(int row);
   void infoChanged(int row);
   void currentChanged(int row);
+  // Lines of a run's metrics.jsonl that are no records were skipped, each named with its
+  // line number ("<path> line N: what is wrong (skipped)"); the rest of the curve is shown.
+  void metricsProblems(int row, const QStringList& problems);
 
  private:
   bool refreshInfo(RunEntry& run);
   int insert(std::unique_ptr<RunEntry> run);  // reads its first metrics, gives it a colour, lists it
+  void reportProblems(int row);              // metricsProblems for what the last poll skipped
   QColor nextColor();
   void schedulePoll();  // the next slice of a long metrics file, after pending events
 

@@ -1,4 +1,5 @@
 #include "gui/session_worker.h"
+#include "hsm/errors.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -22,7 +23,7 @@ void SessionWorker::querySystem() {
   try {
     description = qstr(hsm::describe_device(device_, threads_));
   } catch (const std::exception& e) {
-    description = QStringLiteral("device '%1' unavailable: %2").arg(qstr(device_), QString::fromUtf8(e.what()));
+    description = QStringLiteral("device '%1' unavailable: %2").arg(qstr(device_), QString::fromStdString(hsm::error_text(e)));
   }
   emit system(hsm::system_info(), description);
 }
@@ -49,7 +50,7 @@ void SessionWorker::generate(int request, const QString& runDir, const QString& 
     });
     emit generated(request, result);
   } catch (const std::exception& e) {
-    emit failed(request, QString::fromUtf8(e.what()));
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
   }
 }
 
@@ -58,7 +59,7 @@ void SessionWorker::diagnose(int request, const QString& runDir, const QString& 
     const hsm::Diagnosis d = session(runDir).diagnose(sstr(prompt));
     emit diagnosed(request, d);
   } catch (const std::exception& e) {
-    emit failed(request, QString::fromUtf8(e.what()));
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
   }
 }
 
@@ -67,7 +68,7 @@ void SessionWorker::mixerWeights(int request, const QString& runDir) {
     const std::vector<hsm::MixerWeights> w = session(runDir).mixer_weights();
     emit weights(request, w);
   } catch (const std::exception& e) {
-    emit failed(request, QString::fromUtf8(e.what()));
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
   }
 }
 

@@ -26,6 +26,7 @@
 #include "gui/views/weights_view.h"
 #include "gui/widgets/token_text.h"
 #include "hsm/run_folder.h"
+#include "hsm/errors.h"
 
 namespace studio {
 
@@ -228,7 +229,7 @@ QJsonObject SmokeDriver::run() {
   try {
     body();
   } catch (const std::exception& e) {
-    error = QString::fromUtf8(e.what());
+    error = QString::fromStdString(hsm::error_text(e));
   }
   if (!error.isEmpty() && engine->isTraining()) {
     engine->stopTraining();

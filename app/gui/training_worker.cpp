@@ -1,4 +1,5 @@
 #include "gui/training_worker.h"
+#include "hsm/errors.h"
 
 namespace studio {
 
@@ -72,7 +73,7 @@ void TrainingWorker::run(const hsm::RunSpec& spec) {
       trainer_ = nullptr;
       stop_requested_ = false;
     }
-    emit failed(dir, QString::fromUtf8(e.what()));
+    emit failed(dir, QString::fromStdString(hsm::error_text(e)));
   }
 }
 

@@ -50,6 +50,9 @@ Command add_generate_command(CLI::App& app) {
               if (!a->json) std::cout << t.text << std::flush;
               return true;
             });
+            if (r.prompt_tokens_cut > 0)
+              std::fprintf(stderr, "hsm: note: the prompt is %lld tokens; the model saw only its last %lld (its context)\n",
+                           static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.prompt_tokens - r.prompt_tokens_cut));
             if (a->json) {
               nlohmann::json tokens = nlohmann::json::array();
               for (const auto& t : r.tokens) {
@@ -61,6 +64,7 @@ Command add_generate_command(CLI::App& app) {
                                           {"text", r.text},
                                           {"seed", r.seed},
                                           {"prompt_tokens", r.prompt_tokens},
+                                          {"prompt_tokens_cut", r.prompt_tokens_cut},
                                           {"ended", r.ended},
                                           {"cached", options.use_cache},
                                           {"decoder", r.decoder},

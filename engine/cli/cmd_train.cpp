@@ -7,10 +7,12 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "commands.h"
 #include "hsm/presets.h"
+#include "hsm/settings.h"
 #include "hsm/trainer.h"
 #include "layer_report.h"
 
@@ -38,42 +40,36 @@ Command add_train_command(CLI::App& app) {
   struct Args {
     std::string preset, config, data, out, tokenizer;
     RunSpec spec;
+    std::map<std::string, std::string> values;  // each training setting as given, by key
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  TrainSettings& t = a->spec.train;
   auto* preset = cmd->add_option("--preset", a->preset, "Model preset (see `hsm presets`)");
   auto* config = cmd->add_option("--config", a->config, "Model config JSON file")->check(CLI::ExistingFile);
   preset->excludes(config);
   cmd->add_option("--data", a->data, "Corpus: TinyStories .txt/.json/.jsonl, a text file or a folder")
       ->check(CLI::ExistingPath);
   cmd->add_option("--out", a->out, "Run folder (created; holds weights, config, tokenizer, metrics)")->required();
-  auto* steps = cmd->add_option("--steps", t.steps, "Optimizer steps in total")->check(CLI::PositiveNumber);
-  auto* epochs = cmd->add_option("--epochs", t.epochs, "Passes over the training split (default 20)")
-                     ->check(CLI::PositiveNumber);
-  steps->excludes(epochs);
-  auto* batch = cmd->add_option("--batch", t.batch_size, "Batch size in sequences (default 256)")->check(CLI::PositiveNumber);
-  auto* lr = cmd->add_option("--lr", t.lr, "Peak learning rate (default 0.002)")->check(CLI::PositiveNumber);
-  auto* wd = cmd->add_option("--weight-decay", t.weight_decay, "AdamW weight decay on matrices (default 0.01)");
-  auto* warmup = cmd->add_option("--warmup", t.warmup_steps, "Linear warm-up steps (default 0)");
-  auto* cosine = cmd->add_flag("--cosine", t.cosine, "Cosine decay to --min-lr over the run");
-  auto* min_lr = cmd->add_option("--min-lr", t.min_lr, "Final learning rate of the cosine decay");
-  auto* clip = cmd->add_option("--grad-clip", t.grad_clip, "Max gradient norm, 0 = off (default 1)");
-  auto* eval_every = cmd->add_option("--eval-every", t.eval_every, "Steps between validations (default 200)");
-  auto* eval_batches = cmd->add_option("--eval-batches", t.eval_batches, "Batches per periodic validation (default 20)");
-  auto* ckpt = cmd->add_option("--checkpoint-every", t.checkpoint_every, "Steps between checkpoints (default 500)");
-  auto* log_every = cmd->add_option("--log-every", t.log_every, "Steps between train-loss records (default 10)")
-                        ->check(CLI::PositiveNumber);
-  auto* device = cmd->add_option("--device", t.device, "cpu, cuda, cuda:N or auto (default)");
-  auto* threads = cmd->add_option("--threads", t.threads, "CPU threads (default: all cores)");
-  auto* seed = cmd->add_option("--seed", t.seed, "Random seed (default 1337)");
-  auto* bf16 = cmd->add_option("--bf16", t.bf16, "bf16 autocast on CUDA (default true)");
-  cmd->add_option("--windows", t.windows,
-                  "Window layout: packed (default; every context tokens across stories) or story_start "
-                  "(windows begin at story starts)")
-      ->check(CLI::IsMember({"packed", "story_start"}));
-  auto* keep_best = cmd->add_flag("--keep-best", t.keep_best,
-                                  "Also keep best.safetensors, the weights of the lowest validation loss");
+  // Every training setting from its one declaration (hsm/settings.h): the flag, its help, and
+  // the check the trainer and the studio make too. Values are kept as given, as text, and
+  // parsed by the declaration, so "nan" or "-4" is refused with the range to use.
+  std::vector<std::pair<const SettingSpec*, CLI::Option*>> settings;
+  for (const SettingSpec& s : train_setting_specs()) {
+    std::string& value = a->values[s.key];
+    CLI::Option* option = nullptr;
+    if (s.kind == SettingSpec::Kind::kSwitch) {
+      option = cmd->add_flag_function(
+          s.flag, [&value](int64_t n) { value = n > 0 ? "true" : "false"; }, s.help);
+    } else {
+      option = cmd->add_option(s.flag, value, s.help);
+      option->type_name(s.kind == SettingSpec::Kind::kInteger ? "INT"
+                        : s.kind == SettingSpec::Kind::kReal  ? "NUMBER"
+                        : s.kind == SettingSpec::Kind::kBool  ? "BOOL"
+                                                              : "TEXT");
+    }
+    settings.emplace_back(&s, option);
+  }
+  cmd->get_option("--steps")->excludes(cmd->get_option("--epochs"));
   cmd->add_option("--tokenizer", a->tokenizer, "Use this tokenizer.model instead of training one")
       ->check(CLI::ExistingFile);
   cmd->add_option("--cache-dir", a->spec.cache_dir, "Where tokenizers and encoded corpora are cached");
@@ -81,39 +77,21 @@ Command add_train_command(CLI::App& app) {
   resume->excludes(preset)->excludes(config);
   cmd->add_flag("--json", a->json, "Print the final summary as JSON");
 
-  // On --resume, the stored settings stand unless a flag was given explicitly.
-  using Copy = void (*)(TrainSettings&, const TrainSettings&);
-  const std::vector<std::pair<CLI::Option*, Copy>> overridable = {
-      {steps, [](TrainSettings& d, const TrainSettings& s) { d.steps = s.steps, d.epochs = 0; }},
-      {epochs, [](TrainSettings& d, const TrainSettings& s) { d.epochs = s.epochs, d.steps = 0; }},
-      {batch, [](TrainSettings& d, const TrainSettings& s) { d.batch_size = s.batch_size; }},
-      {lr, [](TrainSettings& d, const TrainSettings& s) { d.lr = s.lr; }},
-      {wd, [](TrainSettings& d, const TrainSettings& s) { d.weight_decay = s.weight_decay; }},
-      {warmup, [](TrainSettings& d, const TrainSettings& s) { d.warmup_steps = s.warmup_steps; }},
-      {cosine, [](TrainSettings& d, const TrainSettings& s) { d.cosine = s.cosine; }},
-      {min_lr, [](TrainSettings& d, const TrainSettings& s) { d.min_lr = s.min_lr; }},
-      {clip, [](TrainSettings& d, const TrainSettings& s) { d.grad_clip = s.grad_clip; }},
-      {eval_every, [](TrainSettings& d, const TrainSettings& s) { d.eval_every = s.eval_every; }},
-      {eval_batches, [](TrainSettings& d, const TrainSettings& s) { d.eval_batches = s.eval_batches; }},
-      {ckpt, [](TrainSettings& d, const TrainSettings& s) { d.checkpoint_every = s.checkpoint_every; }},
-      {log_every, [](TrainSettings& d, const TrainSettings& s) { d.log_every = s.log_every; }},
-      {device, [](TrainSettings& d, const TrainSettings& s) { d.device = s.device; }},
-      {threads, [](TrainSettings& d, const TrainSettings& s) { d.threads = s.threads; }},
-      {keep_best, [](TrainSettings& d, const TrainSettings& s) { d.keep_best = s.keep_best; }},
-      {seed, [](TrainSettings& d, const TrainSettings& s) { d.seed = s.seed; }},
-      {bf16, [](TrainSettings& d, const TrainSettings& s) { d.bf16 = s.bf16; }},
-  };
-  return {cmd, [a, overridable]() {
+  return {cmd, [a, settings]() {
             RunSpec spec = a->spec;
             spec.run_dir = a->out;
             spec.data_path = a->data;
             spec.tokenizer_path = a->tokenizer;
-            if (spec.resume) {
-              const TrainSettings given = spec.train;
-              spec.train = stored_settings(a->out);
-              for (const auto& [option, copy] : overridable)
-                if (option->count() > 0) copy(spec.train, given);
-            } else {
+            // On --resume the stored settings stand unless a flag was given; a new run starts
+            // from the paper's defaults.
+            spec.train = spec.resume ? stored_settings(a->out) : TrainSettings{};
+            for (const auto& [setting, option] : settings) {
+              if (option->count() == 0) continue;
+              setting->set(spec.train, a->values.at(setting->key));
+              if (std::string(setting->key) == "epochs") spec.train.steps = 0;  // run by epochs, not stored steps
+            }
+            validate_train_settings(spec.train);
+            if (!spec.resume) {
               if (a->preset.empty() && a->config.empty())
                 throw std::invalid_argument("choose a model with --preset NAME or --config FILE (or --resume)");
               if (a->data.empty()) throw std::invalid_argument("--data is required for a new run");
@@ -201,6 +179,7 @@ Command add_train_command(CLI::App& app) {
               if (std::isfinite(s.val_loss)) j["val_loss"] = s.val_loss, j["val_accuracy"] = s.val_accuracy;
               if (std::isfinite(s.train_loss)) j["train_loss"] = s.train_loss;
               if (std::isfinite(s.tokens_per_s)) j["tokens_per_s"] = s.tokens_per_s;
+              if (!s.warning.empty()) j["warning"] = s.warning;
               std::cout << j.dump(2) << "\n";
             } else {
               std::cout << (s.stopped ? "stopped" : "finished") << " at step " << s.steps << "/" << s.total_steps
@@ -208,6 +187,7 @@ Command add_train_command(CLI::App& app) {
                         << ", val accuracy " << s.val_accuracy << ", " << static_cast<long long>(s.tokens_per_s)
                         << " tok/s\n  run folder: " << s.run_dir << "\n";
             }
+            if (!s.warning.empty()) std::cerr << "hsm: warning: " << s.warning << "\n";
             return s.stopped ? 130 : 0;
           }};
 }

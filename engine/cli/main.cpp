@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "hsm/errors.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hsm: train, inspect and sample GPT-style models with Hierarchical Shift Mixing"};
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run();
   } catch (const std::exception& e) {
-    std::cerr << "hsm: error: " << e.what() << "\n";
+    std::cerr << "hsm: error: " << hsm::error_text(e) << "\n";
     return 1;
   }
   return 1;

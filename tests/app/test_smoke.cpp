@@ -129,6 +129,42 @@ TEST(Smoke, ARunWithAHundredThousandPointsStaysSmooth) {
   EXPECT_EQ(rows, 100000);
 }
 
+// A damaged metrics.jsonl (a record with its step written as text, a 1 MB last line that a
+// killed writer never finished) neither stops the run from opening nor makes the studio spin:
+// the good records are plotted, the bad lines named (on stderr), the session ends in time.
+TEST(Smoke, ADamagedMetricsFileIsSkippedNotSpunOn) {
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("smoke-damaged"));
+  const QString run = QDir(dir).filePath(QStringLiteral("damaged-run"));
+  QDir().mkpath(run);
+  for (const QString& f : QDir(trained_run()).entryList(QDir::Files))
+    QFile::copy(QDir(trained_run()).filePath(f), QDir(run).filePath(f));
+  QFile metrics(QDir(run).filePath(QStringLiteral("metrics.jsonl")));
+  ASSERT_TRUE(metrics.open(QIODevice::Append));
+  metrics.write(R"({"kind": "train", "step": "21", "train_loss": 2.0})" "\n");
+  metrics.write(QByteArray(1 << 20, 'x'));
+  metrics.close();
+  const ProcessResult r = run_program(
+      QStringLiteral(HSM_STUDIO_PATH),
+      {QStringLiteral("--smoke"), run, QStringLiteral("--data"), make_corpus(dir), QStringLiteral("--steps"),
+       QStringLiteral("4"), QStringLiteral("--out"), QDir(dir).filePath(QStringLiteral("out")),
+       QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--timeout"), QStringLiteral("120"),
+       QStringLiteral("--json")},
+      180000);
+  ASSERT_EQ(r.exit_code, 0) << r.out.toStdString() << r.err.toStdString();
+  const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+  ASSERT_TRUE(j.value(QStringLiteral("error")).isNull()) << r.out.toStdString();
+  expect_responsive(j, r.out);
+  EXPECT_TRUE(r.err.contains("metrics.jsonl line")) << r.err.toStdString();
+  EXPECT_TRUE(r.err.contains("\"step\" is not a whole number")) << r.err.toStdString();
+  EXPECT_TRUE(r.err.contains("longer than 64 KiB and unfinished")) << r.err.toStdString();
+  QFile csv(QDir(dir).filePath(QStringLiteral("out/exports/loss.csv")));
+  ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+  int rows = 0;
+  while (!csv.atEnd())
+    if (csv.readLine().startsWith("\"damaged-run train\"")) ++rows;
+  EXPECT_GT(rows, 0) << "the good records are plotted";
+}
+
 TEST(Smoke, ReportsABadCorpusAsAnError) {
   const QString dir = QDir(temp_root()).filePath(QStringLiteral("smoke-bad"));
   const ProcessResult r = run_program(QStringLiteral(HSM_STUDIO_PATH),

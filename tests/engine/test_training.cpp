@@ -17,81 +17,13 @@
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "test_util.h"
+#include "training_test_util.h"
 #include "train/evaluation.h"
 
 using namespace hsm;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string temp_dir(const std::string& name) { return hsm::test::fresh_temp_dir("hsm_training_", name); }
-
-// Little stories from a small grammar: learnable structure, many documents longer than
-// the test context.
-std::string make_corpus(const std::string& dir, int stories = 400) {
-  static const char* names[] = {"Lily", "Tom", "Ben", "Mia", "Sam"};
-  static const char* things[] = {"ball", "cat", "dog", "tree", "box", "cake"};
-  static const char* moods[] = {"happy", "sad", "big", "red", "little"};
-  std::mt19937 rng(11);
-  std::string text;
-  for (int s = 0; s < stories; ++s) {
-    const char* n = names[rng() % 5];
-    for (int k = 0; k < 4; ++k) {
-      text += std::string("Once upon a time, ") + n + " saw a " + moods[rng() % 5] + " " + things[rng() % 6] + ". " + n +
-              " was very " + moods[rng() % 5] + ". ";
-    }
-    text += "The end.\n<|endoftext|>\n";
-  }
-  const std::string path = dir + "/stories.txt";
-  std::ofstream(path) << text;
-  return path;
-}
-
-ModelConfig tiny_model(const std::string& mixer = "hsm_ab", int layers = 3) {
-  ModelConfig c;
-  c.name = "tiny-" + mixer;
-  c.vocab_size = 300;
-  c.d_model = 32;
-  c.context = 32;
-  c.dropout = 0.0;
-  for (int l = 0; l < layers; ++l) c.layers.push_back({mixer, 64, mixer == "attn" ? 4 : 1});
-  return c;
-}
-
-RunSpec tiny_run(const std::string& dir, const std::string& data, int64_t steps) {
-  RunSpec spec;
-  spec.run_dir = dir + "/run";
-  spec.data_path = data;
-  spec.cache_dir = dir + "/cache";
-  spec.model = tiny_model();
-  spec.train.steps = steps;
-  spec.train.batch_size = 16;
-  spec.train.lr = 0.003;
-  spec.train.eval_every = 10;
-  spec.train.eval_batches = 4;
-  spec.train.log_every = 5;
-  spec.train.checkpoint_every = 10;
-  spec.train.threads = 1;  // deterministic reduction order
-  spec.train.device = "cpu";
-  return spec;
-}
-
-std::vector<nlohmann::json> read_metrics_json(const std::string& run_dir) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-std::vector<double> train_losses(const std::vector<nlohmann::json>& metrics) {
-  std::vector<double> out;
-  for (const auto& m : metrics)
-    if (m["kind"] == "train") out.push_back(m["train_loss"]);
-  return out;
-}
-
-}  // namespace
+using namespace hsm::test;
 
 TEST(Training, LossFallsAndTheRunFolderIsComplete) {
   const std::string dir = temp_dir("falls");
@@ -108,8 +40,18 @@ TEST(Training, LossFallsAndTheRunFolderIsComplete) {
   EXPECT_LT(s.val_loss, std::log(300.0) - 1.5);  // well below a uniform guess
   EXPECT_GT(s.val_accuracy, 0.1);  // chance is 1/300
   EXPECT_EQ(seen.size(), read_metrics_json(spec.run_dir).size());  // callback and file agree
-  for (const char* f : {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.model", "metrics.jsonl"})
+  for (const char* f : {"model.safetensors", "config.json", "tokenizer.model", "metrics.jsonl",
+                        "checkpoints/step-000000000060/model.safetensors",
+                        "checkpoints/step-000000000060/optimizer.safetensors",
+                        "checkpoints/step-000000000060/config.json"})
     EXPECT_TRUE(fs::exists(spec.run_dir + "/" + f)) << f;
+  // Checkpoints every 10 steps: only the two newest are kept, and no temporary.
+  int checkpoints = 0;
+  for (const auto& e : fs::directory_iterator(spec.run_dir + "/checkpoints")) {
+    EXPECT_EQ(e.path().filename().string().rfind("step-", 0), 0u) << e.path() << ": no temporary left";
+    ++checkpoints;
+  }
+  EXPECT_EQ(checkpoints, 2);
   std::ifstream cfg(spec.run_dir + "/config.json");
   const auto j = nlohmann::json::parse(cfg);
   EXPECT_EQ(j["model"]["d_model"], 32);

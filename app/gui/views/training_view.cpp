@@ -33,6 +33,7 @@
 #include "gui/widgets/plot_panel.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
+#include "hsm/settings.h"
 
 namespace studio {
 
@@ -291,26 +292,18 @@ void TrainingView::buildForm(QWidget* form) {
   // Training
   auto* training = new QGroupBox(tr("Training (paper defaults)"));
   auto* trainForm = new QFormLayout(training);
-  addField(trainForm, QStringLiteral("steps"), tr("Steps"), QString::number(d.steps),
-           tr("Optimizer steps in total; 0 = run for Epochs"));
-  addField(trainForm, QStringLiteral("epochs"), tr("Epochs"), QString::number(d.epochs),
-           tr("Passes over the training split when Steps is 0 (fractions allowed)"));
-  addField(trainForm, QStringLiteral("batch_size"), tr("Batch size"), QString::number(d.batch_size),
-           tr("Sequences per step (the paper: 256; 16–32 keeps a CPU responsive)"));
-  addField(trainForm, QStringLiteral("lr"), tr("Learning rate"), QString::number(d.lr), tr("AdamW learning rate"));
-  addField(trainForm, QStringLiteral("warmup_steps"), tr("Warm-up steps"), QString::number(d.warmup_steps),
-           tr("Linear warm-up from 0"));
+  // The fields of the training settings come from their declarations (hsm/settings.h): the
+  // label, the help and the check are those of `hsm train` and of the trainer.
+  auto setting = [&](const char* key) {
+    const hsm::SettingSpec& spec = hsm::train_setting(key);
+    return addField(trainForm, QString::fromLatin1(spec.key), tr(spec.label), qstr(spec.get(d)), tr(spec.help));
+  };
+  for (const char* key : {"steps", "epochs", "batch_size", "lr", "warmup_steps"}) setting(key);
   cosineBox_ = new QCheckBox(tr("Cosine decay to 0 over the run"));
   cosineBox_->setObjectName(QStringLiteral("cosine"));
+  cosineBox_->setToolTip(tr(hsm::train_setting("cosine").help));
   trainForm->addRow(QString(), cosineBox_);
-  addField(trainForm, QStringLiteral("weight_decay"), tr("Weight decay"), QString::number(d.weight_decay),
-           tr("AdamW decoupled decay, on weight matrices only"));
-  addField(trainForm, QStringLiteral("grad_clip"), tr("Gradient clip"), QString::number(d.grad_clip),
-           tr("Maximum global gradient norm; 0 = off"));
-  addField(trainForm, QStringLiteral("eval_every"), tr("Validate every"), QString::number(d.eval_every),
-           tr("Steps between validations (also at every epoch end); 0 = epoch ends only"));
-  addField(trainForm, QStringLiteral("checkpoint_every"), tr("Checkpoint every"), QString::number(d.checkpoint_every),
-           tr("Steps between checkpoints (also on stop and at the end)"));
+  for (const char* key : {"weight_decay", "grad_clip", "eval_every", "checkpoint_every"}) setting(key);
   windowsBox_ = new QComboBox;
   windowsBox_->setObjectName(QStringLiteral("windows"));
   windowsBox_->addItem(tr("packed (across stories)"), QStringLiteral("packed"));
@@ -323,14 +316,13 @@ void TrainingView::buildForm(QWidget* form) {
   keepBestBox_->setToolTip(tr("Also write best.safetensors at the lowest validation loss, so a run that starts to "
                               "over-fit still has its best weights"));
   trainForm->addRow(QString(), keepBestBox_);
-  addField(trainForm, QStringLiteral("seed"), tr("Seed"), QString::number(d.seed), tr("Same seed, same run (on CPU)"));
+  setting("seed");
   deviceBox_ = new QComboBox;
   deviceBox_->setObjectName(QStringLiteral("device"));
   deviceBox_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
   deviceBox_->setCurrentText(StudioSettings::device());
   trainForm->addRow(tr("Device"), deviceBox_);
-  addField(trainForm, QStringLiteral("threads"), tr("CPU threads"), QString::number(StudioSettings::threads()),
-           tr("LibTorch threads; 0 = the engine's measured default"));
+  setting("threads")->setText(QString::number(StudioSettings::threads()));
   v->addWidget(training);
 
   // Output and actions
@@ -477,7 +469,7 @@ bool TrainingView::buildSpec(hsm::RunSpec& spec) {
   clearErrors();
   bool ok = true;
   auto refuse = [&](const QString& field, const QString& message) {
-    errors_[field]->showError(message);
+    if (FieldError* error = errors_.value(field)) error->showError(message);
     if (lastError_.isEmpty()) lastError_ = field + QStringLiteral(": ") + message;
     ok = false;
   };
@@ -527,25 +519,24 @@ bool TrainingView::buildSpec(hsm::RunSpec& spec) {
   if (vocab > 0) spec.model.vocab_size = vocab;
   spec.model.dropout = real(QStringLiteral("dropout"), 0, 0.95, false, tr("use 0 to 0.95 (the paper: 0.1)"));
 
-  // Training
+  // Training: each field through its setting's declaration, then the settings together.
   hsm::TrainSettings& t = spec.train;
   t = hsm::TrainSettings{};
-  t.steps = integer(QStringLiteral("steps"), 0, 100'000'000, tr("use 0 (run by epochs) or a positive count"));
-  t.epochs = real(QStringLiteral("epochs"), 0, 100000, true, tr("use a positive number of passes"));
-  t.batch_size = integer(QStringLiteral("batch_size"), 1, 65536, tr("use 1 to 65536 sequences"));
-  t.lr = real(QStringLiteral("lr"), 0, 10, true, tr("use a positive rate below 10 (the paper: 0.002)"));
-  t.warmup_steps = integer(QStringLiteral("warmup_steps"), 0, 100'000'000, tr("use 0 or more steps"));
+  auto checked = [&](const std::function<void()>& set) {
+    try {
+      set();
+    } catch (const hsm::SettingError& e) {
+      refuse(qstr(e.key), qstr(e.problem));
+    }
+  };
+  for (const hsm::SettingSpec& setting : hsm::train_setting_specs())
+    if (QLineEdit* field = fields_.value(QString::fromLatin1(setting.key)))
+      checked([&] { setting.set(t, sstr(field->text().trimmed())); });
   t.cosine = cosineBox_->isChecked();
-  t.weight_decay = real(QStringLiteral("weight_decay"), 0, 1, false, tr("use 0 to 1"));
-  t.grad_clip = real(QStringLiteral("grad_clip"), 0, 1e6, false, tr("use 0 (off) or a positive norm"));
-  t.eval_every = integer(QStringLiteral("eval_every"), 0, 100'000'000, tr("use 0 (epoch ends only) or more steps"));
-  t.checkpoint_every = integer(QStringLiteral("checkpoint_every"), 1, 100'000'000, tr("use 1 or more steps"));
-  t.seed = static_cast<uint64_t>(integer(QStringLiteral("seed"), 0, std::numeric_limits<qint64>::max(),
-                                         tr("use a whole number of 0 or more")));
-  t.threads = static_cast<int>(integer(QStringLiteral("threads"), 0, 1024, tr("use 0 (automatic) to 1024")));
   t.device = sstr(deviceBox_->currentText());
   t.windows = sstr(windowsBox_->currentData().toString());
   t.keep_best = keepBestBox_->isChecked();
+  if (ok) checked([&] { hsm::validate_train_settings(t); });
 
   // Run folder
   const QString dir = runDirEdit_->text().trimmed();
@@ -575,7 +566,6 @@ bool TrainingView::start() {
     return false;
   }
   StudioSettings::setLastCorpus(corpusEdit_->text().trimmed());
-  QDir().mkpath(qstr(spec.run_dir));
   const int row = runs_->addPending(qstr(spec.run_dir), spec.model);
   runs_->setCurrent(row);
   firstStep_ = -1;

@@ -22,7 +22,8 @@ ModelConfig load_preset(const std::string& name);
 // models/index.json when present, else by name; empty when none are installed.
 std::vector<std::string> bundled_models();
 
-// A preset name or a path to a config JSON file: what the CLI and the app accept.
+// A preset name, a path to a config JSON file, or a run folder (its model): what the CLI and
+// the app accept.
 ModelConfig load_preset_or_config(const std::string& name_or_path);
 
 }  // namespace hsm

@@ -75,28 +75,44 @@ TrainSettings stored_settings(const std::string& run_dir);
 std::string stored_data_path(const std::string& run_dir);
 
 // One line of metrics.jsonl <-> a record. Missing values read as NaN. parse throws
-// std::invalid_argument for a line that is not a metric record.
+// std::invalid_argument, saying what is wrong, for a line that is not a metric record (not a
+// JSON object, no "kind" text, a "step" that is not a whole number, a value that is not a number).
 std::string metric_to_json_line(const MetricRecord& m);
 MetricRecord metric_from_json_line(const std::string& line);
 
 // Reads metrics.jsonl incrementally: each poll() returns the records appended since the
 // last one. A half-written last line (a writer mid-flush) is left for the next poll; a file
 // that shrank (a resumed run rewrote it) is read again from the start, with reset() true.
+// Defensive, as the file may be damaged: a line that is no record, or longer than any record
+// can be (kMaxLineBytes, finished or not), is skipped and named in problems(); every poll
+// moves on, so a damaged file never makes a reader spin.
 class MetricsReader {
  public:
+  static constexpr uint64_t kMaxLineBytes = 64 * 1024;
   explicit MetricsReader(std::string run_dir);
-  // Reads at most about max_bytes (whole lines; at least one line) so a GUI can take a
-  // long history in slices between event-loop turns; more() says whether some is left.
+  // Reads about max_bytes (whole lines; at least kMaxLineBytes) so a GUI can take a long
+  // history in slices between event-loop turns; more() says whether some is left.
   std::vector<MetricRecord> poll(uint64_t max_bytes = UINT64_MAX);
   bool reset() const { return reset_; }  // the last poll() started over
-  bool more() const { return more_; }    // the last poll() stopped at max_bytes
+  bool more() const { return more_; }    // the last poll() stopped before the end of the file
+  // The lines the last poll() skipped, each "<path> line N: what is wrong (skipped)" (at most
+  // kMaxProblems; skipped() counts them all, since the start).
+  const std::vector<std::string>& problems() const { return problems_; }
+  int64_t skipped() const { return skipped_; }
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr size_t kMaxProblems = 20;
+  void skip(const std::string& why);
+
   std::string path_;
   uint64_t offset_ = 0;
+  int64_t line_ = 0;          // lines read so far (1-based number of the last one)
+  int64_t skipped_ = 0;
+  bool in_long_line_ = false;  // offset_ is inside a too-long line: skip to its newline
   bool reset_ = false;
   bool more_ = false;
+  std::vector<std::string> problems_;
 };
 
 // Every record of a run folder's metrics.jsonl (empty when there is none yet).

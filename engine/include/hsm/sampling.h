@@ -7,12 +7,16 @@
 
 namespace hsm {
 
+// The most tokens one generation makes: each keeps its text and its alternatives (a few hundred
+// bytes), so a generation is held in memory whole; longer texts are generated in parts.
+inline constexpr int kMaxNewTokens = 100000;
+
 struct SampleSettings {
   double temperature = 0.8;  // 0 = greedy (always the most likely token)
   double top_p = 0.95;       // keep the smallest set of tokens whose probability reaches p; 1 = off
   int top_k = 0;             // keep the k most likely tokens; 0 = off
   uint64_t seed = 0;         // 0 = a fresh random seed (reported back by the generator)
-  int max_new_tokens = 256;
+  int max_new_tokens = 256;  // 1..kMaxNewTokens
   bool stop_at_end = true;   // stop at <|endoftext|> (the end of a story)
 };
 

@@ -46,6 +46,9 @@ struct GenerationResult {
   std::string text;  // the generated continuation (without the prompt)
   std::vector<GeneratedToken> tokens;
   int64_t prompt_tokens = 0;
+  // Prompt tokens the model never saw: a prompt longer than the context is cut to its last
+  // `context` tokens (0 when it fits). Callers say so.
+  int64_t prompt_tokens_cut = 0;
   bool ended = false;  // stopped at <|endoftext|>
   uint64_t seed = 0;   // the seed used (reproduces the run)
   double seconds = 0;

@@ -46,6 +46,9 @@ struct TrainSummary {
   double wall_s = 0;
   bool stopped = false;        // stop() was called before the end
   std::string run_dir;
+  // Not empty when training went on but looks wrong (a loss far above the unigram baseline
+  // after the warm-up): the words to show the user.
+  std::string warning;
 };
 
 class Trainer {
@@ -53,7 +56,11 @@ class Trainer {
   Trainer(RunSpec spec, TrainCallbacks callbacks = {});
   ~Trainer();
   // Prepares data and model, then trains; blocks the calling thread (run it on a worker:
-  // LibTorch's thread-local state lives there). Throws on bad input.
+  // LibTorch's thread-local state lives there). Holds the run folder's lock (io/run_lock.h)
+  // while it runs: a second trainer of the folder is refused (RunBusy). Throws on bad input
+  // (a SettingError for a setting, hsm/settings.h), and when training diverges (the message
+  // names the step, the last finite checkpoint the folder keeps, and what to change). A new
+  // run that fails before its first checkpoint leaves no half-made run folder.
   TrainSummary run();
   // From any thread.
   void pause();

@@ -1,5 +1,7 @@
 #include "hsm/config.h"
 
+#include "hsm/errors.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -49,9 +51,15 @@ int64_t get_int(const json& j, const char* key, const std::string& where, int64_
 }  // namespace
 
 void validate(const ModelConfig& c) {
-  if (c.vocab_size < 2) throw ConfigError("vocab_size: " + std::to_string(c.vocab_size) + " must be at least 2");
-  if (c.d_model < 1) throw ConfigError("d_model: " + std::to_string(c.d_model) + " must be positive");
-  if (c.context < 1) throw ConfigError("context: " + std::to_string(c.context) + " must be positive");
+  // Bounds a machine can hold: token ids are stored as 16 bits, and a model past them would
+  // fail in an allocation deep inside LibTorch instead of here, by name.
+  if (c.vocab_size < 2 || c.vocab_size > 65536)
+    throw ConfigError("vocab_size: " + std::to_string(c.vocab_size) + " must be 2 to 65536");
+  if (c.d_model < 1 || c.d_model > 16384)
+    throw ConfigError("d_model: " + std::to_string(c.d_model) + " must be 1 to 16384");
+  if (c.context < 1 || c.context > 65536)
+    throw ConfigError("context: " + std::to_string(c.context) + " must be 1 to 65536");
+  if (c.layers.size() > 1024) throw ConfigError("layers: " + std::to_string(c.layers.size()) + " layers, at most 1024");
   if (!(c.dropout >= 0.0 && c.dropout < 1.0))
     throw ConfigError("dropout: " + std::to_string(c.dropout) + " must be in [0, 1)");
   if (c.init != "gpt2" && c.init != "ex")
@@ -67,7 +75,8 @@ void validate(const ModelConfig& c) {
       }
     }
     const MixerInfo& info = mixer_info(s.mixer);
-    if (s.ffn < 1) throw ConfigError(field(l, "ffn") + ": " + std::to_string(s.ffn) + " must be positive");
+    if (s.ffn < 1 || s.ffn > 262144)
+      throw ConfigError(field(l, "ffn") + ": " + std::to_string(s.ffn) + " must be 1 to 262144");
     if (s.heads < 1) throw ConfigError(field(l, "heads") + ": " + std::to_string(s.heads) + " must be positive");
     if (!info.multi_head && s.heads != 1)
       throw ConfigError(field(l, "heads") + ": mixer " + s.mixer + " has a single head; set heads to 1");
@@ -84,6 +93,15 @@ void validate(const ModelConfig& c) {
                           std::to_string(c.context) + "; use at most log2(context) HSM layers or a longer context");
     }
   }
+  // An upper bound of the parameters (attention's 4d² per layer is the largest mixer): past
+  // a few billion no machine this tool runs on holds the model and its optimizer.
+  double params = static_cast<double>(c.vocab_size + c.context) * static_cast<double>(c.d_model);
+  for (const LayerSpec& s : c.layers)
+    params += 4.0 * c.d_model * c.d_model + 2.0 * c.d_model * static_cast<double>(s.ffn);
+  if (params > 4e9)
+    throw ConfigError("the model would have about " + std::to_string(static_cast<int64_t>(params / 1e9)) +
+                      " billion parameters (" + std::to_string(static_cast<int64_t>(params * 16 / 1e9)) +
+                      " GB to train): too large; use a smaller d_model, ffn or fewer layers");
 }
 
 std::string to_json(const ModelConfig& c, int indent) {
@@ -106,7 +124,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& origin)
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw ConfigError(origin + ": not valid JSON (" + e.what() + ")");
+    throw ConfigError(origin + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   const std::string where = origin + ": ";
   require_keys(j, {"name", "description", "vocab_size", "d_model", "context", "dropout", "init", "layers"}, origin);

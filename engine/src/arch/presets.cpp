@@ -1,5 +1,7 @@
 #include "hsm/presets.h"
 
+#include "hsm/run_folder.h"
+
 #include <cstdlib>
 #include <algorithm>
 #include <filesystem>
@@ -59,6 +61,11 @@ ModelConfig load_preset_or_config(const std::string& name_or_path) {
                                (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
   if (looks_like_path || fs::exists(name_or_path)) {
     if (!fs::exists(name_or_path)) throw std::invalid_argument("config file '" + name_or_path + "' does not exist");
+    if (fs::is_directory(name_or_path)) {
+      if (fs::exists(fs::path(name_or_path) / "config.json")) return read_run_info(name_or_path).model;  // a run's
+      throw std::invalid_argument("'" + name_or_path + "' is a folder but not a run folder: give a preset, a config JSON "
+                                  "file or a run folder");
+    }
     return load_config(name_or_path);
   }
   return load_preset(name_or_path);

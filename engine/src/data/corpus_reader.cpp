@@ -4,6 +4,8 @@
 // per chunk.
 #include "hsm/corpus.h"
 
+#include "hsm/errors.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -313,7 +315,7 @@ bool read_jsonl(FileReader& r, Emitter& emit) {
     try {
       record = json::parse(line);
     } catch (const json::parse_error& e) {
-      throw CorpusError(where + ": not valid JSON (" + e.what() + ")");
+      throw CorpusError(where + ": not valid JSON (" + json_error_text(e.what()) + ")");
     }
     if (!record.is_object()) throw CorpusError(where + ": expected a JSON object with a \"story\" or \"text\" field");
     const json* field = story_field(record);
@@ -387,7 +389,7 @@ class StoryReader : public nlohmann::json_sax<json> {
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
     // `position` counts the bytes the parser has read, the offending one included.
     const uint64_t at = reader_.start() + (position > 0 ? position - 1 : 0);
-    throw CorpusError(where() + ": invalid JSON at offset " + std::to_string(at) + " (" + e.what() + ")");
+    throw CorpusError(where() + ": invalid JSON at offset " + std::to_string(at) + " (" + json_error_text(e.what()) + ")");
   }
 
  private:

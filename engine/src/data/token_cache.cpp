@@ -14,6 +14,7 @@
 
 #include "hsm/tokenizer.h"
 #include "io/hash_util.h"
+#include "io/io_util.h"
 
 namespace hsm {
 namespace {
@@ -100,7 +101,9 @@ void write_token_cache(const fs::path& file, const std::string& key, const Token
   put<uint64_t>(header, d.train.size());
   put<uint64_t>(header, d.val.size());
   put<uint64_t>(header, tokens_checksum(d));
-  // A per-process temporary name: two runs filling the same cache never write one file.
+  // A per-process temporary name: two runs filling the same cache never write one file; those
+  // of writers killed mid-write (a corpus-sized file each) go first.
+  remove_dead_temporaries(file.parent_path().string());
   const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -10,11 +10,14 @@ namespace hsm {
 
 Sampler::Sampler(const SampleSettings& s, int top_alternatives)
     : settings_(s), top_alternatives_(top_alternatives), seed_(s.seed) {
-  if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
-    throw std::invalid_argument("temperature must be >= 0, got " + std::to_string(s.temperature));
+  if (!(s.temperature >= 0) || !std::isfinite(s.temperature) || s.temperature > 100)
+    throw std::invalid_argument("temperature must be 0 to 100 (0 = greedy), got " + std::to_string(s.temperature));
   if (!(s.top_p > 0 && s.top_p <= 1))
     throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(s.top_p));
   if (s.top_k < 0) throw std::invalid_argument("top-k must be >= 0, got " + std::to_string(s.top_k));
+  if (s.max_new_tokens < 1 || s.max_new_tokens > kMaxNewTokens)
+    throw std::invalid_argument("max tokens must be 1 to " + std::to_string(kMaxNewTokens) + ", got " +
+                                std::to_string(s.max_new_tokens) + " (generate a longer text in parts)");
   if (seed_ == 0) seed_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}() ^ 1;
   rng_.seed(seed_);
 }

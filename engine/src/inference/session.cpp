@@ -76,11 +76,7 @@ std::unique_ptr<Session> Session::open(const std::string& run_dir, const std::st
   const RunPaths paths(run_dir);
   const nlohmann::json run = read_run_config(run_dir);
   m.config = config_from_json(run["model"].dump(), paths.config);
-  if (!fs::exists(paths.tokenizer)) throw std::runtime_error(paths.tokenizer + " is missing");
-  m.tokenizer = Tokenizer::load(paths.tokenizer);
-  if (m.tokenizer->vocab_size() != m.config.vocab_size)
-    throw std::runtime_error(paths.tokenizer + " has " + std::to_string(m.tokenizer->vocab_size()) +
-                             " tokens, but config.json's model has vocab_size " + std::to_string(m.config.vocab_size));
+  m.tokenizer = load_run_tokenizer(run_dir, run);  // the one the model was trained with, or refused
   m.device = compat::parse_device(device);
   m.model = Gpt(m.config);
   load_weights(m.model, paths.weights);
@@ -147,6 +143,7 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
   const bool fast = options.use_cache && options.fast_path && m.device.is_cpu() && FastDecoder::supports(m.config);
   result.decoder = fast ? "fast" : options.use_cache ? "libtorch" : "libtorch-uncached";
   size_t win_start = all.size() > static_cast<size_t>(context) ? all.size() - context : 0;
+  result.prompt_tokens_cut = std::max<int64_t>(0, static_cast<int64_t>(win_start) - 1);  // the leading <|endoftext|> is not the prompt's
   DecodeState state;
   auto window = [&] { return std::vector<int32_t>(all.begin() + static_cast<long>(win_start), all.end()); };
   torch::Tensor logits_tensor;  // keeps the LibTorch paths' logits alive

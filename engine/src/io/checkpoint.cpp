@@ -1,5 +1,7 @@
 #include "io/checkpoint.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -53,7 +55,8 @@ RunPaths::RunPaths(std::string d)
       optimizer((fs::path(dir) / "optimizer.safetensors").string()),
       config((fs::path(dir) / "config.json").string()),
       tokenizer((fs::path(dir) / "tokenizer.model").string()),
-      metrics((fs::path(dir) / "metrics.jsonl").string()) {}
+      metrics((fs::path(dir) / "metrics.jsonl").string()),
+      checkpoints((fs::path(dir) / "checkpoints").string()) {}
 
 void save_weights(Gpt& model, const std::string& path) {
   std::vector<TensorBlob> blobs;
@@ -84,6 +87,153 @@ void load_weights(Gpt& model, const std::string& path) {
   for (const auto& t : file.tensors)
     if (!expected.count(t.name))
       throw std::runtime_error(path + ": unexpected tensor '" + t.name + "' (not part of the configured model)");
+  const std::string bad = first_non_finite(model);
+  if (!bad.empty())
+    throw std::runtime_error(path + ": tensor '" + bad +
+                             "' holds NaN or infinite values (the run diverged): resume the run from an earlier "
+                             "checkpoint with a lower learning rate, or train it again");
+}
+
+std::string first_non_finite(Gpt& model) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : model->named_parameters())
+    if (!torch::isfinite(p.value()).all().item<bool>()) return p.key();
+  for (const auto& b : model->named_buffers())
+    if (torch::isFloatingType(b.value().scalar_type()) && !torch::isfinite(b.value()).all().item<bool>())
+      return b.key();
+  return {};
+}
+
+namespace {
+
+constexpr const char* kStepPrefix = "step-";
+
+std::string step_dir_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%012lld", kStepPrefix, static_cast<long long>(step));
+  return buf;
+}
+
+// The step of a published checkpoint folder's name, or -1 (a temporary, or another entry).
+int64_t step_of(const std::string& name) {
+  if (name.rfind(kStepPrefix, 0) != 0 || name.size() == 5 || name.size() > 25) return -1;
+  for (size_t i = 5; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return -1;
+  return std::stoll(name.substr(5));
+}
+
+Checkpoint checkpoint_at(const std::string& dir, int64_t step) {
+  Checkpoint c;
+  c.step = step;
+  c.dir = dir;
+  c.weights = (fs::path(dir) / "model.safetensors").string();
+  c.optimizer = (fs::path(dir) / "optimizer.safetensors").string();
+  c.config = (fs::path(dir) / "config.json").string();
+  return c;
+}
+
+// Published checkpoints, newest first.
+std::vector<Checkpoint> published_checkpoints(const std::string& checkpoints_dir) {
+  std::vector<Checkpoint> all;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(checkpoints_dir, ec)) {
+    const int64_t step = step_of(entry.path().filename().string());
+    if (step >= 0 && entry.is_directory()) all.push_back(checkpoint_at(entry.path().string(), step));
+  }
+  std::sort(all.begin(), all.end(), [](const Checkpoint& a, const Checkpoint& b) { return a.step > b.step; });
+  return all;
+}
+
+// Replaces `to` by a hard link to `from` (a copy where the file system has no hard links),
+// through a temporary name and one rename.
+void replace_with_link(const std::string& from, const std::string& to) {
+  const std::string tmp = to + ".tmp";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_hard_link(from, tmp, ec);
+  if (ec) {
+    ec.clear();
+    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw std::runtime_error("cannot write '" + tmp + "': " + ec.message());
+  }
+  fs::rename(tmp, to, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw std::runtime_error("cannot rename '" + tmp + "' to '" + to + "': " + ec.message());
+  }
+}
+
+}  // namespace
+
+std::optional<Checkpoint> latest_checkpoint(const std::string& run_dir) {
+  for (const Checkpoint& c : published_checkpoints(RunPaths(run_dir).checkpoints))
+    if (fs::exists(c.weights) && fs::exists(c.optimizer) && fs::exists(c.config)) return c;
+  return std::nullopt;
+}
+
+void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const AdamW& optimizer,
+                      const std::string& config_text) {
+  fs::create_directories(paths.checkpoints);
+  const std::string final_dir = (fs::path(paths.checkpoints) / step_dir_name(step)).string();
+  const std::string tmp_dir = final_dir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp_dir, ec);
+  if (fs::exists(final_dir)) {
+    // This step is published already (a stop right after a periodic checkpoint): it holds
+    // the same weights and moments; only the top-level view is refreshed.
+  } else {
+    try {
+      fs::create_directories(tmp_dir);
+      const Checkpoint c = checkpoint_at(tmp_dir, step);
+      save_weights(model, c.weights);
+      save_optimizer(optimizer, c.optimizer);
+      write_file_atomic(c.config, config_text);
+      sync_dir(tmp_dir);
+      fs::rename(tmp_dir, final_dir);  // the commit point: before it the checkpoint does not exist
+      sync_dir(paths.checkpoints);
+    } catch (...) {
+      std::error_code ignored;
+      fs::remove_all(tmp_dir, ignored);
+      throw;
+    }
+  }
+  replace_with_link((fs::path(final_dir) / "model.safetensors").string(), paths.weights);
+  write_file_atomic(paths.config, config_text);
+  sync_dir(paths.dir);
+  const std::vector<Checkpoint> all = published_checkpoints(paths.checkpoints);
+  for (size_t i = kKeptCheckpoints; i < all.size(); ++i) fs::remove_all(all[i].dir, ec);
+  // A run written before step folders kept its optimizer at the top: it is stale now.
+  fs::remove(paths.optimizer, ec);
+}
+
+void remove_stale_temporaries(const std::string& run_dir) {
+  const RunPaths paths(run_dir);
+  std::error_code ec;
+  for (const std::string& dir : {paths.dir, paths.checkpoints})
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) fs::remove_all(entry.path(), ec);
+    }
+}
+
+Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& run_config) {
+  const RunPaths paths(run_dir);
+  if (!fs::exists(paths.tokenizer))
+    throw std::runtime_error(paths.tokenizer + " is missing: a run folder keeps the tokenizer it was trained with");
+  Tokenizer tokenizer = Tokenizer::load(paths.tokenizer);
+  const nlohmann::json data = run_config.value("data", nlohmann::json::object());
+  const auto recorded = data.find("tokenizer_hash");
+  if (recorded != data.end() && recorded->is_string() && recorded->get<std::string>() != tokenizer.hash())
+    throw std::runtime_error(paths.tokenizer + " is not the tokenizer this model was trained with (its hash is " +
+                             tokenizer.hash() + ", config.json records " + recorded->get<std::string>() +
+                             "): the same text would become other token ids. Put the run's own tokenizer.model "
+                             "back, or train a new run with this tokenizer (hsm train --tokenizer)");
+  const int64_t vocab = run_config.value("model", nlohmann::json::object()).value("vocab_size", int64_t{0});
+  if (vocab > 0 && tokenizer.vocab_size() != vocab)
+    throw std::runtime_error(paths.tokenizer + " has " + std::to_string(tokenizer.vocab_size()) +
+                             " tokens, but config.json's model has vocab_size " + std::to_string(vocab));
+  return tokenizer;
 }
 
 void save_optimizer(const AdamW& optimizer, const std::string& path) {
@@ -114,6 +264,7 @@ void export_run(const std::string& run_dir, const std::string& out_dir, const Ex
   nlohmann::json config = read_run_config(run_dir);  // checks it is a run folder
   if (fs::exists(out_dir) && fs::equivalent(run_dir, out_dir))
     throw std::invalid_argument("export into the run folder itself: choose another --out");
+  load_run_tokenizer(run_dir, config);  // the export carries the model's own tokenizer, or none
   fs::create_directories(out_dir);
   SafetensorsFile file = read_safetensors(weights);
   std::vector<TensorBlob> blobs;
@@ -122,7 +273,11 @@ void export_run(const std::string& run_dir, const std::string& out_dir, const Ex
       blobs.push_back(b);
       continue;
     }
-    auto t = from_blob(b).to(target).contiguous();
+    const auto weights32 = from_blob(b);
+    if (!torch::isfinite(weights32).all().item<bool>())
+      throw std::runtime_error(weights + ": tensor '" + b.name +
+                               "' holds NaN or infinite values (the run diverged): nothing to export");
+    auto t = weights32.to(target).contiguous();
     TensorBlob out;
     out.name = b.name;
     out.dtype = options.dtype;

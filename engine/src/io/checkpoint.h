@@ -1,18 +1,23 @@
 #pragma once
 // Checkpoints (SPEC §5, docs/checkpoint-format.md): a run folder with
 //   model.safetensors      weights, F32, named by module path (tok_emb.weight, blocks.0.mixer.a, ...)
-//   optimizer.safetensors  AdamW moments (exp_avg.<name>, exp_avg_sq.<name>) + step in metadata
 //   config.json            {"format", "model", "training", "data", "state", "metrics"}
 //   tokenizer.model        sentencepiece model
 //   metrics.jsonl          one MetricRecord per line
-// Every file is written atomically (temp + rename); config.json last, so its "state" never
-// points at weights that were not completely written.
+//   checkpoints/step-N/    the last two checkpoints, each whole: model.safetensors,
+//                          optimizer.safetensors (AdamW moments, step in metadata), config.json
+// A checkpoint is one unit (issue 19): its folder is written completely under a temporary
+// name, flushed to the disk, and published by one rename, so it holds all its files or does
+// not exist; resume takes the newest one. Then model.safetensors and config.json at the top
+// (what eval, generate and the studio read) are replaced from it, each by one rename.
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "hsm/export.h"
+#include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "io/run_json.h"
 #include "model/model.h"
@@ -22,13 +27,45 @@ namespace hsm {
 
 struct RunPaths {
   explicit RunPaths(std::string dir);
-  std::string dir, weights, optimizer, config, tokenizer, metrics;
+  // optimizer: where runs written before step folders kept it (read by resume only)
+  std::string dir, weights, optimizer, config, tokenizer, metrics, checkpoints;
 };
+
+// Checkpoints kept: the newest and the one before it.
+inline constexpr int kKeptCheckpoints = 2;
+
+struct Checkpoint {
+  int64_t step = 0;
+  std::string dir, weights, optimizer, config;
+};
+// The newest complete checkpoint of a run (a folder checkpoints/step-N with its three files),
+// if it has one.
+std::optional<Checkpoint> latest_checkpoint(const std::string& run_dir);
+// Writes the checkpoint of `step` as one unit (see above), then the run's top-level
+// model.safetensors and config.json (config_text), and keeps the newest kKeptCheckpoints.
+// A failure (a full disk) throws std::runtime_error naming the file and leaves the previous
+// checkpoint whole.
+void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const AdamW& optimizer,
+                      const std::string& config_text);
+// Removes what a writer killed mid-write left in the run folder: temporary files and
+// unpublished checkpoint folders. Call it holding the run's lock (io/run_lock.h).
+void remove_stale_temporaries(const std::string& run_dir);
+
+// The name of the first parameter or buffer holding a NaN or an infinity, or "" when every
+// value is finite.
+std::string first_non_finite(Gpt& model);
+
+// The run's tokenizer.model, checked against what config.json recorded when the model was
+// trained (data.tokenizer_hash, and the model's vocab_size): another tokenizer would turn the
+// same text into other ids and every result would be silently wrong. Throws std::runtime_error
+// that says what differs and how to proceed.
+Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& run_config);
 
 // Weights: writes every parameter and buffer as F32 (bf16/half training copies converted).
 void save_weights(Gpt& model, const std::string& path);
 // Reads and checks the file against the model: every tensor present, no extra ones, shapes
-// and dtype (F32) equal. Throws std::runtime_error naming the file and the first mismatch.
+// and dtype (F32) equal, every value finite (the weights of a diverged run are refused, not
+// evaluated into "loss": null). Throws std::runtime_error naming the file and the first mismatch.
 void load_weights(Gpt& model, const std::string& path);
 
 void save_optimizer(const AdamW& optimizer, const std::string& path);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "hsm/errors.h"
 #include "hsm/run_folder.h"
 #include "io/io_util.h"
 #include "io/run_json.h"
@@ -39,17 +40,47 @@ nlohmann::json metric_to_json(const MetricRecord& m) {
   return j;
 }
 
+nlohmann::json parse_run_config(const std::string& text, const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("model") || !j["model"].is_object())
+    throw std::runtime_error(path + ": not a valid run config (no \"model\" object)");
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || format->get<std::string>() != kCheckpointFormat)
+    throw std::runtime_error(path + ": unknown format " + (format == j.end() ? std::string("(none)") : format->dump()) +
+                             ", expected " + kCheckpointFormat);
+  // Every value the tools read, of the type they read it as, so that a damaged file is named
+  // here and not by the JSON library later ("type must be number, but is string").
+  auto damaged = [&](const std::string& what) {
+    throw std::runtime_error(path + ": " + what + " (the file is damaged; a run folder's checkpoints/ keeps a copy)");
+  };
+  for (const char* section : {"training", "data", "state", "metrics"})
+    if (j.contains(section) && !j[section].is_object()) damaged(std::string("\"") + section + "\" is not an object");
+  if (j.contains("training")) {
+    try {
+      settings_from_json(j["training"]);
+    } catch (const nlohmann::json::exception& e) {
+      damaged("\"training\" holds a value of the wrong type (" + json_error_text(e.what()) + ")");
+    }
+  }
+  const auto check = [&](const char* section, const char* key, bool integer) {
+    if (!j.contains(section) || !j[section].contains(key)) return;
+    const nlohmann::json& v = j[section][key];
+    if (integer ? !(v.is_number_integer() || v.is_number_unsigned()) : !v.is_number())
+      damaged(std::string("\"") + section + "\".\"" + key + "\" is not " + (integer ? "a whole number" : "a number"));
+  };
+  for (const char* key : {"step", "total_steps", "steps_per_epoch", "batch_size", "best_step"}) check("state", key, true);
+  for (const char* key : {"wall_s", "best_val_loss"}) check("state", key, false);
+  for (const char* key : {"val_loss", "val_accuracy", "train_loss", "tokens_per_s", "epoch"}) check("metrics", key, false);
+  if (j.contains("data") && j["data"].contains("path") && !j["data"]["path"].is_string())
+    damaged("\"data\".\"path\" is not text");
+  return j;
+}
+
 nlohmann::json read_run_config(const std::string& run_dir) {
   const std::string config = (fs::path(run_dir) / "config.json").string();
   if (!fs::exists(config))
     throw std::runtime_error("'" + run_dir + "' is not a run folder: no config.json (train one with `hsm train`)");
-  nlohmann::json j = nlohmann::json::parse(read_text_file(config, "run config"), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("model"))
-    throw std::runtime_error(config + ": not a valid run config (no \"model\" object)");
-  if (j.value("format", "") != kCheckpointFormat)
-    throw std::runtime_error(config + ": unknown format '" + j.value("format", "") + "', expected " +
-                             kCheckpointFormat);
-  return j;
+  return parse_run_config(read_text_file(config, "run config"), config);
 }
 
 TrainSettings stored_settings(const std::string& run_dir) {
@@ -70,25 +101,46 @@ double number_or_nan(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : NAN;
 }
 
+// A metrics field, checked: absent reads as `missing`; present but not a number is refused
+// (one line with "step": "12" stopped runs from opening before).
+double metric_number(const nlohmann::json& j, const char* key, double missing) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return missing;
+  if (!it->is_number()) throw std::invalid_argument(std::string("\"") + key + "\" is not a number");
+  return it->get<double>();
+}
+
+int64_t metric_integer(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return 0;
+  if (!it->is_number_integer() && !it->is_number_unsigned())
+    throw std::invalid_argument(std::string("\"") + key + "\" is not a whole number");
+  const auto v = it->get<int64_t>();
+  if (v < 0) throw std::invalid_argument(std::string("\"") + key + "\" is negative");
+  return v;
+}
+
 }  // namespace
 
 std::string metric_to_json_line(const MetricRecord& m) { return metric_to_json(m).dump(); }
 
 MetricRecord metric_from_json_line(const std::string& line) {
   const auto j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j.contains("step"))
-    throw std::invalid_argument("not a metrics record: " + line.substr(0, 80));
+  if (j.is_discarded() || !j.is_object()) throw std::invalid_argument("not a JSON object");
+  auto kind = j.find("kind");
+  if (kind == j.end() || !kind->is_string()) throw std::invalid_argument("no \"kind\" text");
+  if (!j.contains("step")) throw std::invalid_argument("no \"step\"");
   MetricRecord m;
-  m.kind = j.value("kind", "");
-  m.step = j.value("step", int64_t{0});
-  m.total_steps = j.value("total_steps", int64_t{0});
-  m.epoch = j.value("epoch", 0.0);
-  m.wall_s = j.value("wall_s", 0.0);
-  m.train_loss = number_or_nan(j, "train_loss");
-  m.val_loss = number_or_nan(j, "val_loss");
-  m.val_accuracy = number_or_nan(j, "val_accuracy");
-  m.tokens_per_s = number_or_nan(j, "tokens_per_s");
-  m.lr = number_or_nan(j, "lr");
+  m.kind = kind->get<std::string>();
+  m.step = metric_integer(j, "step");
+  m.total_steps = metric_integer(j, "total_steps");
+  m.epoch = metric_number(j, "epoch", 0.0);
+  m.wall_s = metric_number(j, "wall_s", 0.0);
+  m.train_loss = metric_number(j, "train_loss", NAN);
+  m.val_loss = metric_number(j, "val_loss", NAN);
+  m.val_accuracy = metric_number(j, "val_accuracy", NAN);
+  m.tokens_per_s = metric_number(j, "tokens_per_s", NAN);
+  m.lr = metric_number(j, "lr", NAN);
   return m;
 }
 
@@ -121,45 +173,65 @@ bool is_run_folder(const std::string& dir) {
 
 MetricsReader::MetricsReader(std::string run_dir) : path_((fs::path(run_dir) / "metrics.jsonl").string()) {}
 
+void MetricsReader::skip(const std::string& why) {
+  ++skipped_;
+  if (problems_.size() < kMaxProblems)
+    problems_.push_back(path_ + " line " + std::to_string(line_) + ": " + why + " (skipped)");
+}
+
 std::vector<MetricRecord> MetricsReader::poll(uint64_t max_bytes) {
   reset_ = more_ = false;
+  problems_.clear();
   std::vector<MetricRecord> out;
   std::error_code ec;
   const uint64_t size = fs::file_size(path_, ec);
   if (ec) return out;  // not written yet
   if (size < offset_) {  // rewritten (a resume truncates records past its checkpoint)
     offset_ = 0;
+    line_ = 0;
+    in_long_line_ = false;
     reset_ = true;
   }
   if (size == offset_) return out;
-  uint64_t want = size - offset_;
-  if (want > max_bytes) {
-    want = std::max<uint64_t>(max_bytes, 1);
-    more_ = true;
-  }
+  // About max_bytes, and at least kMaxLineBytes + 1: then every slice holds a newline or
+  // proves the line it is in too long to be a record, so each poll moves on.
+  const uint64_t want = std::min(size - offset_, std::max<uint64_t>(max_bytes, kMaxLineBytes + 1));
   std::ifstream in(path_, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(offset_));
   std::string chunk(want, '\0');
   in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
   chunk.resize(static_cast<size_t>(in.gcount()));
-  if (more_ && chunk.find('\n') == std::string::npos) {
-    // A single line longer than max_bytes: read on to its end.
-    std::string rest;
-    std::getline(in, rest);
-    chunk += rest;
-    if (!in.eof()) chunk += '\n';
-  }
   size_t start = 0;
   for (size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
-    const std::string line = chunk.substr(start, nl - start);
-    if (line.empty()) continue;
+    if (in_long_line_) {  // the end of a line already passed over as too long
+      in_long_line_ = false;
+      continue;
+    }
+    ++line_;
+    if (nl == start) continue;
+    if (nl - start > kMaxLineBytes) {
+      skip("longer than " + std::to_string(kMaxLineBytes / 1024) + " KiB, not a metrics record");
+      continue;
+    }
     try {
-      out.push_back(metric_from_json_line(line));
-    } catch (const std::invalid_argument&) {
-      // A foreign or damaged line: skip it rather than lose the rest of the curve.
+      out.push_back(metric_from_json_line(chunk.substr(start, nl - start)));
+    } catch (const std::invalid_argument& e) {
+      skip(std::string("not a metrics record: ") + e.what());  // the rest of the curve is kept
     }
   }
-  offset_ += start;  // a trailing partial line waits for the next poll
+  // After the last newline: a line still being written, which waits for the next poll; or,
+  // longer than any record can be and still unfinished, no record at all: passed over up to
+  // its newline (it was read again and again, forever, before).
+  if (in_long_line_ || chunk.size() - start > kMaxLineBytes) {
+    if (!in_long_line_) {
+      ++line_;
+      skip("longer than " + std::to_string(kMaxLineBytes / 1024) + " KiB and unfinished, not a metrics record");
+    }
+    in_long_line_ = true;
+    start = chunk.size();
+  }
+  more_ = offset_ + chunk.size() < size;  // this slice did not reach the end of the file
+  offset_ += start;
   return out;
 }
 

@@ -16,5 +16,8 @@ nlohmann::json metric_to_json(const MetricRecord& m);
 
 // Reads config.json of a run folder; throws naming the file when it is missing or broken.
 nlohmann::json read_run_config(const std::string& run_dir);
+// The same checks on a config.json's text (a checkpoint's own copy): the format, and every
+// value the tools read of the right type; throws std::runtime_error naming `path` and the value.
+nlohmann::json parse_run_config(const std::string& text, const std::string& path);
 
 }  // namespace hsm

@@ -1,5 +1,7 @@
 #include "hsm/safetensors.h"
 
+#include "hsm/errors.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -108,7 +110,7 @@ class Reader {
     try {
       header = json::parse(text, cb);
     } catch (const json::exception& e) {
-      fail("header is not valid JSON (" + std::string(e.what()) + "); the file is corrupt or not safetensors");
+      fail("header is not valid JSON (" + json_error_text(e.what()) + "); the file is corrupt or not safetensors");
     }
     if (!duplicate.empty()) fail("header has the key '" + duplicate + "' twice");
     if (!header.is_object()) fail("header is JSON but not an object (got " + std::string(header.type_name()) + ")");

@@ -24,8 +24,10 @@
 #include "io/hash_util.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
+#include "hsm/settings.h"
 #include "hsm/tokenizer.h"
 #include "io/io_util.h"
+#include "io/run_lock.h"
 #include "model/model.h"
 #include "inference/fast_kernels.h"
 #include "model/torch_compat.h"
@@ -49,6 +51,8 @@ int blas_threads_from_env() {
 // spinning in OpenBLAS during every element-wise pass, and both on the cores fought; this
 // trains 17-30 % faster than the previous default on the AMD EPYC (docs/performance.md).
 int set_cpu_threads(int n) {
+  if (n < 0 || n > 1024)
+    throw std::invalid_argument("--threads: " + std::to_string(n) + " is out of range; use 0 (every core) to 1024");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int torch_threads = n > 0 ? n : cores;
   int blas = blas_threads_from_env();
@@ -90,19 +94,39 @@ double learning_rate(const TrainSettings& s, int64_t step, int64_t total) {
   return s.min_lr + 0.5 * (s.lr - s.min_lr) * (1 + std::cos(M_PI * progress));
 }
 
-void check_settings(const TrainSettings& s) {
-  auto bad = [](const std::string& m) { throw std::invalid_argument(m); };
-  if (s.steps < 0) bad("steps must be >= 0");
-  if (s.steps == 0 && !(s.epochs > 0)) bad("give a positive number of steps or epochs");
-  if (s.batch_size < 1) bad("batch size must be positive, got " + std::to_string(s.batch_size));
-  if (!(s.lr > 0)) bad("learning rate must be positive");
-  if (s.weight_decay < 0) bad("weight decay must be >= 0");
-  if (s.grad_clip < 0) bad("gradient clip must be >= 0 (0 = off)");
-  if (s.warmup_steps < 0 || s.eval_every < 0 || s.eval_batches < 0 || s.log_every < 1 || s.checkpoint_every < 0)
-    bad("warmup, eval and checkpoint intervals must be >= 0 and log_every >= 1");
-  if (s.windows != "packed" && s.windows != "story_start")
-    bad("unknown window layout '" + s.windows + "' (use packed or story_start)");
+// Entropy of the unigram distribution of the training tokens, in nats: the loss of a model
+// that knows only how often each token occurs. A trained model's loss far above it after the
+// warm-up means something is broken (a diverging learning rate, a damaged corpus).
+double unigram_entropy(const std::vector<uint16_t>& tokens, int64_t vocab) {
+  std::vector<int64_t> counts(static_cast<size_t>(std::max<int64_t>(vocab, 1)), 0);
+  for (uint16_t t : tokens)
+    if (t < counts.size()) ++counts[t];
+  const auto n = static_cast<double>(tokens.size());
+  double h = 0;
+  for (int64_t c : counts)
+    if (c > 0) h -= static_cast<double>(c) / n * std::log(static_cast<double>(c) / n);
+  return h;
 }
+
+// The training split of one step's dropout masks and the like: a function of the seed and the
+// step alone, so a resumed run draws what the uninterrupted one drew (same final weights).
+uint64_t step_seed(uint64_t seed, int64_t step) {
+  return seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(step) * 0xbf58476d1ce4e5b9ULL + 1;
+}
+
+// A number for a message: "0.002", "1e-05", "nan", "inf".
+std::string num(double v) {
+  if (std::isnan(v)) return "NaN";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// Thrown when the loss or the weights stop being finite; the run folder keeps the last finite
+// checkpoint.
+struct Diverged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace
 
@@ -153,30 +177,79 @@ bool Trainer::paused() const { return impl_->pause_flag; }
 TrainSummary Trainer::Impl::run() {
   const auto started = Clock::now();
   TrainSettings ts = spec.train;
-  check_settings(ts);
+  validate_train_settings(ts);
   if (spec.run_dir.empty()) throw std::invalid_argument("no run folder given (--out)");
   const RunPaths paths(spec.run_dir);
   const std::string cache_dir = spec.cache_dir.empty() ? default_cache_dir() : spec.cache_dir;
+
+  // ---- the run folder: locked for this trainer, cleaned of what a killed one left ----------
+  if (spec.resume && !fs::exists(paths.config))
+    throw std::invalid_argument("'" + spec.run_dir + "' is not a run folder: nothing to resume (train a new run with "
+                                "--preset or --config)");
+  if (!spec.resume && fs::exists(paths.config))
+    throw std::invalid_argument("'" + spec.run_dir +
+                                "' already holds a run; continue it with --resume or choose another --out");
+  // A new run that fails before its first checkpoint leaves nothing behind: the folder goes if
+  // this trainer made it, else the files it made in it.
+  const bool made_folder = !spec.resume && !fs::exists(spec.run_dir);
+  std::error_code mkdir_error;
+  fs::create_directories(spec.run_dir, mkdir_error);
+  if (mkdir_error)
+    throw std::runtime_error("cannot create the run folder '" + spec.run_dir + "': " + mkdir_error.message());
+  std::optional<RunLock> lock;
+  try {
+    lock.emplace(spec.run_dir);
+  } catch (...) {
+    if (made_folder) fs::remove(spec.run_dir, mkdir_error);
+    throw;
+  }
+  remove_stale_temporaries(spec.run_dir);
+  bool started_run = spec.resume;  // true once the run folder holds a loadable checkpoint
+  struct Cleanup {
+    const bool& started;
+    bool made_folder;
+    const RunPaths& paths;
+    ~Cleanup() {
+      if (started) return;
+      std::error_code ec;
+      if (made_folder) {
+        fs::remove_all(paths.dir, ec);
+        return;
+      }
+      for (const std::string& f : {paths.tokenizer, paths.metrics, paths.config, paths.weights,
+                                   (fs::path(paths.dir) / ".lock").string()})
+        fs::remove(f, ec);
+      fs::remove_all(paths.checkpoints, ec);
+    }
+  } cleanup{started_run, made_folder, paths};
 
   // ---- model config, tokenizer, previous state --------------------------------------------
   ModelConfig model_config;
   int64_t start_step = 0;
   double wall_offset = 0;
   std::optional<Tokenizer> tokenizer;
+  std::optional<Checkpoint> resume_from;
+  nlohmann::json resumed_state = nlohmann::json::object();
   if (spec.resume) {
-    const nlohmann::json run = read_run_config(spec.run_dir);
-    model_config = config_from_json(run["model"].dump(), paths.config);
-    start_step = run.value("state", nlohmann::json::object()).value("step", int64_t{0});
-    wall_offset = run.value("state", nlohmann::json::object()).value("wall_s", 0.0);
-    if (spec.data_path.empty()) spec.data_path = run.value("data", nlohmann::json::object()).value("path", "");
-    tokenizer = Tokenizer::load(paths.tokenizer);
-    log("resuming " + spec.run_dir + " at step " + std::to_string(start_step));
+    // The newest complete checkpoint, whatever the top-level files say (a kill between its
+    // publication and their update leaves them a step behind); a run written before step
+    // folders resumes from its top-level files.
+    resume_from = latest_checkpoint(spec.run_dir);
+    const std::string config_file = resume_from ? resume_from->config : paths.config;
+    const nlohmann::json run = read_run_config(spec.run_dir);  // checks the format
+    const nlohmann::json at =
+        resume_from ? parse_run_config(read_text_file(config_file, "checkpoint config"), config_file) : run;
+    model_config = config_from_json(at["model"].dump(), config_file);
+    resumed_state = at.value("state", nlohmann::json::object());
+    start_step = resumed_state.value("step", int64_t{0});
+    wall_offset = resumed_state.value("wall_s", 0.0);
+    if (spec.data_path.empty()) spec.data_path = at.value("data", nlohmann::json::object()).value("path", "");
+    tokenizer = load_run_tokenizer(spec.run_dir, at);
+    log("resuming " + spec.run_dir + " at step " + std::to_string(start_step) +
+        (resume_from ? " (checkpoint " + resume_from->dir + ")" : ""));
   } else {
-    if (fs::exists(paths.config))
-      throw std::invalid_argument("'" + spec.run_dir + "' already holds a run; continue it with --resume or choose another --out");
     model_config = spec.model;
     validate(model_config);
-    fs::create_directories(spec.run_dir);
     if (spec.data_path.empty()) throw std::invalid_argument("no training data given (--data)");
     if (!spec.tokenizer_path.empty()) {
       tokenizer = Tokenizer::load(spec.tokenizer_path);
@@ -209,9 +282,6 @@ TrainSummary Trainer::Impl::run() {
       model_config.vocab_size = tokenizer->vocab_size();
     }
   }
-  if (tokenizer->vocab_size() != model_config.vocab_size)
-    throw std::runtime_error(paths.tokenizer + " has " + std::to_string(tokenizer->vocab_size()) +
-                             " tokens but the model expects " + std::to_string(model_config.vocab_size));
 
   // ---- data ----------------------------------------------------------------------------------
   DatasetOptions data_options;
@@ -240,6 +310,11 @@ TrainSummary Trainer::Impl::run() {
   const int64_t steps_per_epoch = std::max<int64_t>(1, windows / batch);
   const int64_t total_steps =
       ts.steps > 0 ? ts.steps : static_cast<int64_t>(std::ceil(ts.epochs * static_cast<double>(steps_per_epoch)));
+  if (spec.resume && total_steps <= start_step)
+    throw std::invalid_argument(
+        "the run is at step " + std::to_string(start_step) + " and is set to " + std::to_string(total_steps) +
+        " steps: nothing to train. Give --steps above " + std::to_string(start_step) + " (or more --epochs) to continue it");
+  const double unigram = unigram_entropy(data.train, model_config.vocab_size);
 
   // ---- model and optimizer -----------------------------------------------------------------------
   set_cpu_threads(ts.threads);
@@ -257,8 +332,8 @@ TrainSummary Trainer::Impl::run() {
   for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
   AdamW optimizer(named, {ts.lr, ts.beta1, ts.beta2, ts.eps, ts.weight_decay});
   if (spec.resume) {
-    load_weights(model, paths.weights);
-    load_optimizer(optimizer, paths.optimizer, start_step);
+    load_weights(model, resume_from ? resume_from->weights : paths.weights);
+    load_optimizer(optimizer, resume_from ? resume_from->optimizer : paths.optimizer, start_step);
   }
   log("model " + model_config.name + " on " + device.str() + (bf16 ? " (bf16 autocast)" : "") + ", " +
       cpu_threads_note() + "; " + std::to_string(total_steps) + " steps of " + std::to_string(batch) +
@@ -266,12 +341,14 @@ TrainSummary Trainer::Impl::run() {
 
   // ---- metrics file: on resume, drop records past the checkpoint so the curve continues ------
   if (spec.resume && fs::exists(paths.metrics)) {
-    std::ifstream in(paths.metrics);
-    std::string line, kept;
-    while (std::getline(in, line)) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.value("step", int64_t{0}) <= start_step) kept += line + "\n";
-    }
+    std::string kept;
+    int64_t dropped = 0;
+    MetricsReader reader(spec.run_dir);
+    for (const MetricRecord& m : reader.poll())
+      if (m.step <= start_step) kept += metric_to_json_line(m) + "\n";
+    for (const std::string& problem : reader.problems()) log(problem);
+    dropped += reader.skipped();
+    if (dropped > 0) log(std::to_string(dropped) + " damaged line(s) of metrics.jsonl dropped");
     write_file_atomic(paths.metrics, kept);
   }
   std::ofstream metrics_out(paths.metrics, std::ios::app);
@@ -297,9 +374,13 @@ TrainSummary Trainer::Impl::run() {
     best_val_loss = state.value("best_val_loss", INFINITY);
     best_step = state.value("best_step", int64_t{-1});
   }
+  int64_t last_checkpoint = start_step;
   auto checkpoint = [&](int64_t step) {
-    save_weights(model, paths.weights);
-    save_optimizer(optimizer, paths.optimizer);
+    // Non-finite weights never reach the disk: the last finite checkpoint stays the newest.
+    const std::string bad = first_non_finite(model);
+    if (!bad.empty())
+      throw Diverged("training diverged by step " + std::to_string(step) + ": '" + bad +
+                     "' holds NaN or infinite values");
     nlohmann::json run;
     run["format"] = kCheckpointFormat;
     run["model"] = nlohmann::json::parse(to_json(model_config));
@@ -335,9 +416,11 @@ TrainSummary Trainer::Impl::run() {
     }
     if (std::isfinite(last_tokens_per_s)) metrics["tokens_per_s"] = last_tokens_per_s;
     run["metrics"] = metrics;
-    write_file_atomic(paths.config, run.dump(2) + "\n");
+    write_checkpoint(paths, step, model, optimizer, run.dump(2) + "\n");
+    last_checkpoint = step;
   };
-  if (!spec.resume) checkpoint(0);  // a run folder is loadable from the start
+  if (!spec.resume) checkpoint(0);  // a run folder is loadable (and resumable) from the start
+  started_run = true;
   auto report_weights = [&](int64_t step) {
     if (cb.on_weights) cb.on_weights(step, mixer_weights(model));
   };
@@ -376,85 +459,112 @@ TrainSummary Trainer::Impl::run() {
   double excluded_s = 0;  // evaluation and checkpoint time, kept out of tokens/s
   int64_t step = start_step;
   TrainSummary summary;
-  while (step < total_steps) {
-    if (pause_flag) {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return !pause_flag || stop_flag; });
-      timer = Clock::now();
-      tokens_since = 0;
-      excluded_s = 0;
-    }
-    if (stop_flag) break;
-    const int64_t epoch = step / steps_per_epoch, index = step % steps_per_epoch;
-    if (epoch != order_epoch) {
-      // A fresh permutation of the windows per epoch, from the seed: resumable exactly.
-      order.resize(windows);
-      std::iota(order.begin(), order.end(), 0);
-      std::mt19937_64 rng(ts.seed * 1000003ULL + static_cast<uint64_t>(epoch));
-      std::shuffle(order.begin(), order.end(), rng);
-      order_epoch = epoch;
-    }
-    std::vector<int64_t> starts(batch);
-    for (int64_t b = 0; b < batch; ++b) starts[b] = train_starts[static_cast<size_t>(order[index * batch + b])];
-    auto tokens = make_batch(data.train, starts, T, device);
-    auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
-    const double lr = learning_rate(ts, step, total_steps);
-
-    torch::Tensor loss;
-    {
-      compat::AutocastGuard autocast(device, bf16);
-      loss = model->loss(x, y);
-    }
-    optimizer.zero_grad();
-    loss.backward();
-    if (ts.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), ts.grad_clip);
-    optimizer.step(lr);
-    const double loss_value = loss.item<double>();
-    if (!std::isfinite(loss_value))
-      throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value) + " at step " +
-                               std::to_string(step + 1) + " (try a lower --lr or gradient clipping)");
-    loss_sum += loss_value;
-    ++loss_count;
-    tokens_since += batch * T;
-    ++step;
-
-    if (step % ts.log_every == 0 || step == total_steps) {
-      const double secs = std::max(1e-9, seconds_since(timer) - excluded_s);
-      MetricRecord m;
-      m.kind = "train";
-      m.step = step;
-      m.epoch = static_cast<double>(step) / steps_per_epoch;
-      m.train_loss = loss_sum / static_cast<double>(loss_count);
-      m.tokens_per_s = static_cast<double>(tokens_since) / secs;
-      m.lr = lr;
-      m.wall_s = wall();
-      emit(m);
-      last_train_loss = m.train_loss;
-      last_tokens_per_s = m.tokens_per_s;
-      loss_sum = 0;
-      loss_count = 0;
-      tokens_since = 0;
-      excluded_s = 0;
-      timer = Clock::now();
-    }
-    const bool epoch_end = step % steps_per_epoch == 0;
-    if ((ts.eval_every > 0 && step % ts.eval_every == 0) || epoch_end || step == total_steps) {
-      try {
-        excluded_s += validate_now(step, epoch_end);
-      } catch (const Cancelled&) {
-        break;  // stop() during validation: keep the trained weights
+  bool warned_far_off = false;
+  try {
+    while (step < total_steps) {
+      if (pause_flag) {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return !pause_flag || stop_flag; });
+        timer = Clock::now();
+        tokens_since = 0;
+        excluded_s = 0;
       }
+      if (stop_flag) break;
+      const int64_t epoch = step / steps_per_epoch, index = step % steps_per_epoch;
+      if (epoch != order_epoch) {
+        // A fresh permutation of the windows per epoch, from the seed: resumable exactly.
+        order.resize(windows);
+        std::iota(order.begin(), order.end(), 0);
+        std::mt19937_64 rng(ts.seed * 1000003ULL + static_cast<uint64_t>(epoch));
+        std::shuffle(order.begin(), order.end(), rng);
+        order_epoch = epoch;
+      }
+      std::vector<int64_t> starts(batch);
+      for (int64_t b = 0; b < batch; ++b) starts[b] = train_starts[static_cast<size_t>(order[index * batch + b])];
+      auto tokens = make_batch(data.train, starts, T, device);
+      auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
+      const double lr = learning_rate(ts, step, total_steps);
+
+      torch::manual_seed(step_seed(ts.seed, step));  // this step's dropout masks, whatever came before
+      torch::Tensor loss;
+      {
+        compat::AutocastGuard autocast(device, bf16);
+        loss = model->loss(x, y);
+      }
+      const double loss_value = loss.item<double>();
+      if (!std::isfinite(loss_value))
+        throw Diverged("training diverged at step " + std::to_string(step + 1) + ": the loss is " +
+                       std::to_string(loss_value));
+      optimizer.zero_grad();
+      loss.backward();
+      double grad_norm = 0;
+      if (ts.grad_clip > 0)
+        grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), ts.grad_clip);
+      else
+        for (const auto& p : model->parameters())
+          if (p.grad().defined()) grad_norm += p.grad().pow(2).sum().item<double>();
+      if (!std::isfinite(grad_norm))
+        throw Diverged("training diverged at step " + std::to_string(step + 1) + ": the gradient is not finite (loss " +
+                       std::to_string(loss_value) + ")");
+      optimizer.step(lr);
+      loss_sum += loss_value;
+      ++loss_count;
+      tokens_since += batch * T;
+      ++step;
+
+      if (step % ts.log_every == 0 || step == total_steps) {
+        const double secs = std::max(1e-9, seconds_since(timer) - excluded_s);
+        MetricRecord m;
+        m.kind = "train";
+        m.step = step;
+        m.epoch = static_cast<double>(step) / steps_per_epoch;
+        m.train_loss = loss_sum / static_cast<double>(loss_count);
+        m.tokens_per_s = static_cast<double>(tokens_since) / secs;
+        m.lr = lr;
+        m.wall_s = wall();
+        emit(m);
+        last_train_loss = m.train_loss;
+        last_tokens_per_s = m.tokens_per_s;
+        if (!warned_far_off && step > std::max<int64_t>(ts.warmup_steps, 2 * ts.log_every) &&
+            m.train_loss > 2 * std::max(unigram, 1.0)) {
+          warned_far_off = true;
+          summary.warning = "the training loss " + num(m.train_loss) + " at step " + std::to_string(step) +
+                            " is far above the unigram baseline " + num(unigram) +
+                            " (a model that only knows token frequencies): the learning rate " + num(ts.lr) +
+                            " may be too high; try a lower --lr";
+          log("warning: " + summary.warning);
+        }
+        loss_sum = 0;
+        loss_count = 0;
+        tokens_since = 0;
+        excluded_s = 0;
+        timer = Clock::now();
+      }
+      const bool epoch_end = step % steps_per_epoch == 0;
+      if ((ts.eval_every > 0 && step % ts.eval_every == 0) || epoch_end || step == total_steps) {
+        try {
+          excluded_s += validate_now(step, epoch_end);
+        } catch (const Cancelled&) {
+          break;  // stop() during validation: keep the trained weights
+        }
+      }
+      if ((ts.checkpoint_every > 0 && step % ts.checkpoint_every == 0) || epoch_end || step == total_steps) {
+        const auto t0 = Clock::now();
+        checkpoint(step);
+        excluded_s += seconds_since(t0);
+      }
+      progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
     }
-    if ((ts.checkpoint_every > 0 && step % ts.checkpoint_every == 0) || epoch_end || step == total_steps) {
-      const auto t0 = Clock::now();
+    if (stop_flag && step < total_steps) {
       checkpoint(step);
-      excluded_s += seconds_since(t0);
+      log("stopped at step " + std::to_string(step) + "; continue with --resume");
     }
-    progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
-  }
-  if (stop_flag && step < total_steps) {
-    checkpoint(step);
-    log("stopped at step " + std::to_string(step) + "; continue with --resume");
+  } catch (const Diverged& e) {
+    throw std::runtime_error(std::string(e.what()) + ". The run folder keeps the checkpoint of step " +
+                             std::to_string(last_checkpoint) +
+                             ", the last with finite weights; continue from it with a lower learning rate: "
+                             "hsm train --resume --out " + spec.run_dir + " --lr " + num(ts.lr / 10) + " (it was " +
+                             num(ts.lr) + ")" + (ts.grad_clip > 0 ? "" : ", and a gradient clip (--grad-clip 1)"));
   }
 
   summary.steps = step;
