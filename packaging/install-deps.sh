@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ make pkg-config
   libtorch-dev libopenblas0-pthread libdnnl-dev
   nlohmann-json3-dev libcli11-dev libsentencepiece-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev strace
   qt6-base-dev qt6-svg-dev libqcustomplot-dev
 )
 

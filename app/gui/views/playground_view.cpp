@@ -314,7 +314,11 @@ void PlaygroundView::onGenerated(int request, const hsm::GenerationResult& r) {
                         .arg(r.tokens.size())
                         .arg(QString::number(r.tokens_per_s, 'f', 0))
                         .arg(r.seed)
-                        .arg(end));
+                        .arg(end) +
+                    (r.prompt_tokens_cut > 0 ? tr(" · the prompt is %1 tokens: the model saw only its last %2 (its context)")
+                                                   .arg(r.prompt_tokens)
+                                                   .arg(r.prompt_tokens - r.prompt_tokens_cut)
+                                             : QString()));
   sendNext();
 }
 

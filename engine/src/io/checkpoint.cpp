@@ -198,13 +198,17 @@ void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const Ada
       throw;
     }
   }
-  replace_with_link((fs::path(final_dir) / "model.safetensors").string(), paths.weights);
-  write_file_atomic(paths.config, config_text);
-  sync_dir(paths.dir);
+  refresh_run_view(paths, checkpoint_at(final_dir, step));
   const std::vector<Checkpoint> all = published_checkpoints(paths.checkpoints);
   for (size_t i = kKeptCheckpoints; i < all.size(); ++i) fs::remove_all(all[i].dir, ec);
   // A run written before step folders kept its optimizer at the top: it is stale now.
   fs::remove(paths.optimizer, ec);
+}
+
+void refresh_run_view(const RunPaths& paths, const Checkpoint& checkpoint) {
+  replace_with_link(checkpoint.weights, paths.weights);
+  write_file_atomic(paths.config, read_text_file(checkpoint.config, "checkpoint config"));
+  sync_dir(paths.dir);
 }
 
 void remove_stale_temporaries(const std::string& run_dir) {

@@ -47,6 +47,9 @@ std::optional<Checkpoint> latest_checkpoint(const std::string& run_dir);
 // checkpoint whole.
 void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const AdamW& optimizer,
                       const std::string& config_text);
+// Makes the run's top-level model.safetensors and config.json those of `checkpoint` (after a
+// kill between a checkpoint's publication and their update they are a step behind).
+void refresh_run_view(const RunPaths& paths, const Checkpoint& checkpoint);
 // Removes what a writer killed mid-write left in the run folder: temporary files and
 // unpublished checkpoint folders. Call it holding the run's lock (io/run_lock.h).
 void remove_stale_temporaries(const std::string& run_dir);

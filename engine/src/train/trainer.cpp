@@ -245,6 +245,8 @@ TrainSummary Trainer::Impl::run() {
     wall_offset = resumed_state.value("wall_s", 0.0);
     if (spec.data_path.empty()) spec.data_path = at.value("data", nlohmann::json::object()).value("path", "");
     tokenizer = load_run_tokenizer(spec.run_dir, at);
+    if (resume_from && run.value("state", nlohmann::json::object()).value("step", int64_t{-1}) != start_step)
+      refresh_run_view(paths, *resume_from);  // what eval and the studio read catches up
     log("resuming " + spec.run_dir + " at step " + std::to_string(start_step) +
         (resume_from ? " (checkpoint " + resume_from->dir + ")" : ""));
   } else {
@@ -310,7 +312,16 @@ TrainSummary Trainer::Impl::run() {
   const int64_t steps_per_epoch = std::max<int64_t>(1, windows / batch);
   const int64_t total_steps =
       ts.steps > 0 ? ts.steps : static_cast<int64_t>(std::ceil(ts.epochs * static_cast<double>(steps_per_epoch)));
-  if (spec.resume && total_steps <= start_step)
+  if (spec.resume && total_steps == start_step) {
+    log("the run is finished at step " + std::to_string(start_step) + "; give --steps above it to train on");
+    TrainSummary done;
+    done.steps = done.total_steps = start_step;
+    done.epochs = static_cast<double>(start_step) / steps_per_epoch;
+    done.wall_s = wall_offset;
+    done.run_dir = spec.run_dir;
+    return done;
+  }
+  if (spec.resume && total_steps < start_step)
     throw std::invalid_argument(
         "the run is at step " + std::to_string(start_step) + " and is set to " + std::to_string(total_steps) +
         " steps: nothing to train. Give --steps above " + std::to_string(start_step) + " (or more --epochs) to continue it");
@@ -351,7 +362,8 @@ TrainSummary Trainer::Impl::run() {
     if (dropped > 0) log(std::to_string(dropped) + " damaged line(s) of metrics.jsonl dropped");
     write_file_atomic(paths.metrics, kept);
   }
-  std::ofstream metrics_out(paths.metrics, std::ios::app);
+  // A new run starts its curve afresh (a killed start may have left a file); a resumed one goes on.
+  std::ofstream metrics_out(paths.metrics, spec.resume ? std::ios::app : std::ios::trunc);
   if (!metrics_out) throw std::runtime_error("cannot write " + paths.metrics);
 
   MetricRecord last_eval;
