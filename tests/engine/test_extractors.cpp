@@ -13,6 +13,7 @@
 #include "hsm/receptive_field.h"
 #include "io/checkpoint.h"
 #include "model/mixers/extractors.h"
+#include "model/mixers/lag_mix.h"
 #include "model/model.h"
 #include "model_test_util.h"
 
@@ -84,7 +85,7 @@ TEST_P(Extractor, ForwardIsTheNaiveLoopOfThePaper) {
 
 // Past 256 positions WE and HE switch from the Toeplitz product to a convolution: it gives
 // the paper's sums and stays causal through its gradient.
-TEST_P(Extractor, LongSequencesTakeTheConvolutionWithTheSameResult) {
+TEST_P(Extractor, LongSequencesEqualTheNaiveLoopAndStayCausal) {
   torch::manual_seed(2);
   auto m = build(GetParam(), 300);
   for (int64_t T : {256, 257, 300}) {
@@ -290,4 +291,40 @@ TEST(ExtractorPresets, AreEXTableOne) {
   EXPECT_EQ(count_params(load_preset("ex_she")).total(), rest + 18 * (128 * 128 * 128 + 2 * 128 * 128));
   EXPECT_EQ(count_params(load_preset("ex_me")).total(), rest + 18 * 128);
   EXPECT_EQ(count_params(load_preset("ex_attn32")).total(), count_params(load_preset("ex_attn1")).total());
+}
+
+// The fp32 CPU kernels of the lag sums (lag_mix.h: blocks of lags as GEMMs for SHE, plain
+// loops for HE/WE) against LibTorch's form in float64, values and both gradients, on shapes
+// that take every edge: more lags than positions, a last block shorter than the others, one
+// lag per block (a wide d), a single sequence, and on one and two threads.
+TEST(LagMix, TheFp32KernelsEqualLibTorchsFormWithGradients) {
+  struct Shape {
+    int64_t B, T, d, K;
+  };
+  const int torch_threads = torch::get_num_threads();
+  for (int threads : {1, 2})
+    for (const Shape s : {Shape{2, 37, 24, 50}, Shape{3, 40, 16, 7}, Shape{1, 29, 300, 13}, Shape{4, 64, 32, 64}})
+      for (const bool dense : {true, false}) {
+        torch::set_num_threads(threads);
+        torch::manual_seed(4);
+        auto x = torch::randn({s.B, s.T, s.d});
+        auto W = dense ? torch::randn({s.K, s.d, s.d}) * 0.2 : torch::randn({s.K, s.d});
+        auto up = torch::randn({s.B, s.T, s.d});
+        auto run = [&](torch::ScalarType type) {
+          auto xi = x.to(type).detach().clone().requires_grad_(), Wi = W.to(type).detach().clone().requires_grad_();
+          auto e = dense ? dense_lag_mix(xi, Wi) : depthwise_lag_mix(xi, Wi);
+          (e * up.to(type)).sum().backward();
+          return std::vector<torch::Tensor>{e.to(torch::kFloat64), xi.grad().to(torch::kFloat64),
+                                            Wi.grad().to(torch::kFloat64)};
+        };
+        const auto got = run(torch::kFloat32), want = run(torch::kFloat64);
+        const char* names[] = {"value", "input gradient", "weight gradient"};
+        for (int i = 0; i < 3; ++i) {
+          const double scale = want[i].abs().max().item<double>();
+          EXPECT_LT((got[i] - want[i]).abs().max().item<double>(), 2e-5 * scale + 1e-6)
+              << (dense ? "dense " : "depthwise ") << names[i] << " B" << s.B << " T" << s.T << " d" << s.d << " K"
+              << s.K << " threads " << threads;
+        }
+      }
+  torch::set_num_threads(torch_threads);
 }

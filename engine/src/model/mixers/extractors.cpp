@@ -1,4 +1,5 @@
 #include "model/mixers/extractors.h"
+#include "model/mixers/lag_mix.h"
 #include "model/parallel_gemm.h"
 
 #include <stdexcept>
@@ -29,58 +30,6 @@ std::pair<torch::Tensor, torch::Tensor> lags(int64_t T, int64_t l, const torch::
 torch::Tensor window_slots(int64_t pos, int64_t K, int64_t R, const torch::Device& device) {
   auto back = torch::arange(K, torch::TensorOptions().dtype(torch::kLong).device(device));
   return (pos - back).remainder(R);
-}
-
-// Per-channel Toeplitz matrices M[c, i, j] = w[i − j, c] inside the window, else 0: [d, T, T].
-torch::Tensor channel_toeplitz(const torch::Tensor& w, int64_t T) {
-  const int64_t l = w.size(0), d = w.size(1);
-  auto [lag, inside] = lags(T, l, w.device());
-  return (w.index_select(0, lag.flatten()).view({T, T, d}) * inside.unsqueeze(-1).to(w.dtype())).permute({2, 0, 1});
-}
-
-// e[b, i, c] = Σ_{0 ≤ i−j < l} w[i − j, c] u[b, j, c] (eq. 26, 28): a depthwise causal
-// convolution as one batched product over the channels, [d, T, T] × [d, T, B]. The Toeplitz
-// matrices are rebuilt in backward rather than saved (d·T² values a layer: 0.5 GB at T = 1024).
-struct DepthwiseCausalMix : torch::autograd::Function<DepthwiseCausalMix> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& u, const torch::Tensor& w) {
-    ctx->save_for_backward({u, w});
-    auto M = channel_toeplitz(w, u.size(1));
-    return torch::bmm(M, u.permute({2, 1, 0})).permute({2, 1, 0});  // [B, T, d]
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const auto &u = saved[0], &w = saved[1];
-    const int64_t T = u.size(1), d = u.size(2), l = w.size(0);
-    auto g = grads[0].permute({2, 1, 0});                                                    // [d, T, B]
-    auto grad_u = torch::bmm(channel_toeplitz(w, T).transpose(1, 2), g).permute({2, 1, 0});  // [B, T, d]
-    // ∂/∂M[c, i, j] = Σ_b g[b, i, c] u[b, j, c]; w[k, c] collects the entries with i − j = k.
-    auto [lag, inside] = lags(T, l, w.device());
-    auto gm = torch::bmm(g, u.permute({2, 0, 1})) * inside.to(u.dtype());  // [d, T, T]
-    auto grad_w = torch::zeros_like(w).index_add_(0, lag.flatten(), gm.permute({1, 2, 0}).reshape({T * T, d}));
-    return {grad_u, grad_w};
-  }
-};
-
-// The same as a depthwise causal convolution: conv1d with one group per channel over u
-// left-padded with K − 1 zeros, the kernel being w flipped in time (K = min(T, l) lags).
-torch::Tensor depthwise_causal_conv(const torch::Tensor& u, const torch::Tensor& w) {
-  const int64_t T = u.size(1), d = u.size(2), K = std::min(T, w.size(0));
-  auto x = torch::constant_pad_nd(u.transpose(1, 2), {K - 1, 0});  // [B, d, T + K − 1]
-  auto kernel = w.narrow(0, 0, K).flip({0}).t().unsqueeze(1);      // [d, 1, K]: lag K−1 first
-  const std::vector<int64_t> one{1}, zero{0};
-  return torch::conv1d(x, kernel, torch::Tensor(), one, zero, one, d).transpose(1, 2);  // [B, T, d]
-}
-
-// Sequences up to this length take the Toeplitz product, longer ones the convolution. The
-// matrices cost d·T² values a layer. Measured (d 64, 4 layers, batch 8 × 128 tokens, one
-// run, training tok/s against 32-head attention): at T = 128 the product trains he 1.53×,
-// we 1.61× (the convolution 0.16–0.21×); at T = 1024 the product gave 0.06× and the
-// convolution he 2.16×, we 0.82×.
-constexpr int64_t kToeplitzMaxLength = 256;
-
-torch::Tensor depthwise_causal_mix(const torch::Tensor& u, const torch::Tensor& w) {
-  return u.size(1) <= kToeplitzMaxLength ? DepthwiseCausalMix::apply(u, w) : depthwise_causal_conv(u, w);
 }
 
 }  // namespace
@@ -127,18 +76,7 @@ SheImpl::SheImpl(int64_t d, int64_t l) : ExtractorImpl(MixerKind::ExtractorSHE, 
   w_ext = register_parameter("w_ext", torch::randn({l, d, d}) * kInitStd);
 }
 
-torch::Tensor SheImpl::extract(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), d = x.size(2), K = std::min(T, context);
-  // Every lag's map at once: Y[b, j, k] = x_j W_{k+1}, one [B·T, d] × [d, K·d] product.
-  auto Y = torch::matmul(x, w_ext.narrow(0, 0, K).permute({1, 0, 2}).reshape({d, K * d}));  // [B, T, K·d]
-  // e_t = Σ_k Y[t − k, k]: pad K − 1 zero rows in front (P[t + K − 1] = Y[t]) and read the
-  // anti-diagonals as a view. With k' = K − 1 − k, P[t + k', K − 1 − k'] sits at
-  // t·K·d + (K − 1)·d + k'·(K − 1)·d. Neither Y nor P is kept for the backward pass (the
-  // matmul keeps x, the view its geometry), so a layer's memory stays O(B·T·d).
-  auto P = torch::constant_pad_nd(Y, {0, 0, K - 1, 0});  // [B, T+K−1, K·d], contiguous
-  auto diagonals = P.as_strided({B, T, K, d}, {P.stride(0), K * d, (K - 1) * d, 1}, (K - 1) * d);
-  return diagonals.sum(2);  // [B, T, d]
-}
+torch::Tensor SheImpl::extract(const torch::Tensor& x) { return dense_lag_mix(x, w_ext); }
 
 torch::Tensor SheImpl::extract_window(const torch::Tensor& window) {
   const int64_t B = window.size(0), K = window.size(1), d = window.size(2);
@@ -152,7 +90,7 @@ WeImpl::WeImpl(int64_t d, int64_t l, MixerKind kind) : ExtractorImpl(kind, d, l)
   w_ext = register_parameter("w_ext", torch::randn({l, d}) * kInitStd);
 }
 
-torch::Tensor WeImpl::extract(const torch::Tensor& u) { return depthwise_causal_mix(u, w_ext); }
+torch::Tensor WeImpl::extract(const torch::Tensor& u) { return depthwise_lag_mix(u, w_ext); }
 
 torch::Tensor WeImpl::extract_window(const torch::Tensor& window) {
   return (window * w_ext.narrow(0, 0, window.size(1))).sum(1);  // [B, K, d] ⊙ [K, d] -> [B, d]
@@ -164,6 +102,8 @@ torch::Tensor WeImpl::lag_maps(int64_t K) const { return torch::diag_embed(w_ext
 HeImpl::HeImpl(int64_t d, int64_t l) : WeImpl(d, l, MixerKind::ExtractorHE) {
   in_ext = register_module("in_ext", square_map(d));
 }
+
+torch::Tensor HeImpl::extraction_input(const torch::Tensor& x) { return linear(in_ext, x); }
 
 torch::Tensor HeImpl::lag_maps(int64_t K) const {
   // x ↦ (x W_in_ext) ⊙ w_k = x (W_in_ext diag(w_k)); W_in_ext = in_ext.weightᵀ.

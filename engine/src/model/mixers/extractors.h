@@ -35,9 +35,8 @@ struct ExtractorImpl : MixerImpl {
   torch::nn::Linear adj{nullptr}, out{nullptr};  // W_adj, W_out (absent for ME)
 };
 
-// SHE, eq. 23–25. w_ext: [l, d, d], w_ext[k−1] = W_k. Forward: x times every lag's map
-// side by side, [B·T, d] × [d, K·d] with K = min(T, l) (one matmul), then the sum along
-// the anti-diagonals e_t = Σ_k (x_{t−k} W_{k+1}) as a strided view.
+// SHE, eq. 23–25. w_ext: [l, d, d], w_ext[k−1] = W_k. Forward: dense_lag_mix (lag_mix.h),
+// blocks of lags as GEMMs accumulated into the output.
 struct SheImpl : ExtractorImpl {
   SheImpl(int64_t d_model, int64_t context);
   torch::Tensor extract(const torch::Tensor& u) override;
@@ -47,8 +46,7 @@ struct SheImpl : ExtractorImpl {
 };
 
 // WE (eq. 26) and HE (eq. 27–28): per-channel weights w_ext [l, d], w_ext[k−1] = w_k.
-// Forward: a depthwise causal convolution (conv1d, one group per channel, the kernel w
-// flipped in time).
+// Forward: depthwise_lag_mix (lag_mix.h), a depthwise causal convolution.
 struct WeImpl : ExtractorImpl {
   WeImpl(int64_t d_model, int64_t context, MixerKind kind = MixerKind::ExtractorWE);
   torch::Tensor extract(const torch::Tensor& u) override;
@@ -60,7 +58,7 @@ struct WeImpl : ExtractorImpl {
 // HE: WE on u = x W_in_ext.
 struct HeImpl : WeImpl {
   HeImpl(int64_t d_model, int64_t context);
-  torch::Tensor extraction_input(const torch::Tensor& x) override { return in_ext->forward(x); }
+  torch::Tensor extraction_input(const torch::Tensor& x) override;
   torch::Tensor lag_maps(int64_t K) const override;  // W_in_ext diag(w_k)
   torch::nn::Linear in_ext{nullptr};
 };
