@@ -9,6 +9,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libsentencepiece-dev
   libgtest-dev libgmock-dev libbenchmark-dev strace
   qt6-base-dev qt6-svg-dev libqcustomplot-dev
+  # the fuzzers (fuzz/run.sh): clang, libFuzzer and the sanitizer runtimes, which clang
+  # only recommends
+  clang libfuzzer-14-dev libclang-rt-14-dev
 )
 
 missing=()

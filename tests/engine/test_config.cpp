@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "hsm/config.h"
+#include "hsm/cost.h"
 #include "hsm/mixer_kind.h"
+#include "hsm/params.h"
 #include "hsm/presets.h"
 
 using namespace hsm;
@@ -122,6 +124,62 @@ TEST(Config, JsonErrorsNameTheProblem) {
   expect_error(R"({"layers": [{"mixer": "attn", "ffn": 1.5}]})", "ffn");
   expect_error(R"({"layers": [{"mixer": "attn", "hedas": 2}]})", "unknown key 'hedas'");
   expect_error(R"({"layers": [{"mixer": "nope"}]})", "layers[0].mixer");
+}
+
+// Found by fuzz/fuzz_config.cpp (fuzz/corpus/config/regression-number-overflow): a number too
+// large for a double is no parse_error to the JSON library but an out_of_range, which escaped
+// config_from_json as a raw library error.
+TEST(Config, NumberOutOfRangeIsAJsonError) {
+  try {
+    config_from_json(R"({"dropout": 1e999, "layers": [{"mixer": "attn"}]})", "my.json");
+    ADD_FAILURE() << "accepted 1e999";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message.find("my.json: not valid JSON"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("number overflow"), std::string::npos) << e.message;
+  }
+}
+
+// Found by fuzz/fuzz_config.cpp's checks (fuzz/corpus/config/regression-huge-sizes): a
+// vocabulary and width of 2^62 passed validation, and count_params overflowed int64 on them
+// (UBSan). validate() bounds the sizes now; what it accepts is counted without overflow.
+TEST(Config, HugeSizesAreRefusedAndAcceptedOnesCountWithoutOverflow) {
+  try {
+    config_from_json(R"({"vocab_size": 4611686018427387904, "d_model": 4611686018427387904,
+                         "layers": [{"mixer": "attn", "heads": 1}]})",
+                     "huge.json");
+    ADD_FAILURE() << "accepted vocab_size and d_model 2^62";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message.find("huge.json: vocab_size: 4611686018427387904"), std::string::npos) << e.message;
+  }
+  // Above 2^63 - 1 in JSON: named as too large, not wrapped to a negative number.
+  try {
+    config_from_json(R"({"d_model": 18446744073709551615, "layers": [{"mixer": "attn"}]})");
+    ADD_FAILURE() << "accepted 2^64 - 1";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message.find("d_model: 18446744073709551615 is too large"), std::string::npos) << e.message;
+  }
+  // The largest context and width, with the mixer whose count grows fastest (context × d²).
+  ModelConfig c = small_config("she", 1);
+  c.vocab_size = 65536;
+  c.d_model = 16384;
+  c.context = 65536;
+  ASSERT_EQ(problem(c), "");
+  EXPECT_EQ(count_params(c).layers[0].mixer, (int64_t{65536} + 2) * 16384 * 16384);
+  EXPECT_GT(model_macs_per_token(c, c.context), int64_t{65536} * 16384 * 16384);
+}
+
+// Found by review while fuzzing (fuzz/corpus/config/regression-deep-nesting, shallower): the
+// message for a value of the wrong type printed the whole value, recursively; a million
+// nested arrays overflowed the stack. Messages now show a nested value by kind and size.
+TEST(Config, DeeplyNestedValueIsRefusedWithoutPrintingIt) {
+  const int depth = 1000000;
+  const std::string text = R"({"name": )" + std::string(depth, '[') + std::string(depth, ']') + R"(, "layers": []})";
+  try {
+    config_from_json(text, "deep.json");
+    ADD_FAILURE() << "accepted a nested name";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message.find("deep.json: name: wrong type (an array of 1 items)"), std::string::npos) << e.message;
+  }
 }
 
 TEST(Config, MissingLayerFieldsTakeThePapersValues) {

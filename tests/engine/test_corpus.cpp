@@ -222,6 +222,16 @@ TEST(Corpus, JsonErrorsNameTheFileAndTheProblem) {
   }
 }
 
+// Found by fuzz/fuzz_corpus.cpp: a number too large for a double (1e999) is no parse_error
+// to the JSON library but an out_of_range, which escaped the JSONL reader as a raw library error.
+TEST(Corpus, JsonlNumberOutOfRangeIsAJsonError) {
+  const std::string dir = temp_dir("jsonl_overflow");
+  write_file(dir + "/c.jsonl", "{\"story\": \"Once.\"}\n{\"story\": \"Twice.\", \"score\": 1e999}\n");
+  const std::string msg = corpus_error(dir + "/c.jsonl");
+  EXPECT_TRUE(contains(msg, "c.jsonl', line 2: not valid JSON")) << msg;
+  EXPECT_TRUE(contains(msg, "number overflow")) << msg;
+}
+
 TEST(Corpus, ProgressByBytesAndCancel) {
   const std::string dir = temp_dir("progress");
   std::string text;

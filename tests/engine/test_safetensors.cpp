@@ -384,3 +384,14 @@ TEST_F(Safetensors, EmptyTensorsMayShareAnOffset) {
   EXPECT_TRUE(f.find("e2")->data.empty());
   EXPECT_EQ(f.find("e2")->shape, (std::vector<int64_t>{3, 0}));
 }
+
+// Found by review while fuzzing (fuzz/corpus/safetensors/regression-deep-nesting, shallower):
+// the message for a malformed entry printed the whole entry, recursively, and an entry nested
+// a million levels deep overflowed the stack. Messages now show a nested value by kind and size.
+TEST_F(Safetensors, DeeplyNestedEntryIsRefusedWithoutPrintingIt) {
+  const int depth = 1000000;
+  EXPECT_PROBLEM(raw_file(R"({"t":)" + std::string(depth, '[') + std::string(depth, ']') + "}", ""),
+                 "tensor 't': expected an object {dtype, shape, data_offsets}, got an array of 1 items");
+  EXPECT_PROBLEM(raw_file(R"({"t":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})", "1234"),
+                 "shape[0] is not an integer: [1]");
+}

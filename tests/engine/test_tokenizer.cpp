@@ -409,3 +409,20 @@ TEST(Tokenizer, EmptyTokenizerThrowsInsteadOfCrashing) {
   const Tokenizer t;
   EXPECT_THROW(t.encode("x"), std::logic_error);
 }
+
+// Found by fuzz/fuzz_tokenizer.cpp (fuzz/corpus/tokenizer/regression-nul-piece): a piece that
+// starts with a NUL byte made sentencepiece's trie builder throw its own exception type
+// (Darts::Details::Exception, no std::runtime_error) across the plugin boundary, which
+// promises that nothing crosses it; a caller that catches std::runtime_error, as the fuzz
+// target does, ended there. It is a refused model now, like any other.
+TEST(Tokenizer, ModelThatMakesSentencepieceThrowIsRefused) {
+  // ModelProto { pieces: [{piece: "<unk>", type: UNKNOWN}, {piece: "\0x"}] }: a unigram model
+  // (the default type), whose trie treats "\0x" as an empty key.
+  const std::string model("\x0a\x09\x0a\x05<unk>\x18\x02\x0a\x04\x0a\x02\x00x", 17);
+  try {
+    Tokenizer::from_bytes(model);
+    ADD_FAILURE() << "accepted a model with a NUL piece";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a sentencepiece model"), std::string::npos) << e.what();
+  }
+}

@@ -9,6 +9,7 @@
 
 #include "hsm/mixer_kind.h"
 #include "io/io_util.h"
+#include "io/json_brief.h"
 
 namespace hsm {
 namespace {
@@ -36,15 +37,17 @@ T get_field(const json& j, const char* key, const std::string& where, T fallback
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
-    throw ConfigError(where + key + ": wrong type (" + j.at(key).dump() + ")");
+    throw ConfigError(where + key + ": wrong type (" + json_brief(j.at(key)) + ")");
   }
 }
 
 int64_t get_int(const json& j, const char* key, const std::string& where, int64_t fallback) {
   if (!j.contains(key)) return fallback;
   const json& v = j.at(key);
-  if (!v.is_number_integer())
-    throw ConfigError(where + key + ": expected an integer, got " + v.dump());
+  if (!v.is_number_integer()) throw ConfigError(where + key + ": expected an integer, got " + json_brief(v));
+  // Above 2^63 - 1 the JSON library keeps an unsigned value that would wrap to a negative one.
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw ConfigError(where + key + ": " + json_brief(v) + " is too large");
   return v.get<int64_t>();
 }
 
@@ -123,7 +126,7 @@ ModelConfig config_from_json(const std::string& text, const std::string& origin)
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw ConfigError(origin + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   const std::string where = origin + ": ";
@@ -135,7 +138,8 @@ ModelConfig config_from_json(const std::string& text, const std::string& origin)
   c.d_model = get_int(j, "d_model", where, c.d_model);
   c.context = get_int(j, "context", where, c.context);
   if (j.contains("dropout")) {
-    if (!j["dropout"].is_number()) throw ConfigError(where + "dropout: expected a number, got " + j["dropout"].dump());
+    if (!j["dropout"].is_number())
+      throw ConfigError(where + "dropout: expected a number, got " + json_brief(j["dropout"]));
     c.dropout = j["dropout"].get<double>();
   }
   c.init = get_field<std::string>(j, "init", where, c.init);

@@ -16,6 +16,22 @@ namespace {
 
 constexpr const char* kPluginName = "libhsm_sentencepiece.so";
 
+// The sanitizers' runtimes refuse RTLD_DEEPBIND and end the process (google/sanitizers#611).
+// The sanitized build is the fuzz build (fuzz/README.md), which has no LibTorch and so no
+// second protobuf for sentencepiece to bind to: RTLD_LOCAL alone is enough there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HSM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define HSM_SANITIZED 1
+#endif
+#endif
+#ifdef HSM_SANITIZED
+constexpr int kOpenFlags = RTLD_NOW | RTLD_LOCAL;
+#else
+constexpr int kOpenFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
+
 std::vector<fs::path> candidates() {
   std::vector<fs::path> dirs;
   if (const char* env = std::getenv("HSM_PLUGIN_DIR"); env && *env) dirs.emplace_back(env);
@@ -41,8 +57,8 @@ const Library* open_library() {
     }
     // RTLD_LOCAL keeps sentencepiece's protobuf symbols out of the global scope, where
     // LibTorch's libprotobuf would bind to them; RTLD_DEEPBIND makes sentencepiece bind to
-    // its own copy first.
-    void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    // its own copy first (kOpenFlags).
+    void* handle = ::dlopen(file.c_str(), kOpenFlags);
     if (!handle) {
       tried += "\n  " + file.string() + " (" + ::dlerror() + ")";
       continue;

@@ -7,11 +7,32 @@
 namespace hsm::spm {
 namespace {
 
+// Sentencepiece reports most errors as a Status, but not all: a damaged model can make it
+// throw (its Darts trie builder throws on an empty piece, found by fuzz/fuzz_tokenizer.cpp),
+// and nothing may throw across the plugin boundary. So every call that can is made here,
+// and an exception comes back as an error text like a Status would.
+template <typename Call>
+std::string guarded(Call&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return std::string("sentencepiece failed: ") + e.what();
+  } catch (...) {
+    return "sentencepiece failed with an unknown exception";
+  }
+}
+
 class SpProcessor final : public Processor {
  public:
-  std::string load(const std::string& bytes) override { return text(sp_.LoadFromSerializedProto(bytes)); }
-  std::string encode(std::string_view t, std::vector<int>* ids) const override { return text(sp_.Encode(t, ids)); }
-  std::string decode(const std::vector<int>& ids, std::string* out) const override { return text(sp_.Decode(ids, out)); }
+  std::string load(const std::string& bytes) override {
+    return guarded([&] { return text(sp_.LoadFromSerializedProto(bytes)); });
+  }
+  std::string encode(std::string_view t, std::vector<int>* ids) const override {
+    return guarded([&] { return text(sp_.Encode(t, ids)); });
+  }
+  std::string decode(const std::vector<int>& ids, std::string* out) const override {
+    return guarded([&] { return text(sp_.Decode(ids, out)); });
+  }
   int piece_size() const override { return sp_.GetPieceSize(); }
   int piece_to_id(const std::string& piece) const override { return sp_.PieceToId(piece); }
   std::string id_to_piece(int id) const override { return sp_.IdToPiece(id); }
@@ -46,10 +67,12 @@ class SpLibrary final : public Library {
   std::unique_ptr<Processor> new_processor() const override { return std::make_unique<SpProcessor>(); }
   std::string train(const std::unordered_map<std::string, std::string>& args, std::vector<std::string>& lines,
                     unsigned seed, std::string* model_bytes) const override {
-    sentencepiece::SetRandomGeneratorSeed(seed);
-    LineIterator it(lines);
-    const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, model_bytes);
-    return status.ok() ? std::string() : status.ToString();
+    return guarded([&] {
+      sentencepiece::SetRandomGeneratorSeed(seed);
+      LineIterator it(lines);
+      const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, model_bytes);
+      return status.ok() ? std::string() : status.ToString();
+    });
   }
 };
 

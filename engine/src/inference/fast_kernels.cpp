@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HSM_FAST_X86 1
 #endif
@@ -239,7 +240,9 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
 
 // GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps, GCC bug 105593).
 #pragma GCC diagnostic push
+#ifndef __clang__  // a GCC-only warning group (clang warns about an unknown one)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 // AVX-512 versions of the element-wise kernels that dominate outside the matrix products
@@ -376,13 +379,20 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void matvec_avx512(const We
 
 #pragma GCC diagnostic pop
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c",
+// and the fuzz build (fuzz/README.md) compiles this file with clang.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
 // Which kernels run: 2 = AVX-512, 1 = AVX2, 0 = plain loops; the CPU's best unless
 // HSM_KERNELS or a test (limit_kernel_set) capped it.
 int detected_level() {
   static const int level =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") ? 2
-      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") ? 1
-                                                                                                           : 0;
+      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()                           ? 1
+                                                                                                                    : 0;
   return level;
 }
 // The cap HSM_KERNELS sets for the whole process (2 when unset or not a set's name; the

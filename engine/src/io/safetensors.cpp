@@ -13,6 +13,8 @@
 #include <set>
 #include <utility>
 
+#include "io/json_brief.h"
+
 #ifndef _WIN32
 #include <unistd.h>  // fsync
 #endif
@@ -123,7 +125,7 @@ class Reader {
 
   TensorBlob parse_entry(const std::string& name, const json& entry, uint64_t* begin, uint64_t* end) const {
     const std::string where = "tensor '" + name + "': ";
-    if (!entry.is_object()) fail(where + "expected an object {dtype, shape, data_offsets}, got " + entry.dump());
+    if (!entry.is_object()) fail(where + "expected an object {dtype, shape, data_offsets}, got " + json_brief(entry));
     for (const auto& item : entry.items())
       if (item.key() != "dtype" && item.key() != "shape" && item.key() != "data_offsets")
         fail(where + "unknown key '" + item.key() + "' (allowed: dtype, shape, data_offsets)");
@@ -133,7 +135,7 @@ class Reader {
     TensorBlob blob;
     blob.name = name;
     const json& dtype = entry.at("dtype");
-    if (!dtype.is_string()) fail(where + "dtype must be a string, got " + dtype.dump());
+    if (!dtype.is_string()) fail(where + "dtype must be a string, got " + json_brief(dtype));
     blob.dtype = dtype.get<std::string>();
     size_t elem = 0;
     try {
@@ -143,19 +145,20 @@ class Reader {
     }
 
     const json& shape = entry.at("shape");
-    if (!shape.is_array()) fail(where + "shape must be an array of integers, got " + shape.dump());
+    if (!shape.is_array()) fail(where + "shape must be an array of integers, got " + json_brief(shape));
     for (size_t i = 0; i < shape.size(); ++i) {
       const json& dim = shape[i];
-      if (!dim.is_number_integer()) fail(where + "shape[" + std::to_string(i) + "] is not an integer: " + dim.dump());
-      if (!is_nonneg_int(dim)) fail(where + "shape[" + std::to_string(i) + "] is negative: " + dim.dump());
+      if (!dim.is_number_integer())
+        fail(where + "shape[" + std::to_string(i) + "] is not an integer: " + json_brief(dim));
+      if (!is_nonneg_int(dim)) fail(where + "shape[" + std::to_string(i) + "] is negative: " + json_brief(dim));
       if (dim.is_number_unsigned() && dim.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-        fail(where + "shape[" + std::to_string(i) + "] is too large: " + dim.dump());
+        fail(where + "shape[" + std::to_string(i) + "] is too large: " + json_brief(dim));
       blob.shape.push_back(dim.get<int64_t>());
     }
 
     const json& offsets = entry.at("data_offsets");
     if (!offsets.is_array() || offsets.size() != 2 || !is_nonneg_int(offsets[0]) || !is_nonneg_int(offsets[1]))
-      fail(where + "data_offsets must be [begin, end] with non-negative integers, got " + offsets.dump());
+      fail(where + "data_offsets must be [begin, end] with non-negative integers, got " + json_brief(offsets));
     *begin = offsets[0].get<uint64_t>();
     *end = offsets[1].get<uint64_t>();
     if (*end < *begin)
@@ -210,10 +213,10 @@ class Reader {
     for (const auto& item : header.items()) {
       if (item.key() == kMetadataKey) {
         if (!item.value().is_object())
-          fail(std::string(kMetadataKey) + " must be an object of strings, got " + item.value().dump());
+          fail(std::string(kMetadataKey) + " must be an object of strings, got " + json_brief(item.value()));
         for (const auto& m : item.value().items()) {
           if (!m.value().is_string())
-            fail(std::string(kMetadataKey) + "['" + m.key() + "'] must be a string, got " + m.value().dump());
+            fail(std::string(kMetadataKey) + "['" + m.key() + "'] must be a string, got " + json_brief(m.value()));
           file.metadata[m.key()] = m.value().get<std::string>();
         }
         continue;

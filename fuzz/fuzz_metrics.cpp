@@ -1,0 +1,98 @@
+// libFuzzer target: the metrics readers of hsm/run_folder.h, as the studio uses them on a
+// run's metrics.jsonl that a trainer (or anything else) is writing.
+//
+// Input: byte 0 picks the slice poll() reads at a time; the rest is what gets written to
+// metrics.jsonl, in pieces cut at 0x01 bytes: each piece is appended (a writer's flush, which
+// may end mid-line), or, when it starts with 0x02, replaces the file (a resume rewrote it).
+// After each piece the reader is drained as the studio does: poll() again while more().
+//
+// The promises checked:
+// - metric_from_json_line returns a record or throws std::invalid_argument, on any line;
+// - poll() does not throw, and a drain ends: more() cannot stay true without progress;
+// - a line it skips is reported with the file and the line number;
+// - read piece by piece, the file gives the records that one read of the whole gives.
+#include <cstring>
+#include <stdexcept>
+
+#include "fuzz_util.h"
+#include "hsm/run_folder.h"
+
+namespace {
+
+constexpr uint64_t kSlices[] = {1, 7, 64, 4096, UINT64_MAX};
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same(const hsm::MetricRecord& a, const hsm::MetricRecord& b) {
+  return a.kind == b.kind && a.step == b.step && a.total_steps == b.total_steps && same_bits(a.epoch, b.epoch) &&
+         same_bits(a.train_loss, b.train_loss) && same_bits(a.val_loss, b.val_loss) &&
+         same_bits(a.val_accuracy, b.val_accuracy) && same_bits(a.tokens_per_s, b.tokens_per_s) &&
+         same_bits(a.lr, b.lr) && same_bits(a.wall_s, b.wall_s);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const hsm::fuzz::ScratchDir scratch("metrics");
+  if (size == 0) return 0;
+  const uint64_t slice = kSlices[data[0] % 5];
+  const std::string_view input = hsm::fuzz::as_text(data + 1, size - 1);
+  const std::string dir = scratch.path().string();
+
+  // Every line on its own.
+  for (size_t start = 0; start <= input.size();) {
+    const size_t end = std::min(input.find('\n', start), input.size());
+    try {
+      hsm::metric_from_json_line(std::string(input.substr(start, end - start)));
+    } catch (const std::invalid_argument&) {
+      // "not a metrics record", as documented
+    }
+    start = end + 1;
+  }
+
+  // The file written piece by piece, the reader following it.
+  scratch.write("metrics.jsonl", "");
+  hsm::MetricsReader reader(dir);
+  std::vector<hsm::MetricRecord> followed;
+  bool rewritten = false;
+  uint64_t file_size = 0;
+  for (size_t start = 0; start <= input.size();) {
+    const size_t end = std::min(input.find('\x01', start), input.size());
+    std::string_view piece = input.substr(start, end - start);
+    start = end + 1;
+    const bool replace = !piece.empty() && piece.front() == '\x02';
+    if (replace) {
+      piece.remove_prefix(1);
+      rewritten = true;
+      file_size = 0;
+    }
+    scratch.write("metrics.jsonl", piece, !replace);
+    file_size += piece.size();
+    // Each poll that says more() must have read something, so a drain takes at most one
+    // poll per byte of the file, plus the last one.
+    for (uint64_t polls = 0;; ++polls) {
+      if (polls > file_size + 1)
+        hsm::fuzz::broken("poll() keeps saying more() after " + std::to_string(polls) + " polls of a " +
+                          std::to_string(file_size) + "-byte file (a spin)");
+      std::vector<hsm::MetricRecord> fresh = reader.poll(slice);
+      for (const std::string& problem : reader.problems())
+        if (problem.rfind(reader.path() + " line ", 0) != 0)
+          hsm::fuzz::broken("a skipped line reported without its file and line: " + problem);
+      if (reader.reset()) followed.clear();
+      followed.insert(followed.end(), fresh.begin(), fresh.end());
+      if (!reader.more()) break;
+    }
+  }
+
+  // A file that only grew reads the same followed as read at once (a rewrite that leaves
+  // the file longer than before cannot be told from an append, so it is not compared).
+  if (!rewritten) {
+    const std::vector<hsm::MetricRecord> whole = hsm::read_metrics(dir);
+    if (whole.size() != followed.size())
+      hsm::fuzz::broken("followed piece by piece, metrics.jsonl gave " + std::to_string(followed.size()) +
+                        " records; read at once, " + std::to_string(whole.size()));
+    for (size_t i = 0; i < whole.size(); ++i)
+      if (!same(whole[i], followed[i])) hsm::fuzz::broken("record " + std::to_string(i) + " differs when followed");
+  }
+  return 0;
+}

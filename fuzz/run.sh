@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the fuzzers (clang, libFuzzer, ASan + UBSan; no LibTorch) in a build tree of their
+# own and runs each for a bounded time on its seed corpus; fails if any of them finds a
+# crash, a hang, a leak or a sanitizer report. `make fuzz` and `make test` call it.
+#
+#   fuzz/run.sh                      every target, FUZZ_SECONDS (default 30) each
+#   FUZZ_SECONDS=600 fuzz/run.sh corpus metrics
+#
+# Environment: FUZZ_SECONDS (time per target), FUZZ_BUILD_DIR (default build-fuzz),
+# FUZZ_JOBS (build jobs, default nproc), FUZZ_ARGS (more libFuzzer flags, e.g. -seed=1).
+# What each run found lands in $FUZZ_BUILD_DIR: logs/<target>.log, the corpus it grew in
+# corpus/<target>/ (kept between runs), and a failing input in artifacts/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+all_targets=(safetensors config tokenizer corpus metrics)
+seconds=${FUZZ_SECONDS:-30}
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
+for t in "${targets[@]}"; do
+  [ -f "fuzz/fuzz_$t.cpp" ] || { echo "fuzz: no target '$t' (targets: ${all_targets[*]})" >&2; exit 2; }
+done
+
+for tool in clang clang++; do
+  command -v "$tool" >/dev/null || { echo "fuzz: $tool not found; run packaging/install-deps.sh" >&2; exit 1; }
+done
+if [ ! -f "$build/build.ninja" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHSM_BUILD_FUZZ=ON >/dev/null
+fi
+cmake --build "$build" -j "$jobs" --target "${targets[@]/#/fuzz_}" hsm_sentencepiece
+
+# The targets write their inputs to files under TMPDIR and remove them when they exit; a
+# crashed target cannot, so TMPDIR is a folder of this script's, removed at the end. Memory
+# (/dev/shm) when there is one: cheaper than a disk for a file rewritten per input.
+tmp_parent=$PWD/$build
+[ -d /dev/shm ] && [ -w /dev/shm ] && tmp_parent=/dev/shm
+scratch=$(mktemp -d "$tmp_parent/hsm-fuzz.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
+mkdir -p "$build/logs" "$build/artifacts"
+failed=()
+printf '%-12s %12s %8s %10s  %s\n' target executions seconds "exec/s" result
+for t in "${targets[@]}"; do
+  log=$build/logs/$t.log
+  mkdir -p "$build/corpus/$t"
+  dict=()
+  [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
+  # -timeout: an input that takes 10 s is a hang; the grown corpus comes first, so new
+  # inputs go there and the seeds in the repository are only read.
+  set +e
+  TMPDIR=$scratch "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" "${dict[@]}" ${FUZZ_ARGS:-} \
+    "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1
+  rc=$?
+  set -e
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  if [ $rc -eq 0 ]; then
+    printf '%-12s %12s %8s %10s  %s\n' "$t" "${runs:-?}" "${took:-?}" "${rate:-?}" ok
+  else
+    printf '%-12s %12s %8s %10s  %s\n' "$t" "${runs:-?}" "${took:-?}" "${rate:-?}" "FAILED (exit $rc)"
+    failed+=("$t")
+    echo "---- $log: what it found ----"
+    # From the first report line on (sanitizer, uncaught exception, broken promise, timeout).
+    grep -v -E '^#[0-9]+|^INFO:' "$log" |
+      sed -n '/ERROR\|runtime error\|terminate called\|broken promise\|Test unit written/,$p' | head -30 | cut -c1-240
+    echo "---- the input is saved as $(sed -n "s/.*Test unit written to //p" "$log" | tail -1)"
+    echo "---- reproduce: $build/fuzz/fuzz_$t <that file>"
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: ${failed[*]} failed; fix the reader, then add the input to fuzz/corpus/<target>/ as" \
+       "regression-<what> and a test to the reader's suite (fuzz/README.md)" >&2
+  exit 1
+fi
