@@ -1,5 +1,6 @@
 // `hsm bench [MODEL ...]`: training, inference and decoding throughput of presets or
 // configs, measured in one run, with ratios to the first model (by default gpt).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,11 +18,15 @@ Command add_bench_command(CLI::App& app) {
     std::vector<std::string> models = {"gpt", "hsm_ab", "hybrid_0_6"};
     BenchOptions options;
     int threads = 0;
+    bool all = false;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("models", a->models,
                   "Presets or config files; the first is the baseline (default: gpt hsm_ab hybrid_0_6)");
+  cmd->add_flag("--all", a->all,
+                "Every bundled preset, hsm_ab first as the baseline (instead of the models named); finds the "
+                "presets whose arithmetic rate falls far below the others'");
   cmd->add_option("--batch", a->options.batch_size,
                   "Sequences per training step at the first context; longer contexts keep the tokens per step "
                   "(default 16)")
@@ -42,8 +47,14 @@ Command add_bench_command(CLI::App& app) {
   return {
       cmd, [a]() {
         const int threads = set_cpu_threads(a->threads);
+        std::vector<std::string> names = a->models;
+        if (a->all) {
+          names = {"hsm_ab"};
+          for (const auto& p : preset_names())
+            if (p != "hsm_ab") names.push_back(p);
+        }
         std::vector<ModelConfig> configs;
-        for (const auto& m : a->models) configs.push_back(load_preset_or_config(m));
+        for (const auto& m : names) configs.push_back(load_preset_or_config(m));
         BenchOptions options = a->options;
         options.on_progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
         const BenchReport report = run_bench(configs, options);
@@ -87,6 +98,7 @@ Command add_bench_command(CLI::App& app) {
                  {"train_flops_per_token", r.train_flops_per_token},
                  {"mfu", r.mfu},
                  {"train_vs_baseline", r.train_tokens_per_s / b.train_tokens_per_s},
+                 {"rate_vs_baseline", r.train_rate_vs_baseline},
                  {"train_vs_first_context", r.train_tokens_per_s / f.train_tokens_per_s},
                  {"flops_allow_vs_first_context", f.train_flops_per_token / r.train_flops_per_token},
                  {"cached_vs_uncached", r.decode_uncached_tokens_per_s > 0
@@ -96,15 +108,19 @@ Command add_bench_command(CLI::App& app) {
           std::cout << out.dump(2) << "\n";
           return 0;
         }
-        std::printf("%-12s %5s %5s %9s %7s %6s %8s %6s %9s %8s %9s %8s %7s %7s %7s\n", "model", "T", "batch", "train/s",
-                    "vs base", "vs T0", "FLOPs ok", "MFU", "eval/s", "peak MB", "cached/s", "uncached", "speedup",
+        size_t name_width = 12;
+        for (const auto& r : report.results) name_width = std::max(name_width, r.name.size());
+        const int w = static_cast<int>(name_width);
+        std::printf("%-*s %5s %5s %9s %7s %7s %6s %8s %6s %9s %8s %9s %8s %7s %7s %7s\n", w, "model", "T", "batch",
+                    "train/s", "vs base", "rate vs", "vs T0", "FLOPs ok", "MFU", "eval/s", "peak MB", "cached/s", "uncached", "speedup",
                     "fast/s", "fast/un");
         for (const auto& r : report.results) {
           const auto &b = baseline(r), &f = first(r);
           std::printf(
-              "%-12s %5lld %5lld %9.0f %6.2fx %5.2fx %7.2fx %5.1f%% %9.0f %8.0f %9.1f %8.1f %6.1fx %7.0f %6.1fx\n",
-              r.name.c_str(), static_cast<long long>(r.context), static_cast<long long>(r.batch), r.train_tokens_per_s,
-              r.train_tokens_per_s / b.train_tokens_per_s, r.train_tokens_per_s / f.train_tokens_per_s,
+              "%-*s %5lld %5lld %9.0f %6.2fx %6.2fx %5.2fx %7.2fx %5.1f%% %9.0f %8.0f %9.1f %8.1f %6.1fx %7.0f %6.1fx\n",
+              w, r.name.c_str(), static_cast<long long>(r.context), static_cast<long long>(r.batch),
+              r.train_tokens_per_s, r.train_tokens_per_s / b.train_tokens_per_s, r.train_rate_vs_baseline,
+              r.train_tokens_per_s / f.train_tokens_per_s,
               f.train_flops_per_token / r.train_flops_per_token, 100 * r.mfu, r.eval_tokens_per_s, r.train_peak_mb,
               r.decode_cached_tokens_per_s, r.decode_uncached_tokens_per_s,
               r.decode_uncached_tokens_per_s > 0 ? r.decode_cached_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0,
@@ -116,8 +132,9 @@ Command add_bench_command(CLI::App& app) {
           by_backend += (by_backend.empty() ? " (" : ", ") + name + " " + std::to_string(static_cast<int>(peak + 0.5));
         if (!by_backend.empty()) by_backend += ")";
         std::printf(
-            "(%s; sgemm peak %.1f GFLOP/s%s; vs T0 = speed at T / speed at the first context, FLOPs ok = what the "
-            "FLOP count allows; all in one run)\n",
+            "(%s; sgemm peak %.1f GFLOP/s%s; rate vs = training FLOP/s against the baseline's, FLOPs = 6 x the MACs "
+            "`hsm inspect` prints (context terms at the last position, so a causal step can read above 100%% MFU); "
+            "vs T0 = speed at T / speed at the first context, FLOPs ok = what the FLOP count allows; all in one run)\n",
             cpu_threads_note().c_str(), report.sgemm_peak_gflops, by_backend.c_str());
         return 0;
       }};

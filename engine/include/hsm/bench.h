@@ -19,6 +19,7 @@ struct BenchOptions {
   int64_t train_steps = 4;      // timed training steps (after one warm-up step)
   int64_t eval_batch = 64;      // sequences per evaluation forward (as `hsm eval`)
   int64_t decode_tokens = 100;  // tokens generated per decoding measurement (within the context)
+  bool evaluate = true;         // measure evaluation (forward + loss without gradients)
   bool decode = true;           // measure decoding (cached and uncached)
   bool measure_peak = true;     // measure this CPU's sgemm peak for MFU
   std::string device = "auto";
@@ -40,8 +41,11 @@ struct BenchResult {
   double decode_uncached_tokens_per_s = 0;  // recomputing the window for every token
   double decode_fast_tokens_per_s = 0;      // the hand-written fp32 path (CPU; 0 where it does not apply)
   double train_peak_mb = 0;                 // peak resident memory of the process during training steps (CPU)
-  double train_flops_per_token = 0;         // 6·(matmul weights) + 12·T·d per attention layer (full T×T)
+  double train_flops_per_token = 0;         // 6 × model_macs_per_token (hsm/cost.h, `hsm inspect`)
   double mfu = 0;                           // train FLOP/s / measured sgemm peak (0 when not measured)
+  // Training FLOP/s against the first model's at the same context: the ratio of their MFUs,
+  // defined without a measured peak too. A mixer far below the others has a cliff (issue 26).
+  double train_rate_vs_baseline = 0;
 };
 
 struct BenchReport {
@@ -52,7 +56,7 @@ struct BenchReport {
   std::map<std::string, double> sgemm_peak_by_backend;
 };
 
-// FLOPs per trained token of a config at context T (the issue 9 convention).
+// FLOPs per trained token of a config at context T: 6 × the MACs `hsm inspect` prints.
 double train_flops_per_token(const ModelConfig& config, int64_t context);
 
 // Random weights and tokens: speed does not depend on training or on the text. Throws on a

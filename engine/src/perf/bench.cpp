@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "hsm/cost.h"
 #include "hsm/params.h"
 #include "inference/fast_decoder.h"
 #include "model/model.h"
@@ -66,14 +67,11 @@ double sgemm_peak_gflops(const ModelConfig& config, const torch::Device& device)
 }  // namespace
 
 double train_flops_per_token(const ModelConfig& c, int64_t T) {
-  double matmul = static_cast<double>(c.vocab_size * c.d_model);  // tied output layer
-  double attention = 0;
-  for (const auto& l : c.layers) {
-    matmul += 2.0 * static_cast<double>(c.d_model * l.ffn);
-    matmul += static_cast<double>(mixer_params(l.mixer, c.d_model, l.heads, c.context));  // ≈ its matmul weights
-    if (l.mixer == "attn") attention += 12.0 * static_cast<double>(T * c.d_model);
-  }
-  return 6.0 * matmul + attention;
+  // 6 × the MACs per token `hsm inspect` prints (one definition, hsm/cost.h): 2 for the
+  // forward product, 4 for the two gradient products. Costs that depend on the context
+  // (attention's scores, an Extractor's lags) are counted at the last position, so a causal
+  // step that skips what lies before the sequence does less than this.
+  return 6.0 * static_cast<double>(model_macs_per_token(c, T));
 }
 
 BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions& o) {
@@ -152,7 +150,7 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
         r.mfu = r.train_tokens_per_s * r.train_flops_per_token / (report.sgemm_peak_gflops * 1e9);
 
       model->eval();
-      {
+      if (o.evaluate) {
         // As `hsm eval`: full batches, loss and accuracy, no autograd bookkeeping.
         c10::InferenceMode inference;
         const int64_t EB = std::max<int64_t>(1, o.eval_batch * 128 / std::max<int64_t>(128, T));
@@ -209,6 +207,13 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
       report.results.push_back(r);
     }
   }
+  for (auto& r : report.results)
+    for (const auto& b : report.results)
+      if (b.name == report.results.front().name && b.context == r.context) {
+        const double base = b.train_tokens_per_s * b.train_flops_per_token;
+        r.train_rate_vs_baseline = base > 0 ? r.train_tokens_per_s * r.train_flops_per_token / base : 0.0;
+        break;
+      }
   return report;
 }
 
