@@ -351,6 +351,8 @@ TEST(DaArch, ReceptiveFieldCostAndCache) {
   EXPECT_EQ(mixer_cache_floats("taylor", 256, 8, 0, 128, 1), 8 * 561 * 33);
   EXPECT_EQ(mixer_cache_floats("mlp", 256, 8, 0, 128, 1), 0);
   EXPECT_EQ(mixer_cache_floats("hsm_ab", 256, 1, 3, 128, 1), 8 * 256);
+  EXPECT_EQ(mixer_cache_floats("hsm_ab_mh_ext", 256, 8, 3, 128, 2), 2 * 128 * 256);  // the largest shift, 2^7
+  EXPECT_EQ(mixer_cache_floats("she", 256, 1, 0, 128, 2), 2 * 128 * 256);            // the window of T inputs
   // A DA mixer at layer 7 of a context-128 model is fine (no shift to check).
   ModelConfig deep = tiny({"taylor", "taylor", "taylor", "taylor", "taylor", "taylor", "taylor", "taylor"}, 8);
   EXPECT_NO_THROW(validate(deep));

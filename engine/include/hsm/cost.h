@@ -41,7 +41,8 @@ int64_t mixer_macs_per_token(const std::string& mixer, int64_t d_model, int64_t 
 //   attn, static_emb_qk: 2·B·T·d (keys, values); rnd_emb_qk, fixed_seq_qk: B·T·d values plus
 //   2·T·d queries and keys shared by the batch; taylor: B·H·D·(hd + 1) (Σφ(k)vᵀ, Σφ(k));
 //   nonapprox: B·H·(hd + 2) (running max, Σe·v, Σe); mlp: 0; shift mixers: B·R·d, a ring of
-//   the R = largest shift last inputs (layer = stack position, which sets the shift).
+//   the R = largest shift last inputs (layer = stack position, which sets the shift); the
+//   extractors: B·T·d, their window of the last T inputs.
 int64_t mixer_cache_floats(const std::string& mixer, int64_t d_model, int64_t heads, int64_t layer, int64_t context,
                            int64_t batch);
 

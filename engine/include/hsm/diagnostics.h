@@ -14,15 +14,9 @@
 
 namespace hsm {
 
-// Which matrix a layer shows (the UI says which, SPEC §3.3):
-//   kAttention: the softmax weights of an attention head (rows sum to 1);
-//   kLinear:    the exact token-to-token map of a mixer that is linear in x, rows |M|/Σ|M|;
-//   kJacobian:  ‖∂y_i/∂x_k‖_F of a non-linear mixer at the prompt's input, rows |M|/Σ|M|.
-enum class MatrixKind { kAttention, kLinear, kJacobian };
+// Which matrix a layer shows (the UI says which, SPEC §3.3): MatrixKind (hsm/mixer_kind.h).
 const char* matrix_kind_name(MatrixKind k);  // "attention", "linear", "jacobian"
-// The kind of matrix a mixer's layer gets: attention; linear for hsm_ab, hsm_ab_vec, hsm_AB,
-// hsm_ab_mh(_ext) and the extractor me; Jacobian for hsm_gate1, hsm_gate2, hsm_fusion and the
-// extractors she, he, we (their adjustment multiplies two functions of x).
+// The kind of matrix a mixer's layer gets: its registry entry's (MixerInfo::matrix).
 MatrixKind matrix_kind(MixerKind mixer);
 
 struct Indicators {    // SPEC §3.3 / DA §4.4

@@ -35,13 +35,47 @@ enum class MixerKind {
 // Where a layer's queries and keys come from (DA §3.4-3.5). kSelf: the layer's own input.
 enum class QkSource { kSelf, kRandom, kFixedText, kEmbedding };
 
+// The paper a mixer comes from, and so which family of behaviour it shares.
+enum class MixerFamily {
+  kAttention,               // standard softmax attention (GPT)
+  kShift,                   // HSM Table 1: mixes x_t with x_{t−2^l}
+  kDeconstructedAttention,  // DA §3: attention with a part replaced
+  kExtractor,               // EX §5: causal position-weighted sums over the last `context` inputs
+};
+
+// Which matrix the Diagnostics view shows for a mixer's layer (SPEC §3.3, docs/diagnostics.md):
+//   kAttention: the softmax weights of an attention head (rows sum to 1);
+//   kLinear:    the exact token-to-token map of a mixer that is linear in x, rows |M|/Σ|M|;
+//   kJacobian:  ‖∂y_i/∂x_k‖_F of a non-linear mixer at the prompt's input, rows |M|/Σ|M|.
+enum class MatrixKind { kAttention, kLinear, kJacobian };
+
+// Everything the engine, the CLI and the studio know of a mixer without building it: one
+// entry per mixer in the registry (arch/mixer_kind.cpp), so a new mixer is described in one
+// place (docs/adding-a-mixer.md). Sizes: d = d_model, h = heads, T = context, B = batch.
 struct MixerInfo {
   MixerKind kind;
-  const char* id;           // the name used in configs and on the command line
-  const char* title;        // the paper's name
-  int64_t default_heads;    // heads in the paper's configuration
-  int64_t paper_ffn;        // FFN width the paper pairs with this mixer (HSM Table 1)
-  bool multi_head;          // takes a head count other than 1
+  const char* id;        // the name used in configs and on the command line
+  const char* title;     // the paper's name
+  const char* equation;  // where the formula is: "HSM eq. 1", "EX eq. 23–25"
+  MixerFamily family;
+  int64_t default_heads;  // heads in the paper's configuration
+  int64_t paper_ffn;      // FFN width the paper pairs with this mixer (HSM Table 1)
+  bool multi_head;        // takes a head count other than 1
+  // Output t reads every input j <= t (attention, the DA variants but mlp, the extractors);
+  // false for mlp (only t itself) and the shift mixers (their shifts).
+  bool reads_all_earlier;
+  QkSource qk_source;
+  MatrixKind matrix;
+  // Exact trainable parameters (tested against the LibTorch module).
+  int64_t (*params)(int64_t d, int64_t h, int64_t T);
+  // MACs for one new token at context T (hsm/cost.h has the table).
+  int64_t (*macs_per_token)(int64_t d, int64_t h, int64_t T);
+  // Floats one layer at stack position `layer` keeps between decoding steps.
+  int64_t (*cache_floats)(int64_t d, int64_t h, int64_t layer, int64_t T, int64_t B);
+  // The shifts of a layer at stack position `layer`: one per head (multihead shift mixers),
+  // 2^layer (the other shift mixers), none (every other family).
+  std::vector<int64_t> (*shifts)(int64_t layer, int64_t h);
+  bool shift_per_head;  // the shifts are 2^j per head j, so at most 62 heads
 };
 
 // Every mixer, in the order of HSM Table 1.

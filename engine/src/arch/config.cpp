@@ -86,9 +86,9 @@ void validate(const ModelConfig& c) {
     if (c.d_model % s.heads != 0)
       throw ConfigError(field(l, "heads") + ": " + std::to_string(s.heads) + " does not divide d_model " +
                         std::to_string(c.d_model));
-    if (info.kind == MixerKind::ShiftABMultihead || info.kind == MixerKind::ShiftABMultiheadExt) {
+    if (info.shift_per_head) {
       if (s.heads > 62) throw ConfigError(field(l, "heads") + ": at most 62 heads (shift 2^j must fit)");
-    } else if (is_shift_mixer(info.kind)) {
+    } else if (info.family == MixerFamily::kShift) {
       // A single-shift HSM layer at position l shifts by 2^l; past the context it mixes nothing.
       if (l >= 62 || (int64_t{1} << l) >= c.context)
         throw ConfigError(field(l, "mixer") + ": " + s.mixer + " at layer " + std::to_string(l) +

@@ -1,34 +1,241 @@
+// The mixer registry: every mixer described in one place, an entry each (docs/adding-a-mixer.md).
+// The engine, the CLI and the studio ask these entries (parameter counts, costs, caches,
+// shifts, the diagnostics' matrix) and never name a mixer; the module that computes it is
+// built by make_mixer (model/mixers/mixer.cpp).
 #include "hsm/mixer_kind.h"
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "hsm/params.h"
+
 namespace hsm {
+namespace {
+
+int64_t linear(int64_t in, int64_t out, bool bias = true) { return in * out + (bias ? out : 0); }
+
+// Costs shared by several entries.
+int64_t attention_params(int64_t d, int64_t, int64_t) { return linear(d, 3 * d) + linear(d, d); }  // q,k,v + out
+int64_t qk_source_params(int64_t d, int64_t, int64_t) {
+  return linear(d, 2 * d) + linear(d, d) + linear(d, d);  // q,k (from the source), v, output
+}
+int64_t attention_macs(int64_t d, int64_t, int64_t T) { return 4 * d * d + 2 * T * d; }
+int64_t qk_source_macs(int64_t d, int64_t, int64_t T) { return 2 * d * d + 2 * T * d; }
+int64_t keys_values_cache(int64_t d, int64_t, int64_t, int64_t T, int64_t B) { return 2 * B * T * d; }
+int64_t shared_qk_cache(int64_t d, int64_t, int64_t, int64_t T, int64_t B) {
+  return B * T * d + 2 * T * d;  // values per sequence; queries and keys shared by the batch
+}
+int64_t no_cache(int64_t, int64_t, int64_t, int64_t, int64_t) { return 0; }
+std::vector<int64_t> no_shifts(int64_t, int64_t) { return {}; }
+std::vector<int64_t> one_shift(int64_t layer, int64_t) { return {int64_t{1} << layer}; }
+// A ring of the last R inputs, R = the layer's largest shift.
+template <std::vector<int64_t> (*Shifts)(int64_t, int64_t)>
+int64_t ring_cache(int64_t d, int64_t h, int64_t layer, int64_t, int64_t B) {
+  const auto s = Shifts(layer, h);
+  return B * (s.empty() ? 0 : *std::max_element(s.begin(), s.end())) * d;
+}
+// The extractors keep their last `context` inputs (B·T·d; he keeps x W_in_ext).
+int64_t window_cache(int64_t d, int64_t, int64_t, int64_t T, int64_t B) { return B * T * d; }
+
+MixerInfo shift_mixer(MixerKind kind, const char* id, const char* title, const char* equation, int64_t heads,
+                      int64_t ffn, MatrixKind matrix) {
+  MixerInfo m{};
+  m.kind = kind, m.id = id, m.title = title, m.equation = equation, m.family = MixerFamily::kShift;
+  m.default_heads = heads, m.paper_ffn = ffn, m.multi_head = heads > 1, m.reads_all_earlier = false;
+  m.qk_source = QkSource::kSelf, m.matrix = matrix;
+  m.cache_floats = ring_cache<one_shift>, m.shifts = one_shift, m.shift_per_head = false;
+  return m;
+}
+
+MixerInfo reading_mixer(MixerKind kind, const char* id, const char* title, const char* equation, MixerFamily family,
+                        int64_t heads, MatrixKind matrix) {
+  MixerInfo m{};
+  m.kind = kind, m.id = id, m.title = title, m.equation = equation, m.family = family;
+  m.default_heads = heads, m.paper_ffn = 512, m.multi_head = heads > 1, m.reads_all_earlier = true;
+  m.qk_source = QkSource::kSelf, m.matrix = matrix;
+  m.shifts = no_shifts, m.shift_per_head = false;
+  return m;
+}
+
+std::vector<MixerInfo> registry() {
+  std::vector<MixerInfo> r;
+  // ---- GPT: standard causal softmax attention (HSM Table 1's baseline, 8 heads, FFN 512).
+  {
+    MixerInfo m = reading_mixer(MixerKind::Attention, "attn", "GPT softmax attention", "Vaswani et al. (2017)",
+                                MixerFamily::kAttention, 8, MatrixKind::kAttention);
+    m.params = attention_params, m.macs_per_token = attention_macs, m.cache_floats = keys_values_cache;
+    r.push_back(m);
+  }
+  // ---- HSM (Table 1): layer l mixes x_t with x_{t−2^l}; ring caches of the last 2^l inputs.
+  {
+    MixerInfo m = shift_mixer(MixerKind::ShiftAB, "hsm_ab", "HSM (a,b)", "HSM eq. 1", 1, 1024, MatrixKind::kLinear);
+    m.params = [](int64_t, int64_t, int64_t) -> int64_t { return 2; };
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = shift_mixer(MixerKind::ShiftABVector, "hsm_ab_vec", "HSM (a,b) vector", "HSM eq. 2", 1, 1024,
+                              MatrixKind::kLinear);
+    m.params = [](int64_t d, int64_t, int64_t) { return 2 * d; };
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = shift_mixer(MixerKind::ShiftABMatrix, "hsm_AB", "HSM (A,B)", "HSM eq. 3", 1, 640, MatrixKind::kLinear);
+    m.params = [](int64_t d, int64_t, int64_t) { return 2 * d * d + d + linear(d, d); };  // A, B, bias + output
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 3 * d * d; };
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = shift_mixer(MixerKind::ShiftGate1, "hsm_gate1", "HSM single input gate", "HSM eq. 4", 1, 768,
+                              MatrixKind::kJacobian);
+    m.params = [](int64_t d, int64_t, int64_t) { return 2 * linear(d, d); };
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d * d + 2 * d; };
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = shift_mixer(MixerKind::ShiftGate2, "hsm_gate2", "HSM double input gate", "HSM eq. 5", 4, 960,
+                              MatrixKind::kJacobian);
+    m.params = [](int64_t d, int64_t h, int64_t) { return h * linear(2 * (d / h), d / h); };
+    m.macs_per_token = [](int64_t d, int64_t h, int64_t) { return 2 * d * d / h + 2 * d; };
+    r.push_back(m);
+  }
+  {
+    MixerInfo m =
+        shift_mixer(MixerKind::ShiftFusion, "hsm_fusion", "HSM fusion", "HSM eq. 6", 4, 960, MatrixKind::kJacobian);
+    m.params = [](int64_t d, int64_t h, int64_t) { return h * (linear(2 * (d / h), d / h) + linear(d / h, d / h)); };
+    m.macs_per_token = [](int64_t d, int64_t h, int64_t) { return 3 * d * d / h; };
+    r.push_back(m);
+  }
+  {  // head j shifts by 2^j in every layer (HSM §4)
+    MixerInfo m = shift_mixer(MixerKind::ShiftABMultihead, "hsm_ab_mh", "HSM (a,b) multihead", "HSM §4", 8, 1024,
+                              MatrixKind::kLinear);
+    m.params = [](int64_t, int64_t h, int64_t) { return 2 * h; };
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
+    m.shifts = [](int64_t, int64_t h) {
+      std::vector<int64_t> s;
+      for (int64_t j = 0; j < h; ++j) s.push_back(int64_t{1} << j);
+      return s;
+    };
+    m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) { return B * (int64_t{1} << (h - 1)) * d; };
+    m.shift_per_head = true;
+    r.push_back(m);
+  }
+  {  // rotating permutation (HSM §7): layer l, head j shifts by 2^((j + l) mod H)
+    MixerInfo m = shift_mixer(MixerKind::ShiftABMultiheadExt, "hsm_ab_mh_ext", "HSM (a,b) multihead-ext", "HSM §7",
+                              8, 1024, MatrixKind::kLinear);
+    m.params = [](int64_t, int64_t h, int64_t) { return 2 * h; };
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
+    m.shifts = [](int64_t layer, int64_t h) {
+      std::vector<int64_t> s;
+      for (int64_t j = 0; j < h; ++j) s.push_back(int64_t{1} << ((j + layer) % h));
+      return s;
+    };
+    m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) { return B * (int64_t{1} << (h - 1)) * d; };
+    m.shift_per_head = true;
+    r.push_back(m);
+  }
+  // ---- DA (Deconstructing Attention §3; 8 heads like attn, FFN 512; docs/mixers.md). Their
+  // matrices are real attention matrices: softmax weights, and taylor's normalised
+  // linear-attention weights (1 + s + s²/2 over the row's sum: positive, rows sum to 1).
+  {  // FC_Dn(SiLU(FC_Gt(x)) ⊙ FC_Up(x)): no token mixing; ‖∂y_i/∂x_k‖ is zero off the diagonal
+    MixerInfo m = reading_mixer(MixerKind::GatedMlp, "mlp", "DA gated MLP (no token mixing)", "DA eq. 4-5",
+                                MixerFamily::kDeconstructedAttention, 1, MatrixKind::kJacobian);
+    m.reads_all_earlier = false;
+    m.params = [](int64_t d, int64_t, int64_t) {
+      const int64_t f = gated_mlp_width(d);
+      return 2 * linear(d, f) + linear(f, d);  // FC_Gt, FC_Up, FC_Dn
+    };
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 3 * d * gated_mlp_width(d); };
+    m.cache_floats = no_cache;
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::Taylor, "taylor", "DA approximate (2nd-order Taylor)",
+                                "DA eq. 6, appx. I eq. 14-17", MixerFamily::kDeconstructedAttention, 8,
+                                MatrixKind::kAttention);
+    m.params = attention_params;
+    m.macs_per_token = [](int64_t d, int64_t h, int64_t) {
+      return 4 * d * d + 2 * h * taylor_feature_dim(d / h) * (d / h + 1);
+    };
+    m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) {
+      return B * h * taylor_feature_dim(d / h) * (d / h + 1);  // Σφ(k)vᵀ, Σφ(k)
+    };
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::NonApprox, "nonapprox", "DA non-approximate", "DA eq. 7-8, 18",
+                                MixerFamily::kDeconstructedAttention, 8, MatrixKind::kAttention);
+    m.params = attention_params;
+    m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 4 * d * d + 3 * d; };
+    m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) {
+      return B * h * (d / h + 2);  // running max, Σe·v, Σe
+    };
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::RndEmbQK, "rnd_emb_qk", "DA RndEmbQK", "DA eq. 9-10",
+                                MixerFamily::kDeconstructedAttention, 8, MatrixKind::kAttention);
+    m.qk_source = QkSource::kRandom;
+    m.params = qk_source_params, m.macs_per_token = qk_source_macs, m.cache_floats = shared_qk_cache;
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::FixedSeqQK, "fixed_seq_qk", "DA FixedSeqQK", "DA eq. 11-12",
+                                MixerFamily::kDeconstructedAttention, 8, MatrixKind::kAttention);
+    m.qk_source = QkSource::kFixedText;
+    m.params = qk_source_params, m.macs_per_token = qk_source_macs, m.cache_floats = shared_qk_cache;
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::StaticEmbQK, "static_emb_qk", "DA StaticEmbQK", "DA eq. 13",
+                                MixerFamily::kDeconstructedAttention, 8, MatrixKind::kAttention);
+    m.qk_source = QkSource::kEmbedding;
+    m.params = qk_source_params, m.macs_per_token = attention_macs, m.cache_floats = keys_values_cache;
+    r.push_back(m);
+  }
+  // ---- EX (Extractors §5; one head, FFN 512 as in EX Table 1). Parameters: EX Tables 3–4 (no
+  // biases); MACs: EX Tables 5–6 (a new token at length T, the summand at t = T). she, he and
+  // we multiply two maps of x in their adjustment, so their matrix is a Jacobian; me is linear.
+  {
+    MixerInfo m = reading_mixer(MixerKind::ExtractorSHE, "she", "EX super high-performance Extractor",
+                                "EX eq. 23-25", MixerFamily::kExtractor, 1, MatrixKind::kJacobian);
+    m.params = [](int64_t d, int64_t, int64_t l) { return l * d * d + 2 * d * d; };  // W_1..W_l, W_adj, W_out
+    m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d * d + 2 * d * d + d; };
+    m.cache_floats = window_cache;
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::ExtractorHE, "he", "EX higher-performance Extractor",
+                                "EX eq. 27, 28, 24, 25", MixerFamily::kExtractor, 1, MatrixKind::kJacobian);
+    m.params = [](int64_t d, int64_t, int64_t l) { return l * d + 3 * d * d; };  // w_1..w_l, W_in_ext, W_adj, W_out
+    m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d + 3 * d * d + d; };
+    m.cache_floats = window_cache;
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::ExtractorWE, "we", "EX worthwhile Extractor", "EX eq. 26, 24, 25",
+                                MixerFamily::kExtractor, 1, MatrixKind::kJacobian);
+    m.params = [](int64_t d, int64_t, int64_t l) { return l * d + 2 * d * d; };  // w_1..w_l, W_adj, W_out
+    m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d + 2 * d * d + d; };
+    m.cache_floats = window_cache;
+    r.push_back(m);
+  }
+  {
+    MixerInfo m = reading_mixer(MixerKind::ExtractorME, "me", "EX minimalist Extractor", "EX eq. 29",
+                                MixerFamily::kExtractor, 1, MatrixKind::kLinear);
+    m.params = [](int64_t, int64_t, int64_t l) { return l; };  // w_1..w_l
+    m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d; };
+    m.cache_floats = window_cache;
+    r.push_back(m);
+  }
+  return r;
+}
+
+}  // namespace
 
 const std::vector<MixerInfo>& all_mixers() {
-  // FFN widths and head counts as in HSM Table 1.
-  static const std::vector<MixerInfo> mixers = {
-      {MixerKind::Attention, "attn", "GPT softmax attention", 8, 512, true},
-      {MixerKind::ShiftAB, "hsm_ab", "HSM (a,b)", 1, 1024, false},
-      {MixerKind::ShiftABVector, "hsm_ab_vec", "HSM (a,b) vector", 1, 1024, false},
-      {MixerKind::ShiftABMatrix, "hsm_AB", "HSM (A,B)", 1, 640, false},
-      {MixerKind::ShiftGate1, "hsm_gate1", "HSM single input gate", 1, 768, false},
-      {MixerKind::ShiftGate2, "hsm_gate2", "HSM double input gate", 4, 960, true},
-      {MixerKind::ShiftFusion, "hsm_fusion", "HSM fusion", 4, 960, true},
-      {MixerKind::ShiftABMultihead, "hsm_ab_mh", "HSM (a,b) multihead", 8, 1024, true},
-      {MixerKind::ShiftABMultiheadExt, "hsm_ab_mh_ext", "HSM (a,b) multihead-ext", 8, 1024, true},
-      // DA (Deconstructing Attention): 8 heads like attn, the paper's FFN 512 (docs/mixers.md)
-      {MixerKind::GatedMlp, "mlp", "DA gated MLP (no token mixing)", 1, 512, false},
-      {MixerKind::Taylor, "taylor", "DA approximate (2nd-order Taylor)", 8, 512, true},
-      {MixerKind::NonApprox, "nonapprox", "DA non-approximate", 8, 512, true},
-      {MixerKind::RndEmbQK, "rnd_emb_qk", "DA RndEmbQK", 8, 512, true},
-      {MixerKind::FixedSeqQK, "fixed_seq_qk", "DA FixedSeqQK", 8, 512, true},
-      {MixerKind::StaticEmbQK, "static_emb_qk", "DA StaticEmbQK", 8, 512, true},
-      // EX (Extractors): EX §5, FFN 512 and one head as in EX Table 1.
-      {MixerKind::ExtractorSHE, "she", "EX super high-performance Extractor", 1, 512, false},
-      {MixerKind::ExtractorHE, "he", "EX higher-performance Extractor", 1, 512, false},
-      {MixerKind::ExtractorWE, "we", "EX worthwhile Extractor", 1, 512, false},
-      {MixerKind::ExtractorME, "me", "EX minimalist Extractor", 1, 512, false},
-  };
+  static const std::vector<MixerInfo> mixers = registry();
   return mixers;
 }
 
@@ -52,65 +259,16 @@ bool is_mixer_id(const std::string& id) {
   return false;
 }
 
-bool is_da_mixer(MixerKind kind) {
-  switch (kind) {
-    case MixerKind::GatedMlp:
-    case MixerKind::Taylor:
-    case MixerKind::NonApprox:
-    case MixerKind::RndEmbQK:
-    case MixerKind::FixedSeqQK:
-    case MixerKind::StaticEmbQK:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_extractor(MixerKind kind) {
-  return kind == MixerKind::ExtractorSHE || kind == MixerKind::ExtractorHE || kind == MixerKind::ExtractorWE ||
-         kind == MixerKind::ExtractorME;
-}
-
-bool is_shift_mixer(MixerKind kind) {
-  return kind != MixerKind::Attention && !is_da_mixer(kind) && !is_extractor(kind);
-}
-
-bool reads_all_earlier(MixerKind kind) {
-  return kind == MixerKind::Attention || is_extractor(kind) || (is_da_mixer(kind) && kind != MixerKind::GatedMlp);
-}
-
-QkSource qk_source(MixerKind kind) {
-  switch (kind) {
-    case MixerKind::RndEmbQK:
-      return QkSource::kRandom;
-    case MixerKind::FixedSeqQK:
-      return QkSource::kFixedText;
-    case MixerKind::StaticEmbQK:
-      return QkSource::kEmbedding;
-    default:
-      return QkSource::kSelf;
-  }
-}
+bool is_da_mixer(MixerKind kind) { return mixer_info(kind).family == MixerFamily::kDeconstructedAttention; }
+bool is_extractor(MixerKind kind) { return mixer_info(kind).family == MixerFamily::kExtractor; }
+bool is_shift_mixer(MixerKind kind) { return mixer_info(kind).family == MixerFamily::kShift; }
+bool reads_all_earlier(MixerKind kind) { return mixer_info(kind).reads_all_earlier; }
+QkSource qk_source(MixerKind kind) { return mixer_info(kind).qk_source; }
 
 int64_t taylor_feature_dim(int64_t hd) { return 1 + hd + hd * (hd + 1) / 2; }
 
 std::vector<int64_t> layer_shifts(MixerKind kind, int64_t layer, int64_t heads) {
-  switch (kind) {
-    case MixerKind::ShiftABMultihead: {
-      std::vector<int64_t> s;
-      for (int64_t j = 0; j < heads; ++j) s.push_back(int64_t{1} << j);
-      return s;
-    }
-    case MixerKind::ShiftABMultiheadExt: {
-      // Rotating permutation of HSM §7: layer l, head j shifts by 2^((j + l) mod H).
-      std::vector<int64_t> s;
-      for (int64_t j = 0; j < heads; ++j) s.push_back(int64_t{1} << ((j + layer) % heads));
-      return s;
-    }
-    default:
-      if (!is_shift_mixer(kind)) return {};  // attention, the DA mixers and the extractors shift nothing
-      return {int64_t{1} << layer};
-  }
+  return mixer_info(kind).shifts(layer, heads);
 }
 
 }  // namespace hsm

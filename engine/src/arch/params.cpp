@@ -13,51 +13,11 @@ int64_t linear(int64_t in, int64_t out, bool bias = true) { return in * out + (b
 }  // namespace
 
 int64_t mixer_params(const std::string& mixer, int64_t d, int64_t heads, int64_t context) {
-  const int64_t hd = d / heads, l = context;
-  const MixerKind kind = mixer_info(mixer).kind;
-  if (is_extractor(kind) && l <= 0)
+  const MixerInfo& info = mixer_info(mixer);
+  if (info.family == MixerFamily::kExtractor && context <= 0)
     throw std::invalid_argument("mixer_params: extractor " + mixer + " needs the context length, got " +
-                                std::to_string(l));
-  switch (kind) {
-    case MixerKind::Attention:
-      return linear(d, 3 * d) + linear(d, d);  // fused q,k,v + output projection
-    case MixerKind::ShiftAB:
-      return 2;
-    case MixerKind::ShiftABVector:
-      return 2 * d;
-    case MixerKind::ShiftABMatrix:
-      return 2 * d * d + d + linear(d, d);  // A, B, bias + the output projection
-    case MixerKind::ShiftGate1:
-      return 2 * linear(d, d);
-    case MixerKind::ShiftGate2:
-      return heads * linear(2 * hd, hd);
-    case MixerKind::ShiftFusion:
-      return heads * (linear(2 * hd, hd) + linear(hd, hd));
-    case MixerKind::ShiftABMultihead:
-    case MixerKind::ShiftABMultiheadExt:
-      return 2 * heads;
-    case MixerKind::GatedMlp: {
-      const int64_t f = gated_mlp_width(d);
-      return 2 * linear(d, f) + linear(f, d);  // FC_Gt, FC_Up, FC_Dn
-    }
-    case MixerKind::Taylor:
-    case MixerKind::NonApprox:
-      return linear(d, 3 * d) + linear(d, d);  // as attention: fused q,k,v + output projection
-    case MixerKind::RndEmbQK:
-    case MixerKind::FixedSeqQK:
-    case MixerKind::StaticEmbQK:
-      return linear(d, 2 * d) + linear(d, d) + linear(d, d);  // q,k (from the source), v, output
-    // EX Tables 3–4 (no biases, as in eq. 23–29): l matrices or vectors, then d×d maps.
-    case MixerKind::ExtractorSHE:
-      return l * d * d + 2 * d * d;  // W_1..W_l, W_adj, W_out
-    case MixerKind::ExtractorHE:
-      return l * d + 3 * d * d;  // w_1..w_l, W_in_ext, W_adj, W_out
-    case MixerKind::ExtractorWE:
-      return l * d + 2 * d * d;  // w_1..w_l, W_adj, W_out
-    case MixerKind::ExtractorME:
-      return l;  // w_1..w_l
-  }
-  return 0;
+                                std::to_string(context));
+  return info.params(d, heads, context);
 }
 
 int64_t gated_mlp_width(int64_t d) {

@@ -30,32 +30,7 @@ const char* matrix_kind_name(MatrixKind k) {
   return "?";
 }
 
-MatrixKind matrix_kind(MixerKind mixer) {
-  switch (mixer) {
-    case MixerKind::Attention:
-    // DA: real attention matrices. nonapprox and the *_qk variants are softmax weights; taylor's
-    // are its normalised linear-attention weights (1 + s + s²/2 over the row's sum: positive,
-    // rows sum to 1, but not a softmax).
-    case MixerKind::Taylor:
-    case MixerKind::NonApprox:
-    case MixerKind::RndEmbQK:
-    case MixerKind::FixedSeqQK:
-    case MixerKind::StaticEmbQK:
-      return MatrixKind::kAttention;
-    case MixerKind::GatedMlp:  // no mixing: ‖∂y_i/∂x_k‖ is zero off the diagonal (identity, normalised)
-    case MixerKind::ShiftGate1:
-    case MixerKind::ShiftGate2:
-    case MixerKind::ShiftFusion:
-    case MixerKind::ExtractorSHE:  // the adjustment (x W_adj) ⊙ e multiplies two maps of x
-    case MixerKind::ExtractorHE:
-    case MixerKind::ExtractorWE:
-      return MatrixKind::kJacobian;
-    case MixerKind::ExtractorME:  // Σ w_k x_{i−k+1}: linear
-      return MatrixKind::kLinear;
-    default:
-      return MatrixKind::kLinear;
-  }
-}
+MatrixKind matrix_kind(MixerKind mixer) { return mixer_info(mixer).matrix; }
 
 Indicators head_indicators(const std::vector<float>& A, int64_t L) {
   check_square(A.size(), L, "head_indicators");

@@ -13,6 +13,7 @@ struct AttentionImpl : MixerImpl {
   torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
   // Softmax weights per head for diagnostics: [B, H, T, T].
   torch::Tensor attention_weights(const torch::Tensor& x);
+  MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   int64_t heads, head_dim;

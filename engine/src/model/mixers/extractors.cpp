@@ -146,4 +146,54 @@ std::shared_ptr<MixerImpl> make_extractor(MixerKind kind, int64_t d, int64_t l) 
   }
 }
 
+// ---- diagnostics ---------------------------------------------------------------------------
+
+namespace {
+torch::Tensor check_window(const torch::Tensor& x, int64_t context) {
+  const int64_t L = x.size(1);
+  if (L > context)
+    throw std::invalid_argument("extractor diagnostics: " + std::to_string(L) + " positions exceed the context " +
+                                std::to_string(context));
+  return x;
+}
+}  // namespace
+
+MixerImpl::MixingMatrices ExtractorImpl::mixing_matrices(const torch::Tensor& x, const torch::Tensor&) {
+  torch::NoGradGuard no_grad;
+  const int64_t L = check_window(x, context).size(1);
+  auto pos = torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
+  auto lag = (pos.unsqueeze(1) - pos.unsqueeze(0));  // [L, L]: i − k
+  auto below = (lag >= 0).to(x.dtype());
+  auto x0 = x.squeeze(0);                          // [L, d]
+  auto E = lag_maps(L).to(x.dtype());              // [L, d, d]: E_k at k − 1, rows = input channels
+  auto Wo = out->weight.t().to(x.dtype());         // [d, d]: W_out, (c, o)
+  auto Wa = adj->weight.t().to(x.dtype());         // W_adj
+  auto a = torch::matmul(x0, Wa);                  // [L, d]
+  auto e = extract(extraction_input(x)).squeeze(0);  // [L, d]
+  // k < i: ‖W_outᵀ diag(a_i) E_lagᵀ‖²_F = a_iᵀ ((W_out W_outᵀ) ∘ (E_lagᵀ E_lag)) a_i
+  auto G = torch::matmul(Wo, Wo.t());                               // [d, d]
+  auto K = G.unsqueeze(0) * torch::matmul(E.transpose(1, 2), E);    // [L, d, d]
+  auto Q = torch::einsum("ic,lcb,ib->il", {a, K, a}).clamp_min(0);  // [L (output i), L (lag)]
+  auto M = Q.gather(1, lag.clamp_min(0)).sqrt() * below;            // [L, L]
+  // k = i: both terms, explicitly: ‖(E_1 diag(a_i) + W_adj diag(e_i)) W_out‖_F
+  auto own = torch::matmul(E[0].unsqueeze(0) * a.unsqueeze(1) + Wa.unsqueeze(0) * e.unsqueeze(1), Wo);  // [L, d, d]
+  M = M * (1 - torch::eye(L, x.options())) + torch::diag(own.pow(2).sum({1, 2}).sqrt());
+  return {M.unsqueeze(0), {-1}};
+}
+
+MixerImpl::MixingMatrices MeImpl::mixing_matrices(const torch::Tensor& x, const torch::Tensor&) {
+  torch::NoGradGuard no_grad;
+  return {toeplitz(check_window(x, context).size(1)).unsqueeze(0), {-1}};
+}
+
+void ExtractorImpl::learned_weights(MixerWeights& w) const {
+  torch::NoGradGuard no_grad;
+  auto t = lag_weights().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  w.lag_weights.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+}
+
+torch::Tensor SheImpl::lag_weights() const { return w_ext.pow(2).mean({1, 2}).sqrt(); }
+torch::Tensor WeImpl::lag_weights() const { return w_ext.abs().mean(1); }
+torch::Tensor MeImpl::lag_weights() const { return w_ext; }
+
 }  // namespace hsm

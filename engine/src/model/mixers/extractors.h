@@ -30,6 +30,14 @@ struct ExtractorImpl : MixerImpl {
   virtual torch::Tensor lag_maps(int64_t K) const = 0;
   // x and its extraction e -> the mixer's output (eq. 24–25; ME returns e).
   torch::Tensor finish(const torch::Tensor& x, const torch::Tensor& e);
+  // One head reading every earlier position (L ≤ context), not normalised: ‖∂y_i/∂x_k‖_F from
+  // the closed form ∂y_i/∂x_k = W_outᵀ diag(a_i) E_{i−k+1}ᵀ (+ W_outᵀ diag(e_i) W_adjᵀ when
+  // k = i), with a = x W_adj, e the extraction and E_k the lag maps. ME: its exact map.
+  MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;
+  // One number per lag k = 1..l (EX §5's "reverse order"), so the layers compare.
+  void learned_weights(MixerWeights& w) const override;
+  // The weight of each lag as learned_weights shows it: [l].
+  virtual torch::Tensor lag_weights() const = 0;
 
   int64_t d_model, context;
   torch::nn::Linear adj{nullptr}, out{nullptr};  // W_adj, W_out (absent for ME)
@@ -42,6 +50,7 @@ struct SheImpl : ExtractorImpl {
   torch::Tensor extract(const torch::Tensor& u) override;
   torch::Tensor extract_window(const torch::Tensor& window) override;
   torch::Tensor lag_maps(int64_t K) const override;
+  torch::Tensor lag_weights() const override;  // the RMS entry of W_k, ‖W_k‖_F / d
   torch::Tensor w_ext;  // [l, d, d]
 };
 
@@ -52,6 +61,7 @@ struct WeImpl : ExtractorImpl {
   torch::Tensor extract(const torch::Tensor& u) override;
   torch::Tensor extract_window(const torch::Tensor& window) override;
   torch::Tensor lag_maps(int64_t K) const override;
+  torch::Tensor lag_weights() const override;  // the mean |w_k| over channels
   torch::Tensor w_ext;  // [l, d]
 };
 
@@ -72,6 +82,8 @@ struct MeImpl : ExtractorImpl {
   torch::Tensor lag_maps(int64_t K) const override;
   // M[i, j] = w_{i−j+1} for 0 ≤ i − j < l, else 0: [T, T].
   torch::Tensor toeplitz(int64_t T) const;
+  MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the Toeplitz map
+  torch::Tensor lag_weights() const override;  // w_k itself
   torch::Tensor w_ext;  // [l]
 };
 

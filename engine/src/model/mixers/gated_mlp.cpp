@@ -23,4 +23,9 @@ torch::Tensor GatedMlpImpl::step(const torch::Tensor& x_t, MixerCache&, int64_t,
 
 torch::Tensor GatedMlpImpl::prefill(const torch::Tensor& x, MixerCache&, int64_t) { return forward(x); }
 
+
+MixerImpl::MixingMatrices GatedMlpImpl::mixing_matrices(const torch::Tensor& x, const torch::Tensor&) {
+  return {torch::eye(x.size(1)).unsqueeze(0), {0}};  // [1, L, L]
+}
+
 }  // namespace hsm

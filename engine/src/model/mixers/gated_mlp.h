@@ -11,6 +11,8 @@ struct GatedMlpImpl : MixerImpl {
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
   torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+  // It mixes no tokens: the identity (each output reads its own input only), shift 0.
+  MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;
 
   torch::nn::Linear gate{nullptr}, up{nullptr}, down{nullptr};  // d->f, d->f, f->d
 };

@@ -169,4 +169,11 @@ torch::Tensor LinearAttentionImpl::attention_weights(const torch::Tensor& x) {
   return torch::softmax(masked, -1);
 }
 
+
+MixerImpl::MixingMatrices LinearAttentionImpl::mixing_matrices(const torch::Tensor& x, const torch::Tensor&) {
+  torch::NoGradGuard no_grad;
+  auto m = attention_weights(x).squeeze(0);  // [H, L, L]
+  return {m, std::vector<int64_t>(static_cast<size_t>(m.size(0)), -1)};
+}
+
 }  // namespace hsm

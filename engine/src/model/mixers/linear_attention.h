@@ -24,6 +24,7 @@ struct LinearAttentionImpl : MixerImpl {
   torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
   // The normalised mixing weights per head, [B, H, T, T] (rows sum to 1 over j <= i).
   torch::Tensor attention_weights(const torch::Tensor& x);
+  MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights
 
   static constexpr int64_t kChunk = 128;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};

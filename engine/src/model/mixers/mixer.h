@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "hsm/config.h"
+#include "hsm/diagnostics.h"
 #include "hsm/mixer_kind.h"
 
 namespace hsm {
@@ -35,6 +36,20 @@ struct MixerImpl : torch::nn::Module {
   // A whole prefix at once: forward(x) for x = positions 0..T-1, leaving the cache as T
   // calls of step() would (so a prompt costs one batched pass, not T small ones).
   virtual torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) = 0;
+
+  // What the Diagnostics view shows (SPEC §3.3, docs/diagnostics.md): the matrix of each head
+  // for one prompt, x = LN1(h) [1, L, d], rows = outputs, columns = inputs, of the kind the
+  // registry names (MixerInfo::matrix; not yet row-normalised), and each head's shift (−1: it
+  // reads every earlier position). qk: a DA *_qk layer's LN1(QK stream) [1, L, d], else undefined.
+  struct MixingMatrices {
+    torch::Tensor matrices;       // [H, L, L]
+    std::vector<int64_t> shifts;  // [H]
+  };
+  virtual MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) = 0;
+  // What the Weights view plots: a and b per head, a weight per lag, the shifts (hsm/diagnostics.h).
+  // Mixers without such weights leave `w` as it is.
+  virtual void learned_weights(MixerWeights& w) const { (void)w; }
+
   MixerKind kind;
 };
 

@@ -93,4 +93,11 @@ torch::Tensor QkSourceAttentionImpl::attention_weights_qk(const torch::Tensor& s
   return compat::causal_attention_weights(q, k);
 }
 
+
+MixerImpl::MixingMatrices QkSourceAttentionImpl::mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) {
+  torch::NoGradGuard no_grad;
+  auto m = attention_weights_qk(qk.defined() ? qk : x).select(0, 0);  // [H, L, L]
+  return {m, std::vector<int64_t>(static_cast<size_t>(m.size(0)), -1)};
+}
+
 }  // namespace hsm

@@ -24,6 +24,7 @@ struct QkSourceAttentionImpl : QkSourceMixerImpl {
   torch::Tensor prefill_qk(const torch::Tensor& x, const torch::Tensor& qk, MixerCache& cache,
                            int64_t context) override;
   torch::Tensor attention_weights_qk(const torch::Tensor& qk) override;  // [1 or B, H, T, T]
+  MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // from qk, else x
 
   // Whether Q and K are input-independent (rnd_emb_qk, fixed_seq_qk): cached once per decode.
   bool fixed() const { return kind != MixerKind::StaticEmbQK; }

@@ -19,9 +19,37 @@ struct ShiftMixerImpl : MixerImpl {
   // x_shifted for a whole sequence: [B, T, d] -> [B, T, d], head j's channels shifted by shifts[j].
   torch::Tensor shifted(const torch::Tensor& x) const;
 
+  // Diagnostics (shift_matrices.cpp): the exact map of a linear variant or the Jacobian norms
+  // of a non-linear one, as the registry's MixerInfo::matrix says; the learned weights.
+  MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;
+  void learned_weights(MixerWeights& w) const override;  // the shifts; a and b where the variant has them
+  // Heads the diagnostics show: one per shift (the multihead variants), the channel groups of
+  // hsm_gate2 and hsm_fusion, one otherwise.
+  virtual int64_t heads_shown() const { return shifts.size() > 1 ? static_cast<int64_t>(shifts.size()) : 1; }
+  // A linear variant's RMS gain ‖block‖_F / √(columns) per head of the block applied to x_i
+  // (own) and to x_{i−s} (shifted): a·I gives a. std::invalid_argument for a non-linear one.
+  struct LinearGains {
+    std::vector<double> own, shifted;
+  };
+  virtual LinearGains linear_gains() const;
+
   std::vector<int64_t> shifts;
   int64_t d_model;
 };
+
+// The shift of head h of a shift mixer (its only shift when it has one).
+int64_t head_shift(const ShiftMixerImpl& mixer, int64_t head);
+
+// The exact token-level map of a mixer that is linear in x (hsm_ab, hsm_ab_vec, hsm_AB,
+// hsm_ab_mh(_ext)) for L positions: [H, L, L], signed, not row-normalised: each head's own
+// gain on the diagonal and its shifted gain on the s-th sub-diagonal (linear_gains()).
+// Throws std::invalid_argument for a non-linear mixer.
+torch::Tensor linear_maps(const ShiftMixerImpl& mixer, int64_t L);
+
+// ‖∂y_i/∂x_k‖_F over each head's channels at input x [1, L, d]: [H, L, L], not normalised.
+// Any shift mixer (they are position-wise: y_i = mix(x_i, x_{i-s})), so only the diagonal
+// and the head's shift sub-diagonal are non-zero.
+torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x);
 
 // HSM (a,b), eq. 1: y = a·x + b·x_shifted; a, b scalars per layer. Linear in x: its
 // mixing matrix is a on the diagonal and b on the s-th sub-diagonal.
@@ -30,6 +58,8 @@ struct ShiftABImpl : ShiftMixerImpl {
   // mix(x, shifted(x)); on the CPU in fp32 one fused pass each way (shift.cpp: FusedShiftMix).
   torch::Tensor forward(const torch::Tensor& x) override;
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
+  LinearGains linear_gains() const override;  // a, b
+  void learned_weights(MixerWeights& w) const override;
   torch::Tensor a, b;  // [] scalars
   int64_t shift;
 };
@@ -39,6 +69,8 @@ struct ShiftABVectorImpl : ShiftMixerImpl {
   ShiftABVectorImpl(int64_t d_model, int64_t shift);
   torch::Tensor forward(const torch::Tensor& x) override;  // fused as (a,b)'s
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
+  LinearGains linear_gains() const override;  // block diag(a): the RMS of a (and of b)
+  void learned_weights(MixerWeights& w) const override;
   torch::Tensor a, b;  // [d]
   int64_t shift;
 };
@@ -50,6 +82,7 @@ struct ShiftABVectorImpl : ShiftMixerImpl {
 struct ShiftABMatrixImpl : ShiftMixerImpl {
   ShiftABMatrixImpl(int64_t d_model, int64_t shift);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
+  LinearGains linear_gains() const override;  // W·A on the diagonal, W·B below (W: the output projection)
   torch::nn::Linear A{nullptr}, B{nullptr}, proj{nullptr};
   torch::Tensor bias;  // [d]
   int64_t shift;
@@ -69,6 +102,7 @@ struct ShiftGate1Impl : ShiftMixerImpl {
 struct ShiftGate2Impl : ShiftMixerImpl {
   ShiftGate2Impl(int64_t d_model, int64_t heads, int64_t shift);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
+  int64_t heads_shown() const override { return heads; }
   torch::Tensor weight, bias;  // [H, hd, 2·hd], [H, hd]: one Linear per head
   int64_t heads, head_dim, shift;
 };
@@ -77,6 +111,7 @@ struct ShiftGate2Impl : ShiftMixerImpl {
 struct ShiftFusionImpl : ShiftMixerImpl {
   ShiftFusionImpl(int64_t d_model, int64_t heads, int64_t shift);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
+  int64_t heads_shown() const override { return heads; }
   torch::Tensor w1, b1, w2, b2;  // [H, hd, 2·hd], [H, hd], [H, hd, hd], [H, hd]
   int64_t heads, head_dim, shift;
 };
@@ -86,6 +121,8 @@ struct ShiftFusionImpl : ShiftMixerImpl {
 struct ShiftABMultiheadImpl : ShiftMixerImpl {
   ShiftABMultiheadImpl(MixerKind kind, int64_t d_model, std::vector<int64_t> shifts);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
+  LinearGains linear_gains() const override;  // head j: a_j·I, b_j·I
+  void learned_weights(MixerWeights& w) const override;
   torch::Tensor a, b;  // [H]
   int64_t head_dim;
 };
