@@ -13,7 +13,7 @@
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "inference/fast_decoder.h"
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "model/mixers/blocked_attention.h"
 #include "model/model.h"
 #include "model/torch_compat.h"

@@ -5,9 +5,9 @@
 #include <utility>
 #include <vector>
 
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "model/model.h"
-#include "train/blas_threads.h"
+#include "kernels/blas_threads.h"
 
 namespace hsm::test {
 
@@ -51,7 +51,7 @@ class Threads {
   int torch_, blas_;
 };
 
-// The matrix-product backends this build has (model/gemm.h).
+// The matrix-product backends this build has (kernels/gemm.h).
 inline std::vector<GemmBackend> gemm_backends() {
   std::vector<GemmBackend> b = {GemmBackend::kLibTorch};
   if (onednn_available()) b.push_back(GemmBackend::kOneDnn);

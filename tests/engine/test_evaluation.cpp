@@ -8,11 +8,11 @@
 
 #include <thread>
 
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "model/model.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 #include "model_test_util.h"
-#include "train/blas_threads.h"
+#include "kernels/blas_threads.h"
 #include "train/evaluation.h"
 
 namespace hsm {

@@ -11,11 +11,11 @@
 #include "hsm/mixer_kind.h"
 #include "hsm/session.h"
 #include "inference/fast_decoder.h"
-#include "inference/fast_kernels.h"
+#include "kernels/fast_kernels.h"
 #include "model/model.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 #include "train/adamw.h"
-#include "train/blas_threads.h"
+#include "kernels/blas_threads.h"
 
 using namespace hsm;
 
@@ -274,7 +274,7 @@ TEST(FastKernels, InferenceForwardEqualsTheGradientPath) {
 // decay, and a vector without (our AdamW never decays vectors).
 TEST(FastKernels, AdamWEqualsLibTorchs) {
   const int torch_threads = torch::get_num_threads(), blas = blas_threads();
-  // Unsplit, and split over two LibTorch threads (the CPU default, model/parallel_gemm.h).
+  // Unsplit, and split over two LibTorch threads (the CPU default, kernels/parallel_gemm.h).
   for (const bool matrix : {true, false}) for (const bool split : {false, true}) {
     torch::set_num_threads(split ? 2 : 1);
     set_blas_threads(1);

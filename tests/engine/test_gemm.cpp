@@ -1,4 +1,4 @@
-// The engine's one entry point for CPU matrix products (model/gemm.h): every layout the model
+// The engine's one entry point for CPU matrix products (kernels/gemm.h): every layout the model
 // hands it (plain, transposed views, row and column slices) and both betas give LibTorch's
 // product on each backend; a model trains and evaluates alike on both; a bad HSM_GEMM is
 // refused with the accepted values.
@@ -8,11 +8,11 @@
 #include <array>
 #include <limits>
 
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "model/model.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 #include "model_test_util.h"
-#include "train/blas_threads.h"
+#include "kernels/blas_threads.h"
 #include "train/evaluation.h"
 
 namespace hsm {

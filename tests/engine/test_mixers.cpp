@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "hsm/mixer_kind.h"
+#include "hsm/params.h"
 #include "model/dropout.h"
 #include "model/mixers/attention.h"
 #include "model/mixers/blocked_attention.h"
@@ -63,15 +64,21 @@ TEST_P(EveryMixer, ForwardBackwardReachesEveryParameter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mixers, EveryMixer,
-                         ::testing::Values("attn", "hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2",
-                                           "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"),
-                         [](const auto& info) { return info.param; });
-INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, EveryMixer,
-                         ::testing::Values("mlp", "taylor", "nonapprox", "rnd_emb_qk", "fixed_seq_qk", "static_emb_qk"),
-                         [](const auto& info) { return info.param; });
+// The registry's parameter count is the module's, for every registered mixer.
+TEST_P(EveryMixer, ParameterCountIsTheRegistrys) {
+  auto m = build(GetParam(), 1);
+  int64_t n = 0;
+  for (const auto& p : m->parameters()) n += p.numel();
+  EXPECT_EQ(n, mixer_params(GetParam(), kD, mixer_info(GetParam()).multi_head ? 4 : 1, kT)) << GetParam();
+}
 
-INSTANTIATE_TEST_SUITE_P(Extractors, EveryMixer, ::testing::Values("she", "he", "we", "me"),
+// Every mixer the registry has (hsm/mixer_kind.h): a new one is tested here once registered.
+std::vector<std::string> every_mixer_id() {
+  std::vector<std::string> ids;
+  for (const MixerInfo& m : all_mixers()) ids.push_back(m.id);
+  return ids;
+}
+INSTANTIATE_TEST_SUITE_P(Registry, EveryMixer, ::testing::ValuesIn(every_mixer_id()),
                          [](const auto& info) { return info.param; });
 
 TEST(ShiftRight, MovesTimeAndZeroFills) {

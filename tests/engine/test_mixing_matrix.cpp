@@ -138,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(DeconstructingAttention, DaMixerMatrices,
                          [](const auto& info) { return info.param; });
 
 TEST(MixingMatrix, HandSetAbIsADiagonalAndASubDiagonal) {
-  auto mixer = std::make_shared<ShiftABImpl>(kD, 2);
+  auto mixer = std::make_shared<ShiftABImpl>(MixerKind::ShiftAB, kD, 2);
   {
     torch::NoGradGuard no_grad;
     mixer->a.fill_(0.3);

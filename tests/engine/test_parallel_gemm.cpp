@@ -1,4 +1,4 @@
-// The engine's own split of matrix products over LibTorch's threads (model/parallel_gemm.h,
+// The engine's own split of matrix products over LibTorch's threads (kernels/parallel_gemm.h,
 // the CPU default: LibTorch on every core, OpenBLAS on one) gives what the unsplit path gives:
 // the linear layers' values and gradients, the output layer's loss and gradients, the blocked
 // attention with dropout, evaluation and training steps.
@@ -12,9 +12,9 @@
 
 #include "model/mixers/blocked_attention.h"
 #include "model/model.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 #include "model_test_util.h"
-#include "train/blas_threads.h"
+#include "kernels/blas_threads.h"
 #include "train/evaluation.h"
 
 namespace hsm {

@@ -23,7 +23,7 @@
 #include "hsm/session.h"
 #include "hsm/settings.h"
 #include "hsm/trainer.h"
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "io/io_util.h"
 #include "io/run_lock.h"
 #include "training_test_util.h"

@@ -58,8 +58,9 @@ double indicator(const hsm::Indicators& ind, int index) {
 QString kind_text(hsm::MatrixKind k, const std::string& mixer) {
   switch (k) {
     case hsm::MatrixKind::kAttention:
-      if (mixer == "taylor")  // DA eq. 6: a real attention matrix, but not a softmax
-        return QObject::tr("attention weights (Taylor: 1 + s + s²/2 over the row's sum, not a softmax; rows sum to 1)");
+      // A mixer whose weights are not a softmax says so in its registry entry (DA's taylor).
+      if (hsm::is_mixer_id(mixer) && *hsm::mixer_info(mixer).matrix_note)
+        return QObject::tr("attention weights (%1; rows sum to 1)").arg(QString::fromUtf8(hsm::mixer_info(mixer).matrix_note));
       return QObject::tr("attention weights (softmax; rows sum to 1)");
     case hsm::MatrixKind::kLinear:
       return QObject::tr("exact linear map of the mixer, rows normalised |M|/Σ|M|");

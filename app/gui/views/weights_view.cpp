@@ -8,9 +8,11 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "gui/engine_host.h"
+#include "hsm/mixer_kind.h"
 #include "gui/run_list.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/plot_panel.h"
@@ -21,7 +23,7 @@ namespace {
 QString same_dir(const QString& dir) { return QDir(dir).absolutePath(); }
 
 QString layer_without_weights(const hsm::MixerWeights& w) {
-  if (w.mixer == "attn")
+  if (hsm::is_mixer_id(w.mixer) && hsm::mixer_info(w.mixer).family == hsm::MixerFamily::kAttention)
     return QObject::tr(
                "layer %1 (attn): attention has no learned a/b; its mixing depends on the input "
                "(see Diagnostics)")
@@ -290,7 +292,8 @@ void WeightsView::drawVectors() {
   std::vector<double> values;
   int d = 0;
   for (const hsm::MixerWeights& w : weights_) {
-    if (w.mixer != "hsm_ab_vec" || w.a.empty()) continue;
+    // Per-channel a and b (one per channel, not one per head): HSM (a,b) vector, eq. 2.
+    if (w.a.size() <= std::max<size_t>(1, w.shifts.size())) continue;
     d = static_cast<int>(w.a.size());
     rows << tr("L%1 a").arg(w.layer) << tr("L%1 b").arg(w.layer);
     values.insert(values.end(), w.a.begin(), w.a.end());

@@ -37,10 +37,15 @@ void ReceptiveFieldDiagram::setConfig(const hsm::ModelConfig& config) {
   for (size_t l = 0; l < config.layers.size(); ++l) {
     const hsm::LayerSpec& spec = config.layers[l];
     mixers_.push_back(spec.mixer);
-    const hsm::MixerKind kind =
-        hsm::is_mixer_id(spec.mixer) ? hsm::mixer_info(spec.mixer).kind : hsm::MixerKind::Attention;
-    shifts_.push_back(hsm::layer_shifts(kind, static_cast<int64_t>(l), spec.heads));
-    dense_.push_back(hsm::reads_all_earlier(kind));  // false for DA's mlp: only the position itself
+    // An unknown id (a config from a newer version) is drawn as reading every earlier position.
+    if (!hsm::is_mixer_id(spec.mixer)) {
+      shifts_.push_back({});
+      dense_.push_back(true);
+      continue;
+    }
+    const hsm::MixerInfo& info = hsm::mixer_info(spec.mixer);
+    shifts_.push_back(info.shifts(static_cast<int64_t>(l), spec.heads));
+    dense_.push_back(info.reads_all_earlier);  // false for DA's mlp: only the position itself
   }
   layer_ = std::clamp(layer_, 0, std::max(0, layerCount() - 1));
   if (layerCount() > 0 && layer_ == 0) layer_ = layerCount() - 1;
@@ -150,8 +155,10 @@ void ReceptiveFieldDiagram::paintStatic(QPainter& p) {
       p.fillRect(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop), QColor(120, 140, 200, 38));
       p.setPen(QColor(70, 80, 130));
       const std::string& id = mixers_[static_cast<size_t>(l)];
-      const QString who = id == "attn" ? tr("attention")
-                          : hsm::is_mixer_id(id) && hsm::is_extractor(hsm::mixer_info(id).kind)
+      const hsm::MixerFamily family =
+          hsm::is_mixer_id(id) ? hsm::mixer_info(id).family : hsm::MixerFamily::kAttention;
+      const QString who = family == hsm::MixerFamily::kAttention ? tr("attention")
+                          : family == hsm::MixerFamily::kExtractor
                               ? tr("%1 (extractor, window = context)").arg(QString::fromStdString(id))
                               : QString::fromStdString(id);
       p.drawText(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop), Qt::AlignCenter,

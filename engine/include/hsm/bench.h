@@ -51,7 +51,7 @@ struct BenchResult {
 struct BenchReport {
   std::vector<BenchResult> results;  // model-major, then context
   double sgemm_peak_gflops = 0;      // best of the model's matmul shapes on this device/threads
-  // The same per CPU matrix-product backend ("onednn", "libtorch"; model/gemm.h), all measured
+  // The same per CPU matrix-product backend ("onednn", "libtorch"; kernels/gemm.h), all measured
   // in this run, so which one is faster on a CPU can be read off; the peak above is the best.
   std::map<std::string, double> sgemm_peak_by_backend;
 };

@@ -66,6 +66,8 @@ struct MixerInfo {
   bool reads_all_earlier;
   QkSource qk_source;
   MatrixKind matrix;
+  // What the Diagnostics view adds to the matrix kind's name for this mixer ("" for nothing).
+  const char* matrix_note;
   // Exact trainable parameters (tested against the LibTorch module).
   int64_t (*params)(int64_t d, int64_t h, int64_t T);
   // MACs for one new token at context T (hsm/cost.h has the table).

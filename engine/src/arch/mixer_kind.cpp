@@ -42,7 +42,7 @@ MixerInfo shift_mixer(MixerKind kind, const char* id, const char* title, const c
   MixerInfo m{};
   m.kind = kind, m.id = id, m.title = title, m.equation = equation, m.family = MixerFamily::kShift;
   m.default_heads = heads, m.paper_ffn = ffn, m.multi_head = heads > 1, m.reads_all_earlier = false;
-  m.qk_source = QkSource::kSelf, m.matrix = matrix;
+  m.qk_source = QkSource::kSelf, m.matrix = matrix, m.matrix_note = "";
   m.cache_floats = ring_cache<one_shift>, m.shifts = one_shift, m.shift_per_head = false;
   return m;
 }
@@ -52,7 +52,7 @@ MixerInfo reading_mixer(MixerKind kind, const char* id, const char* title, const
   MixerInfo m{};
   m.kind = kind, m.id = id, m.title = title, m.equation = equation, m.family = family;
   m.default_heads = heads, m.paper_ffn = 512, m.multi_head = heads > 1, m.reads_all_earlier = true;
-  m.qk_source = QkSource::kSelf, m.matrix = matrix;
+  m.qk_source = QkSource::kSelf, m.matrix = matrix, m.matrix_note = "";
   m.shifts = no_shifts, m.shift_per_head = false;
   return m;
 }
@@ -154,6 +154,7 @@ std::vector<MixerInfo> registry() {
     MixerInfo m = reading_mixer(MixerKind::Taylor, "taylor", "DA approximate (2nd-order Taylor)",
                                 "DA eq. 6, appx. I eq. 14-17", MixerFamily::kDeconstructedAttention, 8,
                                 MatrixKind::kAttention);
+    m.matrix_note = "Taylor: 1 + s + s²/2 over the row's sum, not a softmax";
     m.params = attention_params;
     m.macs_per_token = [](int64_t d, int64_t h, int64_t) {
       return 4 * d * d + 2 * h * taylor_feature_dim(d / h) * (d / h + 1);

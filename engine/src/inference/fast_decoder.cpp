@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "hsm/mixer_kind.h"
-#include "inference/fast_kernels.h"
+#include "kernels/fast_kernels.h"
 #include "model/model.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 namespace hsm {
 namespace {

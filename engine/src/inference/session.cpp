@@ -10,7 +10,7 @@
 #include "hsm/dataset.h"
 #include "hsm/tokenizer.h"
 #include "inference/fast_decoder.h"
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/evaluation.h"

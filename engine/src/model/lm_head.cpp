@@ -6,10 +6,10 @@
 // every step. Here, per chunk of rows, the forward pass computes the logits, the loss and
 // already the gradients (softmax − one-hot, times the weight and the hidden states): the
 // backward pass only scales them by the incoming gradient. Same FLOPs, chunk-sized memory.
-#include "inference/fast_kernels.h"
-#include "model/gemm.h"
+#include "kernels/fast_kernels.h"
+#include "kernels/gemm.h"
 #include "model/model.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 namespace hsm {
 namespace {
@@ -67,7 +67,7 @@ LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, 
   LossSums sums;
   if (flat.is_cpu() && flat.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32) {
     // Loss and accuracy in one pass over each row of logits (fast_kernels.h); per block of rows
-    // (one per thread in split mode, model/parallel_gemm.h), added in row order.
+    // (one per thread in split mode, kernels/parallel_gemm.h), added in row order.
     for (int64_t r0 = 0; r0 < N; r0 += kChunkRows) {
       const int64_t n = std::min(kChunkRows, N - r0);
       auto logits = torch::empty({n, V}, flat.options());  // [n, V]

@@ -4,10 +4,10 @@
 #include <random>
 #include <stdexcept>
 
-#include "inference/fast_kernels.h"
+#include "kernels/fast_kernels.h"
 #include "model/dropout.h"
-#include "model/gemm.h"
-#include "model/parallel_gemm.h"
+#include "kernels/gemm.h"
+#include "kernels/parallel_gemm.h"
 
 namespace hsm {
 

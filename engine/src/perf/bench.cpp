@@ -1,4 +1,4 @@
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 #include "hsm/bench.h"
 
 #include <malloc.h>
@@ -13,7 +13,7 @@
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "train/evaluation.h"
 
 namespace hsm {

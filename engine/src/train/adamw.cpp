@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "inference/fast_kernels.h"
-#include "model/parallel_gemm.h"
+#include "kernels/fast_kernels.h"
+#include "kernels/parallel_gemm.h"
 #include <unordered_map>
 
 namespace hsm {

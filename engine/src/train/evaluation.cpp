@@ -9,7 +9,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 #include "model/torch_compat.h"
 
 namespace hsm {

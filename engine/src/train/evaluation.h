@@ -44,7 +44,7 @@ struct WindowEval {
 // windows: a [B·T, 1024] FFN activation of a 64 × 128 batch is 32 MiB, glibc's largest mmap
 // threshold, so each one would be mapped and page-faulted in afresh (issue 9); and one forward
 // at a time would leave cores idle during every LayerNorm, GELU and loss. The slices run one
-// per thread, each computed alone on its thread (model/parallel_gemm.h: SerialScope) with
+// per thread, each computed alone on its thread (kernels/parallel_gemm.h: SerialScope) with
 // OpenBLAS on one thread, and their sums are added in slice order: the result is the same on
 // any number of threads, by construction (issue 18). threads 0 (the default): on LibTorch's
 // pool when it has several threads, else on eval_workers() threads; threads > 0: on that many

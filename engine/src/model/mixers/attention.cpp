@@ -1,12 +1,12 @@
 #include "model/mixers/attention.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 #include "model/torch_compat.h"
 
 namespace hsm {
 
-AttentionImpl::AttentionImpl(int64_t d, int64_t heads, double dropout)
-    : MixerImpl(MixerKind::Attention), heads(heads), head_dim(d / heads), dropout(dropout) {
+AttentionImpl::AttentionImpl(MixerKind kind, int64_t d, int64_t heads, double dropout)
+    : MixerImpl(kind), heads(heads), head_dim(d / heads), dropout(dropout) {
   qkv = register_module("qkv", torch::nn::Linear(d, 3 * d));
   proj = register_module("proj", torch::nn::Linear(d, d));
   init_linear(qkv);

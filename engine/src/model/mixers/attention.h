@@ -6,7 +6,7 @@ namespace hsm {
 // GPT multi-head causal softmax attention (HSM §2.1): fused q,k,v projection, scaled
 // dot-product per head, output projection.
 struct AttentionImpl : MixerImpl {
-  AttentionImpl(int64_t d_model, int64_t heads, double dropout);
+  AttentionImpl(MixerKind kind, int64_t d_model, int64_t heads, double dropout);
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
   // KV cache: the new key/value is written at `pos`; the query attends to 0..pos.
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;

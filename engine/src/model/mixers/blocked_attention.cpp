@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "model/dropout.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 namespace hsm {
 namespace {

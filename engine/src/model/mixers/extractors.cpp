@@ -1,6 +1,6 @@
 #include "model/mixers/extractors.h"
 #include "model/mixers/lag_mix.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 #include <stdexcept>
 
@@ -35,11 +35,12 @@ torch::Tensor window_slots(int64_t pos, int64_t K, int64_t R, const torch::Devic
 }  // namespace
 
 // ---- shared --------------------------------------------------------------------------------
-ExtractorImpl::ExtractorImpl(MixerKind kind, int64_t d, int64_t l) : MixerImpl(kind), d_model(d), context(l) {
+ExtractorImpl::ExtractorImpl(MixerKind kind, int64_t d, int64_t l, bool adjusted)
+    : MixerImpl(kind), d_model(d), context(l) {
   if (l <= 0)
     throw std::invalid_argument(std::string("extractor ") + mixer_info(kind).id +
                                 " needs the model's context length (got " + std::to_string(l) + ")");
-  if (kind != MixerKind::ExtractorME) {
+  if (adjusted) {
     adj = register_module("adj", square_map(d));
     out = register_module("out", square_map(d));
   }
@@ -72,7 +73,7 @@ torch::Tensor ExtractorImpl::step(const torch::Tensor& x_t, MixerCache& cache, i
 }
 
 // ---- SHE -----------------------------------------------------------------------------------
-SheImpl::SheImpl(int64_t d, int64_t l) : ExtractorImpl(MixerKind::ExtractorSHE, d, l) {
+SheImpl::SheImpl(MixerKind kind, int64_t d, int64_t l) : ExtractorImpl(kind, d, l) {
   w_ext = register_parameter("w_ext", torch::randn({l, d, d}) * kInitStd);
 }
 
@@ -86,7 +87,7 @@ torch::Tensor SheImpl::extract_window(const torch::Tensor& window) {
 torch::Tensor SheImpl::lag_maps(int64_t K) const { return w_ext.narrow(0, 0, K); }
 
 // ---- WE ------------------------------------------------------------------------------------
-WeImpl::WeImpl(int64_t d, int64_t l, MixerKind kind) : ExtractorImpl(kind, d, l) {
+WeImpl::WeImpl(MixerKind kind, int64_t d, int64_t l) : ExtractorImpl(kind, d, l) {
   w_ext = register_parameter("w_ext", torch::randn({l, d}) * kInitStd);
 }
 
@@ -99,7 +100,7 @@ torch::Tensor WeImpl::extract_window(const torch::Tensor& window) {
 torch::Tensor WeImpl::lag_maps(int64_t K) const { return torch::diag_embed(w_ext.narrow(0, 0, K)); }
 
 // ---- HE ------------------------------------------------------------------------------------
-HeImpl::HeImpl(int64_t d, int64_t l) : WeImpl(d, l, MixerKind::ExtractorHE) {
+HeImpl::HeImpl(MixerKind kind, int64_t d, int64_t l) : WeImpl(kind, d, l) {
   in_ext = register_module("in_ext", square_map(d));
 }
 
@@ -111,7 +112,7 @@ torch::Tensor HeImpl::lag_maps(int64_t K) const {
 }
 
 // ---- ME ------------------------------------------------------------------------------------
-MeImpl::MeImpl(int64_t d, int64_t l) : ExtractorImpl(MixerKind::ExtractorME, d, l) {
+MeImpl::MeImpl(MixerKind kind, int64_t d, int64_t l) : ExtractorImpl(kind, d, l, /*adjusted=*/false) {
   w_ext = register_parameter("w_ext", torch::randn({l}) * kInitStd);
 }
 
@@ -131,20 +132,6 @@ torch::Tensor MeImpl::lag_maps(int64_t K) const {
   return w_ext.narrow(0, 0, K).view({K, 1, 1}) * eye;  // w_k I
 }
 
-std::shared_ptr<MixerImpl> make_extractor(MixerKind kind, int64_t d, int64_t l) {
-  switch (kind) {
-    case MixerKind::ExtractorSHE:
-      return std::make_shared<SheImpl>(d, l);
-    case MixerKind::ExtractorHE:
-      return std::make_shared<HeImpl>(d, l);
-    case MixerKind::ExtractorWE:
-      return std::make_shared<WeImpl>(d, l);
-    case MixerKind::ExtractorME:
-      return std::make_shared<MeImpl>(d, l);
-    default:
-      throw std::logic_error(std::string("make_extractor: ") + mixer_info(kind).id + " is not an extractor");
-  }
-}
 
 // ---- diagnostics ---------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@
 namespace hsm {
 
 struct ExtractorImpl : MixerImpl {
-  ExtractorImpl(MixerKind kind, int64_t d_model, int64_t context);
+  // adjusted: eq. 24-25's adjustment and output maps follow the extraction (all but ME).
+  ExtractorImpl(MixerKind kind, int64_t d_model, int64_t context, bool adjusted = true);
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
   torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
@@ -46,7 +47,7 @@ struct ExtractorImpl : MixerImpl {
 // SHE, eq. 23–25. w_ext: [l, d, d], w_ext[k−1] = W_k. Forward: dense_lag_mix (lag_mix.h),
 // blocks of lags as GEMMs accumulated into the output.
 struct SheImpl : ExtractorImpl {
-  SheImpl(int64_t d_model, int64_t context);
+  SheImpl(MixerKind kind, int64_t d_model, int64_t context);
   torch::Tensor extract(const torch::Tensor& u) override;
   torch::Tensor extract_window(const torch::Tensor& window) override;
   torch::Tensor lag_maps(int64_t K) const override;
@@ -57,7 +58,7 @@ struct SheImpl : ExtractorImpl {
 // WE (eq. 26) and HE (eq. 27–28): per-channel weights w_ext [l, d], w_ext[k−1] = w_k.
 // Forward: depthwise_lag_mix (lag_mix.h), a depthwise causal convolution.
 struct WeImpl : ExtractorImpl {
-  WeImpl(int64_t d_model, int64_t context, MixerKind kind = MixerKind::ExtractorWE);
+  WeImpl(MixerKind kind, int64_t d_model, int64_t context);
   torch::Tensor extract(const torch::Tensor& u) override;
   torch::Tensor extract_window(const torch::Tensor& window) override;
   torch::Tensor lag_maps(int64_t K) const override;
@@ -67,7 +68,7 @@ struct WeImpl : ExtractorImpl {
 
 // HE: WE on u = x W_in_ext.
 struct HeImpl : WeImpl {
-  HeImpl(int64_t d_model, int64_t context);
+  HeImpl(MixerKind kind, int64_t d_model, int64_t context);
   torch::Tensor extraction_input(const torch::Tensor& x) override;
   torch::Tensor lag_maps(int64_t K) const override;  // W_in_ext diag(w_k)
   torch::nn::Linear in_ext{nullptr};
@@ -76,7 +77,7 @@ struct HeImpl : WeImpl {
 // ME, eq. 29: scalar weights w_ext [l]. Forward: one [T, T] Toeplitz matrix times x.
 // Linear in x: its token map is that matrix (diagnostics).
 struct MeImpl : ExtractorImpl {
-  MeImpl(int64_t d_model, int64_t context);
+  MeImpl(MixerKind kind, int64_t d_model, int64_t context);
   torch::Tensor extract(const torch::Tensor& u) override;
   torch::Tensor extract_window(const torch::Tensor& window) override;
   torch::Tensor lag_maps(int64_t K) const override;
@@ -87,7 +88,5 @@ struct MeImpl : ExtractorImpl {
   torch::Tensor w_ext;  // [l]
 };
 
-// Builds the extractor `kind` for a model of width d_model and context l.
-std::shared_ptr<MixerImpl> make_extractor(MixerKind kind, int64_t d_model, int64_t context);
 
 }  // namespace hsm

@@ -1,11 +1,11 @@
 #include "model/mixers/gated_mlp.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 #include "hsm/params.h"
 
 namespace hsm {
 
-GatedMlpImpl::GatedMlpImpl(int64_t d) : MixerImpl(MixerKind::GatedMlp) {
+GatedMlpImpl::GatedMlpImpl(MixerKind kind, int64_t d) : MixerImpl(kind) {
   const int64_t f = gated_mlp_width(d);
   gate = register_module("gate", torch::nn::Linear(d, f));
   up = register_module("up", torch::nn::Linear(d, f));

@@ -7,7 +7,7 @@ namespace hsm {
 // token mixing, so y[t] depends on x[t] alone and decoding keeps no state. Hidden width
 // f = gated_mlp_width(d) (hsm/params.h): the parameter count nearest attention's 4d² + 4d.
 struct GatedMlpImpl : MixerImpl {
-  explicit GatedMlpImpl(int64_t d_model);
+  GatedMlpImpl(MixerKind kind, int64_t d_model);
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
   torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;

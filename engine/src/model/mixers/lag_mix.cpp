@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 namespace hsm {
 namespace {

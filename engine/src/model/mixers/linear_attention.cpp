@@ -1,5 +1,5 @@
 #include "model/mixers/linear_attention.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 #include <cmath>
 #include <limits>
@@ -42,8 +42,8 @@ torch::Tensor taylor_features(const torch::Tensor& x) {
   return torch::cat({torch::ones(sizes, x.options()), x, second}, -1);  // [..., 1 + hd + P]
 }
 
-LinearAttentionImpl::LinearAttentionImpl(MixerKind kind, int64_t d, int64_t heads)
-    : MixerImpl(kind), heads(heads), head_dim(d / heads) {
+LinearAttentionImpl::LinearAttentionImpl(MixerKind kind, Form form, int64_t d, int64_t heads)
+    : MixerImpl(kind), form(form), heads(heads), head_dim(d / heads) {
   qkv = register_module("qkv", torch::nn::Linear(d, 3 * d));
   proj = register_module("proj", torch::nn::Linear(d, d));
   init_linear(qkv);
@@ -59,7 +59,7 @@ torch::Tensor LinearAttentionImpl::mix(const torch::Tensor& q_in, const torch::T
                                        MixerCache* state) {
   const int64_t B = v.size(0), T = v.size(2);
   std::vector<torch::Tensor> outs;
-  if (kind == MixerKind::Taylor) {
+  if (form == Form::kTaylor) {
     const double c = taylor_scale(head_dim);
     auto q = q_in * c, k = k_in * c;
     const bool one_chunk = T <= kChunk;
@@ -131,7 +131,7 @@ torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerCache& ca
   auto [q4, k4, v4] = split_qkv_heads(qkv, x_t.unsqueeze(1), heads);  // [B, H, 1, hd]
   auto q = q4.squeeze(2), k = k4.squeeze(2), v = v4.squeeze(2);       // [B, H, hd]
   torch::Tensor y;
-  if (kind == MixerKind::Taylor) {
+  if (form == Form::kTaylor) {
     const double c = taylor_scale(head_dim);
     auto fq = taylor_features(q * c), fk = taylor_features(k * c);  // [B, H, D]
     auto dkv = fk.unsqueeze(-1) * v.unsqueeze(-2);                  // [B, H, D, hd]
@@ -158,7 +158,7 @@ torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerCache& ca
 
 torch::Tensor LinearAttentionImpl::attention_weights(const torch::Tensor& x) {
   auto [q, k, v] = split_qkv_heads(qkv, x, heads);
-  if (kind == MixerKind::Taylor) {
+  if (form == Form::kTaylor) {
     const double c = taylor_scale(head_dim);
     auto w = taylor_weights(q * c, k * c);
     return w / w.sum(-1, true);

@@ -18,7 +18,10 @@
 namespace hsm {
 
 struct LinearAttentionImpl : MixerImpl {
-  LinearAttentionImpl(MixerKind kind, int64_t d_model, int64_t heads);  // kind: Taylor or NonApprox
+  // The two ways DA replaces the softmax: the 2nd-order Taylor polynomial (taylor, eq. 6) or
+  // softmax over the running sums (nonapprox, eq. 7-8).
+  enum class Form { kTaylor, kNonApprox };
+  LinearAttentionImpl(MixerKind kind, Form form, int64_t d_model, int64_t heads);
   torch::Tensor forward(const torch::Tensor& x) override;               // [B, T, d] -> [B, T, d]
   torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
   torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
@@ -28,6 +31,7 @@ struct LinearAttentionImpl : MixerImpl {
 
   static constexpr int64_t kChunk = 128;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
+  Form form;
   int64_t heads, head_dim;
 
  private:

@@ -19,38 +19,45 @@ std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int6
                                       int64_t context) {
   const MixerKind kind = mixer_info(spec.mixer).kind;
   const auto shifts = layer_shifts(kind, layer, spec.heads);
+  const int64_t h = spec.heads;
+  // The one place a mixer's module is chosen; everything else about it is its registry entry
+  // (arch/mixer_kind.cpp). No default: the compiler names a kind without a module.
   switch (kind) {
     case MixerKind::Attention:
-      return std::make_shared<AttentionImpl>(d, spec.heads, dropout);
+      return std::make_shared<AttentionImpl>(kind, d, h, dropout);
     case MixerKind::ShiftAB:
-      return std::make_shared<ShiftABImpl>(d, shifts[0]);
+      return std::make_shared<ShiftABImpl>(kind, d, shifts[0]);
     case MixerKind::ShiftABVector:
-      return std::make_shared<ShiftABVectorImpl>(d, shifts[0]);
+      return std::make_shared<ShiftABVectorImpl>(kind, d, shifts[0]);
     case MixerKind::ShiftABMatrix:
-      return std::make_shared<ShiftABMatrixImpl>(d, shifts[0]);
+      return std::make_shared<ShiftABMatrixImpl>(kind, d, shifts[0]);
     case MixerKind::ShiftGate1:
-      return std::make_shared<ShiftGate1Impl>(d, shifts[0]);
+      return std::make_shared<ShiftGate1Impl>(kind, d, shifts[0]);
     case MixerKind::ShiftGate2:
-      return std::make_shared<ShiftGate2Impl>(d, spec.heads, shifts[0]);
+      return std::make_shared<ShiftGate2Impl>(kind, d, h, shifts[0]);
     case MixerKind::ShiftFusion:
-      return std::make_shared<ShiftFusionImpl>(d, spec.heads, shifts[0]);
+      return std::make_shared<ShiftFusionImpl>(kind, d, h, shifts[0]);
     case MixerKind::ShiftABMultihead:
     case MixerKind::ShiftABMultiheadExt:
       return std::make_shared<ShiftABMultiheadImpl>(kind, d, shifts);
     case MixerKind::GatedMlp:
-      return std::make_shared<GatedMlpImpl>(d);
+      return std::make_shared<GatedMlpImpl>(kind, d);
     case MixerKind::Taylor:
+      return std::make_shared<LinearAttentionImpl>(kind, LinearAttentionImpl::Form::kTaylor, d, h);
     case MixerKind::NonApprox:
-      return std::make_shared<LinearAttentionImpl>(kind, d, spec.heads);
+      return std::make_shared<LinearAttentionImpl>(kind, LinearAttentionImpl::Form::kNonApprox, d, h);
     case MixerKind::RndEmbQK:
     case MixerKind::FixedSeqQK:
     case MixerKind::StaticEmbQK:
-      return std::make_shared<QkSourceAttentionImpl>(kind, d, spec.heads, dropout);
+      return std::make_shared<QkSourceAttentionImpl>(kind, d, h, dropout);
     case MixerKind::ExtractorSHE:
+      return std::make_shared<SheImpl>(kind, d, context);
     case MixerKind::ExtractorHE:
+      return std::make_shared<HeImpl>(kind, d, context);
     case MixerKind::ExtractorWE:
+      return std::make_shared<WeImpl>(kind, d, context);
     case MixerKind::ExtractorME:
-      return make_extractor(kind, d, context);
+      return std::make_shared<MeImpl>(kind, d, context);
   }
   throw std::logic_error("make_mixer: unhandled mixer " + spec.mixer);
 }

@@ -1,5 +1,5 @@
 #include "model/mixers/qk_source_attention.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 #include "model/torch_compat.h"
 

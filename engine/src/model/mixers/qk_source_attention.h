@@ -27,7 +27,7 @@ struct QkSourceAttentionImpl : QkSourceMixerImpl {
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // from qk, else x
 
   // Whether Q and K are input-independent (rnd_emb_qk, fixed_seq_qk): cached once per decode.
-  bool fixed() const { return kind != MixerKind::StaticEmbQK; }
+  bool fixed() const { return qk_source(kind) != QkSource::kEmbedding; }
 
   torch::nn::Linear qk{nullptr}, value{nullptr}, proj{nullptr};
   int64_t heads, head_dim;

@@ -1,5 +1,5 @@
 #include "model/mixers/shift.h"
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 #include <algorithm>
 
@@ -172,7 +172,7 @@ torch::Tensor ShiftMixerImpl::step(const torch::Tensor& x_t, MixerCache& cache, 
 }
 
 // ---- (a,b) --------------------------------------------------------------------------
-ShiftABImpl::ShiftABImpl(int64_t d, int64_t shift) : ShiftMixerImpl(MixerKind::ShiftAB, d, {shift}), shift(shift) {
+ShiftABImpl::ShiftABImpl(MixerKind kind, int64_t d, int64_t shift) : ShiftMixerImpl(kind, d, {shift}), shift(shift) {
   a = register_parameter("a", torch::full({}, kInitWeight));
   b = register_parameter("b", torch::full({}, kInitWeight));
 }
@@ -185,8 +185,8 @@ torch::Tensor ShiftABImpl::forward(const torch::Tensor& x) {
 }
 
 // ---- (a,b) vector -------------------------------------------------------------------
-ShiftABVectorImpl::ShiftABVectorImpl(int64_t d, int64_t shift)
-    : ShiftMixerImpl(MixerKind::ShiftABVector, d, {shift}), shift(shift) {
+ShiftABVectorImpl::ShiftABVectorImpl(MixerKind kind, int64_t d, int64_t shift)
+    : ShiftMixerImpl(kind, d, {shift}), shift(shift) {
   a = register_parameter("a", torch::full({d}, kInitWeight));
   b = register_parameter("b", torch::full({d}, kInitWeight));
 }
@@ -201,8 +201,8 @@ torch::Tensor ShiftABVectorImpl::forward(const torch::Tensor& x) {
 }
 
 // ---- (A,B) --------------------------------------------------------------------------
-ShiftABMatrixImpl::ShiftABMatrixImpl(int64_t d, int64_t shift)
-    : ShiftMixerImpl(MixerKind::ShiftABMatrix, d, {shift}), shift(shift) {
+ShiftABMatrixImpl::ShiftABMatrixImpl(MixerKind kind, int64_t d, int64_t shift)
+    : ShiftMixerImpl(kind, d, {shift}), shift(shift) {
   A = register_module("A", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(false)));
   B = register_module("B", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(false)));
   bias = register_parameter("bias", torch::zeros({d}));
@@ -217,8 +217,8 @@ torch::Tensor ShiftABMatrixImpl::mix(const torch::Tensor& x, const torch::Tensor
 }
 
 // ---- gated, single input --------------------------------------------------------------
-ShiftGate1Impl::ShiftGate1Impl(int64_t d, int64_t shift)
-    : ShiftMixerImpl(MixerKind::ShiftGate1, d, {shift}), shift(shift) {
+ShiftGate1Impl::ShiftGate1Impl(MixerKind kind, int64_t d, int64_t shift)
+    : ShiftMixerImpl(kind, d, {shift}), shift(shift) {
   fc1 = register_module("fc1", torch::nn::Linear(d, d));
   fc2 = register_module("fc2", torch::nn::Linear(d, d));
   init_linear(fc1);
@@ -231,8 +231,8 @@ torch::Tensor ShiftGate1Impl::mix(const torch::Tensor& x, const torch::Tensor& x
 }
 
 // ---- gated, double input (per head) -----------------------------------------------------
-ShiftGate2Impl::ShiftGate2Impl(int64_t d, int64_t heads, int64_t shift)
-    : ShiftMixerImpl(MixerKind::ShiftGate2, d, {shift}), heads(heads), head_dim(d / heads), shift(shift) {
+ShiftGate2Impl::ShiftGate2Impl(MixerKind kind, int64_t d, int64_t heads, int64_t shift)
+    : ShiftMixerImpl(kind, d, {shift}), heads(heads), head_dim(d / heads), shift(shift) {
   weight = register_parameter("weight", torch::randn({heads, head_dim, 2 * head_dim}) * 0.02);
   bias = register_parameter("bias", torch::zeros({heads, head_dim}));
 }
@@ -245,8 +245,8 @@ torch::Tensor ShiftGate2Impl::mix(const torch::Tensor& x, const torch::Tensor& x
 }
 
 // ---- fusion (per head) ---------------------------------------------------------------------
-ShiftFusionImpl::ShiftFusionImpl(int64_t d, int64_t heads, int64_t shift)
-    : ShiftMixerImpl(MixerKind::ShiftFusion, d, {shift}), heads(heads), head_dim(d / heads), shift(shift) {
+ShiftFusionImpl::ShiftFusionImpl(MixerKind kind, int64_t d, int64_t heads, int64_t shift)
+    : ShiftMixerImpl(kind, d, {shift}), heads(heads), head_dim(d / heads), shift(shift) {
   w1 = register_parameter("w1", torch::randn({heads, head_dim, 2 * head_dim}) * 0.02);
   b1 = register_parameter("b1", torch::zeros({heads, head_dim}));
   w2 = register_parameter("w2", torch::randn({heads, head_dim, head_dim}) * 0.02);

@@ -54,7 +54,7 @@ torch::Tensor jacobian_norms(ShiftMixerImpl& mixer, const torch::Tensor& x);
 // HSM (a,b), eq. 1: y = a·x + b·x_shifted; a, b scalars per layer. Linear in x: its
 // mixing matrix is a on the diagonal and b on the s-th sub-diagonal.
 struct ShiftABImpl : ShiftMixerImpl {
-  ShiftABImpl(int64_t d_model, int64_t shift);
+  ShiftABImpl(MixerKind kind, int64_t d_model, int64_t shift);
   // mix(x, shifted(x)); on the CPU in fp32 one fused pass each way (shift.cpp: FusedShiftMix).
   torch::Tensor forward(const torch::Tensor& x) override;
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
@@ -66,7 +66,7 @@ struct ShiftABImpl : ShiftMixerImpl {
 
 // HSM (a,b) vector, eq. 2: y = a⊙x + b⊙x_shifted; a, b ∈ R^d.
 struct ShiftABVectorImpl : ShiftMixerImpl {
-  ShiftABVectorImpl(int64_t d_model, int64_t shift);
+  ShiftABVectorImpl(MixerKind kind, int64_t d_model, int64_t shift);
   torch::Tensor forward(const torch::Tensor& x) override;  // fused as (a,b)'s
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   LinearGains linear_gains() const override;  // block diag(a): the RMS of a (and of b)
@@ -80,7 +80,7 @@ struct ShiftABVectorImpl : ShiftMixerImpl {
 // projection after the mix stays, as in the GPT mixer of Figure 2. With it the paper's
 // (A,B) model with FFN 640 has 5.0M parameters like the others (without it, 4.5M).
 struct ShiftABMatrixImpl : ShiftMixerImpl {
-  ShiftABMatrixImpl(int64_t d_model, int64_t shift);
+  ShiftABMatrixImpl(MixerKind kind, int64_t d_model, int64_t shift);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   LinearGains linear_gains() const override;  // W·A on the diagonal, W·B below (W: the output projection)
   torch::nn::Linear A{nullptr}, B{nullptr}, proj{nullptr};
@@ -91,7 +91,7 @@ struct ShiftABMatrixImpl : ShiftMixerImpl {
 // Gated weighting, single input, eq. 4: g = tanh(mlp(x)), mlp = Linear(d,d)→ReLU→Linear(d,d);
 // y = g⊙x + (1 - g)⊙x_shifted.
 struct ShiftGate1Impl : ShiftMixerImpl {
-  ShiftGate1Impl(int64_t d_model, int64_t shift);
+  ShiftGate1Impl(MixerKind kind, int64_t d_model, int64_t shift);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   int64_t shift;
@@ -100,7 +100,7 @@ struct ShiftGate1Impl : ShiftMixerImpl {
 // Gated weighting, double input, eq. 5, per head (§4): g = tanh(L(concat(x_h, xs_h))),
 // L: 2·hd → hd; y_h = g⊙x_h + (1 - g)⊙xs_h. All heads use the layer's shift.
 struct ShiftGate2Impl : ShiftMixerImpl {
-  ShiftGate2Impl(int64_t d_model, int64_t heads, int64_t shift);
+  ShiftGate2Impl(MixerKind kind, int64_t d_model, int64_t heads, int64_t shift);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   int64_t heads_shown() const override { return heads; }
   torch::Tensor weight, bias;  // [H, hd, 2·hd], [H, hd]: one Linear per head
@@ -109,7 +109,7 @@ struct ShiftGate2Impl : ShiftMixerImpl {
 
 // Fusion, eq. 6, per head: y_h = Linear(hd→hd)(ReLU(Linear(2·hd→hd)(concat(x_h, xs_h)))).
 struct ShiftFusionImpl : ShiftMixerImpl {
-  ShiftFusionImpl(int64_t d_model, int64_t heads, int64_t shift);
+  ShiftFusionImpl(MixerKind kind, int64_t d_model, int64_t heads, int64_t shift);
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   int64_t heads_shown() const override { return heads; }
   torch::Tensor w1, b1, w2, b2;  // [H, hd, 2·hd], [H, hd], [H, hd, hd], [H, hd]

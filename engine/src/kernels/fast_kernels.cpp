@@ -1,4 +1,4 @@
-#include "inference/fast_kernels.h"
+#include "kernels/fast_kernels.h"
 
 #include <algorithm>
 #include <atomic>

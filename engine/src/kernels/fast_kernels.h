@@ -51,7 +51,7 @@ void bias_gelu_rows(float* x, const float* bias, int64_t rows, int64_t n);
 
 // y = GELU(x) over n values (y may equal x), and its derivative for the backward pass:
 // dx = g · GELU'(x). These and the kernels above run on the calling thread; the model splits
-// large calls over LibTorch's threads (model/parallel_gemm.h: for_row_blocks). With OpenBLAS
+// large calls over LibTorch's threads (kernels/parallel_gemm.h: for_row_blocks). With OpenBLAS
 // on the other cores instead, that split was slower (GELU's backward 36-47 -> 57-74 ms per
 // step): OpenBLAS's worker spins between calls (docs/performance.md).
 void gelu_rows(const float* x, float* y, int64_t n);

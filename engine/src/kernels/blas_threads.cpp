@@ -1,4 +1,4 @@
-#include "train/blas_threads.h"
+#include "kernels/blas_threads.h"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 
 #include <algorithm>
 #include <cstdio>

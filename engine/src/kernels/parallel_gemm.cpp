@@ -1,11 +1,11 @@
-#include "model/parallel_gemm.h"
+#include "kernels/parallel_gemm.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 #include <omp.h>
 
-#include "model/gemm.h"
-#include "train/blas_threads.h"
+#include "kernels/gemm.h"
+#include "kernels/blas_threads.h"
 
 namespace hsm {
 

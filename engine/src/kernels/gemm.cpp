@@ -1,4 +1,4 @@
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 #include <atomic>
 #include <cstdlib>
