@@ -40,6 +40,43 @@ nlohmann::json metric_to_json(const MetricRecord& m) {
   return j;
 }
 
+std::string run_config_text(const RunRecord& r) {
+  nlohmann::json run;
+  run["format"] = kCheckpointFormat;
+  run["model"] = nlohmann::json::parse(r.model_json);
+  run["training"] = settings_to_json(r.training);
+  run["data"] = {{"path", r.data_path},
+                 {"tokenizer_hash", r.tokenizer_hash},
+                 {"train_tokens", r.train_tokens},
+                 {"val_tokens", r.val_tokens},
+                 {"documents", r.documents},
+                 {"train_documents", r.train_documents},
+                 {"val_documents", r.val_documents},
+                 {"dropped_short", r.dropped_short},
+                 {"val_fraction", r.val_fraction},
+                 {"split_seed", r.split_seed}};
+  run["state"] = {{"step", r.step},
+                  {"total_steps", r.total_steps},
+                  {"steps_per_epoch", r.steps_per_epoch},
+                  {"batch_size", r.batch_size},
+                  {"wall_s", r.wall_s},
+                  {"finished", r.step >= r.total_steps}};
+  if (r.best_step >= 0) {
+    run["state"]["best_step"] = r.best_step;
+    run["state"]["best_val_loss"] = r.best_val_loss;
+  }
+  nlohmann::json metrics = {{"step", r.step}, {"epoch", static_cast<double>(r.step) / r.steps_per_epoch}};
+  if (std::isfinite(r.train_loss)) metrics["train_loss"] = r.train_loss;
+  if (std::isfinite(r.last_eval.val_loss)) {
+    metrics["val_loss"] = r.last_eval.val_loss;
+    metrics["val_accuracy"] = r.last_eval.val_accuracy;
+    metrics["val_step"] = r.last_eval.step;
+  }
+  if (std::isfinite(r.tokens_per_s)) metrics["tokens_per_s"] = r.tokens_per_s;
+  run["metrics"] = metrics;
+  return run.dump(2) + "\n";
+}
+
 nlohmann::json parse_run_config(const std::string& text, const std::string& path) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("model") || !j["model"].is_object())
