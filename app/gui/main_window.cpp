@@ -19,7 +19,7 @@
 #include <QToolBar>
 #include <QToolButton>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"

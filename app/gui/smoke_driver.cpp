@@ -13,7 +13,7 @@
 #include <QTimer>
 #include <functional>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/main_window.h"
 #include "gui/run_list.h"

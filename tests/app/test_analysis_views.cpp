@@ -11,7 +11,7 @@
 #include <cmath>
 #include <qcustomplot.h>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"

@@ -11,7 +11,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
 #include "gui/views/playground_view.h"
 #include "gui/widgets/field_error.h"

@@ -15,7 +15,7 @@
 #include <QMessageBox>
 #include <QTimer>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/training_view.h"
@@ -164,16 +164,6 @@ TEST(TrainingView, BadValuesAreRefusedBesideTheirFields) {
   // An unknown preset or config is refused too.
   EXPECT_FALSE(s.view.setModel(QStringLiteral("no_such_preset")));
   EXPECT_TRUE(s.view.fieldError(QStringLiteral("preset"))->hasError());
-}
-
-TEST(TrainingView, SmoothingIsABiasCorrectedMovingAverage) {
-  const QVector<double> y = {4, 2, 2, 2};
-  const QVector<double> raw = TrainingView::smooth(y, 0.0);
-  EXPECT_EQ(raw, y);
-  const QVector<double> s = TrainingView::smooth(y, 0.5);
-  EXPECT_DOUBLE_EQ(s[0], 4.0);  // no pull toward zero at the start
-  EXPECT_DOUBLE_EQ(s[1], (0.25 * 4 + 0.5 * 2) / 0.75);
-  EXPECT_LT(s[3], s[1]);
 }
 
 TEST(MainWindowClose, DuringTrainingAsksThenStopsAndKeepsTheCheckpoint) {

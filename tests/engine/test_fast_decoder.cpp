@@ -97,6 +97,14 @@ void expect_fast_equals_libtorch(const ModelConfig& c, const std::string& what_b
 
 class FastDecoderMixers : public ::testing::TestWithParam<std::string> {};
 
+// Every mixer whose registry entry names a fast decoding form.
+std::vector<std::string> fast_decoded_mixers() {
+  std::vector<std::string> ids;
+  for (const MixerInfo& m : all_mixers())
+    if (m.fast_decode != FastDecodeForm::kNone) ids.push_back(m.id);
+  return ids;
+}
+
 }  // namespace
 
 TEST_P(FastDecoderMixers, LogitsEqualLibTorchSteps) {
@@ -109,10 +117,27 @@ TEST_P(FastDecoderMixers, LogitsEqualLibTorchSteps) {
   expect_fast_equals_libtorch(tiny_config(layers), mixer, true);
 }
 
-INSTANTIATE_TEST_SUITE_P(Mixers, FastDecoderMixers,
-                         ::testing::Values("attn", "hsm_ab", "hsm_ab_vec", "hsm_AB", "hsm_gate1", "hsm_gate2",
-                                           "hsm_fusion", "hsm_ab_mh", "hsm_ab_mh_ext"),
+INSTANTIATE_TEST_SUITE_P(Mixers, FastDecoderMixers, ::testing::ValuesIn(fast_decoded_mixers()),
                          [](const auto& info) { return info.param; });
+
+// The registry decides what the decoder serves: every mixer whose entry names a form, none
+// other. And none of the mixers it served when it still listed them by id has lost its form
+// (decoding would fall back to LibTorch's steps, several times slower, and nothing else fails).
+TEST(FastDecoder, ServesExactlyTheMixersWhoseEntryNamesAForm) {
+  const std::vector<std::string> served_before = {"attn",      "hsm_ab",     "hsm_ab_vec", "hsm_AB",       "hsm_gate1",
+                                                  "hsm_gate2", "hsm_fusion", "hsm_ab_mh",  "hsm_ab_mh_ext"};
+  for (const std::string& id : served_before) EXPECT_NE(mixer_info(id).fast_decode, FastDecodeForm::kNone) << id;
+  for (const MixerInfo& m : all_mixers()) {
+    const int64_t heads = m.multi_head ? 4 : 1;
+    const ModelConfig c = tiny_config({{m.id, 16, heads}});
+    EXPECT_EQ(FastDecoder::supports(c), m.fast_decode != FastDecodeForm::kNone) << m.id;
+    if (m.fast_decode == FastDecodeForm::kNone) {
+      EXPECT_NE(FastDecoder::unsupported_reason(c).find(m.id), std::string::npos) << m.id;
+      Gpt model = random_model(c, false);
+      EXPECT_THROW(FastDecoder decoder(*model), std::invalid_argument) << m.id;
+    }
+  }
+}
 
 TEST(FastDecoder, Hybrids) {
   expect_fast_equals_libtorch(tiny_config({{"hsm_ab", 32, 1},

@@ -507,10 +507,10 @@ void ArchitectureView::refreshCost() {
                                       hsm::mixer_macs_per_token(m.id, c.d_model, heads, 2048));
     const int found = static_cast<int>(keys.indexOf(key));
     if (found >= 0) {
+      // An id that extends the curve's first id is written as its tail: "hsm_ab, _vec, _mh".
       const QString id = QString::fromLatin1(m.id);
-      const bool ab =
-          series[found].name.startsWith(QStringLiteral("hsm_ab")) && id.startsWith(QStringLiteral("hsm_ab"));
-      series[found].name += QStringLiteral(", ") + (ab ? id.mid(6) : id);  // "hsm_ab, _vec, _mh", "attn, static_emb_qk"
+      const QString first = series[found].name.section(QStringLiteral(", "), 0, 0);
+      series[found].name += QStringLiteral(", ") + (id.startsWith(first) ? id.mid(first.size()) : id);
       continue;
     }
     keys << key;

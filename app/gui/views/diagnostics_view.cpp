@@ -17,7 +17,7 @@
 #include <QTextStream>
 #include <QVBoxLayout>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/widgets/heatmap_panel.h"

@@ -20,7 +20,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/widgets/field_error.h"

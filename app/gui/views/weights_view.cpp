@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 #include "hsm/mixer_kind.h"
 #include "gui/run_list.h"
 #include "gui/widgets/heatmap_panel.h"

@@ -9,20 +9,13 @@
 #include <QWidget>
 #include <functional>
 
+#include "gui/widgets/plot_series.h"
+
 class QCustomPlot;
 class QCheckBox;
 class QLabel;
 
 namespace studio {
-
-struct PlotSeries {
-  enum class Style { kLine, kFaintLine, kDashedLine, kScatter };
-  QString name;
-  QColor color;
-  QVector<double> x, y;  // x ascending, except for kScatter
-  Style style = Style::kLine;
-  bool in_legend = true;
-};
 
 class PlotPanel : public QWidget {
   Q_OBJECT

@@ -205,7 +205,12 @@ QString ReceptiveFieldDiagram::rowLabel(int row) const {
   if (row == 0) return tr("input");
   const auto& s = shifts_[row - 1];
   QString mixer = QString::fromStdString(mixers_[row - 1]);
-  if (mixer.startsWith(QLatin1String("hsm_ab_"))) mixer.remove(0, 4);  // "ab_mh_ext": fits the margin
+  // A variant (its id extends another mixer's: "hsm_ab_mh_ext") without the first word of
+  // its id, which the variant shares, so it fits the margin: "ab_mh_ext".
+  const bool variant = std::any_of(hsm::all_mixers().begin(), hsm::all_mixers().end(), [&](const hsm::MixerInfo& m) {
+    return mixer.startsWith(QString::fromLatin1(m.id) + QLatin1Char('_'));
+  });
+  if (variant) mixer = mixer.section(QLatin1Char('_'), 1);
   QString label = tr("L%1 %2").arg(row - 1).arg(mixer);
   if (s.size() == 1)
     label += tr(" s=%1").arg(s[0]);

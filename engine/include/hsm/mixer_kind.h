@@ -49,6 +49,19 @@ enum class MixerFamily {
 //   kJacobian:  ‖∂y_i/∂x_k‖_F of a non-linear mixer at the prompt's input, rows |M|/Σ|M|.
 enum class MatrixKind { kAttention, kLinear, kJacobian };
 
+// Which formula of the hand-written fp32 decoder (inference/fast_decoder.cpp) computes a
+// mixer's step at batch 1, reading the module's weights by their parameter names (in
+// brackets). kNone: the decoder does not serve the mixer, and decoding runs LibTorch's step.
+enum class FastDecodeForm {
+  kNone,
+  kAttention,       // softmax attention with a key/value cache (qkv, proj)
+  kShiftWeighted,   // y = a·x + b·xs, a and b one value, one per channel or one per head (a, b)
+  kShiftMatrix,     // y = proj(A x + B xs + bias) (A, B, bias, proj)
+  kShiftGate,       // g = tanh(fc2(relu(fc1(x)))), y = g·x + (1 − g)·xs (fc1, fc2)
+  kShiftHeadGate,   // per head: g = tanh(W [x_h; xs_h] + c), y_h = g·x_h + (1 − g)·xs_h (weight, bias)
+  kShiftHeadFusion, // per head: y_h = W2 relu(W1 [x_h; xs_h] + b1) + b2 (w1, b1, w2, b2)
+};
+
 // Everything the engine, the CLI and the studio know of a mixer without building it: one
 // entry per mixer in the registry (arch/mixer_kind.cpp), so a new mixer is described in one
 // place (docs/adding-a-mixer.md). Sizes: d = d_model, h = heads, T = context, B = batch.
@@ -78,6 +91,7 @@ struct MixerInfo {
   // 2^layer (the other shift mixers), none (every other family).
   std::vector<int64_t> (*shifts)(int64_t layer, int64_t h);
   bool shift_per_head;  // the shifts are 2^j per head j, so at most 62 heads
+  FastDecodeForm fast_decode;  // kNone (the default) until the fast decoder has the mixer's formula
 };
 
 // Every mixer, in the order of HSM Table 1.

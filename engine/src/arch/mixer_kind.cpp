@@ -64,6 +64,7 @@ std::vector<MixerInfo> registry() {
     MixerInfo m = reading_mixer(MixerKind::Attention, "attn", "GPT softmax attention", "Vaswani et al. (2017)",
                                 MixerFamily::kAttention, 8, MatrixKind::kAttention);
     m.params = attention_params, m.macs_per_token = attention_macs, m.cache_floats = keys_values_cache;
+    m.fast_decode = FastDecodeForm::kAttention;
     r.push_back(m);
   }
   // ---- HSM (Table 1): layer l mixes x_t with x_{t−2^l}; ring caches of the last 2^l inputs.
@@ -71,6 +72,7 @@ std::vector<MixerInfo> registry() {
     MixerInfo m = shift_mixer(MixerKind::ShiftAB, "hsm_ab", "HSM (a,b)", "HSM eq. 1", 1, 1024, MatrixKind::kLinear);
     m.params = [](int64_t, int64_t, int64_t) -> int64_t { return 2; };
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
+    m.fast_decode = FastDecodeForm::kShiftWeighted;
     r.push_back(m);
   }
   {
@@ -78,12 +80,14 @@ std::vector<MixerInfo> registry() {
                               MatrixKind::kLinear);
     m.params = [](int64_t d, int64_t, int64_t) { return 2 * d; };
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
+    m.fast_decode = FastDecodeForm::kShiftWeighted;
     r.push_back(m);
   }
   {
     MixerInfo m = shift_mixer(MixerKind::ShiftABMatrix, "hsm_AB", "HSM (A,B)", "HSM eq. 3", 1, 640, MatrixKind::kLinear);
     m.params = [](int64_t d, int64_t, int64_t) { return 2 * d * d + d + linear(d, d); };  // A, B, bias + output
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 3 * d * d; };
+    m.fast_decode = FastDecodeForm::kShiftMatrix;
     r.push_back(m);
   }
   {
@@ -91,6 +95,7 @@ std::vector<MixerInfo> registry() {
                               MatrixKind::kJacobian);
     m.params = [](int64_t d, int64_t, int64_t) { return 2 * linear(d, d); };
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d * d + 2 * d; };
+    m.fast_decode = FastDecodeForm::kShiftGate;
     r.push_back(m);
   }
   {
@@ -98,6 +103,7 @@ std::vector<MixerInfo> registry() {
                               MatrixKind::kJacobian);
     m.params = [](int64_t d, int64_t h, int64_t) { return h * linear(2 * (d / h), d / h); };
     m.macs_per_token = [](int64_t d, int64_t h, int64_t) { return 2 * d * d / h + 2 * d; };
+    m.fast_decode = FastDecodeForm::kShiftHeadGate;
     r.push_back(m);
   }
   {
@@ -105,6 +111,7 @@ std::vector<MixerInfo> registry() {
         shift_mixer(MixerKind::ShiftFusion, "hsm_fusion", "HSM fusion", "HSM eq. 6", 4, 960, MatrixKind::kJacobian);
     m.params = [](int64_t d, int64_t h, int64_t) { return h * (linear(2 * (d / h), d / h) + linear(d / h, d / h)); };
     m.macs_per_token = [](int64_t d, int64_t h, int64_t) { return 3 * d * d / h; };
+    m.fast_decode = FastDecodeForm::kShiftHeadFusion;
     r.push_back(m);
   }
   {  // head j shifts by 2^j in every layer (HSM §4)
@@ -119,6 +126,7 @@ std::vector<MixerInfo> registry() {
     };
     m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) { return B * (int64_t{1} << (h - 1)) * d; };
     m.shift_per_head = true;
+    m.fast_decode = FastDecodeForm::kShiftWeighted;
     r.push_back(m);
   }
   {  // rotating permutation (HSM §7): layer l, head j shifts by 2^((j + l) mod H)
@@ -133,6 +141,7 @@ std::vector<MixerInfo> registry() {
     };
     m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) { return B * (int64_t{1} << (h - 1)) * d; };
     m.shift_per_head = true;
+    m.fast_decode = FastDecodeForm::kShiftWeighted;
     r.push_back(m);
   }
   // ---- DA (Deconstructing Attention §3; 8 heads like attn, FFN 512; docs/mixers.md). Their

@@ -12,22 +12,10 @@
 namespace hsm {
 namespace {
 
-// The mixers this path implements, by config id (new ids are simply not listed).
-enum class Op { Attention, AB, ABVector, ABMatrix, Gate1, Gate2, Fusion, ABMultihead };
-
-bool op_of(const std::string& id, Op& op) {
-  static const std::vector<std::pair<std::string, Op>> ops = {
-      {"attn", Op::Attention},           {"hsm_ab", Op::AB},
-      {"hsm_ab_vec", Op::ABVector},      {"hsm_AB", Op::ABMatrix},
-      {"hsm_gate1", Op::Gate1},          {"hsm_gate2", Op::Gate2},
-      {"hsm_fusion", Op::Fusion},        {"hsm_ab_mh", Op::ABMultihead},
-      {"hsm_ab_mh_ext", Op::ABMultihead}};
-  for (const auto& [name, o] : ops)
-    if (name == id) {
-      op = o;
-      return true;
-    }
-  return false;
+// Which formula computes a layer's mixer: the registry's entry says (MixerInfo::fast_decode),
+// so this file never names a mixer; kNone for an id the registry does not know either.
+FastDecodeForm form_of(const std::string& mixer_id) {
+  return is_mixer_id(mixer_id) ? mixer_info(mixer_id).fast_decode : FastDecodeForm::kNone;
 }
 
 using Floats = std::vector<float>;
@@ -84,14 +72,14 @@ Matrix to_matrix(const torch::Tensor& t) {
 constexpr float kLayerNormEps = 1e-5f;  // torch::nn::LayerNorm's default
 
 struct Layer {
-  Op op = Op::AB;
+  FastDecodeForm form = FastDecodeForm::kNone;
   int64_t ffn = 0, heads = 1, head_dim = 0;
   Floats ln1_w, ln1_b, ln2_w, ln2_b, fc1_b, fc2_b;
   Matrix fc1_w, fc2_w;
-  // Mixer weights, named as in the LibTorch modules (unused ones stay empty).
-  Floats a, b;        // hsm_ab: [1]; _vec: [d]; _mh: [H]
-  Matrix w1, w2, w3;  // AB: A, B, proj; gate1: fc1, fc2; gate2: weight; fusion: w1, w2 (per head: [H·hd, ·])
-  Floats b1, b2, b3;  // AB: -, bias, proj bias; gate1, fusion: biases; gate2: bias
+  // Mixer weights, by form (FastDecodeForm; unused ones stay empty).
+  Floats a, b;        // weighted: [1], [d] or [H]
+  Matrix w1, w2, w3;  // matrix: A, B, proj; gate: fc1, fc2; head gate: weight; head fusion: w1, w2 (per head: [H·hd, ·])
+  Floats b1, b2, b3;  // matrix: -, bias, proj bias; gate, head fusion: biases; head gate: bias
   Matrix qkv_w, proj_w;
   Floats qkv_b, proj_b;
   // Shifts per head (one entry: all channels); ring of the last R mixer inputs, position p at p % R.
@@ -125,23 +113,22 @@ struct FastDecoder::Impl {
     std::copy_n(xn.data(), d, L.ring.data() + (pos % L.R) * d);
     const float* x = xn.data();
     const float* z = xs.data();
-    switch (L.op) {
-      case Op::AB:
-        for (int64_t i = 0; i < d; ++i) y[i] = L.a[0] * x[i] + L.b[0] * z[i];
+    switch (L.form) {
+      case FastDecodeForm::kShiftWeighted:  // a, b: one value, one per channel or one per head
+        if (L.a.size() == 1)
+          for (int64_t i = 0; i < d; ++i) y[i] = L.a[0] * x[i] + L.b[0] * z[i];
+        else if (static_cast<int64_t>(L.a.size()) == d)
+          for (int64_t i = 0; i < d; ++i) y[i] = L.a[i] * x[i] + L.b[i] * z[i];
+        else  // one per head: head j's channels are j·hd .. (j + 1)·hd − 1
+          for (int64_t i = 0; i < d; ++i) y[i] = L.a[i / hd] * x[i] + L.b[i / hd] * z[i];
         break;
-      case Op::ABVector:
-        for (int64_t i = 0; i < d; ++i) y[i] = L.a[i] * x[i] + L.b[i] * z[i];
-        break;
-      case Op::ABMultihead:
-        for (int64_t i = 0; i < d; ++i) y[i] = L.a[i / hd] * x[i] + L.b[i / hd] * z[i];
-        break;
-      case Op::ABMatrix:  // proj(A x + B xs + bias)
+      case FastDecodeForm::kShiftMatrix:  // proj(A x + B xs + bias)
         L.w1.mv(x, L.b2.data(), u.data());
         L.w2.mv(z, nullptr, y.data());
         for (int64_t i = 0; i < d; ++i) u[i] += y[i];
         L.w3.mv(u.data(), L.b3.data(), y.data());
         break;
-      case Op::Gate1:  // g = tanh(fc2(relu(fc1(x)))); y = g x + (1 - g) xs
+      case FastDecodeForm::kShiftGate:  // g = tanh(fc2(relu(fc1(x)))); y = g x + (1 - g) xs
         L.w1.mv(x, L.b1.data(), u.data());
         for (int64_t i = 0; i < d; ++i) u[i] = std::max(u[i], 0.0f);
         L.w2.mv(u.data(), L.b2.data(), y.data());
@@ -150,8 +137,8 @@ struct FastDecoder::Impl {
           y[i] = g * x[i] + (1 - g) * z[i];
         }
         break;
-      case Op::Gate2:   // per head: g = tanh(W_h [x_h; xs_h] + b_h); y_h = g x_h + (1 - g) xs_h
-      case Op::Fusion:  // per head: y_h = W2_h relu(W1_h [x_h; xs_h] + b1_h) + b2_h
+      case FastDecodeForm::kShiftHeadGate:    // per head: g = tanh(W_h [x_h; xs_h] + b_h); y_h = g x_h + (1 - g) xs_h
+      case FastDecodeForm::kShiftHeadFusion:  // per head: y_h = W2_h relu(W1_h [x_h; xs_h] + b1_h) + b2_h
       {
         const int64_t H2 = L.heads, hd2 = d / H2;
         for (int64_t j = 0; j < H2; ++j) {
@@ -159,7 +146,7 @@ struct FastDecoder::Impl {
           std::copy_n(z + j * hd2, hd2, both.data() + hd2);
           float* out = y.data() + j * hd2;
           L.w1.mv(both.data(), L.b1.data() + j * hd2, out, j * hd2, hd2);
-          if (L.op == Op::Gate2) {
+          if (L.form == FastDecodeForm::kShiftHeadGate) {
             for (int64_t i = 0; i < hd2; ++i) {
               const float g = std::tanh(out[i]);
               out[i] = g * both[i] + (1 - g) * both[hd2 + i];
@@ -171,7 +158,8 @@ struct FastDecoder::Impl {
         }
         break;
       }
-      case Op::Attention:
+      case FastDecodeForm::kAttention:
+      case FastDecodeForm::kNone:
         break;
     }
   }
@@ -202,7 +190,7 @@ struct FastDecoder::Impl {
     for (int64_t i = 0; i < d; ++i) h[i] = tok_emb[token * d + i] + pos_emb[pos * d + i];
     for (Layer& L : layers) {
       fast::layer_norm(h.data(), L.ln1_w.data(), L.ln1_b.data(), xn.data(), d, kLayerNormEps);
-      if (L.op == Op::Attention)
+      if (L.form == FastDecodeForm::kAttention)
         mix_attention(L);
       else
         mix_shift(L);
@@ -223,9 +211,8 @@ struct FastDecoder::Impl {
 bool FastDecoder::supports(const ModelConfig& config) { return unsupported_reason(config).empty(); }
 
 std::string FastDecoder::unsupported_reason(const ModelConfig& config) {
-  Op op;
   for (size_t l = 0; l < config.layers.size(); ++l)
-    if (!op_of(config.layers[l].mixer, op))
+    if (form_of(config.layers[l].mixer) == FastDecodeForm::kNone)
       return "layer " + std::to_string(l) + "'s mixer '" + config.layers[l].mixer + "' has no fast decoding path";
   if (config.layers.empty()) return "the model has no layers";
   return "";
@@ -256,7 +243,7 @@ FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>())
     auto get = [&](const std::string& name) { return to_floats(param(name)); };
     auto matrix = [&](const std::string& name) { return to_matrix(param(name)); };
     Layer L;
-    op_of(spec.mixer, L.op);
+    L.form = form_of(spec.mixer);
     L.ffn = spec.ffn;
     L.heads = spec.heads;
     L.head_dim = c.d_model / spec.heads;
@@ -269,8 +256,8 @@ FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>())
     L.fc1_b = get("ffn.fc1.bias");
     L.fc2_w = matrix("ffn.fc2.weight");
     L.fc2_b = get("ffn.fc2.bias");
-    switch (L.op) {
-      case Op::Attention:
+    switch (L.form) {
+      case FastDecodeForm::kAttention:
         L.qkv_w = matrix("mixer.qkv.weight");
         L.qkv_b = get("mixer.qkv.bias");
         L.proj_w = matrix("mixer.proj.weight");
@@ -278,38 +265,40 @@ FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>())
         L.k.assign(static_cast<size_t>(c.context * c.d_model), 0.0f);
         L.v = L.k;
         break;
-      case Op::AB:
-      case Op::ABVector:
-      case Op::ABMultihead:
+      case FastDecodeForm::kShiftWeighted:
         L.a = get("mixer.a");
         L.b = get("mixer.b");
         break;
-      case Op::ABMatrix:
+      case FastDecodeForm::kShiftMatrix:
         L.w1 = matrix("mixer.A.weight");
         L.w2 = matrix("mixer.B.weight");
         L.b2 = get("mixer.bias");
         L.w3 = matrix("mixer.proj.weight");
         L.b3 = get("mixer.proj.bias");
         break;
-      case Op::Gate1:
+      case FastDecodeForm::kShiftGate:
         L.w1 = matrix("mixer.fc1.weight");
         L.b1 = get("mixer.fc1.bias");
         L.w2 = matrix("mixer.fc2.weight");
         L.b2 = get("mixer.fc2.bias");
         break;
-      case Op::Gate2:
+      case FastDecodeForm::kShiftHeadGate:
         L.w1 = matrix("mixer.weight");
         L.b1 = get("mixer.bias");
         break;
-      case Op::Fusion:
+      case FastDecodeForm::kShiftHeadFusion:
         L.w1 = matrix("mixer.w1");
         L.b1 = get("mixer.b1");
         L.w2 = matrix("mixer.w2");
         L.b2 = get("mixer.b2");
         break;
+      case FastDecodeForm::kNone:  // refused by unsupported_reason above
+        break;
     }
-    if (L.op != Op::Attention) {
+    if (L.form != FastDecodeForm::kAttention) {
       L.shifts = layer_shifts(mixer_info(spec.mixer).kind, static_cast<int64_t>(l), spec.heads);
+      if (L.shifts.empty())
+        throw std::logic_error("FastDecoder: mixer '" + spec.mixer + "' has a shift form but no shifts in its registry entry");
       // As ShiftMixerImpl: a shift >= context never reads anything.
       L.R = std::min(*std::max_element(L.shifts.begin(), L.shifts.end()), c.context);
       L.ring.assign(static_cast<size_t>(L.R * c.d_model), 0.0f);
@@ -350,7 +339,7 @@ void FastDecoder::load_state(const DecodeState& state) {
       if (!t.defined() || t.size(0) != 1 || t.numel() != numel)
         throw std::invalid_argument("load_state: layer " + std::to_string(l) + "'s cache is not a batch-1 cache");
     };
-    if (L.op == Op::Attention) {
+    if (L.form == FastDecodeForm::kAttention) {
       check_batch1(cache.k, static_cast<int64_t>(L.k.size()));
       check_batch1(cache.v, static_cast<int64_t>(L.v.size()));
       L.k = to_floats(cache.k);

@@ -2,6 +2,8 @@
 // fp32 vector kernels of the batch-1 decoding path (fast_decoder.cpp), llama2.c style: plain
 // arrays, no allocation, no LibTorch. The AVX2+FMA versions are picked at run time when the
 // CPU has them; every kernel has a portable fallback with the same results to rounding.
+// One file per operation: matvec.cpp (and dot, axpy, LayerNorm, halves), gelu.cpp,
+// softmax_loss.cpp, adamw_update.cpp; kernel_set.cpp picks the set (HSM_KERNELS).
 #include <cstdint>
 #include <string>
 

@@ -1,11 +1,11 @@
-#include "gui/engine_host.h"
+#include "gui/engine/engine_host.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
 
-#include "gui/session_worker.h"
-#include "gui/thread_priority.h"
-#include "gui/training_worker.h"
+#include "gui/engine/session_worker.h"
+#include "gui/engine/thread_priority.h"
+#include "gui/engine/training_worker.h"
 
 namespace studio {
 

@@ -1,4 +1,4 @@
-#include "gui/session_worker.h"
+#include "gui/engine/session_worker.h"
 #include "hsm/errors.h"
 
 #include <QDateTime>

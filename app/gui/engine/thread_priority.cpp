@@ -1,4 +1,4 @@
-#include "gui/thread_priority.h"
+#include "gui/engine/thread_priority.h"
 
 #if defined(__linux__)
 #include <sys/resource.h>

@@ -1,0 +1,65 @@
+#pragma once
+// The Training view's form (SPEC §6.2): corpus, tokenizer, model, the training settings with
+// the paper's defaults (their fields made from hsm/settings.h's declarations) and the run
+// folder. Building a run checks every field and shows each refusal next to its field.
+#include <QMap>
+#include <QWidget>
+
+#include "hsm/trainer.h"
+
+class QCheckBox;
+class QComboBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QRadioButton;
+
+namespace studio {
+
+class FieldError;
+
+class TrainingForm : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TrainingForm(QWidget* parent = nullptr);
+
+  void setCorpus(const QString& path);
+  QString corpus() const;  // as typed, trimmed
+  // A preset name or a config file path; returns false (with the reason shown) if unknown.
+  bool setModel(const QString& presetOrConfig);
+  void setField(const QString& name, const QString& value);  // e.g. "steps", "batch_size"
+  QLineEdit* field(const QString& name) const { return fields_.value(name); }
+  FieldError* fieldError(const QString& name) const { return errors_.value(name); }
+
+  // Checks every field and builds the run; on a refusal shows the messages beside the
+  // fields, puts the first as "field: message" in *firstRefusal and returns false.
+  bool buildSpec(hsm::RunSpec& spec, QString* firstRefusal);
+  void clearErrors();
+  // A run was started from the form: the next one gets a fresh folder.
+  void runStarted();
+
+ private:
+  QLineEdit* addField(QFormLayout* layout, const QString& name, const QString& label, const QString& value,
+                      const QString& tip);
+  void chooseCorpus(bool folder);
+  void chooseConfigFile();
+  void updateModelSummary();
+  void suggestRunDir();
+
+  QMap<QString, QLineEdit*> fields_;
+  QMap<QString, FieldError*> errors_;
+  QLineEdit* corpusEdit_;
+  QRadioButton* newTokenizer_;
+  QRadioButton* reuseTokenizer_;
+  QLineEdit* tokenizerEdit_;
+  QComboBox* presetBox_;
+  QLabel* modelSummary_;
+  QCheckBox* cosineBox_;
+  QComboBox* windowsBox_;
+  QCheckBox* keepBestBox_;
+  QComboBox* deviceBox_;
+  QLineEdit* runDirEdit_;
+  bool runDirEdited_ = false;
+};
+
+}  // namespace studio

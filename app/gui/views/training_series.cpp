@@ -1,0 +1,85 @@
+#include "gui/views/training_series.h"
+
+#include <QCoreApplication>
+#include <cmath>
+
+#include "gui/run_list.h"
+
+namespace studio {
+
+namespace {
+
+QString tr(const char* text) { return QCoreApplication::translate("studio::TrainingView", text); }
+
+}  // namespace
+
+QVector<double> smoothed(const QVector<double>& y, double weight) {
+  if (weight <= 0) return y;
+  QVector<double> out;
+  out.reserve(y.size());
+  double ema = 0, debias = 1;
+  for (double v : y) {
+    ema = weight * ema + (1 - weight) * v;
+    debias *= weight;
+    out.push_back(ema / (1 - debias));
+  }
+  return out;
+}
+
+TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current, const CurveOptions& options) {
+  const double weight = options.smoothing;
+  const bool wall = options.wall_time;
+  TrainingCurves c;
+  for (int i = 0; i < runs.size(); ++i) {
+    const RunEntry& run = *runs[i];
+    const bool isCurrent = i == current;
+    QVector<double> tx, ty, vx, vy, ax, sx, sy, lx, ly;
+    for (const hsm::MetricRecord& m : run.metrics) {
+      const double x = wall ? m.wall_s : static_cast<double>(m.step);
+      if (m.kind == "train") {
+        if (std::isfinite(m.train_loss)) {
+          tx << x;
+          ty << m.train_loss;
+        }
+        if (std::isfinite(m.tokens_per_s)) {
+          sx << x;
+          sy << m.tokens_per_s;
+        }
+        if (std::isfinite(m.lr)) {
+          lx << x;
+          ly << m.lr;
+        }
+      } else if (m.kind == "eval" && std::isfinite(m.val_loss)) {
+        vx << x;
+        vy << m.val_loss;
+        ax << (std::isfinite(m.val_accuracy) ? m.val_accuracy : NAN);
+      }
+    }
+    // Scatter: every validation of every open run (HSM Fig. 8).
+    PlotSeries sc{run.name(), run.color, {}, {}, PlotSeries::Style::kScatter};
+    for (int k = 0; k < vx.size(); ++k)
+      if (std::isfinite(ax[k])) {
+        sc.x << vy[k];
+        sc.y << ax[k];
+      }
+    if (!sc.x.isEmpty()) c.scatter << sc;
+    if (!isCurrent && !options.overlay) continue;
+    const QString n = run.name();
+    if (isCurrent && weight > 0)
+      c.loss << PlotSeries{n + tr(" train (raw)"), run.color, tx, ty, PlotSeries::Style::kFaintLine, false};
+    c.loss << PlotSeries{n + tr(" train"), run.color, tx, smoothed(ty, weight), PlotSeries::Style::kLine};
+    c.loss << PlotSeries{n + tr(" validation"), run.color.darker(130), vx, vy, PlotSeries::Style::kDashedLine};
+    QVector<double> accX, accY;
+    for (int k = 0; k < vx.size(); ++k)
+      if (std::isfinite(ax[k])) {
+        accX << vx[k];
+        accY << ax[k];
+      }
+    c.accuracy << PlotSeries{n, run.color, accX, accY, PlotSeries::Style::kLine};
+    c.speed << PlotSeries{n, run.color, sx, smoothed(sy, weight), PlotSeries::Style::kLine};
+    c.lr << PlotSeries{n, run.color, lx, ly, PlotSeries::Style::kLine};
+  }
+  return c;
+}
+
+}  // namespace studio
