@@ -65,14 +65,16 @@ set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_VENDOR "HSM Studio")
 set(CPACK_PACKAGE_CONTACT "${HSM_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "studio to train, inspect and play with small language models")
-# One paragraph: CPack wraps it into the control file's description.
+# The control file's description, wrapped as Debian wants it (CPack 3.25 keeps long lines).
 string(CONCAT CPACK_PACKAGE_DESCRIPTION
-       "HSM Studio trains small GPT-style language models on the CPU and shows what they learned: "
-       "mixing weights, mixing matrices, attention indicators and generated text tinted by probability. "
-       "Attention can be replaced by Hierarchical Shift Mixing or the other token mixers of the papers it "
-       "follows. It ships every paper configuration as a preset, three trained demo models and a slice of "
-       "TinyStories to train a small model on in about two minutes. The hsm command-line tool trains, "
-       "evaluates and samples the same runs.")
+       "HSM Studio trains small GPT-style language models on the CPU and shows\n"
+       "what they learned: mixing weights, mixing matrices, attention indicators\n"
+       "and generated text tinted by probability. Attention can be replaced by\n"
+       "Hierarchical Shift Mixing or the other token mixers of the papers it\n"
+       "follows. It ships every paper configuration as a preset, three trained\n"
+       "demo models and a slice of TinyStories to train a small model on in\n"
+       "about two minutes. The hsm command-line tool trains, evaluates and\n"
+       "samples the same runs.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_OUTPUT_FILE_PREFIX "${CMAKE_BINARY_DIR}")
 set(CPACK_STRIP_FILES ON)
