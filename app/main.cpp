@@ -13,6 +13,7 @@
 #include "gui/run_list.h"
 #include "gui/smoke_driver.h"
 #include "gui/studio_application.h"
+#include "hsm/version.h"
 
 namespace {
 

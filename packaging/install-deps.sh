@@ -12,6 +12,10 @@ packages=(
   # the fuzzers (fuzz/run.sh): clang, libFuzzer and the sanitizer runtimes, which clang
   # only recommends
   clang libfuzzer-14-dev libclang-rt-14-dev
+  # the .deb (make package, packaging/deb.cmake): dpkg-shlibdeps computes its dependencies,
+  # help2man writes the man pages; make package-test checks the installed desktop entry,
+  # metainfo and man pages
+  dpkg-dev help2man desktop-file-utils appstream man-db
 )
 
 missing=()

@@ -22,6 +22,7 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
+#include "gui/starter_run.h"
 #include "gui/studio_settings.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
@@ -33,6 +34,7 @@
 #include "hsm/params.h"
 #include "hsm/presets.h"
 #include "hsm/errors.h"
+#include "hsm/version.h"
 
 namespace studio {
 namespace {
@@ -162,6 +164,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     training_->setModel(preset);
     if (!corpus.isEmpty()) training_->setCorpus(corpus);
     showView(kTraining);
+  });
+  connect(start_, &StartPage::trainStarterRequested, this, [this] {
+    showView(kTraining);
+    if (const QString error = startStarterRun(training_); !error.isEmpty())
+      QMessageBox::warning(this, tr("Train a small model now"), error);
   });
 
   buildMenus();

@@ -3,6 +3,9 @@
 #include <QDir>
 #include <QSettings>
 
+#include "gui/engine_types.h"
+#include "hsm/presets.h"
+
 namespace studio {
 
 namespace {
@@ -30,7 +33,10 @@ void StudioSettings::addRecentRun(const QString& dir) {
   QSettings().setValue("runs/recent", recent);
 }
 
-QString StudioSettings::lastCorpus() { return QSettings().value("data/last_corpus").toString(); }
+QString StudioSettings::lastCorpus() {
+  const QString last = QSettings().value("data/last_corpus").toString();
+  return last.isEmpty() ? qstr(hsm::starter_corpus()) : last;
+}
 void StudioSettings::setLastCorpus(const QString& path) { QSettings().setValue("data/last_corpus", path); }
 QByteArray StudioSettings::geometry() { return QSettings().value("window/geometry").toByteArray(); }
 void StudioSettings::setGeometry(const QByteArray& g) { QSettings().setValue("window/geometry", g); }

@@ -15,7 +15,7 @@ class StudioSettings {
   static void setThreads(int threads);
   static QStringList recentRuns();     // most recent first, at most 10, existing folders only
   static void addRecentRun(const QString& dir);
-  static QString lastCorpus();
+  static QString lastCorpus();         // else the bundled starter corpus (empty if not installed)
   static void setLastCorpus(const QString& path);
   static QByteArray geometry();
   static void setGeometry(const QByteArray& geometry);

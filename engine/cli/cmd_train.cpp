@@ -83,8 +83,10 @@ Command add_train_command(CLI::App& app) {
             spec.data_path = a->data;
             spec.tokenizer_path = a->tokenizer;
             // On --resume the stored settings stand unless a flag was given; a new run starts
-            // from the paper's defaults.
-            spec.train = spec.resume ? stored_settings(a->out) : TrainSettings{};
+            // from its preset's own settings (the starter preset has them) or the paper's defaults.
+            spec.train = spec.resume            ? stored_settings(a->out)
+                         : !a->preset.empty() ? preset_train_settings(a->preset)
+                                              : TrainSettings{};
             for (const auto& [setting, option] : settings) {
               if (option->count() == 0) continue;
               setting->set(spec.train, a->values.at(setting->key));

@@ -4,11 +4,12 @@
 
 #include "commands.h"
 #include "hsm/errors.h"
+#include "hsm/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hsm: train, inspect and sample GPT-style models with Hierarchical Shift Mixing"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("hsm 0.1.0"));
+  app.set_version_flag("--version", std::string("hsm ") + HSM_VERSION);
   const std::vector<hsm::cli::Command> commands = {
       hsm::cli::add_presets_command(app),
       hsm::cli::add_inspect_command(app),

@@ -15,6 +15,7 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextStream>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "gui/engine/engine_host.h"
@@ -235,6 +236,16 @@ void DiagnosticsView::setCompare(bool on, const QString& runDir) {
     if (i >= 0) compareRun_->setCurrentIndex(i);
   }
   compare_->setChecked(on);
+}
+
+void DiagnosticsView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  // Queued, so a caller that shows the view and runs its own prompt at once goes first; the
+  // diagnosis itself runs on the engine's session thread, like the Run button's.
+  QTimer::singleShot(0, this, [this] {
+    const RunEntry* current = runs_->currentRun();
+    if (isVisible() && current && current->has_info && !isRunning() && columns_[0].runDir != current->dir) run();
+  });
 }
 
 bool DiagnosticsView::isRunning() const { return columns_[0].request != 0 || columns_[1].request != 0; }

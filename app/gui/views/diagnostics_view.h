@@ -61,6 +61,11 @@ class DiagnosticsView : public QWidget {
  signals:
   void finished();
 
+ protected:
+  // Shown with nothing to show for the current run, the view diagnoses it on the prompt in
+  // the field (the default one until another is typed), so it never opens on empty axes.
+  void showEvent(QShowEvent* event) override;
+
  private:
   struct Column {
     QString runDir;

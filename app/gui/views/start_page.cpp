@@ -26,6 +26,24 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
                               "earlier token in linear time.</p>"));
   title->setWordWrap(true);
 
+  // The first minute: one button from an empty studio to live training curves.
+  auto* quick = new QGroupBox(tr("New here?"));
+  auto* quickLayout = new QHBoxLayout(quick);
+  auto* quickButton = new QPushButton(tr("Train a small model now"));
+  quickButton->setObjectName(QStringLiteral("train_starter"));
+  quickButton->setMinimumHeight(44);
+  quickButton->setDefault(true);
+  auto* quickText = new QLabel(
+      tr("Trains the <b>starter</b> model (7 HSM layers, 1.2M parameters) on the bundled slice of "
+         "TinyStories (1,728 short stories): about two minutes on a laptop CPU, with the loss and accuracy "
+         "curves filling in as it learns. Then let it write a story in the <b>Playground</b>."));
+  quickText->setWordWrap(true);
+  quickLayout->addWidget(quickButton);
+  quickLayout->addWidget(quickText, 1);
+  quickButton->setEnabled(!hsm::starter_corpus().empty());
+  if (!quickButton->isEnabled()) quickButton->setToolTip(tr("The starter corpus is not installed."));
+  connect(quickButton, &QPushButton::clicked, this, &StartPage::trainStarterRequested);
+
   auto* open = new QGroupBox(tr("Open a trained model"));
   auto* openLayout = new QVBoxLayout(open);
   auto* openButton = new QPushButton(tr("Open run folder…"));
@@ -94,6 +112,7 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   auto* innerLayout = new QVBoxLayout(inner);
   innerLayout->addStretch(1);
   innerLayout->addWidget(title);
+  innerLayout->addWidget(quick);
   innerLayout->addLayout(cards);
   innerLayout->addStretch(2);
   auto* layout = new QHBoxLayout(this);

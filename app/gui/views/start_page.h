@@ -1,6 +1,7 @@
 #pragma once
-// What the studio shows with nothing loaded: open a run folder (or a recent one), or pick a
-// preset and a corpus and go to training with them filled in.
+// What the studio shows with nothing loaded: train a small model at once on the bundled
+// starter corpus, open a run folder (or a recent one), or pick a preset and a corpus and go to
+// training with them filled in.
 #include <QWidget>
 
 class QComboBox;
@@ -19,6 +20,7 @@ class StartPage : public QWidget {
   void openRunRequested();
   void openRecentRequested(const QString& dir);
   void trainRequested(const QString& preset, const QString& corpus);
+  void trainStarterRequested();  // "Train a small model now"
 
  private:
   QListWidget* recent_;

@@ -5,12 +5,28 @@
 #include <vector>
 
 #include "hsm/config.h"
+#include "hsm/run_folder.h"
 
 namespace hsm {
 
 // The folder holding presets and other bundled data. Looked up in order: $HSM_RESOURCES,
-// <executable>/../share/hsm/resources (installed), the source tree's resources/.
+// <executable>/../share/hsm-studio (installed: the layout set in the top-level
+// CMakeLists.txt), <executable>/resources, the source tree's resources/.
 std::string resources_dir();
+
+// The preset that "Train a small model now" trains: small enough for about two minutes on a
+// 2-core CPU, with its training settings in its file (preset_train_settings).
+inline constexpr const char* kStarterPreset = "starter";
+
+// The training settings a preset carries in its optional "training" object (keys and values
+// as in config.json's "train"), over the paper's defaults; the defaults for a preset without
+// one. Each value is read by its setting's declaration (hsm/settings.h); throws
+// std::invalid_argument naming the preset file and the setting for a bad one.
+TrainSettings preset_train_settings(const std::string& name);
+
+// The starter corpus (<resources>/corpus/tinystories-starter.txt: 1,728 TinyStories stories,
+// CDLA-Sharing-1.0, see the README beside it); empty when it is not installed.
+std::string starter_corpus();
 
 // Names of every bundled preset, in the order of HSM Table 1.
 std::vector<std::string> preset_names();

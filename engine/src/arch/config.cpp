@@ -130,7 +130,12 @@ ModelConfig config_from_json(const std::string& text, const std::string& origin)
     throw ConfigError(origin + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   const std::string where = origin + ": ";
-  require_keys(j, {"name", "description", "vocab_size", "d_model", "context", "dropout", "init", "layers"}, origin);
+  // "training": a preset's own training settings (the starter preset's), read by
+  // preset_train_settings (hsm/presets.h); the model takes nothing from it.
+  require_keys(j, {"name", "description", "vocab_size", "d_model", "context", "dropout", "init", "layers", "training"},
+               origin);
+  if (j.contains("training") && !j["training"].is_object())
+    throw ConfigError(where + "training: expected an object of training settings, got " + json_brief(j["training"]));
   ModelConfig c;
   c.name = get_field<std::string>(j, "name", where, c.name);
   c.description = get_field<std::string>(j, "description", where, "");

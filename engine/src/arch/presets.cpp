@@ -1,6 +1,7 @@
 #include "hsm/presets.h"
 
 #include "hsm/run_folder.h"
+#include "hsm/settings.h"
 
 #include <cstdlib>
 #include <algorithm>
@@ -17,6 +18,8 @@ namespace {
 
 bool has_presets(const fs::path& dir) { return fs::exists(dir / "presets" / "index.json"); }
 
+// A JSON value as the text a setting's declaration parses ("16", "0.003", "true", "packed").
+std::string setting_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 }  // namespace
 
@@ -27,7 +30,7 @@ std::string resources_dir() {
     return env;
   }
   const fs::path exe = executable_dir();  // io_util.h
-  for (const fs::path& candidate : {exe / ".." / "share" / "hsm" / "resources", exe / "resources"}) {
+  for (const fs::path& candidate : {exe / ".." / HSM_INSTALL_DATA_DIR, exe / "resources"}) {
     if (!exe.empty() && has_presets(candidate)) return fs::weakly_canonical(candidate).string();
   }
 #ifdef HSM_SOURCE_RESOURCES_DIR
@@ -54,6 +57,37 @@ ModelConfig load_preset(const std::string& name) {
     throw std::invalid_argument("unknown preset '" + name + "' (known: " + list + ")");
   }
   return load_config((fs::path(resources_dir()) / "presets" / (name + ".json")).string());
+}
+
+TrainSettings preset_train_settings(const std::string& name) {
+  load_preset(name);  // a known preset, or the list of known ones
+  const fs::path file = fs::path(resources_dir()) / "presets" / (name + ".json");
+  const auto j = nlohmann::json::parse(read_text_file(file.string(), "preset"), nullptr, false);
+  TrainSettings settings;
+  if (j.is_discarded() || !j.contains("training")) return settings;
+  const nlohmann::json& training = j["training"];
+  if (!training.is_object())
+    throw std::invalid_argument(file.string() + ": \"training\" must be an object of training settings");
+  for (const auto& [key, value] : training.items()) {
+    try {
+      if (!value.is_primitive() || value.is_null()) throw std::invalid_argument("expected a number, true/false or text");
+      train_setting(key).set(settings, setting_text(value));
+    } catch (const std::invalid_argument& e) {  // an unknown key, or SettingError with the range to use
+      throw std::invalid_argument(file.string() + ": training." + key + ": " + e.what());
+    }
+  }
+  try {
+    validate_train_settings(settings);
+  } catch (const SettingError& e) {
+    throw std::invalid_argument(file.string() + ": training: " + e.what());
+  }
+  return settings;
+}
+
+std::string starter_corpus() {
+  const fs::path file = fs::path(resources_dir()) / "corpus" / "tinystories-starter.txt";
+  std::error_code ec;
+  return fs::is_regular_file(file, ec) ? file.string() : std::string();
 }
 
 ModelConfig load_preset_or_config(const std::string& name_or_path) {

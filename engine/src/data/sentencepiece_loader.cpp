@@ -38,7 +38,9 @@ std::vector<fs::path> candidates() {
   if (const std::string exe = executable_dir(); !exe.empty()) {
     const fs::path exe_dir(exe);
     dirs.push_back(exe_dir);
-    dirs.push_back(exe_dir / ".." / "lib" / "hsm-studio");
+#ifdef HSM_INSTALL_PLUGIN_DIR
+    dirs.push_back(exe_dir / ".." / HSM_INSTALL_PLUGIN_DIR);  // installed: <prefix>/bin/../lib/hsm-studio
+#endif
   }
 #ifdef HSM_PLUGIN_BUILD_DIR
   dirs.emplace_back(HSM_PLUGIN_BUILD_DIR);

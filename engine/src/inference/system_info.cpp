@@ -3,11 +3,8 @@
 
 #include <thread>
 
+#include "hsm/version.h"
 #include "model/torch_compat.h"
-
-#ifndef HSM_VERSION
-#define HSM_VERSION "0.0.0"
-#endif
 
 namespace hsm {
 
