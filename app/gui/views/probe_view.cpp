@@ -419,11 +419,14 @@ void ProbeView::drawAblation() {
   QVector<double> keys, values;
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   const int n = static_cast<int>(ablation_.ablations.size());
+  // At most about 25 labels (a paper-size GPT has 63 rows); every bar is drawn, the CSV has all.
+  const int labelEvery = std::max(1, (n + 24) / 25);
   for (int i = 0; i < n; ++i) {  // the largest rise at the top
     const hsm::Ablation& a = ablation_.ablations[static_cast<size_t>(i)];
     keys << n - 1 - i;
     values << a.delta;
-    ticker->addTick(n - 1 - i, a.knock_out.head < 0 ? tr("L%1").arg(a.knock_out.layer)
+    if (i % labelEvery == 0)
+      ticker->addTick(n - 1 - i, a.knock_out.head < 0 ? tr("L%1").arg(a.knock_out.layer)
                                                     : tr("L%1 H%2").arg(a.knock_out.layer).arg(a.knock_out.head));
   }
   bars_->setData(keys, values);  // keys descend: QCustomPlot sorts them
