@@ -18,6 +18,8 @@ Q_DECLARE_METATYPE(hsm::GenerateOptions)
 Q_DECLARE_METATYPE(hsm::SystemInfo)
 Q_DECLARE_METATYPE(hsm::Diagnosis)
 Q_DECLARE_METATYPE(std::vector<hsm::MixerWeights>)
+Q_DECLARE_METATYPE(hsm::Probe)
+Q_DECLARE_METATYPE(hsm::AblationReport)
 
 namespace studio {
 

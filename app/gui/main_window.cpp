@@ -26,6 +26,7 @@
 #include "gui/studio_settings.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/probe_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
@@ -69,11 +70,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   architecture_ = new ArchitectureView(runs_);
   weights_ = new WeightsView(runs_, engine_);
   diagnostics_ = new DiagnosticsView(runs_, engine_);
+  probe_ = new ProbeView(runs_, engine_);
   tabs_->addTab(new Page(architecture_), tr("Architecture"));
   tabs_->addTab(new Page(training_), tr("Training"));
   tabs_->addTab(new Page(weights_), tr("Weights"));
   tabs_->addTab(new Page(diagnostics_), tr("Diagnostics"));
   tabs_->addTab(new Page(playground_), tr("Playground"));
+  tabs_->addTab(new Page(probe_), tr("Probe"));
   tabs_->setCurrentIndex(kTraining);
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);
@@ -205,7 +208,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
   const QStringList names = {tr("&Architecture"), tr("&Training"), tr("&Weights"), tr("&Diagnostics"),
-                             tr("&Playground")};
+                             tr("&Playground"), tr("P&robe")};
   for (int i = 0; i < names.size(); ++i)
     view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
                     [this, i] { showView(static_cast<View>(i)); });

@@ -20,6 +20,7 @@ class ArchitectureView;
 class DiagnosticsView;
 class EngineHost;
 class PlaygroundView;
+class ProbeView;
 class RunList;
 class StartPage;
 class TrainingView;
@@ -28,7 +29,7 @@ class WeightsView;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground };
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -40,6 +41,7 @@ class MainWindow : public QMainWindow {
   ArchitectureView* architectureView() const { return architecture_; }
   WeightsView* weightsView() const { return weights_; }
   DiagnosticsView* diagnosticsView() const { return diagnostics_; }
+  ProbeView* probeView() const { return probe_; }
   QTabWidget* tabs() const { return tabs_; }
   bool startPageShown() const;
 
@@ -78,6 +80,7 @@ class MainWindow : public QMainWindow {
   ArchitectureView* architecture_;
   WeightsView* weights_;
   DiagnosticsView* diagnostics_;
+  ProbeView* probe_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;

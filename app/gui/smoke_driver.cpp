@@ -22,6 +22,7 @@
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
+#include "gui/views/probe_view.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/token_text.h"
@@ -216,6 +217,24 @@ QJsonObject SmokeDriver::run() {
     }
     diagnosedLayers = static_cast<int>(diag->diagnosis(0).layers.size());
     screenshot(QStringLiteral("diagnostics"));
+    // Probe: the lens and rollout of the prompt, and an ablation on a few windows of the corpus.
+    stalls.setPhase(QStringLiteral("probe"));
+    ProbeView* probe = window_->probeView();
+    window_->showView(MainWindow::kProbe);
+    probe->setPrompt(options_.prompt);
+    probe->setDataPath(options_.data);
+    probe->setMaxWindows(4);
+    const bool ablate = QFileInfo::exists(options_.data);
+    if (!probe->runProbe() || (ablate && !probe->runAblation())) {
+      error = QStringLiteral("probe did not start: %1").arg(probe->lastError());
+      return false;
+    }
+    if (!waitFor([&] { return !probe->isProbing() && !probe->isAblating(); }, error)) return false;
+    if (!probe->hasProbe() || (ablate && !probe->hasAblation())) {
+      error = QStringLiteral("probe failed: %1").arg(probe->lastError());
+      return false;
+    }
+    screenshot(QStringLiteral("probe"));
     // The Training view's curves, exported as from File › Export plots.
     QString exportError;
     for (const QString& f : window_->exportPlots(QDir(out).filePath(QStringLiteral("exports")), &exportError))

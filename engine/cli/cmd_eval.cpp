@@ -1,59 +1,50 @@
-// `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--skip-layers 0,2,4,6 | --skip-replaced] [--json]`:
+// `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--skip-layers 0,2,4,6 | --skip-replaced]
+// [--knock-out 3,2:1] [--max-windows N] [--json]`:
 // validation loss, top-1 accuracy and token count of a trained model on a corpus.
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "eval_args.h"
 #include "hsm/session.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
+namespace {
+
+std::vector<std::string> knock_out_labels(const std::vector<KnockOut>& knock_outs) {
+  std::vector<std::string> labels;
+  for (const KnockOut& k : knock_outs) labels.push_back(knock_out_label(k));
+  return labels;
+}
+
+}  // namespace
 
 Command add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a corpus (loss, accuracy)");
-  struct Args {
-    std::string run, data, device = "auto", cache_dir;
-    EvalOptions options;
-    int threads = 0;
-    bool json = false;
+  struct Args : EvalArgs {
+    std::string knock_out;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--data", a->data, "Corpus (default: the run's training corpus)")->check(CLI::ExistingPath);
-  cmd->add_option("--split", a->options.split, "val (default; the documents held out in training), train or all")
-      ->check(CLI::IsMember({"val", "train", "all"}));
-  cmd->add_option("--windows", a->options.windows,
-                  "packed (default) or story_start: the same windows for every model compared")
-      ->check(CLI::IsMember({"packed", "story_start"}));
-  cmd->add_option("--batch", a->options.batch_size, "Sequences per batch (default 64)")->check(CLI::PositiveNumber);
+  add_eval_args(cmd, *a);
   cmd->add_option("--max-batches", a->options.max_batches, "Stop after this many batches (default: all)");
+  cmd->add_option("--knock-out", a->knock_out,
+                  "Replace these layers' mixer output (L) or single heads (L:H) by zero, e.g. 3 or 3,2:1 "
+                  "(0-based; `hsm ablate` ranks them all)");
   cmd->add_option("--skip-layers", a->options.skip_layers,
                   "Evaluate with these layers (0-based, e.g. 0,2,4,6) removed, without retraining (DA's skip)")
       ->delimiter(',');
   cmd->add_flag("--skip-replaced", a->options.skip_replaced,
                 "Remove every non-attention layer (a DA hybrid's replaced layers)");
-  cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
-  cmd->add_option("--cache-dir", a->cache_dir, "Encoded-corpus cache folder");
-  cmd->add_flag("--json", a->json, "Print JSON");
   return {cmd, [a]() {
-            set_cpu_threads(a->threads);
-            auto session = Session::open(a->run, a->device);
-            std::string data = a->data;
-            if (data.empty()) data = stored_data_path(a->run);
-            EvalOptions options = a->options;
-            options.cache_dir = a->cache_dir;
-            const bool tty = ::isatty(STDERR_FILENO);
-            if (tty)
-              options.progress = [](const std::string& stage, double f) {
-                std::fprintf(stderr, "\r\033[K%s %d%%", stage.c_str(), static_cast<int>(f * 100));
-              };
-            const EvalResult r = session->evaluate(data, options);
-            if (tty) std::fprintf(stderr, "\r\033[K");
+            EvalSetup setup = open_eval(*a);
+            EvalOptions& options = setup.options;
+            const std::string& data = setup.data;
+            if (!a->knock_out.empty()) options.knock_out = parse_knock_outs(a->knock_out);
+            const EvalResult r = setup.session->evaluate(data, options);
+            end_progress(setup);
             if (a->json) {
               std::cout << nlohmann::json{{"run", a->run},
                                           {"data", data},
@@ -64,7 +55,8 @@ Command add_eval_command(CLI::App& app) {
                                           {"documents", r.documents},
                                           {"unigram_loss", r.unigram_loss},
                                           {"seconds", r.seconds},
-                                          {"skipped_layers", r.skipped_layers}}
+                                          {"skipped_layers", r.skipped_layers},
+                                          {"knock_out", knock_out_labels(r.knock_out)}}
                                .dump(2)
                         << "\n";
             } else {
@@ -73,6 +65,11 @@ Command add_eval_command(CLI::App& app) {
                   "loss %.4f; %.1f s\n",
                   r.split.c_str(), data.c_str(), r.loss, r.accuracy, static_cast<long long>(r.tokens),
                   static_cast<long long>(r.documents), r.unigram_loss, r.seconds);
+              if (!r.knock_out.empty()) {
+                std::printf("knocked out:");
+                for (const std::string& k : knock_out_labels(r.knock_out)) std::printf(" %s;", k.c_str());
+                std::printf("\n");
+              }
               if (!r.skipped_layers.empty()) {
                 std::printf("layers skipped:");
                 for (int64_t l : r.skipped_layers) std::printf(" %lld", static_cast<long long>(l));

@@ -369,3 +369,91 @@ TEST(CliPipeline, DaHybridTrainsSkipsAndDiagnoses) {
       run_json("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 20 --no-stop --json --no-cache");
   EXPECT_EQ(again["text"], gen["text"]) << "cached decoding past the context equals recomputing";
 }
+
+// ---- probe and ablate (issue 22) --------------------------------------------------------------
+TEST(CliPipeline, ProbeAndAblateAgreeWithDiagnoseAndEval) {
+  const std::string dir = cli_temp_dir() + "_probe";
+  std::filesystem::create_directories(dir);
+  const std::string corpus = write_corpus(dir);
+  const std::string run_dir = dir + "/run";
+  const std::string cache = " --threads 1 --cache-dir " + dir + "/cache";
+  run_json("train --config " + dir + "/tiny.json --data " + corpus + " --out " + run_dir +
+           " --steps 10 --batch 8 --json" + cache);
+  const std::string prompt = " --prompt 'Once upon a time, Lily saw a red ball'";
+
+  // The lens: L+1 streams, K tokens per position, the last stream's KL 0 and no rank at the end.
+  auto p = run_json("probe " + run_dir + prompt + " --top 3 --json");
+  auto d = run_json("diagnose " + run_dir + prompt + " --json");
+  EXPECT_EQ(p["token_ids"], d["token_ids"]);  // tokenised as diagnose does
+  const size_t L = p["length"].get<size_t>();
+  ASSERT_EQ(p["lens"].size(), 4u);
+  for (size_t s = 0; s < 4; ++s) {
+    const auto& l = p["lens"][s];
+    EXPECT_EQ(l["layer"].get<int>(), static_cast<int>(s) - 1);
+    ASSERT_EQ(l["top"].size(), L);
+    EXPECT_EQ(l["top"][0].size(), 3u);
+    EXPECT_TRUE(l["target_rank"][L - 1].is_null());
+    EXPECT_GE(l["target_rank"][0].get<int64_t>(), 1);
+  }
+  for (const auto& kl : p["lens"][3]["kl_to_final"]) EXPECT_EQ(kl.get<double>(), 0.0);
+
+  // The rollout, recomputed from diagnose's matrices: R_l = (½ mean_h A + ½ I) R_{l-1}.
+  std::vector<std::vector<double>> R(L, std::vector<double>(L, 0.0));
+  for (size_t i = 0; i < L; ++i) R[i][i] = 1;
+  ASSERT_EQ(p["rollout"].size(), 3u);
+  for (size_t l = 0; l < 3; ++l) {
+    const auto& heads = d["layers"][l]["heads"];
+    std::vector<std::vector<double>> A(L, std::vector<double>(L, 0.0)), next = A;
+    for (size_t i = 0; i < L; ++i) {
+      for (size_t k = 0; k < L; ++k) {
+        for (const auto& h : heads) A[i][k] += h["matrix"][i][k].get<double>() / static_cast<double>(heads.size());
+        A[i][k] *= 0.5;
+      }
+      A[i][i] += 0.5;
+    }
+    for (size_t i = 0; i < L; ++i)
+      for (size_t k = 0; k < L; ++k)
+        for (size_t j = 0; j < L; ++j) next[i][j] += A[i][k] * R[k][j];
+    R = next;
+    EXPECT_EQ(p["rollout"][l]["matrix_kind"], d["layers"][l]["matrix_kind"]);
+    for (size_t i = 0; i < L; ++i)
+      for (size_t j = 0; j < L; ++j) EXPECT_NEAR(p["rollout"][l]["matrix"][i][j].get<double>(), R[i][j], 1e-4);
+  }
+  // --story-start feeds the prompt as generate does: the last stream's top token is generate's
+  // first greedy token.
+  auto ps = run_json("probe " + run_dir + prompt + " --story-start --top 1 --json");
+  ASSERT_EQ(ps["length"].get<size_t>(), L + 1);
+  auto greedy = run_json("generate " + run_dir + prompt + " --temperature 0 --max-tokens 1 --no-stop --json");
+  EXPECT_EQ(ps["lens"][3]["top"][L][0]["id"], greedy["tokens"][0]["id"]);
+  auto text = run("probe " + run_dir + prompt);
+  EXPECT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("logit lens"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rollout"), std::string::npos) << text.out;
+
+  // Ablation: the base is eval's loss on the same windows; every layer and attention head once.
+  const std::string windows = " --windows story_start --max-windows 12" + cache;
+  auto a = run_json("ablate " + run_dir + windows + " --json");
+  auto e = run_json("eval " + run_dir + windows + " --json");
+  EXPECT_EQ(a["base_loss"].get<double>(), e["loss"].get<double>());
+  EXPECT_EQ(a["tokens"], e["tokens"]);
+  ASSERT_EQ(a["ablations"].size(), 3u + 4u);
+  double previous = INFINITY;
+  for (const auto& row : a["ablations"]) {
+    EXPECT_TRUE(std::isfinite(row["loss"].get<double>()));
+    EXPECT_LE(row["delta"].get<double>(), previous);  // ranked
+    previous = row["delta"].get<double>();
+    EXPECT_TRUE(row["head"].is_null() || row["layer"] == 1) << row;
+  }
+  // A row is `hsm eval --knock-out` of its layer (or head).
+  const auto& top = a["ablations"][0];
+  const std::string knock =
+      std::to_string(top["layer"].get<int>()) + (top["head"].is_null() ? "" : ":" + std::to_string(top["head"].get<int>()));
+  auto k = run_json("eval " + run_dir + windows + " --knock-out " + knock + " --json");
+  EXPECT_EQ(k["loss"].get<double>(), top["loss"].get<double>());
+  auto bad = run("eval " + run_dir + windows + " --knock-out 0:1");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("knock the layer out whole"), std::string::npos) << bad.out;
+  bad = run("eval " + run_dir + windows + " --knock-out 5");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("layers 0..2"), std::string::npos) << bad.out;
+}

@@ -20,6 +20,8 @@ void register_engine_types() {
     qRegisterMetaType<hsm::SystemInfo>();
     qRegisterMetaType<hsm::Diagnosis>();
     qRegisterMetaType<std::vector<hsm::MixerWeights>>();
+    qRegisterMetaType<hsm::Probe>();
+    qRegisterMetaType<hsm::AblationReport>();
     return true;
   }();
   (void)once;
@@ -75,6 +77,15 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
     emit requestFailed(id, message);
   });
   connect(session_, &SessionWorker::system, this, &EngineHost::systemInfo);
+  connect(session_, &SessionWorker::probed, this, [this](int id, const hsm::Probe& p) {
+    sessionRequestDone();
+    emit probed(id, p);
+  });
+  connect(session_, &SessionWorker::ablationProgress, this, &EngineHost::ablationProgress);
+  connect(session_, &SessionWorker::ablated, this, [this](int id, const hsm::AblationReport& r) {
+    sessionRequestDone();
+    emit ablated(id, r);
+  });
 
   // Both engine threads yield the CPU to the GUI thread (thread_priority.h).
   for (QThread* t : {&trainingThread_, &sessionThread_})
@@ -138,6 +149,25 @@ int EngineHost::requestWeights(const QString& runDir) {
 }
 
 void EngineHost::cancelGeneration() { session_->cancel(); }
+
+int EngineHost::probe(const QString& runDir, const QString& prompt, const QVector<int>& generated) {
+  const int id = nextRequest_++;
+  ++pendingSessionRequests_;
+  QMetaObject::invokeMethod(session_, "probe", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, prompt), Q_ARG(QVector<int>, generated));
+  return id;
+}
+
+int EngineHost::ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows) {
+  const int id = nextRequest_++;
+  ++pendingSessionRequests_;
+  session_->armAblation();
+  QMetaObject::invokeMethod(session_, "ablate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows));
+  return id;
+}
+
+void EngineHost::cancelAblation() { session_->cancelAblation(); }
 
 void EngineHost::configure(const QString& device, int threads) {
   QMetaObject::invokeMethod(session_, "configure", Qt::QueuedConnection, Q_ARG(QString, device), Q_ARG(int, threads));

@@ -4,6 +4,7 @@
 // Nothing here blocks: every call returns at once.
 #include <QObject>
 #include <QString>
+#include <QVector>
 #include <QThread>
 
 #include "gui/engine_types.h"
@@ -37,6 +38,15 @@ class EngineHost : public QObject {
   int diagnose(const QString& runDir, const QString& prompt);
   int requestWeights(const QString& runDir);
   bool isGenerating() const { return pendingSessionRequests_ > 0; }
+  // Probe (issue 22), queued on the session thread like diagnose(): the logit lens and
+  // rollout of a prompt, or, with `generated` token ids, of <|endoftext|>, the prompt and
+  // those tokens as generate() fed them (the Playground's provenance); answered by probed().
+  int probe(const QString& runDir, const QString& prompt, const QVector<int>& generated = {});
+  // Importance by ablation on the validation split of a corpus (Session::ablate), the first
+  // maxWindows windows (0: all); ablationProgress() while it runs, then ablated().
+  // cancelAblation() stops it between batches (requestFailed() with "cancelled").
+  int ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
+  void cancelAblation();
 
   // Device ("auto", "cpu", "cuda", "cuda:N") and CPU threads (0 = the engine's default)
   // for models loaded from now on; the status bar hears back through systemInfo().
@@ -64,6 +74,9 @@ class EngineHost : public QObject {
   void diagnosed(int request, const hsm::Diagnosis& diagnosis);
   void weightsReady(int request, const std::vector<hsm::MixerWeights>& layers);
   void systemInfo(const hsm::SystemInfo& info, const QString& deviceDescription);
+  void probed(int request, const hsm::Probe& probe);
+  void ablationProgress(int request, const QString& stage, double fraction);
+  void ablated(int request, const hsm::AblationReport& report);
 
  private:
   void sessionRequestDone();

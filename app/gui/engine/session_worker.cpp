@@ -1,5 +1,6 @@
 #include "gui/engine/session_worker.h"
 #include "hsm/errors.h"
+#include "hsm/tokenizer.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -67,6 +68,36 @@ void SessionWorker::mixerWeights(int request, const QString& runDir) {
   try {
     const std::vector<hsm::MixerWeights> w = session(runDir).mixer_weights();
     emit weights(request, w);
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
+  }
+}
+
+void SessionWorker::probe(int request, const QString& runDir, const QString& prompt, const QVector<int>& generated) {
+  try {
+    hsm::Session& s = session(runDir);
+    if (generated.isEmpty()) {
+      emit probed(request, s.probe(sstr(prompt)));
+      return;
+    }
+    std::vector<int32_t> ids = {s.tokenizer().end_of_text_id()};  // generate() starts a story
+    for (int32_t id : s.tokenizer().encode(sstr(prompt))) ids.push_back(id);
+    ids.insert(ids.end(), generated.begin(), generated.end());
+    emit probed(request, s.probe_tokens(std::move(ids)));
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
+  }
+}
+
+void SessionWorker::ablate(int request, const QString& runDir, const QString& dataPath, const QString& windows,
+                           int maxWindows) {
+  try {
+    hsm::EvalOptions options;
+    options.windows = sstr(windows);
+    options.max_windows = maxWindows;
+    options.cancel = &cancelAblation_;
+    options.progress = [&](const std::string& stage, double f) { emit ablationProgress(request, qstr(stage), f); };
+    emit ablated(request, session(runDir).ablate(sstr(dataPath), options));
   } catch (const std::exception& e) {
     emit failed(request, QString::fromStdString(hsm::error_text(e)));
   }

@@ -1,5 +1,7 @@
 #include "gui/views/playground_view.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -24,6 +26,7 @@
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/widgets/field_error.h"
+#include "gui/views/probe_view.h"
 #include "gui/widgets/token_text.h"
 #include "hsm/presets.h"
 
@@ -153,6 +156,7 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   connect(engine_, &EngineHost::token, this, &PlaygroundView::onToken);
   connect(engine_, &EngineHost::generated, this, &PlaygroundView::onGenerated);
   connect(engine_, &EngineHost::requestFailed, this, &PlaygroundView::onFailed);
+  connect(engine_, &EngineHost::probed, this, &PlaygroundView::onProbed);
   connect(runs_, &RunList::currentChanged, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::runAdded, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::infoChanged, this, &PlaygroundView::updateButtons);
@@ -236,6 +240,21 @@ void PlaygroundView::rebuildColumns(const QStringList& runDirs) {
     c.text->setObjectName(QStringLiteral("output_%1").arg(columns_.size()));
     c.status = new QLabel(tr("waiting…"));
     c.status->setObjectName(QStringLiteral("status_%1").arg(columns_.size()));
+    c.status->setWordWrap(true);
+    const int index = static_cast<int>(columns_.size());
+    connect(c.text, &TokenText::tokenClicked, this, [this, index](int token, bool add) {
+      QVector<int> tokens = add ? columns_[index].selected : QVector<int>();
+      if (tokens.contains(token))
+        tokens.removeAll(token);  // shift-click on a chosen token takes it out
+      else
+        tokens << token;
+      if (tokens.isEmpty()) {
+        columns_[index].selected.clear();
+        columns_[index].text->clearProvenance();
+        return;
+      }
+      showProvenance(index, tokens);
+    });
     v->addWidget(c.title);
     v->addWidget(c.text, 1);
     v->addWidget(c.status);
@@ -322,7 +341,80 @@ void PlaygroundView::onGenerated(int request, const hsm::GenerationResult& r) {
   sendNext();
 }
 
+bool PlaygroundView::isProbing() const {
+  return std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.probeRequest != 0; });
+}
+
+bool PlaygroundView::showProvenance(int column, const QVector<int>& tokens) {
+  lastError_.clear();
+  if (column < 0 || column >= columns_.size())
+    lastError_ = tr("no output column %1").arg(column);
+  else if (isGenerating())
+    lastError_ = tr("wait for the generation to finish");
+  else if (columns_[column].probeRequest != 0)
+    lastError_ = tr("the provenance is still being read");
+  else if (tokens.isEmpty())
+    lastError_ = tr("choose a generated token");
+  if (lastError_.isEmpty())
+    for (int t : tokens)
+      if (t < 0 || t >= columns_[column].text->tokenCount()) lastError_ = tr("no generated token %1").arg(t);
+  if (!lastError_.isEmpty()) {
+    hint_->setText(lastError_);
+    return false;
+  }
+  Column& c = columns_[column];
+  c.selected = tokens;
+  const int last = *std::max_element(tokens.begin(), tokens.end());
+  // The text the model saw up to the newest chosen token: <|endoftext|>, the prompt, and the
+  // generated tokens so far (the engine keeps the last context of them).
+  c.probeRequest = engine_->probe(c.runDir, pendingPrompt_, c.text->tokenIds().mid(0, last + 1));
+  c.status->setText(tr("reading what the chosen tokens drew on…"));
+  return true;
+}
+
+void PlaygroundView::onProbed(int request, const hsm::Probe& p) {
+  for (Column& c : columns_) {
+    if (c.probeRequest != request || request == 0) continue;
+    c.probeRequest = 0;
+    c.probe = p;
+    const int last = *std::max_element(c.selected.begin(), c.selected.end());
+    const int firstGenerated = static_cast<int>(p.length) - 1 - last;  // piece index of generated token 0
+    std::vector<int64_t> positions;
+    QVector<int> shown;
+    int outside = 0;
+    for (int t : c.selected) {
+      if (firstGenerated + t < 0) {
+        ++outside;  // before the last context of tokens: the rollout does not reach it
+        continue;
+      }
+      positions.push_back(firstGenerated + t);
+      shown << firstGenerated + t;
+    }
+    QStringList pieces;
+    for (const std::string& piece : p.tokens) pieces << QString::fromStdString(piece);
+    c.text->showProvenance(pieces, hsm::rollout_provenance(p, positions), firstGenerated, shown);
+    c.provenanceNote =
+        tr("What %n chosen token(s) drew on (blue), the sum of their rows of the attention rollout through all %1 "
+           "layers. %2 Click another token, shift-click to add one, click elsewhere to go back.",
+           "", static_cast<int>(shown.size()))
+            .arg(p.rollout.size())
+            .arg(rollout_kind_text(p.matrix_kinds));
+    if (outside > 0)
+      c.provenanceNote += tr(" %n chosen token(s) lie before the model's context and are left out.", "", outside);
+    c.status->setText(c.provenanceNote);
+    emit provenanceFinished();
+  }
+}
+
 void PlaygroundView::onFailed(int request, const QString& message) {
+  for (Column& c : columns_)
+    if (c.probeRequest == request && request != 0) {
+      c.probeRequest = 0;
+      c.status->setText(tr("provenance failed: %1").arg(message));
+      lastError_ = message;
+      emit provenanceFinished();
+      return;
+    }
   if (request != activeRequest_ || activeColumn_ < 0) return;
   columns_[activeColumn_].text->appendNote(tr("[error: %1]").arg(message));
   columns_[activeColumn_].status->setText(tr("failed"));

@@ -47,8 +47,19 @@ class PlaygroundView : public QWidget {
   QString lastError() const { return lastError_; }
   QStringList paperPrompts() const { return paperPrompts_; }
 
+  // Provenance (issue 22): what generated tokens `tokens` of a column drew on, the sum of their
+  // rows of the attention rollout (hsm/probe.h), shown as a tint over the text the model saw.
+  // Clicking a generated token does this for it, shift-clicking adds it. False when nothing
+  // could start (reason in lastError()); provenanceFinished() when it is shown.
+  bool showProvenance(int column, const QVector<int>& tokens);
+  bool isProbing() const;
+  // The last probe a column's provenance was read from, and what its status line says of it.
+  const hsm::Probe& provenanceProbe(int column) const { return columns_[column].probe; }
+  QString provenanceNote(int column) const { return columns_[column].provenanceNote; }
+
  signals:
   void generationFinished();
+  void provenanceFinished();
 
  private:
   struct Column {
@@ -57,6 +68,10 @@ class PlaygroundView : public QWidget {
     QLabel* title = nullptr;
     TokenText* text = nullptr;
     QLabel* status = nullptr;
+    QVector<int> selected;  // generated tokens whose provenance is shown (or asked for)
+    int probeRequest = 0;
+    hsm::Probe probe;
+    QString provenanceNote;
   };
   void loadPaperPrompts();
   void rebuildColumns(const QStringList& runDirs);
@@ -64,6 +79,7 @@ class PlaygroundView : public QWidget {
   void onToken(int request, const hsm::GeneratedToken& token);
   void onGenerated(int request, const hsm::GenerationResult& result);
   void onFailed(int request, const QString& message);
+  void onProbed(int request, const hsm::Probe& probe);
   void updateButtons();
 
   RunList* runs_;

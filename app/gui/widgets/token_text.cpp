@@ -1,6 +1,8 @@
 #include "gui/widgets/token_text.h"
 
 #include <QHelpEvent>
+#include <QMouseEvent>
+#include <QTextDocument>
 #include <QTextCursor>
 #include <QToolTip>
 #include <algorithm>
@@ -37,6 +39,7 @@ QColor TokenText::tint(double p) {
 }
 
 void TokenText::clearText() {
+  clearProvenance();
   clear();
   spans_.clear();
   generated_.clear();
@@ -51,6 +54,7 @@ void TokenText::setPrompt(const QString& prompt) {
 }
 
 void TokenText::appendToken(const hsm::GeneratedToken& token) {
+  clearProvenance();
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   QTextCharFormat fmt;
@@ -67,6 +71,7 @@ void TokenText::appendToken(const hsm::GeneratedToken& token) {
 }
 
 void TokenText::appendNote(const QString& note) {
+  clearProvenance();
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   QTextCharFormat fmt;
@@ -75,7 +80,96 @@ void TokenText::appendNote(const QString& note) {
   c.insertText(QStringLiteral(" ") + note, fmt);
 }
 
+QVector<int> TokenText::tokenIds() const {
+  QVector<int> ids;
+  for (const Span& s : spans_) ids << s.token.id;
+  return ids;
+}
+
+int TokenText::tokenAt(int position) const {
+  if (provenance_) {
+    for (const PieceSpan& p : pieces_)
+      if (position >= p.start && position < p.end) return p.token;
+    return -1;
+  }
+  for (size_t i = 0; i < spans_.size(); ++i)
+    if (position >= spans_[i].start && position < spans_[i].end) return static_cast<int>(i);
+  return -1;
+}
+
+QColor TokenText::provenanceTint(double share) {
+  // Blue, from white (drew nothing) to a saturated blue (the most drawn-on token).
+  const double s = std::clamp(share, 0.0, 1.0);
+  return QColor::fromRgbF(static_cast<float>(1.0 - 0.75 * s), static_cast<float>(1.0 - 0.55 * s), 1.0f);
+}
+
+void TokenText::showProvenance(const QStringList& pieces, const std::vector<double>& weights, int firstGenerated,
+                               const QVector<int>& selected) {
+  if (!provenance_) {  // keep the generated text (its spans stay valid) for clearProvenance()
+    generatedDocument_ = document();
+    generatedDocument_->setParent(this);
+    setDocument(new QTextDocument(this));
+    document()->setDefaultFont(font());
+    provenance_ = true;
+  }
+  document()->clear();
+  pieces_.clear();
+  provenanceWeights_ = weights;
+  // The tint is relative to the largest weight on a token that was not selected (a selected
+  // token draws on itself through the residual path, which would wash the rest out).
+  double top = 0;
+  for (int i = 0; i < pieces.size() && i < static_cast<int>(weights.size()); ++i)
+    if (!selected.contains(i)) top = std::max(top, weights[static_cast<size_t>(i)]);
+  QTextCursor c(document());
+  for (int i = 0; i < pieces.size(); ++i) {
+    const double w = i < static_cast<int>(weights.size()) ? weights[static_cast<size_t>(i)] : 0.0;
+    QTextCharFormat fmt;
+    if (selected.contains(i)) {
+      fmt.setBackground(QColor(255, 190, 90));
+      fmt.setFontWeight(QFont::Bold);
+      fmt.setFontUnderline(true);
+    } else {
+      fmt.setBackground(provenanceTint(top > 0 ? w / top : 0.0));
+    }
+    PieceSpan span;
+    span.start = c.position();
+    c.insertText(pieces[i], fmt);
+    span.end = c.position();
+    span.token = i >= firstGenerated ? i - firstGenerated : -1;  // -1: the prompt (or <|endoftext|>)
+    span.weight = w;
+    pieces_.push_back(span);
+  }
+}
+
+void TokenText::clearProvenance() {
+  if (!provenance_) return;
+  QTextDocument* shown = document();
+  setDocument(generatedDocument_);
+  shown->deleteLater();
+  generatedDocument_ = nullptr;
+  provenance_ = false;
+  pieces_.clear();
+  provenanceWeights_.clear();
+}
+
+void TokenText::mouseReleaseEvent(QMouseEvent* e) {
+  QTextEdit::mouseReleaseEvent(e);
+  if (e->button() != Qt::LeftButton) return;
+  const int token = tokenAt(cursorForPosition(e->position().toPoint()).position());
+  if (token >= 0) {
+    emit tokenClicked(token, e->modifiers().testFlag(Qt::ShiftModifier));
+  } else if (provenance_) {
+    clearProvenance();  // a click outside the generated tokens returns to the probabilities
+  }
+}
+
 QString TokenText::tooltipAt(int position) const {
+  if (provenance_) {
+    for (const PieceSpan& p : pieces_)
+      if (position >= p.start && position < p.end)
+        return tr("drew <b>%1</b> of its input from this token (attention rollout)").arg(p.weight, 0, 'f', 4);
+    return {};
+  }
   // A token whose text is pending (a UTF-8 character split across byte tokens) has an
   // empty span; the next non-empty one carries the character.
   auto it = std::find_if(spans_.begin(), spans_.end(),

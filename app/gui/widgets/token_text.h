@@ -1,8 +1,11 @@
 #pragma once
 // Generated text, token by token: each token's background is tinted by its probability
 // (red for unlikely, green for likely) and hovering it shows the top alternatives the
-// model weighed, with their probabilities.
+// model weighed, with their probabilities. Clicking a generated token (shift: adding it to
+// the ones clicked) asks for its provenance; showProvenance() then shows the text the model
+// saw tinted by how much those tokens drew on each of its tokens, until clearProvenance().
 #include <QTextEdit>
+#include <QVector>
 #include <vector>
 
 #include "hsm/session.h"
@@ -26,8 +29,31 @@ class TokenText : public QTextEdit {
   // The tint used for a token of probability p.
   static QColor tint(double p);
 
+  // The ids of the generated tokens so far, in order.
+  QVector<int> tokenIds() const;
+  // The generated token whose text covers a document position, or -1 (also in provenance
+  // mode, where the document shows the probed tokens).
+  int tokenAt(int position) const;
+  // Provenance mode: `pieces` are the tokens the model saw (the last of them the newest
+  // selected generated token), `weights` how much the selected ones drew on each (one per
+  // piece), `firstGenerated` the piece index of generated token 0 (negative when it is out
+  // of the window), `selected` the selected tokens' piece indices.
+  void showProvenance(const QStringList& pieces, const std::vector<double>& weights, int firstGenerated,
+                      const QVector<int>& selected);
+  void clearProvenance();  // back to the generated text and its probabilities
+  bool provenanceShown() const { return provenance_; }
+  // The weight shown on each piece in provenance mode (what the tint encodes).
+  const std::vector<double>& provenanceWeights() const { return provenanceWeights_; }
+  // The tint of a piece holding this share of the largest weight (0..1).
+  static QColor provenanceTint(double share);
+
+ signals:
+  // A generated token was clicked; add: shift was held (sum it with the ones already chosen).
+  void tokenClicked(int index, bool add);
+
  protected:
   bool event(QEvent* e) override;
+  void mouseReleaseEvent(QMouseEvent* e) override;
 
  private:
   struct Span {
@@ -36,6 +62,16 @@ class TokenText : public QTextEdit {
   };
   std::vector<Span> spans_;
   QString generated_;
+  // Provenance mode: the generated document kept aside, each piece's span and its token.
+  QTextDocument* generatedDocument_ = nullptr;
+  bool provenance_ = false;
+  struct PieceSpan {
+    int start = 0, end = 0;
+    int token = -1;  // generated token index, -1 for the prompt
+    double weight = 0;
+  };
+  std::vector<PieceSpan> pieces_;
+  std::vector<double> provenanceWeights_;
 };
 
 }  // namespace studio

@@ -9,6 +9,8 @@
 
 #include "hsm/config.h"
 #include "hsm/diagnostics.h"
+#include "hsm/knock_out.h"
+#include "hsm/probe.h"
 #include "hsm/progress.h"
 #include "hsm/sampling.h"
 
@@ -69,6 +71,7 @@ struct EvalResult {
   std::string split;
   double seconds = 0;
   std::vector<int64_t> skipped_layers;  // the layers left out (EvalOptions::skip_layers)
+  std::vector<KnockOut> knock_out;      // EvalOptions::knock_out
 };
 
 struct EvalOptions {
@@ -76,11 +79,14 @@ struct EvalOptions {
   std::string windows = "packed";  // "packed" or "story_start" (see TrainSettings::windows)
   int64_t batch_size = 64;
   int64_t max_batches = 0;    // 0 = the whole split
+  int64_t max_windows = 0;    // 0 = every window; else the first this many (before max_batches)
   // DA's "skip" configuration (DA §4.2): evaluate with these layers (0-based) removed, without
   // retraining; a skipped layer is the identity on the residual stream. skip_replaced: every
   // layer whose mixer is not attention (a DA hybrid's replaced layers), added to the list.
   std::vector<int64_t> skip_layers;
   bool skip_replaced = false;
+  // Layers' mixers or single heads replaced by zero for this evaluation (hsm/knock_out.h).
+  std::vector<KnockOut> knock_out;
   std::string cache_dir;
   ProgressFn progress;
   const CancelFlag* cancel = nullptr;
@@ -99,12 +105,24 @@ class Session {
   // Next-token logits for a token sequence (at most the context), for tests and diagnostics.
   std::vector<float> logits(const std::vector<int32_t>& tokens);
   EvalResult evaluate(const std::string& data_path, const EvalOptions& options);
+  // Importance by ablation (hsm/probe.h): the loss of evaluate(data_path, options) with
+  // nothing knocked out (the base), then with each layer's mixer output zeroed, then with each
+  // separable head of each layer zeroed, on the same windows; ranked by the loss's rise.
+  // options.knock_out must be empty. Progress spans the whole; the cancel flag is checked
+  // between batches (Cancelled).
+  AblationReport ablate(const std::string& data_path, const EvalOptions& options);
   // Attention / effective mixing matrices and indicators of every layer and head for a
   // prompt (SPEC §3.3, diagnostics.h), computed on each mixer's real input LN1(h). The
   // prompt's tokens are used as they are (no <|endoftext|> in front), cut to the first
   // `context` tokens, or max_tokens when that is smaller and > 0. Throws
   // std::invalid_argument on an empty prompt.
   Diagnosis diagnose(const std::string& prompt, int64_t max_tokens = 0);
+  // The logit lens and attention rollout (hsm/probe.h) of a prompt, tokenised as diagnose()
+  // does; top_k next tokens per position and layer (at least 1).
+  Probe probe(const std::string& prompt, int64_t top_k = 5, int64_t max_tokens = 0);
+  // The same for token ids as they are (say, <|endoftext|>, a prompt and what generate()
+  // added: the Playground's provenance), cut to the last `context` of them.
+  Probe probe_tokens(std::vector<int32_t> token_ids, int64_t top_k = 5);
   // The learned mixer weights of every layer (the Weights view).
   std::vector<MixerWeights> mixer_weights() const;
 

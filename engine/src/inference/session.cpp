@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "diagnostics/logit_lens.h"
 #include "diagnostics/mixing_matrix.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
@@ -64,6 +65,30 @@ struct Session::Impl {
     return prefill_logits.data_ptr<float>();
   }
   torch::Tensor prefill_logits;
+
+  // A prompt's tokens as diagnose() and probe() take them: as they are (no <|endoftext|> in
+  // front), cut to the first `context` tokens, or max_tokens when that is smaller and > 0.
+  std::vector<int32_t> prompt_tokens(const std::string& prompt, int64_t max_tokens, const char* what) const {
+    if (prompt.empty())
+      throw std::invalid_argument(std::string(what) + ": the prompt is empty (give some text to look at)");
+    std::vector<int32_t> ids = tokenizer->encode(prompt);
+    int64_t limit = config.context;
+    if (max_tokens > 0) limit = std::min(limit, max_tokens);
+    if (static_cast<int64_t>(ids.size()) > limit) ids.resize(static_cast<size_t>(limit));
+    return ids;
+  }
+
+  // What an evaluation scores: the split's tokens, where its windows start, and the result's
+  // description of them (split, documents, unigram baseline).
+  struct EvalWindows {
+    std::vector<uint16_t> tokens;
+    std::vector<int64_t> starts;
+    EvalResult described;
+  };
+  EvalWindows eval_windows(const std::string& data_path, const EvalOptions& options) const;
+  // The loss and accuracy of the model over `w` with options' skipped layers and knock-outs,
+  // both undone afterwards.
+  EvalResult evaluate_on(const EvalWindows& w, const EvalOptions& options, const ProgressFn& progress);
 };
 
 Session::Session() : impl_(std::make_unique<Impl>()) {}
@@ -103,17 +128,39 @@ std::vector<float> Session::logits(const std::vector<int32_t>& tokens) {
 
 Diagnosis Session::diagnose(const std::string& prompt, int64_t max_tokens) {
   auto& m = *impl_;
-  if (prompt.empty()) throw std::invalid_argument("diagnose: the prompt is empty (give some text to look at)");
   Diagnosis d;
-  d.token_ids = m.tokenizer->encode(prompt);
-  int64_t limit = m.config.context;
-  if (max_tokens > 0) limit = std::min(limit, max_tokens);
-  if (static_cast<int64_t>(d.token_ids.size()) > limit) d.token_ids.resize(static_cast<size_t>(limit));
+  d.token_ids = m.prompt_tokens(prompt, max_tokens, "diagnose");
   for (int32_t id : d.token_ids) d.tokens.push_back(m.tokenizer->piece(id));
   d.length = static_cast<int64_t>(d.token_ids.size());
   auto idx = torch::tensor(std::vector<int64_t>(d.token_ids.begin(), d.token_ids.end()), torch::kLong).view({1, -1});
   d.layers = diagnose_model(m.model, idx.to(m.device));
   return d;
+}
+
+Probe Session::probe(const std::string& prompt, int64_t top_k, int64_t max_tokens) {
+  return probe_tokens(impl_->prompt_tokens(prompt, max_tokens, "probe"), top_k);
+}
+
+Probe Session::probe_tokens(std::vector<int32_t> token_ids, int64_t top_k) {
+  auto& m = *impl_;
+  if (token_ids.empty()) throw std::invalid_argument("probe: no tokens to look at");
+  const auto context = static_cast<size_t>(m.config.context);
+  if (token_ids.size() > context) token_ids.erase(token_ids.begin(), token_ids.end() - static_cast<long>(context));
+  for (int32_t id : token_ids)
+    if (id < 0 || id >= m.config.vocab_size)
+      throw std::invalid_argument("probe: token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                  std::to_string(m.config.vocab_size));
+  Probe p;
+  p.token_ids = std::move(token_ids);
+  for (int32_t id : p.token_ids) p.tokens.push_back(m.tokenizer->piece(id));
+  p.length = static_cast<int64_t>(p.token_ids.size());
+  auto idx = torch::tensor(std::vector<int64_t>(p.token_ids.begin(), p.token_ids.end()), torch::kLong).view({1, -1});
+  idx = idx.to(m.device);
+  const std::vector<LayerDiagnostics> layers = diagnose_model(m.model, idx);
+  for (const LayerDiagnostics& l : layers) p.matrix_kinds.push_back(l.kind);
+  p.rollout = attention_rollout(layers, p.length);
+  p.lens = logit_lens(m.model, idx, top_k, [&](int32_t id) { return m.tokenizer->piece(id); });
+  return p;
 }
 
 std::vector<MixerWeights> Session::mixer_weights() const { return hsm::mixer_weights(impl_->model); }
@@ -140,7 +187,9 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
 
   // The model has consumed all[win_start..]; every decoding path slides the same window so
   // their logits agree token for token.
-  const bool fast = options.use_cache && options.fast_path && m.device.is_cpu() && FastDecoder::supports(m.config);
+  // The fast path knows nothing of knock-outs (hsm/knock_out.h): LibTorch's steps honour them.
+  const bool fast = options.use_cache && options.fast_path && m.device.is_cpu() && FastDecoder::supports(m.config) &&
+                    m.model->knock_outs().empty();
   result.decoder = fast ? "fast" : options.use_cache ? "libtorch" : "libtorch-uncached";
   size_t win_start = all.size() > static_cast<size_t>(context) ? all.size() - context : 0;
   result.prompt_tokens_cut = std::max<int64_t>(0, static_cast<int64_t>(win_start) - 1);  // the leading <|endoftext|> is not the prompt's
@@ -206,67 +255,118 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
   return result;
 }
 
-EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& options) {
-  auto& m = *impl_;
+Session::Impl::EvalWindows Session::Impl::eval_windows(const std::string& data_path, const EvalOptions& options) const {
   if (options.split != "val" && options.split != "train" && options.split != "all")
     throw std::invalid_argument("unknown split '" + options.split + "' (use val, train or all)");
-  const auto t0 = std::chrono::steady_clock::now();
   DatasetOptions d;
-  d.context = m.config.context;
+  d.context = config.context;
   d.val_fraction = kValFraction;
   d.seed = kSplitSeed;
   d.cache_dir = options.cache_dir;
   d.progress = options.progress;
   d.cancel = options.cancel;
-  const TokenDataset data = load_dataset(data_path, *m.tokenizer, d);
-  std::vector<uint16_t> tokens;
-  EvalResult r;
+  const TokenDataset data = load_dataset(data_path, *tokenizer, d);
+  EvalWindows w;
+  EvalResult& r = w.described;
   r.split = options.split;
   if (options.split == "val") {
-    tokens = data.val;
+    w.tokens = data.val;
     r.documents = data.val_documents;
   } else if (options.split == "train") {
-    tokens = data.train;
+    w.tokens = data.train;
     r.documents = data.train_documents;
   } else {
-    tokens = data.train;
-    tokens.insert(tokens.end(), data.val.begin(), data.val.end());
+    w.tokens = data.train;
+    w.tokens.insert(w.tokens.end(), data.val.begin(), data.val.end());
     r.documents = data.train_documents + data.val_documents;
   }
-  const int64_t T = m.config.context;
-  const std::vector<int64_t> starts =
-      window_starts(tokens, T, window_layout(options.windows), static_cast<uint16_t>(m.tokenizer->end_of_text_id()));
+  const int64_t T = config.context;
+  w.starts = window_starts(w.tokens, T, window_layout(options.windows),
+                           static_cast<uint16_t>(tokenizer->end_of_text_id()));
+  if (options.max_windows > 0 && static_cast<int64_t>(w.starts.size()) > options.max_windows)
+    w.starts.resize(static_cast<size_t>(options.max_windows));
   // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
-  {
-    std::vector<double> counts(static_cast<size_t>(m.config.vocab_size), 1.0);
-    for (uint16_t t : data.train) counts[t] += 1.0;
-    const double total = static_cast<double>(data.train.size()) + static_cast<double>(counts.size());
-    int64_t windows = static_cast<int64_t>(starts.size());
-    if (options.max_batches > 0) windows = std::min(windows, options.max_batches * options.batch_size);
-    double nll = 0;
-    for (int64_t w = 0; w < windows; ++w)
-      for (int64_t i = 1; i <= T; ++i) nll -= std::log(counts[tokens[static_cast<size_t>(starts[w] + i)]] / total);
-    r.unigram_loss = windows > 0 ? nll / static_cast<double>(windows * T) : 0;
-  }
+  std::vector<double> counts(static_cast<size_t>(config.vocab_size), 1.0);
+  for (uint16_t t : data.train) counts[t] += 1.0;
+  const double total = static_cast<double>(data.train.size()) + static_cast<double>(counts.size());
+  int64_t windows = static_cast<int64_t>(w.starts.size());
+  if (options.max_batches > 0) windows = std::min(windows, options.max_batches * options.batch_size);
+  double nll = 0;
+  for (int64_t i = 0; i < windows; ++i)
+    for (int64_t t = 1; t <= T; ++t) nll -= std::log(counts[w.tokens[static_cast<size_t>(w.starts[i] + t)]] / total);
+  r.unigram_loss = windows > 0 ? nll / static_cast<double>(windows * T) : 0;
+  return w;
+}
+
+EvalResult Session::Impl::evaluate_on(const EvalWindows& w, const EvalOptions& options, const ProgressFn& progress) {
   std::vector<int64_t> skip = options.skip_layers;
   if (options.skip_replaced)
-    for (size_t l = 0; l < m.config.layers.size(); ++l)
-      if (m.config.layers[l].mixer != "attn") skip.push_back(static_cast<int64_t>(l));
+    for (size_t l = 0; l < config.layers.size(); ++l)
+      if (config.layers[l].mixer != "attn") skip.push_back(static_cast<int64_t>(l));
   std::sort(skip.begin(), skip.end());
   skip.erase(std::unique(skip.begin(), skip.end()), skip.end());
-  m.model->set_skipped_layers(skip);  // throws for a layer the model does not have
   struct Restore {
     Gpt& model;
-    ~Restore() { model->set_skipped_layers({}); }
-  } restore{m.model};
+    ~Restore() {
+      model->set_skipped_layers({});
+      model->set_knock_outs({});
+    }
+  } restore{model};
+  model->set_skipped_layers(skip);  // throws for a layer the model does not have
+  model->set_knock_outs(options.knock_out);  // throws for a layer or head it does not have
+  EvalResult r = w.described;
   r.skipped_layers = skip;
-  const WindowEval ev = evaluate_windows(m.model, tokens, starts, options.batch_size, options.max_batches, m.device,
-                                         m.device.is_cuda(), options.progress, options.cancel);
+  r.knock_out = options.knock_out;
+  const WindowEval ev = evaluate_windows(model, w.tokens, w.starts, options.batch_size, options.max_batches, device,
+                                         device.is_cuda(), progress, options.cancel);
   r.loss = ev.loss;
   r.accuracy = ev.accuracy;
   r.tokens = ev.tokens;
+  return r;
+}
+
+EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalResult r = impl_->evaluate_on(impl_->eval_windows(data_path, options), options, options.progress);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+AblationReport Session::ablate(const std::string& data_path, const EvalOptions& options) {
+  auto& m = *impl_;
+  if (!options.knock_out.empty())
+    throw std::invalid_argument("ablate knocks out each layer and head in turn itself: give no knock-outs");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Impl::EvalWindows windows = m.eval_windows(data_path, options);
+  // Every layer whole, then every head a layer's mixer can zero alone (MixerImpl::separable_heads).
+  std::vector<KnockOut> order;
+  for (size_t l = 0; l < m.model->blocks.size(); ++l) order.push_back({static_cast<int64_t>(l), -1});
+  for (size_t l = 0; l < m.model->blocks.size(); ++l)
+    for (int64_t h = 0; h < m.model->blocks[l]->mixer->separable_heads(); ++h)
+      order.push_back({static_cast<int64_t>(l), h});
+  const auto runs = static_cast<double>(order.size() + 1);
+  auto progress_of = [&](size_t run, const std::string& stage) -> ProgressFn {
+    if (!options.progress) return {};
+    return [&options, run, runs, stage](const std::string&, double f) {
+      options.progress(stage, (static_cast<double>(run) + f) / runs);
+    };
+  };
+  AblationReport report;
+  const EvalResult base = m.evaluate_on(windows, options, progress_of(0, "evaluating (nothing knocked out)"));
+  report.base_loss = base.loss;
+  report.base_accuracy = base.accuracy;
+  report.tokens = base.tokens;
+  report.split = base.split;
+  for (size_t i = 0; i < order.size(); ++i) {
+    EvalOptions knocked = options;
+    knocked.knock_out = {order[i]};
+    const EvalResult e = m.evaluate_on(windows, knocked, progress_of(i + 1, "knocking out " + knock_out_label(order[i])));
+    report.ablations.push_back({order[i], e.loss, e.loss - report.base_loss});
+  }
+  std::stable_sort(report.ablations.begin(), report.ablations.end(),
+                   [](const Ablation& a, const Ablation& b) { return a.delta > b.delta; });
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
 }
 
 }  // namespace hsm

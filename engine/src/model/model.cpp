@@ -99,9 +99,14 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor& qk) {
-  auto x = ln1->forward(h_in);
-  auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, ln1->forward(qk)) : mixer->forward(x);
-  auto h = residual_dropout(h_in, y, dropout, is_training());
+  torch::Tensor h;
+  if (mixer_knocked_out) {
+    h = h_in.clone();  // h_in + 0; a copy, as the FFN below may add to it in place
+  } else {
+    auto x = ln1->forward(h_in);
+    auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, ln1->forward(qk)) : mixer->forward(x);
+    h = residual_dropout(h_in, y, dropout, is_training());
+  }
   if (inference_on_cpu(h, *this)) {  // evaluation: the FFN's output added in place
     ffn->add_forward_to(h, ln2->forward(h));
     return h;
@@ -111,6 +116,11 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context,
                               const torch::Tensor& qk) {
+  if (mixer_knocked_out) {
+    auto h = h_t.clone();
+    ffn->add_forward_to(h, ln2->forward(h));
+    return h;
+  }
   auto x = ln1->forward(h_t);
   auto y = (qk_mixer && qk.defined()) ? qk_mixer->step_qk(x, ln1->forward(qk), cache, pos, context)
                                       : mixer->step(x, cache, pos, context);
@@ -121,6 +131,11 @@ torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64
 
 torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerCache& cache, int64_t context,
                                  const torch::Tensor& qk) {
+  if (mixer_knocked_out) {
+    auto h = h_in.clone();
+    ffn->add_forward_to(h, ln2->forward(h));
+    return h;
+  }
   auto x = ln1->forward(h_in);
   auto y = (qk_mixer && qk.defined()) ? qk_mixer->prefill_qk(x, ln1->forward(qk), cache, context)
                                       : mixer->prefill(x, cache, context);
@@ -195,6 +210,34 @@ void GptImpl::set_skipped_layers(const std::vector<int64_t>& layers) {
   skip_ = skip;
 }
 
+void GptImpl::set_knock_outs(const std::vector<KnockOut>& knock_outs) {
+  const auto layers = static_cast<int64_t>(blocks.size());
+  std::vector<bool> whole(blocks.size(), false);
+  std::vector<std::vector<int64_t>> heads(blocks.size());
+  for (const KnockOut& k : knock_outs) {
+    if (k.layer < 0 || k.layer >= layers)
+      throw std::invalid_argument("knock-out of " + knock_out_label(k) + ": the model has layers 0.." +
+                                  std::to_string(layers - 1));
+    const auto l = static_cast<size_t>(k.layer);
+    if (k.head < 0) {
+      whole[l] = true;
+      continue;
+    }
+    const int64_t separable = blocks[l]->mixer->separable_heads();
+    if (k.head >= separable)
+      throw std::invalid_argument("knock-out of " + knock_out_label(k) + ": " +
+                                  (separable > 0 ? "its mixer has heads 0.." + std::to_string(separable - 1)
+                                                 : "its mixer (" + config.layers[l].mixer +
+                                                       ") has no heads apart; knock the layer out whole"));
+    if (std::find(heads[l].begin(), heads[l].end(), k.head) == heads[l].end()) heads[l].push_back(k.head);
+  }
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    blocks[l]->mixer_knocked_out = whole[l];
+    blocks[l]->mixer->set_zeroed_heads(heads[l]);
+  }
+  knock_outs_ = knock_outs;
+}
+
 std::vector<torch::Tensor> GptImpl::qk_streams(const torch::Tensor& e, int64_t T) {
   std::vector<torch::Tensor> out(blocks.size());
   for (size_t l = 0; l < blocks.size(); ++l)
@@ -223,16 +266,28 @@ std::vector<torch::Tensor> GptImpl::qk_streams(const torch::Tensor& e, int64_t T
   return out;
 }
 
-torch::Tensor GptImpl::run_blocks(torch::Tensor h, const torch::Tensor& e) {
+torch::Tensor GptImpl::run_blocks(torch::Tensor h, const torch::Tensor& e, std::vector<torch::Tensor>* streams) {
   const bool plain = std::all_of(sources_.begin(), sources_.end(), [](QkSource s) { return s == QkSource::kSelf; });
   if (plain && skip_.empty()) {  // every model without DA *_qk layers: the loop as it always was
-    for (auto& block : blocks) h = block->forward(h);
+    for (auto& block : blocks) {
+      h = block->forward(h);
+      if (streams) streams->push_back(h);
+    }
     return h;
   }
-  const auto streams = qk_streams(e, h.size(1));
-  for (size_t l = 0; l < blocks.size(); ++l)
-    if (!skipped(l)) h = blocks[l]->forward(h, streams[l]);
+  const auto qk = qk_streams(e, h.size(1));
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    if (!skipped(l)) h = blocks[l]->forward(h, qk[l]);
+    if (streams) streams->push_back(h);
+  }
   return h;
+}
+
+std::vector<torch::Tensor> GptImpl::residual_streams(const torch::Tensor& idx) {
+  const auto e = embed(idx);
+  std::vector<torch::Tensor> streams = {fast_dropout(e, config.dropout, is_training())};
+  run_blocks(streams[0], e, &streams);
+  return streams;
 }
 
 void apply_ex_init(torch::nn::Module& model) {

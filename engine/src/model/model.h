@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "hsm/config.h"
+#include "hsm/knock_out.h"
 #include "model/mixers/mixer.h"
 
 namespace hsm {
@@ -48,6 +49,9 @@ struct BlockImpl : torch::nn::Module {
   std::shared_ptr<MixerImpl> mixer;
   QkSourceMixerImpl* qk_mixer = nullptr;  // mixer, when its Q, K come from another stream
   FeedForward ffn{nullptr};
+  // Knocked out (hsm/knock_out.h): the mixer's output is zero, so h passes to the FFN as it
+  // came (forward, step and prefill alike; the mixer's cache is left empty).
+  bool mixer_knocked_out = false;
   double dropout;  // residual dropout (model/dropout.h: a hashed mask, not torch::nn::Dropout)
 };
 TORCH_MODULE(Block);
@@ -96,6 +100,16 @@ struct GptImpl : torch::nn::Module {
   // 0-based index; empty = none. Every forward, step and prefill honours it.
   void set_skipped_layers(const std::vector<int64_t>& layers);
   bool skipped(size_t layer) const { return layer < skip_.size() && skip_[layer]; }
+  // Knock-outs (hsm/knock_out.h), replacing any earlier set; empty = none. Every forward, step
+  // and prefill honours them. Checked whole before anything changes: std::invalid_argument
+  // names a layer the model lacks or a head its mixer cannot zero alone.
+  void set_knock_outs(const std::vector<KnockOut>& knock_outs);
+  const std::vector<KnockOut>& knock_outs() const { return knock_outs_; }
+
+  // The residual stream after the embedding (and its dropout) and after each block: L+1
+  // tensors [B, T, d], the last one what the final LayerNorm receives in forward(idx). The
+  // logit lens reads them (diagnostics/logit_lens.h).
+  std::vector<torch::Tensor> residual_streams(const torch::Tensor& idx);
 
   // Module::to(dtype) converts every buffer; qk_tokens stays int64 (token ids).
   using torch::nn::Module::to;
@@ -113,9 +127,11 @@ struct GptImpl : torch::nn::Module {
 
  private:
   // Embedding e [B, T, d] after the input dropout h -> the last block's output [B, T, d].
-  torch::Tensor run_blocks(torch::Tensor h, const torch::Tensor& e);
+  // streams: when given, each block's output is appended to it.
+  torch::Tensor run_blocks(torch::Tensor h, const torch::Tensor& e, std::vector<torch::Tensor>* streams = nullptr);
   std::vector<QkSource> sources_;  // per layer
   std::vector<bool> skip_;
+  std::vector<KnockOut> knock_outs_;
 };
 TORCH_MODULE(Gpt);
 

@@ -28,7 +28,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> AttentionImpl::split_hea
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
   auto [q, k, v] = split_heads(x);
-  auto y = compat::causal_attention(q, k, v, dropout, is_training());  // [B, H, T, hd]
+  auto y = zero_heads(compat::causal_attention(q, k, v, dropout, is_training()), 1);  // [B, H, T, hd]
   return linear(proj, y.transpose(1, 2).contiguous().view({B, T, d}));
 }
 
@@ -43,7 +43,7 @@ torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, i
   cache.v.narrow(2, pos, 1).copy_(v);
   auto keys = cache.k.narrow(2, 0, pos + 1), values = cache.v.narrow(2, 0, pos + 1);  // [B, H, pos+1, hd]
   auto att = torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim)), -1);
-  auto y = torch::matmul(att, values);  // [B, H, 1, hd]
+  auto y = zero_heads(torch::matmul(att, values), 1);  // [B, H, 1, hd]
   return linear(proj, y.transpose(1, 2).reshape({B, d}));
 }
 
@@ -54,7 +54,7 @@ torch::Tensor AttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, 
   cache.v = torch::zeros_like(cache.k);
   cache.k.narrow(2, 0, T).copy_(k);
   cache.v.narrow(2, 0, T).copy_(v);
-  auto y = compat::causal_attention(q, k, v, 0.0, false);
+  auto y = zero_heads(compat::causal_attention(q, k, v, 0.0, false), 1);
   return linear(proj, y.transpose(1, 2).contiguous().view({B, T, d}));
 }
 

@@ -14,6 +14,7 @@ struct AttentionImpl : MixerImpl {
   // Softmax weights per head for diagnostics: [B, H, T, T].
   torch::Tensor attention_weights(const torch::Tensor& x);
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights
+  int64_t separable_heads() const override { return heads; }  // zeroed before the output projection
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   int64_t heads, head_dim;

@@ -52,7 +52,7 @@ LinearAttentionImpl::LinearAttentionImpl(MixerKind kind, Form form, int64_t d, i
 
 torch::Tensor LinearAttentionImpl::merge(const torch::Tensor& y) {
   const int64_t B = y.size(0), T = y.size(2);
-  return linear(proj, y.transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
+  return linear(proj, zero_heads(y, 1).transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
 }
 
 torch::Tensor LinearAttentionImpl::mix(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& v,

@@ -28,6 +28,7 @@ struct LinearAttentionImpl : MixerImpl {
   // The normalised mixing weights per head, [B, H, T, T] (rows sum to 1 over j <= i).
   torch::Tensor attention_weights(const torch::Tensor& x);
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights
+  int64_t separable_heads() const override { return heads; }  // zeroed before the output projection
 
   static constexpr int64_t kChunk = 128;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};

@@ -15,6 +15,22 @@ void init_linear(torch::nn::Linear& linear, double std) {
   if (linear->bias.defined()) linear->bias.zero_();
 }
 
+void MixerImpl::set_zeroed_heads(const std::vector<int64_t>& heads) {
+  for (int64_t h : heads)
+    if (h < 0 || h >= separable_heads())
+      throw std::invalid_argument("head " + std::to_string(h) + " cannot be knocked out: this " +
+                                  mixer_info(kind).id + " layer has " +
+                                  (separable_heads() > 0 ? "heads 0.." + std::to_string(separable_heads() - 1)
+                                                         : std::string("no heads apart (knock the layer out whole)")));
+  zeroed_heads_ = heads;
+}
+
+torch::Tensor MixerImpl::zero_heads(const torch::Tensor& y, int64_t dim) const {
+  if (zeroed_heads_.empty()) return y;
+  const auto index = torch::tensor(zeroed_heads_, torch::TensorOptions().dtype(torch::kLong).device(y.device()));
+  return y.index_fill(dim, index, 0.0);
+}
+
 std::shared_ptr<MixerImpl> make_mixer(const LayerSpec& spec, int64_t layer, int64_t d, double dropout,
                                       int64_t context) {
   const MixerKind kind = mixer_info(spec.mixer).kind;

@@ -50,7 +50,26 @@ struct MixerImpl : torch::nn::Module {
   // Mixers without such weights leave `w` as it is.
   virtual void learned_weights(MixerWeights& w) const { (void)w; }
 
+  // Knock-out of single heads (importance by ablation, Michel et al. 2019; hsm/knock_out.h):
+  // how many heads this module can zero one by one, 0 when its heads are never apart (a
+  // single-head mixer; it can still be knocked out whole, by the block). Each module zeroes a
+  // head where its heads are still apart: attention-like mixers before the output projection,
+  // the shift mixers' heads as their channel group of the output.
+  virtual int64_t separable_heads() const { return 0; }
+  // From now on forward, step and prefill zero these heads' outputs (empty: none). Throws
+  // std::invalid_argument for a head outside 0..separable_heads()-1.
+  void set_zeroed_heads(const std::vector<int64_t>& heads);
+  const std::vector<int64_t>& zeroed_heads() const { return zeroed_heads_; }
+
   MixerKind kind;
+
+ protected:
+  // y with the zeroed heads' slices along dimension `dim` (of size separable_heads()) set to
+  // zero; y itself when no head is zeroed (the usual case costs nothing).
+  torch::Tensor zero_heads(const torch::Tensor& y, int64_t dim) const;
+
+ private:
+  std::vector<int64_t> zeroed_heads_;
 };
 
 // A mixer whose queries and keys come from another stream than its values (DA §3.4-3.5:

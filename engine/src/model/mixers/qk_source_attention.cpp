@@ -26,7 +26,7 @@ std::pair<torch::Tensor, torch::Tensor> QkSourceAttentionImpl::queries_keys(cons
 
 torch::Tensor QkSourceAttentionImpl::merge(const torch::Tensor& y) {
   const int64_t B = y.size(0), T = y.size(2);
-  return linear(proj, y.transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
+  return linear(proj, zero_heads(y, 1).transpose(1, 2).contiguous().view({B, T, heads * head_dim}));
 }
 
 torch::Tensor QkSourceAttentionImpl::forward_qk(const torch::Tensor& x, const torch::Tensor& src) {
@@ -66,7 +66,7 @@ torch::Tensor QkSourceAttentionImpl::step_qk(const torch::Tensor& x_t, const tor
   }
   auto keys = cache.k.narrow(2, 0, pos + 1), values = cache.v.narrow(2, 0, pos + 1);
   auto att = torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim)), -1);
-  return linear(proj, torch::matmul(att, values).transpose(1, 2).reshape({B, d}));  // [B, d]
+  return linear(proj, zero_heads(torch::matmul(att, values), 1).transpose(1, 2).reshape({B, d}));  // [B, d]
 }
 
 torch::Tensor QkSourceAttentionImpl::prefill_qk(const torch::Tensor& x, const torch::Tensor& src, MixerCache& cache,

@@ -25,6 +25,7 @@ struct QkSourceAttentionImpl : QkSourceMixerImpl {
                            int64_t context) override;
   torch::Tensor attention_weights_qk(const torch::Tensor& qk) override;  // [1 or B, H, T, T]
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // from qk, else x
+  int64_t separable_heads() const override { return heads; }  // zeroed before the output projection
 
   // Whether Q and K are input-independent (rnd_emb_qk, fixed_seq_qk): cached once per decode.
   bool fixed() const { return qk_source(kind) != QkSource::kEmbedding; }

@@ -135,7 +135,12 @@ torch::Tensor ShiftMixerImpl::shifted(const torch::Tensor& x) const {
   return torch::stack(per_head, 2).reshape_as(x);
 }
 
-torch::Tensor ShiftMixerImpl::forward(const torch::Tensor& x) { return mix(x, shifted(x)); }
+torch::Tensor ShiftMixerImpl::forward(const torch::Tensor& x) { return zero_head_channels(mix(x, shifted(x))); }
+
+torch::Tensor ShiftMixerImpl::zero_head_channels(const torch::Tensor& y) const {
+  if (zeroed_heads().empty()) return y;
+  return zero_heads(split_heads(y, separable_heads()), -2).reshape_as(y);  // [..., H, hd] -> [..., d]
+}
 
 // The ring holds the last R inputs; a shift s >= context never reads anything (pos < context).
 static int64_t ring_size(const std::vector<int64_t>& shifts, int64_t context) {
@@ -168,7 +173,7 @@ torch::Tensor ShiftMixerImpl::step(const torch::Tensor& x_t, MixerCache& cache, 
     xs = torch::cat(per_head, 1);  // [B, d]
   }
   cache.ring.select(1, pos % R).copy_(x_t);
-  return mix(x_t, xs);
+  return zero_head_channels(mix(x_t, xs));
 }
 
 // ---- (a,b) --------------------------------------------------------------------------

@@ -26,6 +26,9 @@ struct ShiftMixerImpl : MixerImpl {
   // Heads the diagnostics show: one per shift (the multihead variants), the channel groups of
   // hsm_gate2 and hsm_fusion, one otherwise.
   virtual int64_t heads_shown() const { return shifts.size() > 1 ? static_cast<int64_t>(shifts.size()) : 1; }
+  // A head's output is its channel group (nothing mixes the groups after it), so each head of
+  // a layer with several can be zeroed on its own.
+  int64_t separable_heads() const override { return heads_shown() > 1 ? heads_shown() : 0; }
   // A linear variant's RMS gain ‖block‖_F / √(columns) per head of the block applied to x_i
   // (own) and to x_{i−s} (shifted): a·I gives a. std::invalid_argument for a non-linear one.
   struct LinearGains {
@@ -35,6 +38,10 @@ struct ShiftMixerImpl : MixerImpl {
 
   std::vector<int64_t> shifts;
   int64_t d_model;
+
+ protected:
+  // y [..., d] with the zeroed heads' channel groups set to zero (y itself when none are).
+  torch::Tensor zero_head_channels(const torch::Tensor& y) const;
 };
 
 // The shift of head h of a shift mixer (its only shift when it has one).

@@ -1,0 +1,507 @@
+#include "gui/views/probe_view.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QRegularExpression>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTextStream>
+#include <QVBoxLayout>
+#include <functional>
+#include <qcustomplot.h>
+
+#include "gui/engine/engine_host.h"
+#include "gui/engine_types.h"
+#include "gui/run_list.h"
+#include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/token_text.h"
+#include "gui/widgets/widget_export.h"
+
+namespace studio {
+namespace {
+
+QString piece_label(const std::string& piece) {
+  QString s = QString::fromStdString(piece);
+  s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
+  s.replace(QLatin1Char(' '), QStringLiteral("␣"));
+  return s;
+}
+
+QString stream_name(int layer) { return layer < 0 ? QObject::tr("embedding") : QObject::tr("layer %1").arg(layer); }
+
+QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
+
+}  // namespace
+
+QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds) {
+  QStringList parts;
+  for (hsm::MatrixKind k : {hsm::MatrixKind::kAttention, hsm::MatrixKind::kLinear, hsm::MatrixKind::kJacobian}) {
+    QStringList layers;
+    for (size_t l = 0; l < kinds.size(); ++l)
+      if (kinds[l] == k) layers << QString::number(l);
+    if (layers.isEmpty()) continue;
+    const QString what = k == hsm::MatrixKind::kAttention ? QObject::tr("attention weights")
+                         : k == hsm::MatrixKind::kLinear  ? QObject::tr("the exact linear map, rows |M|/Σ|M|")
+                                                          : QObject::tr("Jacobian norms, rows |M|/Σ|M|");
+    parts << QObject::tr("%1 (layer %2)").arg(what, layers.join(QStringLiteral(", ")));
+  }
+  return QObject::tr("Rollout R_l = (½A_l + ½I)·R_{l−1} through %1.").arg(parts.join(QStringLiteral("; ")));
+}
+
+ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : QWidget(parent), runs_(runs), engine_(engine) {
+  promptEdit_ =
+      new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
+  promptEdit_->setObjectName(QStringLiteral("probe_prompt"));
+  promptEdit_->setPlaceholderText(tr("A prompt (its first context tokens are used, as in Diagnostics)"));
+  probeButton_ = new QPushButton(tr("Probe"));
+  probeButton_->setObjectName(QStringLiteral("probe_run"));
+  probeButton_->setDefault(true);
+  auto* exportButton = new QPushButton(tr("Export all…"));
+  exportButton->setToolTip(tr("The lens, rollout and ablation plots as PNG, PDF and SVG, and their numbers as CSV"));
+  status_ = new QLabel(tr("Choose a run, type a prompt and press Probe."));
+  status_->setObjectName(QStringLiteral("probe_status"));
+  status_->setWordWrap(true);
+
+  // The lens grid: one row per residual stream, one column per position.
+  lensTable_ = new QTableWidget;
+  lensTable_->setObjectName(QStringLiteral("lens_table"));
+  lensTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  lensTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  lensTable_->setMouseTracking(true);
+  auto* lensExport = new QPushButton(tr("Export…"));
+  lensExport->setToolTip(tr("The lens grid as PNG, PDF or SVG, or its numbers as CSV"));
+  auto* lensTitle = new QLabel(
+      tr("<b>Logit lens</b>: each stream's most likely next token per position through the final LayerNorm and "
+         "the tied output layer, tinted by its probability (red 1% → green 100%). Hover: top 5, KL to the last "
+         "layer, rank of the actual next token."));
+  lensTitle->setWordWrap(true);
+  auto* lensBox = new QWidget;
+  auto* lensHead = new QHBoxLayout;
+  lensHead->addWidget(lensTitle, 1);
+  lensHead->addWidget(lensExport);
+  auto* lensLayout = new QVBoxLayout(lensBox);
+  lensLayout->setContentsMargins(0, 0, 0, 0);
+  lensLayout->addLayout(lensHead);
+  lensLayout->addWidget(lensTable_, 1);
+
+  // Rollout: a heatmap and the layer it shows.
+  rollout_ = new HeatmapPanel(tr("Attention rollout"), tr("input token"), tr("output position"));
+  rollout_->setObjectName(QStringLiteral("rollout_heatmap"));
+  rollout_->setScaleLabel(tr("share"));
+  layerSlider_ = new QSlider(Qt::Horizontal);
+  layerSlider_->setObjectName(QStringLiteral("rollout_layer"));
+  layerSlider_->setRange(0, 0);
+  layerSlider_->setPageStep(1);
+  layerSlider_->setTickPosition(QSlider::TicksBelow);
+  layerLabel_ = new QLabel(tr("after layer –"));
+  rolloutKind_ = new QLabel;
+  rolloutKind_->setObjectName(QStringLiteral("rollout_kind"));
+  rolloutKind_->setWordWrap(true);
+  auto* rolloutBox = new QWidget;
+  auto* sliderRow = new QHBoxLayout;
+  sliderRow->addWidget(new QLabel(tr("Layer")));
+  sliderRow->addWidget(layerSlider_, 1);
+  sliderRow->addWidget(layerLabel_);
+  auto* rolloutLayout = new QVBoxLayout(rolloutBox);
+  rolloutLayout->setContentsMargins(0, 0, 0, 0);
+  rolloutLayout->addWidget(rolloutKind_);
+  rolloutLayout->addLayout(sliderRow);
+  rolloutLayout->addWidget(rollout_, 1);
+
+  // Ablation: ranked horizontal bars, the corpus and the Run / Cancel controls.
+  ablationPlot_ = new PlotPanel(tr("Importance by ablation"), tr("Δ validation loss (nats)"), QString());
+  ablationPlot_->setObjectName(QStringLiteral("ablation_plot"));
+  ablationPlot_->setLogOptionVisible(false);
+  QCustomPlot* p = ablationPlot_->plot();
+  bars_ = new QCPBars(p->yAxis, p->xAxis);  // keys down the side: one bar per knock-out
+  bars_->setBrush(QColor(31, 119, 180, 200));
+  bars_->setPen(QPen(QColor(31, 119, 180).darker(120)));
+  bars_->setWidth(0.7);
+  p->xAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
+  ablationPlot_->setCsvWriter([this] {
+    QString out = QStringLiteral("layer,head,loss,delta\n");
+    for (const hsm::Ablation& a : ablation_.ablations)
+      out += QStringLiteral("%1,%2,%3,%4\n")
+                 .arg(a.knock_out.layer)
+                 .arg(a.knock_out.head < 0 ? QString() : QString::number(a.knock_out.head))
+                 .arg(QString::number(a.loss, 'g', 10), QString::number(a.delta, 'g', 10));
+    return out;
+  });
+  dataEdit_ = new QLineEdit;
+  dataEdit_->setObjectName(QStringLiteral("ablation_data"));
+  dataEdit_->setPlaceholderText(tr("Corpus (default: the run's own); its validation split is evaluated"));
+  auto* browse = new QPushButton(tr("…"));
+  windowsBox_ = new QComboBox;
+  windowsBox_->addItems({QStringLiteral("packed"), QStringLiteral("story_start")});
+  windowsBox_->setToolTip(tr("Windows as hsm eval --windows"));
+  maxWindows_ = new QSpinBox;
+  maxWindows_->setObjectName(QStringLiteral("ablation_max_windows"));
+  maxWindows_->setRange(0, 1000000);
+  maxWindows_->setValue(64);
+  maxWindows_->setSpecialValueText(tr("all"));
+  maxWindows_->setToolTip(tr("Evaluate the first N validation windows (0: all), as hsm ablate --max-windows"));
+  ablateButton_ = new QPushButton(tr("Run ablation"));
+  ablateButton_->setObjectName(QStringLiteral("ablation_run"));
+  cancelButton_ = new QPushButton(tr("Cancel"));
+  cancelButton_->setObjectName(QStringLiteral("ablation_cancel"));
+  progress_ = new QProgressBar;
+  progress_->setObjectName(QStringLiteral("ablation_progress"));
+  progress_->setRange(0, 1000);
+  progress_->setValue(0);
+  progress_->setTextVisible(true);
+  progress_->setFormat(tr("idle"));
+  auto* dataRow = new QHBoxLayout;
+  dataRow->addWidget(dataEdit_, 1);
+  dataRow->addWidget(browse);
+  auto* runRow = new QHBoxLayout;
+  runRow->addWidget(windowsBox_);
+  runRow->addWidget(new QLabel(tr("windows")));
+  runRow->addWidget(maxWindows_);
+  runRow->addWidget(ablateButton_);
+  runRow->addWidget(cancelButton_);
+  auto* ablationBox = new QWidget;
+  auto* ablationLayout = new QVBoxLayout(ablationBox);
+  ablationLayout->setContentsMargins(0, 0, 0, 0);
+  ablationLayout->addLayout(dataRow);
+  ablationLayout->addLayout(runRow);
+  ablationLayout->addWidget(progress_);
+  ablationLayout->addWidget(ablationPlot_, 1);
+
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(tr("Prompt")));
+  bar->addWidget(promptEdit_, 1);
+  bar->addWidget(probeButton_);
+  bar->addWidget(exportButton);
+  auto* lower = new QSplitter(Qt::Horizontal);
+  lower->addWidget(rolloutBox);
+  lower->addWidget(ablationBox);
+  lower->setStretchFactor(0, 3);
+  lower->setStretchFactor(1, 2);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(lensBox);
+  rows->addWidget(lower);
+  rows->setStretchFactor(0, 2);
+  rows->setStretchFactor(1, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(bar);
+  layout->addWidget(status_);
+  layout->addWidget(rows, 1);
+
+  connect(probeButton_, &QPushButton::clicked, this, [this] { runProbe(); });
+  connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { runProbe(); });
+  connect(layerSlider_, &QSlider::valueChanged, this, [this] { drawRollout(); });
+  connect(ablateButton_, &QPushButton::clicked, this, [this] { runAblation(); });
+  connect(cancelButton_, &QPushButton::clicked, this, &ProbeView::cancelAblation);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Corpus"), dataEdit_->text());
+    if (!f.isEmpty()) dataEdit_->setText(f);
+  });
+  connect(lensExport, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export the logit lens"), QStringLiteral("lens.png"),
+                                                      tr("Images (*.png *.pdf *.svg);;Numbers (*.csv)"));
+    if (path.isEmpty()) return;
+    const QString error = exportLens(path);
+    if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
+  });
+  connect(exportButton, &QPushButton::clicked, this, &ProbeView::exportDialog);
+  connect(engine_, &EngineHost::probed, this, &ProbeView::onProbed);
+  connect(engine_, &EngineHost::ablated, this, &ProbeView::onAblated);
+  connect(engine_, &EngineHost::requestFailed, this, &ProbeView::onFailed);
+  connect(engine_, &EngineHost::ablationProgress, this, [this](int request, const QString& stage, double f) {
+    if (request != ablateRequest_) return;
+    progress_->setValue(static_cast<int>(f * 1000));
+    progress_->setFormat(QStringLiteral("%1 · %p%").arg(stage));
+  });
+  connect(lensTable_, &QTableWidget::cellEntered, this,
+          [this](int row, int column) { status_->setText(lensTooltip(row, column).remove(QRegularExpression("<[^>]*>"))); });
+  drawLens();
+  drawRollout();
+  drawAblation();
+  updateButtons();
+}
+
+void ProbeView::setPrompt(const QString& prompt) { promptEdit_->setText(prompt); }
+QString ProbeView::prompt() const { return promptEdit_->text(); }
+void ProbeView::setDataPath(const QString& path) { dataEdit_->setText(path); }
+void ProbeView::setMaxWindows(int windows) { maxWindows_->setValue(windows); }
+
+void ProbeView::updateButtons() {
+  probeButton_->setEnabled(!isProbing());
+  ablateButton_->setEnabled(!isAblating());
+  cancelButton_->setEnabled(isAblating());
+}
+
+bool ProbeView::runProbe() {
+  lastError_.clear();
+  const RunEntry* run = runs_->currentRun();
+  if (isProbing())
+    lastError_ = tr("A probe is already running.");
+  else if (!run)
+    lastError_ = tr("Open a run first.");
+  else if (!run->has_info)
+    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+  else if (promptEdit_->text().trimmed().isEmpty())
+    lastError_ = tr("Type a prompt.");
+  if (!lastError_.isEmpty()) {
+    status_->setText(lastError_);
+    return false;
+  }
+  probeRequest_ = engine_->probe(run->dir, promptEdit_->text());
+  status_->setText(tr("Reading every layer's prediction…"));
+  updateButtons();
+  return true;
+}
+
+bool ProbeView::runAblation() {
+  lastError_.clear();
+  const RunEntry* run = runs_->currentRun();
+  QString data = dataEdit_->text().trimmed();
+  if (data.isEmpty() && run && run->has_info) data = QString::fromStdString(run->info.data_path);
+  if (isAblating())
+    lastError_ = tr("An ablation is already running.");
+  else if (!run)
+    lastError_ = tr("Open a run first.");
+  else if (!run->has_info)
+    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+  else if (data.isEmpty() || !QFileInfo::exists(data))
+    lastError_ = tr("Choose a corpus: %1").arg(data.isEmpty() ? tr("the run records none") : tr("%1 does not exist").arg(data));
+  if (!lastError_.isEmpty()) {
+    status_->setText(lastError_);
+    return false;
+  }
+  ablateRequest_ = engine_->ablate(run->dir, data, windowsBox_->currentText(), maxWindows_->value());
+  progress_->setValue(0);
+  progress_->setFormat(tr("starting · %p%"));
+  status_->setText(tr("Evaluating with each layer and head knocked out on %1…").arg(QFileInfo(data).fileName()));
+  updateButtons();
+  return true;
+}
+
+void ProbeView::cancelAblation() {
+  if (isAblating()) engine_->cancelAblation();
+}
+
+void ProbeView::onProbed(int request, const hsm::Probe& p) {
+  if (request != probeRequest_) return;
+  probeRequest_ = 0;
+  probe_ = p;
+  hasProbe_ = true;
+  const int layers = static_cast<int>(p.rollout.size());
+  layerSlider_->blockSignals(true);
+  layerSlider_->setRange(0, std::max(0, layers - 1));
+  layerSlider_->setValue(std::max(0, layers - 1));  // the whole model first
+  layerSlider_->blockSignals(false);
+  drawLens();
+  drawRollout();
+  status_->setText(tr("%1 tokens. Hover a lens cell for its top 5; move the slider to see the rollout build up.")
+                       .arg(p.length));
+  updateButtons();
+  emit probeFinished();
+}
+
+void ProbeView::onAblated(int request, const hsm::AblationReport& r) {
+  if (request != ablateRequest_) return;
+  ablateRequest_ = 0;
+  ablation_ = r;
+  hasAblation_ = true;
+  progress_->setValue(1000);
+  progress_->setFormat(tr("done · %1 evaluations · %2 s").arg(r.ablations.size() + 1).arg(r.seconds, 0, 'f', 1));
+  status_->setText(tr("Base loss %1 on %2 tokens of the %3 split; the bars show how much each knock-out raises it.")
+                       .arg(r.base_loss, 0, 'f', 4)
+                       .arg(r.tokens)
+                       .arg(QString::fromStdString(r.split)));
+  drawAblation();
+  updateButtons();
+  emit ablationFinished();
+}
+
+void ProbeView::onFailed(int request, const QString& message) {
+  if (request == probeRequest_ && request != 0) {
+    probeRequest_ = 0;
+    lastError_ = message;
+    status_->setText(tr("Probe failed: %1").arg(message));
+    updateButtons();
+    emit probeFinished();
+  } else if (request == ablateRequest_ && request != 0) {
+    ablateRequest_ = 0;
+    lastError_ = message;
+    const bool cancelled = message.contains(QStringLiteral("cancelled"));
+    progress_->setFormat(cancelled ? tr("cancelled") : tr("failed"));
+    status_->setText(cancelled ? tr("Ablation cancelled.") : tr("Ablation failed: %1").arg(message));
+    updateButtons();
+    emit ablationFinished();
+  }
+}
+
+QString ProbeView::lensTooltip(int row, int column) const {
+  if (!hasProbe_ || row < 0 || row >= static_cast<int>(probe_.lens.size()) || column < 0 || column >= probe_.length)
+    return {};
+  const hsm::LensLayer& l = probe_.lens[static_cast<size_t>(row)];
+  const auto c = static_cast<size_t>(column);
+  QString html = tr("<b>%1</b>, after “%2” (position %3)<br>KL to the last layer %4 nats")
+                     .arg(stream_name(l.layer), piece_label(probe_.tokens[c]).toHtmlEscaped())
+                     .arg(column)
+                     .arg(l.kl_to_final[c], 0, 'f', 4);
+  if (l.target_rank[c] > 0)
+    html += tr("<br>actual next “%1”: rank %2")
+                .arg(piece_label(probe_.tokens[c + 1]).toHtmlEscaped())
+                .arg(l.target_rank[c]);
+  html += QStringLiteral("<table>");
+  for (size_t j = 0; j < std::min<size_t>(5, l.top[c].size()); ++j)
+    html += QStringLiteral("<tr><td>%1</td><td align=right>&nbsp;%2</td></tr>")
+                .arg(piece_label(l.top[c][j].piece).toHtmlEscaped())
+                .arg(l.top[c][j].prob, 0, 'f', 3);
+  return html + QStringLiteral("</table>");
+}
+
+void ProbeView::drawLens() {
+  lensTable_->clear();
+  if (!hasProbe_) {
+    lensTable_->setRowCount(0);
+    lensTable_->setColumnCount(0);
+    return;
+  }
+  const int rows = static_cast<int>(probe_.lens.size()), cols = static_cast<int>(probe_.length);
+  lensTable_->setRowCount(rows);
+  lensTable_->setColumnCount(cols);
+  QStringList header, side;
+  for (int c = 0; c < cols; ++c) header << piece_label(probe_.tokens[static_cast<size_t>(c)]);
+  for (const hsm::LensLayer& l : probe_.lens) side << stream_name(l.layer);
+  lensTable_->setHorizontalHeaderLabels(header);
+  lensTable_->setVerticalHeaderLabels(side);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const hsm::LensToken& top = probe_.lens[static_cast<size_t>(r)].top[static_cast<size_t>(c)].front();
+      auto* item = new QTableWidgetItem(piece_label(top.piece));
+      item->setBackground(TokenText::tint(top.prob));
+      item->setToolTip(lensTooltip(r, c));
+      lensTable_->setItem(r, c, item);
+    }
+}
+
+void ProbeView::setRolloutLayer(int layer) { layerSlider_->setValue(layer); }
+int ProbeView::rolloutLayer() const { return layerSlider_->value(); }
+QString ProbeView::rolloutKindText() const { return rolloutKind_->text(); }
+
+void ProbeView::drawRollout() {
+  if (!hasProbe_ || probe_.rollout.empty()) {
+    rollout_->clearWithMessage(tr("Probe a prompt to see where information flows."));
+    rolloutKind_->clear();
+    return;
+  }
+  const int layer = std::clamp(layerSlider_->value(), 0, static_cast<int>(probe_.rollout.size()) - 1);
+  const hsm::RolloutLayer& r = probe_.rollout[static_cast<size_t>(layer)];
+  const int L = static_cast<int>(probe_.length);
+  QStringList labels;
+  for (const std::string& t : probe_.tokens) labels << piece_label(t);
+  rollout_->setMatrix(L, L, std::vector<double>(r.matrix.begin(), r.matrix.end()), labels, labels);
+  layerLabel_->setText(tr("after layer %1 of %2").arg(r.layer).arg(probe_.rollout.size()));
+  rolloutKind_->setText(rollout_kind_text(probe_.matrix_kinds));
+}
+
+void ProbeView::drawAblation() {
+  QCustomPlot* p = ablationPlot_->plot();
+  for (int i = p->itemCount() - 1; i >= 0; --i) p->removeItem(i);
+  QVector<double> keys, values;
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  const int n = static_cast<int>(ablation_.ablations.size());
+  // At most about 25 labels (a paper-size GPT has 63 rows); every bar is drawn, the CSV has all.
+  const int labelEvery = std::max(1, (n + 24) / 25);
+  for (int i = 0; i < n; ++i) {  // the largest rise at the top
+    const hsm::Ablation& a = ablation_.ablations[static_cast<size_t>(i)];
+    keys << n - 1 - i;
+    values << a.delta;
+    if (i % labelEvery == 0)
+      ticker->addTick(n - 1 - i, a.knock_out.head < 0 ? tr("L%1").arg(a.knock_out.layer)
+                                                    : tr("L%1 H%2").arg(a.knock_out.layer).arg(a.knock_out.head));
+  }
+  bars_->setData(keys, values);  // keys descend: QCustomPlot sorts them
+  p->yAxis->setTicker(ticker);
+  if (n == 0) {
+    auto* text = new QCPItemText(p);
+    text->position->setType(QCPItemPosition::ptAxisRectRatio);
+    text->position->setCoords(0.5, 0.5);
+    text->setText(tr("Run the ablation: each layer's mixer, and each head,\nknocked out in turn on the validation split."));
+    text->setColor(QColor(90, 90, 90));
+    p->xAxis->setRange(0, 1);
+    p->yAxis->setRange(0, 1);
+  } else {
+    double lo = 0, hi = 0;
+    for (double v : values) lo = std::min(lo, v), hi = std::max(hi, v);
+    const double pad = 0.08 * std::max(hi - lo, 1e-6);
+    p->xAxis->setRange(lo - pad, hi + pad);
+    p->yAxis->setRange(-0.7, n - 0.3);
+  }
+  p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ProbeView::lensCsv() const {
+  QString out = QStringLiteral("stream,position,token,top1,prob,kl_to_final,target_rank\n");
+  for (const hsm::LensLayer& l : probe_.lens)
+    for (int64_t t = 0; t < probe_.length; ++t) {
+      const auto c = static_cast<size_t>(t);
+      out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
+                 .arg(l.layer)
+                 .arg(t)
+                 .arg(quote(QString::fromStdString(probe_.tokens[c])), quote(QString::fromStdString(l.top[c][0].piece)))
+                 .arg(QString::number(l.top[c][0].prob, 'g', 8), QString::number(l.kl_to_final[c], 'g', 8))
+                 .arg(l.target_rank[c] > 0 ? QString::number(l.target_rank[c]) : QString());
+    }
+  return out;
+}
+
+QString ProbeView::exportLens(const QString& path) {
+  if (!path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive)) return export_widget(lensTable_, path);
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
+    return tr("cannot write %1: %2").arg(path, f.errorString());
+  QTextStream(&f) << lensCsv();
+  return {};
+}
+
+QStringList ProbeView::exportAll(const QString& folder, QString* error) {
+  QStringList written;
+  QDir().mkpath(folder);
+  auto one = [&](const QString& name, const std::function<QString(const QString&)>& write) {
+    for (const char* ext : {"png", "pdf", "svg", "csv"}) {
+      const QString path = QDir(folder).filePath(QStringLiteral("%1.%2").arg(name, QLatin1String(ext)));
+      const QString e = write(path);
+      if (!e.isEmpty()) {
+        if (error && error->isEmpty()) *error = e;
+        continue;
+      }
+      written << path;
+    }
+  };
+  one(QStringLiteral("probe_lens"), [this](const QString& path) { return exportLens(path); });
+  one(QStringLiteral("probe_rollout"), [this](const QString& path) { return rollout_->exportTo(path); });
+  one(QStringLiteral("probe_ablation"), [this](const QString& path) { return ablationPlot_->exportTo(path); });
+  return written;
+}
+
+void ProbeView::exportDialog() {
+  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export the Probe view's plots into"));
+  if (folder.isEmpty()) return;
+  QString error;
+  const QStringList files = exportAll(folder, &error);
+  if (!error.isEmpty())
+    QMessageBox::warning(this, tr("Export failed"), error);
+  else
+    status_->setText(tr("Wrote %1 files to %2.").arg(files.size()).arg(folder));
+}
+
+}  // namespace studio

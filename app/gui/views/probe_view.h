@@ -1,0 +1,113 @@
+#pragma once
+// The Probe view (SPEC §6.6, issue 22, docs/diagnostics.md §6): for a prompt, the logit lens
+// as a layer × position grid of each stream's top next token tinted by its probability
+// (hover: the top 5, the KL to the final layer, the rank of the actual next token); attention
+// rollout as a heatmap with token labels and a layer slider, the kind of matrix stated; and
+// importance by ablation as ranked bars, run off the GUI thread with progress and cancel.
+// Every plot exports PNG/PDF/SVG and CSV.
+#include <QWidget>
+
+#include "hsm/probe.h"
+
+class QComboBox;
+class QCPBars;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+class QTableWidget;
+
+namespace studio {
+
+class EngineHost;
+class HeatmapPanel;
+class PlotPanel;
+class RunList;
+
+// What a rollout through these matrices (one kind per layer) is a rollout of, in one sentence:
+// the Probe view and the Playground's provenance say it beside what they show.
+QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds);
+
+class ProbeView : public QWidget {
+  Q_OBJECT
+ public:
+  ProbeView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
+
+  void setPrompt(const QString& prompt);
+  QString prompt() const;
+  // As the Probe button: the lens and rollout of the current run for the prompt. False when
+  // nothing could start (reason in lastError()).
+  bool runProbe();
+  bool isProbing() const { return probeRequest_ != 0; }
+  bool hasProbe() const { return hasProbe_; }
+  const hsm::Probe& probe() const { return probe_; }
+
+  // The corpus whose validation split the ablation evaluates (default: the run's own).
+  void setDataPath(const QString& path);
+  void setMaxWindows(int windows);
+  // As the ablation's Run button / Cancel button.
+  bool runAblation();
+  void cancelAblation();
+  bool isAblating() const { return ablateRequest_ != 0; }
+  bool hasAblation() const { return hasAblation_; }
+  const hsm::AblationReport& ablation() const { return ablation_; }
+  QString lastError() const { return lastError_; }
+
+  QTableWidget* lensTable() const { return lensTable_; }
+  // What hovering a lens cell shows (row 0 = after the embedding, column = position).
+  QString lensTooltip(int row, int column) const;
+  HeatmapPanel* rolloutPanel() const { return rollout_; }
+  PlotPanel* ablationPanel() const { return ablationPlot_; }
+  QProgressBar* ablationProgress() const { return progress_; }
+  void setRolloutLayer(int layer);
+  int rolloutLayer() const;
+  QString rolloutKindText() const;
+
+  // Writes the lens, rollout and ablation plots (PNG, PDF, SVG) and their numbers (CSV) into
+  // a folder; returns the files written.
+  QStringList exportAll(const QString& folder, QString* error = nullptr);
+
+ signals:
+  void probeFinished();
+  void ablationFinished();
+
+ private:
+  void onProbed(int request, const hsm::Probe& p);
+  void onAblated(int request, const hsm::AblationReport& r);
+  void onFailed(int request, const QString& message);
+  void drawLens();
+  void drawRollout();
+  void drawAblation();
+  QString lensCsv() const;
+  QString exportLens(const QString& path);
+  void exportDialog();
+  void updateButtons();
+
+  RunList* runs_;
+  EngineHost* engine_;
+  QLineEdit* promptEdit_;
+  QPushButton* probeButton_;
+  QLabel* status_;
+  QTableWidget* lensTable_;
+  HeatmapPanel* rollout_;
+  QSlider* layerSlider_;
+  QLabel* layerLabel_;
+  QLabel* rolloutKind_;
+  PlotPanel* ablationPlot_;
+  QCPBars* bars_ = nullptr;
+  QLineEdit* dataEdit_;
+  QComboBox* windowsBox_;
+  QSpinBox* maxWindows_;
+  QPushButton* ablateButton_;
+  QPushButton* cancelButton_;
+  QProgressBar* progress_;
+  int probeRequest_ = 0, ablateRequest_ = 0;
+  hsm::Probe probe_;
+  hsm::AblationReport ablation_;
+  bool hasProbe_ = false, hasAblation_ = false;
+  QString lastError_;
+};
+
+}  // namespace studio

@@ -1,0 +1,48 @@
+#include "eval_args.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "hsm/run_folder.h"
+#include "hsm/trainer.h"
+
+namespace hsm::cli {
+
+void add_eval_args(CLI::App* cmd, EvalArgs& a) {
+  cmd->add_option("run", a.run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--data", a.data, "Corpus (default: the run's training corpus)")->check(CLI::ExistingPath);
+  cmd->add_option("--split", a.options.split, "val (default; the documents held out in training), train or all")
+      ->check(CLI::IsMember({"val", "train", "all"}));
+  cmd->add_option("--windows", a.options.windows,
+                  "packed (default) or story_start: the same windows for every model compared")
+      ->check(CLI::IsMember({"packed", "story_start"}));
+  cmd->add_option("--batch", a.options.batch_size, "Sequences per batch (default 64)")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-windows", a.options.max_windows, "Evaluate the first N windows only (default: all)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--device", a.device, "cpu, cuda, cuda:N or auto");
+  cmd->add_option("--threads", a.threads, "CPU threads (default: all cores)");
+  cmd->add_option("--cache-dir", a.cache_dir, "Encoded-corpus cache folder");
+  cmd->add_flag("--json", a.json, "Print JSON");
+}
+
+EvalSetup open_eval(const EvalArgs& a) {
+  set_cpu_threads(a.threads);
+  EvalSetup s;
+  s.session = Session::open(a.run, a.device);
+  s.data = a.data.empty() ? stored_data_path(a.run) : a.data;
+  s.options = a.options;
+  s.options.cache_dir = a.cache_dir;
+  s.progress_line = ::isatty(STDERR_FILENO);
+  if (s.progress_line)
+    s.options.progress = [](const std::string& stage, double f) {
+      std::fprintf(stderr, "\r\033[K%s %d%%", stage.c_str(), static_cast<int>(f * 100));
+    };
+  return s;
+}
+
+void end_progress(const EvalSetup& s) {
+  if (s.progress_line) std::fprintf(stderr, "\r\033[K");
+}
+
+}  // namespace hsm::cli

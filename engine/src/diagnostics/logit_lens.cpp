@@ -1,0 +1,50 @@
+#include "diagnostics/logit_lens.h"
+
+#include <algorithm>
+
+namespace hsm {
+
+std::vector<LensLayer> logit_lens(Gpt& model, const torch::Tensor& idx, int64_t top_k,
+                                  const std::function<std::string(int32_t)>& piece) {
+  c10::InferenceMode inference;
+  const int64_t L = idx.size(1), V = model->config.vocab_size;
+  const int64_t k = std::clamp<int64_t>(top_k, 1, V);
+  const auto streams = model->residual_streams(idx);  // L+1 × [1, L, d]
+  // The tied output layer as GptImpl::forward_embedded applies it: [L, V].
+  auto logits_of = [&](const torch::Tensor& h) {
+    return torch::matmul(model->ln_f->forward(h), model->tok_emb->weight.t())[0].to(torch::kCPU, torch::kDouble);
+  };
+  const auto final_logp = torch::log_softmax(logits_of(streams.back()), -1);  // [L, V]
+  const auto targets = idx[0].to(torch::kCPU);
+  std::vector<LensLayer> out;
+  for (size_t s = 0; s < streams.size(); ++s) {
+    const auto logits = logits_of(streams[s]);
+    const auto logp = torch::log_softmax(logits, -1);
+    const auto kl = (final_logp.exp() * (final_logp - logp)).sum(-1).contiguous();  // KL(p_final ‖ p_s) [L]
+    const auto [top_p, top_id] = torch::topk(logp.exp(), k, -1);                    // [L, k]
+    LensLayer layer;
+    layer.layer = static_cast<int>(s) - 1;
+    const auto* kl_data = kl.data_ptr<double>();
+    layer.kl_to_final.assign(kl_data, kl_data + L);
+    const auto p_acc = top_p.accessor<double, 2>();
+    const auto id_acc = top_id.accessor<int64_t, 2>();
+    for (int64_t t = 0; t < L; ++t) {
+      std::vector<LensToken> top;
+      for (int64_t j = 0; j < k; ++j) {
+        const auto id = static_cast<int32_t>(id_acc[t][j]);
+        top.push_back({id, piece(id), static_cast<float>(p_acc[t][j])});
+      }
+      layer.top.push_back(std::move(top));
+      if (t + 1 < L) {  // 1 + the tokens this layer puts strictly above the one that comes next
+        const auto row = logits[t];
+        layer.target_rank.push_back(1 + (row > row[targets[t + 1].item<int64_t>()]).sum().item<int64_t>());
+      } else {
+        layer.target_rank.push_back(-1);
+      }
+    }
+    out.push_back(std::move(layer));
+  }
+  return out;
+}
+
+}  // namespace hsm

@@ -1,0 +1,205 @@
+// The Probe view and the Playground's provenance driven through their widgets on the tiny
+// trained model (hsm_ab, attn, hsm_ab): the lens grid, the rollout heatmap and the ablation
+// bars show what the engine computes (Session::probe, Session::evaluate), the ablation runs
+// off the GUI thread and cancels, every plot exports; a clicked generated token tints the
+// text by its rollout row, a shift-click adds a row.
+#include <gtest/gtest.h>
+
+#include <QFileInfo>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QMouseEvent>
+#include <qcustomplot.h>
+
+#include "gui/engine/engine_host.h"
+#include "gui/run_list.h"
+#include "gui/views/playground_view.h"
+#include "gui/views/probe_view.h"
+#include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/plot_panel.h"
+#include "gui/widgets/token_text.h"
+#include "hsm/session.h"
+#include "hsm/tokenizer.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+namespace {
+
+const QString kPrompt = QStringLiteral("Once upon a time, Lily saw a red ball.");
+
+struct Studio {
+  RunList runs;
+  EngineHost engine;
+  ProbeView view{&runs, &engine};
+};
+
+// A left click (press and release) at a point of a widget.
+void click(QWidget* w, QPointF at) {
+  QMouseEvent press(QEvent::MouseButtonPress, at, w->mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(w, &press);
+  QMouseEvent release(QEvent::MouseButtonRelease, at, w->mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
+                      Qt::NoModifier);
+  QCoreApplication::sendEvent(w, &release);
+}
+
+// Row `row` of the last layer's rollout, L values.
+std::vector<double> rollout_row(const hsm::Probe& p, int64_t row) {
+  const auto& m = p.rollout.back().matrix;
+  return std::vector<double>(m.begin() + row * p.length, m.begin() + (row + 1) * p.length);
+}
+
+}  // namespace
+
+TEST(ProbeView, ShowsTheEnginesLensAndRollout) {
+  Studio s;
+  const QString run = trained_run();
+  s.runs.setCurrent(s.runs.open(run));
+  s.view.setPrompt(kPrompt);
+  s.view.findChild<QPushButton*>(QStringLiteral("probe_run"))->click();
+  ASSERT_TRUE(s.view.isProbing()) << s.view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !s.view.isProbing(); }));
+  ASSERT_TRUE(s.view.hasProbe()) << s.view.lastError().toStdString();
+
+  const hsm::Probe expected = hsm::Session::open(run.toStdString(), "cpu")->probe(kPrompt.toStdString());
+  const int L = static_cast<int>(expected.length), layers = 3;
+  QTableWidget* lens = s.view.lensTable();
+  ASSERT_EQ(lens->rowCount(), layers + 1);
+  ASSERT_EQ(lens->columnCount(), L);
+  for (int r = 0; r <= layers; ++r)
+    for (int c = 0; c < L; ++c) {
+      const hsm::LensToken& top = expected.lens[r].top[c][0];
+      EXPECT_EQ(lens->item(r, c)->background().color(), TokenText::tint(top.prob)) << r << " " << c;
+      EXPECT_EQ(s.view.probe().lens[r].top[c][0].id, top.id) << r << " " << c;
+    }
+  const QString tip = s.view.lensTooltip(0, 1);
+  EXPECT_TRUE(tip.contains(QStringLiteral("KL to the last layer"))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("rank"))) << tip.toStdString();
+  EXPECT_EQ(lens->item(0, 1)->toolTip(), tip);
+
+  // The heatmap holds R of the layer the slider picks: the whole model first.
+  HeatmapPanel* rollout = s.view.rolloutPanel();
+  ASSERT_EQ(rollout->rows(), L);
+  EXPECT_EQ(s.view.rolloutLayer(), layers - 1);
+  for (int layer : {layers - 1, 0}) {
+    s.view.setRolloutLayer(layer);
+    const auto& m = expected.rollout[layer].matrix;
+    for (int i = 0; i < L; ++i)
+      for (int j = 0; j < L; ++j) EXPECT_NEAR(rollout->value(i, j), m[i * L + j], 1e-6) << layer << " " << i << " " << j;
+  }
+  // Which matrices the rollout ran through: the exact (a,b) maps and attention's weights.
+  EXPECT_TRUE(s.view.rolloutKindText().contains(QStringLiteral("attention weights (layer 1)")))
+      << s.view.rolloutKindText().toStdString();
+  EXPECT_TRUE(s.view.rolloutKindText().contains(QStringLiteral("linear map, rows |M|/Σ|M| (layer 0, 2)")))
+      << s.view.rolloutKindText().toStdString();
+}
+
+TEST(ProbeView, AblationRunsOffTheGuiThreadRanksEveryLayerAndHeadAndExports) {
+  Studio s;
+  const QString run = trained_run();
+  s.runs.setCurrent(s.runs.open(run));
+  s.view.setMaxWindows(8);
+  s.view.findChild<QPushButton*>(QStringLiteral("ablation_run"))->click();
+  ASSERT_TRUE(s.view.isAblating()) << s.view.lastError().toStdString();
+  EXPECT_TRUE(s.view.findChild<QPushButton*>(QStringLiteral("ablation_cancel"))->isEnabled());
+  ASSERT_TRUE(wait_for([&] { return !s.view.isAblating(); }));
+  ASSERT_TRUE(s.view.hasAblation()) << s.view.lastError().toStdString();
+  EXPECT_EQ(s.view.ablationProgress()->value(), 1000);
+
+  auto session = hsm::Session::open(run.toStdString(), "cpu");
+  hsm::EvalOptions o;
+  o.max_windows = 8;
+  const hsm::RunInfo info = hsm::read_run_info(run.toStdString());
+  EXPECT_EQ(s.view.ablation().base_loss, session->evaluate(info.data_path, o).loss);
+  // 3 layers, and the attention layer's 4 heads; ranked, one bar each.
+  ASSERT_EQ(s.view.ablation().ablations.size(), 7u);
+  auto* bars = qobject_cast<QCPBars*>(s.view.ablationPanel()->plot()->plottable(0));
+  ASSERT_NE(bars, nullptr);
+  ASSERT_EQ(bars->data()->size(), 7);
+  for (const hsm::Ablation& a : s.view.ablation().ablations) {
+    EXPECT_TRUE(std::isfinite(a.delta));
+    EXPECT_TRUE(a.knock_out.head < 0 || a.knock_out.layer == 1) << hsm::knock_out_label(a.knock_out);
+  }
+  EXPECT_EQ(bars->data()->at(6)->value, s.view.ablation().ablations.front().delta);  // the largest on top
+
+  const QString folder = QDir(temp_root()).filePath(QStringLiteral("probe_exports"));
+  QString error;
+  const QStringList files = s.view.exportAll(folder, &error);
+  EXPECT_EQ(error, QString());
+  EXPECT_EQ(files.size(), 12);  // lens, rollout, ablation × PNG, PDF, SVG, CSV
+  for (const QString& f : files) EXPECT_GT(QFileInfo(f).size(), 0) << f.toStdString();
+  QFile csv(QDir(folder).filePath(QStringLiteral("probe_ablation.csv")));
+  ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+  EXPECT_EQ(csv.readAll().count('\n'), 8);  // header and 7 rows
+}
+
+TEST(ProbeView, AblationCancels) {
+  Studio s;
+  s.runs.setCurrent(s.runs.open(trained_run()));
+  s.view.setMaxWindows(0);
+  ASSERT_TRUE(s.view.runAblation()) << s.view.lastError().toStdString();
+  s.view.findChild<QPushButton*>(QStringLiteral("ablation_cancel"))->click();
+  ASSERT_TRUE(wait_for([&] { return !s.view.isAblating(); }));
+  EXPECT_FALSE(s.view.hasAblation());
+  EXPECT_TRUE(s.view.lastError().contains(QStringLiteral("cancelled"))) << s.view.lastError().toStdString();
+  EXPECT_TRUE(s.view.findChild<QPushButton*>(QStringLiteral("ablation_run"))->isEnabled());
+}
+
+TEST(Playground, AClickedTokenTintsTheTextByItsRolloutRowAndShiftClickAddsRows) {
+  RunList runs;
+  EngineHost engine;
+  PlaygroundView view(&runs, &engine);
+  const QString run = trained_run();
+  runs.setCurrent(runs.open(run));
+  view.setPrompt(kPrompt);
+  view.setSeed(7);
+  view.resize(1200, 800);
+  view.show();
+  ASSERT_TRUE(view.generate()) << view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !view.isGenerating(); }));
+  TokenText* out = view.output(0);
+  ASSERT_GE(out->tokenCount(), 6);
+
+  // Click generated token 5 where its text starts.
+  int start = 0;
+  while (out->tokenAt(start) != 5) ++start;
+  QTextCursor cursor(out->document());
+  cursor.setPosition(start);
+  click(out->viewport(), out->cursorRect(cursor).center() + QPoint(2, 0));
+  ASSERT_TRUE(view.isProbing());
+  ASSERT_TRUE(wait_for([&] { return !view.isProbing(); }));
+  ASSERT_TRUE(out->provenanceShown()) << view.lastError().toStdString();
+
+  // Independently: the rollout of <|endoftext|>, the prompt and tokens 0..5, its last row.
+  auto session = hsm::Session::open(run.toStdString(), "cpu");
+  std::vector<int32_t> ids = {session->tokenizer().end_of_text_id()};
+  for (int32_t id : session->tokenizer().encode(kPrompt.toStdString())) ids.push_back(id);
+  const QVector<int> generated = out->tokenIds();
+  const auto upTo = [&](int last) {
+    std::vector<int32_t> seq = ids;
+    seq.insert(seq.end(), generated.begin(), generated.begin() + last + 1);
+    return session->probe_tokens(seq);
+  };
+  const hsm::Probe p5 = upTo(5);
+  const std::vector<double> row5 = rollout_row(p5, p5.length - 1);
+  ASSERT_EQ(out->provenanceWeights().size(), row5.size());
+  for (size_t j = 0; j < row5.size(); ++j) EXPECT_NEAR(out->provenanceWeights()[j], row5[j], 1e-6) << j;
+  EXPECT_GT(row5[0], 0.0);  // it drew on the story start too
+  EXPECT_TRUE(view.provenanceNote(0).contains(QStringLiteral("attention weights")))
+      << view.provenanceNote(0).toStdString();
+
+  // Shift-click adds token 2: the rows of positions 5 and 2 (counted back from the last).
+  ASSERT_TRUE(view.showProvenance(0, {5, 2}));
+  ASSERT_TRUE(wait_for([&] { return !view.isProbing(); }));
+  const std::vector<double> row2 = rollout_row(p5, p5.length - 1 - 3);
+  for (size_t j = 0; j < row5.size(); ++j)
+    EXPECT_NEAR(out->provenanceWeights()[j], row5[j] + row2[j], 1e-6) << j;
+
+  // A click on the prompt returns to the probabilities.
+  cursor.setPosition(1);
+  click(out->viewport(), out->cursorRect(cursor).center());
+  EXPECT_FALSE(out->provenanceShown());
+  EXPECT_EQ(out->tokenCount(), generated.size());
+}
