@@ -168,6 +168,10 @@ TEST(OffsetWeights, FromMixerWeightsOnlyForAnAllHsmAbModel) {
   layers[0] = {0, "hsm_ab", {1}, {0.5f}, {2.0f}};
   layers[1] = {1, "hsm_ab", {2}, {1.0f}, {0.25f}};
   EXPECT_EQ(offset_weights(layers), (std::vector<double>{1.5 * 2.0, 2.0 * 2.0, 1.5 * 0.25, 2.0 * 0.25}));
+  // One head of a multihead shift layer has scalar a and b too, but its shift is 2^head, not
+  // the stack position's: the product does not hold.
+  layers[1] = {1, "hsm_ab_mh", {1}, {1.0f}, {0.25f}};
+  EXPECT_TRUE(offset_weights(layers).empty());
   layers[1] = {1, "attn", {}, {}, {}};
   EXPECT_FALSE(layers[1].has_weights());
   EXPECT_TRUE(offset_weights(layers).empty());

@@ -25,9 +25,10 @@ QString same_dir(const QString& dir) { return QDir(dir).absolutePath(); }
 QString layer_without_weights(const hsm::MixerWeights& w) {
   if (hsm::is_mixer_id(w.mixer) && hsm::mixer_info(w.mixer).family == hsm::MixerFamily::kAttention)
     return QObject::tr(
-               "layer %1 (attn): attention has no learned a/b; its mixing depends on the input "
+               "layer %1 (%2): attention has no learned a/b; its mixing depends on the input "
                "(see Diagnostics)")
-        .arg(w.layer);
+        .arg(w.layer)
+        .arg(QString::fromStdString(w.mixer));
   return QObject::tr(
              "layer %1 (%2): mixes through matrices or gates, not a/b weights (see Diagnostics for its "
              "effective mixing matrix)")
@@ -197,7 +198,7 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
   vectorMap_->setVisible(vectors);
   headBox_->setVisible(heads);
   bottom_->setVisible(vectors || heads);
-  if (!vectors) without << tr("no hsm_ab_vec layers (no per-channel heatmap)");
+  if (!vectors) without << tr("no layers with per-channel a/b vectors (no per-channel heatmap)");
   if (!heads) without << tr("no multihead (a,b) layers (no per-head table)");
   notes_->setText(tr("Not shown: ") + without.join(QStringLiteral("; ")) + QLatin1Char('.'));
 }
@@ -257,8 +258,8 @@ void WeightsView::drawOffsets() {
     text->position->setType(QCPItemPosition::ptAxisRectRatio);
     text->position->setCoords(0.5, 0.5);
     text->setText(weights_.empty() ? tr("No weights loaded.")
-                                   : tr("Offset weights need every layer to be hsm_ab (SPEC §3.2);\nthis model "
-                                        "mixes other layers in."));
+                                   : tr("Offset weights need every layer to be a single-shift layer with scalar a and b\n"
+                                        "(SPEC §3.2); this model mixes other layers in."));
     text->setColor(QColor(90, 90, 90));
     p->replot(QCustomPlot::rpQueuedReplot);
   }
@@ -301,7 +302,7 @@ void WeightsView::drawVectors() {
   }
   if (rows.isEmpty())
     vectorMap_->clearWithMessage(weights_.empty() ? tr("No weights loaded.")
-                                                  : tr("No hsm_ab_vec layers in this model."));
+                                                  : tr("No layers with per-channel a/b vectors in this model."));
   else
     vectorMap_->setMatrix(static_cast<int>(rows.size()), d, values, rows, {}, HeatmapPanel::Palette::kDiverging);
 }

@@ -133,7 +133,11 @@ std::vector<double> offset_weights(const std::vector<double>& a, const std::vect
 std::vector<double> offset_weights(const std::vector<MixerWeights>& layers) {
   std::vector<double> a, b;
   for (const auto& l : layers) {
-    if (l.mixer != "hsm_ab" || l.a.size() != 1 || l.b.size() != 1) return {};
+    // SPEC §3.2's product holds for one scalar a and b per layer and the stack position's
+    // shift 2^l: the shift family's single-shift mixers with scalar weights (HSM (a,b)).
+    if (!is_mixer_id(l.mixer) || l.a.size() != 1 || l.b.size() != 1) return {};
+    const MixerInfo& info = mixer_info(l.mixer);
+    if (info.family != MixerFamily::kShift || info.shift_per_head || info.multi_head) return {};
     a.push_back(l.a[0]);
     b.push_back(l.b[0]);
   }

@@ -9,6 +9,7 @@
 #include "diagnostics/mixing_matrix.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
+#include "hsm/mixer_kind.h"
 #include "hsm/tokenizer.h"
 #include "inference/fast_decoder.h"
 #include "train/checkpoint.h"
@@ -302,7 +303,7 @@ EvalResult Session::Impl::evaluate_on(const EvalWindows& w, const EvalOptions& o
   std::vector<int64_t> skip = options.skip_layers;
   if (options.skip_replaced)
     for (size_t l = 0; l < config.layers.size(); ++l)
-      if (config.layers[l].mixer != "attn") skip.push_back(static_cast<int64_t>(l));
+      if (mixer_info(config.layers[l].mixer).family != MixerFamily::kAttention) skip.push_back(static_cast<int64_t>(l));
   std::sort(skip.begin(), skip.end());
   skip.erase(std::unique(skip.begin(), skip.end()), skip.end());
   struct Restore {
