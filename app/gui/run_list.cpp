@@ -182,4 +182,11 @@ QVariant RunList::data(const QModelIndex& index, int role) const {
   }
 }
 
+QString prompt_run_refusal(const RunEntry* run, const QString& prompt) {
+  if (!run) return QObject::tr("Open a run first.");
+  if (!run->has_info) return QObject::tr("%1 has no checkpoint yet.").arg(run->name());
+  if (prompt.trimmed().isEmpty()) return QObject::tr("Type a prompt.");
+  return {};
+}
+
 }  // namespace studio

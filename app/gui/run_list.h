@@ -78,4 +78,8 @@ class RunList : public QAbstractListModel {
   bool pollScheduled_ = false;
 };
 
+// Why a prompt cannot be run on `run` now ("Open a run first.", no checkpoint yet, an empty
+// prompt), or an empty string: the Diagnostics and Probe views refuse with the same words.
+QString prompt_run_refusal(const RunEntry* run, const QString& prompt);
+
 }  // namespace studio

@@ -251,16 +251,8 @@ void DiagnosticsView::showEvent(QShowEvent* event) {
 bool DiagnosticsView::isRunning() const { return columns_[0].request != 0 || columns_[1].request != 0; }
 
 bool DiagnosticsView::run() {
-  lastError_.clear();
   const RunEntry* run = runs_->currentRun();
-  if (isRunning())
-    lastError_ = tr("A diagnosis is already running.");
-  else if (!run)
-    lastError_ = tr("Open a run first.");
-  else if (!run->has_info)
-    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
-  else if (promptEdit_->text().trimmed().isEmpty())
-    lastError_ = tr("Type a prompt.");
+  lastError_ = isRunning() ? tr("A diagnosis is already running.") : prompt_run_refusal(run, promptEdit_->text());
   if (!lastError_.isEmpty()) {
     status_->setText(lastError_);
     return false;

@@ -246,16 +246,8 @@ void ProbeView::updateButtons() {
 }
 
 bool ProbeView::runProbe() {
-  lastError_.clear();
   const RunEntry* run = runs_->currentRun();
-  if (isProbing())
-    lastError_ = tr("A probe is already running.");
-  else if (!run)
-    lastError_ = tr("Open a run first.");
-  else if (!run->has_info)
-    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
-  else if (promptEdit_->text().trimmed().isEmpty())
-    lastError_ = tr("Type a prompt.");
+  lastError_ = isProbing() ? tr("A probe is already running.") : prompt_run_refusal(run, promptEdit_->text());
   if (!lastError_.isEmpty()) {
     status_->setText(lastError_);
     return false;
