@@ -13,6 +13,7 @@
 #include "hsm/probe.h"
 #include "hsm/progress.h"
 #include "hsm/sampling.h"
+#include "hsm/what_if.h"
 
 namespace hsm {
 
@@ -125,6 +126,21 @@ class Session {
   Probe probe_tokens(std::vector<int32_t> token_ids, int64_t top_k = 5);
   // The learned mixer weights of every layer (the Weights view).
   std::vector<MixerWeights> mixer_weights() const;
+
+  // What-if (hsm/what_if.h): a copy of this session with `edits` applied, in memory only: the
+  // weights are cloned, so this session and its run folder stay as they are. The copy's
+  // generate, evaluate, ablate, diagnose, probe and mixer_weights all see the edited model
+  // (its knock-outs add to EvalOptions::knock_out). An empty WhatIf gives an exact copy.
+  // Throws std::invalid_argument for a layer outside the model, a layer whose mixer has no a
+  // and b, a head it cannot knock out, or a and b of the wrong size.
+  std::unique_ptr<Session> edited(const WhatIf& edits) const;
+  // The edits of a copy made by edited() (empty for a session opened from a folder).
+  const WhatIf& edits() const;
+  // "Save as…": writes this (edited) model as a new run folder: config.json (with "what_if"
+  // recording the edits and the folder it came from), model.safetensors, tokenizer.model,
+  // and the source's metrics.jsonl; open() of it gives the same model, knock-outs included.
+  // Refuses a folder that exists and is not empty (so never the source run folder).
+  void save_as(const std::string& run_dir) const;
 
   const ModelConfig& config() const;
   const Tokenizer& tokenizer() const;
