@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -21,6 +22,7 @@
 #include "gui/views/training_view.h"
 #include "gui/widgets/field_error.h"
 #include "gui/widgets/plot_panel.h"
+#include "hsm/presets.h"
 #include "hsm/run_folder.h"
 #include "studio_test_util.h"
 
@@ -164,6 +166,29 @@ TEST(TrainingView, BadValuesAreRefusedBesideTheirFields) {
   // An unknown preset or config is refused too.
   EXPECT_FALSE(s.view.setModel(QStringLiteral("no_such_preset")));
   EXPECT_TRUE(s.view.fieldError(QStringLiteral("preset"))->hasError());
+}
+
+// A preset with training settings of its own (the starter) fills the form when picked in the
+// preset box, as the start page's button does; picking another preset puts back the paper's
+// defaults in the fields it filled, but not in one the user edited since.
+TEST(TrainingView, ThePresetBoxFillsAPresetsOwnTrainingSettings) {
+  Studio s;
+  auto* box = s.view.findChild<QComboBox*>(QStringLiteral("preset"));
+  ASSERT_NE(box, nullptr);
+  const hsm::TrainSettings own = hsm::preset_train_settings(hsm::kStarterPreset), paper;
+  ASSERT_NE(own.steps, paper.steps);  // else this test shows nothing
+  ASSERT_NE(own.batch_size, paper.batch_size);
+  const QString threads = s.view.field(QStringLiteral("threads"))->text();
+  box->setCurrentIndex(box->findData(QStringLiteral("starter")));
+  EXPECT_EQ(s.view.field(QStringLiteral("steps"))->text().toLongLong(), own.steps);
+  EXPECT_EQ(s.view.field(QStringLiteral("batch_size"))->text().toLongLong(), own.batch_size);
+  EXPECT_DOUBLE_EQ(s.view.field(QStringLiteral("lr"))->text().toDouble(), own.lr);
+  EXPECT_EQ(s.view.field(QStringLiteral("threads"))->text(), threads);  // this machine's, not the preset's
+  s.view.setField(QStringLiteral("batch_size"), QStringLiteral("24"));  // the user's own value
+  box->setCurrentIndex(box->findData(QStringLiteral("hsm_ab")));
+  EXPECT_EQ(s.view.field(QStringLiteral("steps"))->text().toLongLong(), paper.steps);
+  EXPECT_DOUBLE_EQ(s.view.field(QStringLiteral("lr"))->text().toDouble(), paper.lr);
+  EXPECT_EQ(s.view.field(QStringLiteral("batch_size"))->text(), QStringLiteral("24"));
 }
 
 TEST(MainWindowClose, DuringTrainingAsksThenStopsAndKeepsTheCheckpoint) {

@@ -88,6 +88,7 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   addField(modelForm, QStringLiteral("dropout"), tr("Dropout"), QString(), tr("Dropout of the model (the paper: 0.1)"));
   connect(presetBox_, &QComboBox::currentIndexChanged, this, [this] {
     updateModelSummary();
+    fillPresetTraining();
     suggestRunDir();
   });
   connect(configButton, &QPushButton::clicked, this, &TrainingForm::chooseConfigFile);
@@ -219,6 +220,38 @@ void TrainingForm::updateModelSummary() {
     modelSummary_->clear();
     errors_[QStringLiteral("preset")]->showError(QString::fromUtf8(e.what()));
   }
+}
+
+void TrainingForm::fillPresetTraining() {
+  const hsm::TrainSettings defaults;
+  // What the last preset filled goes back to the paper's defaults, unless edited since.
+  for (auto it = presetFilled_.cbegin(); it != presetFilled_.cend(); ++it)
+    if (fieldText(it.key()) == it.value()) setField(it.key(), qstr(hsm::train_setting(sstr(it.key())).get(defaults)));
+  presetFilled_.clear();
+  hsm::TrainSettings own;
+  try {
+    own = hsm::preset_train_settings(sstr(presetBox_->currentData().toString()));
+  } catch (const std::exception&) {
+    return;  // a config file (no training settings of its own), or a broken preset: the summary says so
+  }
+  for (const hsm::SettingSpec& s : hsm::train_setting_specs()) {
+    const QString key = QString::fromLatin1(s.key);
+    const QString value = qstr(s.get(own));
+    // The device and thread count are this machine's (Preferences), whatever the preset says.
+    if (key == QLatin1String("device") || key == QLatin1String("threads") || value == qstr(s.get(defaults))) continue;
+    setField(key, value);
+    if (fieldText(key) == value) presetFilled_.insert(key, value);
+  }
+}
+
+QString TrainingForm::fieldText(const QString& name) const {
+  auto flag = [](bool on) { return on ? QStringLiteral("true") : QStringLiteral("false"); };
+  if (name == QLatin1String("cosine")) return flag(cosineBox_->isChecked());
+  if (name == QLatin1String("keep_best")) return flag(keepBestBox_->isChecked());
+  if (name == QLatin1String("windows")) return windowsBox_->currentData().toString();
+  if (name == QLatin1String("device")) return deviceBox_->currentText();
+  const QLineEdit* e = fields_.value(name);
+  return e ? e->text() : QString();
 }
 
 void TrainingForm::suggestRunDir() {

@@ -28,6 +28,7 @@ class TrainingForm : public QWidget {
   // A preset name or a config file path; returns false (with the reason shown) if unknown.
   bool setModel(const QString& presetOrConfig);
   void setField(const QString& name, const QString& value);  // e.g. "steps", "batch_size"
+  QString fieldText(const QString& name) const;              // as setField takes it ("true", "packed", "0.002")
   QLineEdit* field(const QString& name) const { return fields_.value(name); }
   FieldError* fieldError(const QString& name) const { return errors_.value(name); }
 
@@ -44,6 +45,10 @@ class TrainingForm : public QWidget {
   void chooseCorpus(bool folder);
   void chooseConfigFile();
   void updateModelSummary();
+  // A preset that carries training settings of its own (hsm::preset_train_settings: the
+  // starter) fills the form with them when chosen; another preset's choice puts the fields it
+  // filled back to the paper's defaults, unless they were edited since.
+  void fillPresetTraining();
   void suggestRunDir();
 
   QMap<QString, QLineEdit*> fields_;
@@ -60,6 +65,7 @@ class TrainingForm : public QWidget {
   QComboBox* deviceBox_;
   QLineEdit* runDirEdit_;
   bool runDirEdited_ = false;
+  QMap<QString, QString> presetFilled_;  // field -> the value fillPresetTraining() put there
 };
 
 }  // namespace studio
