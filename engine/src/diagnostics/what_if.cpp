@@ -1,8 +1,10 @@
 // The torch-free half of hsm/what_if.h: the CLI's spelling of a/b edits and the edits in words.
 #include "hsm/what_if.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace hsm {
