@@ -36,6 +36,10 @@ struct DiagnosticsRecord {
   std::vector<DiagnosticsLayerRecord> layers;
 };
 
+// The "indicators" object exactly as `hsm diagnose --json` writes it (one writer for both):
+// {"entropy", "conc", "headdiv", "sink", "locfoc": [4 numbers]}, as JSON text.
+std::string indicators_to_json(const Indicators& i);
+
 // One record <-> one line (no newline). parse throws std::runtime_error naming `where`
 // ("<path> line N") and what is wrong.
 std::string diagnostics_record_to_json_line(const DiagnosticsRecord& r);
@@ -67,6 +71,7 @@ class DiagnosticsLogReader {
   uint64_t offset_ = 0;
   int64_t line_ = 0;
   int64_t skipped_ = 0;
+  bool in_long_line_ = false;
   bool reset_ = false;
   bool more_ = false;
   std::vector<std::string> problems_;

@@ -37,6 +37,9 @@ struct TrainSettings {
   // documents) or "story_start" (windows start at document starts; none mixes stories).
   std::string windows = "packed";
   bool keep_best = false;      // also keep best.safetensors: the weights of the lowest validation loss
+  // Diagnosed at every validation into RUN/diagnostics.jsonl (hsm/diagnostics_log.h); empty:
+  // no record. The default is the first prompt of HSM Table 3 (resources/prompts/hsm_table3.json).
+  std::string probe_text = "Alice was so tired when she got home so she went";
 };
 
 // One line of metrics.jsonl and one callback to the studio.
@@ -96,15 +99,12 @@ class MetricsReader {
   bool reset() const { return reset_; }  // the last poll() started over
   bool more() const { return more_; }    // the last poll() stopped before the end of the file
   // The lines the last poll() skipped, each "<path> line N: what is wrong (skipped)" (at most
-  // kMaxProblems; skipped() counts them all, since the start).
+  // 20; skipped() counts them all, since the start).
   const std::vector<std::string>& problems() const { return problems_; }
   int64_t skipped() const { return skipped_; }
   const std::string& path() const { return path_; }
 
  private:
-  static constexpr size_t kMaxProblems = 20;
-  void skip(const std::string& why);
-
   std::string path_;
   uint64_t offset_ = 0;
   int64_t line_ = 0;          // lines read so far (1-based number of the last one)

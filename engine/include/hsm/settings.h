@@ -30,7 +30,7 @@ struct SettingSpec {
     kSwitch,   // on/off: a CLI flag without value, a check box
     kBool,     // true/false: a CLI option with a value
     kChoice,   // one of choices
-    kText,     // free text (checked where it is used, e.g. the device)
+    kText,     // text: any, or what `accepts` takes (the device)
   };
   using Field = std::variant<int64_t TrainSettings::*, int TrainSettings::*, uint64_t TrainSettings::*,
                              double TrainSettings::*, bool TrainSettings::*, std::string TrainSettings::*>;
@@ -43,6 +43,11 @@ struct SettingSpec {
   double min = 0, max = 0;
   bool min_exclusive = false;
   std::vector<std::string> choices;
+  // kText: the values it takes (nullptr: any text), what a refused one is not ("a device") and
+  // what to use instead ("use cpu, cuda, cuda:N or auto").
+  bool (*accepts)(const std::string&) = nullptr;
+  const char* accepts_what = nullptr;
+  const char* accepts_range = nullptr;
 
   // The setting's value as text ("256", "0.002", "true").
   std::string get(const TrainSettings& s) const;

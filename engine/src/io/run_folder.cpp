@@ -9,6 +9,7 @@
 #include "hsm/errors.h"
 #include "hsm/run_folder.h"
 #include "io/io_util.h"
+#include "io/jsonl_tail.h"
 #include "io/run_json.h"
 
 namespace fs = std::filesystem;
@@ -20,7 +21,7 @@ namespace hsm {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainSettings, steps, epochs, batch_size, lr, weight_decay, beta1,
                                                 beta2, eps, grad_clip, warmup_steps, cosine, min_lr, eval_every,
                                                 eval_batches, checkpoint_every, log_every, seed, device, threads, bf16,
-                                                windows, keep_best)
+                                                windows, keep_best, probe_text)
 
 nlohmann::json settings_to_json(const TrainSettings& s) { return s; }
 
@@ -110,7 +111,37 @@ nlohmann::json parse_run_config(const std::string& text, const std::string& path
   for (const char* key : {"val_loss", "val_accuracy", "train_loss", "tokens_per_s", "epoch"}) check("metrics", key, false);
   if (j.contains("data") && j["data"].contains("path") && !j["data"]["path"].is_string())
     damaged("\"data\".\"path\" is not text");
+  if (j.contains("what_if")) what_if_knock_outs(j["what_if"], path);
   return j;
+}
+
+nlohmann::json what_if_to_json(const WhatIf& w, const std::string& source_dir) {
+  nlohmann::json knock_out = nlohmann::json::array(), ab = nlohmann::json::array();
+  for (const KnockOut& k : w.knock_out) knock_out.push_back({{"layer", k.layer}, {"head", k.head}});
+  for (const AbEdit& e : w.ab) ab.push_back({{"layer", e.layer}, {"a", e.a}, {"b", e.b}});
+  return {{"source", source_dir}, {"label", what_if_label(w)}, {"knock_out", knock_out}, {"ab", ab}};
+}
+
+std::vector<KnockOut> what_if_knock_outs(const nlohmann::json& what_if, const std::string& path) {
+  auto damaged = [&](const std::string& what) -> void {
+    throw std::runtime_error(path + ": \"what_if\" " + what + " (the file is damaged)");
+  };
+  if (!what_if.is_object()) damaged("is not an object");
+  std::vector<KnockOut> out;
+  const auto list = what_if.find("knock_out");
+  if (list == what_if.end()) return out;
+  if (!list->is_array()) damaged("has a \"knock_out\" that is not a list");
+  auto index = [&](const nlohmann::json& k, const char* key, int64_t lowest) {
+    const auto it = k.find(key);
+    if (it == k.end() || !it->is_number_integer() || it->get<int64_t>() < lowest || it->get<int64_t>() > 1'000'000)
+      damaged(std::string("has a knock-out whose \"") + key + "\" is not an index");
+    return it->get<int64_t>();
+  };
+  for (const nlohmann::json& k : *list) {
+    if (!k.is_object()) damaged("has a knock-out that is not an object");
+    out.push_back({index(k, "layer", 0), k.contains("head") ? index(k, "head", -1) : -1});
+  }
+  return out;
 }
 
 nlohmann::json read_run_config(const std::string& run_dir) {
@@ -210,65 +241,10 @@ bool is_run_folder(const std::string& dir) {
 
 MetricsReader::MetricsReader(std::string run_dir) : path_((fs::path(run_dir) / "metrics.jsonl").string()) {}
 
-void MetricsReader::skip(const std::string& why) {
-  ++skipped_;
-  if (problems_.size() < kMaxProblems)
-    problems_.push_back(path_ + " line " + std::to_string(line_) + ": " + why + " (skipped)");
-}
-
 std::vector<MetricRecord> MetricsReader::poll(uint64_t max_bytes) {
-  reset_ = more_ = false;
-  problems_.clear();
   std::vector<MetricRecord> out;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path_, ec);
-  if (ec) return out;  // not written yet
-  if (size < offset_) {  // rewritten (a resume truncates records past its checkpoint)
-    offset_ = 0;
-    line_ = 0;
-    in_long_line_ = false;
-    reset_ = true;
-  }
-  if (size == offset_) return out;
-  // About max_bytes, and at least kMaxLineBytes + 1: then every slice holds a newline or
-  // proves the line it is in too long to be a record, so each poll moves on.
-  const uint64_t want = std::min(size - offset_, std::max<uint64_t>(max_bytes, kMaxLineBytes + 1));
-  std::ifstream in(path_, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(offset_));
-  std::string chunk(want, '\0');
-  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-  chunk.resize(static_cast<size_t>(in.gcount()));
-  size_t start = 0;
-  for (size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
-    if (in_long_line_) {  // the end of a line already passed over as too long
-      in_long_line_ = false;
-      continue;
-    }
-    ++line_;
-    if (nl == start) continue;
-    if (nl - start > kMaxLineBytes) {
-      skip("longer than " + std::to_string(kMaxLineBytes / 1024) + " KiB, not a metrics record");
-      continue;
-    }
-    try {
-      out.push_back(metric_from_json_line(chunk.substr(start, nl - start)));
-    } catch (const std::invalid_argument& e) {
-      skip(std::string("not a metrics record: ") + e.what());  // the rest of the curve is kept
-    }
-  }
-  // After the last newline: a line still being written, which waits for the next poll; or,
-  // longer than any record can be and still unfinished, no record at all: passed over up to
-  // its newline (it was read again and again, forever, before).
-  if (in_long_line_ || chunk.size() - start > kMaxLineBytes) {
-    if (!in_long_line_) {
-      ++line_;
-      skip("longer than " + std::to_string(kMaxLineBytes / 1024) + " KiB and unfinished, not a metrics record");
-    }
-    in_long_line_ = true;
-    start = chunk.size();
-  }
-  more_ = offset_ + chunk.size() < size;  // this slice did not reach the end of the file
-  offset_ += start;
+  poll_jsonl({path_, offset_, line_, in_long_line_, skipped_, problems_, reset_, more_}, max_bytes, kMaxLineBytes,
+             "metrics record", [&](const std::string& line) { out.push_back(metric_from_json_line(line)); });
   return out;
 }
 

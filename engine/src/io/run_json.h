@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hsm/run_folder.h"
+#include "hsm/what_if.h"
 
 namespace hsm {
 
@@ -42,5 +43,12 @@ nlohmann::json read_run_config(const std::string& run_dir);
 // The same checks on a config.json's text (a checkpoint's own copy): the format, and every
 // value the tools read of the right type; throws std::runtime_error naming `path` and the value.
 nlohmann::json parse_run_config(const std::string& text, const std::string& path);
+
+// config.json's "what_if" (Session::save_as, docs/checkpoint-format.md): the edits a folder's
+// model was saved with and the folder it came from. The a/b edits are already in its weights;
+// the knock-outs are applied when it is opened. what_if_knock_outs reads (and checks) those,
+// throwing std::runtime_error naming `path` for a damaged entry.
+nlohmann::json what_if_to_json(const WhatIf& w, const std::string& source_dir);
+std::vector<KnockOut> what_if_knock_outs(const nlohmann::json& what_if, const std::string& path);
 
 }  // namespace hsm

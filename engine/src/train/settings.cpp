@@ -61,6 +61,15 @@ SettingSpec spec(const char* key, const char* flag, const char* label, const cha
   return SettingSpec{key, flag, label, help, kind, field, min, max, min_exclusive, std::move(choices)};
 }
 
+SettingSpec device_spec() {
+  SettingSpec s = spec("device", "--device", "Device", "cpu, cuda, cuda:N or auto (default)", Kind::kText,
+                       &TrainSettings::device);
+  s.accepts = is_device_name;
+  s.accepts_what = "a device";
+  s.accepts_range = "use cpu, cuda, cuda:N or auto";
+  return s;
+}
+
 }  // namespace
 
 const std::vector<SettingSpec>& train_setting_specs() {
@@ -110,10 +119,14 @@ const std::vector<SettingSpec>& train_setting_specs() {
            &TrainSettings::keep_best),
       spec("seed", "--seed", "Seed", "Random seed: the same seed gives the same run on one machine (default 1337)",
            Kind::kInteger, &TrainSettings::seed, 0, static_cast<double>(std::numeric_limits<int64_t>::max())),
-      spec("device", "--device", "Device", "cpu, cuda, cuda:N or auto (default)", Kind::kText, &TrainSettings::device),
+      device_spec(),
       spec("threads", "--threads", "CPU threads", "LibTorch threads; 0 = every core (default)", Kind::kInteger,
            &TrainSettings::threads, 0, 1024),
       spec("bf16", "--bf16", "bf16 on CUDA", "bf16 autocast on CUDA (default true)", Kind::kBool, &TrainSettings::bf16),
+      spec("probe_text", "--probe-text", "Probe text",
+           "Text diagnosed at every validation into diagnostics.jsonl (default: HSM Table 3's first prompt); "
+           "empty turns the record off",
+           Kind::kText, &TrainSettings::probe_text),
   };
   return specs;
 }
@@ -141,7 +154,7 @@ std::string SettingSpec::range_text() const {
       return out;
     }
     case Kind::kText:
-      return "use cpu, cuda, cuda:N or auto";
+      return accepts_range ? accepts_range : "use any text";
   }
   return {};
 }
@@ -198,7 +211,7 @@ void SettingSpec::set(TrainSettings& s, const std::string& text) const {
       refuse(shown + " is not one of them");
       return;
     case Kind::kText:
-      if (!is_device_name(text)) refuse(shown + " is not a device");
+      if (accepts && !accepts(text)) refuse(shown + " is not " + accepts_what);
       s.*std::get<std::string TrainSettings::*>(field) = text;
       return;
   }
