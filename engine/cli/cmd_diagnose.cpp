@@ -7,15 +7,15 @@
 
 #include "commands.h"
 #include "hsm/diagnostics.h"
+#include "hsm/diagnostics_log.h"
 #include "hsm/session.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
 namespace {
 
-nlohmann::json indicators_json(const Indicators& i) {
-  return {{"entropy", i.entropy}, {"conc", i.conc}, {"headdiv", i.headdiv}, {"sink", i.sink}, {"locfoc", i.locfoc}};
-}
+// The writer diagnostics.jsonl uses too (hsm/diagnostics_log.h): one format for both.
+nlohmann::json indicators_json(const Indicators& i) { return nlohmann::json::parse(indicators_to_json(i)); }
 
 nlohmann::json matrix_json(const std::vector<float>& m, int64_t L) {
   nlohmann::json rows = nlohmann::json::array();

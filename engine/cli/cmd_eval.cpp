@@ -1,6 +1,8 @@
 // `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--skip-layers 0,2,4,6 | --skip-replaced]
-// [--knock-out 3,2:1] [--max-windows N] [--json]`:
-// validation loss, top-1 accuracy and token count of a trained model on a corpus.
+// [--knock-out 3,2:1] [--set-ab 3:0.5:1.2] [--max-windows N] [--json]`:
+// validation loss, top-1 accuracy and token count of a trained model on a corpus; with
+// --knock-out / --set-ab, of the model edited in memory as the studio's what-if does
+// (Session::edited: one path for both; the run folder is not written).
 #include <cstdio>
 #include <iostream>
 
@@ -20,12 +22,18 @@ std::vector<std::string> knock_out_labels(const std::vector<KnockOut>& knock_out
   return labels;
 }
 
+std::vector<std::string> ab_labels(const std::vector<AbEdit>& edits) {
+  std::vector<std::string> labels;
+  for (const AbEdit& e : edits) labels.push_back(ab_edit_label(e));
+  return labels;
+}
+
 }  // namespace
 
 Command add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a corpus (loss, accuracy)");
   struct Args : EvalArgs {
-    std::string knock_out;
+    std::string knock_out, set_ab;
   };
   auto a = std::make_shared<Args>();
   add_eval_args(cmd, *a);
@@ -33,6 +41,9 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--knock-out", a->knock_out,
                   "Replace these layers' mixer output (L) or single heads (L:H) by zero, e.g. 3 or 3,2:1 "
                   "(0-based; `hsm ablate` ranks them all)");
+  cmd->add_option("--set-ab", a->set_ab,
+                  "Set every a and b of layer L to A and B (layers whose mixer has a and b, e.g. hsm_ab), e.g. "
+                  "3:0.5:1.2 or 3:0.5:1.2,4:0:1; the run folder is not changed (`hsm weights` shows the trained ones)");
   cmd->add_option("--skip-layers", a->options.skip_layers,
                   "Evaluate with these layers (0-based, e.g. 0,2,4,6) removed, without retraining (DA's skip)")
       ->delimiter(',');
@@ -42,8 +53,13 @@ Command add_eval_command(CLI::App& app) {
             EvalSetup setup = open_eval(*a);
             EvalOptions& options = setup.options;
             const std::string& data = setup.data;
-            if (!a->knock_out.empty()) options.knock_out = parse_knock_outs(a->knock_out);
-            const EvalResult r = setup.session->evaluate(data, options);
+            WhatIf edits;
+            if (!a->knock_out.empty()) edits.knock_out = parse_knock_outs(a->knock_out);
+            if (!a->set_ab.empty()) edits.ab = parse_ab_edits(a->set_ab);
+            std::unique_ptr<Session> edited;
+            if (!edits.empty()) edited = setup.session->edited(edits);
+            Session& session = edited ? *edited : *setup.session;
+            const EvalResult r = session.evaluate(data, options);
             end_progress(setup);
             if (a->json) {
               std::cout << nlohmann::json{{"run", a->run},
@@ -56,7 +72,9 @@ Command add_eval_command(CLI::App& app) {
                                           {"unigram_loss", r.unigram_loss},
                                           {"seconds", r.seconds},
                                           {"skipped_layers", r.skipped_layers},
-                                          {"knock_out", knock_out_labels(r.knock_out)}}
+                                          {"knock_out", knock_out_labels(r.knock_out)},
+                                          {"set_ab", ab_labels(edits.ab)},
+                                          {"edits", what_if_label(edits)}}
                                .dump(2)
                         << "\n";
             } else {
@@ -68,6 +86,11 @@ Command add_eval_command(CLI::App& app) {
               if (!r.knock_out.empty()) {
                 std::printf("knocked out:");
                 for (const std::string& k : knock_out_labels(r.knock_out)) std::printf(" %s;", k.c_str());
+                std::printf("\n");
+              }
+              if (!edits.ab.empty()) {
+                std::printf("a and b set:");
+                for (const std::string& e : ab_labels(edits.ab)) std::printf(" %s;", e.c_str());
                 std::printf("\n");
               }
               if (!r.skipped_layers.empty()) {

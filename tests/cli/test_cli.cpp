@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
@@ -456,4 +457,89 @@ TEST(CliPipeline, ProbeAndAblateAgreeWithDiagnoseAndEval) {
   bad = run("eval " + run_dir + windows + " --knock-out 5");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.out.find("layers 0..2"), std::string::npos) << bad.out;
+}
+
+// ---- diagnostics over time and what-if (issue 23) --------------------------------------------
+namespace {
+
+std::map<std::string, std::string> folder_bytes(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    out[e.path().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(CliPipeline, DiagnosticsAreRecordedAndEvalEditsTheModelInMemory) {
+  const std::string dir = cli_temp_dir() + "_whatif";
+  std::filesystem::create_directories(dir);
+  const std::string corpus = write_corpus(dir);
+  const std::string run_dir = dir + "/run";
+  const std::string cache = " --threads 1 --cache-dir " + dir + "/cache";
+  run_json("train --config " + dir + "/tiny.json --data " + corpus + " --out " + run_dir +
+           " --steps 30 --batch 8 --eval-every 10 --json" + cache);
+
+  // Three validations, three records; the last is `hsm diagnose` of the recorded prompt.
+  std::vector<nlohmann::json> records;
+  {
+    std::ifstream in(run_dir + "/diagnostics.jsonl");
+    for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0]["step"], 10);
+  EXPECT_EQ(records[2]["step"], 30);
+  const auto& last = records.back();
+  EXPECT_EQ(last["prompt"], "Alice was so tired when she got home so she went");
+  auto d = run_json("diagnose " + run_dir + " --prompt '" + last["prompt"].get<std::string>() + "' --json --threads 1");
+  ASSERT_EQ(d["layers"].size(), last["layers"].size());
+  auto near = [](const nlohmann::json& a, const nlohmann::json& b) {
+    for (const char* key : {"entropy", "conc", "headdiv", "sink"})
+      EXPECT_NEAR(a[key].get<double>(), b[key].get<double>(), 1e-6) << key;
+    for (size_t n = 0; n < 4; ++n) EXPECT_NEAR(a["locfoc"][n].get<double>(), b["locfoc"][n].get<double>(), 1e-6);
+  };
+  for (size_t l = 0; l < d["layers"].size(); ++l) {
+    EXPECT_EQ(d["layers"][l]["indicators"].size(), last["layers"][l]["indicators"].size());  // one writer
+    near(d["layers"][l]["indicators"], last["layers"][l]["indicators"]);
+    for (size_t h = 0; h < d["layers"][l]["heads"].size(); ++h)
+      near(d["layers"][l]["heads"][h]["indicators"], last["layers"][l]["heads"][h]["indicators"]);
+  }
+
+  const auto before = folder_bytes(run_dir);
+  const std::string windows = " --windows story_start --max-windows 12" + cache;
+  // --knock-out L is `hsm ablate`'s row for layer L.
+  auto a = run_json("ablate " + run_dir + windows + " --json");
+  for (const auto& row : a["ablations"]) {
+    if (!row["head"].is_null()) continue;
+    auto k = run_json("eval " + run_dir + windows + " --knock-out " + std::to_string(row["layer"].get<int>()) +
+                      " --json");
+    EXPECT_EQ(k["loss"].get<double>(), row["loss"].get<double>()) << row;
+  }
+  // --set-ab with the trained values changes nothing; other values change the loss.
+  auto plain = run_json("eval " + run_dir + windows + " --json");
+  const auto& w0 = last["layers"][0]["weights"];
+  const auto& w2 = last["layers"][2]["weights"];
+  const std::string trained = "0:" + w0["a"][0].dump() + ":" + w0["b"][0].dump() + ",2:" + w2["a"][0].dump() + ":" +
+                              w2["b"][0].dump();
+  auto same = run_json("eval " + run_dir + windows + " --set-ab " + trained + " --json");
+  EXPECT_EQ(same["loss"].get<double>(), plain["loss"].get<double>()) << trained;
+  EXPECT_EQ(same["set_ab"].size(), 2u);
+  auto changed = run_json("eval " + run_dir + windows + " --set-ab 0:0:0 --knock-out 1:2 --json");
+  EXPECT_NE(changed["loss"].get<double>(), plain["loss"].get<double>());
+  EXPECT_EQ(changed["edits"], "layer 1 head 2 knocked out; layer 0 a=0 b=0");
+  auto text = run("eval " + run_dir + windows + " --set-ab 0:0.5:1.5");
+  EXPECT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("a and b set: layer 0 a=0.5 b=1.5"), std::string::npos) << text.out;
+  // Bad items: a layer without a and b, and text that is no LAYER:A:B.
+  auto bad = run("eval " + run_dir + windows + " --set-ab 1:0.5:1");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("layer 1 (attn) has no a and b to set"), std::string::npos) << bad.out;
+  bad = run("eval " + run_dir + windows + " --set-ab 0:half:1");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("'0:half:1'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("LAYER:A:B"), std::string::npos) << bad.out;
+  EXPECT_EQ(folder_bytes(run_dir), before);  // nothing written into the run
 }

@@ -134,7 +134,8 @@ class Session {
   // Throws std::invalid_argument for a layer outside the model, a layer whose mixer has no a
   // and b, a head it cannot knock out, or a and b of the wrong size.
   std::unique_ptr<Session> edited(const WhatIf& edits) const;
-  // The edits of a copy made by edited() (empty for a session opened from a folder).
+  // The edits of a copy made by edited(): empty for a session opened from a folder, except the
+  // knock-outs of a folder save_as() wrote (its a/b edits are in its weights).
   const WhatIf& edits() const;
   // "Save as…": writes this (edited) model as a new run folder: config.json (with "what_if"
   // recording the edits and the folder it came from), model.safetensors, tokenizer.model,

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "diagnostics/diagnose.h"
 #include "diagnostics/logit_lens.h"
 #include "diagnostics/mixing_matrix.h"
 #include "hsm/corpus.h"
@@ -15,6 +16,7 @@
 #include "train/checkpoint.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
+#include "io/io_util.h"
 #include "train/evaluation.h"
 
 namespace fs = std::filesystem;
@@ -28,6 +30,9 @@ struct Session::Impl {
   torch::Device device{torch::kCPU};
   Gpt model{nullptr};
   std::unique_ptr<FastDecoder> fast;  // built on first use (a copy of the weights as fp32)
+  // What-if (hsm/what_if.h): the edits this copy was made with. Its knock-outs stay set on the
+  // model between evaluations (evaluate_on adds the options' own and restores these).
+  WhatIf edits;
 
   // Next-token logits after the model consumed `window` from scratch: [V] on the CPU.
   torch::Tensor forward_last(const std::vector<int32_t>& window) {
@@ -70,13 +75,7 @@ struct Session::Impl {
   // A prompt's tokens as diagnose() and probe() take them: as they are (no <|endoftext|> in
   // front), cut to the first `context` tokens, or max_tokens when that is smaller and > 0.
   std::vector<int32_t> prompt_tokens(const std::string& prompt, int64_t max_tokens, const char* what) const {
-    if (prompt.empty())
-      throw std::invalid_argument(std::string(what) + ": the prompt is empty (give some text to look at)");
-    std::vector<int32_t> ids = tokenizer->encode(prompt);
-    int64_t limit = config.context;
-    if (max_tokens > 0) limit = std::min(limit, max_tokens);
-    if (static_cast<int64_t>(ids.size()) > limit) ids.resize(static_cast<size_t>(limit));
-    return ids;
+    return prompt_token_ids(*tokenizer, prompt, config.context, max_tokens, what);
   }
 
   // What an evaluation scores: the split's tokens, where its windows start, and the result's
@@ -108,6 +107,11 @@ std::unique_ptr<Session> Session::open(const std::string& run_dir, const std::st
   load_weights(m.model, paths.weights);
   m.model->to(m.device);
   m.model->eval();
+  // A folder written by save_as(): its a/b edits are in the weights; its knock-outs are not.
+  if (auto w = run.find("what_if"); w != run.end()) {
+    m.edits.knock_out = what_if_knock_outs(*w, paths.config);
+    m.model->set_knock_outs(m.edits.knock_out);  // throws for a layer or head the model does not have
+  }
   // The fast decoding path's copy of the weights is part of loading the model (as LibTorch's
   // own), not of the first generation: built here when it will be used.
   if (m.device.is_cpu() && FastDecoder::supports(m.config)) m.fast = std::make_unique<FastDecoder>(*m.model);
@@ -129,13 +133,8 @@ std::vector<float> Session::logits(const std::vector<int32_t>& tokens) {
 
 Diagnosis Session::diagnose(const std::string& prompt, int64_t max_tokens) {
   auto& m = *impl_;
-  Diagnosis d;
-  d.token_ids = m.prompt_tokens(prompt, max_tokens, "diagnose");
-  for (int32_t id : d.token_ids) d.tokens.push_back(m.tokenizer->piece(id));
-  d.length = static_cast<int64_t>(d.token_ids.size());
-  auto idx = torch::tensor(std::vector<int64_t>(d.token_ids.begin(), d.token_ids.end()), torch::kLong).view({1, -1});
-  d.layers = diagnose_model(m.model, idx.to(m.device));
-  return d;
+  // The trainer's diagnostics.jsonl records go the same way (diagnostics/diagnose.h).
+  return diagnose_tokens(m.model, *m.tokenizer, m.prompt_tokens(prompt, max_tokens, "diagnose"), m.device);
 }
 
 Probe Session::probe(const std::string& prompt, int64_t top_k, int64_t max_tokens) {
@@ -165,6 +164,72 @@ Probe Session::probe_tokens(std::vector<int32_t> token_ids, int64_t top_k) {
 }
 
 std::vector<MixerWeights> Session::mixer_weights() const { return hsm::mixer_weights(impl_->model); }
+
+// ---- what-if (hsm/what_if.h): an edited copy in memory, and "Save as…" --------------------------
+std::unique_ptr<Session> Session::edited(const WhatIf& edits) const {
+  const Impl& src = *impl_;
+  std::unique_ptr<Session> s(new Session());
+  Impl& m = *s->impl_;
+  m.run_dir = src.run_dir;
+  m.config = src.config;
+  m.tokenizer = src.tokenizer;
+  m.device = src.device;
+  // A deep copy of every parameter and buffer: nothing the copy does reaches this session.
+  m.model = Gpt(m.config);
+  m.model->to(m.device);
+  {
+    torch::NoGradGuard no_grad;
+    const auto from_p = src.model->named_parameters(), to_p = m.model->named_parameters();
+    for (const auto& p : from_p) to_p[p.key()].copy_(p.value());
+    const auto from_b = src.model->named_buffers(), to_b = m.model->named_buffers();
+    for (const auto& b : from_b) to_b[b.key()].copy_(b.value());
+  }
+  m.model->eval();
+  const auto layers = static_cast<int64_t>(m.model->blocks.size());
+  for (const AbEdit& e : edits.ab) {
+    if (e.layer < 0 || e.layer >= layers)
+      throw std::invalid_argument("a/b edit of layer " + std::to_string(e.layer) + ": the model has layers 0.." +
+                                  std::to_string(layers - 1));
+    const auto l = static_cast<size_t>(e.layer);
+    const std::string layer = "layer " + std::to_string(e.layer) + " (" + m.config.layers[l].mixer + ")";
+    try {
+      if (!m.model->blocks[l]->mixer->set_ab(e.a, e.b)) throw std::invalid_argument("has no a and b to set");
+    } catch (const std::invalid_argument& err) {
+      throw std::invalid_argument(layer + " " + err.what());
+    }
+  }
+  // A copy of a copy keeps the edits it was made from, then these.
+  m.edits = src.edits;
+  m.edits.knock_out.insert(m.edits.knock_out.end(), edits.knock_out.begin(), edits.knock_out.end());
+  m.edits.ab.insert(m.edits.ab.end(), edits.ab.begin(), edits.ab.end());
+  m.model->set_knock_outs(m.edits.knock_out);  // throws for a layer or head the model does not have
+  // The fast decoder copies the weights it is built from: the copy's own, from the edited model.
+  if (m.device.is_cpu() && FastDecoder::supports(m.config)) m.fast = std::make_unique<FastDecoder>(*m.model);
+  return s;
+}
+
+const WhatIf& Session::edits() const { return impl_->edits; }
+
+void Session::save_as(const std::string& run_dir) const {
+  const Impl& m = *impl_;
+  std::error_code ec;
+  if (fs::exists(run_dir, ec) && !(fs::is_directory(run_dir, ec) && fs::is_empty(run_dir, ec)))
+    throw std::invalid_argument("save as '" + run_dir + "': the folder exists and is not empty (choose a new one)");
+  fs::create_directories(run_dir, ec);
+  if (ec) throw std::runtime_error("save as '" + run_dir + "': cannot make the folder: " + ec.message());
+  const RunPaths src(m.run_dir), dst(run_dir);
+  nlohmann::json config = read_run_config(m.run_dir);
+  config["what_if"] = what_if_to_json(m.edits, fs::absolute(m.run_dir).lexically_normal().string());
+  Gpt model = m.model;
+  save_weights(model, dst.weights);  // the edited weights (knock-outs are no weights: what_if has them)
+  fs::copy_file(src.tokenizer, dst.tokenizer, ec);
+  if (ec) throw std::runtime_error("save as: cannot copy " + src.tokenizer + ": " + ec.message());
+  if (fs::exists(src.metrics)) {
+    fs::copy_file(src.metrics, dst.metrics, ec);
+    if (ec) throw std::runtime_error("save as: cannot copy " + src.metrics + ": " + ec.message());
+  }
+  write_file_atomic(dst.config, config.dump(2) + "\n");  // last: the folder is a run folder once it has it
+}
 
 GenerationResult Session::generate(const std::string& prompt, const GenerateOptions& options,
                                    const std::function<bool(const GeneratedToken&)>& on_token) {
@@ -306,18 +371,21 @@ EvalResult Session::Impl::evaluate_on(const EvalWindows& w, const EvalOptions& o
       if (mixer_info(config.layers[l].mixer).family != MixerFamily::kAttention) skip.push_back(static_cast<int64_t>(l));
   std::sort(skip.begin(), skip.end());
   skip.erase(std::unique(skip.begin(), skip.end()), skip.end());
-  struct Restore {
+  struct Restore {  // the session's own knock-outs (a what-if copy's) stay
     Gpt& model;
+    const std::vector<KnockOut>& own;
     ~Restore() {
       model->set_skipped_layers({});
-      model->set_knock_outs({});
+      model->set_knock_outs(own);
     }
-  } restore{model};
+  } restore{model, edits.knock_out};
+  std::vector<KnockOut> knock_out = edits.knock_out;
+  knock_out.insert(knock_out.end(), options.knock_out.begin(), options.knock_out.end());
   model->set_skipped_layers(skip);  // throws for a layer the model does not have
-  model->set_knock_outs(options.knock_out);  // throws for a layer or head it does not have
+  model->set_knock_outs(knock_out);  // throws for a layer or head it does not have
   EvalResult r = w.described;
   r.skipped_layers = skip;
-  r.knock_out = options.knock_out;
+  r.knock_out = knock_out;
   const WindowEval ev = evaluate_windows(model, w.tokens, w.starts, options.batch_size, options.max_batches, device,
                                          device.is_cuda(), progress, options.cancel);
   r.loss = ev.loss;

@@ -56,6 +56,7 @@ RunPaths::RunPaths(std::string d)
       config((fs::path(dir) / "config.json").string()),
       tokenizer((fs::path(dir) / "tokenizer.model").string()),
       metrics((fs::path(dir) / "metrics.jsonl").string()),
+      diagnostics((fs::path(dir) / "diagnostics.jsonl").string()),
       checkpoints((fs::path(dir) / "checkpoints").string()) {}
 
 void save_weights(Gpt& model, const std::string& path) {

@@ -28,7 +28,7 @@ namespace hsm {
 struct RunPaths {
   explicit RunPaths(std::string dir);
   // optimizer: where runs written before step folders kept it (read by resume only)
-  std::string dir, weights, optimizer, config, tokenizer, metrics, checkpoints;
+  std::string dir, weights, optimizer, config, tokenizer, metrics, diagnostics, checkpoints;
 };
 
 // Checkpoints kept: the newest and the one before it.

@@ -24,6 +24,7 @@
 #include "hsm/dataset.h"
 #include "hsm/settings.h"
 #include "hsm/tokenizer.h"
+#include "train/diagnostics_recorder.h"
 #include "io/io_util.h"
 #include "io/run_lock.h"
 #include "model/model.h"
@@ -162,6 +163,7 @@ struct Trainer::Impl::Run {
   std::optional<AdamW> optimizer;
   // the curve and the checkpoints
   std::ofstream metrics_out;
+  std::optional<DiagnosticsRecorder> diagnostics;  // RUN/diagnostics.jsonl (train/diagnostics_recorder.h)
   MetricRecord last_eval;
   double last_train_loss = NAN, last_tokens_per_s = NAN;
   std::string best_weights;
@@ -190,6 +192,8 @@ struct Trainer::Impl::Run {
   TrainSummary finished_summary() const;
   void build_model();
   void open_metrics();
+  void open_diagnostics();
+  void record_diagnostics(int64_t at);
   void emit(MetricRecord m);
   void restore_best();
   void checkpoint(int64_t at);
@@ -214,6 +218,7 @@ TrainSummary Trainer::Impl::run() {
   if (r.finished_already()) return r.finished_summary();
   r.build_model();
   r.open_metrics();
+  r.open_diagnostics();
   r.restore_best();
   if (!spec.resume) r.checkpoint(0);  // a run folder is loadable (and resumable) from the start
   r.started_run = true;
@@ -255,7 +260,7 @@ void Trainer::Impl::Run::clean_up_failed_start() {
     fs::remove_all(paths.dir, ec);
     return;
   }
-  for (const std::string& f : {paths.tokenizer, paths.metrics, paths.config, paths.weights,
+  for (const std::string& f : {paths.tokenizer, paths.metrics, paths.diagnostics, paths.config, paths.weights,
                                (fs::path(paths.dir) / ".lock").string()})
     fs::remove(f, ec);
   fs::remove_all(paths.checkpoints, ec);
@@ -405,6 +410,24 @@ void Trainer::Impl::Run::open_metrics() {
   if (!metrics_out) throw std::runtime_error("cannot write " + paths.metrics);
 }
 
+// ---- diagnostics.jsonl: the probe text diagnosed at every validation (issue 23) -------------------
+void Trainer::Impl::Run::open_diagnostics() {
+  diagnostics.emplace(spec.run_dir, ts.probe_text, spec.resume, start_step, [this](const std::string& l) { log(l); });
+}
+
+void Trainer::Impl::Run::record_diagnostics(int64_t at) {
+  if (!diagnostics || !diagnostics->on()) return;
+  try {
+    diagnostics->record(model, *tokenizer, at, device);
+    if (diagnostics->records() == 1)  // what it costs, once (docs/diagnostics.md §7)
+      log("diagnostics.jsonl: a record of the probe text takes " +
+          std::to_string(static_cast<int>(diagnostics->seconds() * 1000 + 0.5)) + " ms");
+  } catch (const std::exception& e) {  // a diagnostic never ends the training it watches
+    log("diagnostics.jsonl: no record at step " + std::to_string(at) + " and none after it: " + e.what());
+    diagnostics.reset();
+  }
+}
+
 void Trainer::Impl::Run::emit(MetricRecord m) {
   m.total_steps = total_steps;
   metrics_out << metric_to_json(m).dump() << "\n";
@@ -476,6 +499,7 @@ double Trainer::Impl::Run::run_validation(int64_t at, bool full) {
   emit(m);
   last_eval = m;
   report_weights(at);
+  record_diagnostics(at);
   if (ts.keep_best && std::isfinite(m.val_loss) && !(m.val_loss >= best_val_loss)) {
     best_val_loss = m.val_loss;
     best_step = at;

@@ -49,6 +49,14 @@ struct MixerImpl : torch::nn::Module {
   // What the Weights view plots: a and b per head, a weight per lag, the shifts (hsm/diagnostics.h).
   // Mixers without such weights leave `w` as it is.
   virtual void learned_weights(MixerWeights& w) const { (void)w; }
+  // What-if edits (hsm/what_if.h): new values for the a and b that learned_weights() shows, in
+  // place. One value each sets every entry; otherwise as many as learned_weights() gives.
+  // false: this mixer has no a and b (nothing changed). Throws std::invalid_argument, naming
+  // the sizes it takes, for a wrong count (nothing changed either).
+  virtual bool set_ab(const std::vector<float>& a, const std::vector<float>& b) {
+    (void)a, (void)b;
+    return false;
+  }
 
   // Knock-out of single heads (importance by ablation, Michel et al. 2019; hsm/knock_out.h):
   // how many heads this module can zero one by one, 0 when its heads are never apart (a

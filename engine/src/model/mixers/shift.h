@@ -67,6 +67,7 @@ struct ShiftABImpl : ShiftMixerImpl {
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   LinearGains linear_gains() const override;  // a, b
   void learned_weights(MixerWeights& w) const override;
+  bool set_ab(const std::vector<float>& a, const std::vector<float>& b) override;
   torch::Tensor a, b;  // [] scalars
   int64_t shift;
 };
@@ -78,6 +79,7 @@ struct ShiftABVectorImpl : ShiftMixerImpl {
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   LinearGains linear_gains() const override;  // block diag(a): the RMS of a (and of b)
   void learned_weights(MixerWeights& w) const override;
+  bool set_ab(const std::vector<float>& a, const std::vector<float>& b) override;
   torch::Tensor a, b;  // [d]
   int64_t shift;
 };
@@ -130,6 +132,7 @@ struct ShiftABMultiheadImpl : ShiftMixerImpl {
   torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) override;
   LinearGains linear_gains() const override;  // head j: a_j·I, b_j·I
   void learned_weights(MixerWeights& w) const override;
+  bool set_ab(const std::vector<float>& a, const std::vector<float>& b) override;
   torch::Tensor a, b;  // [H]
   int64_t head_dim;
 };

@@ -14,6 +14,28 @@ std::vector<float> to_floats(const torch::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
+// A learned a and b set to new values in place (the registered parameters stay themselves):
+// one value fills every entry, else one value per entry. Both sizes are checked first, so a
+// refusal changes nothing.
+void assign_ab(torch::Tensor& a, torch::Tensor& b, const std::vector<float>& av, const std::vector<float>& bv) {
+  auto check = [](const torch::Tensor& t, const std::vector<float>& v, const char* name) {
+    const auto n = static_cast<size_t>(t.numel());
+    if (v.size() != 1 && v.size() != n)
+      throw std::invalid_argument(std::string(name) + " takes 1 value" +
+                                  (n > 1 ? " (all entries) or " + std::to_string(n) + " (one per entry)" : "") +
+                                  ", got " + std::to_string(v.size()));
+  };
+  check(a, av, "a");
+  check(b, bv, "b");
+  torch::NoGradGuard no_grad;
+  auto put = [](torch::Tensor& t, const std::vector<float>& v) {
+    if (v.size() == 1) t.fill_(static_cast<double>(v[0]));
+    else t.copy_(torch::tensor(v, torch::kFloat32).view(t.sizes()));
+  };
+  put(a, av);
+  put(b, bv);
+}
+
 std::vector<double> to_doubles(const torch::Tensor& t) {
   auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
@@ -112,6 +134,19 @@ void ShiftABVectorImpl::learned_weights(MixerWeights& w) const {
 void ShiftABMultiheadImpl::learned_weights(MixerWeights& w) const {
   ShiftMixerImpl::learned_weights(w);
   w.a = to_floats(a), w.b = to_floats(b);
+}
+
+bool ShiftABImpl::set_ab(const std::vector<float>& av, const std::vector<float>& bv) {
+  assign_ab(a, b, av, bv);
+  return true;
+}
+bool ShiftABVectorImpl::set_ab(const std::vector<float>& av, const std::vector<float>& bv) {
+  assign_ab(a, b, av, bv);
+  return true;
+}
+bool ShiftABMultiheadImpl::set_ab(const std::vector<float>& av, const std::vector<float>& bv) {
+  assign_ab(a, b, av, bv);
+  return true;
 }
 
 }  // namespace hsm

@@ -1,0 +1,347 @@
+// Diagnostics over time and what-if edits (issue 23): RUN/diagnostics.jsonl written at every
+// validation (one record each, equal to `hsm diagnose` on the final weights, continued on
+// resume), and Session::edited / save_as (a/b set, layers and heads knocked out, in memory;
+// the run folder never written).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "hsm/diagnostics_log.h"
+#include "hsm/session.h"
+#include "hsm/trainer.h"
+#include "hsm/what_if.h"
+#include "io/run_json.h"
+#include "training_test_util.h"
+
+using namespace hsm;
+using namespace hsm::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// hsm_ab (scalar a, b), attention (4 heads), hsm_ab_mh (a, b per head, 4 heads).
+ModelConfig what_if_model() {
+  ModelConfig c = tiny_model("hsm_ab", 1);
+  c.layers.push_back({"attn", 64, 4});
+  c.layers.push_back({"hsm_ab_mh", 64, 4});
+  return c;
+}
+
+std::map<std::string, std::string> folder_bytes(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    out[fs::relative(e.path(), dir).string()] = s.str();
+  }
+  return out;
+}
+
+std::vector<int64_t> eval_steps(const std::string& run_dir) {
+  std::vector<int64_t> out;
+  for (const auto& m : read_metrics_json(run_dir))
+    if (m["kind"] == "eval") out.push_back(m["step"].get<int64_t>());
+  return out;
+}
+
+std::vector<int64_t> record_steps(const std::vector<DiagnosticsRecord>& records) {
+  std::vector<int64_t> out;
+  for (const auto& r : records) out.push_back(r.step);
+  return out;
+}
+
+bool finite(const Indicators& i) {
+  bool ok = std::isfinite(i.entropy) && std::isfinite(i.conc) && std::isfinite(i.headdiv) && std::isfinite(i.sink);
+  for (double v : i.locfoc) ok = ok && std::isfinite(v);
+  return ok;
+}
+
+double max_difference(const Indicators& a, const Indicators& b) {
+  double d = std::max({std::fabs(a.entropy - b.entropy), std::fabs(a.conc - b.conc), std::fabs(a.headdiv - b.headdiv),
+                       std::fabs(a.sink - b.sink)});
+  for (size_t n = 0; n < a.locfoc.size(); ++n) d = std::max(d, std::fabs(a.locfoc[n] - b.locfoc[n]));
+  return d;
+}
+
+class WhatIfRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(temp_dir("what_if"));
+    data_ = new std::string(make_corpus(*dir_));
+    RunSpec spec = tiny_run(*dir_, *data_, 30);  // validations at 10, 20 and 30
+    spec.model = what_if_model();
+    Trainer(spec).run();
+    run_ = new std::string(spec.run_dir);
+  }
+  static EvalOptions few_windows() {
+    EvalOptions o;
+    o.cache_dir = *dir_ + "/cache";
+    o.max_windows = 16;
+    o.batch_size = 8;
+    return o;
+  }
+  static std::string* dir_;
+  static std::string* data_;
+  static std::string* run_;
+  static constexpr const char* kPrompt = "Once upon a time, Lily saw a red ball. Lily was very happy.";
+};
+std::string* WhatIfRun::dir_ = nullptr;
+std::string* WhatIfRun::data_ = nullptr;
+std::string* WhatIfRun::run_ = nullptr;
+
+// ---- diagnostics.jsonl ------------------------------------------------------------------------
+TEST_F(WhatIfRun, OneRecordPerValidationWithFiniteIndicators) {
+  const auto records = read_diagnostics_log(*run_);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(record_steps(records), eval_steps(*run_));
+  EXPECT_EQ(record_steps(records), (std::vector<int64_t>{10, 20, 30}));
+  for (const DiagnosticsRecord& r : records) {
+    EXPECT_EQ(r.prompt, TrainSettings{}.probe_text);
+    ASSERT_EQ(r.layers.size(), 3u);
+    for (const auto& l : r.layers) {
+      EXPECT_TRUE(finite(l.indicators)) << r.step << " layer " << l.layer;
+      EXPECT_TRUE(std::isfinite(l.lens_kl) && l.lens_kl >= 0) << r.step << " layer " << l.layer;
+      for (const auto& h : l.heads) EXPECT_TRUE(finite(h.indicators)) << r.step << " " << l.layer << ":" << h.head;
+    }
+    EXPECT_EQ(r.layers[0].mixer, "hsm_ab");
+    EXPECT_EQ(r.layers[0].weights.a.size(), 1u);
+    EXPECT_EQ(r.layers[1].heads.size(), 4u);
+    EXPECT_TRUE(r.layers[1].weights.a.empty());
+    EXPECT_EQ(r.layers[2].weights.b.size(), 4u);
+  }
+  EXPECT_EQ(records.back().layers.back().lens_kl, 0.0);  // the last layer's lens is the output
+  EXPECT_NE(records.front().layers[0].weights.a, records.back().layers[0].weights.a);  // it learned
+}
+
+TEST_F(WhatIfRun, TheLastRecordEqualsDiagnoseOnTheFinalWeights) {
+  const DiagnosticsRecord last = read_diagnostics_log(*run_).back();
+  auto session = Session::open(*run_, "cpu");
+  const Diagnosis d = session->diagnose(last.prompt);
+  const Probe p = session->probe(last.prompt, 1);
+  const auto weights = session->mixer_weights();
+  ASSERT_EQ(d.layers.size(), last.layers.size());
+  double worst = 0;
+  for (size_t l = 0; l < d.layers.size(); ++l) {
+    const auto& rec = last.layers[l];
+    EXPECT_EQ(rec.mixer, d.layers[l].mixer);
+    EXPECT_EQ(rec.kind, d.layers[l].kind);
+    worst = std::max(worst, max_difference(rec.indicators, d.layers[l].indicators));
+    ASSERT_EQ(rec.heads.size(), d.layers[l].heads.size());
+    for (size_t h = 0; h < rec.heads.size(); ++h)
+      worst = std::max(worst, max_difference(rec.heads[h].indicators, d.layers[l].heads[h].indicators));
+    EXPECT_EQ(rec.weights.a, weights[l].a);
+    EXPECT_EQ(rec.weights.b, weights[l].b);
+    EXPECT_EQ(rec.weights.shifts, weights[l].shifts);
+    const auto& kl = p.lens[l + 1].kl_to_final;
+    double mean = 0;
+    for (double v : kl) mean += v;
+    mean /= static_cast<double>(kl.size());
+    worst = std::max(worst, std::fabs(rec.lens_kl - mean));
+  }
+  EXPECT_LE(worst, 1e-6);
+  std::printf("largest difference between the last record and diagnose: %.3g\n", worst);
+}
+
+TEST(DiagnosticsRecord, ResumeContinuesTheFileWithoutDuplicateSteps) {
+  const std::string dir = temp_dir("diag_resume");
+  RunSpec spec = tiny_run(dir, make_corpus(dir, 200), 20);
+  spec.model = tiny_model("hsm_ab", 2);
+  Trainer(spec).run();
+  ASSERT_EQ(record_steps(read_diagnostics_log(spec.run_dir)), (std::vector<int64_t>{10, 20}));
+  // A killed run may have recorded past its last checkpoint: resume drops that record.
+  DiagnosticsRecord stray = read_diagnostics_log(spec.run_dir).back();
+  stray.step = 25;
+  std::ofstream(spec.run_dir + "/diagnostics.jsonl", std::ios::app) << diagnostics_record_to_json_line(stray) << "\n";
+  spec.resume = true;
+  spec.train.steps = 30;
+  Trainer(spec).run();
+  EXPECT_EQ(record_steps(read_diagnostics_log(spec.run_dir)), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(record_steps(read_diagnostics_log(spec.run_dir)), eval_steps(spec.run_dir));
+
+  // An empty probe text records nothing; a new run does not keep an old file.
+  RunSpec off = tiny_run(dir + "/off", dir + "/stories.txt", 10);
+  off.model = tiny_model("hsm_ab", 1);
+  off.train.probe_text = "";
+  fs::create_directories(off.run_dir);
+  std::ofstream(off.run_dir + "/diagnostics.jsonl") << diagnostics_record_to_json_line(stray) << "\n";
+  Trainer(off).run();
+  EXPECT_FALSE(fs::exists(off.run_dir + "/diagnostics.jsonl"));
+  EXPECT_EQ(read_run_info(off.run_dir).training.probe_text, "");
+  EXPECT_EQ(read_run_info(spec.run_dir).training.probe_text, TrainSettings{}.probe_text);
+}
+
+// ---- what-if: Session::edited -----------------------------------------------------------------
+TEST_F(WhatIfRun, TrainedAAndBChangeNothing) {
+  auto session = Session::open(*run_, "cpu");
+  const auto weights = session->mixer_weights();
+  WhatIf same;
+  same.ab = {{0, weights[0].a, weights[0].b}, {2, weights[2].a, weights[2].b}};
+  auto copy = session->edited(same);
+  EXPECT_EQ(copy->edits(), same);
+  const std::vector<int32_t> tokens = session->tokenizer().encode(kPrompt);
+  EXPECT_EQ(copy->logits(tokens), session->logits(tokens));  // bit for bit
+  GenerateOptions g;
+  g.sampling.seed = 7;
+  g.sampling.max_new_tokens = 20;
+  g.sampling.stop_at_end = false;
+  const GenerationResult a = session->generate("Once upon", g), b = copy->generate("Once upon", g);
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(b.decoder, a.decoder);
+  EXPECT_EQ(session->evaluate(*data_, few_windows()).loss, copy->evaluate(*data_, few_windows()).loss);
+  // An empty edit is an exact copy too.
+  EXPECT_EQ(session->edited({})->logits(tokens), session->logits(tokens));
+}
+
+TEST_F(WhatIfRun, AnEditedAAndBChangeTheCopyAndNotTheSession) {
+  auto session = Session::open(*run_, "cpu");
+  const std::vector<int32_t> tokens = session->tokenizer().encode(kPrompt);
+  const auto before = session->logits(tokens);
+  const auto trained = session->mixer_weights();
+  WhatIf edit;
+  edit.ab = parse_ab_edits("0:0.5:1.5");
+  edit.ab.push_back({2, {0.1f, 0.2f, 0.3f, 0.4f}, {1}});
+  auto copy = session->edited(edit);
+  EXPECT_NE(copy->logits(tokens), before);
+  EXPECT_EQ(copy->mixer_weights()[0].a, std::vector<float>{0.5f});
+  EXPECT_EQ(copy->mixer_weights()[0].b, std::vector<float>{1.5f});
+  EXPECT_EQ(copy->mixer_weights()[2].a, (std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}));
+  EXPECT_EQ(copy->mixer_weights()[2].b, std::vector<float>(4, 1.0f));
+  // The session is as it was.
+  EXPECT_EQ(session->logits(tokens), before);
+  EXPECT_EQ(session->mixer_weights()[0].a, trained[0].a);
+  EXPECT_EQ(session->mixer_weights()[2].b, trained[2].b);
+  // The fast decoder of the copy decodes the edited model: its text is LibTorch's.
+  GenerateOptions g;
+  g.sampling.seed = 3;
+  g.sampling.max_new_tokens = 16;
+  g.sampling.stop_at_end = false;
+  const GenerationResult fast = copy->generate("Once upon", g);
+  g.fast_path = false;
+  const GenerationResult slow = copy->generate("Once upon", g);
+  EXPECT_EQ(fast.text, slow.text);
+  EXPECT_NE(fast.text, session->generate("Once upon", g).text);
+}
+
+TEST_F(WhatIfRun, EditsTheModelCannotTakeAreRefusedByName) {
+  auto session = Session::open(*run_, "cpu");
+  auto error_of = [&](const WhatIf& w) {
+    try {
+      session->edited(w);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(error_of({{}, parse_ab_edits("1:0.5:1")}), "layer 1 (attn) has no a and b to set");
+  EXPECT_NE(error_of({{}, parse_ab_edits("3:0.5:1")}).find("layers 0..2"), std::string::npos);
+  EXPECT_NE(error_of({{}, {{2, {1, 2, 3}, {1}}}}).find("a takes 1 value (all entries) or 4"), std::string::npos);
+  EXPECT_NE(error_of({{}, {{0, {1}, {1, 2}}}}).find("layer 0 (hsm_ab) b takes 1 value, got 2"), std::string::npos);
+  EXPECT_NE(error_of({{{0, 1}}, {}}).find("knock-out of layer 0 head 1"), std::string::npos);
+  EXPECT_NE(error_of({{{5, -1}}, {}}).find("layers 0..2"), std::string::npos);
+  EXPECT_EQ(error_of({{{2, 3}}, {}}), "(accepted)");
+}
+
+TEST_F(WhatIfRun, KnockOutsOfACopyStayAndEqualTheEvaluationsKnockOut) {
+  auto session = Session::open(*run_, "cpu");
+  const EvalOptions o = few_windows();
+  WhatIf w;
+  w.knock_out = {{2, -1}};
+  auto copy = session->edited(w);
+  const EvalResult first = copy->evaluate(*data_, o), second = copy->evaluate(*data_, o);
+  EXPECT_EQ(first.loss, second.loss);  // still knocked out after an evaluation
+  EvalOptions k = o;
+  k.knock_out = {{2, -1}};
+  EXPECT_EQ(session->evaluate(*data_, k).loss, first.loss);
+  EXPECT_NE(session->evaluate(*data_, o).loss, first.loss);
+  EXPECT_EQ(first.knock_out, w.knock_out);
+  // `hsm eval --knock-out 2` is `hsm ablate`'s entry for layer 2: the same windows, the same loss.
+  const AblationReport report = session->ablate(*data_, o);
+  bool found = false;
+  for (const Ablation& a : report.ablations)
+    if (a.knock_out == KnockOut{2, -1}) {
+      EXPECT_EQ(a.loss, first.loss);
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  // The copy's own ablation starts from its knock-out; after it the knock-out is still there.
+  EXPECT_EQ(copy->ablate(*data_, o).base_loss, first.loss);
+  EXPECT_EQ(copy->evaluate(*data_, o).loss, first.loss);
+  // A head knock-out through edited() and the generation of a copy that has one.
+  auto head = session->edited({{{2, 1}}, {}});
+  EvalOptions kh = o;
+  kh.knock_out = {{2, 1}};
+  EXPECT_EQ(head->evaluate(*data_, o).loss, session->evaluate(*data_, kh).loss);
+  GenerateOptions g;
+  g.sampling.max_new_tokens = 4;
+  EXPECT_EQ(copy->generate("Once", g).decoder, "libtorch");  // the fast path knows no knock-outs
+}
+
+TEST_F(WhatIfRun, TheRunFolderIsByteIdenticalAfterEdits) {
+  const auto before = folder_bytes(*run_);
+  ASSERT_GT(before.size(), 4u);
+  {
+    auto session = Session::open(*run_, "cpu");
+    WhatIf w;
+    w.knock_out = {{1, 2}};
+    w.ab = parse_ab_edits("0:0.25:2,2:0:1");
+    auto copy = session->edited(w);
+    copy->evaluate(*data_, few_windows());
+    copy->ablate(*data_, few_windows());
+    GenerateOptions g;
+    g.sampling.max_new_tokens = 8;
+    copy->generate("Once upon a time", g);
+    copy->diagnose(kPrompt);
+    copy->probe(kPrompt);
+    copy->save_as(*dir_ + "/saved_elsewhere");
+    EXPECT_THROW(copy->save_as(*run_), std::invalid_argument);
+  }
+  EXPECT_EQ(folder_bytes(*run_), before);
+}
+
+TEST_F(WhatIfRun, SaveAsWritesARunThatOpensAsTheEditedCopy) {
+  auto session = Session::open(*run_, "cpu");
+  WhatIf w;
+  w.knock_out = {{1, -1}, {2, 0}};
+  w.ab = parse_ab_edits("0:0.75:-0.5");
+  auto copy = session->edited(w);
+  const std::string out = *dir_ + "/saved";
+  fs::create_directories(out);  // an empty folder is fine
+  copy->save_as(out);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.model", "metrics.jsonl"})
+    EXPECT_TRUE(fs::exists(out + "/" + f)) << f;
+  const nlohmann::json config = read_run_config(out);
+  ASSERT_TRUE(config.contains("what_if"));
+  EXPECT_EQ(config["what_if"]["source"], fs::absolute(*run_).lexically_normal().string());
+  EXPECT_EQ(config["what_if"]["label"], what_if_label(w));
+  EXPECT_EQ(what_if_knock_outs(config["what_if"], "config.json"), w.knock_out);
+  EXPECT_EQ(read_run_info(out).step, read_run_info(*run_).step);
+
+  auto reopened = Session::open(out, "cpu");
+  EXPECT_EQ(reopened->edits().knock_out, w.knock_out);
+  EXPECT_TRUE(reopened->edits().ab.empty());  // in the weights
+  const std::vector<int32_t> tokens = session->tokenizer().encode(kPrompt);
+  EXPECT_EQ(reopened->logits(tokens), copy->logits(tokens));
+  EXPECT_NE(reopened->logits(tokens), session->logits(tokens));
+  EXPECT_EQ(reopened->mixer_weights()[0].a, std::vector<float>{0.75f});
+  EXPECT_EQ(reopened->evaluate(*data_, few_windows()).loss, copy->evaluate(*data_, few_windows()).loss);
+  // Never over a folder with something in it.
+  try {
+    copy->save_as(out);
+    ADD_FAILURE() << "wrote over " << out;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("not empty"), std::string::npos) << e.what();
+  }
+  // A damaged what_if is named.
+  nlohmann::json bad = config;
+  bad["what_if"]["knock_out"] = {{{"layer", "x"}}};
+  EXPECT_THROW(parse_run_config(bad.dump(), "config.json"), std::runtime_error);
+}
+
+}  // namespace
