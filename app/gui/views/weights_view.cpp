@@ -118,7 +118,7 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   auto* editorScroll = new QScrollArea;
   editorScroll->setWidget(editor_);
   editorScroll->setWidgetResizable(true);
-  editorScroll->setMinimumWidth(330);
+  editorScroll->setMinimumWidth(390);
   auto* editorBox = new QWidget;
   auto* el = new QVBoxLayout(editorBox);
   el->setContentsMargins(2, 0, 2, 0);
@@ -377,6 +377,7 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
     diagram_->setConfig(config);
     diagram_->setLength(std::clamp(static_cast<int>(config.context), 8, 64));
     diagram_->setKnockOuts({});
+    diagram_->select(diagram_->length() - 1, diagram_->layerCount() - 1);  // the last output's field
     updateBanner();
   }
   weights_ = edits_.empty() ? layers : editor_->editedWeights();

@@ -58,6 +58,7 @@ void ReceptiveFieldDiagram::rebuild() {
     shifts_.push_back(info.shifts(static_cast<int64_t>(l), spec.heads));
     dense_.push_back(info.reads_all_earlier);  // false for DA's mlp: only the position itself
   }
+  off_.assign(shifts_.size(), false);
   std::vector<std::vector<bool>> dropped(shifts_.size());
   for (size_t l = 0; l < shifts_.size(); ++l) dropped[l].assign(shifts_[l].size(), false);
   for (const hsm::KnockOut& k : knockOuts_) {
@@ -66,7 +67,7 @@ void ReceptiveFieldDiagram::rebuild() {
     if (k.head < 0) {
       dropped[l].assign(dropped[l].size(), true);
       dense_[l] = false;
-      mixers_[l] += " (knocked out)";
+      off_[l] = true;
     } else if (k.head < static_cast<int64_t>(dropped[l].size()) && shifts_[l].size() > 1) {
       dropped[l][static_cast<size_t>(k.head)] = true;
     }
@@ -242,6 +243,7 @@ QString ReceptiveFieldDiagram::rowLabel(int row) const {
   });
   if (variant) mixer = mixer.section(QLatin1Char('_'), 1);
   QString label = tr("L%1 %2").arg(row - 1).arg(mixer);
+  if (off_[static_cast<size_t>(row - 1)]) return label + tr(" off");  // knocked out: its residual only
   if (s.size() == 1)
     label += tr(" s=%1").arg(s[0]);
   else if (s.size() > 1)

@@ -67,7 +67,8 @@ class ReceptiveFieldDiagram : public QWidget {
   std::vector<hsm::KnockOut> knockOuts_;
   std::vector<std::string> mixers_;
   std::vector<std::vector<int64_t>> shifts_;  // per layer; empty = attention (or DA's mlp: see dense_)
-  std::vector<bool> dense_;                   // per layer: reads every earlier position (attention, DA)
+  std::vector<bool> dense_;
+  std::vector<bool> off_;                     // per layer: knocked out (setKnockOuts)                   // per layer: reads every earlier position (attention, DA)
   int length_ = 32;
   int token_ = 31;
   int layer_ = 0;
