@@ -288,8 +288,13 @@ void DiagnosticsView::onDiagnosed(int request, const hsm::Diagnosis& d) {
     c.request = 0;
     c.diagnosis = d;
     c.has = true;
+    // A run with a what-if edit (the Weights view) is diagnosed as edited: say so.
+    const hsm::WhatIf edits = engine_->whatIf(c.runDir);
     c.title->setText(
-        tr("<b>%1</b> · %2 tokens · %3 layers").arg(QFileInfo(c.runDir).fileName()).arg(d.length).arg(d.layers.size()));
+        tr("<b>%1</b> · %2 tokens · %3 layers").arg(QFileInfo(c.runDir).fileName()).arg(d.length).arg(d.layers.size()) +
+        (edits.empty() ? QString()
+                       : tr(" · <span style='color:#a05a00'>edited model (what-if: %1)</span>")
+                             .arg(QString::fromStdString(hsm::what_if_label(edits)).toHtmlEscaped())));
     drawIndicators(c);
   }
   if (!isRunning()) {
