@@ -51,48 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // The file written piece by piece, the reader following it.
-  scratch.write("metrics.jsonl", "");
   hsm::MetricsReader reader(dir);
   std::vector<hsm::MetricRecord> followed;
-  bool rewritten = false;
-  uint64_t file_size = 0;
-  for (size_t start = 0; start <= input.size();) {
-    const size_t end = std::min(input.find('\x01', start), input.size());
-    std::string_view piece = input.substr(start, end - start);
-    start = end + 1;
-    const bool replace = !piece.empty() && piece.front() == '\x02';
-    if (replace) {
-      piece.remove_prefix(1);
-      rewritten = true;
-      file_size = 0;
-    }
-    scratch.write("metrics.jsonl", piece, !replace);
-    file_size += piece.size();
-    // Each poll that says more() must have read something, so a drain takes at most one
-    // poll per byte of the file, plus the last one.
-    for (uint64_t polls = 0;; ++polls) {
-      if (polls > file_size + 1)
-        hsm::fuzz::broken("poll() keeps saying more() after " + std::to_string(polls) + " polls of a " +
-                          std::to_string(file_size) + "-byte file (a spin)");
-      std::vector<hsm::MetricRecord> fresh = reader.poll(slice);
-      for (const std::string& problem : reader.problems())
-        if (problem.rfind(reader.path() + " line ", 0) != 0)
-          hsm::fuzz::broken("a skipped line reported without its file and line: " + problem);
-      if (reader.reset()) followed.clear();
-      followed.insert(followed.end(), fresh.begin(), fresh.end());
-      if (!reader.more()) break;
-    }
-  }
+  const bool rewritten = hsm::fuzz::follow_pieces(scratch, "metrics.jsonl", input, slice, reader, followed);
 
-  // A file that only grew reads the same followed as read at once (a rewrite that leaves
-  // the file longer than before cannot be told from an append, so it is not compared).
-  if (!rewritten) {
-    const std::vector<hsm::MetricRecord> whole = hsm::read_metrics(dir);
-    if (whole.size() != followed.size())
-      hsm::fuzz::broken("followed piece by piece, metrics.jsonl gave " + std::to_string(followed.size()) +
-                        " records; read at once, " + std::to_string(whole.size()));
-    for (size_t i = 0; i < whole.size(); ++i)
-      if (!same(whole[i], followed[i])) hsm::fuzz::broken("record " + std::to_string(i) + " differs when followed");
-  }
+  if (!rewritten)
+    hsm::fuzz::expect_followed_as_whole(hsm::read_metrics(dir), followed, "metrics.jsonl",
+                                        [](const auto& a, const auto& b) { return same(a, b); });
   return 0;
 }

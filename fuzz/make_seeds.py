@@ -127,6 +127,30 @@ def metrics_seeds():
     write("metrics", "unfinished-last-line", b"\x02" + lines[0].encode() + b'\n{"kind": "train", "step": 5')
 
 
+def diagnostics_log_seeds():
+    # As metrics_seeds: byte 0 picks the slice, 0x01 cuts pieces, 0x02 starts a rewrite.
+    def indicators(x):
+        return {"entropy": 6.9 - x, "conc": 2.4 + x, "headdiv": x / 10, "sink": 0.13, "locfoc": [0.54, 0.5, 0.0, 0.0]}
+
+    def record(step):
+        return json.dumps({"step": step, "prompt": "Alice was so tired when she got home so she went", "layers": [
+            {"layer": 0, "mixer": "hsm_ab", "kind": "linear", "indicators": indicators(0.1),
+             "heads": [{"head": 0, "indicators": indicators(0.1)}],
+             "weights": {"a": [0.49], "b": [0.5], "shifts": [1]}, "lens_kl": 2.5},
+            {"layer": 1, "mixer": "attn", "kind": "attention", "indicators": indicators(0.3),
+             "heads": [{"head": h, "indicators": indicators(h / 4)} for h in range(2)], "weights": {},
+             "lens_kl": None},
+            {"layer": 2, "mixer": "hsm_ab_mh", "kind": "linear", "indicators": indicators(0.2), "heads": [],
+             "weights": {"a": [0.1, -0.2], "b": [1.0, 0.5], "shifts": [1, 2]}, "lens_kl": 0.0}]})
+    lines = [record(s) for s in (200, 400, 600)]
+    text = "\n".join(lines) + "\n"
+    write("diagnostics_log", "whole", b"\x04" + text.encode())
+    write("diagnostics_log", "appended-mid-line", b"\x02" + text[:300].encode() + b"\x01" + text[300:].encode())
+    write("diagnostics_log", "rewritten-by-resume", b"\x03" + text.encode() + b"\x01\x02" + lines[0].encode() + b"\n")
+    write("diagnostics_log", "damaged-lines", b"\x01" + lines[0].encode() + b'\n{"step": 3, "prompt": "x"}\nnot json\n' +
+          lines[1].replace('"linear"', '"softmax"').encode() + b"\n" + lines[2].encode() + b"\n")
+
+
 def tokenizer_seeds(hsm):
     with tempfile.TemporaryDirectory() as tmp:
         text = os.path.join(tmp, "stories.txt")
@@ -152,6 +176,7 @@ def main():
     config_seeds()
     corpus_seeds()
     metrics_seeds()
+    diagnostics_log_seeds()
     if args.hsm:
         tokenizer_seeds(args.hsm)
 

@@ -13,6 +13,7 @@
 
 #include "hsm/diagnostics_log.h"
 #include "hsm/session.h"
+#include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "hsm/what_if.h"
 #include "io/run_json.h"
@@ -71,6 +72,14 @@ double max_difference(const Indicators& a, const Indicators& b) {
 }
 
 class WhatIfRun : public ::testing::Test {
+ public:
+  // kPrompt's tokens, at most the context.
+  static std::vector<int32_t> prompt_ids(const Session& s) {
+    std::vector<int32_t> ids = s.tokenizer().encode(kPrompt);
+    ids.resize(std::min(ids.size(), static_cast<size_t>(s.config().context)));
+    return ids;
+  }
+
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(temp_dir("what_if"));
@@ -185,7 +194,7 @@ TEST_F(WhatIfRun, TrainedAAndBChangeNothing) {
   same.ab = {{0, weights[0].a, weights[0].b}, {2, weights[2].a, weights[2].b}};
   auto copy = session->edited(same);
   EXPECT_EQ(copy->edits(), same);
-  const std::vector<int32_t> tokens = session->tokenizer().encode(kPrompt);
+  const std::vector<int32_t> tokens = prompt_ids(*session);
   EXPECT_EQ(copy->logits(tokens), session->logits(tokens));  // bit for bit
   GenerateOptions g;
   g.sampling.seed = 7;
@@ -201,7 +210,7 @@ TEST_F(WhatIfRun, TrainedAAndBChangeNothing) {
 
 TEST_F(WhatIfRun, AnEditedAAndBChangeTheCopyAndNotTheSession) {
   auto session = Session::open(*run_, "cpu");
-  const std::vector<int32_t> tokens = session->tokenizer().encode(kPrompt);
+  const std::vector<int32_t> tokens = prompt_ids(*session);
   const auto before = session->logits(tokens);
   const auto trained = session->mixer_weights();
   WhatIf edit;
@@ -326,7 +335,7 @@ TEST_F(WhatIfRun, SaveAsWritesARunThatOpensAsTheEditedCopy) {
   auto reopened = Session::open(out, "cpu");
   EXPECT_EQ(reopened->edits().knock_out, w.knock_out);
   EXPECT_TRUE(reopened->edits().ab.empty());  // in the weights
-  const std::vector<int32_t> tokens = session->tokenizer().encode(kPrompt);
+  const std::vector<int32_t> tokens = prompt_ids(*session);
   EXPECT_EQ(reopened->logits(tokens), copy->logits(tokens));
   EXPECT_NE(reopened->logits(tokens), session->logits(tokens));
   EXPECT_EQ(reopened->mixer_weights()[0].a, std::vector<float>{0.75f});
