@@ -14,7 +14,9 @@
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/widgets/plot_panel.h"
+#include "hsm/config.h"
 #include "hsm/diagnostics_log.h"
+#include "hsm/trainer.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -154,3 +156,35 @@ TEST(DiagnosticsOverTime, ReadsTheLogATrainingWrote) {
   EXPECT_DOUBLE_EQ(view.timeline()->plot()->series()[1].y.back(), expect.back().layers[1].indicators.entropy);
 }
 
+
+TEST(DiagnosticsOverTime, FollowsARunThatTrainsFromItsFirstRecord) {
+  // The view follows a run before its folder exists; the trainer's records appear as it
+  // validates (polled on the timer), every one of them by the end.
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("live"));
+  hsm::RunSpec spec;
+  spec.run_dir = QDir(dir).filePath(QStringLiteral("run")).toStdString();
+  spec.data_path = make_corpus(dir, 120).toStdString();
+  spec.cache_dir = QDir(dir).filePath(QStringLiteral("cache")).toStdString();
+  spec.model = hsm::load_config(tiny_config(dir).toStdString());
+  spec.train.steps = 40;
+  spec.train.batch_size = 8;
+  spec.train.eval_every = 10;
+  spec.train.eval_batches = 1;
+  spec.train.checkpoint_every = 20;
+  spec.train.threads = 1;
+  spec.train.device = "cpu";
+  RunList runs;
+  EngineHost engine;
+  DiagnosticsView view(&runs, &engine);
+  const QString run = QString::fromStdString(spec.run_dir);
+  runs.setCurrent(runs.addPending(run, spec.model));
+  EXPECT_FALSE(view.timeline()->hasLog());
+  ASSERT_TRUE(engine.startTraining(spec));
+  ASSERT_TRUE(engine.waitIdle(120000));
+  const std::vector<hsm::DiagnosticsRecord> written = hsm::read_diagnostics_log(spec.run_dir);
+  ASSERT_GE(written.size(), 4u);
+  ASSERT_TRUE(wait_for([&] { return view.timeline()->records().size() == written.size(); }, 10000))
+      << view.timeline()->records().size() << " of " << written.size();
+  EXPECT_EQ(view.timeline()->records().back().step, written.back().step);
+  EXPECT_EQ(view.timeline()->plot()->series().size(), 3);
+}
