@@ -161,18 +161,10 @@ TEST(DiagnosticsOverTime, FollowsARunThatTrainsFromItsFirstRecord) {
   // The view follows a run before its folder exists; the trainer's records appear as it
   // validates (polled on the timer), every one of them by the end.
   const QString dir = QDir(temp_root()).filePath(QStringLiteral("live"));
-  hsm::RunSpec spec;
-  spec.run_dir = QDir(dir).filePath(QStringLiteral("run")).toStdString();
-  spec.data_path = make_corpus(dir, 120).toStdString();
-  spec.cache_dir = QDir(dir).filePath(QStringLiteral("cache")).toStdString();
-  spec.model = hsm::load_config(tiny_config(dir).toStdString());
+  hsm::RunSpec spec = tiny_run_spec(dir, 120);
   spec.train.steps = 40;
   spec.train.batch_size = 8;
-  spec.train.eval_every = 10;
   spec.train.eval_batches = 1;
-  spec.train.checkpoint_every = 20;
-  spec.train.threads = 1;
-  spec.train.device = "cpu";
   RunList runs;
   EngineHost engine;
   DiagnosticsView view(&runs, &engine);
