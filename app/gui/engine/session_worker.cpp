@@ -38,9 +38,13 @@ SessionWorker::Loaded& SessionWorker::loaded(const QString& runDir) {
     fresh.session = hsm::Session::open(sstr(key), device_);
     fresh.stamp = stamp;
     // A new checkpoint of an edited run (it trains on): the same edits on the new weights.
+    // (An edit the new weights refuse is dropped rather than failing every later request.)
     if (it != sessions_.end() && !it->second.edits.empty()) {
-      fresh.edits = it->second.edits;
-      fresh.edited = fresh.session->edited(fresh.edits);
+      try {
+        fresh.edited = fresh.session->edited(it->second.edits);
+        fresh.edits = it->second.edits;
+      } catch (const std::invalid_argument&) {
+      }
     }
     it = sessions_.insert_or_assign(key, std::move(fresh)).first;
   }
