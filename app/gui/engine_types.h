@@ -8,6 +8,15 @@
 #include "hsm/session.h"
 #include "hsm/system_info.h"
 #include "hsm/trainer.h"
+#include "hsm/what_if.h"
+
+namespace studio {
+// A what-if edit's validation loss next to the trained model's on the same windows (issue 23).
+struct WhatIfEvaluation {
+  hsm::WhatIf edits;
+  hsm::EvalResult trained, edited;
+};
+}  // namespace studio
 
 Q_DECLARE_METATYPE(hsm::MetricRecord)
 Q_DECLARE_METATYPE(hsm::GeneratedToken)
@@ -20,6 +29,8 @@ Q_DECLARE_METATYPE(hsm::Diagnosis)
 Q_DECLARE_METATYPE(std::vector<hsm::MixerWeights>)
 Q_DECLARE_METATYPE(hsm::Probe)
 Q_DECLARE_METATYPE(hsm::AblationReport)
+Q_DECLARE_METATYPE(hsm::WhatIf)
+Q_DECLARE_METATYPE(studio::WhatIfEvaluation)
 
 namespace studio {
 

@@ -47,22 +47,26 @@ QString tiny_config(const QString& dir) {
   return path;
 }
 
+hsm::RunSpec tiny_run_spec(const QString& dir, int stories) {
+  hsm::RunSpec spec;
+  spec.run_dir = QDir(dir).filePath(QStringLiteral("run")).toStdString();
+  spec.data_path = make_corpus(dir, stories).toStdString();
+  spec.cache_dir = QDir(dir).filePath(QStringLiteral("cache")).toStdString();
+  spec.model = hsm::load_config(tiny_config(dir).toStdString());
+  spec.train.steps = 20;
+  spec.train.batch_size = 16;
+  spec.train.lr = 0.003;
+  spec.train.eval_every = 10;
+  spec.train.eval_batches = 2;
+  spec.train.checkpoint_every = 20;
+  spec.train.threads = 1;
+  spec.train.device = "cpu";
+  return spec;
+}
+
 QString trained_run() {
   static const QString run = [] {
-    const QString dir = QDir(temp_root()).filePath(QStringLiteral("fixture"));
-    hsm::RunSpec spec;
-    spec.run_dir = QDir(dir).filePath(QStringLiteral("run")).toStdString();
-    spec.data_path = make_corpus(dir).toStdString();
-    spec.cache_dir = QDir(dir).filePath(QStringLiteral("cache")).toStdString();
-    spec.model = hsm::load_config(tiny_config(dir).toStdString());
-    spec.train.steps = 20;
-    spec.train.batch_size = 16;
-    spec.train.lr = 0.003;
-    spec.train.eval_every = 10;
-    spec.train.eval_batches = 2;
-    spec.train.checkpoint_every = 20;
-    spec.train.threads = 1;
-    spec.train.device = "cpu";
+    const hsm::RunSpec spec = tiny_run_spec(QDir(temp_root()).filePath(QStringLiteral("fixture")));
     hsm::Trainer(spec).run();
     return QString::fromStdString(spec.run_dir);
   }();

@@ -9,6 +9,8 @@
 #include <QTemporaryDir>
 #include <functional>
 
+#include "hsm/trainer.h"
+
 namespace studio::test {
 
 // A fresh folder for this test process (removed at exit).
@@ -18,6 +20,8 @@ QString temp_root();
 QString make_corpus(const QString& dir, int stories = 300, int sentences = 4);
 // A 3-layer model (hsm_ab, attn, hsm_ab), d 32, context 32, vocab 300: trains in seconds.
 QString tiny_config(const QString& dir);
+// How trained_run() trains the tiny model into DIR/run (20 steps, validation every 10, CPU).
+hsm::RunSpec tiny_run_spec(const QString& dir, int stories = 300);
 // A run of the tiny model trained once per process by the engine (20 steps).
 QString trained_run();
 

@@ -1,6 +1,7 @@
 #include "gui/engine/engine_host.h"
 
 #include <QCoreApplication>
+#include <QDir>
 #include <QElapsedTimer>
 
 #include "gui/engine/session_worker.h"
@@ -22,6 +23,8 @@ void register_engine_types() {
     qRegisterMetaType<std::vector<hsm::MixerWeights>>();
     qRegisterMetaType<hsm::Probe>();
     qRegisterMetaType<hsm::AblationReport>();
+    qRegisterMetaType<hsm::WhatIf>();
+    qRegisterMetaType<studio::WhatIfEvaluation>();
     return true;
   }();
   (void)once;
@@ -74,6 +77,11 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   });
   connect(session_, &SessionWorker::failed, this, [this](int id, const QString& message) {
     sessionRequestDone();
+    // The engine refused an edit: the run has none now.
+    if (const QString dir = whatIfRequests_.take(id); !dir.isEmpty()) {
+      whatIfs_.remove(dir);
+      emit whatIfChanged(dir);
+    }
     emit requestFailed(id, message);
   });
   connect(session_, &SessionWorker::system, this, &EngineHost::systemInfo);
@@ -85,6 +93,19 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   connect(session_, &SessionWorker::ablated, this, [this](int id, const hsm::AblationReport& r) {
     sessionRequestDone();
     emit ablated(id, r);
+  });
+
+  connect(session_, &SessionWorker::whatIfApplied, this, [this](int id) {
+    whatIfRequests_.remove(id);
+    sessionRequestDone();
+  });
+  connect(session_, &SessionWorker::whatIfEvaluated, this, [this](int id, const WhatIfEvaluation& e) {
+    sessionRequestDone();
+    emit whatIfEvaluated(id, e);
+  });
+  connect(session_, &SessionWorker::whatIfSaved, this, [this](int id, const QString& dir) {
+    sessionRequestDone();
+    emit whatIfSaved(id, dir);
   });
 
   // Both engine threads yield the CPU to the GUI thread (thread_priority.h).
@@ -125,25 +146,59 @@ void EngineHost::stopTraining() {
   if (training_) trainer_->stop();
 }
 
-int EngineHost::generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options) {
-  const int id = nextRequest_++;
+int EngineHost::nextSessionRequest() {
   ++pendingSessionRequests_;
+  return nextRequest_++;
+}
+
+int EngineHost::generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options,
+                         bool trained) {
+  const int id = nextSessionRequest();
   QMetaObject::invokeMethod(session_, "generate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, prompt), Q_ARG(hsm::GenerateOptions, options));
+                            Q_ARG(QString, prompt), Q_ARG(hsm::GenerateOptions, options), Q_ARG(bool, trained));
+  return id;
+}
+
+int EngineHost::setWhatIf(const QString& runDir, const hsm::WhatIf& edits) {
+  const QString key = QDir(runDir).absolutePath();
+  if (edits.empty())
+    whatIfs_.remove(key);
+  else
+    whatIfs_[key] = edits;
+  const int id = nextSessionRequest();
+  whatIfRequests_[id] = key;
+  QMetaObject::invokeMethod(session_, "setWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(hsm::WhatIf, edits));
+  emit whatIfChanged(key);
+  return id;
+}
+
+hsm::WhatIf EngineHost::whatIf(const QString& runDir) const { return whatIfs_.value(QDir(runDir).absolutePath()); }
+
+int EngineHost::evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows,
+                               int maxWindows) {
+  const int id = nextSessionRequest();
+  QMetaObject::invokeMethod(session_, "evaluateWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows));
+  return id;
+}
+
+int EngineHost::saveWhatIf(const QString& runDir, const QString& newDir) {
+  const int id = nextSessionRequest();
+  QMetaObject::invokeMethod(session_, "saveWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, newDir));
   return id;
 }
 
 int EngineHost::diagnose(const QString& runDir, const QString& prompt) {
-  const int id = nextRequest_++;
-  ++pendingSessionRequests_;
+  const int id = nextSessionRequest();
   QMetaObject::invokeMethod(session_, "diagnose", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
                             Q_ARG(QString, prompt));
   return id;
 }
 
 int EngineHost::requestWeights(const QString& runDir) {
-  const int id = nextRequest_++;
-  ++pendingSessionRequests_;
+  const int id = nextSessionRequest();
   QMetaObject::invokeMethod(session_, "mixerWeights", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir));
   return id;
 }
@@ -151,16 +206,14 @@ int EngineHost::requestWeights(const QString& runDir) {
 void EngineHost::cancelGeneration() { session_->cancel(); }
 
 int EngineHost::probe(const QString& runDir, const QString& prompt, const QVector<int>& generated) {
-  const int id = nextRequest_++;
-  ++pendingSessionRequests_;
+  const int id = nextSessionRequest();
   QMetaObject::invokeMethod(session_, "probe", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
                             Q_ARG(QString, prompt), Q_ARG(QVector<int>, generated));
   return id;
 }
 
 int EngineHost::ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows) {
-  const int id = nextRequest_++;
-  ++pendingSessionRequests_;
+  const int id = nextSessionRequest();
   session_->armAblation();
   QMetaObject::invokeMethod(session_, "ablate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
                             Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows));

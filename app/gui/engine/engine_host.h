@@ -5,6 +5,7 @@
 #include <QObject>
 #include <QString>
 #include <QVector>
+#include <QMap>
 #include <QThread>
 
 #include "gui/engine_types.h"
@@ -31,7 +32,9 @@ class EngineHost : public QObject {
 
   // Generation (and diagnosis, below): queued on the session thread; the id comes back with the
   // results. cancelGeneration() ends the one in progress after its current token.
-  int generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
+  // trained: the run's trained model even when it has a what-if edit (the Playground's compare).
+  int generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options,
+               bool trained = false);
   void cancelGeneration();
   // Diagnostics and learned weights of a run's model, queued on the session thread like
   // generate(); answered by diagnosed() / weightsReady() or requestFailed().
@@ -47,6 +50,19 @@ class EngineHost : public QObject {
   // cancelAblation() stops it between batches (requestFailed() with "cancelled").
   int ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
   void cancelAblation();
+
+  // What-if (issue 23): an edited in-memory copy of a run's model (Session::edited). Requests
+  // queued after this one (generate, diagnose, requestWeights, probe, ablate) for that run use
+  // the copy; an empty WhatIf drops it (Reset). The run folder is never written. Answered by
+  // requestFailed() when the engine refuses the edit (then the run has none).
+  int setWhatIf(const QString& runDir, const hsm::WhatIf& edits);
+  // The edit the run has (empty: none), as the GUI last set it.
+  hsm::WhatIf whatIf(const QString& runDir) const;
+  // Validation loss on the first maxWindows windows of the trained and the edited model;
+  // answered by whatIfEvaluated() (or requestFailed()).
+  int evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
+  // "Save as…": the edited model as a new run folder (refuses a non-empty one); whatIfSaved().
+  int saveWhatIf(const QString& runDir, const QString& newDir);
 
   // Device ("auto", "cpu", "cuda", "cuda:N") and CPU threads (0 = the engine's default)
   // for models loaded from now on; the status bar hears back through systemInfo().
@@ -77,8 +93,12 @@ class EngineHost : public QObject {
   void probed(int request, const hsm::Probe& probe);
   void ablationProgress(int request, const QString& stage, double fraction);
   void ablated(int request, const hsm::AblationReport& report);
+  void whatIfChanged(const QString& runDir);
+  void whatIfEvaluated(int request, const studio::WhatIfEvaluation& evaluation);
+  void whatIfSaved(int request, const QString& newDir);
 
  private:
+  int nextSessionRequest();
   void sessionRequestDone();
 
   QThread trainingThread_, sessionThread_;
@@ -88,6 +108,8 @@ class EngineHost : public QObject {
   QString trainingRunDir_;
   int nextRequest_ = 1;
   int pendingSessionRequests_ = 0;
+  QMap<QString, hsm::WhatIf> whatIfs_;  // by absolute run folder
+  QMap<int, QString> whatIfRequests_;   // setWhatIf requests in flight: their run folder
 };
 
 }  // namespace studio

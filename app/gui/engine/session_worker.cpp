@@ -29,22 +29,38 @@ void SessionWorker::querySystem() {
   emit system(hsm::system_info(), description);
 }
 
-hsm::Session& SessionWorker::session(const QString& runDir) {
+SessionWorker::Loaded& SessionWorker::loaded(const QString& runDir) {
   const QString key = QDir(runDir).absolutePath();
   const qint64 stamp = QFileInfo(key + "/model.safetensors").lastModified().toMSecsSinceEpoch();
   auto it = sessions_.find(key);
   if (it == sessions_.end() || it->second.stamp != stamp) {
-    Loaded loaded{hsm::Session::open(sstr(key), device_), stamp};
-    it = sessions_.insert_or_assign(key, std::move(loaded)).first;
+    Loaded fresh;
+    fresh.session = hsm::Session::open(sstr(key), device_);
+    fresh.stamp = stamp;
+    // A new checkpoint of an edited run (it trains on): the same edits on the new weights.
+    // (An edit the new weights refuse is dropped rather than failing every later request.)
+    if (it != sessions_.end() && !it->second.edits.empty()) {
+      try {
+        fresh.edited = fresh.session->edited(it->second.edits);
+        fresh.edits = it->second.edits;
+      } catch (const std::invalid_argument&) {
+      }
+    }
+    it = sessions_.insert_or_assign(key, std::move(fresh)).first;
   }
-  return *it->second.session;
+  return it->second;
+}
+
+hsm::Session& SessionWorker::session(const QString& runDir) {
+  Loaded& l = loaded(runDir);
+  return l.edited ? *l.edited : *l.session;
 }
 
 void SessionWorker::generate(int request, const QString& runDir, const QString& prompt,
-                             const hsm::GenerateOptions& options) {
+                             const hsm::GenerateOptions& options, bool trained) {
   cancel_ = false;
   try {
-    hsm::Session& s = session(runDir);
+    hsm::Session& s = trained ? *loaded(runDir).session : session(runDir);
     const hsm::GenerationResult result = s.generate(sstr(prompt), options, [&](const hsm::GeneratedToken& t) {
       emit token(request, t);
       return !cancel_.load();
@@ -66,7 +82,8 @@ void SessionWorker::diagnose(int request, const QString& runDir, const QString& 
 
 void SessionWorker::mixerWeights(int request, const QString& runDir) {
   try {
-    const std::vector<hsm::MixerWeights> w = session(runDir).mixer_weights();
+    // The trained weights even for an edited run: the Weights view draws its edits over them.
+    const std::vector<hsm::MixerWeights> w = loaded(runDir).session->mixer_weights();
     emit weights(request, w);
   } catch (const std::exception& e) {
     emit failed(request, QString::fromStdString(hsm::error_text(e)));
@@ -98,6 +115,50 @@ void SessionWorker::ablate(int request, const QString& runDir, const QString& da
     options.cancel = &cancelAblation_;
     options.progress = [&](const std::string& stage, double f) { emit ablationProgress(request, qstr(stage), f); };
     emit ablated(request, session(runDir).ablate(sstr(dataPath), options));
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
+  }
+}
+
+void SessionWorker::setWhatIf(int request, const QString& runDir, const hsm::WhatIf& edits) {
+  try {
+    Loaded& l = loaded(runDir);
+    l.edited.reset();
+    l.edits = {};
+    if (!edits.empty()) {
+      l.edited = l.session->edited(edits);
+      l.edits = edits;
+    }
+    emit whatIfApplied(request);
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
+  }
+}
+
+void SessionWorker::evaluateWhatIf(int request, const QString& runDir, const QString& dataPath,
+                                   const QString& windows, int maxWindows) {
+  try {
+    Loaded& l = loaded(runDir);
+    hsm::EvalOptions options;
+    options.windows = sstr(windows);
+    options.max_windows = maxWindows;
+    WhatIfEvaluation out;
+    const std::string key = sstr(dataPath) + '\n' + options.windows + '\n' + std::to_string(maxWindows);
+    auto cached = l.trained.find(key);
+    if (cached == l.trained.end()) cached = l.trained.emplace(key, l.session->evaluate(sstr(dataPath), options)).first;
+    out.trained = cached->second;
+    out.edits = l.edits;
+    out.edited = l.edited ? l.edited->evaluate(sstr(dataPath), options) : out.trained;
+    emit whatIfEvaluated(request, out);
+  } catch (const std::exception& e) {
+    emit failed(request, QString::fromStdString(hsm::error_text(e)));
+  }
+}
+
+void SessionWorker::saveWhatIf(int request, const QString& runDir, const QString& newDir) {
+  try {
+    session(runDir).save_as(sstr(newDir));
+    emit whatIfSaved(request, QDir(newDir).absolutePath());
   } catch (const std::exception& e) {
     emit failed(request, QString::fromStdString(hsm::error_text(e)));
   }

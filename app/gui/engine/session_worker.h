@@ -29,17 +29,29 @@ class SessionWorker : public QObject {
  public slots:
   void configure(const QString& device, int threads);
   void querySystem();
-  void generate(int request, const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options);
+  // trained: with the run's trained model even when it has a what-if edit (compare mode).
+  void generate(int request, const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options,
+                bool trained = false);
   void unload(const QString& runDir);
   // Matrices and indicators of every layer for a prompt (Session::diagnose, at most the context).
   void diagnose(int request, const QString& runDir, const QString& prompt);
-  // The learned mixer weights of every layer (Session::mixer_weights).
+  // The learned mixer weights of every layer (Session::mixer_weights), as trained (what-if
+  // edits left out: the Weights view draws them over these).
   void mixerWeights(int request, const QString& runDir);
   // Logit lens and rollout (Session::probe); with generated ids, of <|endoftext|>, the prompt's
   // tokens and those ids, as generate() fed the model (Session::probe_tokens).
   void probe(int request, const QString& runDir, const QString& prompt, const QVector<int>& generated);
   // Importance by ablation on the validation split (Session::ablate).
   void ablate(int request, const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
+  // What-if (issue 23): keeps an edited copy of the run's model (Session::edited) next to the
+  // loaded one; generate, diagnose, mixerWeights, probe and ablate for that run use it from
+  // now on. An empty WhatIf drops it (Reset).
+  void setWhatIf(int request, const QString& runDir, const hsm::WhatIf& edits);
+  // Validation loss of the trained model (cached per corpus and windows) and of the edited copy.
+  void evaluateWhatIf(int request, const QString& runDir, const QString& dataPath, const QString& windows,
+                      int maxWindows);
+  // The edited copy written as a new run folder (Session::save_as).
+  void saveWhatIf(int request, const QString& runDir, const QString& newDir);
 
  signals:
   void system(const hsm::SystemInfo& info, const QString& deviceDescription);
@@ -51,14 +63,21 @@ class SessionWorker : public QObject {
   void probed(int request, const hsm::Probe& probe);
   void ablationProgress(int request, const QString& stage, double fraction);
   void ablated(int request, const hsm::AblationReport& report);
+  void whatIfApplied(int request);
+  void whatIfEvaluated(int request, const studio::WhatIfEvaluation& evaluation);
+  void whatIfSaved(int request, const QString& newDir);
 
  private:
-  hsm::Session& session(const QString& runDir);
-
   struct Loaded {
     std::unique_ptr<hsm::Session> session;
     qint64 stamp = 0;  // model.safetensors' modification time when loaded
+    hsm::WhatIf edits;
+    std::unique_ptr<hsm::Session> edited;            // session->edited(edits); null without edits
+    std::map<std::string, hsm::EvalResult> trained;  // the trained model's loss per corpus/windows
   };
+  Loaded& loaded(const QString& runDir);
+  // The run's model as the views see it: the what-if copy when there is one.
+  hsm::Session& session(const QString& runDir);
   std::map<QString, Loaded> sessions_;
   std::string device_ = "auto";
   int threads_ = 0;

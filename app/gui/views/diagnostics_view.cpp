@@ -21,6 +21,8 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
+#include "gui/views/diagnostics_timeline.h"
+#include "hsm/diagnostics_log.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/radar_chart.h"
 #include "gui/widgets/widget_export.h"
@@ -40,21 +42,6 @@ const IndicatorColumn kColumns[] = {{"ENTROPY", 0, false},    {"ENTROPY (norm)",
                                     {"SINK", 3, false},       {"LocFoc0", 4, false},       {"LocFoc1", 5, false},
                                     {"LocFoc2", 6, false},    {"LocFoc3", 7, false}};
 constexpr int kFixedColumns = 3;  // layer, mixer, matrix
-
-double indicator(const hsm::Indicators& ind, int index) {
-  switch (index) {
-    case 0:
-      return ind.entropy;
-    case 1:
-      return ind.conc;
-    case 2:
-      return ind.headdiv;
-    case 3:
-      return ind.sink;
-    default:
-      return ind.locfoc[static_cast<size_t>(index - 4)];
-  }
-}
 
 QString kind_text(hsm::MatrixKind k, const std::string& mixer) {
   switch (k) {
@@ -128,17 +115,34 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   bar2->addStretch(1);
   bar2->addWidget(exportButton);
 
+  timeline_ = new DiagnosticsTimeline;
+  timeline_->setObjectName(QStringLiteral("diag_timeline"));
+  source_ = new QLabel;
+  source_->setObjectName(QStringLiteral("diag_source"));
+  source_->setWordWrap(true);
+
   auto* sides = new QSplitter(Qt::Horizontal);
   sides->addWidget(buildColumn(columns_[0], QString()));
   sides->addWidget(buildColumn(columns_[1], QStringLiteral("-b")));
   columns_[1].box->hide();
+  auto* below = new QWidget;
+  auto* bl = new QVBoxLayout(below);
+  bl->setContentsMargins(0, 0, 0, 0);
+  bl->addWidget(source_);
+  bl->addWidget(sides, 1);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(timeline_);
+  rows->addWidget(below);
+  rows->setStretchFactor(0, 1);
+  rows->setStretchFactor(1, 3);
+  rows->setSizes({240, 760});
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(bar);
   layout->addLayout(bar2);
   layout->addWidget(status_);
-  layout->addWidget(sides, 1);
+  layout->addWidget(rows, 1);
 
   connect(runButton_, &QPushButton::clicked, this, [this] { run(); });
   connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { run(); });
@@ -160,9 +164,19 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   connect(runs_, &RunList::runAdded, this, &DiagnosticsView::refreshRunChoices);
   connect(runs_, &RunList::runRemoved, this, &DiagnosticsView::refreshRunChoices);
   connect(runs_, &RunList::currentChanged, this, &DiagnosticsView::refreshRunChoices);
+  connect(runs_, &RunList::currentChanged, this, &DiagnosticsView::followCurrentRun);
+  connect(timeline_, &DiagnosticsTimeline::stepChanged, this, [this] { drawIndicators(columns_[0]); });
   refreshRunChoices();
   for (Column& c : columns_) drawIndicators(c);
+  followCurrentRun();
 }
+
+void DiagnosticsView::followCurrentRun() {
+  const RunEntry* run = runs_->currentRun();
+  timeline_->setRun(run ? run->dir : QString());
+}
+
+QString DiagnosticsView::indicatorSource() const { return source_->text(); }
 
 QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
   c.box = new QWidget;
@@ -274,8 +288,13 @@ void DiagnosticsView::onDiagnosed(int request, const hsm::Diagnosis& d) {
     c.request = 0;
     c.diagnosis = d;
     c.has = true;
+    // A run with a what-if edit (the Weights view) is diagnosed as edited: say so.
+    const hsm::WhatIf edits = engine_->whatIf(c.runDir);
     c.title->setText(
-        tr("<b>%1</b> · %2 tokens · %3 layers").arg(QFileInfo(c.runDir).fileName()).arg(d.length).arg(d.layers.size()));
+        tr("<b>%1</b> · %2 tokens · %3 layers").arg(QFileInfo(c.runDir).fileName()).arg(d.length).arg(d.layers.size()) +
+        (edits.empty() ? QString()
+                       : tr(" · <span style='color:#a05a00'>edited model (what-if: %1)</span>")
+                             .arg(QString::fromStdString(hsm::what_if_label(edits)).toHtmlEscaped())));
     drawIndicators(c);
   }
   if (!isRunning()) {
@@ -365,14 +384,25 @@ void DiagnosticsView::drawMatrices() {
 }
 
 void DiagnosticsView::drawIndicators(Column& c) {
-  const hsm::Diagnosis& d = c.diagnosis;
-  const int n = static_cast<int>(d.layers.size());
+  // The current run's indicators come from the recorded step the timeline is on, or from the
+  // prompt's diagnosis; the matrix heatmap always shows the prompt's diagnosis.
+  std::vector<hsm::LayerDiagnostics> recorded;
+  const bool atStep = &c == &columns_[0] && timeline_->showsStep();
+  if (atStep) recorded = hsm::layers_of(*timeline_->currentRecord());
+  const std::vector<hsm::LayerDiagnostics>& layers = atStep ? recorded : c.diagnosis.layers;
+  if (&c == &columns_[0])
+    source_->setText(atStep ? tr("<b>Table, radar and overview: step %1</b> of the recorded probe text “%2”. The "
+                                 "mixing matrix shows the prompt's diagnosis of the current checkpoint.")
+                                  .arg(timeline_->currentRecord()->step)
+                                  .arg(QString::fromStdString(timeline_->currentRecord()->prompt).left(60).toHtmlEscaped())
+                            : tr("Table, radar and overview: the prompt's diagnosis of the current checkpoint."));
+  const int n = static_cast<int>(layers.size());
   c.table->setRowCount(n);
   QVector<RadarChart::Series> series;
   std::vector<double> overview;
   QStringList layerNames;
   for (int r = 0; r < n; ++r) {
-    const hsm::LayerDiagnostics& l = d.layers[r];
+    const hsm::LayerDiagnostics& l = layers[static_cast<size_t>(r)];
     const QColor color = RadarChart::layerColor(r, n);
     auto* layerItem = new QTableWidgetItem(QString::number(l.layer));
     layerItem->setData(Qt::DecorationRole, color);
@@ -380,7 +410,7 @@ void DiagnosticsView::drawIndicators(Column& c) {
     c.table->setItem(r, 1, new QTableWidgetItem(QString::fromStdString(l.mixer)));
     c.table->setItem(r, 2, new QTableWidgetItem(QString::fromLatin1(hsm::matrix_kind_name(l.kind))));
     for (int k = 0; k < static_cast<int>(std::size(kColumns)); ++k) {
-      const double v = indicator(kColumns[k].normalised ? l.normalised : l.indicators, kColumns[k].index);
+      const double v = indicator_value(kColumns[k].normalised ? l.normalised : l.indicators, kColumns[k].index);
       auto* item = new QTableWidgetItem(QString::number(v, 'f', 4));
       item->setData(Qt::UserRole, v);
       item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -388,7 +418,7 @@ void DiagnosticsView::drawIndicators(Column& c) {
       c.table->setItem(r, kFixedColumns + k, item);
     }
     RadarChart::Series s{tr("L%1 %2").arg(l.layer).arg(QString::fromStdString(l.mixer)), color, {}};
-    for (int a = 0; a < 8; ++a) s.values << indicator(l.normalised, a);
+    for (int a = 0; a < 8; ++a) s.values << indicator_value(l.normalised, a);
     series << s;
     overview.insert(overview.end(), s.values.begin(), s.values.end());
     layerNames << s.name;
@@ -445,7 +475,7 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
     auto row = [&](const hsm::LayerDiagnostics& l, const QString& head, const char* which, const hsm::Indicators& i) {
       out << l.layer << ',' << head << ',' << quote(QString::fromStdString(l.mixer)) << ','
           << hsm::matrix_kind_name(l.kind) << ',' << which;
-      for (int k = 0; k < 8; ++k) out << ',' << QString::number(indicator(i, k), 'g', 17);
+      for (int k = 0; k < 8; ++k) out << ',' << QString::number(indicator_value(i, k), 'g', 17);
       out << '\n';
     };
     for (const hsm::LayerDiagnostics& l : c.diagnosis.layers) {

@@ -17,6 +17,7 @@ class QTableWidget;
 
 namespace studio {
 
+class DiagnosticsTimeline;
 class EngineHost;
 class HeatmapPanel;
 class RadarChart;
@@ -50,6 +51,10 @@ class DiagnosticsView : public QWidget {
   RadarChart* radar(int side = 0) const { return columns_[side].radar; }
   QTableWidget* indicatorTable(int side = 0) const { return columns_[side].table; }
   QString matrixKindText(int side = 0) const;
+  // Over time (issue 23): the recorded indicators against step and the step slider.
+  DiagnosticsTimeline* timeline() const { return timeline_; }
+  // What the current run's table, radar and overview show ("the prompt's diagnosis" or the step).
+  QString indicatorSource() const;
 
   // Writes every plot of the visible sides (PNG, PDF, SVG) and their numbers (CSV) into a
   // folder; returns the files written.
@@ -87,6 +92,7 @@ class DiagnosticsView : public QWidget {
   void refreshHeads();
   void drawMatrices();
   void drawIndicators(Column& c);
+  void followCurrentRun();
   void refreshRunChoices();
   void exportDialog();
 
@@ -99,6 +105,8 @@ class DiagnosticsView : public QWidget {
   QCheckBox* compare_;
   QComboBox* compareRun_;
   QLabel* status_;
+  DiagnosticsTimeline* timeline_;
+  QLabel* source_;
   Column columns_[2];
   QString lastError_;
   bool updating_ = false;

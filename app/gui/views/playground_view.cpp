@@ -27,6 +27,7 @@
 #include "gui/run_list.h"
 #include "gui/widgets/field_error.h"
 #include "gui/views/probe_view.h"
+#include "gui/widgets/notice_bar.h"
 #include "gui/widgets/token_text.h"
 #include "hsm/presets.h"
 
@@ -142,9 +143,17 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
                                " · hover a token for the alternatives the model weighed")
                                 .arg(TokenText::tint(0.01).name(), TokenText::tint(0.1).name(), TokenText::tint(0.3).name(),
                                      TokenText::tint(1.0).name()));
+  whatIf_ = new QLabel;
+  whatIf_->setObjectName(QStringLiteral("playground_whatif"));
+  whatIf_->setWordWrap(true);
+  compareTrained_ = new QCheckBox(tr("Compare with trained (same seed)"));
+  compareTrained_->setObjectName(QStringLiteral("compare_trained"));
+  compareTrained_->setToolTip(tr("Also generate with the run's trained model, side by side with the edited one"));
+  auto* whatIfBox = new NoticeBar(QStringLiteral("playground_whatif_box"), whatIf_, {compareTrained_});
   auto* right = new QWidget;
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(6, 0, 0, 0);
+  rightLayout->addWidget(whatIfBox);
   rightLayout->addWidget(hint_);
   rightLayout->addWidget(scroll, 1);
   rightLayout->addWidget(legend);
@@ -162,7 +171,22 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   connect(runs_, &RunList::infoChanged, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::runRemoved, this, &PlaygroundView::updateButtons);
   connect(compare_, &QCheckBox::toggled, this, &PlaygroundView::updateButtons);
+  connect(engine_, &EngineHost::whatIfChanged, this, &PlaygroundView::updateWhatIf);
+  connect(runs_, &RunList::currentChanged, this, &PlaygroundView::updateWhatIf);
   updateButtons();
+}
+
+void PlaygroundView::setCompareTrained(bool on) { compareTrained_->setChecked(on); }
+QString PlaygroundView::whatIfBanner() const { return whatIf_->parentWidget()->isVisibleTo(this) ? whatIf_->text() : QString(); }
+
+void PlaygroundView::updateWhatIf() {
+  const RunEntry* run = runs_->currentRun();
+  const hsm::WhatIf w = run ? engine_->whatIf(run->dir) : hsm::WhatIf{};
+  whatIf_->parentWidget()->setVisible(!w.empty());
+  whatIf_->setText(w.empty() ? QString()
+                             : tr("<b>Edited model</b> (what-if, not saved): %1. Generate again with the same seed to "
+                                  "see what the edit changes; Reset it in the Weights view.")
+                                   .arg(qstr(hsm::what_if_label(w)).toHtmlEscaped()));
 }
 
 void PlaygroundView::loadPaperPrompts() {
@@ -223,19 +247,26 @@ bool PlaygroundView::options(hsm::GenerateOptions& out) {
   return true;
 }
 
-void PlaygroundView::rebuildColumns(const QStringList& runDirs) {
+void PlaygroundView::rebuildColumns(const QVector<QPair<QString, bool>>& runDirs) {
   for (Column& c : columns_) delete c.box;
   columns_.clear();
-  for (const QString& dir : runDirs) {
+  for (const auto& [dir, trained] : runDirs) {
     Column c;
     c.runDir = dir;
+    c.trained = trained;
     c.box = new QWidget;
     auto* v = new QVBoxLayout(c.box);
     v->setContentsMargins(0, 0, 0, 0);
     const int row = runs_->indexOf(dir);
     const RunEntry& run = runs_->at(row);
+    const hsm::WhatIf edits = engine_->whatIf(dir);
+    const QString which = edits.empty() ? QString()
+                          : trained     ? tr(" · <i>trained</i>")
+                                        : tr(" · <span style='color:#a05a00'><i>edited: %1</i></span>")
+                                              .arg(qstr(hsm::what_if_label(edits)).toHtmlEscaped());
     c.title = new QLabel(QStringLiteral("<span style='color:%1'>■</span> <b>%2</b> · %3")
-                             .arg(run.color.name(), run.name().toHtmlEscaped(), qstr(run.model.name).toHtmlEscaped()));
+                             .arg(run.color.name(), run.name().toHtmlEscaped(), qstr(run.model.name).toHtmlEscaped()) +
+                         which);
     c.text = new TokenText;
     c.text->setObjectName(QStringLiteral("output_%1").arg(columns_.size()));
     c.status = new QLabel(tr("waiting…"));
@@ -270,12 +301,17 @@ bool PlaygroundView::generate() {
     lastError_ = tr("a generation is running");
     return false;
   }
-  QStringList dirs;
+  QVector<QPair<QString, bool>> dirs;
+  auto add = [&](const QString& dir) {
+    dirs.append({dir, false});
+    // An edited run's trained model beside it, for the same seed.
+    if (compareTrained_->isChecked() && !engine_->whatIf(dir).empty()) dirs.append({dir, true});
+  };
   if (compare_->isChecked()) {
     for (int i = 0; i < runs_->count(); ++i)
-      if (runs_->at(i).has_info) dirs << runs_->at(i).dir;
+      if (runs_->at(i).has_info) add(runs_->at(i).dir);
   } else if (const RunEntry* run = runs_->currentRun(); run && run->has_info) {
-    dirs << run->dir;
+    add(run->dir);
   }
   if (dirs.isEmpty()) {
     lastError_ = tr("no model: open a run folder (File › Open run folder) or train one first");
@@ -309,7 +345,8 @@ void PlaygroundView::sendNext() {
   }
   activeColumn_ = queue_.takeFirst();
   columns_[activeColumn_].status->setText(tr("loading and generating…"));
-  activeRequest_ = engine_->generate(columns_[activeColumn_].runDir, pendingPrompt_, pendingOptions_);
+  activeRequest_ = engine_->generate(columns_[activeColumn_].runDir, pendingPrompt_, pendingOptions_,
+                                     columns_[activeColumn_].trained);
 }
 
 void PlaygroundView::stop() {

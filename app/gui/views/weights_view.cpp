@@ -3,8 +3,13 @@
 #include <qcustomplot.h>
 
 #include <QDir>
+#include <QFileDialog>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -15,7 +20,10 @@
 #include "hsm/mixer_kind.h"
 #include "gui/run_list.h"
 #include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
+#include "gui/widgets/receptive_field_diagram.h"
+#include "gui/views/what_if_editor.h"
 
 namespace studio {
 namespace {
@@ -104,6 +112,50 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   hl->addWidget(headNote_);
   hl->addWidget(headTable_, 1);
 
+  // What-if: the editor on the right, the banner with the loss above the plots.
+  editor_ = new WhatIfEditor;
+  editor_->setObjectName(QStringLiteral("whatif_editor"));
+  auto* editorScroll = new QScrollArea;
+  editorScroll->setWidget(editor_);
+  editorScroll->setWidgetResizable(true);
+  editorScroll->setMinimumWidth(390);
+  auto* editorBox = new QWidget;
+  auto* el = new QVBoxLayout(editorBox);
+  el->setContentsMargins(2, 0, 2, 0);
+  el->addWidget(new QLabel(tr("<b>What if…</b> edit a and b, knock out a layer or a head")));
+  windows_ = new QSpinBox;
+  windows_->setObjectName(QStringLiteral("whatif_windows"));
+  windows_->setRange(1, 100000);
+  windows_->setValue(32);
+  windows_->setToolTip(tr("Validation windows the loss is computed on (the first N, windows as the run trained)"));
+  auto* wl = new QHBoxLayout;
+  wl->addWidget(new QLabel(tr("Loss on the first")));
+  wl->addWidget(windows_);
+  wl->addWidget(new QLabel(tr("validation windows")));
+  wl->addStretch(1);
+  el->addLayout(wl);
+  el->addWidget(editorScroll, 1);
+
+  diagram_ = new ReceptiveFieldDiagram;
+  diagram_->setObjectName(QStringLiteral("whatif_receptive_field"));
+  diagram_->setToolTip(tr("Receptive field with the what-if knock-outs: a knocked-out layer keeps only its residual path"));
+
+  banner_ = new QLabel;
+  banner_->setObjectName(QStringLiteral("whatif_banner"));
+  banner_->setWordWrap(true);
+  loss_ = new QLabel;
+  loss_->setObjectName(QStringLiteral("whatif_loss"));
+  resetButton_ = new QPushButton(tr("Reset"));
+  resetButton_->setObjectName(QStringLiteral("whatif_reset"));
+  resetButton_->setToolTip(tr("Back to the trained values"));
+  saveButton_ = new QPushButton(tr("Save as…"));
+  saveButton_->setObjectName(QStringLiteral("whatif_save"));
+  saveButton_->setToolTip(tr("Write the edited model as a new run folder (this run's folder is never written)"));
+  openSaved_ = new QPushButton;
+  openSaved_->setObjectName(QStringLiteral("whatif_open_saved"));
+  openSaved_->hide();
+  bannerBox_ = new NoticeBar(QStringLiteral("whatif_banner_box"), banner_, {resetButton_, saveButton_, openSaved_});
+
   auto* top = new QSplitter(Qt::Horizontal);
   top->addWidget(abPlot_);
   top->addWidget(offsetPlot_);
@@ -113,12 +165,60 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   bottom->addWidget(headBox);
   auto* rows = new QSplitter(Qt::Vertical);
   rows->addWidget(top);
+  rows->addWidget(diagram_);
   rows->addWidget(bottom);
+  auto* sides = new QSplitter(Qt::Horizontal);
+  sides->addWidget(rows);
+  sides->addWidget(editorBox);
+  sides->setStretchFactor(0, 3);
+  sides->setStretchFactor(1, 1);
+  auto* headerRow = new QHBoxLayout;
+  headerRow->addWidget(header_, 1);
+  headerRow->addWidget(loss_);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
-  layout->addWidget(header_);
-  layout->addWidget(rows, 1);
+  layout->addLayout(headerRow);
+  layout->addWidget(bannerBox_);
+  layout->addWidget(sides, 1);
   layout->addWidget(notes_);
+
+  connect(editor_, &WhatIfEditor::editsChanged, this, &WeightsView::onEdits);
+  connect(resetButton_, &QPushButton::clicked, this, &WeightsView::resetEdits);
+  connect(saveButton_, &QPushButton::clicked, this, [this] { saveAs(); });
+  connect(windows_, &QSpinBox::valueChanged, this, [this] {
+    if (!edits_.empty()) evaluate();
+  });
+  connect(openSaved_, &QPushButton::clicked, this, [this] {
+    try {
+      runs_->setCurrent(runs_->open(savedRun_));
+    } catch (const std::exception& e) {
+      lastError_ = QString::fromStdString(e.what());
+      banner_->setText(lastError_);
+    }
+  });
+  connect(engine_, &EngineHost::whatIfEvaluated, this, [this](int id, const WhatIfEvaluation& e) {
+    if (id != evalRequest_) return;
+    evalRequest_ = 0;
+    eval_ = e;
+    hasEval_ = true;
+    const double d = e.edited.loss - e.trained.loss;
+    loss_->setText(e.edits.empty() ? tr("val loss %1 (trained, %2 windows)").arg(e.trained.loss, 0, 'f', 3).arg(windows_->value())
+                                   : tr("val loss %1 → %2 (%3%4)")
+                                         .arg(e.trained.loss, 0, 'f', 3)
+                                         .arg(e.edited.loss, 0, 'f', 3)
+                                         .arg(d >= 0 ? QStringLiteral("+") : QString())
+                                         .arg(d, 0, 'f', 3));
+    emit evaluationFinished();
+  });
+  connect(engine_, &EngineHost::whatIfSaved, this, [this](int id, const QString& dir) {
+    if (id != saveRequest_) return;
+    saveRequest_ = 0;
+    savedRun_ = dir;
+    openSaved_->setText(tr("Open %1").arg(QFileInfo(dir).fileName()));
+    openSaved_->show();
+    updateBanner();
+    emit saveFinished(true);
+  });
 
   connect(runs_, &RunList::currentChanged, this, &WeightsView::onCurrentChanged);
   connect(runs_, &RunList::infoChanged, this, [this](int row) {
@@ -136,6 +236,17 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
     if (run) showWeights(run->dir, run->has_info ? run->info.step : -1, w);
   });
   connect(engine_, &EngineHost::requestFailed, this, [this](int id, const QString& message) {
+    if (id == evalRequest_) {
+      evalRequest_ = 0;
+      lastError_ = message;
+      loss_->setText(tr("val loss: %1").arg(message));
+      emit evaluationFinished();
+    } else if (id == saveRequest_) {
+      saveRequest_ = 0;
+      lastError_ = message;
+      banner_->setText(tr("Save as failed: %1").arg(message));
+      emit saveFinished(false);
+    }
     if (id != request_) return;
     request_ = 0;
     header_->setText(tr("Cannot read the weights: %1").arg(message));
@@ -144,6 +255,81 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   drawOffsets();
   drawVectors();
   fillHeadTable();
+}
+
+void WeightsView::applyEdits() { onEdits(editor_->edits()); }
+
+void WeightsView::onEdits(const hsm::WhatIf& edits) {
+  if (editorRun_.isEmpty()) return;
+  edits_ = edits;
+  redrawWeights();
+  diagram_->setKnockOuts(edits.knock_out);
+  updateBanner();
+  engine_->setWhatIf(editorRun_, edits);
+  evaluate();
+}
+
+void WeightsView::redrawWeights() {
+  weights_ = edits_.empty() ? trained_ : editor_->editedWeights();
+  drawBars();
+  drawOffsets();
+  drawVectors();
+  fillHeadTable();
+}
+
+void WeightsView::resetEdits() {
+  editor_->reset();
+  onEdits({});
+}
+
+void WeightsView::setEvalWindows(int windows) { windows_->setValue(windows); }
+
+void WeightsView::evaluate() {
+  const RunEntry* run = runs_->currentRun();
+  const QString data = run && run->has_info ? QString::fromStdString(run->info.data_path) : QString();
+  if (!run || same_dir(run->dir) != editorRun_) return;
+  if (data.isEmpty() || !QFileInfo::exists(data)) {
+    loss_->setText(data.isEmpty() ? tr("val loss: this run records no corpus")
+                                  : tr("val loss: the corpus %1 is not there").arg(data));
+    return;
+  }
+  loss_->setText(tr("computing the validation loss…"));
+  evalRequest_ = engine_->evaluateWhatIf(editorRun_, data, QString::fromStdString(run->info.training.windows),
+                                         windows_->value());
+}
+
+QString WeightsView::lossText() const { return loss_->text(); }
+QString WeightsView::bannerText() const { return banner_->text(); }
+
+void WeightsView::updateBanner() {
+  const bool edited = !edits_.empty();
+  bannerBox_->setVisible(edited || openSaved_->isVisible());
+  resetButton_->setEnabled(edited);
+  saveButton_->setEnabled(edited);
+  if (edited)
+    banner_->setText(tr("<b>What-if:</b> %1 — not saved.").arg(QString::fromStdString(hsm::what_if_label(edits_)).toHtmlEscaped()));
+  else if (!savedRun_.isEmpty() && openSaved_->isVisible())
+    banner_->setText(tr("Saved the edited model as %1.").arg(savedRun_));
+  else
+    banner_->clear();
+  if (edited && !savedRun_.isEmpty() && openSaved_->isVisible())
+    banner_->setText(banner_->text() + tr(" (an earlier edit was saved as %1)").arg(QFileInfo(savedRun_).fileName()));
+}
+
+bool WeightsView::saveAs() {
+  lastError_.clear();
+  if (edits_.empty() || editorRun_.isEmpty()) {
+    lastError_ = tr("Nothing to save: edit a weight or knock something out first.");
+    return false;
+  }
+  QString folder = saveFolder_;
+  if (folder.isEmpty())
+    folder = QFileDialog::getSaveFileName(this, tr("Save the edited model as a new run folder"),
+                                          editorRun_ + QStringLiteral("-whatif"));
+  if (folder.isEmpty()) return false;
+  saveRequest_ = engine_->saveWhatIf(editorRun_, folder);
+  banner_->setText(tr("Saving the edited model as %1…").arg(folder));
+  return true;
 }
 
 QList<PlotPanel*> WeightsView::plots() const { return {abPlot_, offsetPlot_, vectorMap_}; }
@@ -176,7 +362,25 @@ void WeightsView::refresh() {
 }
 
 void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers) {
-  weights_ = layers;
+  trained_ = layers;
+  const RunEntry* run = runs_->currentRun();
+  if (same_dir(runDir) != editorRun_ || editor_->editedWeights().size() != layers.size()) {
+    // Another run (or another model): its edits start empty; the previous run's are dropped.
+    if (!editorRun_.isEmpty() && !edits_.empty()) engine_->setWhatIf(editorRun_, {});
+    editorRun_ = same_dir(runDir);
+    edits_ = {};
+    hasEval_ = false;
+    loss_->clear();
+    openSaved_->hide();
+    const hsm::ModelConfig config = run && same_dir(run->dir) == editorRun_ ? run->model : hsm::ModelConfig{};
+    editor_->setModel(config, layers);
+    diagram_->setConfig(config);
+    diagram_->setLength(std::clamp(static_cast<int>(config.context), 8, 64));
+    diagram_->setKnockOuts({});
+    diagram_->select(diagram_->length() - 1, diagram_->layerCount() - 1);  // the last output's field
+    updateBanner();
+  }
+  weights_ = edits_.empty() ? layers : editor_->editedWeights();
   shownRun_ = runDir;
   step_ = step;
   const bool live = engine_->isTraining() && same_dir(engine_->trainingRunDir()) == same_dir(runDir);

@@ -4,13 +4,20 @@
 // current run changes; the end-to-end offset weights of an all-(a,b) stack (SPEC §3.2);
 // hsm_ab_vec's a and b as a layer × channel heatmap; the multihead variants' per-head
 // shifts, a and b as a layer × head table. Layers without such weights are named in words.
+// What-if (issue 23): a and b edited, layers and heads knocked out (WhatIfEditor); the bars,
+// the offset weights and the receptive-field diagram redraw from the edited weights, the
+// validation loss of the edited model is computed on the session thread next to the trained
+// one, a banner names the edits (Reset / Save as…). The run folder is never written.
 #include <QWidget>
 #include <vector>
 
+#include "gui/engine_types.h"
 #include "hsm/diagnostics.h"
 
 class QCPBars;
 class QLabel;
+class QPushButton;
+class QSpinBox;
 class QTableWidget;
 
 namespace studio {
@@ -18,7 +25,9 @@ namespace studio {
 class EngineHost;
 class HeatmapPanel;
 class PlotPanel;
+class ReceptiveFieldDiagram;
 class RunList;
+class WhatIfEditor;
 
 class WeightsView : public QWidget {
   Q_OBJECT
@@ -30,7 +39,9 @@ class WeightsView : public QWidget {
   bool isWaiting() const { return request_ != 0; }
   // Shows a set of weights (what refresh() and the live updates call).
   void showWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers);
+  // The weights drawn: the trained ones with the what-if edits applied.
   const std::vector<hsm::MixerWeights>& weights() const { return weights_; }
+  const std::vector<hsm::MixerWeights>& trainedWeights() const { return trained_; }
   QString shownRun() const { return shownRun_; }
 
   QCPBars* barsA() const { return barsA_; }
@@ -42,6 +53,30 @@ class WeightsView : public QWidget {
   QString notes() const;
   QList<PlotPanel*> plots() const;
 
+  // What-if.
+  WhatIfEditor* whatIfEditor() const { return editor_; }
+  ReceptiveFieldDiagram* receptiveField() const { return diagram_; }
+  const hsm::WhatIf& edits() const { return edits_; }
+  // Sends the editor's edits now (as its debounce does) and asks for the loss.
+  void applyEdits();
+  void resetEdits();  // as the Reset button
+  bool isEvaluating() const { return evalRequest_ != 0; }
+  bool hasEvaluation() const { return hasEval_; }
+  const WhatIfEvaluation& lastEvaluation() const { return eval_; }
+  QString lossText() const;
+  QString bannerText() const;
+  void setEvalWindows(int windows);
+  // "Save as…" into this folder without asking (tests); empty: a file dialog asks.
+  void setSaveFolder(const QString& folder) { saveFolder_ = folder; }
+  bool saveAs();
+  bool isSaving() const { return saveRequest_ != 0; }
+  QString savedRun() const { return savedRun_; }
+  QString lastError() const { return lastError_; }
+
+ signals:
+  void evaluationFinished();
+  void saveFinished(bool ok);
+
  protected:
   void showEvent(QShowEvent* event) override;
 
@@ -52,6 +87,10 @@ class WeightsView : public QWidget {
   bool drawLagWeights();  // extractor layers: weight per lag; false when there are none
   void drawVectors();
   void fillHeadTable();
+  void onEdits(const hsm::WhatIf& edits);
+  void evaluate();
+  void updateBanner();
+  void redrawWeights();
 
   RunList* runs_;
   EngineHost* engine_;
@@ -66,7 +105,22 @@ class WeightsView : public QWidget {
   QLabel* headNote_;
   QWidget* headBox_;
   class QSplitter* bottom_;
-  std::vector<hsm::MixerWeights> weights_;
+  std::vector<hsm::MixerWeights> weights_, trained_;
+  WhatIfEditor* editor_;
+  ReceptiveFieldDiagram* diagram_;
+  QLabel* banner_;
+  QLabel* loss_;
+  QPushButton* resetButton_;
+  QPushButton* saveButton_;
+  QPushButton* openSaved_;
+  QSpinBox* windows_;
+  QWidget* bannerBox_;
+  hsm::WhatIf edits_;
+  QString editorRun_;
+  int evalRequest_ = 0, saveRequest_ = 0;
+  bool hasEval_ = false;
+  WhatIfEvaluation eval_;
+  QString saveFolder_, savedRun_, lastError_;
   QString shownRun_;
   qint64 step_ = -1;
   int request_ = 0;

@@ -30,6 +30,17 @@ ReceptiveFieldDiagram::ReceptiveFieldDiagram(QWidget* parent) : QWidget(parent) 
 }
 
 void ReceptiveFieldDiagram::setConfig(const hsm::ModelConfig& config) {
+  config_ = config;
+  rebuild();
+}
+
+void ReceptiveFieldDiagram::setKnockOuts(const std::vector<hsm::KnockOut>& knockOuts) {
+  knockOuts_ = knockOuts;
+  rebuild();
+}
+
+void ReceptiveFieldDiagram::rebuild() {
+  const hsm::ModelConfig& config = config_;
   staticLayer_ = QImage();
   mixers_.clear();
   shifts_.clear();
@@ -46,6 +57,26 @@ void ReceptiveFieldDiagram::setConfig(const hsm::ModelConfig& config) {
     const hsm::MixerInfo& info = hsm::mixer_info(spec.mixer);
     shifts_.push_back(info.shifts(static_cast<int64_t>(l), spec.heads));
     dense_.push_back(info.reads_all_earlier);  // false for DA's mlp: only the position itself
+  }
+  off_.assign(shifts_.size(), false);
+  std::vector<std::vector<bool>> dropped(shifts_.size());
+  for (size_t l = 0; l < shifts_.size(); ++l) dropped[l].assign(shifts_[l].size(), false);
+  for (const hsm::KnockOut& k : knockOuts_) {
+    if (k.layer < 0 || k.layer >= layerCount()) continue;
+    const size_t l = static_cast<size_t>(k.layer);
+    if (k.head < 0) {
+      dropped[l].assign(dropped[l].size(), true);
+      dense_[l] = false;
+      off_[l] = true;
+    } else if (k.head < static_cast<int64_t>(dropped[l].size()) && shifts_[l].size() > 1) {
+      dropped[l][static_cast<size_t>(k.head)] = true;
+    }
+  }
+  for (size_t l = 0; l < shifts_.size(); ++l) {
+    std::vector<int64_t> kept;
+    for (size_t j = 0; j < shifts_[l].size(); ++j)
+      if (!dropped[l][j]) kept.push_back(shifts_[l][j]);
+    shifts_[l] = kept;
   }
   layer_ = std::clamp(layer_, 0, std::max(0, layerCount() - 1));
   if (layerCount() > 0 && layer_ == 0) layer_ = layerCount() - 1;
@@ -212,6 +243,7 @@ QString ReceptiveFieldDiagram::rowLabel(int row) const {
   });
   if (variant) mixer = mixer.section(QLatin1Char('_'), 1);
   QString label = tr("L%1 %2").arg(row - 1).arg(mixer);
+  if (off_[static_cast<size_t>(row - 1)]) return label + tr(" off");  // knocked out: its residual only
   if (s.size() == 1)
     label += tr(" s=%1").arg(s[0]);
   else if (s.size() > 1)

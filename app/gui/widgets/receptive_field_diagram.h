@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hsm/config.h"
+#include "hsm/knock_out.h"
 
 namespace studio {
 
@@ -21,6 +22,9 @@ class ReceptiveFieldDiagram : public QWidget {
   explicit ReceptiveFieldDiagram(QWidget* parent = nullptr);
 
   void setConfig(const hsm::ModelConfig& config);
+  // What-if knock-outs (issue 23): a knocked-out layer keeps only its residual path (each
+  // position reads itself); a knocked-out head of a multihead shift layer drops its shift.
+  void setKnockOuts(const std::vector<hsm::KnockOut>& knockOuts);
   void setLength(int tokens);  // 8..128 positions drawn
   int length() const { return length_; }
   int layerCount() const { return static_cast<int>(shifts_.size()); }
@@ -49,6 +53,7 @@ class ReceptiveFieldDiagram : public QWidget {
   void mousePressEvent(QMouseEvent* event) override;
 
  private:
+  void rebuild();
   void trace();
   void paintStatic(QPainter& p);
   QFont labelFont() const;
@@ -58,9 +63,12 @@ class ReceptiveFieldDiagram : public QWidget {
   double rowY(int row) const;
   double columnX(int t) const;
 
+  hsm::ModelConfig config_;
+  std::vector<hsm::KnockOut> knockOuts_;
   std::vector<std::string> mixers_;
   std::vector<std::vector<int64_t>> shifts_;  // per layer; empty = attention (or DA's mlp: see dense_)
-  std::vector<bool> dense_;                   // per layer: reads every earlier position (attention, DA)
+  std::vector<bool> dense_;
+  std::vector<bool> off_;                     // per layer: knocked out (setKnockOuts)                   // per layer: reads every earlier position (attention, DA)
   int length_ = 32;
   int token_ = 31;
   int layer_ = 0;
