@@ -2,9 +2,6 @@
 // One rank's side of data-parallel training over PyTorch's c10d (SPEC §9): the TCPStore
 // rendezvous, the process group (Gloo on the CPU), the DDP Reducer that all-reduces gradients
 // in buckets while the backward pass runs, and the words for a rank that died or hangs.
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -81,10 +78,8 @@ class DataParallel {
   DistributedOptions options_;
   torch::Device device_;
   std::string backend_;
-  c10::intrusive_ptr<c10d::Store> store_;       // this rank's client (rank 0 also serves it)
-  c10::intrusive_ptr<c10d::Store> beat_store_;  // the heartbeat thread's own connection
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
-  std::shared_ptr<c10d::Reducer> reducer_;
+  struct C10d;  // the store, the process group and the Reducer (c10d's headers stay in the .cpp)
+  std::unique_ptr<C10d> c10d_;
   std::atomic<int64_t> step_{0};
   std::chrono::steady_clock::time_point backward_start_;
   double last_gradient_s_ = 0, full_all_reduce_s_ = 0;
