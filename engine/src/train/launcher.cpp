@@ -2,6 +2,7 @@
 // read and checked, and `hsm train --nproc N` starting N ranks on this machine. No LibTorch.
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +137,8 @@ int launch_local_ranks(const LaunchOptions& o, const std::function<void(const st
       throw std::runtime_error(std::string("cannot start rank ") + std::to_string(r) + ": " + std::strerror(errno));
     }
     if (pid == 0) {
+      // A rank ends with its launcher (killed by Slurm, a terminal closed): no orphan training on.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
