@@ -242,8 +242,8 @@ void Trainer::Impl::Run::join_group() {
   if (!spec.dist.enabled()) return;
   dp = std::make_unique<DataParallel>(spec.dist, compat::parse_device(ts.device));
   writer = trainer.writer = dp->rank() == 0;
-  log("data parallel: rank 0 of " + std::to_string(dp->world_size()) + " (" + dp->backend() + ", rendezvous " +
-      spec.dist.master_addr + ":" + std::to_string(spec.dist.master_port) + ")");
+  log("data parallel: rank " + std::to_string(dp->rank()) + " of " + std::to_string(dp->world_size()) + " (" +
+      dp->backend() + ", rendezvous " + spec.dist.master_addr + ":" + std::to_string(spec.dist.master_port) + ")");
 }
 
 // Rank 0 locks the folder, trains or loads the tokenizer and encodes the corpus into the cache;
