@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ make pkg-config
   libtorch-dev libopenblas0-pthread libdnnl-dev
+  # Gloo's headers for c10d's ProcessGroupGloo (data-parallel training, docs/distributed.md)
+  libgloo-dev
   nlohmann-json3-dev libcli11-dev libsentencepiece-dev
   libgtest-dev libgmock-dev libbenchmark-dev strace
   qt6-base-dev qt6-svg-dev libqcustomplot-dev

@@ -7,10 +7,12 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <fstream>
 #include <map>
 #include <thread>
 
 #include "commands.h"
+#include "hsm/distributed.h"
 #include "hsm/presets.h"
 #include "hsm/settings.h"
 #include "hsm/trainer.h"
@@ -33,6 +35,53 @@ std::string duration_text(double s) {
   return buf;
 }
 
+// This process's arguments after the program name (/proc/self/cmdline), for the ranks the
+// launcher starts with the same command line.
+std::vector<std::string> own_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  if (!args.empty()) args.erase(args.begin());
+  return args;
+}
+
+// --nproc N, the torchrun environment, and the flags of a data-parallel run (docs/distributed.md).
+struct ParallelArgs {
+  int nproc = 0;
+  DistributedOptions dist;
+};
+
+void add_parallel_options(CLI::App* cmd, ParallelArgs& p) {
+  cmd->add_option("--nproc", p.nproc,
+                  "Train data-parallel on N processes of this machine (the cores shared among them); --batch is "
+                  "per process. Across machines, start one hsm train per rank with the torchrun environment "
+                  "(RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--backend", p.dist.backend, "Data-parallel collectives: auto, gloo (CPU) or nccl (CUDA)")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
+  cmd->add_option("--timeout", p.dist.timeout_s,
+                  "Seconds a data-parallel rank waits for a missing or hung peer before the run stops with a message "
+                  "naming it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--bucket-mb", p.dist.bucket_mb, "Gradient bucket size (MiB) of the overlapped all-reduce")
+      ->check(CLI::PositiveNumber);
+}
+
+// The rank's options from the environment, with the flags; the threads the launcher gave it.
+DistributedOptions rank_options(const ParallelArgs& p, RunSpec& spec) {
+  DistributedOptions d = distributed_from_env();
+  d.backend = p.dist.backend;
+  d.timeout_s = p.dist.timeout_s;
+  d.bucket_mb = p.dist.bucket_mb;
+  if (p.nproc > 0 && d.enabled() && p.nproc != d.world_size)
+    throw std::invalid_argument("--nproc " + std::to_string(p.nproc) + " but WORLD_SIZE=" +
+                                std::to_string(d.world_size) + ": give one of them");
+  validate(d);
+  if (const char* t = std::getenv("HSM_RANK_THREADS")) spec.threads = std::atoi(t);
+  return d;
+}
+
 }  // namespace
 
 Command add_train_command(CLI::App& app) {
@@ -42,6 +91,7 @@ Command add_train_command(CLI::App& app) {
     RunSpec spec;
     std::map<std::string, std::string> values;  // each training setting as given, by key
     bool json = false;
+    ParallelArgs parallel;
   };
   auto a = std::make_shared<Args>();
   auto* preset = cmd->add_option("--preset", a->preset, "Model preset (see `hsm presets`)");
@@ -76,6 +126,7 @@ Command add_train_command(CLI::App& app) {
   auto* resume = cmd->add_flag("--resume", a->spec.resume, "Continue the run in --out from its last checkpoint");
   resume->excludes(preset)->excludes(config);
   cmd->add_flag("--json", a->json, "Print the final summary as JSON");
+  add_parallel_options(cmd, a->parallel);
 
   return {cmd, [a, settings]() {
             RunSpec spec = a->spec;
@@ -93,6 +144,22 @@ Command add_train_command(CLI::App& app) {
               if (std::string(setting->key) == "epochs") spec.train.steps = 0;  // run by epochs, not stored steps
             }
             validate_train_settings(spec.train);
+            spec.dist = rank_options(a->parallel, spec);
+            if (a->parallel.nproc > 1 && !spec.dist.enabled()) {
+              // The launcher: N copies of this command, each a rank (docs/distributed.md).
+              LaunchOptions lo;
+              lo.nproc = a->parallel.nproc;
+              lo.args = own_arguments();
+              lo.threads_per_rank = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / lo.nproc);
+              lo.grace_s = a->parallel.dist.timeout_s + 10;
+              return launch_local_ranks(lo, [](const std::string& line) { std::cerr << "hsm: " << line << "\n"; });
+            }
+            // --batch is per rank; the run's batch (what it stores, and resumes with on any
+            // number of ranks) is the global one.
+            for (const auto& [setting, option] : settings)
+              if (spec.dist.enabled() && std::string(setting->key) == "batch_size" && option->count() > 0)
+                spec.train.batch_size *= spec.dist.world_size;
+            const bool writer = spec.dist.is_writer();
             if (!spec.resume) {
               if (a->preset.empty() && a->config.empty())
                 throw std::invalid_argument("choose a model with --preset NAME or --config FILE (or --resume)");
@@ -175,6 +242,7 @@ Command add_train_command(CLI::App& app) {
             watcher.join();
             std::signal(SIGINT, previous);
             if (tty) std::cerr << "\n";
+            if (!writer) return s.stopped ? 130 : 0;  // rank 0 reports the run
             if (a->json) {
               nlohmann::json j = {{"run_dir", s.run_dir}, {"steps", s.steps},       {"total_steps", s.total_steps},
                                   {"epochs", s.epochs},   {"wall_s", s.wall_s},     {"stopped", s.stopped}};

@@ -24,40 +24,11 @@
 #include <thread>
 #include <vector>
 
+#include "tiny_run.h"
+
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Result {
-  int exit_code = -1;  // -1: killed by a signal (signal says which)
-  int signal = 0;
-  std::string out;
-};
-
-// Runs a shell command line, its output (stdout and stderr) captured.
-Result shell(const std::string& line) {
-  Result r;
-  FILE* pipe = ::popen((line + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  if (WIFEXITED(status)) {
-    r.exit_code = WEXITSTATUS(status);
-    // A shell reports its child killed by signal s as exit code 128 + s.
-    if (r.exit_code > 128) r.signal = r.exit_code - 128, r.exit_code = -1;
-  }
-  return r;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class Faults : public ::testing::Test {
  protected:
@@ -67,18 +38,7 @@ class Faults : public ::testing::Test {
     fs::create_directories(dir_);
     // Stories from a small grammar, and a tiny model with dropout (resume must draw its masks
     // again exactly).
-    std::mt19937 rng(5);
-    const char* names[] = {"Lily", "Tom", "Ben", "Mia"};
-    const char* things[] = {"ball", "cat", "dog", "tree", "cake"};
-    std::ofstream corpus(dir_ + "/stories.txt");
-    for (int s = 0; s < 250; ++s) {
-      const char* n = names[rng() % 4];
-      for (int k = 0; k < 4; ++k) corpus << "Once upon a time, " << n << " saw a " << things[rng() % 5] << ". ";
-      corpus << "The end.\n<|endoftext|>\n";
-    }
-    corpus.close();
-    std::ofstream(dir_ + "/tiny.json") << R"({"name": "tiny", "vocab_size": 300, "d_model": 32, "context": 32,
-      "dropout": 0.1, "layers": [{"mixer": "hsm_ab", "ffn": 64, "heads": 1}, {"mixer": "attn", "ffn": 64, "heads": 4}]})";
+    write_tiny_run_inputs(dir_, 5, 0.1);
     // The reference: never interrupted. It also fills the caches, so every run below opens
     // the same files in the same order.
     const Result r = shell(train_command(dir_ + "/reference"));

@@ -11,6 +11,7 @@
 
 #include "hsm/config.h"
 #include "hsm/diagnostics.h"
+#include "hsm/distributed.h"
 #include "hsm/progress.h"
 #include "hsm/run_folder.h"
 
@@ -25,6 +26,12 @@ struct RunSpec {
   std::string tokenizer_path;  // existing tokenizer.model; "" = train one on data_path
   std::string cache_dir;       // encoded-corpus cache; "" = <run_dir>/../.hsm-cache next to the runs
   bool resume = false;         // continue run_dir from its last checkpoint
+  // This process as one rank of a data-parallel run (hsm/distributed.h; world_size 1: alone).
+  // Not a property of the run: a run trained on N ranks resumes on M. train.batch_size stays
+  // the run's (global) batch; each rank trains batch_size / world_size windows of it. Rank 0
+  // alone writes the run folder and calls the callbacks.
+  DistributedOptions dist;
+  int threads = 0;  // > 0: LibTorch threads for this process, over train.threads (a rank's share)
 };
 
 struct TrainCallbacks {

@@ -18,6 +18,7 @@
 #include "kernels/blas_threads.h"
 #include "diagnostics/mixing_matrix.h"
 #include "train/checkpoint.h"
+#include "train/distributed.h"
 #include "train/evaluation.h"
 #include "io/hash_util.h"
 #include "hsm/corpus.h"
@@ -91,12 +92,13 @@ struct Trainer::Impl {
   std::atomic<bool> stop_flag{false}, pause_flag{false};
   std::mutex mu;
   std::condition_variable cv;
+  bool writer = true;  // rank 0 of a data-parallel run (or the only process): writes and reports
 
   void log(const std::string& line) {
-    if (cb.on_log) cb.on_log(line);
+    if (writer && cb.on_log) cb.on_log(line);
   }
   void progress(const std::string& stage, double f) {
-    if (cb.on_progress) cb.on_progress(stage, f);
+    if (writer && cb.on_progress) cb.on_progress(stage, f);
   }
   TrainSummary run();
   struct Run;  // one call of run(): its steps, in order (below)
@@ -178,6 +180,14 @@ struct Trainer::Impl::Run {
   double excluded_s = 0;  // evaluation and checkpoint time, kept out of tokens/s
   bool warned_far_off = false;
   TrainSummary summary;
+  // data parallel (train/distributed.h): this rank's share of each batch, the stop every rank
+  // agreed on, and where a step's time went (docs/distributed.md: the overlap)
+  std::unique_ptr<DataParallel> dp;
+  bool writer = true;  // writes the run folder: rank 0, or the only process
+  int64_t rank_batch = 0;
+  bool stop_agreed = false;
+  double forward_s = 0, backward_s = 0, exposed_comm_s = 0;
+  int64_t timed_steps = 0;
 
   explicit Run(Impl& t) : trainer(t), spec(t.spec), ts(t.spec.train), paths(t.spec.run_dir) {}
   ~Run() { clean_up_failed_start(); }
@@ -185,6 +195,12 @@ struct Trainer::Impl::Run {
   void log(const std::string& line) { trainer.log(line); }
   double wall() const { return wall_offset + seconds_since(started); }
 
+  void join_group();
+  void prepare();
+  bool stop_now() const { return dp ? stop_agreed : trainer.stop_flag.load(); }
+  WindowEval evaluate_validation(bool full);
+  double global_mean_loss(double loss_value);
+  void backward(torch::Tensor& loss);
   void lock_folder();
   void load_previous_state_or_tokenizer();
   void prepare_data();
@@ -212,19 +228,108 @@ TrainSummary Trainer::Impl::run() {
   if (spec.run_dir.empty()) throw std::invalid_argument("no run folder given (--out)");
   Run r(*this);
   r.cache_dir = spec.cache_dir.empty() ? default_cache_dir() : spec.cache_dir;
-  r.lock_folder();
-  r.load_previous_state_or_tokenizer();
-  r.prepare_data();
+  r.join_group();
+  r.prepare();
   if (r.finished_already()) return r.finished_summary();
   r.build_model();
-  r.open_metrics();
-  r.open_diagnostics();
+  if (r.writer) {
+    r.open_metrics();
+    r.open_diagnostics();
+  }
   r.restore_best();
   if (!spec.resume) r.checkpoint(0);  // a run folder is loadable (and resumable) from the start
   r.started_run = true;
   r.report_weights(r.start_step);
   r.loop();
   return r.finish();
+}
+
+// ---- data parallel: the group, and rank 0 preparing the folder and the data first ---------------
+void Trainer::Impl::Run::join_group() {
+  if (!spec.dist.enabled()) return;
+  dp = std::make_unique<DataParallel>(spec.dist, compat::parse_device(ts.device));
+  writer = trainer.writer = dp->rank() == 0;
+  log("data parallel: rank " + std::to_string(dp->rank()) + " of " + std::to_string(dp->world_size()) + " (" +
+      dp->backend() + ", rendezvous " + spec.dist.master_addr + ":" + std::to_string(spec.dist.master_port) + ")");
+}
+
+// Rank 0 locks the folder, trains or loads the tokenizer and encodes the corpus into the cache;
+// then the others read what it made (they write nothing and take no lock). On several machines
+// the run folder and the corpus are at the same path on each (a shared file system).
+void Trainer::Impl::Run::prepare() {
+  if (!dp) {
+    lock_folder();
+    load_previous_state_or_tokenizer();
+    prepare_data();
+    return;
+  }
+  if (writer) {
+    try {
+      lock_folder();
+      load_previous_state_or_tokenizer();
+      prepare_data();
+    } catch (const std::exception& e) {
+      dp->publish_ready(e.what());
+      throw;
+    }
+    dp->publish_ready("");
+  } else {
+    dp->await_ready();
+    load_previous_state_or_tokenizer();
+    prepare_data();
+  }
+}
+
+// The mean loss over every rank's windows (the global batch's, as one process would log it).
+double Trainer::Impl::Run::global_mean_loss(double loss_value) {
+  if (!dp) return loss_value;
+  // The stop request travels with it: every rank stops after the same step.
+  auto t = torch::tensor({loss_value, trainer.stop_flag ? 1.0 : 0.0}, torch::kDouble);
+  dp->guarded("the all-reduce of the loss", [&] { dp->all_reduce_sum(t); });
+  if (t[1].item<double>() > 0) stop_agreed = true;
+  return t[0].item<double>() / dp->world_size();
+}
+
+// loss.backward(); on several ranks the Reducer all-reduces the gradients (their mean) in
+// buckets while backward runs. Timed: the time from the last gradient's hook to the end of
+// backward is communication the backward pass did not hide.
+void Trainer::Impl::Run::backward(torch::Tensor& loss) {
+  const auto t0 = Clock::now();
+  if (!dp) {
+    loss.backward();
+    backward_s += seconds_since(t0);
+    return;
+  }
+  dp->prepare_backward(loss);
+  dp->guarded("the gradient all-reduce", [&] { loss.backward(); });
+  const double total = seconds_since(t0);
+  backward_s += total;
+  exposed_comm_s += std::max(0.0, total - dp->last_gradient_ready_s());
+}
+
+// Validation split over the ranks (each a contiguous share of the windows one process would
+// evaluate, summed), so every rank holds the same result and none waits for another's.
+WindowEval Trainer::Impl::Run::evaluate_validation(bool full) {
+  const int64_t eval_batch = std::min<int64_t>(batch, 64);
+  const int64_t max_batches = full ? 0 : ts.eval_batches;
+  if (!dp)
+    return evaluate_windows(model, data.val, val_starts, eval_batch, max_batches, device, bf16, {}, &trainer.stop_flag);
+  auto n = static_cast<int64_t>(val_starts.size());
+  if (max_batches > 0) n = std::min(n, max_batches * eval_batch);
+  const int64_t world = dp->world_size(), r = dp->rank();
+  const std::vector<int64_t> share(val_starts.begin() + n * r / world, val_starts.begin() + n * (r + 1) / world);
+  // No cancel: a rank leaving validation alone would leave the others waiting.
+  const WindowEval mine = evaluate_windows(model, data.val, share, eval_batch, 0, device, bf16, {}, nullptr);
+  const auto tokens = static_cast<double>(mine.tokens);
+  auto t = torch::tensor({mine.loss * tokens, mine.accuracy * tokens, tokens}, torch::kDouble);
+  dp->guarded("the all-reduce of the validation", [&] { dp->all_reduce_sum(t); });
+  WindowEval all;
+  all.tokens = static_cast<int64_t>(t[2].item<double>());
+  if (all.tokens > 0) {
+    all.loss = t[0].item<double>() / t[2].item<double>();
+    all.accuracy = t[1].item<double>() / t[2].item<double>();
+  }
+  return all;
 }
 
 // ---- the run folder: locked for this trainer, cleaned of what a killed one left ----------------
@@ -283,7 +388,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
     wall_offset = state.value("wall_s", 0.0);
     if (spec.data_path.empty()) spec.data_path = at.value("data", nlohmann::json::object()).value("path", "");
     tokenizer = load_run_tokenizer(spec.run_dir, at);
-    if (resume_from && run.value("state", nlohmann::json::object()).value("step", int64_t{-1}) != start_step)
+    if (writer && resume_from && run.value("state", nlohmann::json::object()).value("step", int64_t{-1}) != start_step)
       refresh_run_view(paths, *resume_from);  // what eval and the studio read catches up
     log("resuming " + spec.run_dir + " at step " + std::to_string(start_step) +
         (resume_from ? " (checkpoint " + resume_from->dir + ")" : ""));
@@ -292,6 +397,11 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
   model_config = spec.model;
   validate(model_config);
   if (spec.data_path.empty()) throw std::invalid_argument("no training data given (--data)");
+  if (!writer) {
+    tokenizer = Tokenizer::load(paths.tokenizer);  // rank 0's, saved before it said "ready"
+    model_config.vocab_size = tokenizer->vocab_size();
+    return;
+  }
   if (!spec.tokenizer_path.empty()) {
     tokenizer = Tokenizer::load(spec.tokenizer_path);
   } else {
@@ -349,6 +459,15 @@ void Trainer::Impl::Run::prepare_data() {
                              ts.windows + " layout)");
   batch = std::min(ts.batch_size, windows);
   if (batch < ts.batch_size) log("batch size lowered to " + std::to_string(batch) + " (all the training windows)");
+  const int64_t world = dp ? dp->world_size() : 1;
+  if (batch % world != 0 || batch < world)
+    throw std::invalid_argument("the batch of " + std::to_string(batch) + " windows does not split evenly over " +
+                                std::to_string(world) + " ranks: give a --batch per rank (the global batch is --batch x "
+                                "ranks)");
+  rank_batch = batch / world;
+  if (dp)
+    log("global batch " + std::to_string(batch) + " = " + std::to_string(rank_batch) + " per rank x " +
+        std::to_string(world) + " ranks");
   steps_per_epoch = std::max<int64_t>(1, windows / batch);
   total_steps =
       ts.steps > 0 ? ts.steps : static_cast<int64_t>(std::ceil(ts.epochs * static_cast<double>(steps_per_epoch)));
@@ -371,7 +490,7 @@ TrainSummary Trainer::Impl::Run::finished_summary() const {
 
 // ---- model and optimizer ------------------------------------------------------------------------
 void Trainer::Impl::Run::build_model() {
-  set_cpu_threads(ts.threads);
+  set_cpu_threads(spec.threads > 0 ? spec.threads : ts.threads);
   device = compat::parse_device(ts.device);
   bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
   torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
@@ -389,6 +508,7 @@ void Trainer::Impl::Run::build_model() {
     load_weights(model, resume_from ? resume_from->weights : paths.weights);
     load_optimizer(*optimizer, resume_from ? resume_from->optimizer : paths.optimizer, start_step);
   }
+  if (dp) dp->attach(model->parameters());
   log("model " + model_config.name + " on " + device.str() + (bf16 ? " (bf16 autocast)" : "") + ", " +
       cpu_threads_note() + "; " + std::to_string(total_steps) + " steps of " + std::to_string(batch) + "x" +
       std::to_string(T) + " tokens, " + std::to_string(steps_per_epoch) + " steps per epoch");
@@ -429,6 +549,7 @@ void Trainer::Impl::Run::record_diagnostics(int64_t at) {
 }
 
 void Trainer::Impl::Run::emit(MetricRecord m) {
+  if (!writer) return;
   m.total_steps = total_steps;
   metrics_out << metric_to_json(m).dump() << "\n";
   metrics_out.flush();
@@ -453,6 +574,8 @@ void Trainer::Impl::Run::checkpoint(int64_t at) {
   const std::string bad = first_non_finite(model);
   if (!bad.empty())
     throw Diverged("training diverged by step " + std::to_string(at) + ": '" + bad + "' holds NaN or infinite values");
+  last_checkpoint = at;
+  if (!writer) return;
   RunRecord record;
   record.model_json = to_json(model_config);
   record.training = ts;
@@ -481,14 +604,13 @@ void Trainer::Impl::Run::checkpoint(int64_t at) {
 }
 
 void Trainer::Impl::Run::report_weights(int64_t at) {
-  if (trainer.cb.on_weights) trainer.cb.on_weights(at, mixer_weights(model));
+  if (writer && trainer.cb.on_weights) trainer.cb.on_weights(at, mixer_weights(model));
 }
 
 // ---- validation: the curve's eval points, and keep-best --------------------------------------
 double Trainer::Impl::Run::run_validation(int64_t at, bool full) {
   const auto t0 = Clock::now();
-  const WindowEval ev = evaluate_windows(model, data.val, val_starts, std::min<int64_t>(batch, 64),
-                                         full ? 0 : ts.eval_batches, device, bf16, {}, &trainer.stop_flag);
+  const WindowEval ev = evaluate_validation(full);
   MetricRecord m;
   m.kind = "eval";
   m.step = at;
@@ -503,7 +625,7 @@ double Trainer::Impl::Run::run_validation(int64_t at, bool full) {
   if (ts.keep_best && std::isfinite(m.val_loss) && !(m.val_loss >= best_val_loss)) {
     best_val_loss = m.val_loss;
     best_step = at;
-    save_weights(model, best_weights);
+    if (writer) save_weights(model, best_weights);
     log("best validation loss so far (" + std::to_string(m.val_loss) + ") at step " + std::to_string(at) +
         ": kept in best.safetensors");
   }
@@ -524,23 +646,30 @@ void Trainer::Impl::Run::shuffle_for_epoch(int64_t epoch) {
 double Trainer::Impl::Run::train_step(double lr) {
   const int64_t epoch = step / steps_per_epoch, index = step % steps_per_epoch;
   if (epoch != order_epoch) shuffle_for_epoch(epoch);
-  std::vector<int64_t> starts(batch);
-  for (int64_t b = 0; b < batch; ++b) starts[b] = train_starts[static_cast<size_t>(order[index * batch + b])];
+  // This rank's share of the global batch: windows [rank * rank_batch, (rank + 1) * rank_batch).
+  const int64_t first = index * batch + (dp ? dp->rank() : 0) * rank_batch;
+  std::vector<int64_t> starts(rank_batch);
+  for (int64_t b = 0; b < rank_batch; ++b) starts[b] = train_starts[static_cast<size_t>(order[first + b])];
   auto tokens = make_batch(data.train, starts, T, device);
   auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
 
-  torch::manual_seed(step_seed(ts.seed, step));  // this step's dropout masks, whatever came before
+  // This step's dropout masks, whatever came before; each rank its own (rank 0 as one process).
+  torch::manual_seed(step_seed(ts.seed, step) ^ (static_cast<uint64_t>(dp ? dp->rank() : 0) * 0x94d049bb133111ebULL));
+  const auto t0 = Clock::now();
   torch::Tensor loss;
   {
     compat::AutocastGuard autocast(device, bf16);
     loss = model->loss(x, y);
   }
-  const double loss_value = loss.item<double>();
+  forward_s += seconds_since(t0);
+  ++timed_steps;
+  if (dp) dp->at_step(step);
+  const double loss_value = global_mean_loss(loss.item<double>());
   if (!std::isfinite(loss_value))
     throw Diverged("training diverged at step " + std::to_string(step + 1) + ": the loss is " +
                    std::to_string(loss_value));
   optimizer->zero_grad();
-  loss.backward();
+  backward(loss);
   double grad_norm = 0;
   if (ts.grad_clip > 0)
     grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), ts.grad_clip);
@@ -597,7 +726,7 @@ void Trainer::Impl::Run::loop() {
         tokens_since = 0;
         excluded_s = 0;
       }
-      if (trainer.stop_flag) break;
+      if (stop_now()) break;
       const double lr = learning_rate(ts, step, total_steps);
       loss_sum += train_step(lr);
       ++loss_count;
@@ -620,7 +749,7 @@ void Trainer::Impl::Run::loop() {
       }
       trainer.progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
     }
-    if (trainer.stop_flag && step < total_steps) {
+    if (stop_now() && step < total_steps) {
       checkpoint(step);
       log("stopped at step " + std::to_string(step) + "; continue with --resume");
     }
@@ -634,6 +763,15 @@ void Trainer::Impl::Run::loop() {
 }
 
 TrainSummary Trainer::Impl::Run::finish() {
+  if (timed_steps > 0) {
+    const double n = static_cast<double>(timed_steps);
+    std::string line = "time per step: forward " + num(1000 * forward_s / n) + " ms, backward " +
+                       num(1000 * backward_s / n) + " ms";
+    if (dp)
+      line += " (" + num(1000 * exposed_comm_s / n) + " ms of it waiting for the gradient all-reduce after the last "
+              "gradient; the whole gradient's all-reduce alone takes " + num(1000 * dp->full_all_reduce_s()) + " ms)";
+    log(line);
+  }
   summary.steps = step;
   summary.total_steps = total_steps;
   summary.epochs = static_cast<double>(step) / steps_per_epoch;

@@ -1,0 +1,282 @@
+// Data-parallel training over PyTorch's own distributed engine (c10d), as DistributedDataParallel
+// does it: a TCPStore for the rendezvous, ProcessGroupGloo for the collectives on the CPU, and
+// the DDP Reducer, which hooks every parameter's gradient accumulator and all-reduces a bucket
+// of gradients as soon as all of its gradients are ready, so communication overlaps the rest of
+// the backward pass. Buckets are assigned in reverse parameter order (the last layers' gradients
+// come first in backward), as DDP does.
+#include "train/distributed.h"
+
+#if TORCH_VERSION_MAJOR < 2
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+namespace hsm {
+
+#if TORCH_VERSION_MAJOR < 2
+struct DataParallel::C10d {
+  c10::intrusive_ptr<c10d::Store> store;       // this rank's client (rank 0 also serves it)
+  c10::intrusive_ptr<c10d::Store> beat_store;  // the heartbeat thread's own connection
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  std::shared_ptr<c10d::Reducer> reducer;
+};
+
+namespace {
+
+using std::chrono::milliseconds;
+
+milliseconds ms(double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1000)); }
+
+std::string where(const DistributedOptions& o) { return o.master_addr + ":" + std::to_string(o.master_port); }
+
+bool loopback(const std::string& addr) { return addr == "127.0.0.1" || addr == "localhost" || addr == "::1"; }
+
+std::string text(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
+std::vector<uint8_t> bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+int64_t numel_of(const std::vector<torch::Tensor>& tensors) {
+  int64_t n = 0;
+  for (const auto& t : tensors) n += t.numel();
+  return n;
+}
+
+std::string beat_key(int rank) { return "hsm/beat/" + std::to_string(rank); }
+
+}  // namespace
+
+DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
+    : options_(options), device_(device), c10d_(std::make_unique<C10d>()) {
+  validate(options_);
+  if (options_.backend == "nccl" || (options_.backend == "auto" && device_.is_cuda()))
+    throw std::invalid_argument(
+        "--backend nccl: this build's LibTorch (" + std::string(TORCH_VERSION) +
+        ") has no NCCL process group wired in HSM Studio; train on the CPU with --backend gloo (docs/distributed.md)");
+  backend_ = "gloo";
+
+  // The rendezvous: rank 0 serves the store and waits until every rank has connected.
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(options_.master_port);
+  so.isServer = options_.rank == 0;
+  so.numWorkers = static_cast<size_t>(options_.world_size);
+  so.waitWorkers = true;
+  so.timeout = ms(options_.timeout_s);
+  try {
+    c10d_->store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, so);
+  } catch (const std::exception& e) {
+    const std::string why = first_line(e.what());
+    if (options_.rank == 0 && (why.find("in use") != std::string::npos || why.find("EADDRINUSE") != std::string::npos))
+      throw std::invalid_argument("MASTER_PORT " + std::to_string(options_.master_port) + " on " +
+                                  options_.master_addr +
+                                  " is in use (another run, or another program): choose a free MASTER_PORT for "
+                                  "every rank (hsm train --nproc picks one itself)");
+    if (options_.rank == 0)
+      throw std::invalid_argument("rank 0 could not open the rendezvous at " + where(options_) + " or not every one of " +
+                                  std::to_string(options_.world_size) + " ranks joined it within " +
+                                  std::to_string(static_cast<int>(options_.timeout_s)) +
+                                  " s (--timeout): are all ranks started with the same MASTER_ADDR, MASTER_PORT "
+                                  "and WORLD_SIZE? (" + why + ")");
+    throw std::invalid_argument("rank " + std::to_string(options_.rank) + " could not reach the rendezvous at " +
+                                where(options_) + " within " + std::to_string(static_cast<int>(options_.timeout_s)) +
+                                " s (--timeout): is rank 0 running, and MASTER_ADDR and MASTER_PORT the same "
+                                "for every rank? (" + why + ")");
+  }
+
+  // The heartbeat: its own connection (not counted as a worker), a beat and the step every 0.5 s.
+  c10d::TCPStoreOptions bo;
+  bo.port = so.port;
+  bo.isServer = false;
+  bo.waitWorkers = false;
+  bo.timeout = ms(std::min(options_.timeout_s, 10.0));
+  c10d_->beat_store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, bo);
+  beat_ = std::thread([this] { heartbeat_loop(); });
+
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(ms(options_.timeout_s));
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  else if (loopback(options_.master_addr))
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  else
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  gloo_options->threads = 2;
+  guarded("the process group's rendezvous", [&] {
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("hsm/gloo", c10d_->store);
+    c10d_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, options_.rank, options_.world_size, gloo_options);
+  });
+}
+
+DataParallel::~DataParallel() {
+  stop_beat_ = true;
+  if (beat_.joinable()) beat_.join();
+  if (!c10d_) return;  // abandoned after a failure
+  c10d_->reducer.reset();  // its hooks first, then the group it uses
+  c10d_->group.reset();
+}
+
+void DataParallel::heartbeat_loop() {
+  int64_t beat = 0;
+  while (!stop_beat_) {
+    try {
+      c10d_->beat_store->set(beat_key(options_.rank), bytes(std::to_string(++beat) + " " + std::to_string(step_.load())));
+    } catch (const std::exception&) {
+      return;  // the store is gone (rank 0 ended): the main thread finds out at its next collective
+    }
+    for (int i = 0; i < 5 && !stop_beat_; ++i) std::this_thread::sleep_for(milliseconds(100));
+  }
+}
+
+void DataParallel::publish_ready(const std::string& error) {
+  guarded("telling the other ranks that the data is ready", [&] {
+    const std::string v = error.empty() ? "ready" : "error: " + error;
+    c10d_->store->set("hsm/ready", bytes(v));
+  });
+}
+
+void DataParallel::await_ready() {
+  std::string v;
+  try {
+    // Rank 0 may train a tokenizer first (minutes): wait for as long as it lives. Its death
+    // closes the store's socket, which ends the wait at once.
+    c10d_->store->wait({"hsm/ready"}, std::chrono::hours(24 * 7));
+    v = text(c10d_->store->get("hsm/ready"));
+  } catch (const std::exception& e) {
+    throw DistributedFailure("rank " + std::to_string(options_.rank) +
+                             ": rank 0 ended while preparing the run folder and the data (" + first_line(e.what()) +
+                             ")");
+  }
+  if (v.rfind("error: ", 0) == 0)
+    throw DistributedFailure("rank 0 could not prepare the run: " + v.substr(7));
+}
+
+void DataParallel::attach(const std::vector<torch::Tensor>& parameters) {
+  guarded("the broadcast of rank 0's parameters", [&] {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : parameters) flat.push_back(p.detach().reshape({-1}));
+    std::vector<torch::Tensor> all = {torch::cat(flat)};
+    c10d::BroadcastOptions bo;
+    bo.rootRank = 0;
+    c10d_->group->broadcast(all, bo)->wait();
+    int64_t offset = 0;
+    for (const auto& p : parameters) {
+      p.detach().copy_(all[0].narrow(0, offset, p.numel()).view(p.sizes()));
+      offset += p.numel();
+    }
+  });
+  // The whole gradient's all-reduce alone (a flat tensor of every parameter), for the log.
+  guarded("a timing all-reduce", [&] {
+    std::vector<torch::Tensor> flat = {torch::zeros({numel_of(parameters)})};
+    c10d_->group->allreduce(flat)->wait();  // warm-up
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3; ++i) c10d_->group->allreduce(flat)->wait();
+    full_all_reduce_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 3;
+  });
+  // When each gradient is ready: a tensor hook runs as backward computes it (before the
+  // Reducer's hook on its accumulator).
+  for (const auto& p : parameters)
+    p.register_hook([this](const torch::Tensor&) {
+      last_gradient_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - backward_start_).count();
+    });
+  const auto bucket_bytes = static_cast<size_t>(options_.bucket_mb * 1024 * 1024);
+  const size_t first_bucket_bytes = std::min<size_t>(bucket_bytes, 1024 * 1024);
+  auto [indices, limits] =
+      c10d::compute_bucket_assignment_by_size(parameters, {first_bucket_bytes, bucket_bytes}, {}, {}, c10::nullopt);
+  std::reverse(indices.begin(), indices.end());
+  std::reverse(limits.begin(), limits.end());
+  c10d_->reducer = std::make_shared<c10d::Reducer>(parameters, indices, limits, c10d_->group,
+                                             std::vector<bool>(parameters.size(), false),
+                                             static_cast<int64_t>(bucket_bytes), /*find_unused_parameters=*/false,
+                                             /*gradient_as_bucket_view=*/false,
+                                             std::unordered_map<size_t, std::string>{},
+                                             static_cast<int64_t>(first_bucket_bytes));
+}
+
+void DataParallel::prepare_backward(const torch::Tensor& loss) {
+  backward_start_ = std::chrono::steady_clock::now();
+  last_gradient_s_ = 0;
+  c10d_->reducer->prepare_for_forward();
+  c10d_->reducer->prepare_for_backward({loss});
+}
+
+void DataParallel::all_reduce_sum(torch::Tensor& t) {
+  std::vector<torch::Tensor> v = {t};
+  c10d_->group->allreduce(v)->wait();
+}
+
+std::string DataParallel::diagnose() {
+  // Two readings of every rank's heartbeat, 1.5 s apart: one whose beat did not move is gone
+  // (dead, stopped, or its machine unreachable); else the one behind this rank's step is late.
+  auto read = [&] {
+    std::vector<std::pair<int64_t, int64_t>> beats(static_cast<size_t>(options_.world_size), {-1, -1});
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (!c10d_->beat_store->check({beat_key(r)})) continue;
+      std::istringstream in(text(c10d_->beat_store->get(beat_key(r))));
+      in >> beats[static_cast<size_t>(r)].first >> beats[static_cast<size_t>(r)].second;
+    }
+    return beats;
+  };
+  try {
+    const auto before = read();
+    std::this_thread::sleep_for(milliseconds(1500));
+    const auto after = read();
+    std::string gone, behind;
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (r == options_.rank) continue;
+      const auto [beat, step] = after[static_cast<size_t>(r)];
+      const std::string seen = step >= 0 ? " (last seen at step " + std::to_string(step) + ")" : "";
+      if (beat < 0 || beat == before[static_cast<size_t>(r)].first)
+        gone += (gone.empty() ? "rank " : ", rank ") + std::to_string(r) + " stopped responding" + seen;
+      else if (step < step_)
+        behind += (behind.empty() ? "rank " : ", rank ") + std::to_string(r) + " is behind" + seen;
+    }
+    if (!gone.empty()) return gone + ": its process died or hangs, or its machine is unreachable";
+    if (!behind.empty())
+      return behind + ", this rank is at step " + std::to_string(step_) + ": it did not catch up within the timeout";
+    return "every rank still answers; the collective itself failed";
+  } catch (const std::exception&) {
+    return "rank 0 is gone: the rendezvous store it holds at " + where(options_) + " does not answer";
+  }
+}
+
+void DataParallel::fail(const std::string& what, const std::string& error) {
+  stop_beat_ = true;  // this rank's own beat stops too: the others see it leave
+  if (beat_.joinable()) beat_.join();  // (its store connection is diagnose's now)
+  const std::string who = diagnose();
+  abandon();
+  throw DistributedFailure("rank " + std::to_string(options_.rank) + ": " + what + " failed at step " +
+                           std::to_string(step_) + ": " + who + " (c10d: " + first_line(error) + ")");
+}
+
+// After a failure the process group may hold work a dead rank will never answer, and its
+// destructor waits for that work: keep it (and what it uses) alive until the process exits.
+void DataParallel::abandon() { c10d_.release(); }
+
+#else  // LibTorch 2.x: process groups became c10d::Backends behind a c10d::ProcessGroup, and the
+       // Reducer's constructor changed; not wired yet (docs/distributed.md).
+struct DataParallel::C10d {};
+
+DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
+    : options_(options), device_(device) {
+  throw std::invalid_argument("data-parallel training is wired for LibTorch 1.13's c10d; this build uses LibTorch " +
+                              std::string(TORCH_VERSION) + " (docs/distributed.md)");
+}
+DataParallel::~DataParallel() = default;
+void DataParallel::publish_ready(const std::string&) {}
+void DataParallel::await_ready() {}
+void DataParallel::attach(const std::vector<torch::Tensor>&) {}
+void DataParallel::prepare_backward(const torch::Tensor&) {}
+void DataParallel::all_reduce_sum(torch::Tensor&) {}
+void DataParallel::fail(const std::string& what, const std::string& error) {
+  throw DistributedFailure(what + " failed: " + error);
+}
+#endif
+
+}  // namespace hsm
