@@ -64,10 +64,14 @@ TEST(TrainingView, StartPauseResumeStopAndTheRunFolderEvaluates) {
   s.view.field(QStringLiteral("lr"))->setText(QStringLiteral("0.003"));
   s.view.setField(QStringLiteral("windows"), QStringLiteral("story_start"));
   s.view.setField(QStringLiteral("keep_best"), QStringLiteral("true"));
+  // The probe text of diagnostics.jsonl is a field like the others, the paper's prompt by default.
+  EXPECT_EQ(s.view.field(QStringLiteral("probe_text"))->text().toStdString(), hsm::TrainSettings{}.probe_text);
+  s.view.setField(QStringLiteral("probe_text"), QStringLiteral("Once upon a time"));
   hsm::RunSpec spec;
   ASSERT_TRUE(s.view.buildSpec(spec));
   EXPECT_EQ(spec.train.windows, "story_start");
   EXPECT_TRUE(spec.train.keep_best);
+  EXPECT_EQ(spec.train.probe_text, "Once upon a time");
   s.view.startButton()->click();
   ASSERT_TRUE(s.engine.isTraining()) << s.view.lastError().toStdString();
   EXPECT_FALSE(s.view.startButton()->isEnabled());

@@ -122,6 +122,8 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
                               "over-fit still has its best weights"));
   trainForm->addRow(QString(), keepBestBox_);
   setting("seed");
+  // What the Diagnostics view's timeline draws (diagnostics.jsonl): diagnosed at every validation.
+  setting("probe_text");
   deviceBox_ = new QComboBox;
   deviceBox_->setObjectName(QStringLiteral("device"));
   deviceBox_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
