@@ -415,7 +415,7 @@ void WeightsView::drawBars() {
     keys << w.layer;
     a << w.a[0];
     b << w.b[0];
-    ticker->addTick(w.layer, tr("L%1 (s=%2)").arg(w.layer).arg(w.shifts.empty() ? 0 : w.shifts[0]));
+    ticker->addTick(w.layer, tr("L%1\ns=%2").arg(w.layer).arg(w.shifts.empty() ? 0 : w.shifts[0]));
   }
   barsA_->setData(keys, a, true);
   barsB_->setData(keys, b, true);
