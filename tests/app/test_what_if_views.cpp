@@ -8,6 +8,8 @@
 #include <QDirIterator>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
@@ -205,4 +207,41 @@ TEST(WhatIf, Screenshots) {
     view.resetEdits();
     wait_for([&] { return !view.isEvaluating(); }, 300000);
   }
+}
+
+// A run whose corpus is not on this machine (the bundled demo models on a user's computer)
+// still shows what an edit costs: on the starter corpus, and the label says so.
+TEST(WhatIf, ARunWithoutItsCorpusIsScoredOnTheStarterCorpus) {
+  const QString source = trained_run();
+  const QString run = QDir(temp_root()).filePath(QStringLiteral("whatif-moved-run"));
+  QDir(run).removeRecursively();
+  QDirIterator it(source, QDir::Files, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    const QString from = it.next();
+    const QString to = QDir(run).filePath(QDir(source).relativeFilePath(from));
+    ASSERT_TRUE(QDir().mkpath(QFileInfo(to).path()));
+    ASSERT_TRUE(QFile::copy(from, to)) << from.toStdString();
+  }
+  QFile config(QDir(run).filePath(QStringLiteral("config.json")));
+  ASSERT_TRUE(config.open(QIODevice::ReadOnly));
+  QJsonObject root = QJsonDocument::fromJson(config.readAll()).object();
+  config.close();
+  QJsonObject data = root.value(QStringLiteral("data")).toObject();
+  data.insert(QStringLiteral("path"), QStringLiteral("/no/such/corpus.txt"));
+  root.insert(QStringLiteral("data"), data);
+  ASSERT_TRUE(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  config.write(QJsonDocument(root).toJson());
+  config.close();
+
+  RunList runs;
+  EngineHost engine;
+  WeightsView view(&runs, &engine);
+  runs.setCurrent(runs.open(run));
+  view.show();
+  ASSERT_TRUE(wait_for([&] { return !view.weights().empty() && !view.isWaiting(); }));
+  view.whatIfEditor()->knockOutBox(1)->setChecked(true);
+  ASSERT_TRUE(wait_for([&] { return view.hasEvaluation() && !view.isEvaluating() && !view.edits().empty(); }, 60000));
+  EXPECT_TRUE(view.lossText().contains(QStringLiteral("→"))) << view.lossText().toStdString();
+  EXPECT_TRUE(view.lossText().contains(QStringLiteral("starter corpus"))) << view.lossText().toStdString();
+  EXPECT_TRUE(view.lossText().contains(QStringLiteral("/no/such/corpus.txt"))) << view.lossText().toStdString();
 }

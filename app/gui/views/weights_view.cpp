@@ -18,6 +18,7 @@
 
 #include "gui/engine/engine_host.h"
 #include "hsm/mixer_kind.h"
+#include "hsm/presets.h"
 #include "gui/run_list.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
@@ -208,6 +209,7 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
                                          .arg(e.edited.loss, 0, 'f', 3)
                                          .arg(d >= 0 ? QStringLiteral("+") : QString())
                                          .arg(d, 0, 'f', 3));
+    loss_->setText(loss_->text() + lossNote_);
     emit evaluationFinished();
   });
   connect(engine_, &EngineHost::whatIfSaved, this, [this](int id, const QString& dir) {
@@ -286,12 +288,19 @@ void WeightsView::setEvalWindows(int windows) { windows_->setValue(windows); }
 
 void WeightsView::evaluate() {
   const RunEntry* run = runs_->currentRun();
-  const QString data = run && run->has_info ? QString::fromStdString(run->info.data_path) : QString();
+  QString data = run && run->has_info ? QString::fromStdString(run->info.data_path) : QString();
   if (!run || same_dir(run->dir) != editorRun_) return;
+  lossNote_.clear();
   if (data.isEmpty() || !QFileInfo::exists(data)) {
-    loss_->setText(data.isEmpty() ? tr("val loss: this run records no corpus")
-                                  : tr("val loss: the corpus %1 is not there").arg(data));
-    return;
+    // A run trained elsewhere (the bundled demo models, a copied folder) scores its edits on
+    // the starter corpus, TinyStories as theirs, rather than showing no loss at all.
+    const QString why = data.isEmpty() ? tr("this run records no corpus") : tr("the corpus %1 is not there").arg(data);
+    data = QString::fromStdString(hsm::starter_corpus());
+    if (data.isEmpty()) {
+      loss_->setText(tr("val loss: %1").arg(why));
+      return;
+    }
+    lossNote_ = tr(" · on the starter corpus (%1)").arg(why);
   }
   loss_->setText(tr("computing the validation loss…"));
   evalRequest_ = engine_->evaluateWhatIf(editorRun_, data, QString::fromStdString(run->info.training.windows),

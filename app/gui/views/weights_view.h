@@ -118,6 +118,7 @@ class WeightsView : public QWidget {
   hsm::WhatIf edits_;
   QString editorRun_;
   int evalRequest_ = 0, saveRequest_ = 0;
+  QString lossNote_;  // where the loss was taken, when not on the run's own corpus
   bool hasEval_ = false;
   WhatIfEvaluation eval_;
   QString saveFolder_, savedRun_, lastError_;
