@@ -30,11 +30,13 @@ nlohmann::json diagnosis_json(const Diagnosis& d, const std::vector<const LayerD
     for (const auto& h : l->heads)
       heads.push_back({{"head", h.head},
                        {"shift", h.shift},
+                       {"knocked_out", h.knocked_out},
                        {"matrix", matrix_json(h.matrix, d.length)},
                        {"indicators", indicators_json(h.indicators)}});
     out_layers.push_back({{"layer", l->layer},
                           {"mixer", l->mixer},
                           {"matrix_kind", matrix_kind_name(l->kind)},
+                          {"knocked_out", l->knocked_out},
                           {"indicators", indicators_json(l->indicators)},
                           {"normalised", indicators_json(l->normalised)},
                           {"heads", heads}});
@@ -56,9 +58,12 @@ void print_table(const Diagnosis& d, const std::vector<const LayerDiagnostics*>&
               "shift", "entropy", "conc", "headdiv", "sink", "loc0", "loc1", "loc2", "loc3");
   for (const LayerDiagnostics* l : layers) {
     const std::string layer = std::to_string(l->layer);
-    print_row(layer.c_str(), l->mixer.c_str(), matrix_kind_name(l->kind), "mean", "", l->indicators);
+    // A knocked-out layer or head (a what-if folder, `--knock-out` in `hsm eval`) is marked "x".
+    const std::string mixer = l->knocked_out ? l->mixer + " x" : l->mixer;
+    print_row(layer.c_str(), mixer.c_str(), matrix_kind_name(l->kind), "mean", "", l->indicators);
     for (const auto& h : l->heads)
-      print_row("", "", "", std::to_string(h.head), h.shift < 0 ? "-" : std::to_string(h.shift), h.indicators);
+      print_row("", "", "", std::to_string(h.head) + (h.knocked_out && !l->knocked_out ? " x" : ""),
+                h.shift < 0 ? "-" : std::to_string(h.shift), h.indicators);
   }
   std::printf("\nnormalised across layers (DA footnote 3; 0..1):\n%-5s %8s %7s %7s\n", "layer", "entropy", "conc",
               "headdiv");
@@ -67,6 +72,14 @@ void print_table(const Diagnosis& d, const std::vector<const LayerDiagnostics*>&
   std::printf(
       "\nattention = softmax weights; linear = exact mixing map, jacobian = |dy_i/dx_k|, both with rows "
       "|M|/sum|M|\n");
+  for (const LayerDiagnostics* l : layers) {
+    bool any = l->knocked_out;
+    for (const auto& h : l->heads) any = any || h.knocked_out;
+    if (any) {
+      std::printf("x = knocked out (what-if): its output is replaced by zero; its row shows what it would mix\n");
+      break;
+    }
+  }
 }
 
 }  // namespace

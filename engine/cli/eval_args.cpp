@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "hsm/dataset.h"
 #include "hsm/run_folder.h"
 #include "hsm/trainer.h"
 
@@ -22,7 +23,8 @@ void add_eval_args(CLI::App* cmd, EvalArgs& a) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--device", a.device, "cpu, cuda, cuda:N or auto");
   cmd->add_option("--threads", a.threads, "CPU threads (default: all cores)");
-  cmd->add_option("--cache-dir", a.cache_dir, "Encoded-corpus cache folder");
+  cmd->add_option("--cache-dir", a.cache_dir,
+                  "Encoded-corpus cache folder (default: the one training fills, $HSM_CACHE_DIR or ~/.cache/hsm-studio)");
   cmd->add_flag("--json", a.json, "Print JSON");
 }
 
@@ -32,7 +34,7 @@ EvalSetup open_eval(const EvalArgs& a) {
   s.session = Session::open(a.run, a.device);
   s.data = a.data.empty() ? stored_data_path(a.run) : a.data;
   s.options = a.options;
-  s.options.cache_dir = a.cache_dir;
+  s.options.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;  // training's tokens, not encoded again
   s.progress_line = ::isatty(STDERR_FILENO);
   if (s.progress_line)
     s.options.progress = [](const std::string& stage, double f) {

@@ -140,6 +140,15 @@ TEST(DiagnosticsOverTime, ARunWithoutTheFileSaysSo) {
   EXPECT_TRUE(view.timeline()->message().contains(QStringLiteral("This run has no diagnostics over time")))
       << view.timeline()->message().toStdString();
   EXPECT_FALSE(view.timeline()->showsStep());
+  // Only the message shows, in a pane of its height; a run with records gets the plot's room.
+  view.resize(1400, 900);
+  view.show();
+  wait_for([] { return false; }, 100);
+  EXPECT_LT(view.timeline()->height(), 100);
+  runs.setCurrent(runs.open(trained_run()));
+  ASSERT_TRUE(wait_for([&] { return view.timeline()->hasLog() && !view.timeline()->records().empty(); }, 10000));
+  wait_for([] { return false; }, 100);
+  EXPECT_GT(view.timeline()->height(), 150);
 }
 
 TEST(DiagnosticsOverTime, ReadsTheLogATrainingWrote) {

@@ -147,6 +147,46 @@ TEST(ProbeView, AblationCancels) {
   EXPECT_TRUE(s.view.findChild<QPushButton*>(QStringLiteral("ablation_run"))->isEnabled());
 }
 
+// Ablation runs on the engine's analysis thread: a generation asked for while it runs is
+// answered before it ends (on one thread it would queue behind every knock-out).
+TEST(EngineHost, AGenerationDoesNotWaitForAnAblation) {
+  const QString run = trained_run();
+  // A corpus big enough that its ablation takes seconds where 8 tokens take milliseconds.
+  const QString corpus = make_corpus(QDir(temp_root()).filePath(QStringLiteral("long_ablation")), 20000);
+  EngineHost engine;
+  int ablation = 0, generation = 0;
+  bool ablationEnded = false, generated = false, generatedFirst = false;
+  double progress = 0;
+  QString failure;
+  QObject::connect(&engine, &EngineHost::ablated, [&](int id, const hsm::AblationReport&) {
+    if (id == ablation) ablationEnded = true;
+  });
+  QObject::connect(&engine, &EngineHost::ablationProgress, [&](int, const QString&, double f) { progress = f; });
+  QObject::connect(&engine, &EngineHost::requestFailed, [&](int id, const QString& message) {
+    if (id == ablation) ablationEnded = true;
+    failure = message;
+  });
+  QObject::connect(&engine, &EngineHost::generated, [&](int id, const hsm::GenerationResult& r) {
+    if (id != generation) return;
+    generated = true;
+    generatedFirst = !ablationEnded;
+    EXPECT_EQ(r.tokens.size(), 8u);
+  });
+  ablation = engine.ablate(run, corpus, QStringLiteral("packed"), 0);
+  ASSERT_TRUE(wait_for([&] { return progress > 0 || ablationEnded; }));  // under way
+  hsm::GenerateOptions options;
+  options.sampling.max_new_tokens = 8;
+  options.sampling.stop_at_end = false;
+  generation = engine.generate(run, QStringLiteral("Once upon a time"), options);
+  ASSERT_TRUE(wait_for([&] { return generated; })) << failure.toStdString();
+  EXPECT_TRUE(generatedFirst) << "the generation waited for the ablation";
+  EXPECT_FALSE(ablationEnded);
+  engine.cancelAblation();
+  ASSERT_TRUE(wait_for([&] { return ablationEnded; }));
+  EXPECT_TRUE(failure.contains(QStringLiteral("cancelled"))) << failure.toStdString();
+  EXPECT_TRUE(engine.waitIdle(60000));
+}
+
 TEST(Playground, AClickedTokenTintsTheTextByItsRolloutRowAndShiftClickAddsRows) {
   RunList runs;
   EngineHost engine;

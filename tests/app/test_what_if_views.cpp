@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QCryptographicHash>
 #include <QDirIterator>
 #include <QDoubleSpinBox>
@@ -107,14 +108,28 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   EXPECT_NEAR(reopened->evaluate(info.data_path, options).loss, view.lastEvaluation().edited.loss, 1e-5);
   QPushButton* open = view.findChild<QPushButton*>(QStringLiteral("whatif_open_saved"));
   ASSERT_TRUE(open->isVisibleTo(&view));
+  const hsm::WhatIf made = view.edits();
+  const double madeLoss = view.lastEvaluation().edited.loss;
   open->click();
   EXPECT_EQ(runs.currentRun()->dir, QDir(saved).absolutePath());
+  ASSERT_TRUE(wait_for([&] { return !view.isWaiting() && view.shownRun() == runs.currentRun()->dir; }, 60000));
+  EXPECT_TRUE(view.edits().empty());  // the saved run has edits of its own in its weights, none pending
+  EXPECT_EQ(engine.whatIf(run), made);  // kept for the run left
 
-  // Reset (back on the original run): the trained values, the trained loss.
+  // Back on the original run: its edits are shown again, scored again, and still apply.
   runs.setCurrent(runs.indexOf(run));
   ASSERT_TRUE(wait_for([&] { return !view.isWaiting() && view.shownRun() == runs.currentRun()->dir; }, 60000));
-  view.whatIfEditor()->knockOutBox(1)->setChecked(true);
-  ASSERT_TRUE(wait_for([&] { return !view.edits().empty() && !view.isEvaluating(); }, 60000));
+  EXPECT_EQ(view.edits(), made);
+  EXPECT_TRUE(view.whatIfEditor()->knockOutBox(1)->isChecked());
+  EXPECT_DOUBLE_EQ(view.whatIfEditor()->spinBox('a', 0)->value(), 0.5);
+  EXPECT_FALSE(view.whatIfEditor()->knockOutBox(0)->isChecked());
+  EXPECT_TRUE(view.bannerText().contains(QStringLiteral("knocked out"))) << view.bannerText().toStdString();
+  EXPECT_EQ(view.receptiveField()->litOffsets(), (std::vector<int64_t>{0, 1, 4, 5}));
+  ASSERT_TRUE(wait_for([&] { return view.hasEvaluation() && !view.isEvaluating(); }, 60000));
+  EXPECT_EQ(view.lastEvaluation().edits, made);
+  EXPECT_NEAR(view.lastEvaluation().edited.loss, madeLoss, 1e-9);
+
+  // Reset: the trained values, the trained loss.
   view.findChild<QPushButton*>(QStringLiteral("whatif_reset"))->click();
   EXPECT_TRUE(view.edits().empty());
   EXPECT_TRUE(engine.whatIf(run).empty());
@@ -171,8 +186,40 @@ TEST(WhatIf, PlaygroundGeneratesWithTheEditedModelAndComparesWithTrained) {
   EXPECT_EQ(hash_folder(run), before);
 }
 
+// A run's what-if knock-out in the Diagnostics view: the layer is named knocked out in the
+// layer list, the table and above its matrix.
+TEST(WhatIf, TheDiagnosticsViewMarksWhatTheEditKnockedOut) {
+  const QString run = trained_run();
+  RunList runs;
+  EngineHost engine;
+  DiagnosticsView view(&runs, &engine);
+  runs.setCurrent(runs.open(run));
+  view.resize(1400, 900);
+  view.show();
+  engine.setWhatIf(run, hsm::WhatIf{{{1, -1}}, {}});  // the attention layer knocked out
+  view.setPrompt(QStringLiteral("Once upon a time, Lily saw a red ball."));
+  ASSERT_TRUE(wait_for([&] { return !view.isRunning() && engine.waitIdle(0); }));
+  ASSERT_TRUE(view.run()) << view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !view.isRunning() && view.hasResult(0); }));
+  const hsm::Diagnosis& d = view.diagnosis(0);
+  ASSERT_EQ(d.layers.size(), 3u);
+  EXPECT_FALSE(d.layers[0].knocked_out);
+  EXPECT_TRUE(d.layers[1].knocked_out);
+  EXPECT_FALSE(d.layers[2].knocked_out);
+  auto* layerBox = view.findChild<QComboBox*>(QStringLiteral("diag_layer"));
+  ASSERT_NE(layerBox, nullptr);
+  EXPECT_TRUE(layerBox->itemText(1).contains(QStringLiteral("knocked out"))) << layerBox->itemText(1).toStdString();
+  EXPECT_FALSE(layerBox->itemText(0).contains(QStringLiteral("knocked out")));
+  view.setLayer(1);
+  EXPECT_TRUE(view.matrixKindText().contains(QStringLiteral("Knocked out"))) << view.matrixKindText().toStdString();
+  EXPECT_TRUE(view.indicatorTable()->item(1, 1)->text().contains(QStringLiteral("knocked out")));
+  view.setLayer(0);
+  EXPECT_FALSE(view.matrixKindText().contains(QStringLiteral("Knocked out"))) << view.matrixKindText().toStdString();
+}
+
 // Not a check: with HSM_SCREENSHOTS=DIR (and HSM_SHOT_TIMELINE_RUN, HSM_SHOT_WHATIF_RUN: run
-// folders), draws the two views of issue 23 as a user sees them into DIR (docs/screenshots).
+// folders), draws the views of issue 23 as a user sees them into DIR (docs/screenshots), and
+// the Diagnostics view of the what-if edit.
 TEST(WhatIf, Screenshots) {
   const QString out = qEnvironmentVariable("HSM_SCREENSHOTS");
   if (out.isEmpty()) GTEST_SKIP() << "set HSM_SCREENSHOTS to a folder";
@@ -204,6 +251,15 @@ TEST(WhatIf, Screenshots) {
     ASSERT_TRUE(wait_for([&] { return view.hasEvaluation() && !view.isEvaluating(); }, 300000));
     wait_for([] { return false; }, 500);
     EXPECT_TRUE(view.grab().save(QDir(out).filePath(QStringLiteral("what-if.png"))));
+    {  // The same edit in the Diagnostics view: layer 3 marked knocked out.
+      DiagnosticsView diagnostics(&runs, &engine);
+      diagnostics.resize(1500, 980);
+      diagnostics.show();
+      ASSERT_TRUE(wait_for([&] { return diagnostics.hasResult(0) && !diagnostics.isRunning(); }));
+      diagnostics.setLayer(3);
+      wait_for([] { return false; }, 500);
+      EXPECT_TRUE(diagnostics.grab().save(QDir(out).filePath(QStringLiteral("diagnostics-knocked-out.png"))));
+    }
     view.resetEdits();
     wait_for([&] { return !view.isEvaluating(); }, 300000);
   }

@@ -115,6 +115,27 @@ TEST(Corpus, FolderIsReadRecursivelyInNameOrderWithoutHiddenFiles) {
   EXPECT_EQ(read_all(dir), (Docs{"A/Y", "A/Z one", "A/Z two", "B story", "C"}));
 }
 
+TEST(Corpus, DigestChangesWithTheFilesAndNotWithTheCacheInside) {
+  const std::string dir = temp_dir("digest");
+  write_file(dir + "/a.txt", "A story");
+  write_file(dir + "/b/c.txt", "C story");
+  const std::string first = corpus_digest(dir);
+  EXPECT_EQ(corpus_digest(dir), first);  // a listing, the same while nothing changes
+  write_file(dir + "/b/c.txt", "C story, longer");
+  const std::string longer = corpus_digest(dir);
+  EXPECT_NE(longer, first);
+  write_file(dir + "/d.txt", "D story");
+  const std::string added = corpus_digest(dir);
+  EXPECT_NE(added, longer);
+  // The token cache kept inside the corpus folder is not part of the corpus.
+  write_file(dir + "/cache/tokens-1.bin", "cached");
+  EXPECT_EQ(corpus_digest(dir, dir + "/cache"), added);
+  EXPECT_NE(corpus_digest(dir), added);
+  // A file corpus, and a missing one named.
+  EXPECT_NE(corpus_digest(dir + "/a.txt"), corpus_digest(dir + "/d.txt"));
+  EXPECT_THROW(corpus_digest(dir + "/missing.txt"), CorpusError);
+}
+
 TEST(Corpus, StopsWhenTheCallbackSaysSo) {
   const std::string dir = temp_dir("stop");
   write_file(dir + "/s.txt", "one\n<|endoftext|>\ntwo\n<|endoftext|>\nthree");

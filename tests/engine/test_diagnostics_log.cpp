@@ -221,8 +221,11 @@ TEST(WhatIf, AbEditsParseAndRefuseBadItemsByName) {
   EXPECT_EQ(e[0].a, std::vector<float>{0.5f});
   EXPECT_EQ(e[0].b, std::vector<float>{1.2f});
   EXPECT_EQ(e[1].a, std::vector<float>{-1e-3f});
+  const auto spaced = parse_ab_edits(" 3 : 0.5 : 1.2 , 0:-1e-3:0 ");  // spaces around parts
+  ASSERT_EQ(spaced.size(), 2u);
+  EXPECT_TRUE(spaced[0] == e[0] && spaced[1] == e[1]);
   for (const std::string bad : {"", "3", "3:1", "3:1:2:4", "x:1:2", "-1:1:2", "3:a:2", "3:1:nan", "3:1:inf",
-                                "3:1:2,", "3:1e99:2", "3: 1:2x"}) {
+                                "3:1:2,", "3:1e99:2", "3: 1:2x", "+3:1:2", "3::2"}) {
     try {
       parse_ab_edits(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";

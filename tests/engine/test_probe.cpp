@@ -84,8 +84,9 @@ TEST(KnockOut, ParsesLayersAndHeadsAndRefusesAnythingElse) {
   EXPECT_EQ(k[1], (KnockOut{2, 1}));
   EXPECT_EQ(k[2], (KnockOut{0, -1}));
   EXPECT_EQ(knock_out_label(k[1]), "layer 2 head 1");
-  for (const char* bad : {"", "x", "3:", ":1", "-1", "3,", "1:2:3", "2.5"})
+  for (const char* bad : {"", "x", "3:", ":1", "-1", "3,", "1:2:3", "2.5", "+3", "3x", "99999999999999999999"})
     EXPECT_THROW(parse_knock_outs(bad), std::invalid_argument) << bad;
+  EXPECT_EQ(parse_knock_outs(" 3 , 2 : 1"), (std::vector<KnockOut>{{3, -1}, {2, 1}}));  // spaces around parts
 }
 
 TEST(KnockOut, RefusesLayersAndHeadsTheModelLacks) {

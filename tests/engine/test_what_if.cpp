@@ -292,6 +292,28 @@ TEST_F(WhatIfRun, KnockOutsOfACopyStayAndEqualTheEvaluationsKnockOut) {
   EXPECT_EQ(copy->generate("Once", g).decoder, "libtorch");  // the fast path knows no knock-outs
 }
 
+TEST_F(WhatIfRun, DiagnosisMarksWhatACopyKnockedOut) {
+  auto session = Session::open(*run_, "cpu");
+  WhatIf w;
+  w.knock_out = {{1, -1}, {2, 1}};  // the attention layer whole, head 1 of the multihead (a,b) layer
+  auto copy = session->edited(w);
+  const Diagnosis trained = session->diagnose(kPrompt), edited = copy->diagnose(kPrompt);
+  ASSERT_EQ(edited.layers.size(), 3u);
+  for (const LayerDiagnostics& l : trained.layers) {
+    EXPECT_FALSE(l.knocked_out) << l.layer;
+    for (const HeadDiagnostics& h : l.heads) EXPECT_FALSE(h.knocked_out) << l.layer << ":" << h.head;
+  }
+  EXPECT_FALSE(edited.layers[0].knocked_out);
+  EXPECT_TRUE(edited.layers[1].knocked_out);
+  for (const HeadDiagnostics& h : edited.layers[1].heads) EXPECT_TRUE(h.knocked_out) << h.head;
+  EXPECT_FALSE(edited.layers[2].knocked_out);
+  ASSERT_EQ(edited.layers[2].heads.size(), 4u);
+  for (const HeadDiagnostics& h : edited.layers[2].heads) EXPECT_EQ(h.knocked_out, h.head == 1) << h.head;
+  // A knocked-out layer's matrix is what it would mix: its input is the trained model's (the
+  // layers before it are unchanged), so the matrix is the trained one.
+  EXPECT_EQ(edited.layers[1].heads[0].matrix, trained.layers[1].heads[0].matrix);
+}
+
 TEST_F(WhatIfRun, TheRunFolderIsByteIdenticalAfterEdits) {
   const auto before = folder_bytes(*run_);
   ASSERT_GT(before.size(), 4u);
@@ -351,6 +373,104 @@ TEST_F(WhatIfRun, SaveAsWritesARunThatOpensAsTheEditedCopy) {
   nlohmann::json bad = config;
   bad["what_if"]["knock_out"] = {{{"layer", "x"}}};
   EXPECT_THROW(parse_run_config(bad.dump(), "config.json"), std::runtime_error);
+}
+
+// ---- EvalSet: the windows read once, scored for every edit ---------------------------------------
+
+void expect_same_result(const EvalResult& a, const EvalResult& b, const std::string& what) {
+  EXPECT_EQ(a.loss, b.loss) << what;
+  EXPECT_EQ(a.accuracy, b.accuracy) << what;
+  EXPECT_EQ(a.tokens, b.tokens) << what;
+  EXPECT_EQ(a.documents, b.documents) << what;
+  EXPECT_EQ(a.unigram_loss, b.unigram_loss) << what;
+  EXPECT_EQ(a.split, b.split) << what;
+  EXPECT_EQ(a.knock_out, b.knock_out) << what;
+}
+
+TEST_F(WhatIfRun, AnEvalSetScoresAsReadingTheCorpusDoes) {
+  auto session = Session::open(*run_, "cpu");
+  EvalOptions o = few_windows();
+  const EvalSet set = session->eval_set(*data_, o);
+  EXPECT_EQ(set.windows(), 16);
+  EXPECT_EQ(set.split(), "val");
+  EXPECT_EQ(set.layout(), "packed");
+  EXPECT_GT(set.tokens(), 16 * session->config().context);
+  expect_same_result(session->evaluate(set, o), session->evaluate(*data_, o), "whole set");
+  // max_batches takes a prefix of the windows: the loss and the unigram baseline of that prefix.
+  EvalOptions two = o;
+  two.max_batches = 1;
+  const EvalResult prefix = session->evaluate(set, two);
+  expect_same_result(prefix, session->evaluate(*data_, two), "one batch");
+  EXPECT_EQ(prefix.tokens, 8 * session->config().context);
+  // An edited copy and a knock-out on the same set, and ablation.
+  WhatIf w;
+  w.knock_out = {{1, 2}};
+  w.ab = parse_ab_edits("0:0.25:2");
+  auto copy = session->edited(w);
+  expect_same_result(copy->evaluate(set, o), copy->evaluate(*data_, o), "edited copy");
+  EvalOptions k = o;
+  k.knock_out = {{2, -1}};
+  expect_same_result(session->evaluate(set, k), session->evaluate(*data_, k), "knock-out");
+  const AblationReport from_set = session->ablate(set, o), from_corpus = session->ablate(*data_, o);
+  EXPECT_EQ(from_set.base_loss, from_corpus.base_loss);
+  ASSERT_EQ(from_set.ablations.size(), from_corpus.ablations.size());
+  for (size_t i = 0; i < from_set.ablations.size(); ++i) {
+    EXPECT_EQ(from_set.ablations[i].knock_out, from_corpus.ablations[i].knock_out);
+    EXPECT_EQ(from_set.ablations[i].loss, from_corpus.ablations[i].loss);
+  }
+  // Story-start windows are a layout of their own.
+  EvalOptions story = o;
+  story.windows = "story_start";
+  const EvalSet stories = session->eval_set(*data_, story);
+  EXPECT_EQ(stories.layout(), "story_start");
+  expect_same_result(session->evaluate(stories, story), session->evaluate(*data_, story), "story starts");
+}
+
+TEST_F(WhatIfRun, AnEvalSetNeedsNoCorpusAndOutlivesItsSession) {
+  const std::string moved = *dir_ + "/moved_corpus.txt";
+  fs::copy_file(*data_, moved, fs::copy_options::overwrite_existing);
+  EvalOptions o = few_windows();
+  o.cache_dir.clear();  // nothing to read back: the set holds the tokens
+  EvalResult expected;
+  EvalSet set;
+  {
+    auto first = Session::open(*run_, "cpu");
+    set = first->eval_set(moved, o);
+    expected = first->evaluate(moved, o);
+  }
+  fs::remove(moved);
+  auto second = Session::open(*run_, "cpu");
+  EXPECT_THROW(second->evaluate(moved, o), std::exception);  // the corpus is gone
+  expect_same_result(second->evaluate(set, o), expected, "after the corpus and the first session went");
+}
+
+TEST_F(WhatIfRun, AnEvalSetOfAnotherModelOrNoneIsRefused) {
+  auto session = Session::open(*run_, "cpu");
+  const EvalOptions o = few_windows();
+  auto message = [&](const EvalSet& set) {
+    try {
+      session->evaluate(set, o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message(EvalSet()).find("empty"), std::string::npos);
+  // A model with another context (and so other windows) refuses the set of this one.
+  RunSpec other = tiny_run(*dir_ + "/other_context", *data_, 1);
+  other.model.context = 16;
+  Trainer(other).run();
+  auto short_context = Session::open(other.run_dir, "cpu");
+  const std::string refused = message(short_context->eval_set(*data_, o));
+  EXPECT_NE(refused.find("another model"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("context 16"), std::string::npos) << refused;
+  EXPECT_THROW(short_context->ablate(session->eval_set(*data_, o), o), std::invalid_argument);
+  EvalOptions bad = o;
+  bad.windows = "diagonal";
+  EXPECT_THROW(session->eval_set(*data_, bad), std::invalid_argument);
+  bad = o;
+  bad.split = "test";
+  EXPECT_THROW(session->eval_set(*data_, bad), std::invalid_argument);
 }
 
 }  // namespace

@@ -34,12 +34,16 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   register_engine_types();
   trainingThread_.setObjectName(QStringLiteral("hsm-training"));
   sessionThread_.setObjectName(QStringLiteral("hsm-session"));
+  analysisThread_.setObjectName(QStringLiteral("hsm-analysis"));
   trainer_ = new TrainingWorker;
   session_ = new SessionWorker;
+  analysis_ = new SessionWorker;
   trainer_->moveToThread(&trainingThread_);
   session_->moveToThread(&sessionThread_);
+  analysis_->moveToThread(&analysisThread_);
   connect(&trainingThread_, &QThread::finished, trainer_, &QObject::deleteLater);
   connect(&sessionThread_, &QThread::finished, session_, &QObject::deleteLater);
+  connect(&analysisThread_, &QThread::finished, analysis_, &QObject::deleteLater);
 
   connect(trainer_, &TrainingWorker::started, this, &EngineHost::trainingStarted);
   connect(trainer_, &TrainingWorker::metric, this, &EngineHost::trainingMetric);
@@ -84,14 +88,18 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
     }
     emit requestFailed(id, message);
   });
+  connect(analysis_, &SessionWorker::failed, this, [this](int id, const QString& message) {
+    analysisRequestDone();
+    emit requestFailed(id, message);
+  });
   connect(session_, &SessionWorker::system, this, &EngineHost::systemInfo);
   connect(session_, &SessionWorker::probed, this, [this](int id, const hsm::Probe& p) {
     sessionRequestDone();
     emit probed(id, p);
   });
-  connect(session_, &SessionWorker::ablationProgress, this, &EngineHost::ablationProgress);
-  connect(session_, &SessionWorker::ablated, this, [this](int id, const hsm::AblationReport& r) {
-    sessionRequestDone();
+  connect(analysis_, &SessionWorker::ablationProgress, this, &EngineHost::ablationProgress);
+  connect(analysis_, &SessionWorker::ablated, this, [this](int id, const hsm::AblationReport& r) {
+    analysisRequestDone();
     emit ablated(id, r);
   });
 
@@ -99,8 +107,8 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
     whatIfRequests_.remove(id);
     sessionRequestDone();
   });
-  connect(session_, &SessionWorker::whatIfEvaluated, this, [this](int id, const WhatIfEvaluation& e) {
-    sessionRequestDone();
+  connect(analysis_, &SessionWorker::whatIfEvaluated, this, [this](int id, const WhatIfEvaluation& e) {
+    analysisRequestDone();
     emit whatIfEvaluated(id, e);
   });
   connect(session_, &SessionWorker::whatIfSaved, this, [this](int id, const QString& dir) {
@@ -108,20 +116,19 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
     emit whatIfSaved(id, dir);
   });
 
-  // Both engine threads yield the CPU to the GUI thread (thread_priority.h).
-  for (QThread* t : {&trainingThread_, &sessionThread_})
+  // The engine threads yield the CPU to the GUI thread (thread_priority.h).
+  for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) {
     connect(t, &QThread::started, t, [] { lower_current_thread_priority(); }, Qt::DirectConnection);
-  trainingThread_.start();
-  sessionThread_.start();
+    t->start();
+  }
 }
 
 EngineHost::~EngineHost() {
   if (training_) trainer_->stop();
   session_->cancel();
-  trainingThread_.quit();
-  sessionThread_.quit();
-  trainingThread_.wait();
-  sessionThread_.wait();
+  analysis_->cancelAblation();
+  for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) t->quit();
+  for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) t->wait();
 }
 
 bool EngineHost::startTraining(const hsm::RunSpec& spec) {
@@ -177,9 +184,10 @@ hsm::WhatIf EngineHost::whatIf(const QString& runDir) const { return whatIfs_.va
 
 int EngineHost::evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows,
                                int maxWindows) {
-  const int id = nextSessionRequest();
-  QMetaObject::invokeMethod(session_, "evaluateWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows));
+  const int id = nextAnalysisRequest();
+  QMetaObject::invokeMethod(analysis_, "evaluateWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows),
+                            Q_ARG(hsm::WhatIf, whatIf(runDir)));
   return id;
 }
 
@@ -213,17 +221,19 @@ int EngineHost::probe(const QString& runDir, const QString& prompt, const QVecto
 }
 
 int EngineHost::ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows) {
-  const int id = nextSessionRequest();
-  session_->armAblation();
-  QMetaObject::invokeMethod(session_, "ablate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows));
+  const int id = nextAnalysisRequest();
+  analysis_->armAblation();
+  QMetaObject::invokeMethod(analysis_, "ablate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
+                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows),
+                            Q_ARG(hsm::WhatIf, whatIf(runDir)));
   return id;
 }
 
-void EngineHost::cancelAblation() { session_->cancelAblation(); }
+void EngineHost::cancelAblation() { analysis_->cancelAblation(); }
 
 void EngineHost::configure(const QString& device, int threads) {
-  QMetaObject::invokeMethod(session_, "configure", Qt::QueuedConnection, Q_ARG(QString, device), Q_ARG(int, threads));
+  for (SessionWorker* w : {session_, analysis_})
+    QMetaObject::invokeMethod(w, "configure", Qt::QueuedConnection, Q_ARG(QString, device), Q_ARG(int, threads));
   QMetaObject::invokeMethod(session_, "querySystem", Qt::QueuedConnection);
 }
 
@@ -231,10 +241,19 @@ void EngineHost::sessionRequestDone() {
   if (pendingSessionRequests_ > 0) --pendingSessionRequests_;
 }
 
+int EngineHost::nextAnalysisRequest() {
+  ++pendingAnalysisRequests_;
+  return nextRequest_++;
+}
+
+void EngineHost::analysisRequestDone() {
+  if (pendingAnalysisRequests_ > 0) --pendingAnalysisRequests_;
+}
+
 bool EngineHost::waitIdle(int timeoutMs) {
   QElapsedTimer timer;
   timer.start();
-  while (training_ || pendingSessionRequests_ > 0) {
+  while (training_ || pendingSessionRequests_ > 0 || pendingAnalysisRequests_ > 0) {
     if (timer.elapsed() > timeoutMs) return false;
     QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
     QThread::msleep(2);

@@ -46,7 +46,8 @@ class EngineHost : public QObject {
   // those tokens as generate() fed them (the Playground's provenance); answered by probed().
   int probe(const QString& runDir, const QString& prompt, const QVector<int>& generated = {});
   // Importance by ablation on the validation split of a corpus (Session::ablate), the first
-  // maxWindows windows (0: all); ablationProgress() while it runs, then ablated().
+  // maxWindows windows (0: all), of the run's model with its what-if edits; on the analysis
+  // thread, so generation goes on meanwhile. ablationProgress() while it runs, then ablated().
   // cancelAblation() stops it between batches (requestFailed() with "cancelled").
   int ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
   void cancelAblation();
@@ -58,8 +59,9 @@ class EngineHost : public QObject {
   int setWhatIf(const QString& runDir, const hsm::WhatIf& edits);
   // The edit the run has (empty: none), as the GUI last set it.
   hsm::WhatIf whatIf(const QString& runDir) const;
-  // Validation loss on the first maxWindows windows of the trained and the edited model;
-  // answered by whatIfEvaluated() (or requestFailed()).
+  // Validation loss on the first maxWindows windows of the trained and the edited model (the
+  // run's edits as whatIf() gives them now), on the analysis thread; the windows are read once
+  // per corpus and reused for every edit. Answered by whatIfEvaluated() (or requestFailed()).
   int evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
   // "Save as…": the edited model as a new run folder (refuses a non-empty one); whatIfSaved().
   int saveWhatIf(const QString& runDir, const QString& newDir);
@@ -68,7 +70,7 @@ class EngineHost : public QObject {
   // for models loaded from now on; the status bar hears back through systemInfo().
   void configure(const QString& device, int threads);
 
-  // Waits (processing events) until training and session work are done; for tests, the
+  // Waits (processing events) until training, session and analysis work are done; for tests, the
   // smoke mode and shutdown. Returns false on timeout.
   bool waitIdle(int timeoutMs);
 
@@ -100,14 +102,21 @@ class EngineHost : public QObject {
  private:
   int nextSessionRequest();
   void sessionRequestDone();
+  int nextAnalysisRequest();
+  void analysisRequestDone();
 
-  QThread trainingThread_, sessionThread_;
+  // Three engine threads: training; the session (generation, diagnosis, probes, weights, the
+  // what-if copies they use); analysis (ablation and what-if losses, the long evaluations,
+  // which carry the run's edits with them), so a generation never waits behind an ablation.
+  QThread trainingThread_, sessionThread_, analysisThread_;
   TrainingWorker* trainer_ = nullptr;
   SessionWorker* session_ = nullptr;
+  SessionWorker* analysis_ = nullptr;
   bool training_ = false, paused_ = false;
   QString trainingRunDir_;
   int nextRequest_ = 1;
   int pendingSessionRequests_ = 0;
+  int pendingAnalysisRequests_ = 0;
   QMap<QString, hsm::WhatIf> whatIfs_;  // by absolute run folder
   QMap<int, QString> whatIfRequests_;   // setWhatIf requests in flight: their run folder
 };

@@ -1,10 +1,12 @@
 #include "gui/engine/session_worker.h"
+#include "hsm/dataset.h"
 #include "hsm/errors.h"
 #include "hsm/tokenizer.h"
 
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
+#include <algorithm>
 
 namespace studio {
 
@@ -49,6 +51,23 @@ SessionWorker::Loaded& SessionWorker::loaded(const QString& runDir) {
     it = sessions_.insert_or_assign(key, std::move(fresh)).first;
   }
   return it->second;
+}
+
+const SessionWorker::CachedEvalSet& SessionWorker::evalSet(hsm::Session& s, const QString& dataPath, const hsm::EvalOptions& options) {
+  const std::string path = sstr(dataPath);
+  const std::string key = hsm::corpus_digest(path, options.cache_dir) + '\n' + path + '\n' + options.split + '\n' +
+                          options.windows + '\n' + std::to_string(options.max_windows) + '\n' + s.tokenizer().hash() +
+                          '\n' + std::to_string(s.config().context);
+  auto it = std::find_if(evalSets_.begin(), evalSets_.end(), [&](const CachedEvalSet& c) { return c.key == key; });
+  if (it != evalSets_.end()) {
+    CachedEvalSet found = std::move(*it);
+    evalSets_.erase(it);
+    evalSets_.push_front(std::move(found));
+  } else {
+    evalSets_.push_front({key, s.eval_set(path, options)});
+    if (evalSets_.size() > kEvalSetsKept) evalSets_.pop_back();
+  }
+  return evalSets_.front();
 }
 
 hsm::Session& SessionWorker::session(const QString& runDir) {
@@ -106,15 +125,29 @@ void SessionWorker::probe(int request, const QString& runDir, const QString& pro
   }
 }
 
+void SessionWorker::useEdits(Loaded& l, const hsm::WhatIf& edits) {
+  if (l.edits == edits && (edits.empty() || l.edited)) return;
+  l.edited.reset();
+  l.edits = {};
+  if (edits.empty()) return;
+  l.edited = l.session->edited(edits);  // throws for an edit the model refuses: then none
+  l.edits = edits;
+}
+
 void SessionWorker::ablate(int request, const QString& runDir, const QString& dataPath, const QString& windows,
-                           int maxWindows) {
+                           int maxWindows, const hsm::WhatIf& edits) {
   try {
+    Loaded& l = loaded(runDir);
+    useEdits(l, edits);
     hsm::EvalOptions options;
     options.windows = sstr(windows);
     options.max_windows = maxWindows;
     options.cancel = &cancelAblation_;
+    options.cache_dir = hsm::default_cache_dir();
     options.progress = [&](const std::string& stage, double f) { emit ablationProgress(request, qstr(stage), f); };
-    emit ablated(request, session(runDir).ablate(sstr(dataPath), options));
+    hsm::Session& s = l.edited ? *l.edited : *l.session;
+    const hsm::EvalSet set = evalSet(s, dataPath, options).set;  // a copy: shares the windows
+    emit ablated(request, s.ablate(set, options));
   } catch (const std::exception& e) {
     emit failed(request, QString::fromStdString(hsm::error_text(e)));
   }
@@ -122,13 +155,7 @@ void SessionWorker::ablate(int request, const QString& runDir, const QString& da
 
 void SessionWorker::setWhatIf(int request, const QString& runDir, const hsm::WhatIf& edits) {
   try {
-    Loaded& l = loaded(runDir);
-    l.edited.reset();
-    l.edits = {};
-    if (!edits.empty()) {
-      l.edited = l.session->edited(edits);
-      l.edits = edits;
-    }
+    useEdits(loaded(runDir), edits);
     emit whatIfApplied(request);
   } catch (const std::exception& e) {
     emit failed(request, QString::fromStdString(hsm::error_text(e)));
@@ -136,19 +163,22 @@ void SessionWorker::setWhatIf(int request, const QString& runDir, const hsm::Wha
 }
 
 void SessionWorker::evaluateWhatIf(int request, const QString& runDir, const QString& dataPath,
-                                   const QString& windows, int maxWindows) {
+                                   const QString& windows, int maxWindows, const hsm::WhatIf& edits) {
   try {
     Loaded& l = loaded(runDir);
+    useEdits(l, edits);
     hsm::EvalOptions options;
     options.windows = sstr(windows);
     options.max_windows = maxWindows;
+    options.cache_dir = hsm::default_cache_dir();
+    const CachedEvalSet scored = evalSet(*l.session, dataPath, options);  // a copy: shares the windows
+    const hsm::EvalSet& set = scored.set;
     WhatIfEvaluation out;
-    const std::string key = sstr(dataPath) + '\n' + options.windows + '\n' + std::to_string(maxWindows);
-    auto cached = l.trained.find(key);
-    if (cached == l.trained.end()) cached = l.trained.emplace(key, l.session->evaluate(sstr(dataPath), options)).first;
+    auto cached = l.trained.find(scored.key);
+    if (cached == l.trained.end()) cached = l.trained.emplace(scored.key, l.session->evaluate(set, options)).first;
     out.trained = cached->second;
     out.edits = l.edits;
-    out.edited = l.edited ? l.edited->evaluate(sstr(dataPath), options) : out.trained;
+    out.edited = l.edited ? l.edited->evaluate(set, options) : out.trained;
     emit whatIfEvaluated(request, out);
   } catch (const std::exception& e) {
     emit failed(request, QString::fromStdString(hsm::error_text(e)));

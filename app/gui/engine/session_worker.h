@@ -1,11 +1,14 @@
 #pragma once
-// Owns the loaded models (hsm::Session) on the session thread: loading, generation and
+// Owns the loaded models (hsm::Session) on an engine thread: loading, generation and
 // diagnosis happen there, one request after another, never on the GUI thread. Sessions
-// are cached by run folder and reloaded when the folder's checkpoint changes.
+// are cached by run folder and reloaded when the folder's checkpoint changes. The engine host
+// runs two: one for generation, diagnosis and probes, one for the long evaluations (ablation,
+// what-if losses), so a generation never waits for an ablation.
 #include <QObject>
 #include <QString>
 #include <QVector>
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 
@@ -41,15 +44,18 @@ class SessionWorker : public QObject {
   // Logit lens and rollout (Session::probe); with generated ids, of <|endoftext|>, the prompt's
   // tokens and those ids, as generate() fed the model (Session::probe_tokens).
   void probe(int request, const QString& runDir, const QString& prompt, const QVector<int>& generated);
-  // Importance by ablation on the validation split (Session::ablate).
-  void ablate(int request, const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
+  // Importance by ablation on the validation split (Session::ablate), of the run's model with
+  // `edits` (what-if: the GUI's edits of that run, carried with the request).
+  void ablate(int request, const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows,
+              const hsm::WhatIf& edits = {});
   // What-if (issue 23): keeps an edited copy of the run's model (Session::edited) next to the
   // loaded one; generate, diagnose, mixerWeights, probe and ablate for that run use it from
   // now on. An empty WhatIf drops it (Reset).
   void setWhatIf(int request, const QString& runDir, const hsm::WhatIf& edits);
-  // Validation loss of the trained model (cached per corpus and windows) and of the edited copy.
+  // Validation loss of the trained model (cached per corpus and windows) and of the copy with
+  // `edits` (which become the run's edits on this worker, as setWhatIf would make them).
   void evaluateWhatIf(int request, const QString& runDir, const QString& dataPath, const QString& windows,
-                      int maxWindows);
+                      int maxWindows, const hsm::WhatIf& edits);
   // The edited copy written as a new run folder (Session::save_as).
   void saveWhatIf(int request, const QString& runDir, const QString& newDir);
 
@@ -73,9 +79,23 @@ class SessionWorker : public QObject {
     qint64 stamp = 0;  // model.safetensors' modification time when loaded
     hsm::WhatIf edits;
     std::unique_ptr<hsm::Session> edited;            // session->edited(edits); null without edits
-    std::map<std::string, hsm::EvalResult> trained;  // the trained model's loss per corpus/windows
+    std::map<std::string, hsm::EvalResult> trained;  // the trained model's loss per CachedEvalSet::key
   };
   Loaded& loaded(const QString& runDir);
+  // Makes `edits` the run's what-if (a new edited copy only when they changed; none when empty).
+  void useEdits(Loaded& l, const hsm::WhatIf& edits);
+  // The windows an evaluation of `s` scores (Session::eval_set), read once per corpus (as it is
+  // on disk now), split, layout, window count, tokenizer and context, through the token cache
+  // that training fills: each what-if edit and each ablation is then scored without reading
+  // or encoding the corpus again, and runs trained with one tokenizer share their sets.
+  // The key names the corpus's state: the trained model's loss is cached under it.
+  struct CachedEvalSet {
+    std::string key;
+    hsm::EvalSet set;
+  };
+  const CachedEvalSet& evalSet(hsm::Session& s, const QString& dataPath, const hsm::EvalOptions& options);
+  std::deque<CachedEvalSet> evalSets_;  // the most recently used first
+  static constexpr size_t kEvalSetsKept = 4;
   // The run's model as the views see it: the what-if copy when there is one.
   hsm::Session& session(const QString& runDir);
   std::map<QString, Loaded> sessions_;

@@ -213,6 +213,13 @@ void DiagnosticsTimeline::markStep() {
 void DiagnosticsTimeline::updateLabels() {
   const hsm::DiagnosticsRecord* r = currentRecord();
   body_->setVisible(!records_.empty());
+  // Without records only the message shows: its pane is as tall as three lines of it, not as the
+  // plot would be, so the matrices below get the room (a splitter keeps to a maximum height).
+  setMaximumHeight(records_.empty() ? message_->fontMetrics().lineSpacing() * 3 + 8 : QWIDGETSIZE_MAX);
+  if (hadRecords_ != !records_.empty()) {
+    hadRecords_ = !records_.empty();
+    emit hasRecordsChanged(hadRecords_);
+  }
   if (runDir_.isEmpty())
     message_->setText(tr("Open a run to see its diagnostics over time."));
   else if (records_.empty())

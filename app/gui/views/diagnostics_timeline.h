@@ -66,6 +66,8 @@ class DiagnosticsTimeline : public QWidget {
  signals:
   // The slider moved to another record, or the "at this step" box changed.
   void stepChanged();
+  // The first record of a run appeared, or the run shown has none (only the message shows).
+  void hasRecordsChanged(bool has);
 
  private:
   void redraw();
@@ -85,6 +87,7 @@ class DiagnosticsTimeline : public QWidget {
   QWidget* body_;
   QTimer* timer_;
   bool sliceQueued_ = false;
+  bool hadRecords_ = false;
 };
 
 }  // namespace studio

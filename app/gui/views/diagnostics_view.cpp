@@ -82,9 +82,11 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   layerBox_ = new QComboBox;
   layerBox_->setObjectName(QStringLiteral("diag_layer"));
   layerBox_->setMinimumContentsLength(12);
+  layerBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // "3 · hsm_ab_mh (knocked out)" whole
   headBox_ = new QComboBox;
   headBox_->setObjectName(QStringLiteral("diag_head"));
   headBox_->setMinimumContentsLength(12);
+  headBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   runButton_ = new QPushButton(tr("Run"));
   runButton_->setObjectName(QStringLiteral("diag_run"));
   runButton_->setDefault(true);
@@ -136,6 +138,13 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   rows->setStretchFactor(0, 1);
   rows->setStretchFactor(1, 3);
   rows->setSizes({240, 760});
+  // A run with records gets the plot's room back (without, the pane keeps to its message).
+  connect(timeline_, &DiagnosticsTimeline::hasRecordsChanged, rows, [rows](bool has) {
+    if (!has) return;
+    const QList<int> sizes = rows->sizes();
+    const int total = sizes.value(0) + sizes.value(1);
+    if (sizes.value(0) < 200 && total > 400) rows->setSizes({total / 4, total - total / 4});
+  });
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
@@ -327,7 +336,8 @@ void DiagnosticsView::refreshSelectors() {
   layerBox_->clear();
   const hsm::Diagnosis& d = columns_[0].diagnosis;
   for (const hsm::LayerDiagnostics& l : d.layers)
-    layerBox_->addItem(tr("%1 · %2").arg(l.layer).arg(QString::fromStdString(l.mixer)));
+    layerBox_->addItem(tr("%1 · %2").arg(l.layer).arg(QString::fromStdString(l.mixer)) +
+                       (l.knocked_out ? tr(" (knocked out)") : QString()));
   layerBox_->setCurrentIndex(std::min(keep, layerBox_->count() - 1));
   updating_ = false;
   refreshHeads();
@@ -341,7 +351,8 @@ void DiagnosticsView::refreshHeads() {
   const int l = layerBox_->currentIndex();
   if (l >= 0 && l < static_cast<int>(d.layers.size()))
     for (const hsm::HeadDiagnostics& h : d.layers[l].heads)
-      headBox_->addItem(h.shift >= 0 ? tr("head %1 (shift %2)").arg(h.head).arg(h.shift) : tr("head %1").arg(h.head));
+      headBox_->addItem((h.shift >= 0 ? tr("head %1 (shift %2)").arg(h.head).arg(h.shift) : tr("head %1").arg(h.head)) +
+                        (h.knocked_out && !d.layers[l].knocked_out ? tr(" (knocked out)") : QString()));
   headBox_->setCurrentIndex(std::min(keep, headBox_->count() - 1));
   updating_ = false;
 }
@@ -379,7 +390,11 @@ void DiagnosticsView::drawMatrices() {
                         .arg(QString::fromStdString(ld.mixer))
                         .arg(h)
                         .arg(hd.shift >= 0 ? tr(", shift %1").arg(hd.shift) : QString())
-                        .arg(QString::fromLatin1(hsm::matrix_kind_name(ld.kind)), kind_text(ld.kind, ld.mixer)));
+                        .arg(QString::fromLatin1(hsm::matrix_kind_name(ld.kind)), kind_text(ld.kind, ld.mixer)) +
+                    (hd.knocked_out ? tr("<br><span style='color:#a05a00'><b>Knocked out</b> (what-if): its output "
+                                         "is replaced by zero, so none of this reaches the residual stream; the "
+                                         "matrix shows what it would mix.</span>")
+                                    : QString()));
   }
 }
 
@@ -407,7 +422,8 @@ void DiagnosticsView::drawIndicators(Column& c) {
     auto* layerItem = new QTableWidgetItem(QString::number(l.layer));
     layerItem->setData(Qt::DecorationRole, color);
     c.table->setItem(r, 0, layerItem);
-    c.table->setItem(r, 1, new QTableWidgetItem(QString::fromStdString(l.mixer)));
+    c.table->setItem(r, 1, new QTableWidgetItem(QString::fromStdString(l.mixer) +
+                                                (l.knocked_out ? tr(" (knocked out)") : QString())));
     c.table->setItem(r, 2, new QTableWidgetItem(QString::fromLatin1(hsm::matrix_kind_name(l.kind))));
     for (int k = 0; k < static_cast<int>(std::size(kColumns)); ++k) {
       const double v = indicator_value(kColumns[k].normalised ? l.normalised : l.indicators, kColumns[k].index);

@@ -374,20 +374,27 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
   trained_ = layers;
   const RunEntry* run = runs_->currentRun();
   if (same_dir(runDir) != editorRun_ || editor_->editedWeights().size() != layers.size()) {
-    // Another run (or another model): its edits start empty; the previous run's are dropped.
-    if (!editorRun_.isEmpty() && !edits_.empty()) engine_->setWhatIf(editorRun_, {});
-    editorRun_ = same_dir(runDir);
-    edits_ = {};
+    // Another run: the editor shows the edits the engine host keeps for it while the studio
+    // runs (none for a run not edited yet), and the run left keeps its own. Another model in
+    // the same folder (trained anew) drops the old model's edits.
+    const QString dir = same_dir(runDir);
+    if (dir == editorRun_ && !edits_.empty()) engine_->setWhatIf(editorRun_, {});
+    editorRun_ = dir;
     hasEval_ = false;
     loss_->clear();
     openSaved_->hide();
     const hsm::ModelConfig config = run && same_dir(run->dir) == editorRun_ ? run->model : hsm::ModelConfig{};
     editor_->setModel(config, layers);
+    const hsm::WhatIf kept = engine_->whatIf(editorRun_);
+    editor_->setEdits(kept);
+    edits_ = editor_->edits();
+    if (!(edits_ == kept)) engine_->setWhatIf(editorRun_, edits_);  // what the controls could not hold goes
     diagram_->setConfig(config);
     diagram_->setLength(std::clamp(static_cast<int>(config.context), 8, 64));
-    diagram_->setKnockOuts({});
+    diagram_->setKnockOuts(edits_.knock_out);
     diagram_->select(diagram_->length() - 1, diagram_->layerCount() - 1);  // the last output's field
     updateBanner();
+    if (!edits_.empty()) evaluate();
   }
   weights_ = edits_.empty() ? layers : editor_->editedWeights();
   shownRun_ = runDir;

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <numeric>
 
 #include "hsm/mixer_kind.h"
@@ -145,6 +146,33 @@ void WhatIfEditor::reset() {
     c.touchedA = c.touchedB = false;
   }
   for (auto& [k, box] : knockOuts_) box->setChecked(false);
+  building_ = false;
+  debounce_->stop();
+}
+
+void WhatIfEditor::setEdits(const hsm::WhatIf& edits) {
+  reset();
+  building_ = true;
+  for (auto& [k, box] : knockOuts_)
+    box->setChecked(std::find(edits.knock_out.begin(), edits.knock_out.end(), k) != edits.knock_out.end());
+  for (const hsm::AbEdit& e : edits.ab) {
+    if (e.layer < 0 || e.layer >= static_cast<int64_t>(trained_.size())) continue;
+    const hsm::MixerWeights& t = trained_[static_cast<size_t>(e.layer)];
+    if (e.a.size() != t.a.size() || e.b.size() != t.b.size()) continue;
+    for (AbControl& c : ab_) {
+      if (c.layer != static_cast<int>(e.layer)) continue;
+      // The layer's value (every channel set alike by this editor) or one head's.
+      auto show = [&](const std::vector<float>& edited, const std::vector<float>& trained, QDoubleSpinBox* spin,
+                      bool& touched) {
+        const size_t i = c.head < 0 ? 0 : static_cast<size_t>(c.head);
+        if (i >= edited.size()) return;
+        touched = c.head < 0 ? edited != trained : edited[i] != trained[i];
+        if (touched) spin->setValue(edited[i]);
+      };
+      show(e.a, t.a, c.a, c.touchedA);
+      show(e.b, t.b, c.b, c.touchedB);
+    }
+  }
   building_ = false;
   debounce_->stop();
 }

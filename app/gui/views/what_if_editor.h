@@ -27,6 +27,10 @@ class WhatIfEditor : public QWidget {
   void setModel(const hsm::ModelConfig& config, const std::vector<hsm::MixerWeights>& trained);
   // Every control back to the trained values (no signal).
   void reset();
+  // The controls set to hold `edits` (no signal): a run's edits shown again when the view comes
+  // back to it. Edits of layers or heads the model has no control for are left out; a value
+  // equal to the trained one is not an edit. edits() then gives them back.
+  void setEdits(const hsm::WhatIf& edits);
   // The edits the controls hold now.
   hsm::WhatIf edits() const;
   // The trained weights with the edits applied (a knocked-out layer or head: a = b = 0, its

@@ -38,4 +38,15 @@ struct TokenDataset {
 // remains (no document as long as the context; empty split).
 TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, const DatasetOptions& options);
 
+// A hex digest of a corpus's files (absolute paths, sizes, modification times, as
+// load_dataset lists them, without `cache_dir` when it lies inside a corpus folder): it
+// changes whenever the corpus does, and costs a directory listing, not a read. Throws
+// CorpusError for a missing path or an empty folder.
+std::string corpus_digest(const std::string& path, const std::string& cache_dir = "");
+
+// Where encoded corpora (and trained tokenizers) are cached when no folder is given: training
+// and evaluation share it, so an evaluation reads the tokens its run's training encoded.
+// $HSM_CACHE_DIR, else $XDG_CACHE_HOME/hsm-studio, else ~/.cache/hsm-studio, else ./.hsm-cache.
+std::string default_cache_dir();
+
 }  // namespace hsm

@@ -45,6 +45,10 @@ struct HeadDiagnostics {
   int64_t shift = -1;         // -1: not a shift head (attention)
   std::vector<float> matrix;  // L×L row-major, rows = queries
   Indicators indicators;
+  // Knocked out (a what-if copy, hsm/knock_out.h): the head's output is replaced by zero, so
+  // nothing of it reaches the residual stream. The matrix and indicators are still what the head
+  // would mix, so an edit can be read against the trained model.
+  bool knocked_out = false;
 };
 
 struct LayerDiagnostics {
@@ -55,6 +59,9 @@ struct LayerDiagnostics {
   Indicators indicators;  // raw, per layer
   Indicators normalised;  // entropy, conc, headdiv min-max normalised across the model's layers
                           // (0..1; 0 when all equal); other fields copied raw
+  // The whole mixer knocked out (as HeadDiagnostics::knocked_out; every head is marked too).
+  // Later layers are diagnosed on the stream without it.
+  bool knocked_out = false;
 };
 
 struct Diagnosis {

@@ -93,6 +93,31 @@ struct EvalOptions {
   const CancelFlag* cancel = nullptr;
 };
 
+// The windows an evaluation scores, read from a corpus once (Session::eval_set) and then
+// scored as often as wanted: the studio scores every what-if edit and every ablation on one set
+// instead of reading the corpus (or its token cache) again for each. It holds a copy of the
+// split's tokens, so it outlives the session that made it, and it fits every session with the
+// same tokenizer and context (an edited copy, a later checkpoint of the run, another run
+// trained with that tokenizer); Session::evaluate refuses one that does not fit.
+class EvalSet {
+ public:
+  EvalSet();  // empty: fits no session
+  ~EvalSet();
+  EvalSet(const EvalSet&);
+  EvalSet& operator=(const EvalSet&);
+  bool empty() const;
+  int64_t windows() const;            // after EvalOptions::max_windows
+  const std::string& split() const;   // "val", "train" or "all"
+  const std::string& layout() const;  // "packed" or "story_start"
+  // The corpus's tokens the set holds (a measure of the memory it takes).
+  int64_t tokens() const;
+
+ private:
+  friend class Session;
+  struct Data;
+  std::shared_ptr<const Data> data_;
+};
+
 class Session {
  public:
   // Loads config.json, model.safetensors and tokenizer.model from a run folder; every file
@@ -106,12 +131,21 @@ class Session {
   // Next-token logits for a token sequence (at most the context), for tests and diagnostics.
   std::vector<float> logits(const std::vector<int32_t>& tokens);
   EvalResult evaluate(const std::string& data_path, const EvalOptions& options);
+  // The windows evaluate(data_path, options) scores, read once: options' split, windows,
+  // max_windows, cache_dir, progress and cancel are used.
+  EvalSet eval_set(const std::string& data_path, const EvalOptions& options) const;
+  // The same evaluation on windows read before: options' split, windows and max_windows are
+  // the set's and not read here; batch_size, max_batches, skipped layers and knock-outs are.
+  // Equal to evaluate(data_path, options) when the set was read with the same options.
+  // Throws std::invalid_argument for an empty set or one read for another tokenizer or context.
+  EvalResult evaluate(const EvalSet& set, const EvalOptions& options);
   // Importance by ablation (hsm/probe.h): the loss of evaluate(data_path, options) with
   // nothing knocked out (the base), then with each layer's mixer output zeroed, then with each
   // separable head of each layer zeroed, on the same windows; ranked by the loss's rise.
   // options.knock_out must be empty. Progress spans the whole; the cancel flag is checked
   // between batches (Cancelled).
   AblationReport ablate(const std::string& data_path, const EvalOptions& options);
+  AblationReport ablate(const EvalSet& set, const EvalOptions& options);  // as evaluate(set, ...)
   // Attention / effective mixing matrices and indicators of every layer and head for a
   // prompt (SPEC §3.3, diagnostics.h), computed on each mixer's real input LN1(h). The
   // prompt's tokens are used as they are (no <|endoftext|> in front), cut to the first

@@ -24,7 +24,7 @@ struct RunSpec {
   ModelConfig model;           // ignored on resume (taken from the run folder)
   TrainSettings train;
   std::string tokenizer_path;  // existing tokenizer.model; "" = train one on data_path
-  std::string cache_dir;       // encoded-corpus cache; "" = <run_dir>/../.hsm-cache next to the runs
+  std::string cache_dir;       // encoded-corpus cache; "" = default_cache_dir() (hsm/dataset.h)
   bool resume = false;         // continue run_dir from its last checkpoint
   // This process as one rank of a data-parallel run (hsm/distributed.h; world_size 1: alone).
   // Not a property of the run: a run trained on N ranks resumes on M. train.batch_size stays

@@ -140,6 +140,12 @@ class BatchEncoder {
 
 }  // namespace
 
+std::string corpus_digest(const std::string& path, const std::string& cache_dir) {
+  Fnv1a64 h;
+  hash_files(h, list_files(path, cache_dir.empty() ? fs::path() : fs::absolute(cache_dir)));
+  return h.hex();
+}
+
 TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, const DatasetOptions& options) {
   if (tokenizer.vocab_size() > 65536)
     throw std::invalid_argument("tokenizer has " + std::to_string(tokenizer.vocab_size()) +

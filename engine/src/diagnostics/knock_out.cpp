@@ -3,18 +3,14 @@
 
 #include <stdexcept>
 
+#include "io/text_list.h"
+
 namespace hsm {
 namespace {
 
-int64_t parse_index(const std::string& text, const std::string& item) {
-  size_t used = 0;
-  long long v = -1;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || v < 0)
+int64_t parse_item_index(const std::string& text, const std::string& item) {
+  int64_t v = -1;
+  if (!parse_index(text, v))
     throw std::invalid_argument("knock-out '" + item +
                                 "': expected LAYER or LAYER:HEAD with 0-based indices (e.g. 3 or 3:1)");
   return v;
@@ -24,16 +20,13 @@ int64_t parse_index(const std::string& text, const std::string& item) {
 
 std::vector<KnockOut> parse_knock_outs(const std::string& text) {
   std::vector<KnockOut> out;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find(',', begin), text.size());
-    const std::string item = text.substr(begin, end - begin);
-    const size_t colon = item.find(':');
+  for (const std::string& item : split_list(text)) {
+    const std::vector<std::string> parts = split_list(item, ':');
+    if (parts.size() > 2) parse_item_index("", item);  // LAYER:HEAD at most
     KnockOut k;
-    k.layer = parse_index(item.substr(0, colon), item);
-    if (colon != std::string::npos) k.head = parse_index(item.substr(colon + 1), item);
+    k.layer = parse_item_index(parts[0], item);
+    if (parts.size() == 2) k.head = parse_item_index(parts[1], item);
     out.push_back(k);
-    begin = end + 1;
   }
   return out;
 }

@@ -45,7 +45,12 @@ std::vector<LayerDiagnostics> diagnose_model(Gpt& model, const torch::Tensor& id
     const auto& qk = streams[l];
     layers.push_back(diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l), block->ln1->forward(h),
                                     qk.defined() ? block->ln1->forward(qk) : qk));
-    h = block->forward(h, qk);
+    h = block->forward(h, qk);  // honours the knock-outs: later layers see the stream without them
+  }
+  for (const KnockOut& k : model->knock_outs()) {
+    LayerDiagnostics& ld = layers[static_cast<size_t>(k.layer)];  // checked by set_knock_outs
+    ld.knocked_out = ld.knocked_out || k.head < 0;
+    for (HeadDiagnostics& hd : ld.heads) hd.knocked_out = hd.knocked_out || k.head < 0 || hd.head == k.head;
   }
   normalise_across_layers(layers);
   return layers;

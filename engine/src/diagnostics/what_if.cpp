@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "io/text_list.h"
+
 namespace hsm {
 namespace {
 
@@ -42,29 +44,14 @@ std::string number_text(float v) {
 
 std::vector<AbEdit> parse_ab_edits(const std::string& text) {
   std::vector<AbEdit> out;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find(',', begin), text.size());
-    const std::string item = text.substr(begin, end - begin);
-    const size_t c1 = item.find(':');
-    const size_t c2 = c1 == std::string::npos ? std::string::npos : item.find(':', c1 + 1);
-    if (c2 == std::string::npos || item.find(':', c2 + 1) != std::string::npos)
-      bad_item(item, "it needs three parts separated by ':'");
-    const std::string layer = item.substr(0, c1);
-    size_t used = 0;
-    long long l = -1;
-    try {
-      l = std::stoll(layer, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (layer.empty() || used != layer.size() || l < 0) bad_item(item, "layer '" + layer + "' is not a 0-based index");
+  for (const std::string& item : split_list(text)) {
+    const std::vector<std::string> parts = split_list(item, ':');
+    if (parts.size() != 3) bad_item(item, "it needs three parts separated by ':'");
     AbEdit e;
-    e.layer = l;
-    e.a = {parse_value(item.substr(c1 + 1, c2 - c1 - 1), item, "a")};
-    e.b = {parse_value(item.substr(c2 + 1), item, "b")};
+    if (!parse_index(parts[0], e.layer)) bad_item(item, "layer '" + parts[0] + "' is not a 0-based index");
+    e.a = {parse_value(parts[1], item, "a")};
+    e.b = {parse_value(parts[2], item, "b")};
     out.push_back(std::move(e));
-    begin = end + 1;
   }
   return out;
 }

@@ -23,6 +23,37 @@ namespace fs = std::filesystem;
 
 namespace hsm {
 
+// What an evaluation scores: the split's tokens, where its windows start, and the result's
+// description of them (split, documents), with what it was read for.
+struct EvalSet::Data {
+  std::vector<uint16_t> tokens;
+  std::vector<int64_t> starts;
+  // unigram_nll[n]: the unigram cross-entropy summed over the targets of the first n windows
+  // (each window's last T tokens), accumulated in window order: the baseline of any prefix.
+  std::vector<double> unigram_nll;
+  EvalResult described;
+  std::string layout;
+  int64_t context = 0;
+  int64_t vocab_size = 0;
+  std::string tokenizer_hash;
+};
+
+EvalSet::EvalSet() = default;
+EvalSet::~EvalSet() = default;
+EvalSet::EvalSet(const EvalSet&) = default;
+EvalSet& EvalSet::operator=(const EvalSet&) = default;
+bool EvalSet::empty() const { return !data_; }
+int64_t EvalSet::windows() const { return data_ ? static_cast<int64_t>(data_->starts.size()) : 0; }
+const std::string& EvalSet::split() const {
+  static const std::string none;
+  return data_ ? data_->described.split : none;
+}
+const std::string& EvalSet::layout() const {
+  static const std::string none;
+  return data_ ? data_->layout : none;
+}
+int64_t EvalSet::tokens() const { return data_ ? static_cast<int64_t>(data_->tokens.size()) : 0; }
+
 struct Session::Impl {
   std::string run_dir;
   ModelConfig config;
@@ -78,17 +109,11 @@ struct Session::Impl {
     return prompt_token_ids(*tokenizer, prompt, config.context, max_tokens, what);
   }
 
-  // What an evaluation scores: the split's tokens, where its windows start, and the result's
-  // description of them (split, documents, unigram baseline).
-  struct EvalWindows {
-    std::vector<uint16_t> tokens;
-    std::vector<int64_t> starts;
-    EvalResult described;
-  };
-  EvalWindows eval_windows(const std::string& data_path, const EvalOptions& options) const;
-  // The loss and accuracy of the model over `w` with options' skipped layers and knock-outs,
-  // both undone afterwards.
-  EvalResult evaluate_on(const EvalWindows& w, const EvalOptions& options, const ProgressFn& progress);
+  // Refuses a set this session cannot score (read for another tokenizer or context).
+  const EvalSet::Data& fitting(const EvalSet& set) const;
+  // The loss and accuracy of the model over a set's windows with options' skipped layers and
+  // knock-outs, both undone afterwards.
+  EvalResult evaluate_on(const EvalSet::Data& w, const EvalOptions& options, const ProgressFn& progress);
 };
 
 Session::Session() : impl_(std::make_unique<Impl>()) {}
@@ -321,50 +346,70 @@ GenerationResult Session::generate(const std::string& prompt, const GenerateOpti
   return result;
 }
 
-Session::Impl::EvalWindows Session::Impl::eval_windows(const std::string& data_path, const EvalOptions& options) const {
+EvalSet Session::eval_set(const std::string& data_path, const EvalOptions& options) const {
+  const Impl& m = *impl_;
   if (options.split != "val" && options.split != "train" && options.split != "all")
     throw std::invalid_argument("unknown split '" + options.split + "' (use val, train or all)");
+  const WindowLayout layout = window_layout(options.windows);  // throws for an unknown one
   DatasetOptions d;
-  d.context = config.context;
+  d.context = m.config.context;
   d.val_fraction = kValFraction;
   d.seed = kSplitSeed;
   d.cache_dir = options.cache_dir;
   d.progress = options.progress;
   d.cancel = options.cancel;
-  const TokenDataset data = load_dataset(data_path, *tokenizer, d);
-  EvalWindows w;
-  EvalResult& r = w.described;
+  const TokenDataset data = load_dataset(data_path, *m.tokenizer, d);
+  auto w = std::make_shared<EvalSet::Data>();
+  EvalResult& r = w->described;
   r.split = options.split;
   if (options.split == "val") {
-    w.tokens = data.val;
+    w->tokens = data.val;
     r.documents = data.val_documents;
   } else if (options.split == "train") {
-    w.tokens = data.train;
+    w->tokens = data.train;
     r.documents = data.train_documents;
   } else {
-    w.tokens = data.train;
-    w.tokens.insert(w.tokens.end(), data.val.begin(), data.val.end());
+    w->tokens = data.train;
+    w->tokens.insert(w->tokens.end(), data.val.begin(), data.val.end());
     r.documents = data.train_documents + data.val_documents;
   }
-  const int64_t T = config.context;
-  w.starts = window_starts(w.tokens, T, window_layout(options.windows),
-                           static_cast<uint16_t>(tokenizer->end_of_text_id()));
-  if (options.max_windows > 0 && static_cast<int64_t>(w.starts.size()) > options.max_windows)
-    w.starts.resize(static_cast<size_t>(options.max_windows));
+  const int64_t T = m.config.context;
+  w->starts = window_starts(w->tokens, T, layout, static_cast<uint16_t>(m.tokenizer->end_of_text_id()));
+  if (options.max_windows > 0 && static_cast<int64_t>(w->starts.size()) > options.max_windows)
+    w->starts.resize(static_cast<size_t>(options.max_windows));
   // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
-  std::vector<double> counts(static_cast<size_t>(config.vocab_size), 1.0);
+  std::vector<double> counts(static_cast<size_t>(m.config.vocab_size), 1.0);
   for (uint16_t t : data.train) counts[t] += 1.0;
   const double total = static_cast<double>(data.train.size()) + static_cast<double>(counts.size());
-  int64_t windows = static_cast<int64_t>(w.starts.size());
-  if (options.max_batches > 0) windows = std::min(windows, options.max_batches * options.batch_size);
+  std::vector<double> log_p(counts.size());  // one log per vocabulary entry, not per target
+  for (size_t v = 0; v < counts.size(); ++v) log_p[v] = std::log(counts[v] / total);
+  w->unigram_nll.reserve(w->starts.size() + 1);
   double nll = 0;
-  for (int64_t i = 0; i < windows; ++i)
-    for (int64_t t = 1; t <= T; ++t) nll -= std::log(counts[w.tokens[static_cast<size_t>(w.starts[i] + t)]] / total);
-  r.unigram_loss = windows > 0 ? nll / static_cast<double>(windows * T) : 0;
+  w->unigram_nll.push_back(nll);
+  for (int64_t start : w->starts) {
+    for (int64_t t = 1; t <= T; ++t) nll -= log_p[w->tokens[static_cast<size_t>(start + t)]];
+    w->unigram_nll.push_back(nll);
+  }
+  w->layout = options.windows;
+  w->context = T;
+  w->vocab_size = m.config.vocab_size;
+  w->tokenizer_hash = m.tokenizer->hash();
+  EvalSet set;
+  set.data_ = std::move(w);
+  return set;
+}
+
+const EvalSet::Data& Session::Impl::fitting(const EvalSet& set) const {
+  if (!set.data_) throw std::invalid_argument("evaluate: the evaluation set is empty (read one with eval_set)");
+  const EvalSet::Data& w = *set.data_;
+  if (w.context != config.context || w.vocab_size != config.vocab_size || w.tokenizer_hash != tokenizer->hash())
+    throw std::invalid_argument(
+        "evaluate: the evaluation set was read for another model (context " + std::to_string(w.context) +
+        ", vocabulary " + std::to_string(w.vocab_size) + ", another tokenizer or not); read it again for this one");
   return w;
 }
 
-EvalResult Session::Impl::evaluate_on(const EvalWindows& w, const EvalOptions& options, const ProgressFn& progress) {
+EvalResult Session::Impl::evaluate_on(const EvalSet::Data& w, const EvalOptions& options, const ProgressFn& progress) {
   std::vector<int64_t> skip = options.skip_layers;
   if (options.skip_replaced)
     for (size_t l = 0; l < config.layers.size(); ++l)
@@ -391,22 +436,42 @@ EvalResult Session::Impl::evaluate_on(const EvalWindows& w, const EvalOptions& o
   r.loss = ev.loss;
   r.accuracy = ev.accuracy;
   r.tokens = ev.tokens;
+  int64_t windows = static_cast<int64_t>(w.starts.size());
+  if (options.max_batches > 0) windows = std::min(windows, options.max_batches * options.batch_size);
+  r.unigram_loss = windows > 0 ? w.unigram_nll[static_cast<size_t>(windows)] / static_cast<double>(windows * config.context) : 0;
   return r;
 }
 
 EvalResult Session::evaluate(const std::string& data_path, const EvalOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  EvalResult r = impl_->evaluate_on(impl_->eval_windows(data_path, options), options, options.progress);
+  const EvalSet set = eval_set(data_path, options);
+  EvalResult r = impl_->evaluate_on(*set.data_, options, options.progress);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+EvalResult Session::evaluate(const EvalSet& set, const EvalOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalResult r = impl_->evaluate_on(impl_->fitting(set), options, options.progress);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
 AblationReport Session::ablate(const std::string& data_path, const EvalOptions& options) {
+  if (!options.knock_out.empty())
+    throw std::invalid_argument("ablate knocks out each layer and head in turn itself: give no knock-outs");
+  const auto t0 = std::chrono::steady_clock::now();
+  AblationReport report = ablate(eval_set(data_path, options), options);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+AblationReport Session::ablate(const EvalSet& set, const EvalOptions& options) {
   auto& m = *impl_;
   if (!options.knock_out.empty())
     throw std::invalid_argument("ablate knocks out each layer and head in turn itself: give no knock-outs");
   const auto t0 = std::chrono::steady_clock::now();
-  const Impl::EvalWindows windows = m.eval_windows(data_path, options);
+  const EvalSet::Data& windows = m.fitting(set);
   // Every layer whole, then every head a layer's mixer can zero alone (MixerImpl::separable_heads).
   std::vector<KnockOut> order;
   for (size_t l = 0; l < m.model->blocks.size(); ++l) order.push_back({static_cast<int64_t>(l), -1});

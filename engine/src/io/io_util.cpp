@@ -1,4 +1,5 @@
 #include "io/io_util.h"
+#include "hsm/dataset.h"
 
 #include <fcntl.h>
 #include <signal.h>

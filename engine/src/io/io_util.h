@@ -24,7 +24,6 @@ int remove_dead_temporaries(const std::string& dir);
 // data and plugins are looked for relative to it.
 std::string executable_dir();
 
-// $HSM_CACHE_DIR, else $XDG_CACHE_HOME/hsm-studio, else ~/.cache/hsm-studio, else ./.hsm-cache.
-std::string default_cache_dir();
+// default_cache_dir() is public: hsm/dataset.h.
 
 }  // namespace hsm
