@@ -147,6 +147,31 @@ TEST(ProbeView, AblationCancels) {
   EXPECT_TRUE(s.view.findChild<QPushButton*>(QStringLiteral("ablation_run"))->isEnabled());
 }
 
+TEST(ProbeView, SaysWhenTheRunIsEditedAndAblatesTheEditedModel) {
+  Studio s;
+  const QString run = trained_run();
+  s.runs.setCurrent(s.runs.open(run));
+  EXPECT_TRUE(s.view.whatIfBanner().isEmpty());
+  s.engine.setWhatIf(run, hsm::WhatIf{{{1, -1}}, {}});  // the attention layer knocked out
+  EXPECT_TRUE(s.view.whatIfBanner().contains(QStringLiteral("Edited model"))) << s.view.whatIfBanner().toStdString();
+  EXPECT_TRUE(s.view.whatIfBanner().contains(QStringLiteral("layer 1 knocked out")));
+  s.view.setMaxWindows(8);
+  ASSERT_TRUE(s.view.runAblation()) << s.view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !s.view.isAblating(); }));
+  ASSERT_TRUE(s.view.hasAblation()) << s.view.lastError().toStdString();
+  // The base is the edited model's loss; layer 1 and its heads have no rows (3 of 7 left).
+  auto session = hsm::Session::open(run.toStdString(), "cpu");
+  hsm::EvalOptions o;
+  o.max_windows = 8;
+  o.knock_out = {{1, -1}};
+  const hsm::RunInfo info = hsm::read_run_info(run.toStdString());
+  EXPECT_EQ(s.view.ablation().base_loss, session->evaluate(info.data_path, o).loss);
+  EXPECT_EQ(s.view.ablation().ablations.size(), 2u);  // layers 0 and 2
+  for (const hsm::Ablation& a : s.view.ablation().ablations) EXPECT_NE(a.knock_out.layer, 1);
+  s.engine.setWhatIf(run, {});
+  EXPECT_TRUE(s.view.whatIfBanner().isEmpty());
+}
+
 // Ablation runs on the engine's analysis thread: a generation asked for while it runs is
 // answered before it ends (on one thread it would queue behind every knock-out).
 TEST(EngineHost, AGenerationDoesNotWaitForAnAblation) {

@@ -279,14 +279,21 @@ TEST_F(WhatIfRun, KnockOutsOfACopyStayAndEqualTheEvaluationsKnockOut) {
       found = true;
     }
   EXPECT_TRUE(found);
-  // The copy's own ablation starts from its knock-out; after it the knock-out is still there.
-  EXPECT_EQ(copy->ablate(*data_, o).base_loss, first.loss);
+  // The copy's own ablation starts from its knock-out, and has no rows for what it already
+  // knocks out (layer 2 and its heads); after it the knock-out is still there.
+  const AblationReport of_copy = copy->ablate(*data_, o);
+  EXPECT_EQ(of_copy.base_loss, first.loss);
+  EXPECT_EQ(of_copy.ablations.size(), report.ablations.size() - 5);  // layer 2 whole and its 4 heads
+  for (const Ablation& a : of_copy.ablations) EXPECT_NE(a.knock_out.layer, 2) << knock_out_label(a.knock_out);
   EXPECT_EQ(copy->evaluate(*data_, o).loss, first.loss);
   // A head knock-out through edited() and the generation of a copy that has one.
   auto head = session->edited({{{2, 1}}, {}});
   EvalOptions kh = o;
   kh.knock_out = {{2, 1}};
   EXPECT_EQ(head->evaluate(*data_, o).loss, session->evaluate(*data_, kh).loss);
+  const AblationReport of_head = head->ablate(*data_, o);  // no row for head 2:1; layer 2 whole stays
+  EXPECT_EQ(of_head.ablations.size(), report.ablations.size() - 1);
+  for (const Ablation& a : of_head.ablations) EXPECT_FALSE(a.knock_out == (KnockOut{2, 1}));
   GenerateOptions g;
   g.sampling.max_new_tokens = 4;
   EXPECT_EQ(copy->generate("Once", g).decoder, "libtorch");  // the fast path knows no knock-outs

@@ -149,11 +149,11 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   compareTrained_ = new QCheckBox(tr("Compare with trained (same seed)"));
   compareTrained_->setObjectName(QStringLiteral("compare_trained"));
   compareTrained_->setToolTip(tr("Also generate with the run's trained model, side by side with the edited one"));
-  auto* whatIfBox = new NoticeBar(QStringLiteral("playground_whatif_box"), whatIf_, {compareTrained_});
+  whatIfBar_ = new NoticeBar(QStringLiteral("playground_whatif_box"), whatIf_, {compareTrained_});
   auto* right = new QWidget;
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(6, 0, 0, 0);
-  rightLayout->addWidget(whatIfBox);
+  rightLayout->addWidget(whatIfBar_);
   rightLayout->addWidget(hint_);
   rightLayout->addWidget(scroll, 1);
   rightLayout->addWidget(legend);
@@ -177,16 +177,13 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
 }
 
 void PlaygroundView::setCompareTrained(bool on) { compareTrained_->setChecked(on); }
-QString PlaygroundView::whatIfBanner() const { return whatIf_->parentWidget()->isVisibleTo(this) ? whatIf_->text() : QString(); }
+QString PlaygroundView::whatIfBanner() const { return whatIfBar_->shownText(); }
 
 void PlaygroundView::updateWhatIf() {
   const RunEntry* run = runs_->currentRun();
-  const hsm::WhatIf w = run ? engine_->whatIf(run->dir) : hsm::WhatIf{};
-  whatIf_->parentWidget()->setVisible(!w.empty());
-  whatIf_->setText(w.empty() ? QString()
-                             : tr("<b>Edited model</b> (what-if, not saved): %1. Generate again with the same seed to "
-                                  "see what the edit changes; Reset it in the Weights view.")
-                                   .arg(qstr(hsm::what_if_label(w)).toHtmlEscaped()));
+  whatIfBar_->showWhatIf(run ? engine_->whatIf(run->dir) : hsm::WhatIf{},
+                         tr("Generate again with the same seed to see what the edit changes; Reset it in the "
+                            "Weights view."));
 }
 
 void PlaygroundView::loadPaperPrompts() {

@@ -22,6 +22,7 @@ namespace studio {
 
 class EngineHost;
 class FieldError;
+class NoticeBar;
 class RunList;
 class TokenText;
 
@@ -105,6 +106,7 @@ class PlaygroundView : public QWidget {
   QCheckBox* compare_;
   QCheckBox* compareTrained_;
   QLabel* whatIf_;
+  NoticeBar* whatIfBar_;
   QPushButton* generateButton_;
   QPushButton* stopButton_;
   QLabel* hint_;

@@ -26,6 +26,7 @@
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/notice_bar.h"
 #include "gui/widgets/token_text.h"
 #include "gui/widgets/widget_export.h"
 
@@ -198,6 +199,11 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(bar);
+  whatIf_ = new QLabel;
+  whatIf_->setObjectName(QStringLiteral("probe_whatif"));
+  whatIf_->setWordWrap(true);
+  whatIfBar_ = new NoticeBar(QStringLiteral("probe_whatif_box"), whatIf_, {});
+  layout->addWidget(whatIfBar_);
   layout->addWidget(status_);
   layout->addWidget(rows, 1);
 
@@ -218,6 +224,8 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
     if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
   });
   connect(exportButton, &QPushButton::clicked, this, &ProbeView::exportDialog);
+  connect(engine_, &EngineHost::whatIfChanged, this, &ProbeView::updateWhatIf);
+  connect(runs_, &RunList::currentChanged, this, &ProbeView::updateWhatIf);
   connect(engine_, &EngineHost::probed, this, &ProbeView::onProbed);
   connect(engine_, &EngineHost::ablated, this, &ProbeView::onAblated);
   connect(engine_, &EngineHost::requestFailed, this, &ProbeView::onFailed);
@@ -232,6 +240,16 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   drawRollout();
   drawAblation();
   updateButtons();
+  updateWhatIf();
+}
+
+QString ProbeView::whatIfBanner() const { return whatIfBar_->shownText(); }
+
+void ProbeView::updateWhatIf() {
+  const RunEntry* run = runs_->currentRun();
+  whatIfBar_->showWhatIf(run ? engine_->whatIf(run->dir) : hsm::WhatIf{},
+                         tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is "
+                            "in the base loss); Reset it in the Weights view."));
 }
 
 void ProbeView::setPrompt(const QString& prompt) { promptEdit_->setText(prompt); }

@@ -23,6 +23,7 @@ namespace studio {
 
 class EngineHost;
 class HeatmapPanel;
+class NoticeBar;
 class PlotPanel;
 class RunList;
 
@@ -54,6 +55,9 @@ class ProbeView : public QWidget {
   bool hasAblation() const { return hasAblation_; }
   const hsm::AblationReport& ablation() const { return ablation_; }
   QString lastError() const { return lastError_; }
+  // The notice shown while the current run has a what-if edit (the Weights view): the lens,
+  // rollout and ablation are of the edited model. Empty when it has none.
+  QString whatIfBanner() const;
 
   QTableWidget* lensTable() const { return lensTable_; }
   // What hovering a lens cell shows (row 0 = after the embedding, column = position).
@@ -90,6 +94,9 @@ class ProbeView : public QWidget {
   QLineEdit* promptEdit_;
   QPushButton* probeButton_;
   QLabel* status_;
+  QLabel* whatIf_;
+  NoticeBar* whatIfBar_;
+  void updateWhatIf();
   QTableWidget* lensTable_;
   HeatmapPanel* rollout_;
   QSlider* layerSlider_;

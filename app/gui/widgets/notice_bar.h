@@ -4,6 +4,8 @@
 #include <QFrame>
 #include <QList>
 
+#include "hsm/what_if.h"
+
 class QLabel;
 
 namespace studio {
@@ -12,6 +14,15 @@ class NoticeBar : public QFrame {
   Q_OBJECT
  public:
   NoticeBar(const QString& objectName, QLabel* text, const QList<QWidget*>& controls, QWidget* parent = nullptr);
+
+  // The views that show a run's model (Playground, Probe): shown while `edits` is not empty,
+  // "Edited model (what-if, not saved): <the edits>. <consequence>"; hidden otherwise.
+  void showWhatIf(const hsm::WhatIf& edits, const QString& consequence);
+  // The text while shown, else empty.
+  QString shownText() const;
+
+ private:
+  QLabel* text_;
 };
 
 }  // namespace studio

@@ -142,7 +142,8 @@ class Session {
   // Importance by ablation (hsm/probe.h): the loss of evaluate(data_path, options) with
   // nothing knocked out (the base), then with each layer's mixer output zeroed, then with each
   // separable head of each layer zeroed, on the same windows; ranked by the loss's rise.
-  // options.knock_out must be empty. Progress spans the whole; the cancel flag is checked
+  // options.knock_out must be empty. On an edited copy (edited()) what it already knocks out
+  // is in the base and gets no row. Progress spans the whole; the cancel flag is checked
   // between batches (Cancelled).
   AblationReport ablate(const std::string& data_path, const EvalOptions& options);
   AblationReport ablate(const EvalSet& set, const EvalOptions& options);  // as evaluate(set, ...)

@@ -473,11 +473,18 @@ AblationReport Session::ablate(const EvalSet& set, const EvalOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const EvalSet::Data& windows = m.fitting(set);
   // Every layer whole, then every head a layer's mixer can zero alone (MixerImpl::separable_heads).
+  // What an edited copy already knocks out is in its base loss; a row for it would be 0 by
+  // construction, so it gets none.
+  auto already_out = [&m](const KnockOut& k) {
+    return std::any_of(m.edits.knock_out.begin(), m.edits.knock_out.end(),
+                       [&k](const KnockOut& e) { return e.layer == k.layer && (e.head < 0 || e.head == k.head); });
+  };
   std::vector<KnockOut> order;
   for (size_t l = 0; l < m.model->blocks.size(); ++l) order.push_back({static_cast<int64_t>(l), -1});
   for (size_t l = 0; l < m.model->blocks.size(); ++l)
     for (int64_t h = 0; h < m.model->blocks[l]->mixer->separable_heads(); ++h)
       order.push_back({static_cast<int64_t>(l), h});
+  order.erase(std::remove_if(order.begin(), order.end(), already_out), order.end());
   const auto runs = static_cast<double>(order.size() + 1);
   auto progress_of = [&](size_t run, const std::string& stage) -> ProgressFn {
     if (!options.progress) return {};
