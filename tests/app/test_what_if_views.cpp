@@ -15,6 +15,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <qcustomplot.h>
 
 #include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
@@ -49,6 +50,14 @@ QMap<QString, QByteArray> hash_folder(const QString& dir) {
   return out;
 }
 
+// Opens `run` as the current run and shows `view` at a size where every panel has room.
+template <class View>
+void show_on(RunList& runs, View& view, const QString& run) {
+  runs.setCurrent(runs.open(run));
+  view.resize(1400, 900);
+  view.show();
+}
+
 }  // namespace
 
 TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
@@ -57,9 +66,7 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   RunList runs;
   EngineHost engine;
   WeightsView view(&runs, &engine);
-  runs.setCurrent(runs.open(run));
-  view.resize(1400, 900);
-  view.show();
+  show_on(runs, view, run);
   ASSERT_TRUE(wait_for([&] { return !view.weights().empty() && !view.isWaiting(); }));
   WhatIfEditor* editor = view.whatIfEditor();
   ASSERT_NE(editor->spinBox('a', 0), nullptr);
@@ -142,6 +149,57 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   EXPECT_EQ(hash_folder(run), before);  // byte-identical after every edit
 }
 
+namespace {
+
+void mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButtons buttons) {
+  QMouseEvent e(type, at, w->mapToGlobal(at), type == QEvent::MouseMove ? Qt::NoButton : Qt::LeftButton, buttons,
+                Qt::NoModifier);
+  QCoreApplication::sendEvent(w, &e);
+}
+
+}  // namespace
+
+TEST(WhatIf, DraggingABarSetsThatLayersValueAndNotTheAxes) {
+  const QString run = trained_run();
+  RunList runs;
+  EngineHost engine;
+  WeightsView view(&runs, &engine);
+  show_on(runs, view, run);
+  ASSERT_TRUE(wait_for([&] { return !view.weights().empty() && !view.isWaiting(); }));
+  QCustomPlot* plot = view.barsB()->parentPlot();
+  plot->replot();
+  const QCPRange before = plot->yAxis->range();
+  // Layer 2's b bar (the second scalar layer): pressed halfway up, dragged by +0.3 in value.
+  const QPointF top = view.barsB()->dataPixelPosition(1);
+  const double zero = plot->yAxis->coordToPixel(0);
+  const QPointF press(top.x(), (top.y() + zero) / 2);
+  const double trained = view.trainedWeights()[2].b[0];
+  const double to = plot->yAxis->pixelToCoord(press.y()) + 0.3;
+  const QPointF release(press.x(), plot->yAxis->coordToPixel(to));
+  mouse(plot, QEvent::MouseButtonPress, press, Qt::LeftButton);
+  EXPECT_FALSE(plot->interactions().testFlag(QCP::iRangeDrag));  // the bar moves, not the axes
+  mouse(plot, QEvent::MouseMove, release, Qt::LeftButton);
+  EXPECT_EQ(plot->yAxis->range(), before);  // still under the pointer while dragging
+  EXPECT_NEAR(view.barsB()->data()->at(1)->value, trained + 0.3, 0.01);  // drawn at once
+  mouse(plot, QEvent::MouseButtonRelease, release, Qt::NoButton);
+  EXPECT_TRUE(plot->interactions().testFlag(QCP::iRangeDrag));
+  QDoubleSpinBox* spin = view.whatIfEditor()->spinBox('b', 2);
+  EXPECT_NEAR(spin->value(), trained + 0.3, 0.01);
+  // The drag is an edit like typing it: debounced, applied and scored.
+  ASSERT_TRUE(wait_for([&] { return !view.edits().empty() && view.hasEvaluation() && !view.isEvaluating(); }, 60000));
+  ASSERT_EQ(view.edits().ab.size(), 1u);
+  EXPECT_EQ(view.edits().ab[0].layer, 2);
+  EXPECT_FLOAT_EQ(view.edits().ab[0].b[0], static_cast<float>(spin->value()));
+  EXPECT_FLOAT_EQ(view.edits().ab[0].a[0], view.trainedWeights()[2].a[0]);
+  // A press beside the bars edits nothing.
+  const QPointF empty(plot->xAxis->coordToPixel(1), plot->yAxis->coordToPixel(plot->yAxis->range().upper) + 5);
+  mouse(plot, QEvent::MouseButtonPress, empty, Qt::LeftButton);
+  EXPECT_TRUE(plot->interactions().testFlag(QCP::iRangeDrag));
+  mouse(plot, QEvent::MouseButtonRelease, empty, Qt::NoButton);
+  EXPECT_EQ(view.edits().ab.size(), 1u);
+  engine.setWhatIf(run, {});
+}
+
 TEST(WhatIf, PlaygroundGeneratesWithTheEditedModelAndComparesWithTrained) {
   const QString run = trained_run();
   const QMap<QString, QByteArray> before = hash_folder(run);
@@ -193,9 +251,7 @@ TEST(WhatIf, TheDiagnosticsViewMarksWhatTheEditKnockedOut) {
   RunList runs;
   EngineHost engine;
   DiagnosticsView view(&runs, &engine);
-  runs.setCurrent(runs.open(run));
-  view.resize(1400, 900);
-  view.show();
+  show_on(runs, view, run);
   engine.setWhatIf(run, hsm::WhatIf{{{1, -1}}, {}});  // the attention layer knocked out
   view.setPrompt(QStringLiteral("Once upon a time, Lily saw a red ball."));
   ASSERT_TRUE(wait_for([&] { return !view.isRunning() && engine.waitIdle(0); }));

@@ -3,10 +3,12 @@
 #include <qcustomplot.h>
 
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
@@ -75,6 +77,10 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   barsB_->setWidth(0.35);
   p->legend->setVisible(true);
   p->yAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
+  p->setToolTip(tr("Drag a bar up or down to set that layer's a or b (what-if); the editor on the right shows it"));
+  connect(p, &QCustomPlot::mousePress, this, &WeightsView::pressBar);
+  connect(p, &QCustomPlot::mouseMove, this, &WeightsView::dragBar);
+  connect(p, &QCustomPlot::mouseRelease, this, [this] { releaseBar(); });
   abPlot_->setCsvWriter([this] {
     QString out = QStringLiteral("layer,mixer,shift,a,b\n");
     for (const hsm::MixerWeights& w : weights_)
@@ -279,6 +285,49 @@ void WeightsView::redrawWeights() {
   fillHeadTable();
 }
 
+QDoubleSpinBox* WeightsView::barUnder(const QPointF& pos) const {
+  for (QCPBars* bars : {barsA_, barsB_}) {
+    QVariant details;
+    if (bars->selectTest(pos, false, &details) < 0) continue;
+    const int index = details.value<QCPDataSelection>().dataRange().begin();
+    if (index < 0 || index >= bars->data()->size()) continue;
+    return editor_->spinBox(bars == barsA_ ? 'a' : 'b', static_cast<int>(bars->data()->at(index)->key));
+  }
+  return nullptr;
+}
+
+void WeightsView::pressBar(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton || editorRun_.isEmpty()) return;
+  dragged_ = barUnder(event->position());
+  if (!dragged_) return;
+  abPlot_->plot()->setInteraction(QCP::iRangeDrag, false);  // the press moves the bar, not the axes
+  dragFrom_ = dragged_->value();
+  dragFromY_ = abPlot_->plot()->yAxis->pixelToCoord(event->position().y());
+}
+
+void WeightsView::dragBar(QMouseEvent* event) {
+  QCustomPlot* p = abPlot_->plot();
+  if (!dragged_) {
+    if (barUnder(event->position()))
+      p->setCursor(Qt::SizeVerCursor);
+    else
+      p->unsetCursor();
+    return;
+  }
+  // The value follows the pointer from where the drag began; the spin box marks it an edit.
+  dragged_->setValue(dragFrom_ + p->yAxis->pixelToCoord(event->position().y()) - dragFromY_);
+  weights_ = editor_->editedWeights();  // drawn at once; the loss follows the debounced edit
+  drawBars();
+  drawOffsets();
+}
+
+void WeightsView::releaseBar() {
+  if (!dragged_) return;
+  dragged_ = nullptr;
+  abPlot_->plot()->setInteraction(QCP::iRangeDrag, true);
+  drawBars();  // the y range fits the new values now that the pointer let go
+}
+
 void WeightsView::resetEdits() {
   editor_->reset();
   onEdits({});
@@ -447,7 +496,7 @@ void WeightsView::drawBars() {
     text->setColor(QColor(90, 90, 90));
     p->xAxis->setRange(0, 1);
     p->yAxis->setRange(0, 1);
-  } else {
+  } else if (!dragged_) {  // while a bar is dragged the axes stay put under the pointer
     p->xAxis->setRange(keys.first() - 0.7, keys.last() + 0.7);
     double lo = 0, hi = 0;
     for (double v : a + b) lo = std::min(lo, v), hi = std::max(hi, v);

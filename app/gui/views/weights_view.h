@@ -15,7 +15,9 @@
 #include "hsm/diagnostics.h"
 
 class QCPBars;
+class QDoubleSpinBox;
 class QLabel;
+class QMouseEvent;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
@@ -91,6 +93,14 @@ class WeightsView : public QWidget {
   void evaluate();
   void updateBanner();
   void redrawWeights();
+  // Dragging a bar of the a/b plot up or down sets that layer's a or b through the editor's
+  // spin box (an edit like typing it); the axes do not pan while a bar is dragged.
+  QDoubleSpinBox* barUnder(const QPointF& pos) const;
+  void pressBar(QMouseEvent* event);
+  void dragBar(QMouseEvent* event);
+  void releaseBar();
+  QDoubleSpinBox* dragged_ = nullptr;
+  double dragFrom_ = 0, dragFromY_ = 0;  // the value and the pixel where the drag began
 
   RunList* runs_;
   EngineHost* engine_;
