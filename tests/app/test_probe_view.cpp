@@ -212,6 +212,28 @@ TEST(EngineHost, AGenerationDoesNotWaitForAnAblation) {
   EXPECT_TRUE(engine.waitIdle(60000));
 }
 
+// Only the newest what-if edit's loss is wanted: a newer evaluation stops the one before
+// (between batches, or before it begins) instead of queueing behind it.
+TEST(EngineHost, ANewerWhatIfEvaluationSupersedesTheOneBefore) {
+  const QString run = trained_run();
+  const QString corpus = make_corpus(QDir(temp_root()).filePath(QStringLiteral("superseded")), 20000);
+  EngineHost engine;
+  engine.setWhatIf(run, hsm::WhatIf{{{1, -1}}, {}});
+  QMap<int, QString> failed;
+  QMap<int, WhatIfEvaluation> evaluated;
+  QObject::connect(&engine, &EngineHost::requestFailed, [&](int id, const QString& m) { failed[id] = m; });
+  QObject::connect(&engine, &EngineHost::whatIfEvaluated,
+                   [&](int id, const WhatIfEvaluation& e) { evaluated.insert(id, e); });
+  const int first = engine.evaluateWhatIf(run, corpus, QStringLiteral("packed"), 0);  // every window: seconds
+  const int second = engine.evaluateWhatIf(run, corpus, QStringLiteral("packed"), 8);
+  ASSERT_TRUE(wait_for([&] { return (failed.contains(first) || evaluated.contains(first)) && evaluated.contains(second); }))
+      << failed.value(second).toStdString();
+  EXPECT_TRUE(failed.value(first).contains(QStringLiteral("cancelled"))) << failed.value(first).toStdString();
+  EXPECT_EQ(evaluated[second].edited.tokens, 8 * 32);
+  EXPECT_EQ(evaluated[second].edits, engine.whatIf(run));
+  EXPECT_TRUE(engine.waitIdle(60000));
+}
+
 TEST(Playground, AClickedTokenTintsTheTextByItsRolloutRowAndShiftClickAddsRows) {
   RunList runs;
   EngineHost engine;

@@ -127,6 +127,7 @@ EngineHost::~EngineHost() {
   if (training_) trainer_->stop();
   session_->cancel();
   analysis_->cancelAblation();
+  analysis_->supersedeWhatIf(-1);  // a what-if evaluation under way stops too
   for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) t->quit();
   for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) t->wait();
 }
@@ -185,6 +186,7 @@ hsm::WhatIf EngineHost::whatIf(const QString& runDir) const { return whatIfs_.va
 int EngineHost::evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows,
                                int maxWindows) {
   const int id = nextAnalysisRequest();
+  analysis_->supersedeWhatIf(id);  // only the newest edit's loss is wanted
   QMetaObject::invokeMethod(analysis_, "evaluateWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
                             Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows),
                             Q_ARG(hsm::WhatIf, whatIf(runDir)));

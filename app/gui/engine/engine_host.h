@@ -61,7 +61,9 @@ class EngineHost : public QObject {
   hsm::WhatIf whatIf(const QString& runDir) const;
   // Validation loss on the first maxWindows windows of the trained and the edited model (the
   // run's edits as whatIf() gives them now), on the analysis thread; the windows are read once
-  // per corpus and reused for every edit. Answered by whatIfEvaluated() (or requestFailed()).
+  // per corpus and reused for every edit. A newer call supersedes it: an evaluation under way
+  // stops between batches and one still queued is skipped (requestFailed() with "cancelled").
+  // Answered by whatIfEvaluated() (or requestFailed()).
   int evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
   // "Save as…": the edited model as a new run folder (refuses a non-empty one); whatIfSaved().
   int saveWhatIf(const QString& runDir, const QString& newDir);

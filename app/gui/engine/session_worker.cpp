@@ -165,12 +165,16 @@ void SessionWorker::setWhatIf(int request, const QString& runDir, const hsm::Wha
 void SessionWorker::evaluateWhatIf(int request, const QString& runDir, const QString& dataPath,
                                    const QString& windows, int maxWindows, const hsm::WhatIf& edits) {
   try {
+    // Reset, then check: a newer request queued in between raises the flag again after this.
+    whatIfStale_ = false;
+    if (request != latestWhatIf_.load()) throw hsm::Cancelled();  // superseded before it began
     Loaded& l = loaded(runDir);
     useEdits(l, edits);
     hsm::EvalOptions options;
     options.windows = sstr(windows);
     options.max_windows = maxWindows;
     options.cache_dir = hsm::default_cache_dir();
+    options.cancel = &whatIfStale_;
     const CachedEvalSet scored = evalSet(*l.session, dataPath, options);  // a copy: shares the windows
     const hsm::EvalSet& set = scored.set;
     WhatIfEvaluation out;

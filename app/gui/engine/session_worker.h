@@ -28,6 +28,13 @@ class SessionWorker : public QObject {
   void cancelAblation() { cancelAblation_ = true; }
   // Called by the GUI thread as it queues an ablation, so a cancel right after it counts.
   void armAblation() { cancelAblation_ = false; }
+  // Thread-safe, called by the GUI thread as it queues what-if evaluation `request`: the one
+  // running (if any) stops before its next batch and those queued before are skipped, since
+  // only the newest edit's loss is shown. Both answer failed() ("cancelled").
+  void supersedeWhatIf(int request) {
+    latestWhatIf_ = request;
+    whatIfStale_ = true;
+  }
 
  public slots:
   void configure(const QString& device, int threads);
@@ -103,6 +110,8 @@ class SessionWorker : public QObject {
   int threads_ = 0;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> cancelAblation_{false};
+  std::atomic<int> latestWhatIf_{0};
+  std::atomic<bool> whatIfStale_{false};
 };
 
 }  // namespace studio
