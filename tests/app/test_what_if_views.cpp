@@ -58,16 +58,27 @@ void show_on(RunList& runs, View& view, const QString& run) {
   view.show();
 }
 
+// The Weights view on a run, shown; ready() once its weights are read.
+struct WeightsStudio {
+  explicit WeightsStudio(const QString& run) { show_on(runs, view, run); }
+  bool ready() {
+    return wait_for([&] { return !view.weights().empty() && !view.isWaiting(); });
+  }
+  RunList runs;
+  EngineHost engine;
+  WeightsView view{&runs, &engine};
+};
+
 }  // namespace
 
 TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   const QString run = trained_run();
   const QMap<QString, QByteArray> before = hash_folder(run);
-  RunList runs;
-  EngineHost engine;
-  WeightsView view(&runs, &engine);
-  show_on(runs, view, run);
-  ASSERT_TRUE(wait_for([&] { return !view.weights().empty() && !view.isWaiting(); }));
+  WeightsStudio s(run);
+  ASSERT_TRUE(s.ready());
+  RunList& runs = s.runs;
+  EngineHost& engine = s.engine;
+  WeightsView& view = s.view;
   WhatIfEditor* editor = view.whatIfEditor();
   ASSERT_NE(editor->spinBox('a', 0), nullptr);
   ASSERT_NE(editor->knockOutBox(1), nullptr);
@@ -161,11 +172,10 @@ void mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButtons buttons) 
 
 TEST(WhatIf, DraggingABarSetsThatLayersValueAndNotTheAxes) {
   const QString run = trained_run();
-  RunList runs;
-  EngineHost engine;
-  WeightsView view(&runs, &engine);
-  show_on(runs, view, run);
-  ASSERT_TRUE(wait_for([&] { return !view.weights().empty() && !view.isWaiting(); }));
+  WeightsStudio s(run);
+  ASSERT_TRUE(s.ready());
+  EngineHost& engine = s.engine;
+  WeightsView& view = s.view;
   QCustomPlot* plot = view.barsB()->parentPlot();
   plot->replot();
   const QCPRange before = plot->yAxis->range();
@@ -197,6 +207,34 @@ TEST(WhatIf, DraggingABarSetsThatLayersValueAndNotTheAxes) {
   EXPECT_TRUE(plot->interactions().testFlag(QCP::iRangeDrag));
   mouse(plot, QEvent::MouseButtonRelease, empty, Qt::NoButton);
   EXPECT_EQ(view.edits().ab.size(), 1u);
+  engine.setWhatIf(run, {});
+}
+
+// A run that trains on: each new checkpoint's weights become the editor's trained values;
+// what the user set stays, and the edit is applied and scored again.
+TEST(WhatIf, ANewCheckpointMovesTheUntouchedValuesAndKeepsTheEdit) {
+  const QString run = trained_run();
+  WeightsStudio s(run);
+  ASSERT_TRUE(s.ready());
+  EngineHost& engine = s.engine;
+  WeightsView& view = s.view;
+  WhatIfEditor* editor = view.whatIfEditor();
+  editor->spinBox('a', 0)->setValue(0.5);
+  ASSERT_TRUE(wait_for([&] { return !view.edits().empty() && view.hasEvaluation() && !view.isEvaluating(); }, 60000));
+  std::vector<hsm::MixerWeights> next = view.trainedWeights();  // as if the run validated again
+  next[0].b[0] += 0.125f;
+  next[2].a[0] -= 0.25f;
+  view.showWeights(run, 1000, next);
+  EXPECT_DOUBLE_EQ(editor->spinBox('a', 0)->value(), 0.5);  // the user's value stays
+  EXPECT_NEAR(editor->spinBox('b', 0)->value(), next[0].b[0], 5e-4);  // untouched: the new trained value
+  EXPECT_NEAR(editor->spinBox('a', 2)->value(), next[2].a[0], 5e-4);
+  ASSERT_EQ(view.edits().ab.size(), 1u);
+  EXPECT_FLOAT_EQ(view.edits().ab[0].a[0], 0.5f);
+  EXPECT_FLOAT_EQ(view.edits().ab[0].b[0], next[0].b[0]);  // the edit is over the new weights
+  EXPECT_EQ(engine.whatIf(run), view.edits());
+  EXPECT_TRUE(view.isEvaluating());  // scored again
+  ASSERT_TRUE(wait_for([&] { return !view.isEvaluating(); }, 60000));
+  EXPECT_EQ(view.lastEvaluation().edits, view.edits());
   engine.setWhatIf(run, {});
 }
 

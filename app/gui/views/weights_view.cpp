@@ -444,6 +444,11 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
     diagram_->select(diagram_->length() - 1, diagram_->layerCount() - 1);  // the last output's field
     updateBanner();
     if (!edits_.empty()) evaluate();
+  } else {
+    // A new checkpoint of the run shown (it trains): the editor's trained values follow, and
+    // an edit is applied again over the new weights and scored again.
+    editor_->updateTrained(layers);
+    if (!edits_.empty() && step != step_) onEdits(editor_->edits());
   }
   weights_ = edits_.empty() ? layers : editor_->editedWeights();
   shownRun_ = runDir;

@@ -137,6 +137,23 @@ void WhatIfEditor::changed() {
   if (!building_) debounce_->start();
 }
 
+void WhatIfEditor::updateTrained(const std::vector<hsm::MixerWeights>& trained) {
+  if (trained.size() != trained_.size()) return;
+  for (size_t l = 0; l < trained.size(); ++l)
+    if (trained[l].a.size() != trained_[l].a.size() || trained[l].b.size() != trained_[l].b.size()) return;
+  trained_ = trained;
+  building_ = true;
+  for (AbControl& c : ab_) {
+    const hsm::MixerWeights& w = trained_[static_cast<size_t>(c.layer)];
+    const auto value = [&](const std::vector<float>& v) { return c.head < 0 ? mean(v) : v[static_cast<size_t>(c.head)]; };
+    c.trainedA = value(w.a);
+    c.trainedB = value(w.b);
+    if (!c.touchedA) c.a->setValue(c.trainedA);
+    if (!c.touchedB) c.b->setValue(c.trainedB);
+  }
+  building_ = false;
+}
+
 void WhatIfEditor::reset() {
   debounce_->stop();
   building_ = true;

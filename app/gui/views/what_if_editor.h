@@ -25,6 +25,10 @@ class WhatIfEditor : public QWidget {
 
   // Builds the controls for a model: its layers (config) and trained weights. Clears every edit.
   void setModel(const hsm::ModelConfig& config, const std::vector<hsm::MixerWeights>& trained);
+  // New trained weights of the same model (a run training live): untouched controls show them,
+  // touched ones keep the user's value; edits() then fills untouched values from these.
+  // No signal. A model of another shape is ignored (setModel is for that).
+  void updateTrained(const std::vector<hsm::MixerWeights>& trained);
   // Every control back to the trained values (no signal).
   void reset();
   // The controls set to hold `edits` (no signal): a run's edits shown again when the view comes
