@@ -63,10 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string dir = scratch.path().string();
 
   // Every line on its own.
-  for (size_t start = 0; start <= input.size();) {
-    const size_t end = std::min(input.find('\n', start), input.size());
+  hsm::fuzz::for_each_line(input, [](const std::string& text) {
     try {
-      const hsm::DiagnosticsRecord r = hsm::parse_diagnostics_record(std::string(input.substr(start, end - start)), "in");
+      const hsm::DiagnosticsRecord r = hsm::parse_diagnostics_record(text, "in");
       hsm::layers_of(r);
       const std::string line = hsm::diagnostics_record_to_json_line(r);
       if (!same(hsm::parse_diagnostics_record(line, "again"), r))
@@ -74,8 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const std::runtime_error&) {
       // "not a diagnostics record", as documented
     }
-    start = end + 1;
-  }
+  });
 
   hsm::DiagnosticsLogReader reader(dir);
   std::vector<hsm::DiagnosticsRecord> followed;

@@ -40,15 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string dir = scratch.path().string();
 
   // Every line on its own.
-  for (size_t start = 0; start <= input.size();) {
-    const size_t end = std::min(input.find('\n', start), input.size());
+  hsm::fuzz::for_each_line(input, [](const std::string& line) {
     try {
-      hsm::metric_from_json_line(std::string(input.substr(start, end - start)));
+      hsm::metric_from_json_line(line);
     } catch (const std::invalid_argument&) {
       // "not a metrics record", as documented
     }
-    start = end + 1;
-  }
+  });
 
   // The file written piece by piece, the reader following it.
   hsm::MetricsReader reader(dir);

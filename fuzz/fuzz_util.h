@@ -19,6 +19,17 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
+// Calls fn(line) with every line of `text` (without its '\n'), the part after the last '\n'
+// too, so each line of a file is also read on its own.
+template <class Fn>
+void for_each_line(std::string_view text, Fn fn) {
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    fn(std::string(text.substr(start, end - start)));
+    start = end + 1;
+  }
+}
+
 // A promise of the reader's API was broken: say which, and abort so libFuzzer saves the input.
 [[noreturn]] inline void broken(const std::string& promise) {
   std::fprintf(stderr, "\nfuzz: broken promise: %s\n", promise.c_str());

@@ -1,8 +1,10 @@
 #include "studio_test_util.h"
 
 #include <QFile>
+#include <QMouseEvent>
 #include <QTextStream>
 #include <QThread>
+#include <QWidget>
 #include <random>
 
 #include "hsm/trainer.h"
@@ -82,6 +84,17 @@ bool wait_for(const std::function<bool()>& done, int timeout_ms) {
     QThread::msleep(2);
   }
   return true;
+}
+
+void send_mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButtons held) {
+  QMouseEvent e(type, at, w->mapToGlobal(at), type == QEvent::MouseMove ? Qt::NoButton : Qt::LeftButton, held,
+                Qt::NoModifier);
+  QCoreApplication::sendEvent(w, &e);
+}
+
+void click(QWidget* w, QPointF at) {
+  send_mouse(w, QEvent::MouseButtonPress, at, Qt::LeftButton);
+  send_mouse(w, QEvent::MouseButtonRelease, at, Qt::NoButton);
 }
 
 ProcessResult run_program(const QString& program, const QStringList& args, int timeout_ms,

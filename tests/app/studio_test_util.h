@@ -4,10 +4,13 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QPointF>
 #include <QProcess>
 #include <QString>
 #include <QTemporaryDir>
 #include <functional>
+
+class QWidget;
 
 #include "hsm/trainer.h"
 
@@ -27,6 +30,12 @@ QString trained_run();
 
 // Processes events until done() or the timeout; returns done().
 bool wait_for(const std::function<bool()>& done, int timeout_ms = 120000);
+
+// A left-button mouse event of `type` (press, move, release) at a point of a widget, sent as
+// the widget would get it; `held`: the buttons down after it.
+void send_mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButtons held);
+// A left click (press and release) at a point of a widget.
+void click(QWidget* w, QPointF at);
 
 struct ProcessResult {
   int exit_code = -1;

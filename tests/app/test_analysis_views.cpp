@@ -45,11 +45,6 @@ bool grab_is_drawn(QWidget& w) {
   return false;
 }
 
-void click(QWidget* w, QPointF at) {
-  QMouseEvent press(QEvent::MouseButtonPress, at, w->mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
-  QCoreApplication::sendEvent(w, &press);
-}
-
 }  // namespace
 
 TEST(ArchitectureView, ParamCountFollowsTheEditorAndMatchesTheEngine) {

@@ -36,15 +36,6 @@ struct Studio {
   ProbeView view{&runs, &engine};
 };
 
-// A left click (press and release) at a point of a widget.
-void click(QWidget* w, QPointF at) {
-  QMouseEvent press(QEvent::MouseButtonPress, at, w->mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
-  QCoreApplication::sendEvent(w, &press);
-  QMouseEvent release(QEvent::MouseButtonRelease, at, w->mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
-                      Qt::NoModifier);
-  QCoreApplication::sendEvent(w, &release);
-}
-
 // Row `row` of the last layer's rollout, L values.
 std::vector<double> rollout_row(const hsm::Probe& p, int64_t row) {
   const auto& m = p.rollout.back().matrix;

@@ -22,6 +22,7 @@
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
+#include "gui/views/probe_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/views/what_if_editor.h"
 #include "gui/widgets/plot_panel.h"
@@ -160,16 +161,6 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   EXPECT_EQ(hash_folder(run), before);  // byte-identical after every edit
 }
 
-namespace {
-
-void mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButtons buttons) {
-  QMouseEvent e(type, at, w->mapToGlobal(at), type == QEvent::MouseMove ? Qt::NoButton : Qt::LeftButton, buttons,
-                Qt::NoModifier);
-  QCoreApplication::sendEvent(w, &e);
-}
-
-}  // namespace
-
 TEST(WhatIf, DraggingABarSetsThatLayersValueAndNotTheAxes) {
   const QString run = trained_run();
   WeightsStudio s(run);
@@ -186,12 +177,12 @@ TEST(WhatIf, DraggingABarSetsThatLayersValueAndNotTheAxes) {
   const double trained = view.trainedWeights()[2].b[0];
   const double to = plot->yAxis->pixelToCoord(press.y()) + 0.3;
   const QPointF release(press.x(), plot->yAxis->coordToPixel(to));
-  mouse(plot, QEvent::MouseButtonPress, press, Qt::LeftButton);
+  send_mouse(plot, QEvent::MouseButtonPress, press, Qt::LeftButton);
   EXPECT_FALSE(plot->interactions().testFlag(QCP::iRangeDrag));  // the bar moves, not the axes
-  mouse(plot, QEvent::MouseMove, release, Qt::LeftButton);
+  send_mouse(plot, QEvent::MouseMove, release, Qt::LeftButton);
   EXPECT_EQ(plot->yAxis->range(), before);  // still under the pointer while dragging
   EXPECT_NEAR(view.barsB()->data()->at(1)->value, trained + 0.3, 0.01);  // drawn at once
-  mouse(plot, QEvent::MouseButtonRelease, release, Qt::NoButton);
+  send_mouse(plot, QEvent::MouseButtonRelease, release, Qt::NoButton);
   EXPECT_TRUE(plot->interactions().testFlag(QCP::iRangeDrag));
   QDoubleSpinBox* spin = view.whatIfEditor()->spinBox('b', 2);
   EXPECT_NEAR(spin->value(), trained + 0.3, 0.01);
@@ -203,9 +194,9 @@ TEST(WhatIf, DraggingABarSetsThatLayersValueAndNotTheAxes) {
   EXPECT_FLOAT_EQ(view.edits().ab[0].a[0], view.trainedWeights()[2].a[0]);
   // A press beside the bars edits nothing.
   const QPointF empty(plot->xAxis->coordToPixel(1), plot->yAxis->coordToPixel(plot->yAxis->range().upper) + 5);
-  mouse(plot, QEvent::MouseButtonPress, empty, Qt::LeftButton);
+  send_mouse(plot, QEvent::MouseButtonPress, empty, Qt::LeftButton);
   EXPECT_TRUE(plot->interactions().testFlag(QCP::iRangeDrag));
-  mouse(plot, QEvent::MouseButtonRelease, empty, Qt::NoButton);
+  send_mouse(plot, QEvent::MouseButtonRelease, empty, Qt::NoButton);
   EXPECT_EQ(view.edits().ab.size(), 1u);
   engine.setWhatIf(run, {});
 }
@@ -353,6 +344,17 @@ TEST(WhatIf, Screenshots) {
       diagnostics.setLayer(3);
       wait_for([] { return false; }, 500);
       EXPECT_TRUE(diagnostics.grab().save(QDir(out).filePath(QStringLiteral("diagnostics-knocked-out.png"))));
+    }
+    {  // And in the Probe view: its notice, and an ablation of the edited model.
+      ProbeView probe(&runs, &engine);
+      probe.resize(1500, 980);
+      probe.show();
+      probe.setMaxWindows(4);
+      ASSERT_TRUE(probe.runProbe()) << probe.lastError().toStdString();
+      ASSERT_TRUE(probe.runAblation()) << probe.lastError().toStdString();
+      ASSERT_TRUE(wait_for([&] { return !probe.isProbing() && !probe.isAblating(); }, 300000));
+      wait_for([] { return false; }, 500);
+      EXPECT_TRUE(probe.grab().save(QDir(out).filePath(QStringLiteral("probe-edited.png"))));
     }
     view.resetEdits();
     wait_for([&] { return !view.isEvaluating(); }, 300000);

@@ -56,8 +56,9 @@ class SessionWorker : public QObject {
   void ablate(int request, const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows,
               const hsm::WhatIf& edits = {});
   // What-if (issue 23): keeps an edited copy of the run's model (Session::edited) next to the
-  // loaded one; generate, diagnose, mixerWeights, probe and ablate for that run use it from
-  // now on. An empty WhatIf drops it (Reset).
+  // loaded one; generate, diagnose and probe for that run use it from now on (ablate and
+  // evaluateWhatIf carry their edits with them; mixerWeights gives the trained weights). An
+  // empty WhatIf drops it (Reset).
   void setWhatIf(int request, const QString& runDir, const hsm::WhatIf& edits);
   // Validation loss of the trained model (cached per corpus and windows) and of the copy with
   // `edits` (which become the run's edits on this worker, as setWhatIf would make them).
