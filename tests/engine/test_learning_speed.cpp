@@ -30,7 +30,7 @@ constexpr double kSeedStd = 0.0903;
 // rounding difference can grow into what another seed would give: at worst each of the
 // eight losses is a fresh draw. The difference of two means of 8 draws then has a standard
 // deviation of kSeedStd * sqrt(2 / 8) = kSeedStd / 2; the tolerance is 4 of those (a false
-// alarm about once in 16,000 runs). Half the learning rate moves the mean by about 3.6
+// alarm about once in 16,000 runs). Half the learning rate moves the mean by 0.30, 3.3
 // kSeedStd, so it fails with a margin.
 constexpr double kTolerance = 4 * kSeedStd / 2;
 
