@@ -47,6 +47,7 @@ int set_cpu_threads(int n) {
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   set_blas_threads(blas);
+  check_blas_address_space(torch_threads + blas);  // an error now, not a hang in the first product
   gemm_backend();  // an invalid HSM_GEMM or HSM_KERNELS is refused here, before any work starts
   fast::check_kernels_env();
   return torch_threads;
