@@ -195,9 +195,15 @@ TEST_F(Hostile, ExportIsOneUnitAndRefusesWhatDoesNotLoad) {
     std::smatch m;
     if (std::regex_search(line, m, call)) (m[1] == "write" ? writes : points).emplace_back(m[1], ++count[m[1]]);
   }
-  // Every rename and removal, and six writes spread over the rest (the weights' are alike).
-  for (size_t i = 0; i < 6 && !writes.empty(); ++i) points.push_back(writes[i * (writes.size() - 1) / 5]);
-  ASSERT_GE(points.size(), 4u) << read_file(log);
+  // Every rename, the first removals, and four writes spread over the rest (the weights' are
+  // alike): each kill point costs two exports.
+  std::vector<std::pair<std::string, int>> chosen;
+  int removals = 0;
+  for (const auto& p : points)
+    if (p.first.rfind("rename", 0) == 0 || (p.first.rfind("unlink", 0) == 0 && ++removals <= 3)) chosen.push_back(p);
+  for (size_t i = 0; i < 4 && !writes.empty(); ++i) chosen.push_back(writes[i * (writes.size() - 1) / 3]);
+  points = chosen;
+  ASSERT_GE(points.size(), 5u) << read_file(log);
   for (const auto& [syscall, n] : points) {
     ASSERT_EQ(shell(hsm() + " export '" + base + "' --out '" + out + "' --dtype f16").exit_code, 0);
     r = shell("strace -o /dev/null -e trace=" + traced_calls + " -e inject=" + syscall +
@@ -277,18 +283,20 @@ TEST_F(Hostile, NoSilentZerosOrNaNs) {
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("not finite"), std::string::npos) << r.out;
 
-  // Finite but huge weights (an embedding of 3e38) pass the load check and overflow after it.
+  // Finite but huge weights (an embedding of 3e38, the final norm's bias 1) pass the load
+  // check and overflow after it, in LibTorch and in the fast decoder alike.
   const std::string run = copy_of_base("huge-weights");
   std::string bytes = read_file(run + "/model.safetensors");
   const nlohmann::json header = safetensors_header(run + "/model.safetensors");
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
-  const auto& emb = header["tok_emb.weight"];
-  ASSERT_EQ(emb["dtype"], "F32");
-  const float huge = 3e38f;
-  for (uint64_t at = 8 + header_len + emb["data_offsets"][0].get<uint64_t>();
-       at < 8 + header_len + emb["data_offsets"][1].get<uint64_t>(); at += 4)
-    std::memcpy(&bytes[at], &huge, 4);
+  for (const auto& [name, value] : {std::pair{"tok_emb.weight", 3e38f}, {"ln_f.bias", 1.0f}}) {
+    const auto& t = header[name];
+    ASSERT_EQ(t["dtype"], "F32") << name;
+    for (uint64_t at = 8 + header_len + t["data_offsets"][0].get<uint64_t>();
+         at < 8 + header_len + t["data_offsets"][1].get<uint64_t>(); at += 4)
+      std::memcpy(&bytes[at], &value, 4);
+  }
   fs::remove(run + "/model.safetensors");  // a hard link to the checkpoint's
   std::ofstream(run + "/model.safetensors", std::ios::binary) << bytes;
   r = shell(hsm() + " eval '" + run + "' --max-batches 1" + common());
@@ -329,7 +337,10 @@ TEST_F(Hostile, ResourceLimitsEndInAnErrorNeverASpin) {
     const Result r = shell("ulimit -v " + std::to_string(mb * 1024) + "; timeout 60 " + hsm() + " eval '" + dir_ +
                            "/base' --max-batches 1" + common().replace(common().find("--threads 1"), 11, "--threads 2"));
     ASSERT_NE(r.exit_code, 124) << "hung under ulimit -v " << mb << " MB\n" << r.out;
-    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 127)
+    // 127: the loader cannot map a library; SIGABRT with bad_alloc: LibTorch's static
+    // initialisers, before main, cannot allocate. Both end, with their cause.
+    const bool aborted_loading = r.signal == SIGABRT && r.out.find("bad_alloc") != std::string::npos;
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 127 || aborted_loading)
         << "under ulimit -v " << mb << " MB: exit " << r.exit_code << " signal " << r.signal << "\n" << r.out;
     errors += r.exit_code != 0;
   }

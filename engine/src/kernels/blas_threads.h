@@ -15,5 +15,9 @@ void set_blas_threads(int n);
 // low hangs the first product; this throws std::runtime_error with the numbers and the fix
 // instead (issue 34). Nothing without OpenBLAS or without a limit.
 void check_blas_address_space(int callers);
+// Makes OpenBLAS map the calling thread's buffer now (one product), while the check above
+// holds: it keeps the buffer for the thread's later products, so memory LibTorch takes
+// afterwards can no longer leave OpenBLAS spinning. Once per thread.
+void warm_blas_buffer();
 
 }  // namespace hsm
