@@ -253,10 +253,7 @@ Command add_train_command(CLI::App& app) {
             restore_signals();
             if (tty) std::cerr << "\n";
             if (!writer) return s.stopped ? 130 : 0;  // rank 0 reports the run
-            if (!s.started) {  // stopped while preparing: no run, so no summary of one
-              std::cerr << "hsm: stopped before training started (nothing was trained)\n";
-              return 130;
-            }
+            if (!s.started) return 130;  // stopped while preparing (the log said so): no run to summarise
             if (a->json) {
               nlohmann::json j = {{"run_dir", s.run_dir}, {"steps", s.steps},       {"total_steps", s.total_steps},
                                   {"epochs", s.epochs},   {"wall_s", s.wall_s},     {"stopped", s.stopped}};

@@ -270,6 +270,26 @@ TEST_F(Hostile, SigtermAndSighupStopAtAStepWithACheckpoint) {
   }
 }
 
+// A stop signal sent to the `--nproc` launcher alone (not to its process group) reaches the
+// ranks: rank 0 writes the stop checkpoint and the launcher exits 130.
+TEST_F(Hostile, TheLauncherPassesAStopSignalOnToItsRanks) {
+  const std::string run = dir_ + "/launcher-signal";
+  const std::string rc = run + ".rc", pid = run + ".pid";
+  shell("(" + hsm() + " train --nproc 2 --config '" + dir_ + "/tiny.json' --out '" + run + "'" + common() +
+        " --steps 100000 --batch 8 --eval-every 0 --log-every 2 > '" + run + ".log' 2>&1 & echo $! > '" + pid +
+        "'; wait $!; echo $? > '" + rc + "') > /dev/null 2>&1 &");
+  for (int i = 0; i < 900 && read_file(run + "/metrics.jsonl").find("\"train\"") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(read_file(run + "/metrics.jsonl").find("\"train\""), std::string::npos) << read_file(run + ".log");
+  const int launcher = std::stoi(read_file(pid));
+  ASSERT_EQ(::kill(launcher, SIGINT), 0);
+  for (int i = 0; i < 600 && read_file(rc).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (read_file(rc).empty()) ::kill(launcher, SIGKILL);  // the ranks follow it (PR_SET_PDEATHSIG)
+  const std::string out = read_file(run + ".log");
+  EXPECT_EQ(std::atoi(read_file(rc).c_str()), 130) << out;
+  EXPECT_NE(out.find("stopped at step"), std::string::npos) << out;
+}
+
 // 7. No silent zeros or NaNs: numeric options have ranges, an evaluation of nothing is an
 // error, and a loss or next-token scores that are not finite are reported as such.
 TEST_F(Hostile, NoSilentZerosOrNaNs) {
