@@ -244,18 +244,19 @@ void check_weights_fit(const ModelConfig& config, const std::string& weights_pat
     }
     if (b.name.rfind("blocks.", 0) == 0) blocks.insert(std::atoll(b.name.c_str() + 7));
   }
-  const int64_t needed = count_params(config).total();
-  if (needed > stored)
-    throw mismatch("the config's model has " + std::to_string(needed) + " parameters, the weights file holds " +
-                   std::to_string(stored) + " values");
-  if (static_cast<int64_t>(blocks.size()) != static_cast<int64_t>(config.layers.size()))
-    throw mismatch("the config has " + std::to_string(config.layers.size()) + " layers, the weights file " +
-                   std::to_string(blocks.size()));
   const std::pair<const char*, std::vector<int64_t>> shapes[] = {{"tok_emb.weight", {config.vocab_size, config.d_model}},
                                                                  {"pos_emb.weight", {config.context, config.d_model}}};
   for (const auto& [name, shape] : shapes)
     if (const TensorBlob* b = file.find(name); b && b->shape != shape)
-      throw mismatch("'" + std::string(name) + "' is " + shape_text(b->shape) + ", the config needs " + shape_text(shape));
+      throw mismatch("tensor '" + std::string(name) + "' has shape " + shape_text(b->shape) + ", the config needs " +
+                     shape_text(shape));
+  if (static_cast<int64_t>(blocks.size()) != static_cast<int64_t>(config.layers.size()))
+    throw mismatch("the config has " + std::to_string(config.layers.size()) + " layers, the weights file " +
+                   std::to_string(blocks.size()));
+  const int64_t needed = count_params(config).total();
+  if (needed > stored)
+    throw mismatch("the config's model has " + std::to_string(needed) + " parameters, the weights file holds " +
+                   std::to_string(stored) + " values");
 }
 
 void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const AdamW& optimizer,
