@@ -38,6 +38,13 @@ void refuse_link(const std::string& path) {
                              "file it points to, or remove it");
 }
 
+// `dest` without a trailing separator ("out/" would stage inside the folder it replaces).
+std::string folder_path(const std::string& dest) {
+  fs::path d = fs::path(dest).lexically_normal();
+  if (d.filename().empty()) d = d.parent_path();
+  return d.string();
+}
+
 }  // namespace
 
 void check_no_links(const RunPaths& p) {
@@ -54,8 +61,8 @@ void check_no_links(const RunPaths& p) {
   }
 }
 
-std::string stage_folder(const std::string& dest) {
-  const std::string staged = dest + ".tmp." + std::to_string(::getpid());
+std::string stage_folder(const std::string& dest_path) {
+  const std::string staged = folder_path(dest_path) + ".tmp." + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(staged, ec);
   fs::create_directories(staged, ec);
@@ -63,7 +70,8 @@ std::string stage_folder(const std::string& dest) {
   return staged;
 }
 
-void publish_folder(const std::string& staged, const std::string& dest) {
+void publish_folder(const std::string& staged, const std::string& dest_path) {
+  const std::string dest = folder_path(dest_path);
   sync_dir(staged);
   const std::string parent = fs::path(dest).has_parent_path() ? fs::path(dest).parent_path().string() : ".";
   std::error_code ec;
