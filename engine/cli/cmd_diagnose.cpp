@@ -99,7 +99,7 @@ Command add_diagnose_command(CLI::App& app) {
   cmd->add_option("--layer", a->layer, "Show this layer only (0-based)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
   cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);

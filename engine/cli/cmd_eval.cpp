@@ -37,7 +37,8 @@ Command add_eval_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   add_eval_args(cmd, *a);
-  cmd->add_option("--max-batches", a->options.max_batches, "Stop after this many batches (default: all)");
+  cmd->add_option("--max-batches", a->options.max_batches, "Stop after this many batches (default: all)")
+      ->check(CLI::Range(int64_t{0}, kMaxCount));
   cmd->add_option("--knock-out", a->knock_out,
                   "Replace these layers' mixer output (L) or single heads (L:H) by zero, e.g. 3 or 3,2:1 "
                   "(0-based; `hsm ablate` ranks them all)");

@@ -25,7 +25,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--temperature", s.temperature, "0 = greedy (default 0.8)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass in (0, 1] (default 0.95)")->check(CLI::Range(1e-9, 1.0));
   cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens, 0 = off (default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 65536));
   cmd->add_option("--seed", s.seed, "Random seed; 0 = random (default), reported with --json");
   cmd->add_option("--max-tokens", s.max_new_tokens, "Tokens to generate at most (default 256)")
       ->check(CLI::PositiveNumber);
@@ -34,7 +34,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-fast-path", a->no_fast_path,
                 "Decode with LibTorch's cached steps instead of the hand-written fp32 path (for comparison)");
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
   cmd->add_flag("--json", a->json, "Print JSON: tokens with probabilities and alternatives");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);

@@ -94,7 +94,7 @@ Command add_probe_command(CLI::App& app) {
   cmd->add_option("--top", a->top, "Next tokens per position and layer (default 5)")->check(CLI::PositiveNumber);
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
   cmd->add_flag("--story-start", a->story_start,
                 "Put <|endoftext|> in front, as `hsm generate` does: the last lens entry's top token at the last "
                 "position is then generate's first greedy token (default: the tokens as `hsm diagnose` takes them)");

@@ -217,7 +217,17 @@ Command add_train_command(CLI::App& app) {
             };
             Trainer trainer(spec, cb);
             g_interrupted = false;
-            auto previous = std::signal(SIGINT, on_interrupt);
+            // SIGTERM (a scheduler, kill) and SIGHUP (a closed terminal) stop as Ctrl-C does: the
+            // step ends, a checkpoint is written, the exit status is 130 (issue 34).
+            const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+            struct sigaction stop_action {}, previous[3];
+            stop_action.sa_handler = on_interrupt;
+            stop_action.sa_flags = SA_RESTART;  // as std::signal: the training's own calls go on
+            sigemptyset(&stop_action.sa_mask);
+            for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &stop_action, &previous[i]);
+            auto restore_signals = [&] {
+              for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &previous[i], nullptr);
+            };
             std::atomic<bool> done{false};
             std::thread watcher([&] {
               while (!done) {
@@ -234,15 +244,16 @@ Command add_train_command(CLI::App& app) {
             } catch (...) {
               done = true;
               watcher.join();
-              std::signal(SIGINT, previous);
+              restore_signals();
               if (tty) std::cerr << "\n";
               throw;
             }
             done = true;
             watcher.join();
-            std::signal(SIGINT, previous);
+            restore_signals();
             if (tty) std::cerr << "\n";
             if (!writer) return s.stopped ? 130 : 0;  // rank 0 reports the run
+            if (!s.started) return 130;  // stopped while preparing (the log said so): no run to summarise
             if (a->json) {
               nlohmann::json j = {{"run_dir", s.run_dir}, {"steps", s.steps},       {"total_steps", s.total_steps},
                                   {"epochs", s.epochs},   {"wall_s", s.wall_s},     {"stopped", s.stopped}};

@@ -1,9 +1,16 @@
 #pragma once
 // The `hsm` subcommands: each file registers one on the CLI11 app and runs it.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 
 namespace hsm::cli {
+
+// The bounds of the numeric options the evaluation and generation commands share, declared
+// once (issue 34: a batch of 2^63 windows evaluated nothing and reported loss 0).
+inline constexpr int64_t kMaxEvalBatch = 65536;          // windows per evaluation batch
+inline constexpr int64_t kMaxCount = int64_t{1} << 40;   // windows, batches
+inline constexpr int kMaxThreads = 1024;                 // CPU threads (0 = all cores)
 
 // A registered subcommand and what runs when it was chosen (returns the exit code).
 struct Command {

@@ -1,5 +1,7 @@
 #include "eval_args.h"
 
+#include "commands.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,11 +20,11 @@ void add_eval_args(CLI::App* cmd, EvalArgs& a) {
   cmd->add_option("--windows", a.options.windows,
                   "packed (default) or story_start: the same windows for every model compared")
       ->check(CLI::IsMember({"packed", "story_start"}));
-  cmd->add_option("--batch", a.options.batch_size, "Sequences per batch (default 64)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", a.options.batch_size, "Sequences per batch, 1 to 65536 (default 64)")->check(CLI::Range(int64_t{1}, kMaxEvalBatch));
   cmd->add_option("--max-windows", a.options.max_windows, "Evaluate the first N windows only (default: all)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, kMaxCount));
   cmd->add_option("--device", a.device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a.threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads", a.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
   cmd->add_option("--cache-dir", a.cache_dir,
                   "Encoded-corpus cache folder (default: the one training fills, $HSM_CACHE_DIR or ~/.cache/hsm-studio)");
   cmd->add_flag("--json", a.json, "Print JSON");

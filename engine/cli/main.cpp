@@ -1,5 +1,6 @@
 // `hsm`: the command-line front end of the engine. Errors are caught here and printed as
 // one line; the exit status is non-zero on any failure.
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.h"
@@ -33,8 +34,12 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run();
   } catch (const std::exception& e) {
-    std::cerr << "hsm: error: " << hsm::error_text(e) << "\n";
-    return 1;
+    std::cerr << "hsm: error: " << hsm::error_text(e) << std::endl;
+    // Out without the libraries' exit handlers: under an address-space limit an OpenBLAS
+    // worker may be retrying a buffer map forever (blas_memory_alloc), and OpenBLAS's handler
+    // waits for it, so a plain return printed the error and never exited (issue 34).
+    std::cout.flush();
+    std::_Exit(1);
   }
   return 1;
 }

@@ -42,5 +42,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorBlob>& t
 // dtypes, shapes × dtype size == byte ranges, ranges contiguous from 0 with no gaps or
 // overlaps, and the data section ending exactly at end of file.
 SafetensorsFile read_safetensors(const std::string& path);
+// The same checks without reading the tensor data: names, dtypes and shapes (each blob's
+// data empty). What a loader compares a config with before it allocates anything.
+SafetensorsFile read_safetensors_header(const std::string& path);
 
 }  // namespace hsm

@@ -52,6 +52,7 @@ struct TrainSummary {
   double tokens_per_s = NAN;
   double wall_s = 0;
   bool stopped = false;        // stop() was called before the end
+  bool started = false;        // training began (false: stopped while the data was prepared; no run)
   std::string run_dir;
   // Not empty when training went on but looks wrong (a loss far above the unigram baseline
   // after the warm-up): the words to show the user.

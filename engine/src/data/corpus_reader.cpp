@@ -114,7 +114,9 @@ std::vector<CorpusFile> list_files(const std::string& path, const fs::path& excl
   }
   if (!fs::is_directory(st)) throw CorpusError("corpus " + quote_path(root) + " is neither a file nor a folder");
   const bool check_exclude = !exclude.empty() && fs::exists(exclude, ec);
-  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
+  // An unreadable sub-folder is refused, as an unreadable file is (issue 34): skipping it would
+  // train on part of the corpus without a word.
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
   if (ec) throw CorpusError("cannot read corpus folder " + quote_path(root) + ": " + ec.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) throw CorpusError("cannot read corpus folder " + quote_path(root) + ": " + ec.message());
@@ -124,7 +126,15 @@ std::vector<CorpusFile> list_files(const std::string& path, const fs::path& excl
       if (dir) it.disable_recursion_pending();
       continue;
     }
-    if (!dir && it->is_regular_file(ec)) files.push_back({p, it->file_size(ec)});
+    if (dir) {
+      std::error_code open_error;
+      fs::directory_iterator probe(p, open_error);
+      if (open_error)
+        throw CorpusError("cannot read the corpus sub-folder " + quote_path(p) + " (" + open_error.message() +
+                          "): make it readable, or move it out of the corpus (its files would be left out)");
+      continue;
+    }
+    if (it->is_regular_file(ec)) files.push_back({p, it->file_size(ec)});
   }
   if (ec) throw CorpusError("cannot read corpus folder " + quote_path(root) + ": " + ec.message());
   std::sort(files.begin(), files.end(), [](const CorpusFile& a, const CorpusFile& b) { return a.path < b.path; });

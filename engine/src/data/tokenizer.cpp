@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 #include <random>
 #include <stdexcept>
 #include <string_view>
@@ -242,7 +243,7 @@ void check_writable(const std::string& out_path) {
     fs::create_directories(out.parent_path(), ec);
     if (ec) throw std::runtime_error("cannot create folder '" + out.parent_path().string() + "': " + ec.message());
   }
-  const std::string probe = out_path + ".tmp";
+  const std::string probe = out_path + ".probe.tmp." + std::to_string(::getpid());  // its own: see save()
   {
     std::ofstream f(probe, std::ios::binary | std::ios::trunc);
     if (!f)
@@ -342,6 +343,17 @@ Tokenizer Tokenizer::train(const std::string& corpus_path, const std::string& ou
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
+  // Refused by its size before it is read: a tokenizer.model of 2 GiB or more aborts inside
+  // protobuf after reading it twice (issue 34). Vocabularies are at most kMaxVocab pieces;
+  // a sentencepiece model of that size takes a few MB.
+  constexpr uintmax_t kMaxTokenizerBytes = 64u << 20;
+  std::error_code size_error;
+  const uintmax_t size = fs::file_size(path, size_error);
+  if (!size_error && size > kMaxTokenizerBytes)
+    throw std::runtime_error("tokenizer '" + path + "' is " + std::to_string(size >> 20) +
+                             " MiB, larger than any tokenizer (at most " + std::to_string(kMaxTokenizerBytes >> 20) +
+                             " MiB for " + std::to_string(kMaxVocab) + " tokens): it is not a tokenizer.model; put "
+                             "the run's own back");
   const std::string bytes = read_text_file(path, "tokenizer");
   try {
     return from_bytes(bytes);
@@ -483,7 +495,7 @@ void Tokenizer::save(const std::string& path) const {
     fs::create_directories(p.parent_path(), ec);
     if (ec) throw std::runtime_error("cannot create folder '" + p.parent_path().string() + "': " + ec.message());
   }
-  write_file_atomic(path, m.bytes);
+  write_file_atomic(path, m.bytes, /*shared=*/true);  // the tokenizer cache is filled by several trainers at once
 }
 
 }  // namespace hsm

@@ -24,6 +24,14 @@ Sampler::Sampler(const SampleSettings& s, int top_alternatives)
 
 SampledToken Sampler::sample(const float* logits, size_t n) {
   if (n == 0) throw std::invalid_argument("no logits to sample from");
+  // Finite weights can still overflow in the computation (an embedding of 3e38): sampling
+  // from NaN scores would print tokens that mean nothing (issue 34).
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(logits[i]))
+      throw std::runtime_error("the model's next-token scores are not finite (token id " + std::to_string(i) +
+                               " scores " + std::to_string(logits[i]) +
+                               "): its weights overflow in computation; generate from an earlier checkpoint or "
+                               "without the edit");
   // Tempered softmax; temperature 0 reports the plain (T = 1) probabilities and picks greedily.
   const double T = settings_.temperature > 0 ? settings_.temperature : 1.0;
   const float max_logit = *std::max_element(logits, logits + n);

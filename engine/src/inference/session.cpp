@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "io/io_util.h"
+#include "io/run_paths.h"
 #include "train/evaluation.h"
 
 namespace fs = std::filesystem;
@@ -128,6 +129,7 @@ std::unique_ptr<Session> Session::open(const std::string& run_dir, const std::st
   m.config = config_from_json(run["model"].dump(), paths.config);
   m.tokenizer = load_run_tokenizer(run_dir, run);  // the one the model was trained with, or refused
   m.device = compat::parse_device(device);
+  check_weights_fit(m.config, paths.weights, paths.config);  // before a model of the config's size is built
   m.model = Gpt(m.config);
   load_weights(m.model, paths.weights);
   m.model->to(m.device);
@@ -240,20 +242,23 @@ void Session::save_as(const std::string& run_dir) const {
   std::error_code ec;
   if (fs::exists(run_dir, ec) && !(fs::is_directory(run_dir, ec) && fs::is_empty(run_dir, ec)))
     throw std::invalid_argument("save as '" + run_dir + "': the folder exists and is not empty (choose a new one)");
-  fs::create_directories(run_dir, ec);
-  if (ec) throw std::runtime_error("save as '" + run_dir + "': cannot make the folder: " + ec.message());
-  const RunPaths src(m.run_dir), dst(run_dir);
+  const RunPaths src(m.run_dir);
   nlohmann::json config = read_run_config(m.run_dir);
   config["what_if"] = what_if_to_json(m.edits, fs::absolute(m.run_dir).lexically_normal().string());
-  Gpt model = m.model;
-  save_weights(model, dst.weights);  // the edited weights (knock-outs are no weights: what_if has them)
-  fs::copy_file(src.tokenizer, dst.tokenizer, ec);
-  if (ec) throw std::runtime_error("save as: cannot copy " + src.tokenizer + ": " + ec.message());
-  if (fs::exists(src.metrics)) {
-    fs::copy_file(src.metrics, dst.metrics, ec);
-    if (ec) throw std::runtime_error("save as: cannot copy " + src.metrics + ": " + ec.message());
+  // Written whole, then published by one rename (io/run_paths.h), as an export is.
+  const std::string staged = stage_folder(run_dir);
+  try {
+    const RunPaths dst(staged);
+    Gpt model = m.model;
+    save_weights(model, dst.weights);  // the edited weights (knock-outs are no weights: what_if has them)
+    fs::copy_file(src.tokenizer, dst.tokenizer);
+    if (fs::exists(src.metrics)) fs::copy_file(src.metrics, dst.metrics);
+    write_file_atomic(dst.config, config.dump(2) + "\n");
+    publish_folder(staged, run_dir);
+  } catch (const std::exception& e) {
+    fs::remove_all(staged, ec);
+    throw std::runtime_error("save as '" + run_dir + "': " + e.what());
   }
-  write_file_atomic(dst.config, config.dump(2) + "\n");  // last: the folder is a run folder once it has it
 }
 
 GenerationResult Session::generate(const std::string& prompt, const GenerateOptions& options,
@@ -431,13 +436,28 @@ EvalResult Session::Impl::evaluate_on(const EvalSet::Data& w, const EvalOptions&
   EvalResult r = w.described;
   r.skipped_layers = skip;
   r.knock_out = knock_out;
+  if (options.batch_size < 1 || options.max_batches < 0)
+    throw std::invalid_argument("evaluation batch " + std::to_string(options.batch_size) + " and max batches " +
+                                std::to_string(options.max_batches) + ": the batch must be 1 or more, max batches 0 (all) "
+                                "or more");
   const WindowEval ev = evaluate_windows(model, w.tokens, w.starts, options.batch_size, options.max_batches, device,
                                          device.is_cuda(), progress, options.cancel);
+  // No silent zeros or NaNs (issue 34): an evaluation of nothing, or of a loss that is not a
+  // number, is an error that says so.
+  if (ev.tokens == 0)
+    throw std::runtime_error("the evaluation covered no tokens (" + std::to_string(w.starts.size()) + " windows of " +
+                             std::to_string(config.context + 1) + " tokens in the set): evaluate more text, or "
+                             "fewer skipped windows");
+  if (!std::isfinite(ev.loss))
+    throw std::runtime_error("the loss over " + std::to_string(ev.tokens) + " tokens is not finite (" +
+                             std::to_string(ev.loss) + "): the weights overflow in computation (an edit or a damaged "
+                             "run); evaluate an earlier checkpoint or without the edit");
   r.loss = ev.loss;
   r.accuracy = ev.accuracy;
   r.tokens = ev.tokens;
   int64_t windows = static_cast<int64_t>(w.starts.size());
-  if (options.max_batches > 0) windows = std::min(windows, options.max_batches * options.batch_size);
+  if (options.max_batches > 0 && options.max_batches <= windows / options.batch_size)  // no overflow of the product
+    windows = options.max_batches * options.batch_size;
   r.unigram_loss = windows > 0 ? w.unigram_nll[static_cast<size_t>(windows)] / static_cast<double>(windows * config.context) : 0;
   return r;
 }

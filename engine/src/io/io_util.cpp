@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,9 +25,14 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+void write_file_atomic(const std::string& path, const std::string& bytes, bool shared) {
+  static std::atomic<uint64_t> next{0};
+  const std::string tmp =
+      shared ? path + "." + std::to_string(next++) + ".tmp." + std::to_string(::getpid()) : path + ".tmp";
+  // A new file, never one found there: a planted link named like the temporary would
+  // otherwise be followed and its target overwritten (issue 34).
+  (void)::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot write '" + tmp + "': " + std::strerror(errno));
   int err = 0;
   for (size_t done = 0; done < bytes.size() && err == 0;) {

@@ -10,7 +10,10 @@ std::string read_text_file(const std::string& path, const std::string& what);
 // Writes to `path + ".tmp"`, flushes it to the disk (fsync), then renames it over `path`: a
 // crash or a kill never leaves half a file, and a failed write (a full disk) removes the
 // temporary and throws std::runtime_error naming the path and the reason.
-void write_file_atomic(const std::string& path, const std::string& bytes);
+// shared: `path` is in a folder several processes fill at once (a cache): the temporary gets a
+// name of its own, `<path>.<n>.tmp.<pid>` (remove_dead_temporaries removes a killed writer's),
+// so two writers never take each other's (issue 34).
+void write_file_atomic(const std::string& path, const std::string& bytes, bool shared = false);
 
 // Flushes a folder's entries (renames, new files) to the disk; a failure is ignored (some file
 // systems cannot).

@@ -34,8 +34,16 @@ std::string recorded_holder(int fd) {
 
 RunLock::RunLock(const std::string& run_dir) {
   const std::string path = lock_path(run_dir);
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot create the run lock '" + path + "': " + std::strerror(errno));
+  // Never through a link: a downloaded folder's .lock pointing elsewhere would have that file
+  // truncated and overwritten (issue 34).
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const int err = errno;
+    if (err == ELOOP)
+      throw std::runtime_error("the run lock '" + path + "' is a symbolic link: a run folder's files are its own; "
+                               "remove the link (hsm makes the lock itself)");
+    throw std::runtime_error("cannot create the run lock '" + path + "': " + std::strerror(err));
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     const std::string who = recorded_holder(fd_);

@@ -16,6 +16,7 @@
 #include "io/json_brief.h"
 
 #ifndef _WIN32
+#include <fcntl.h>
 #include <unistd.h>  // fsync
 #endif
 
@@ -173,7 +174,7 @@ class Reader {
     return blob;
   }
 
-  SafetensorsFile read() {
+  SafetensorsFile read(bool header_only = false) {
     std::error_code ec;
     if (std::filesystem::is_directory(path_, ec)) fail("is a directory; expected a .safetensors file");
     std::ifstream in(path_, std::ios::binary);
@@ -257,6 +258,10 @@ class Reader {
     file.tensors.reserve(ranges.size());
     for (const Range& r : ranges) {
       TensorBlob& blob = blobs[r.index];
+      if (header_only) {
+        file.tensors.push_back(std::move(blob));
+        continue;
+      }
       blob.data.resize(r.end - r.begin);
       in.read(blob.data.data(), static_cast<std::streamsize>(blob.data.size()));
       if (!in) fail("read error in the data of tensor '" + blob.name + "'");
@@ -275,8 +280,15 @@ class Reader {
 // since weights can be tens of MB. fsync before the rename so that a crash right after
 // it cannot leave an empty file under the final name.
 void write_tmp(const std::string& tmp, const std::string& header, const std::vector<const TensorBlob*>& blobs) {
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw SafetensorsError("cannot write '" + tmp + "': " + std::strerror(errno));
+  // A new file, never one found there (a planted link would be followed; issue 34).
+  (void)::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  std::FILE* f = fd >= 0 ? ::fdopen(fd, "wb") : nullptr;
+  if (!f) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw SafetensorsError("cannot write '" + tmp + "': " + std::strerror(err));
+  }
   int err = 0;  // errno of the first failure
   auto check = [&](bool ok) {
     if (!ok && err == 0) err = errno ? errno : EIO;
@@ -369,5 +381,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorBlob>& t
 }
 
 SafetensorsFile read_safetensors(const std::string& path) { return Reader(path).read(); }
+
+SafetensorsFile read_safetensors_header(const std::string& path) { return Reader(path).read(true); }
 
 }  // namespace hsm

@@ -49,6 +49,12 @@ int set_cpu_threads(int n) {
   set_blas_threads(blas);
   gemm_backend();  // an invalid HSM_GEMM or HSM_KERNELS is refused here, before any work starts
   fast::check_kernels_env();
+  // An error now, not a hang in the first product: OpenBLAS's own threads, or LibTorch's when
+  // the engine splits its products over them through LibTorch (whose products are OpenBLAS's).
+  const bool products_in_openblas = gemm_backend() == GemmBackend::kLibTorch && split_gemms();
+  check_blas_address_space(products_in_openblas ? std::max(torch_threads, blas) : blas);
+  warm_blas_buffer();
+  if (products_in_openblas) at::parallel_for(0, torch_threads, 1, [](int64_t, int64_t) { warm_blas_buffer(); });
   return torch_threads;
 }
 

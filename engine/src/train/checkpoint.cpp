@@ -6,6 +6,7 @@
 #include <set>
 
 #include "hsm/safetensors.h"
+#include "hsm/params.h"
 #include "io/io_util.h"
 
 namespace fs = std::filesystem;
@@ -48,16 +49,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
 }
 
 }  // namespace
-
-RunPaths::RunPaths(std::string d)
-    : dir(std::move(d)),
-      weights((fs::path(dir) / "model.safetensors").string()),
-      optimizer((fs::path(dir) / "optimizer.safetensors").string()),
-      config((fs::path(dir) / "config.json").string()),
-      tokenizer((fs::path(dir) / "tokenizer.model").string()),
-      metrics((fs::path(dir) / "metrics.jsonl").string()),
-      diagnostics((fs::path(dir) / "diagnostics.jsonl").string()),
-      checkpoints((fs::path(dir) / "checkpoints").string()) {}
 
 void save_weights(Gpt& model, const std::string& path) {
   std::vector<TensorBlob> blobs;
@@ -115,11 +106,17 @@ std::string step_dir_name(int64_t step) {
   return buf;
 }
 
-// The step of a published checkpoint folder's name, or -1 (a temporary, or another entry).
-int64_t step_of(const std::string& name) {
-  if (name.rfind(kStepPrefix, 0) != 0 || name.size() == 5 || name.size() > 25) return -1;
+// The step of a published checkpoint folder's name, or -1 (a temporary, or another entry). A
+// step-<digits> name whose number this program never writes (more than 18 digits) is named in
+// the error rather than read as a number (issue 34: "stoll").
+int64_t step_of(const fs::path& entry) {
+  const std::string name = entry.filename().string();
+  if (name.rfind(kStepPrefix, 0) != 0 || name.size() == 5) return -1;
   for (size_t i = 5; i < name.size(); ++i)
     if (name[i] < '0' || name[i] > '9') return -1;
+  if (name.size() > 5 + 18)
+    throw std::runtime_error("'" + entry.string() + "' is not a checkpoint this program wrote (its step number has " +
+                             std::to_string(name.size() - 5) + " digits): move it out of checkpoints/");
   return std::stoll(name.substr(5));
 }
 
@@ -138,7 +135,7 @@ std::vector<Checkpoint> published_checkpoints(const std::string& checkpoints_dir
   std::vector<Checkpoint> all;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(checkpoints_dir, ec)) {
-    const int64_t step = step_of(entry.path().filename().string());
+    const int64_t step = step_of(entry.path());
     if (step >= 0 && entry.is_directory()) all.push_back(checkpoint_at(entry.path().string(), step));
   }
   std::sort(all.begin(), all.end(), [](const Checkpoint& a, const Checkpoint& b) { return a.step > b.step; });
@@ -167,10 +164,99 @@ void replace_with_link(const std::string& from, const std::string& to) {
 
 }  // namespace
 
+namespace {
+
+// Why a published checkpoint cannot be resumed from, or "" when it is whole and valid: its
+// three files present, their headers readable, and each of step N. Only headers are read.
+std::string checkpoint_problem(const Checkpoint& c) {
+  for (const std::string& f : {c.weights, c.optimizer, c.config})
+    if (!fs::exists(f)) return fs::path(f).filename().string() + " is missing";
+  try {
+    const nlohmann::json j = parse_run_config(read_text_file(c.config, "checkpoint config"), c.config);
+    const int64_t step = j.value("state", nlohmann::json::object()).value("step", int64_t{-1});
+    if (step != c.step) return "config.json is of step " + std::to_string(step);
+    read_safetensors_header(c.weights);
+    const SafetensorsFile opt = read_safetensors_header(c.optimizer);
+    const auto it = opt.metadata.find("step");
+    if (it == opt.metadata.end() || it->second != std::to_string(c.step))
+      return "optimizer.safetensors is not of step " + std::to_string(c.step);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
 std::optional<Checkpoint> latest_checkpoint(const std::string& run_dir) {
   for (const Checkpoint& c : published_checkpoints(RunPaths(run_dir).checkpoints))
-    if (fs::exists(c.weights) && fs::exists(c.optimizer) && fs::exists(c.config)) return c;
+    if (checkpoint_problem(c).empty()) return c;
   return std::nullopt;
+}
+
+std::optional<Checkpoint> resume_checkpoint(const std::string& run_dir,
+                                            const std::function<void(const std::string&)>& log) {
+  const RunPaths paths(run_dir);
+  std::optional<int64_t> top_step;
+  try {
+    top_step = read_run_config(run_dir).value("state", nlohmann::json::object()).value("step", int64_t{-1});
+  } catch (const std::exception&) {
+  }
+  for (const Checkpoint& c : published_checkpoints(paths.checkpoints)) {
+    const std::string problem = checkpoint_problem(c);
+    if (problem.empty()) return c;
+    // Set aside, not removed: it may hold the only copy of the newest weights, which training
+    // again to its step would otherwise replace (or prune).
+    const std::string aside = (fs::path(paths.checkpoints) / ("damaged-" + fs::path(c.dir).filename().string())).string();
+    std::error_code ec;
+    fs::remove_all(aside, ec);
+    fs::rename(c.dir, aside, ec);
+    if (ec)
+      throw std::runtime_error("checkpoint '" + c.dir + "' cannot be resumed from (" + problem +
+                               ") and cannot be set aside: " + ec.message());
+    std::string kept;
+    if (top_step && *top_step == c.step)  // the top-level files are this step's: keep what it lacks
+      for (const auto& [from, name] : {std::pair{paths.weights, "model.safetensors"}, {paths.config, "config.json"}}) {
+        const fs::path to = fs::path(aside) / name;
+        if (fs::exists(to) || !fs::exists(from)) continue;
+        fs::copy_file(from, to, ec);
+        if (!ec) kept += std::string(kept.empty() ? "" : ", ") + "the run's " + name;
+      }
+    log("checkpoint step " + std::to_string(c.step) + " passed over: " + problem + "; set aside as " + aside +
+        (kept.empty() ? "" : " (with " + kept + " of that step)"));
+  }
+  return std::nullopt;
+}
+
+void check_weights_fit(const ModelConfig& config, const std::string& weights_path, const std::string& config_path) {
+  const SafetensorsFile file = read_safetensors_header(weights_path);
+  const auto mismatch = [&](const std::string& what) {
+    return std::runtime_error(config_path + " and " + weights_path + " belong to different models: " + what +
+                              " (put back the run's own config.json, or the weights it describes)");
+  };
+  int64_t stored = 0;
+  std::set<int64_t> blocks;
+  for (const TensorBlob& b : file.tensors) {
+    if (b.dtype != "I64") {
+      int64_t n = 1;
+      for (int64_t d : b.shape) n = d > 0 && n <= INT64_MAX / d ? n * d : (d == 0 ? 0 : INT64_MAX);
+      stored = stored <= INT64_MAX - n ? stored + n : INT64_MAX;
+    }
+    if (b.name.rfind("blocks.", 0) == 0) blocks.insert(std::atoll(b.name.c_str() + 7));
+  }
+  const std::pair<const char*, std::vector<int64_t>> shapes[] = {{"tok_emb.weight", {config.vocab_size, config.d_model}},
+                                                                 {"pos_emb.weight", {config.context, config.d_model}}};
+  for (const auto& [name, shape] : shapes)
+    if (const TensorBlob* b = file.find(name); b && b->shape != shape)
+      throw mismatch("tensor '" + std::string(name) + "' has shape " + shape_text(b->shape) + ", the config needs " +
+                     shape_text(shape));
+  if (static_cast<int64_t>(blocks.size()) != static_cast<int64_t>(config.layers.size()))
+    throw mismatch("the config has " + std::to_string(config.layers.size()) + " layers, the weights file " +
+                   std::to_string(blocks.size()));
+  const int64_t needed = count_params(config).total();
+  if (needed > stored)
+    throw mismatch("the config's model has " + std::to_string(needed) + " parameters, the weights file holds " +
+                   std::to_string(stored) + " values");
 }
 
 void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const AdamW& optimizer,
@@ -190,9 +276,7 @@ void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const Ada
       save_weights(model, c.weights);
       save_optimizer(optimizer, c.optimizer);
       write_file_atomic(c.config, config_text);
-      sync_dir(tmp_dir);
-      fs::rename(tmp_dir, final_dir);  // the commit point: before it the checkpoint does not exist
-      sync_dir(paths.checkpoints);
+      publish_folder(tmp_dir, final_dir);  // the commit point: before it the checkpoint does not exist
     } catch (...) {
       std::error_code ignored;
       fs::remove_all(tmp_dir, ignored);
@@ -214,6 +298,8 @@ void refresh_run_view(const RunPaths& paths, const Checkpoint& checkpoint) {
 
 void remove_stale_temporaries(const std::string& run_dir) {
   const RunPaths paths(run_dir);
+  check_no_links(paths);  // never remove entries of a folder the run's checkpoints/ links to
+  remove_dead_temporaries(paths.dir);  // a killed writer's tokenizer.model.<n>.tmp.<pid>
   std::error_code ec;
   for (const std::string& dir : {paths.dir, paths.checkpoints})
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -263,14 +349,24 @@ void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_
 void export_run(const std::string& run_dir, const std::string& out_dir, const ExportOptions& options) {
   const torch::ScalarType target = scalar_type(options.dtype);
   const RunPaths from(run_dir), to(out_dir);
-  const std::string weights = options.best && fs::exists(fs::path(run_dir) / "best.safetensors")
-                                  ? (fs::path(run_dir) / "best.safetensors").string()
-                                  : from.weights;
+  const std::string weights = options.best && fs::exists(from.best) ? from.best : from.weights;
   nlohmann::json config = read_run_config(run_dir);  // checks it is a run folder
-  if (fs::exists(out_dir) && fs::equivalent(run_dir, out_dir))
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && fs::equivalent(run_dir, out_dir, ec))
     throw std::invalid_argument("export into the run folder itself: choose another --out");
+  // The export replaces `out` whole (publish_folder): only an earlier export or run may be there.
+  if (fs::exists(fs::symlink_status(out_dir, ec)) &&
+      !(fs::is_directory(fs::symlink_status(out_dir, ec)) && (fs::is_empty(out_dir, ec) || fs::exists(to.config, ec))))
+    throw std::invalid_argument("export to '" + out_dir + "': it exists and is not a run folder (an export replaces "
+                                "the folder it writes whole): choose another --out");
+  // The source loads as every other command loads it, or nothing is exported (issue 34).
+  const ModelConfig model_config = config_from_json(config["model"].dump(), from.config);
   load_run_tokenizer(run_dir, config);  // the export carries the model's own tokenizer, or none
-  fs::create_directories(out_dir);
+  check_weights_fit(model_config, weights, from.config);
+  {
+    Gpt model(model_config);
+    load_weights(model, weights);  // shapes, names, finite values
+  }
   SafetensorsFile file = read_safetensors(weights);
   std::vector<TensorBlob> blobs;
   for (const TensorBlob& b : file.tensors) {
@@ -278,11 +374,10 @@ void export_run(const std::string& run_dir, const std::string& out_dir, const Ex
       blobs.push_back(b);
       continue;
     }
-    const auto weights32 = from_blob(b);
-    if (!torch::isfinite(weights32).all().item<bool>())
-      throw std::runtime_error(weights + ": tensor '" + b.name +
-                               "' holds NaN or infinite values (the run diverged): nothing to export");
-    auto t = weights32.to(target).contiguous();
+    auto t = from_blob(b).to(target).contiguous();
+    if (!torch::isfinite(t).all().item<bool>())
+      throw std::runtime_error(weights + ": tensor '" + b.name + "' does not fit in " + options.dtype +
+                               " (values beyond its range): export as F32 (--dtype F32)");
     TensorBlob out;
     out.name = b.name;
     out.dtype = options.dtype;
@@ -291,11 +386,20 @@ void export_run(const std::string& run_dir, const std::string& out_dir, const Ex
     blobs.push_back(std::move(out));
   }
   file.metadata["exported_from"] = fs::path(weights).filename().string();
-  write_safetensors(to.weights, blobs, file.metadata);
-  fs::copy_file(from.tokenizer, to.tokenizer, fs::copy_options::overwrite_existing);
-  if (fs::exists(from.metrics)) fs::copy_file(from.metrics, to.metrics, fs::copy_options::overwrite_existing);
   config["export"] = {{"dtype", options.dtype}, {"weights", fs::path(weights).filename().string()}};
-  write_file_atomic(to.config, config.dump(2) + "\n");
+  // Written whole beside `out`, then published in one step: a kill leaves the old export or the new one.
+  const std::string staged = stage_folder(out_dir);
+  try {
+    const RunPaths stage(staged);
+    write_safetensors(stage.weights, blobs, file.metadata);
+    fs::copy_file(from.tokenizer, stage.tokenizer);
+    if (fs::exists(from.metrics)) fs::copy_file(from.metrics, stage.metrics);
+    write_file_atomic(stage.config, config.dump(2) + "\n");
+    publish_folder(staged, out_dir);
+  } catch (...) {
+    fs::remove_all(staged, ec);
+    throw;
+  }
 }
 
 }  // namespace hsm

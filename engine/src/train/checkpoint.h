@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,16 +21,11 @@
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "io/run_json.h"
+#include "io/run_paths.h"
 #include "model/model.h"
 #include "train/adamw.h"
 
 namespace hsm {
-
-struct RunPaths {
-  explicit RunPaths(std::string dir);
-  // optimizer: where runs written before step folders kept it (read by resume only)
-  std::string dir, weights, optimizer, config, tokenizer, metrics, diagnostics, checkpoints;
-};
 
 // Checkpoints kept: the newest and the one before it.
 inline constexpr int kKeptCheckpoints = 2;
@@ -38,9 +34,22 @@ struct Checkpoint {
   int64_t step = 0;
   std::string dir, weights, optimizer, config;
 };
-// The newest complete checkpoint of a run (a folder checkpoints/step-N with its three files),
-// if it has one.
+// The newest whole and valid checkpoint of a run (a folder checkpoints/step-N with its three
+// files, each readable and of step N), if it has one. A folder named step-<digits> whose
+// number is out of range throws std::runtime_error naming it.
 std::optional<Checkpoint> latest_checkpoint(const std::string& run_dir);
+// What resume starts from (issue 34): latest_checkpoint(), and each newer checkpoint it passed
+// over is set aside as checkpoints/damaged-step-N (never pruned, never overwritten; the run's
+// top-level weights and config of that step are kept in it when its own are missing), with
+// a line to `log` saying which, why, and where it went.
+std::optional<Checkpoint> resume_checkpoint(const std::string& run_dir,
+                                            const std::function<void(const std::string&)>& log);
+
+// Compares a config with a weights file's header before anything is allocated (issue 34): a
+// config.json claiming a model far larger than model.safetensors holds (or with other
+// embedding shapes, or another number of layers) throws std::runtime_error naming both files,
+// instead of building a model of the config's size first.
+void check_weights_fit(const ModelConfig& config, const std::string& weights_path, const std::string& config_path);
 // Writes the checkpoint of `step` as one unit (see above), then the run's top-level
 // model.safetensors and config.json (config_text), and keeps the newest kKeptCheckpoints.
 // A failure (a full disk) throws std::runtime_error naming the file and leaves the previous

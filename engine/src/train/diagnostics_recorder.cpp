@@ -27,8 +27,7 @@ DiagnosticsRecorder::DiagnosticsRecorder(const std::string& run_dir, const std::
     fs::remove(path_, ec);  // a new run's records start afresh (a killed start may have left some)
   }
   if (!on()) return;
-  out_.open(path_, std::ios::app);
-  if (!out_) throw std::runtime_error("cannot write " + path_);
+  out_.emplace(path_, false);
 }
 
 void DiagnosticsRecorder::record(Gpt& model, const Tokenizer& tokenizer, int64_t step, const torch::Device& device) {
@@ -44,9 +43,8 @@ void DiagnosticsRecorder::record(Gpt& model, const Tokenizer& tokenizer, int64_t
     }
   } restore{model, was_training};
   const DiagnosticsRecord r = diagnostics_record(model, tokenizer, prompt_, step, device);
-  out_ << diagnostics_record_to_json_line(r) << "\n";
-  out_.flush();
-  if (!out_) throw std::runtime_error("cannot write " + path_ + " (is the disk full?)");
+  if (const std::string failure = out_->append(diagnostics_record_to_json_line(r)); !failure.empty())
+    throw std::runtime_error("cannot write " + path_ + " (" + failure + ")");
   ++records_;
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

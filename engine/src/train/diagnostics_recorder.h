@@ -3,11 +3,12 @@
 // the trainer diagnoses its probe text (TrainSettings::probe_text) and appends one record.
 #include <torch/torch.h>
 
-#include <fstream>
+#include <optional>
 #include <functional>
 #include <string>
 
 #include "hsm/tokenizer.h"
+#include "io/record_log.h"
 #include "model/model.h"
 
 namespace hsm {
@@ -29,7 +30,7 @@ class DiagnosticsRecorder {
 
  private:
   std::string path_, prompt_;
-  std::ofstream out_;
+  std::optional<RecordLog> out_;  // whole lines, never through a link (io/record_log.h)
   double seconds_ = 0;
   int64_t records_ = 0;
 };

@@ -147,7 +147,7 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
                             const ProgressFn& progress, const CancelFlag* cancel) {
   const int64_t T = model->config.context;
   const auto windows = static_cast<int64_t>(all_starts.size());
-  int64_t batches = (windows + batch_size - 1) / batch_size;
+  int64_t batches = windows / batch_size + (windows % batch_size != 0);  // no overflow for a huge batch
   if (max_batches > 0) batches = std::min(batches, max_batches);
   const bool was_training = model->is_training();
   model->eval();
@@ -158,7 +158,7 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
   for (int64_t b = 0; b < batches; ++b) {
     if (cancel && cancel->load()) throw Cancelled();
     std::vector<int64_t> starts;
-    for (int64_t w = b * batch_size; w < std::min(windows, (b + 1) * batch_size); ++w)
+    for (int64_t w = b * batch_size; w < windows && w - b * batch_size < batch_size; ++w)
       starts.push_back(all_starts[static_cast<size_t>(w)]);
     auto batch = make_batch(tokens, starts, T, device);
     auto x = batch.narrow(1, 0, T), y = batch.narrow(1, 1, T);

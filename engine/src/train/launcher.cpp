@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -118,6 +119,11 @@ int status_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status
 
 }  // namespace
 
+namespace {
+std::atomic<int> g_stop_signal{0};
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+}  // namespace
+
 int launch_local_ranks(const LaunchOptions& o, const std::function<void(const std::string&)>& report) {
   if (o.nproc < 1) throw std::invalid_argument("--nproc must be at least 1");
   const int port = o.master_port > 0 ? o.master_port : free_local_port();
@@ -157,11 +163,15 @@ int launch_local_ranks(const LaunchOptions& o, const std::function<void(const st
   report(std::to_string(o.nproc) + " ranks on this machine (rendezvous " + o.master_addr + ":" + std::to_string(port) +
          ", " + std::to_string(o.threads_per_rank) + " LibTorch thread(s) each)");
 
-  // Ctrl-C reaches the whole process group (the ranks stop at a step and rank 0 writes a
-  // checkpoint); the launcher itself waits for them.
-  struct sigaction ignore {}, previous {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGINT, &ignore, &previous);
+  // A stop signal to the launcher (Ctrl-C reaches the whole process group; SIGINT, SIGTERM or
+  // SIGHUP sent to the launcher alone do not) is passed on to every rank: they stop at a step
+  // and rank 0 writes a checkpoint; the launcher itself waits for them (issue 34).
+  const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction forward {}, previous[3];
+  forward.sa_handler = on_stop_signal;  // no SA_RESTART: waitpid returns to pass it on
+  sigemptyset(&forward.sa_mask);
+  g_stop_signal = 0;
+  for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &forward, &previous[i]);
 
   int result = 0, running = o.nproc;
   bool failed = false;
@@ -169,6 +179,10 @@ int launch_local_ranks(const LaunchOptions& o, const std::function<void(const st
   while (running > 0) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, failed ? WNOHANG : 0);
+    if (const int sig = g_stop_signal.exchange(0); sig != 0) {
+      report("passing " + std::string(::strsignal(sig)) + " on to the ranks");
+      kill_all(sig);
+    }
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) break;
     if (pid == 0) {  // failed: the others have until the deadline to stop on their own
@@ -200,7 +214,7 @@ int launch_local_ranks(const LaunchOptions& o, const std::function<void(const st
                  std::chrono::milliseconds(static_cast<int64_t>(o.grace_s * 1000));
     }
   }
-  ::sigaction(SIGINT, &previous, nullptr);
+  for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &previous[i], nullptr);
   return result;
 }
 

@@ -27,6 +27,7 @@
 #include "hsm/tokenizer.h"
 #include "train/diagnostics_recorder.h"
 #include "io/io_util.h"
+#include "io/record_log.h"
 #include "io/run_lock.h"
 #include "model/model.h"
 #include "kernels/fast_kernels.h"
@@ -164,7 +165,8 @@ struct Trainer::Impl::Run {
   Gpt model{nullptr};
   std::optional<AdamW> optimizer;
   // the curve and the checkpoints
-  std::ofstream metrics_out;
+  std::optional<RecordLog> metrics_out;
+  std::string metrics_failure;  // why metrics.jsonl is behind (lines held in memory), or ""
   std::optional<DiagnosticsRecorder> diagnostics;  // RUN/diagnostics.jsonl (train/diagnostics_recorder.h)
   MetricRecord last_eval;
   double last_train_loss = NAN, last_tokens_per_s = NAN;
@@ -348,6 +350,7 @@ void Trainer::Impl::Run::lock_folder() {
   if (mkdir_error)
     throw std::runtime_error("cannot create the run folder '" + spec.run_dir + "': " + mkdir_error.message());
   try {
+    check_no_links(paths);  // nothing written through a link out of the folder (issue 34)
     lock.emplace(spec.run_dir);
   } catch (...) {
     if (made_folder) fs::remove(spec.run_dir, mkdir_error);
@@ -377,7 +380,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
     // The newest complete checkpoint, whatever the top-level files say (a kill between its
     // publication and their update leaves them a step behind); a run written before step
     // folders resumes from its top-level files.
-    resume_from = latest_checkpoint(spec.run_dir);
+    resume_from = resume_checkpoint(spec.run_dir, [this](const std::string& l) { log(l); });
     const std::string config_file = resume_from ? resume_from->config : paths.config;
     const nlohmann::json run = read_run_config(spec.run_dir);  // checks the format
     const nlohmann::json at =
@@ -484,6 +487,7 @@ TrainSummary Trainer::Impl::Run::finished_summary() const {
   done.steps = done.total_steps = start_step;
   done.epochs = static_cast<double>(start_step) / steps_per_epoch;
   done.wall_s = wall_offset;
+  done.started = true;
   done.run_dir = spec.run_dir;
   return done;
 }
@@ -494,6 +498,9 @@ void Trainer::Impl::Run::build_model() {
   device = compat::parse_device(ts.device);
   bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
   torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
+  if (spec.resume)  // the config against the weights' header, before a model of its size is built
+    check_weights_fit(model_config, resume_from ? resume_from->weights : paths.weights,
+                      resume_from ? resume_from->config : paths.config);
   model = Gpt(model_config);
   // fixed_seq_qk's fixed sequence: the first `context` tokens of the validation split (its
   // first document: shorter ones were dropped), saved with the weights (docs/mixers.md).
@@ -505,7 +512,7 @@ void Trainer::Impl::Run::build_model() {
   for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
   optimizer.emplace(named, AdamWOptions{ts.lr, ts.beta1, ts.beta2, ts.eps, ts.weight_decay});
   if (spec.resume) {
-    load_weights(model, resume_from ? resume_from->weights : paths.weights);
+    load_weights(model, resume_from ? resume_from->weights : paths.weights);  // check_weights_fit came first
     load_optimizer(*optimizer, resume_from ? resume_from->optimizer : paths.optimizer, start_step);
   }
   if (dp) dp->attach(model->parameters());
@@ -526,8 +533,7 @@ void Trainer::Impl::Run::open_metrics() {
     write_file_atomic(paths.metrics, kept);
   }
   // A new run starts its curve afresh (a killed start may have left a file); a resumed one goes on.
-  metrics_out.open(paths.metrics, spec.resume ? std::ios::app : std::ios::trunc);
-  if (!metrics_out) throw std::runtime_error("cannot write " + paths.metrics);
+  metrics_out.emplace(paths.metrics, !spec.resume);
 }
 
 // ---- diagnostics.jsonl: the probe text diagnosed at every validation (issue 23) -------------------
@@ -551,8 +557,15 @@ void Trainer::Impl::Run::record_diagnostics(int64_t at) {
 void Trainer::Impl::Run::emit(MetricRecord m) {
   if (!writer) return;
   m.total_steps = total_steps;
-  metrics_out << metric_to_json(m).dump() << "\n";
-  metrics_out.flush();
+  // A failed write (a full disk) is neither torn nor the end of the curve: the record is held
+  // and written before the next one; the log says when the file fell behind and caught up.
+  const std::string failure = metrics_out->append(metric_to_json(m).dump());
+  if (!failure.empty() && metrics_failure.empty())
+    log("warning: cannot write metrics.jsonl (" + failure + ") at step " + std::to_string(m.step) +
+        ": its records are kept in memory and written when the disk has room");
+  else if (failure.empty() && !metrics_failure.empty())
+    log("metrics.jsonl written again at step " + std::to_string(m.step) + ", with the records held meanwhile");
+  metrics_failure = failure;
   if (trainer.cb.on_metric) trainer.cb.on_metric(m);
 }
 
@@ -772,6 +785,13 @@ TrainSummary Trainer::Impl::Run::finish() {
               "gradient; the whole gradient's all-reduce alone takes " + num(1000 * dp->full_all_reduce_s()) + " ms)";
     log(line);
   }
+  if (metrics_out && (!metrics_out->flush().empty() || metrics_out->dropped() > 0)) {
+    const std::string lost = "metrics.jsonl lacks " + std::to_string(metrics_out->held() + metrics_out->dropped()) +
+                             " record(s) of this run: the disk was full (" + metrics_failure +
+                             "); the weights and checkpoints were written";
+    summary.warning = summary.warning.empty() ? lost : summary.warning + "; " + lost;
+    log("warning: " + lost);
+  }
   summary.steps = step;
   summary.total_steps = total_steps;
   summary.epochs = static_cast<double>(step) / steps_per_epoch;
@@ -781,6 +801,7 @@ TrainSummary Trainer::Impl::Run::finish() {
   summary.tokens_per_s = last_tokens_per_s;
   summary.wall_s = wall();
   summary.stopped = step < total_steps;
+  summary.started = true;
   summary.run_dir = spec.run_dir;
   return summary;
 }
