@@ -1,5 +1,5 @@
 #pragma once
-// GPT-2 style decoder with a per-layer token mixer (SPEC §3, HSM §6.1):
+// GPT-2 style decoder with a per-layer token mixer (HSM §6.1):
 //   h = tok_emb[x] + pos_emb[t] → dropout → N blocks → LayerNorm → logits = h · tok_embᵀ
 //   block: h = h + drop(Mixer_l(LN1(h)));  h = h + drop(FFN_l(LN2(h)))
 #include <torch/torch.h>

@@ -1,5 +1,5 @@
 #pragma once
-// One interface for every token mixer (SPEC §3.1): [B, T, d] -> [B, T, d], strictly causal,
+// One interface for every token mixer (HSM §3-§4; docs/adding-a-mixer.md): [B, T, d] -> [B, T, d], strictly causal,
 // plus an incremental step for decoding one token at a time.
 #include <torch/torch.h>
 
@@ -37,7 +37,7 @@ struct MixerImpl : torch::nn::Module {
   // calls of step() would (so a prompt costs one batched pass, not T small ones).
   virtual torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) = 0;
 
-  // What the Diagnostics view shows (SPEC §3.3, docs/diagnostics.md): the matrix of each head
+  // What the Diagnostics view shows (docs/diagnostics.md, docs/diagnostics.md): the matrix of each head
   // for one prompt, x = LN1(h) [1, L, d], rows = outputs, columns = inputs, of the kind the
   // registry names (MixerInfo::matrix; not yet row-normalised), and each head's shift (−1: it
   // reads every earlier position). qk: a DA *_qk layer's LN1(QK stream) [1, L, d], else undefined.
