@@ -29,6 +29,8 @@ class Session {
  public:
   // Model::load.
   static std::unique_ptr<Session> open(const std::string& run_dir, const std::string& device = "auto");
+  // A session over a model loaded before (one model shared by several sessions and threads).
+  static std::unique_ptr<Session> over(std::shared_ptr<const Model> model);
   ~Session();
 
   // Generator::run.

@@ -43,7 +43,8 @@ class UncachedDecoder : public TokenDecoder {
  private:
   // Next-token logits after the model consumed `window` from scratch: [V] on the CPU.
   torch::Tensor forward_last(const std::vector<int32_t>& window) {
-    return m_.gpt->forward(token_tensor(window).to(m_.device)).select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);
+    auto logits = m_.gpt->forward(token_tensor(window).to(m_.device));  // [1, T, V]
+    return logits.select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);
   }
   const Model::Impl& m_;
 };
@@ -138,7 +139,8 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
   // The model has consumed all[win_start..]; every decoder slides the same window so their
   // logits agree token for token.
   size_t win_start = all.size() > static_cast<size_t>(context) ? all.size() - context : 0;
-  result.prompt_tokens_cut = std::max<int64_t>(0, static_cast<int64_t>(win_start) - 1);  // the leading <|endoftext|> is not the prompt's
+  // The leading <|endoftext|> is not the prompt's.
+  result.prompt_tokens_cut = std::max<int64_t>(0, static_cast<int64_t>(win_start) - 1);
   auto window = [&] { return std::vector<int32_t>(all.begin() + static_cast<long>(win_start), all.end()); };
   const float* logits = decoder->start(window());
   const auto vocab = static_cast<size_t>(m.config.vocab_size);

@@ -6,7 +6,12 @@ namespace hsm {
 Session::~Session() = default;
 
 std::unique_ptr<Session> Session::open(const std::string& run_dir, const std::string& device) {
-  return std::unique_ptr<Session>(new Session(Model::load(run_dir, device)));
+  return over(Model::load(run_dir, device));
+}
+
+std::unique_ptr<Session> Session::over(std::shared_ptr<const Model> model) {
+  if (!model) throw std::invalid_argument("Session::over: no model");
+  return std::unique_ptr<Session>(new Session(std::move(model)));
 }
 
 GenerationResult Session::generate(const std::string& prompt, const GenerateOptions& options,
