@@ -6,6 +6,8 @@
 
 #include "hsm/mixer_kind.h"
 #include "kernels/fast_kernels.h"
+#include "model/mixers/attention.h"
+#include "model/mixers/shift.h"
 #include "model/model.h"
 #include "kernels/parallel_gemm.h"
 
@@ -372,17 +374,18 @@ void FastDecoder::load_state(const DecodeState& state) {
   for (size_t l = 0; l < layers.size() && state.pos > 0; ++l) {
     const Layer& L = layers[l];
     LayerState& S = m.states[l];
-    const MixerCache& cache = state.layers[l];
     const auto check_batch1 = [&](const torch::Tensor& t, int64_t numel) {
       if (!t.defined() || t.size(0) != 1 || t.numel() != numel)
         throw std::invalid_argument("load_state: layer " + std::to_string(l) + "'s cache is not a batch-1 cache");
     };
     if (L.form == FastDecodeForm::kAttention) {
+      const auto& cache = state_of<AttentionState>(*state.layers[l]);
       check_batch1(cache.k, static_cast<int64_t>(S.k.size()));
       check_batch1(cache.v, static_cast<int64_t>(S.v.size()));
       S.k = to_floats(cache.k);
       S.v = to_floats(cache.v);
     } else {
+      const auto& cache = state_of<ShiftState>(*state.layers[l]);
       check_batch1(cache.ring, static_cast<int64_t>(S.ring.size()));
       S.ring = to_floats(cache.ring);
     }
