@@ -74,7 +74,8 @@ void MixerDecodeStep(benchmark::State& state, const std::string& id) {
   m->eval();
   torch::NoGradGuard no_grad;
   const int64_t context = 128, pos = 64;
-  MixerCache cache;
+  auto cache_state = m->make_state();
+  MixerState& cache = *cache_state;
   m->prefill(torch::randn({1, pos, kD}), cache, context);
   auto x_t = torch::randn({1, kD});
   for (auto _ : state) benchmark::DoNotOptimize(m->step(x_t, cache, pos, context));  // rewrites position 64

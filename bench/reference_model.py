@@ -1,6 +1,6 @@
 """Plain PyTorch implementation of the engine's model, for speed comparisons (issue 9).
 
-The same architecture as engine/src/model/ (SPEC §3, docs/checkpoint-format.md), written the
+The same architecture as engine/src/model/ (HSM §6.1, docs/checkpoint-format.md), written the
 way a PyTorch user would write it (nanoGPT style): pre-LayerNorm GPT-2 blocks, tied output,
 a per-layer mixer that is causal softmax attention (`attn`) or HSM (a,b) (`hsm_ab`).
 Built from the engine's preset JSON files, so `gpt`, `hsm_ab` and `hybrid_0_6` are the

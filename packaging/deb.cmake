@@ -84,7 +84,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${HSM_HOMEPAGE}")
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 # Debian's libtorch links the generic reference BLAS unless OpenBLAS is installed, about 25x
-# slower matrix products (SPEC §2); nothing in the binaries names it, so dpkg-shlibdeps
+# slower matrix products (README.md, "Set-up"); nothing in the binaries names it, so dpkg-shlibdeps
 # cannot find it.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-pthread")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages HSM Studio builds against (SPEC §2).
+# Installs the Debian/Ubuntu packages HSM Studio builds against (README.md, "Set-up").
 # Idempotent and fast when everything is present: apt is only called for what is missing.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 // `hsm diagnose RUN_DIR --prompt TEXT [--layer L] [--json]`: attention / effective mixing
-// matrices of every layer and head for a prompt and DA §4.4's indicators (SPEC §3.3).
+// matrices of every layer and head for a prompt and DA §4.4's indicators (docs/diagnostics.md).
 // Text: a table per layer and head; --json adds the L×L matrices.
 #include <cstdio>
 #include <iostream>

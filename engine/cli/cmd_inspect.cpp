@@ -65,7 +65,7 @@ Command add_inspect_command(CLI::App& app) {
                 << " on " << match["matched_layers"].size() << " layer(s), " << format_count(match["params"])
                 << " parameters\n";
     std::cout << "  coverage = offsets 0.." << c.context - 1
-              << " that reach the last position after the layer (receptive field, SPEC §3.2)\n";
+              << " that reach the last position after the layer (receptive field, HSM §3)\n";
     return 0;
   }};
 }

@@ -1,5 +1,5 @@
 // `hsm tokenizer train --data PATH --vocab 5000 --out FILE [--input-sentence-size N] [--json]`:
-// trains a sentencepiece BPE tokenizer on a corpus (SPEC §4). Progress goes to stderr so
+// trains a sentencepiece BPE tokenizer on a corpus (docs/architecture.md). Progress goes to stderr so
 // stdout holds only the summary (or the JSON object).
 #include <chrono>
 #include <cmath>

@@ -1,7 +1,7 @@
 // `hsm weights RUN_DIR [--json]`: the learned mixer weights per layer (HSM Table 2): a and b
 // of the (a,b) mixers (per channel for hsm_ab_vec, per head for the multihead variants) and
 // each layer's shifts; for a model of hsm_ab layers only, the end-to-end weight of every
-// offset (SPEC §3.2).
+// offset (HSM §3).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>

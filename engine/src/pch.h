@@ -1,4 +1,4 @@
-// Precompiled header of the engine's LibTorch translation units (SPEC §7: including
+// Precompiled header of the engine's LibTorch translation units (docs/architecture.md, "Layers": including
 // <torch/torch.h> costs ~20 s per file on two cores; precompiled, it costs ~1 s).
 #pragma once
 #include <torch/torch.h>

@@ -17,7 +17,10 @@
 #include <QTableWidget>
 #include <qcustomplot.h>
 
+#include <thread>
+
 #include "gui/engine/engine_host.h"
+#include "gui/engine/model_store.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/views/diagnostics_view.h"
@@ -396,4 +399,29 @@ TEST(WhatIf, ARunWithoutItsCorpusIsScoredOnTheStarterCorpus) {
   EXPECT_TRUE(view.lossText().contains(QStringLiteral("→"))) << view.lossText().toStdString();
   EXPECT_TRUE(view.lossText().contains(QStringLiteral("starter corpus"))) << view.lossText().toStdString();
   EXPECT_TRUE(view.lossText().contains(QStringLiteral("/no/such/corpus.txt"))) << view.lossText().toStdString();
+}
+
+// Issue 35: the interactive and analysis workers take a run's model from one store: loaded
+// once for both (at the same time too), loaded again for a new checkpoint or device, and gone
+// when no worker holds it.
+TEST(ModelStore, TwoWorkersShareOneLoadedModelPerRun) {
+  const std::string run = trained_run().toStdString();
+  ModelStore store;
+  std::shared_ptr<const hsm::Model> first, second;
+  std::thread interactive([&] { first = store.model(run, 1, "cpu"); });
+  std::thread analysis([&] { second = store.model(run, 1, "cpu"); });
+  interactive.join();
+  analysis.join();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first.get(), second.get());
+  EXPECT_EQ(store.model(run, 1, "cpu").get(), first.get());
+  std::shared_ptr<const hsm::Model> newer = store.model(run, 2, "cpu");  // a new checkpoint of the run
+  EXPECT_NE(newer.get(), first.get());
+  EXPECT_EQ(store.model(run, 2, "cpu").get(), newer.get());
+  std::weak_ptr<const hsm::Model> gone = newer;
+  first.reset();
+  second.reset();
+  newer.reset();
+  EXPECT_TRUE(gone.expired());  // the store keeps no model alive
+  EXPECT_THROW(store.model(run + "/missing", 1, "cpu"), std::exception);
 }

@@ -1,4 +1,4 @@
-// Corpora (SPEC §4): every format reads to the expected documents, folders in order,
+// Corpora (docs/architecture.md): every format reads to the expected documents, folders in order,
 // errors name the file; datasets drop short documents, split deterministically and cache
 // their tokens. All corpora are generated here.
 #include <gtest/gtest.h>

@@ -181,7 +181,8 @@ TEST(NonApprox, LargeScoresStayFiniteInFloat32AndDecodingAgrees) {
   auto x = torch::randn({1, 150, 8});
   auto y = m->forward(x);
   EXPECT_TRUE(torch::isfinite(y).all().item<bool>());
-  MixerCache cache;
+  auto cache_state = m->make_state();
+  MixerState& cache = *cache_state;
   for (int64_t t = 0; t < 150; ++t) {
     auto yt = m->step(x.select(1, t), cache, t, 150);
     ASSERT_TRUE(torch::allclose(yt, y.select(1, t), 1e-3, 1e-3)) << t;
@@ -313,7 +314,7 @@ TEST(DaDecoding, MixedStackEqualsFullForward) {
   EXPECT_TRUE(torch::allclose(first, full.select(1, 4), 1e-9, 1e-9));
   for (int64_t t = 5; t < 16; ++t)
     ASSERT_TRUE(torch::allclose(model->step(idx.select(1, t), st), full.select(1, t), 1e-9, 1e-9)) << t;
-  EXPECT_EQ(st.layers[1].q.size(0), 1) << "rnd's queries are shared by the batch";
+  EXPECT_EQ(state_of<QkSourceState>(*st.layers[1]).q.size(0), 1) << "rnd's queries are shared by the batch";
 }
 
 TEST(DaDiagnostics, EveryMixerGivesRowStochasticCausalMatrices) {

@@ -1,5 +1,5 @@
 // Diagnostics without LibTorch: DA §4.4's indicators on matrices with known values, their
-// min-max normalisation across layers, and the (a,b) offset weights of SPEC §3.2.
+// min-max normalisation across layers, and the (a,b) offset weights of HSM §3.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Evaluation's sums do not depend on the threads, by construction (train/evaluation.h): a
+// Evaluation's sums do not depend on the threads, by construction (eval/evaluation.h): a
 // batch is cut into slices of a fixed number of windows, each computed alone by one thread,
 // and the sums are added in slice order. A product over another number of rows may round
 // differently, so before this any change of thread count could move the loss in its last
@@ -13,7 +13,7 @@
 #include "kernels/parallel_gemm.h"
 #include "model_test_util.h"
 #include "kernels/blas_threads.h"
-#include "train/evaluation.h"
+#include "eval/evaluation.h"
 
 namespace hsm {
 namespace {

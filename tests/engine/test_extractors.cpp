@@ -110,11 +110,13 @@ TEST_P(Extractor, StepsThroughTheRingEqualTheForwardPastTheContext) {
   torch::NoGradGuard no_grad;
   auto x = torch::randn({kB, 13, kD}, torch::kFloat64);
   auto full = m->forward(x);
-  MixerCache cache;
+  auto cache_state = m->make_state();
+  MixerState& cache = *cache_state;
   for (int64_t t = 0; t < 13; ++t)
     ASSERT_TRUE(torch::allclose(m->step(x.select(1, t), cache, t, 5), full.select(1, t), 1e-10, 1e-12)) << t;
   for (int64_t prefix : {3, 5, 8}) {  // prefill leaves the ring as the steps would
-    MixerCache c2;
+    auto c2_state = m->make_state();
+    MixerState& c2 = *c2_state;
     ASSERT_TRUE(torch::allclose(m->prefill(x.narrow(1, 0, prefix), c2, 5), full.narrow(1, 0, prefix), 1e-10, 1e-12));
     for (int64_t t = prefix; t < 13; ++t)
       ASSERT_TRUE(torch::allclose(m->step(x.select(1, t), c2, t, 5), full.select(1, t), 1e-10, 1e-12))

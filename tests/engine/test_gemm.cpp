@@ -13,7 +13,7 @@
 #include "kernels/parallel_gemm.h"
 #include "model_test_util.h"
 #include "kernels/blas_threads.h"
-#include "train/evaluation.h"
+#include "eval/evaluation.h"
 
 namespace hsm {
 namespace {

@@ -8,6 +8,10 @@
 #include "model/dropout.h"
 #include "model/mixers/attention.h"
 #include "model/mixers/blocked_attention.h"
+#include "model/mixers/extractors.h"
+#include "model/mixers/gated_mlp.h"
+#include "model/mixers/linear_attention.h"
+#include "model/mixers/qk_source_attention.h"
 #include "model/mixers/shift.h"
 
 using namespace hsm;
@@ -70,6 +74,43 @@ TEST_P(EveryMixer, ParameterCountIsTheRegistrys) {
   int64_t n = 0;
   for (const auto& p : m->parameters()) n += p.numel();
   EXPECT_EQ(n, mixer_params(GetParam(), kD, mixer_info(GetParam()).multi_head ? 4 : 1, kT)) << GetParam();
+}
+
+// Each mixer owns its decoding state's type (make_state, issue 35): a shift layer's ring, an
+// attention layer's keys and values, and so on, never fields of a catch-all struct. Its own
+// state takes a prefix as forward does; a state of another type is refused, never read.
+TEST_P(EveryMixer, DecodesWithAStateOfItsOwnType) {
+  torch::manual_seed(3);
+  auto m = build(GetParam(), 1);
+  const std::unique_ptr<MixerState> state = m->make_state();
+  ASSERT_TRUE(state);
+  const MixerState* s = state.get();
+  const std::string id = GetParam();
+  switch (mixer_info(id).family) {
+    case MixerFamily::kAttention:
+      EXPECT_NE(dynamic_cast<const AttentionState*>(s), nullptr) << id;
+      break;
+    case MixerFamily::kShift:
+      EXPECT_NE(dynamic_cast<const ShiftState*>(s), nullptr) << id;
+      break;
+    case MixerFamily::kExtractor:
+      EXPECT_NE(dynamic_cast<const ExtractorState*>(s), nullptr) << id;
+      break;
+    case MixerFamily::kDeconstructedAttention:
+      EXPECT_TRUE(dynamic_cast<const LinearAttentionState*>(s) || dynamic_cast<const QkSourceState*>(s) ||
+                  dynamic_cast<const GatedMlpImpl::State*>(s))
+          << id;
+      break;
+  }
+  EXPECT_EQ(dynamic_cast<const AttentionState*>(s) != nullptr, mixer_info(id).family == MixerFamily::kAttention)
+      << id << ": only attention keeps attention's keys and values";
+  torch::NoGradGuard no_grad;
+  auto x = torch::randn({kB, 6, kD}, torch::kFloat64);
+  EXPECT_TRUE(torch::allclose(m->prefill(x, *state, kT), m->forward(x), 1e-10, 1e-10)) << id;
+  struct Foreign : MixerState {};
+  Foreign foreign;
+  EXPECT_THROW(m->prefill(x, foreign, kT), std::logic_error) << id;
+  EXPECT_THROW(m->step(x.select(1, 0), foreign, 0, kT), std::logic_error) << id;
 }
 
 // Every mixer the registry has (hsm/mixer_kind.h): a new one is tested here once registered.
@@ -268,7 +309,8 @@ TEST(Attention, LongContextMatchesExplicitSoftmaxWithGradients) {
   (y_ref * g).sum().backward();
   EXPECT_TRUE(torch::allclose(x.grad(), x2.grad(), 1e-9, 1e-9));
   torch::NoGradGuard no_grad;
-  MixerCache cache;
+  auto cache_state = m->make_state();
+  MixerState& cache = *cache_state;
   auto prefix = m->prefill(x.narrow(1, 0, 200), cache, T);
   EXPECT_TRUE(torch::allclose(prefix, y.narrow(1, 0, 200), 1e-10, 1e-10));
   for (int64_t pos = 200; pos < 203; ++pos)

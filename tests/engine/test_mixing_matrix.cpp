@@ -1,4 +1,4 @@
-// Diagnostics' matrices (SPEC §3.3): the effective matrix of every shift mixer against the
+// Diagnostics' matrices (docs/diagnostics.md): the effective matrix of every shift mixer against the
 // full autograd Jacobian of its real forward(); hand-set (a,b) maps; attention rows;
 // a whole model's diagnosis and its learned weights.
 #include <gtest/gtest.h>

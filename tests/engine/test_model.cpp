@@ -58,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, EveryPreset, ::testing::ValuesIn(preset_names(
                          [](const auto& info) { return info.param; });
 
 // For each HSM mixer and 1..7 layers: the input positions whose gradient at output t is
-// non-zero are exactly the receptive field of SPEC §3.2 (zero outside, non-zero inside).
+// non-zero are exactly the receptive field of HSM §3 (zero outside, non-zero inside).
 class GradientReceptiveField : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GradientReceptiveField, MatchesTheComputedSet) {

@@ -17,7 +17,7 @@
 #include "model/mixers/attention.h"
 #include "model/mixers/shift.h"
 #include "model/model.h"
-#include "train/evaluation.h"
+#include "eval/evaluation.h"
 #include "training_test_util.h"
 
 using namespace hsm;
@@ -183,7 +183,7 @@ TEST(Rollout, IdentityMixersGiveTheIdentity) {
 }
 
 // docs/diagnostics.md: for an all-(a,b) stack of n layers, R[t, t−k] = 2^−n · w_k(α, β), w the
-// end-to-end offset weights (SPEC §3.2) with a_l, b_l replaced by their shares
+// end-to-end offset weights (HSM §3) with a_l, b_l replaced by their shares
 // α = |a|/(|a|+|b|), β = |b|/(|a|+|b|), at every row t ≥ 2^n − 1.
 TEST(Rollout, AnABStackGivesTheOffsetWeightsOfItsNormalisedShares) {
   const int n = 3;

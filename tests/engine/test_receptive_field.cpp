@@ -1,4 +1,4 @@
-// Receptive fields (SPEC §3.2) from the layer list alone.
+// Receptive fields (HSM §3) from the layer list alone.
 #include <gtest/gtest.h>
 
 #include "hsm/presets.h"

@@ -1,4 +1,4 @@
-// Tokenizer (SPEC §4): exact round trip for any UTF-8, <|endoftext|> as one token, no
+// Tokenizer (docs/architecture.md): exact round trip for any UTF-8, <|endoftext|> as one token, no
 // BOS/EOS, stable serialisation and hash, clear errors. Tokenizers are trained on small
 // generated corpora so the suite runs in seconds and needs no data files.
 #include <gtest/gtest.h>

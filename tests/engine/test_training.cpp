@@ -18,7 +18,7 @@
 #include "hsm/trainer.h"
 #include "test_util.h"
 #include "training_test_util.h"
-#include "train/evaluation.h"
+#include "eval/evaluation.h"
 
 using namespace hsm;
 namespace fs = std::filesystem;

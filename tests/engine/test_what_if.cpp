@@ -1,7 +1,8 @@
 // Diagnostics over time and what-if edits (issue 23): RUN/diagnostics.jsonl written at every
 // validation (one record each, equal to `hsm diagnose` on the final weights, continued on
 // resume), and Session::edited / save_as (a/b set, layers and heads knocked out, in memory;
-// the run folder never written).
+// the run folder never written). One shared hsm::Model (issue 35): calls never change it, an
+// edited model shares what it does not change, two threads use one model at once.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,8 +11,13 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "hsm/diagnostics_log.h"
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/session.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
@@ -74,7 +80,8 @@ double max_difference(const Indicators& a, const Indicators& b) {
 class WhatIfRun : public ::testing::Test {
  public:
   // kPrompt's tokens, at most the context.
-  static std::vector<int32_t> prompt_ids(const Session& s) {
+  template <class SessionOrModel>
+  static std::vector<int32_t> prompt_ids(const SessionOrModel& s) {
     std::vector<int32_t> ids = s.tokenizer().encode(kPrompt);
     ids.resize(std::min(ids.size(), static_cast<size_t>(s.config().context)));
     return ids;
@@ -478,6 +485,101 @@ TEST_F(WhatIfRun, AnEvalSetOfAnotherModelOrNoneIsRefused) {
   bad = o;
   bad.split = "test";
   EXPECT_THROW(session->eval_set(*data_, bad), std::invalid_argument);
+}
+
+// ---- one shared Model (hsm/model.h, issue 35) ---------------------------------------------------
+TEST_F(WhatIfRun, TheSharedModelIsUnchangedByAnEditedEvaluation) {
+  const std::shared_ptr<const Model> model = Model::load(*run_, "cpu");
+  const std::vector<int32_t> tokens = prompt_ids(*model);
+  const std::vector<float> before = Prober(model).logits(tokens);
+  const auto weights_before = model->mixer_weights();
+  const EvalOptions o = few_windows();
+  const EvalResult base = Evaluator(model).evaluate(*data_, o);
+
+  // Knock-outs and skipped layers are arguments of the call...
+  EvalOptions edited_call = o;
+  edited_call.knock_out = {{1, -1}, {2, 3}};
+  edited_call.skip_layers = {0};
+  const EvalResult knocked = Evaluator(model).evaluate(*data_, edited_call);
+  EXPECT_NE(knocked.loss, base.loss);
+  // ...and an a/b edit with knock-outs is a new model value.
+  WhatIf w;
+  w.knock_out = {{1, -1}};
+  w.ab = parse_ab_edits("0:0.25:2");
+  const std::shared_ptr<const Model> edited = model->edited(w);
+  EXPECT_NE(Evaluator(edited).evaluate(*data_, o).loss, base.loss);
+  EXPECT_NE(Prober(edited).logits(tokens), before);
+
+  // The shared model is as it was: its logits, weights, edits and loss, bit for bit.
+  EXPECT_EQ(Prober(model).logits(tokens), before);
+  EXPECT_EQ(model->mixer_weights()[0].a, weights_before[0].a);
+  EXPECT_EQ(model->mixer_weights()[0].b, weights_before[0].b);
+  EXPECT_TRUE(model->edits().empty());
+  EXPECT_EQ(Evaluator(model).evaluate(*data_, o).loss, base.loss);
+  // A call's knock-outs do not outlive the call on the Evaluator either.
+  Evaluator reused(model);
+  reused.evaluate(*data_, edited_call);
+  EXPECT_EQ(reused.evaluate(*data_, o).loss, base.loss);
+}
+
+TEST_F(WhatIfRun, AnEditedModelSharesTheTensorsItDoesNotChange) {
+  const std::shared_ptr<const Model> model = Model::load(*run_, "cpu");
+  const auto source = model->tensor_data();
+  // Knock-outs change no weight: every tensor is shared.
+  EXPECT_EQ(model->edited({{{1, -1}, {2, 0}}, {}})->tensor_data(), source);
+  // An a/b edit of layer 0 owns layer 0's mixer values and shares everything else.
+  const auto edited = model->edited({{}, parse_ab_edits("0:0.5:1.5")})->tensor_data();
+  ASSERT_EQ(edited.size(), source.size());
+  size_t own = 0;
+  for (const auto& [name, data] : source) {
+    const bool edited_layer = name.rfind("blocks.0.mixer.", 0) == 0;
+    if (edited_layer) {
+      EXPECT_NE(edited.at(name), data) << name;
+      ++own;
+    } else {
+      EXPECT_EQ(edited.at(name), data) << name;
+    }
+  }
+  EXPECT_EQ(own, 2u);  // hsm_ab's a and b
+  // An edit of an edited model shares with it in turn.
+  const auto twice = model->edited({{}, parse_ab_edits("0:0.5:1.5")});
+  EXPECT_EQ(twice->edited({{{2, -1}}, {}})->tensor_data(), twice->tensor_data());
+}
+
+TEST_F(WhatIfRun, TwoThreadsUseOneModelAtOnce) {
+  const std::shared_ptr<const Model> model = Model::load(*run_, "cpu");
+  const std::vector<int32_t> tokens = prompt_ids(*model);
+  const EvalOptions o = few_windows();
+  EvalOptions knocked = o;
+  knocked.knock_out = {{0, -1}, {2, 1}};
+  GenerateOptions g;
+  g.sampling.seed = 11;
+  g.sampling.max_new_tokens = 24;
+  g.sampling.stop_at_end = false;
+  // Alone, one after the other.
+  const double plain = Evaluator(model).evaluate(*data_, o).loss;
+  const double alone = Evaluator(model).evaluate(*data_, knocked).loss;
+  const std::string text = Generator(model).run("Once upon", g).text;
+  const std::vector<float> logits = Prober(model).logits(tokens);
+  // At once: one thread evaluates with knock-outs (which lived on the shared module before
+  // issue 35) while the other generates, reads logits and evaluates without any.
+  for (int round = 0; round < 3; ++round) {
+    double loss = 0, other_loss = 0;
+    std::string other_text;
+    std::vector<float> other_logits;
+    std::thread evaluating([&] { loss = Evaluator(model).evaluate(*data_, knocked).loss; });
+    std::thread generating([&] {
+      other_text = Generator(model).run("Once upon", g).text;
+      other_logits = Prober(model).logits(tokens);
+      other_loss = Evaluator(model).evaluate(*data_, o).loss;
+    });
+    evaluating.join();
+    generating.join();
+    EXPECT_EQ(loss, alone) << "round " << round;
+    EXPECT_EQ(other_text, text) << "round " << round;
+    EXPECT_EQ(other_logits, logits) << "round " << round;
+    EXPECT_EQ(other_loss, plain) << "round " << round;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 
+#include "gui/engine/model_store.h"
 #include "gui/engine/session_worker.h"
 #include "gui/engine/thread_priority.h"
 #include "gui/engine/training_worker.h"
@@ -30,14 +31,27 @@ void register_engine_types() {
   (void)once;
 }
 
+namespace {
+
+// Queues `call` on `worker`'s thread. A lambda the compiler checks: a slot named by a string
+// fails only at run time (and leaves the request counted as pending).
+template <class Worker, class Call>
+void post(Worker* worker, Call call) {
+  QMetaObject::invokeMethod(worker, std::move(call), Qt::QueuedConnection);
+}
+
+}  // namespace
+
 EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   register_engine_types();
   trainingThread_.setObjectName(QStringLiteral("hsm-training"));
   sessionThread_.setObjectName(QStringLiteral("hsm-session"));
   analysisThread_.setObjectName(QStringLiteral("hsm-analysis"));
   trainer_ = new TrainingWorker;
-  session_ = new SessionWorker;
-  analysis_ = new SessionWorker;
+  // One store for both workers: a run's model is loaded once and shared (model_store.h).
+  auto models = std::make_shared<ModelStore>();
+  session_ = new SessionWorker(models);
+  analysis_ = new SessionWorker(models);
   trainer_->moveToThread(&trainingThread_);
   session_->moveToThread(&sessionThread_);
   analysis_->moveToThread(&analysisThread_);
@@ -137,7 +151,7 @@ bool EngineHost::startTraining(const hsm::RunSpec& spec) {
   training_ = true;
   paused_ = false;
   trainingRunDir_ = qstr(spec.run_dir);
-  QMetaObject::invokeMethod(trainer_, "run", Qt::QueuedConnection, Q_ARG(hsm::RunSpec, spec));
+  post(trainer_, [w = trainer_, spec] { w->run(spec); });
   emit trainingStateChanged();
   return true;
 }
@@ -162,8 +176,9 @@ int EngineHost::nextSessionRequest() {
 int EngineHost::generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options,
                          bool trained) {
   const int id = nextSessionRequest();
-  QMetaObject::invokeMethod(session_, "generate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, prompt), Q_ARG(hsm::GenerateOptions, options), Q_ARG(bool, trained));
+  post(session_, [w = session_, id, runDir, prompt, options, trained] {
+    w->generate(id, runDir, prompt, options, trained);
+  });
   return id;
 }
 
@@ -175,8 +190,7 @@ int EngineHost::setWhatIf(const QString& runDir, const hsm::WhatIf& edits) {
     whatIfs_[key] = edits;
   const int id = nextSessionRequest();
   whatIfRequests_[id] = key;
-  QMetaObject::invokeMethod(session_, "setWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(hsm::WhatIf, edits));
+  post(session_, [w = session_, id, runDir, edits] { w->setWhatIf(id, runDir, edits); });
   emit whatIfChanged(key);
   return id;
 }
@@ -187,29 +201,27 @@ int EngineHost::evaluateWhatIf(const QString& runDir, const QString& dataPath, c
                                int maxWindows) {
   const int id = nextAnalysisRequest();
   analysis_->supersedeWhatIf(id);  // only the newest edit's loss is wanted
-  QMetaObject::invokeMethod(analysis_, "evaluateWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows),
-                            Q_ARG(hsm::WhatIf, whatIf(runDir)));
+  post(analysis_, [w = analysis_, id, runDir, dataPath, windows, maxWindows, edits = whatIf(runDir)] {
+    w->evaluateWhatIf(id, runDir, dataPath, windows, maxWindows, edits);
+  });
   return id;
 }
 
 int EngineHost::saveWhatIf(const QString& runDir, const QString& newDir) {
   const int id = nextSessionRequest();
-  QMetaObject::invokeMethod(session_, "saveWhatIf", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, newDir));
+  post(session_, [w = session_, id, runDir, newDir] { w->saveWhatIf(id, runDir, newDir); });
   return id;
 }
 
 int EngineHost::diagnose(const QString& runDir, const QString& prompt) {
   const int id = nextSessionRequest();
-  QMetaObject::invokeMethod(session_, "diagnose", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, prompt));
+  post(session_, [w = session_, id, runDir, prompt] { w->diagnose(id, runDir, prompt); });
   return id;
 }
 
 int EngineHost::requestWeights(const QString& runDir) {
   const int id = nextSessionRequest();
-  QMetaObject::invokeMethod(session_, "mixerWeights", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir));
+  post(session_, [w = session_, id, runDir] { w->mixerWeights(id, runDir); });
   return id;
 }
 
@@ -217,26 +229,24 @@ void EngineHost::cancelGeneration() { session_->cancel(); }
 
 int EngineHost::probe(const QString& runDir, const QString& prompt, const QVector<int>& generated) {
   const int id = nextSessionRequest();
-  QMetaObject::invokeMethod(session_, "probe", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, prompt), Q_ARG(QVector<int>, generated));
+  post(session_, [w = session_, id, runDir, prompt, generated] { w->probe(id, runDir, prompt, generated); });
   return id;
 }
 
 int EngineHost::ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows) {
   const int id = nextAnalysisRequest();
   analysis_->armAblation();
-  QMetaObject::invokeMethod(analysis_, "ablate", Qt::QueuedConnection, Q_ARG(int, id), Q_ARG(QString, runDir),
-                            Q_ARG(QString, dataPath), Q_ARG(QString, windows), Q_ARG(int, maxWindows),
-                            Q_ARG(hsm::WhatIf, whatIf(runDir)));
+  post(analysis_, [w = analysis_, id, runDir, dataPath, windows, maxWindows, edits = whatIf(runDir)] {
+    w->ablate(id, runDir, dataPath, windows, maxWindows, edits);
+  });
   return id;
 }
 
 void EngineHost::cancelAblation() { analysis_->cancelAblation(); }
 
 void EngineHost::configure(const QString& device, int threads) {
-  for (SessionWorker* w : {session_, analysis_})
-    QMetaObject::invokeMethod(w, "configure", Qt::QueuedConnection, Q_ARG(QString, device), Q_ARG(int, threads));
-  QMetaObject::invokeMethod(session_, "querySystem", Qt::QueuedConnection);
+  for (SessionWorker* w : {session_, analysis_}) post(w, [w, device, threads] { w->configure(device, threads); });
+  post(session_, [w = session_] { w->querySystem(); });
 }
 
 void EngineHost::sessionRequestDone() {

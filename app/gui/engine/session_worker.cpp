@@ -1,4 +1,5 @@
 #include "gui/engine/session_worker.h"
+#include "gui/engine/model_store.h"
 #include "hsm/dataset.h"
 #include "hsm/errors.h"
 #include "hsm/tokenizer.h"
@@ -10,7 +11,10 @@
 
 namespace studio {
 
-SessionWorker::SessionWorker(QObject* parent) : QObject(parent) { register_engine_types(); }
+SessionWorker::SessionWorker(std::shared_ptr<ModelStore> models, QObject* parent)
+    : QObject(parent), models_(models ? std::move(models) : std::make_shared<ModelStore>()) {
+  register_engine_types();
+}
 
 SessionWorker::~SessionWorker() = default;
 
@@ -37,7 +41,7 @@ SessionWorker::Loaded& SessionWorker::loaded(const QString& runDir) {
   auto it = sessions_.find(key);
   if (it == sessions_.end() || it->second.stamp != stamp) {
     Loaded fresh;
-    fresh.session = hsm::Session::open(sstr(key), device_);
+    fresh.session = hsm::Session::over(models_->model(sstr(key), stamp, device_));
     fresh.stamp = stamp;
     // A new checkpoint of an edited run (it trains on): the same edits on the new weights.
     // (An edit the new weights refuse is dropped rather than failing every later request.)

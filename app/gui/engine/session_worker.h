@@ -1,9 +1,10 @@
 #pragma once
-// Owns the loaded models (hsm::Session) on an engine thread: loading, generation and
-// diagnosis happen there, one request after another, never on the GUI thread. Sessions
-// are cached by run folder and reloaded when the folder's checkpoint changes. The engine host
-// runs two: one for generation, diagnosis and probes, one for the long evaluations (ablation,
-// what-if losses), so a generation never waits for an ablation.
+// Calls the engine on an engine thread: loading, generation and diagnosis happen there, one
+// request after another, never on the GUI thread. Sessions are cached by run folder and
+// reloaded when the folder's checkpoint changes. The engine host runs two: one for generation,
+// diagnosis and probes, one for the long evaluations (ablation, what-if losses), so a
+// generation never waits for an ablation; both take their models from one ModelStore, so a
+// run's model is loaded once for both (model_store.h).
 #include <QObject>
 #include <QString>
 #include <QVector>
@@ -16,10 +17,13 @@
 
 namespace studio {
 
+class ModelStore;
+
 class SessionWorker : public QObject {
   Q_OBJECT
  public:
-  explicit SessionWorker(QObject* parent = nullptr);
+  // models: shared with the other worker (null: a store of its own).
+  explicit SessionWorker(std::shared_ptr<ModelStore> models = nullptr, QObject* parent = nullptr);
   ~SessionWorker() override;
 
   // Thread-safe: the generation in progress (if any) ends after its current token.
@@ -107,6 +111,7 @@ class SessionWorker : public QObject {
   // The run's model as the views see it: the what-if copy when there is one.
   hsm::Session& session(const QString& runDir);
   std::map<QString, Loaded> sessions_;
+  std::shared_ptr<ModelStore> models_;
   std::string device_ = "auto";
   int threads_ = 0;
   std::atomic<bool> cancel_{false};

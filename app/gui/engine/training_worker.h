@@ -2,7 +2,7 @@
 // Runs hsm::Trainer on its own thread. Trainer::run() blocks for the whole run (hours on a
 // CPU), so training has a thread of its own; generation and evaluation run on the session
 // thread (session_worker.h) and stay responsive meanwhile. Every LibTorch call of a run
-// happens on this one thread, where the trainer sets its thread-local state (SPEC §7).
+// happens on this one thread, where the trainer sets its thread-local state (docs/architecture.md, "Threads").
 #include <QObject>
 #include <QString>
 #include <memory>

@@ -1,5 +1,5 @@
 #pragma once
-// The Architecture view (SPEC §6.1): a preset picker and a per-layer editor (mixer, FFN
+// The Architecture view (README.md, "The studio"): a preset picker and a per-layer editor (mixer, FFN
 // width, heads) with the parameter count per layer and in total (hsm::count_params), FFN
 // matching to a target count (hsm::match_ffn), "Train this" and "Save config…"; the
 // receptive-field diagram of HSM Figure 4 with its coverage per layer; and the cost per

@@ -1,5 +1,5 @@
 #pragma once
-// The Diagnostics view's "over time" strip (issue 23, SPEC §6.7): the indicators the trainer
+// The Diagnostics view's "over time" strip (issue 23, docs/diagnostics.md §7): the indicators the trainer
 // recorded at every validation (RUN/diagnostics.jsonl, hsm/diagnostics_log.h) drawn against
 // step, one line per layer, for the indicator picked; a step slider (the chosen step marked
 // on the chart) whose record the view draws in its radar, overview and table. The file is

@@ -1,5 +1,5 @@
 #pragma once
-// The Diagnostics view (SPEC §6.4, §3.3): for a prompt, the attention or effective mixing
+// The Diagnostics view (README.md; docs/diagnostics.md): for a prompt, the attention or effective mixing
 // matrix of a chosen layer and head as a heatmap with token labels (hover: exact value),
 // the matrix kind stated; the DA indicators per layer as a table (raw and normalised), a
 // radar chart (DA Figure 1) and a layer × indicator overview heatmap; a second open run

@@ -1,5 +1,5 @@
 #pragma once
-// The Playground (SPEC §6.5): a prompt, the sampling settings, Generate / Stop, text that
+// The Playground (README.md, "The studio"): a prompt, the sampling settings, Generate / Stop, text that
 // streams in token by token tinted by its probability (alternatives on hover), the
 // paper's Table 3 prompts one click away, and a compare mode that runs the same prompt
 // and seed on every open model side by side.

@@ -1,5 +1,5 @@
 #pragma once
-// The Probe view (SPEC §6.6, issue 22, docs/diagnostics.md §6): for a prompt, the logit lens
+// The Probe view (issue 22, docs/diagnostics.md §6): for a prompt, the logit lens
 // as a layer × position grid of each stream's top next token tinted by its probability
 // (hover: the top 5, the KL to the final layer, the rank of the actual next token); attention
 // rollout as a heatmap with token labels and a layer slider, the kind of matrix stated; and

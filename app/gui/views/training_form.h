@@ -1,5 +1,5 @@
 #pragma once
-// The Training view's form (SPEC §6.2): corpus, tokenizer, model, the training settings with
+// The Training view's form (README.md, "The studio"): corpus, tokenizer, model, the training settings with
 // the paper's defaults (their fields made from hsm/settings.h's declarations) and the run
 // folder. Building a run checks every field and shows each refusal next to its field.
 #include <QMap>

@@ -1,5 +1,5 @@
 #pragma once
-// The Training view (SPEC §6.2): the form (training_form.h) on the left, with the run's
+// The Training view (README.md, "The studio"): the form (training_form.h) on the left, with the run's
 // buttons below it (training_run_controller.h); on the right the live curves of the current
 // run with the other open runs overlaid, accuracy against loss (HSM Fig. 8; the series:
 // training_series.h), and the run's progress and engine log.

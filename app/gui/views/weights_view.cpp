@@ -97,7 +97,7 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
   offsetPlot_->setToolTip(
       tr("Weight of the single path from input t−k to output t through every (a,b) layer "
-         "(layer norms and FFNs ignored, SPEC §3.2). Log scale shows |w|."));
+         "(layer norms and FFNs ignored, HSM §3). Log scale shows |w|."));
   connect(offsetPlot_, &PlotPanel::logYToggled, this, [this] { drawOffsets(); });
 
   vectorMap_ = new HeatmapPanel(tr("Vector a and b per channel"), tr("channel"), tr("layer"));
@@ -533,7 +533,7 @@ void WeightsView::drawOffsets() {
     text->position->setCoords(0.5, 0.5);
     text->setText(weights_.empty() ? tr("No weights loaded.")
                                    : tr("Offset weights need every layer to be a single-shift layer with scalar a and b\n"
-                                        "(SPEC §3.2); this model mixes other layers in."));
+                                        "(HSM §3); this model mixes other layers in."));
     text->setColor(QColor(90, 90, 90));
     p->replot(QCustomPlot::rpQueuedReplot);
   }

@@ -1,7 +1,7 @@
 #pragma once
-// The Weights view (SPEC §6.3): the learned a and b of every scalar HSM (a,b) layer as
+// The Weights view (README.md, "The studio"): the learned a and b of every scalar HSM (a,b) layer as
 // grouped bars (HSM Table 2), live while the current run trains and fetched again when the
-// current run changes; the end-to-end offset weights of an all-(a,b) stack (SPEC §3.2);
+// current run changes; the end-to-end offset weights of an all-(a,b) stack (HSM §3);
 // hsm_ab_vec's a and b as a layer × channel heatmap; the multihead variants' per-head
 // shifts, a and b as a layer × head table. Layers without such weights are named in words.
 // What-if (issue 23): a and b edited, layers and heads knocked out (WhatIfEditor); the bars,

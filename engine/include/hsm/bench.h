@@ -1,6 +1,6 @@
 #pragma once
 // `hsm bench`: throughput of models built from configs, all measured in one run so their
-// ratios mean something on a noisy machine (SPEC §7: no timing assertions in tests).
+// ratios mean something on a noisy machine (no timing assertions in tests).
 #include <cstdint>
 #include <functional>
 #include <map>

@@ -1,6 +1,6 @@
 #pragma once
 // Model configuration: what a model is built from, saved next to every checkpoint.
-// Plain C++ types only (SPEC §1): the app and the CLI include this without LibTorch.
+// Plain C++ types only (docs/architecture.md, "Layers"): the app and the CLI include this without LibTorch.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,7 +17,7 @@ struct LayerSpec {
   }
 };
 
-// GPT-2 style decoder, pre-LN, learned positions, tied embeddings (SPEC §3, HSM §6.1).
+// GPT-2 style decoder, pre-LN, learned positions, tied embeddings (HSM §6.1).
 struct ModelConfig {
   std::string name = "custom";
   std::string description;

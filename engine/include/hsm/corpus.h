@@ -1,5 +1,5 @@
 #pragma once
-// Corpora (SPEC §4): TinyStories text (stories separated by "<|endoftext|>" lines),
+// Corpora (docs/architecture.md): TinyStories text (stories separated by "<|endoftext|>" lines),
 // TinyStories JSON / JSONL (a "story" field per record), plain text files, or folders of
 // any of these (each plain file one document). Read as a stream: the full TinyStories
 // (2 GB) never sits in memory as text.

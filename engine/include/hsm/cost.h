@@ -1,7 +1,7 @@
 #pragma once
 // Compute cost of a layer per generated token, from formulas (no model is built): the
 // multiply-adds (MACs) a token's mixer and FFN need when it attends over a context of T
-// tokens. Attention grows with T; every HSM mixer is constant in T (SPEC §5: a shift buffer
+// tokens. Attention grows with T; every HSM mixer is constant in T (docs/diagnostics.md §5: a shift buffer
 // per layer). The formulas count the same weights as params.h (matrix multiplications
 // only; biases, LayerNorm, softmax, GELU and the element-wise products of the gates are
 // left out: O(d) each, below the matrix terms). docs/diagnostics.md §5 lists them.

@@ -1,5 +1,5 @@
 #pragma once
-// A corpus encoded with a tokenizer and split by document (SPEC §4): what the trainer and
+// A corpus encoded with a tokenizer and split by document (docs/architecture.md): what the trainer and
 // the evaluation read. Encoded corpora are cached as binary token files keyed by the
 // tokenizer's hash, the corpus files and the split options.
 #include <cstdint>

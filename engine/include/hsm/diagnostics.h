@@ -1,8 +1,8 @@
 #pragma once
-// Diagnostics (SPEC §3.3, DA §4.4 and footnote 3): per layer and head, the attention or
+// Diagnostics (docs/diagnostics.md, DA §4.4 and footnote 3): per layer and head, the attention or
 // effective mixing matrix of a prompt and the indicators computed from it; the learned
 // mixer weights for the Weights view; the end-to-end offset weights of an (a,b) stack
-// (SPEC §3.2). Plain C++: the pure functions here live in hsm_core (no LibTorch); the
+// (HSM §3). Plain C++: the pure functions here live in hsm_core (no LibTorch); the
 // matrices themselves come from Session::diagnose (session.h). docs/diagnostics.md has
 // the formulas and the matrix choices.
 #include <array>
@@ -14,12 +14,12 @@
 
 namespace hsm {
 
-// Which matrix a layer shows (the UI says which, SPEC §3.3): MatrixKind (hsm/mixer_kind.h).
+// Which matrix a layer shows (the UI says which, docs/diagnostics.md): MatrixKind (hsm/mixer_kind.h).
 const char* matrix_kind_name(MatrixKind k);  // "attention", "linear", "jacobian"
 // The kind of matrix a mixer's layer gets: its registry entry's (MixerInfo::matrix).
 MatrixKind matrix_kind(MixerKind mixer);
 
-struct Indicators {    // SPEC §3.3 / DA §4.4
+struct Indicators {    // DA §4.4, docs/diagnostics.md §2
   double entropy = 0;  // H = -sum a ln a over all entries of the L×L matrix (0 ln 0 = 0)
   double conc = 0;     // Frobenius norm
   double headdiv = 0;  // per layer only: mean over causal (i,k<=i) of std across heads of A_j[i,k]; 0 per head
@@ -75,7 +75,7 @@ struct Diagnosis {
 void normalise_across_layers(std::vector<LayerDiagnostics>& layers);
 
 // End-to-end weight of every offset k in [0, 2^n) for an hsm_ab stack with per-layer a_l, b_l
-// (SPEC §3.2): prod over layers of b_l where bit l of k is set, (1 + a_l) where it is not.
+// (HSM §3): prod over layers of b_l where bit l of k is set, (1 + a_l) where it is not.
 // Throws std::invalid_argument when a and b differ in length or n > 20 (a million offsets).
 std::vector<double> offset_weights(const std::vector<double>& a, const std::vector<double>& b);
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "hsm/diagnostics.h"
-
+#include "hsm/jsonl_tail.h"
 namespace hsm {
 
 struct DiagnosticsHeadRecord {
@@ -59,22 +59,15 @@ class DiagnosticsLogReader {
   static constexpr uint64_t kMaxLineBytes = 16 * 1024 * 1024;  // vector a/b of a wide model
   explicit DiagnosticsLogReader(std::string run_dir);
   std::vector<DiagnosticsRecord> poll(uint64_t max_bytes = UINT64_MAX);
-  bool reset() const { return reset_; }
-  bool more() const { return more_; }
+  bool reset() const { return tail_.reset(); }  // the last poll() started over
+  bool more() const { return tail_.more(); }  // the last poll() stopped before the end of the file
   bool exists() const;  // the run has a diagnostics.jsonl at all
-  const std::vector<std::string>& problems() const { return problems_; }
-  int64_t skipped() const { return skipped_; }
-  const std::string& path() const { return path_; }
+  const std::vector<std::string>& problems() const { return tail_.problems(); }
+  int64_t skipped() const { return tail_.skipped(); }
+  const std::string& path() const { return tail_.path(); }
 
  private:
-  std::string path_;
-  uint64_t offset_ = 0;
-  int64_t line_ = 0;
-  int64_t skipped_ = 0;
-  bool in_long_line_ = false;
-  bool reset_ = false;
-  bool more_ = false;
-  std::vector<std::string> problems_;
+  JsonlTail tail_;
 };
 
 // Every record of a run folder's diagnostics.jsonl (empty when there is none).

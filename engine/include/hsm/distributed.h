@@ -1,5 +1,5 @@
 #pragma once
-// Data-parallel training over PyTorch's c10d (SPEC §9, docs/distributed.md): what a rank is
+// Data-parallel training over PyTorch's c10d (docs/distributed.md): what a rank is
 // told (the torchrun environment or `hsm train --nproc N`), in plain C++ so the CLI and the
 // studio can read and check it without LibTorch. The process group itself lives in
 // engine/src/train/distributed.cpp.

@@ -1,5 +1,5 @@
 #pragma once
-// The token mixers a layer can use (SPEC §3.1) and the facts about each one that the
+// The token mixers a layer can use (HSM §3-§4; docs/adding-a-mixer.md) and the facts about each one that the
 // rest of the engine needs without building a model: heads, shifts, linearity.
 #include <cstdint>
 #include <string>
@@ -43,7 +43,7 @@ enum class MixerFamily {
   kExtractor,               // EX §5: causal position-weighted sums over the last `context` inputs
 };
 
-// Which matrix the Diagnostics view shows for a mixer's layer (SPEC §3.3, docs/diagnostics.md):
+// Which matrix the Diagnostics view shows for a mixer's layer (docs/diagnostics.md):
 //   kAttention: the softmax weights of an attention head (rows sum to 1);
 //   kLinear:    the exact token-to-token map of a mixer that is linear in x, rows |M|/Σ|M|;
 //   kJacobian:  ‖∂y_i/∂x_k‖_F of a non-linear mixer at the prompt's input, rows |M|/Σ|M|.

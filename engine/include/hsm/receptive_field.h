@@ -1,5 +1,5 @@
 #pragma once
-// Receptive fields of a layer stack (SPEC §3.2): which input offsets reach an output
+// Receptive fields of a layer stack (HSM §3): which input offsets reach an output
 // position after each layer. Offsets are t - j for input position j.
 #include <cstdint>
 #include <vector>

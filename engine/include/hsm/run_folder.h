@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hsm/config.h"
-
+#include "hsm/jsonl_tail.h"
 namespace hsm {
 
 // Saved in config.json as "training"; every field has the paper's value as default
@@ -96,23 +96,16 @@ class MetricsReader {
   // Reads about max_bytes (whole lines; at least kMaxLineBytes) so a GUI can take a long
   // history in slices between event-loop turns; more() says whether some is left.
   std::vector<MetricRecord> poll(uint64_t max_bytes = UINT64_MAX);
-  bool reset() const { return reset_; }  // the last poll() started over
-  bool more() const { return more_; }    // the last poll() stopped before the end of the file
+  bool reset() const { return tail_.reset(); }  // the last poll() started over
+  bool more() const { return tail_.more(); }  // the last poll() stopped before the end of the file
   // The lines the last poll() skipped, each "<path> line N: what is wrong (skipped)" (at most
   // 20; skipped() counts them all, since the start).
-  const std::vector<std::string>& problems() const { return problems_; }
-  int64_t skipped() const { return skipped_; }
-  const std::string& path() const { return path_; }
+  const std::vector<std::string>& problems() const { return tail_.problems(); }
+  int64_t skipped() const { return tail_.skipped(); }
+  const std::string& path() const { return tail_.path(); }
 
  private:
-  std::string path_;
-  uint64_t offset_ = 0;
-  int64_t line_ = 0;          // lines read so far (1-based number of the last one)
-  int64_t skipped_ = 0;
-  bool in_long_line_ = false;  // offset_ is inside a too-long line: skip to its newline
-  bool reset_ = false;
-  bool more_ = false;
-  std::vector<std::string> problems_;
+  JsonlTail tail_;
 };
 
 // Every record of a run folder's metrics.jsonl (empty when there is none yet).

@@ -1,5 +1,5 @@
 #pragma once
-// Choosing the next token from logits (SPEC §5): temperature, top-k, top-p (nucleus),
+// Choosing the next token from logits (docs/architecture.md): temperature, top-k, top-p (nucleus),
 // seeded. Plain C++ on a float array, so it is tested without a model.
 #include <cstdint>
 #include <random>

@@ -1,5 +1,5 @@
 #pragma once
-// Sentencepiece BPE tokenizer (SPEC §4): byte_fallback, identity normalisation, no extra
+// Sentencepiece BPE tokenizer (docs/architecture.md): byte_fallback, identity normalisation, no extra
 // whitespace handling and no dummy prefix, so decode(encode(text)) == text for any UTF-8.
 // "<|endoftext|>" is one special token (the end of a story).
 #include <cstdint>

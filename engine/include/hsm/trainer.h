@@ -1,7 +1,7 @@
 #pragma once
-// Training (SPEC §5): AdamW with the paper's defaults, optional warm-up + cosine decay,
-// gradient clipping, periodic evaluation and checkpoints, pause / resume / stop from
-// another thread. Plain C++ API; LibTorch stays inside the engine.
+// Training (docs/architecture.md, "Data and training"): AdamW with the paper's defaults,
+// optional warm-up + cosine decay, gradient clipping, periodic evaluation and checkpoints,
+// pause / resume / stop from another thread. Plain C++ API; LibTorch stays inside the engine.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hsm/config.h"
+#include "hsm/cpu_threads.h"
 #include "hsm/diagnostics.h"
 #include "hsm/distributed.h"
 #include "hsm/progress.h"
@@ -81,13 +82,6 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// CPU threads for LibTorch (intra-op) and OpenBLAS. n > 0: LibTorch on n threads, OpenBLAS on
-// $HSM_BLAS_THREADS or 1 (the pools oversubscribe the cores otherwise, SPEC §7). n <= 0: the
-// default, LibTorch on 1 thread and OpenBLAS on every core ($HSM_BLAS_THREADS overrides), which
-// trained fastest on every CPU measured (docs/performance.md). Returns LibTorch's thread count.
-int set_cpu_threads(int n);
-
-// What set_cpu_threads chose, in words, for logs ("LibTorch 1 thread, OpenBLAS 2 (default ...)").
-std::string cpu_threads_note();
+// set_cpu_threads and cpu_threads_note: hsm/cpu_threads.h (included above).
 
 }  // namespace hsm

@@ -1,4 +1,4 @@
-// Corpus reading (SPEC §4): the formats, the file list, and the documents in order. Files
+// Corpus reading (docs/architecture.md): the formats, the file list, and the documents in order. Files
 // are streamed in 1 MB chunks: the full TinyStories (2 GB of text, or JSON arrays of
 // 50-250 MB) never sits in memory as text, and progress / cancellation are checked once
 // per chunk.

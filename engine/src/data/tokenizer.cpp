@@ -1,5 +1,5 @@
-// Sentencepiece BPE tokenizer (SPEC §4). Settings follow llama2.c's custom TinyStories
-// vocabularies, changed where SPEC §4 asks for an exact round trip: identity normalisation,
+// Sentencepiece BPE tokenizer (docs/architecture.md). Settings follow llama2.c's custom TinyStories
+// vocabularies, changed for an exact round trip (docs/architecture.md): identity normalisation,
 // no whitespace clean-up, no dummy prefix, byte fallback for anything not in the vocabulary.
 #include "hsm/tokenizer.h"
 

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "io/jsonl_tail.h"
 
 namespace fs = std::filesystem;
 
@@ -182,17 +181,16 @@ std::vector<LayerDiagnostics> layers_of(const DiagnosticsRecord& r) {
 }
 
 DiagnosticsLogReader::DiagnosticsLogReader(std::string run_dir)
-    : path_((fs::path(run_dir) / "diagnostics.jsonl").string()) {}
+    : tail_((fs::path(run_dir) / "diagnostics.jsonl").string()) {}
 
 bool DiagnosticsLogReader::exists() const {
   std::error_code ec;
-  return fs::is_regular_file(path_, ec);
+  return fs::is_regular_file(tail_.path(), ec);
 }
 
 std::vector<DiagnosticsRecord> DiagnosticsLogReader::poll(uint64_t max_bytes) {
   std::vector<DiagnosticsRecord> out;
-  poll_jsonl({path_, offset_, line_, in_long_line_, skipped_, problems_, reset_, more_}, max_bytes, kMaxLineBytes,
-             "diagnostics record", [&](const std::string& line) {
+  tail_.poll(max_bytes, kMaxLineBytes, "diagnostics record", [&](const std::string& line) {
                out.push_back(parse_diagnostics_record(line, ""));  // poll_jsonl names the line
              });
   return out;

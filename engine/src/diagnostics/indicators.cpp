@@ -1,6 +1,6 @@
 // The torch-free half of diagnostics.h: DA §4.4's indicators from L×L matrices, their
 // min-max normalisation across layers (DA footnote 3) and the (a,b) offset weights of
-// SPEC §3.2.
+// HSM §3.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -133,7 +133,7 @@ std::vector<double> offset_weights(const std::vector<double>& a, const std::vect
 std::vector<double> offset_weights(const std::vector<MixerWeights>& layers) {
   std::vector<double> a, b;
   for (const auto& l : layers) {
-    // SPEC §3.2's product holds for one scalar a and b per layer and the stack position's
+    // The offset weights' product holds for one scalar a and b per layer and the stack position's
     // shift 2^l: the shift family's single-shift mixers with scalar weights (HSM (a,b)).
     if (!is_mixer_id(l.mixer) || l.a.size() != 1 || l.b.size() != 1) return {};
     const MixerInfo& info = mixer_info(l.mixer);

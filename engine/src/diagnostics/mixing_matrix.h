@@ -1,6 +1,6 @@
 #pragma once
 // The torch half of diagnostics.h: the matrix each layer's mixer applies to a prompt
-// (SPEC §3.3) and its learned weights. Every matrix is [H, L, L], rows = queries (outputs),
+// (docs/diagnostics.md) and its learned weights. Every matrix is [H, L, L], rows = queries (outputs),
 // columns = keys (inputs).
 //   attention          the softmax weights of each head;
 //   linear kinds       the exact map (a on the diagonal, b on the s-th sub-diagonal, ...);

@@ -6,6 +6,8 @@
 
 #include "hsm/mixer_kind.h"
 #include "kernels/fast_kernels.h"
+#include "model/mixers/attention.h"
+#include "model/mixers/shift.h"
 #include "model/model.h"
 #include "kernels/parallel_gemm.h"
 
@@ -82,35 +84,48 @@ struct Layer {
   Floats b1, b2, b3;  // matrix: -, bias, proj bias; gate, head fusion: biases; head gate: bias
   Matrix qkv_w, proj_w;
   Floats qkv_b, proj_b;
-  // Shifts per head (one entry: all channels); ring of the last R mixer inputs, position p at p % R.
+  // Shifts per head (one entry: all channels); the ring holds the last R mixer inputs.
   std::vector<int64_t> shifts;
   int64_t R = 0;
+};
+
+// One sequence's state of a layer: the ring of a shift layer (position p at p % R) or the KV
+// cache of an attention layer ([H, context, head_dim] each).
+struct LayerState {
   Floats ring;
-  Floats k, v;  // attention: [H, context, head_dim]
+  Floats k, v;
 };
 
 }  // namespace
 
-struct FastDecoder::Impl {
-  int64_t d = 0, V = 0, context = 0, pos = 0;
+// The weights, copied once per loaded model and shared (read-only) by every decoder made from
+// them: a generation's own part is its state (FastDecoder::Impl).
+struct FastWeights {
+  int64_t d = 0, V = 0, context = 0, max_ffn = 0;
   Floats tok_emb, pos_emb, lnf_w, lnf_b;
   Matrix lm_head;  // tok_emb again, for the tied output layer
   std::vector<Layer> layers;
+};
+
+struct FastDecoder::Impl {
+  std::shared_ptr<const FastWeights> weights;
+  int64_t d = 0, V = 0, context = 0, pos = 0;
+  std::vector<LayerState> states;  // one per layer
   // Buffers, sized once.
   Floats h, xn, xs, y, u, hidden, qkv, att, both, logits;
 
-  void mix_shift(Layer& L) {
+  void mix_shift(const Layer& L, LayerState& S) {
     // xs = the mixer input `shift` positions back (zeros before the start), per head.
     const int64_t H = static_cast<int64_t>(L.shifts.size()), hd = d / H;
     for (int64_t j = 0; j < H; ++j) {
       const int64_t s = L.shifts[j];
       float* dst = xs.data() + j * hd;
       if (pos >= s)
-        std::copy_n(L.ring.data() + ((pos - s) % L.R) * d + j * hd, hd, dst);
+        std::copy_n(S.ring.data() + ((pos - s) % L.R) * d + j * hd, hd, dst);
       else
         std::fill_n(dst, hd, 0.0f);
     }
-    std::copy_n(xn.data(), d, L.ring.data() + (pos % L.R) * d);
+    std::copy_n(xn.data(), d, S.ring.data() + (pos % L.R) * d);
     const float* x = xn.data();
     const float* z = xs.data();
     switch (L.form) {
@@ -164,13 +179,13 @@ struct FastDecoder::Impl {
     }
   }
 
-  void mix_attention(Layer& L) {
+  void mix_attention(const Layer& L, LayerState& S) {
     const int64_t H = L.heads, hd = L.head_dim;
     L.qkv_w.mv(xn.data(), L.qkv_b.data(), qkv.data());
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (int64_t j = 0; j < H; ++j) {
-      float* kc = L.k.data() + j * context * hd;
-      float* vc = L.v.data() + j * context * hd;
+      float* kc = S.k.data() + j * context * hd;
+      float* vc = S.v.data() + j * context * hd;
       std::copy_n(qkv.data() + d + j * hd, hd, kc + pos * hd);
       std::copy_n(qkv.data() + 2 * d + j * hd, hd, vc + pos * hd);
       const float* q = qkv.data() + j * hd;
@@ -187,13 +202,15 @@ struct FastDecoder::Impl {
     if (pos >= context) throw std::logic_error("decode state is full (" + std::to_string(context) + " positions)");
     if (token < 0 || token >= V)
       throw std::out_of_range("token id " + std::to_string(token) + " is not in the vocabulary");
-    for (int64_t i = 0; i < d; ++i) h[i] = tok_emb[token * d + i] + pos_emb[pos * d + i];
-    for (Layer& L : layers) {
+    const FastWeights& w = *weights;
+    for (int64_t i = 0; i < d; ++i) h[i] = w.tok_emb[token * d + i] + w.pos_emb[pos * d + i];
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      const Layer& L = w.layers[l];
       fast::layer_norm(h.data(), L.ln1_w.data(), L.ln1_b.data(), xn.data(), d, kLayerNormEps);
       if (L.form == FastDecodeForm::kAttention)
-        mix_attention(L);
+        mix_attention(L, states[l]);
       else
-        mix_shift(L);
+        mix_shift(L, states[l]);
       for (int64_t i = 0; i < d; ++i) h[i] += y[i];
       fast::layer_norm(h.data(), L.ln2_w.data(), L.ln2_b.data(), xn.data(), d, kLayerNormEps);
       L.fc1_w.mv(xn.data(), L.fc1_b.data(), hidden.data());
@@ -201,8 +218,8 @@ struct FastDecoder::Impl {
       L.fc2_w.mv(hidden.data(), L.fc2_b.data(), y.data());
       for (int64_t i = 0; i < d; ++i) h[i] += y[i];
     }
-    fast::layer_norm(h.data(), lnf_w.data(), lnf_b.data(), xn.data(), d, kLayerNormEps);
-    lm_head.mv(xn.data(), nullptr, logits.data());  // tied output layer
+    fast::layer_norm(h.data(), w.lnf_w.data(), w.lnf_b.data(), xn.data(), d, kLayerNormEps);
+    w.lm_head.mv(xn.data(), nullptr, logits.data());  // tied output layer
     ++pos;
     return logits.data();
   }
@@ -218,10 +235,11 @@ std::string FastDecoder::unsupported_reason(const ModelConfig& config) {
   return "";
 }
 
-FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>()) {
+std::shared_ptr<const FastWeights> FastDecoder::copy_weights(const GptImpl& model) {
   const ModelConfig& c = model.config;
   if (const std::string why = unsupported_reason(c); !why.empty()) throw std::invalid_argument("FastDecoder: " + why);
-  auto& m = *impl_;
+  auto weights = std::make_shared<FastWeights>();
+  FastWeights& m = *weights;
   m.d = c.d_model;
   m.V = c.vocab_size;
   m.context = c.context;
@@ -262,8 +280,6 @@ FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>())
         L.qkv_b = get("mixer.qkv.bias");
         L.proj_w = matrix("mixer.proj.weight");
         L.proj_b = get("mixer.proj.bias");
-        L.k.assign(static_cast<size_t>(c.context * c.d_model), 0.0f);
-        L.v = L.k;
         break;
       case FastDecodeForm::kShiftWeighted:
         L.a = get("mixer.a");
@@ -301,9 +317,31 @@ FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>())
         throw std::logic_error("FastDecoder: mixer '" + spec.mixer + "' has a shift form but no shifts in its registry entry");
       // As ShiftMixerImpl: a shift >= context never reads anything.
       L.R = std::min(*std::max_element(L.shifts.begin(), L.shifts.end()), c.context);
-      L.ring.assign(static_cast<size_t>(L.R * c.d_model), 0.0f);
     }
     m.layers.push_back(std::move(L));
+  }
+  m.max_ffn = max_ffn;
+  return weights;
+}
+
+FastDecoder::FastDecoder(const GptImpl& model) : FastDecoder(copy_weights(model)) {}
+
+FastDecoder::FastDecoder(std::shared_ptr<const FastWeights> weights) : impl_(std::make_unique<Impl>()) {
+  auto& m = *impl_;
+  const FastWeights& w = *weights;
+  m.weights = std::move(weights);
+  m.d = w.d;
+  m.V = w.V;
+  m.context = w.context;
+  for (const Layer& L : w.layers) {
+    LayerState S;
+    if (L.form == FastDecodeForm::kAttention) {
+      S.k.assign(static_cast<size_t>(w.context * w.d), 0.0f);
+      S.v = S.k;
+    } else {
+      S.ring.assign(static_cast<size_t>(L.R * w.d), 0.0f);
+    }
+    m.states.push_back(std::move(S));
   }
   const auto d = static_cast<size_t>(m.d);
   m.h.resize(d);
@@ -313,7 +351,7 @@ FastDecoder::FastDecoder(const GptImpl& model) : impl_(std::make_unique<Impl>())
   m.u.resize(d);
   m.both.resize(2 * d);
   m.qkv.resize(3 * d);
-  m.hidden.resize(static_cast<size_t>(max_ffn));
+  m.hidden.resize(static_cast<size_t>(w.max_ffn));
   m.att.resize(static_cast<size_t>(m.context));
   m.logits.resize(static_cast<size_t>(m.V));
 }
@@ -330,23 +368,26 @@ const float* FastDecoder::step(int32_t token) { return impl_->step(token); }
 void FastDecoder::load_state(const DecodeState& state) {
   auto& m = *impl_;
   if (state.pos > m.context) throw std::invalid_argument("load_state: position past the context");
-  if (state.pos > 0 && state.layers.size() != m.layers.size())
+  const std::vector<Layer>& layers = m.weights->layers;
+  if (state.pos > 0 && state.layers.size() != layers.size())
     throw std::invalid_argument("load_state: the decode state has another number of layers");
-  for (size_t l = 0; l < m.layers.size() && state.pos > 0; ++l) {
-    Layer& L = m.layers[l];
-    const MixerCache& cache = state.layers[l];
+  for (size_t l = 0; l < layers.size() && state.pos > 0; ++l) {
+    const Layer& L = layers[l];
+    LayerState& S = m.states[l];
     const auto check_batch1 = [&](const torch::Tensor& t, int64_t numel) {
       if (!t.defined() || t.size(0) != 1 || t.numel() != numel)
         throw std::invalid_argument("load_state: layer " + std::to_string(l) + "'s cache is not a batch-1 cache");
     };
     if (L.form == FastDecodeForm::kAttention) {
-      check_batch1(cache.k, static_cast<int64_t>(L.k.size()));
-      check_batch1(cache.v, static_cast<int64_t>(L.v.size()));
-      L.k = to_floats(cache.k);
-      L.v = to_floats(cache.v);
+      const auto& cache = state_of<AttentionState>(*state.layers[l]);
+      check_batch1(cache.k, static_cast<int64_t>(S.k.size()));
+      check_batch1(cache.v, static_cast<int64_t>(S.v.size()));
+      S.k = to_floats(cache.k);
+      S.v = to_floats(cache.v);
     } else {
-      check_batch1(cache.ring, static_cast<int64_t>(L.ring.size()));
-      L.ring = to_floats(cache.ring);
+      const auto& cache = state_of<ShiftState>(*state.layers[l]);
+      check_batch1(cache.ring, static_cast<int64_t>(S.ring.size()));
+      S.ring = to_floats(cache.ring);
     }
   }
   m.pos = state.pos;
@@ -359,8 +400,8 @@ std::string FastDecoder::weight_storage() const {
     ++all;
     halves += m.f16.empty() ? 0 : 1;
   };
-  count(impl_->lm_head);
-  for (const Layer& L : impl_->layers)
+  count(impl_->weights->lm_head);
+  for (const Layer& L : impl_->weights->layers)
     for (const Matrix* m : {&L.fc1_w, &L.fc2_w, &L.w1, &L.w2, &L.w3, &L.qkv_w, &L.proj_w}) count(*m);
   return halves == all ? "fp16" : halves == 0 ? "fp32" : "mixed";
 }

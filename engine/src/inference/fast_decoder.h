@@ -18,6 +18,9 @@ namespace hsm {
 
 struct GptImpl;
 struct DecodeState;
+// The weights a FastDecoder reads: copied once from a model, shared read-only by every
+// decoder made from them (each generation has its own decoder: its own rings and caches).
+struct FastWeights;
 
 class FastDecoder {
  public:
@@ -27,8 +30,12 @@ class FastDecoder {
   // Empty when supported, else why not (for logs).
   static std::string unsupported_reason(const ModelConfig& config);
 
-  // Copies the weights of `model` (any dtype, on the CPU or not) as fp32. Throws
-  // std::invalid_argument for a model supports() refuses.
+  // Copies the weights of `model` (any dtype, on the CPU or not) as fp32 (or exact halves).
+  // Throws std::invalid_argument for a model supports() refuses.
+  static std::shared_ptr<const FastWeights> copy_weights(const GptImpl& model);
+  // A decoder (position 0) over weights copied before: what one generation owns.
+  explicit FastDecoder(std::shared_ptr<const FastWeights> weights);
+  // The same with a copy of its own of model's weights.
   explicit FastDecoder(const GptImpl& model);
   ~FastDecoder();
   FastDecoder(const FastDecoder&) = delete;

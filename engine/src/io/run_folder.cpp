@@ -9,7 +9,6 @@
 #include "hsm/errors.h"
 #include "hsm/run_folder.h"
 #include "io/io_util.h"
-#include "io/jsonl_tail.h"
 #include "io/run_json.h"
 
 namespace fs = std::filesystem;
@@ -239,12 +238,12 @@ bool is_run_folder(const std::string& dir) {
   }
 }
 
-MetricsReader::MetricsReader(std::string run_dir) : path_((fs::path(run_dir) / "metrics.jsonl").string()) {}
+MetricsReader::MetricsReader(std::string run_dir) : tail_((fs::path(run_dir) / "metrics.jsonl").string()) {}
 
 std::vector<MetricRecord> MetricsReader::poll(uint64_t max_bytes) {
   std::vector<MetricRecord> out;
-  poll_jsonl({path_, offset_, line_, in_long_line_, skipped_, problems_, reset_, more_}, max_bytes, kMaxLineBytes,
-             "metrics record", [&](const std::string& line) { out.push_back(metric_from_json_line(line)); });
+  tail_.poll(max_bytes, kMaxLineBytes, "metrics record",
+             [&](const std::string& line) { out.push_back(metric_from_json_line(line)); });
   return out;
 }
 

@@ -1,4 +1,4 @@
-// The CPU thread set-up of every command and of the studio (hsm/trainer.h declares it):
+// The CPU thread set-up of every command and of the studio (hsm/cpu_threads.h declares it):
 // LibTorch's pool, OpenBLAS's threads, the allocator, and the checks of the kernel and
 // matrix-product choices made through the environment.
 #include <malloc.h>
@@ -11,7 +11,7 @@
 
 #include <torch/torch.h>
 
-#include "hsm/trainer.h"
+#include "hsm/cpu_threads.h"
 #include "kernels/blas_threads.h"
 #include "kernels/fast_kernels.h"
 #include "kernels/gemm.h"

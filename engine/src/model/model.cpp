@@ -114,7 +114,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
   return residual_dropout(h, ffn->forward(ln2->forward(h)), dropout, is_training());
 }
 
-torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context,
+torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerState& cache, int64_t pos, int64_t context,
                               const torch::Tensor& qk) {
   if (mixer_knocked_out) {
     auto h = h_t.clone();
@@ -129,7 +129,7 @@ torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerCache& cache, int64
   return h;
 }
 
-torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerCache& cache, int64_t context,
+torch::Tensor BlockImpl::prefill(const torch::Tensor& h_in, MixerState& cache, int64_t context,
                                  const torch::Tensor& qk) {
   if (mixer_knocked_out) {
     auto h = h_in.clone();
@@ -335,7 +335,8 @@ torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targe
 torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
   if (state.pos >= config.context)
     throw std::logic_error("decode state is full (" + std::to_string(config.context) + " positions)");
-  if (state.layers.empty()) state.layers.resize(blocks.size());
+  if (state.layers.empty())
+    for (const Block& b : blocks) state.layers.push_back(b->mixer->make_state());
   if (state.qk_streams.empty()) state.qk_streams = qk_streams(torch::Tensor(), config.context);
   auto pos = torch::full({1}, state.pos, torch::TensorOptions().dtype(torch::kLong).device(idx_t.device()));
   auto h = tok_emb->forward(idx_t) + pos_emb->forward(pos);  // [B, d]
@@ -345,9 +346,9 @@ torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
     torch::Tensor qk;  // static: this token's embedding; rnd/fixed: the stream until cached
     if (sources_[l] == QkSource::kEmbedding)
       qk = e;
-    else if (!state.layers[l].q.defined())
+    else if (blocks[l]->qk_mixer && !blocks[l]->qk_mixer->has_queries(*state.layers[l]))
       qk = state.qk_streams[l];
-    h = blocks[l]->step(h, state.layers[l], state.pos, config.context, qk);
+    h = blocks[l]->step(h, *state.layers[l], state.pos, config.context, qk);
   }
   ++state.pos;
   return torch::matmul(ln_f->forward(h), tok_emb->weight.t());  // [B, V]
@@ -355,14 +356,15 @@ torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
 
 torch::Tensor GptImpl::prefill(const torch::Tensor& idx, DecodeState& state) {
   if (state.pos != 0) throw std::logic_error("prefill() needs a fresh decode state");
-  state.layers.assign(blocks.size(), MixerCache());
+  state.layers.clear();
+  for (const Block& b : blocks) state.layers.push_back(b->mixer->make_state());
   auto h = embed(idx);  // [B, T, d]; throws past the context
   const auto e = h;
   state.qk_streams = qk_streams(torch::Tensor(), config.context);
   for (size_t l = 0; l < blocks.size(); ++l) {
     if (skipped(l)) continue;
     const torch::Tensor qk = sources_[l] == QkSource::kEmbedding ? e : state.qk_streams[l];
-    h = blocks[l]->prefill(h, state.layers[l], config.context, qk);
+    h = blocks[l]->prefill(h, *state.layers[l], config.context, qk);
   }
   state.pos = idx.size(1);
   return torch::matmul(ln_f->forward(h.select(1, -1)), tok_emb->weight.t());  // [B, V]

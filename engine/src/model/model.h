@@ -1,5 +1,5 @@
 #pragma once
-// GPT-2 style decoder with a per-layer token mixer (SPEC §3, HSM §6.1):
+// GPT-2 style decoder with a per-layer token mixer (HSM §6.1):
 //   h = tok_emb[x] + pos_emb[t] → dropout → N blocks → LayerNorm → logits = h · tok_embᵀ
 //   block: h = h + drop(Mixer_l(LN1(h)));  h = h + drop(FFN_l(LN2(h)))
 #include <torch/torch.h>
@@ -41,10 +41,10 @@ struct BlockImpl : torch::nn::Module {
   // One position: [B, d] -> [B, d], equal to forward(h)[:, pos] (eval mode). qk: static_emb_qk:
   // this position's embedding [B, d]; rnd/fixed: the fixed stream [1, context, d] until the
   // cache holds its queries and keys.
-  torch::Tensor step(const torch::Tensor& h_t, MixerCache& cache, int64_t pos, int64_t context,
+  torch::Tensor step(const torch::Tensor& h_t, MixerState& state, int64_t pos, int64_t context,
                      const torch::Tensor& qk = {});
   // Positions 0..T-1 at once, filling the cache: [B, T, d] -> [B, T, d] (eval mode).
-  torch::Tensor prefill(const torch::Tensor& h, MixerCache& cache, int64_t context, const torch::Tensor& qk = {});
+  torch::Tensor prefill(const torch::Tensor& h, MixerState& state, int64_t context, const torch::Tensor& qk = {});
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   std::shared_ptr<MixerImpl> mixer;
   QkSourceMixerImpl* qk_mixer = nullptr;  // mixer, when its Q, K come from another stream
@@ -56,9 +56,10 @@ struct BlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-// Incremental decoding state of a whole model: one cache per layer and the next position.
+// Incremental decoding state of a whole model: each layer's mixer's own state (made by its
+// make_state) and the next position.
 struct DecodeState {
-  std::vector<MixerCache> layers;
+  std::vector<std::unique_ptr<MixerState>> layers;
   int64_t pos = 0;
   // rnd_emb_qk / fixed_seq_qk layers: their fixed QK streams over the whole context, computed
   // once per decode (they do not depend on the input).

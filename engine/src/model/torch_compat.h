@@ -1,5 +1,5 @@
 #pragma once
-// The one place where LibTorch 1.13 (Debian) and 2.x (CUDA builds) differ (SPEC §7).
+// The one place where LibTorch 1.13 (Debian) and 2.x (CUDA builds) differ (docs/architecture.md).
 #include <torch/torch.h>
 
 #include <string>
@@ -25,7 +25,7 @@ torch::Device parse_device(const std::string& name);
 std::string torch_version();
 
 // bf16 autocast for CUDA forward passes where LibTorch has a C++ autocast API (2.x);
-// a no-op on CPU and on LibTorch 1.13. Thread-local, like autocast itself (SPEC §7).
+// a no-op on CPU and on LibTorch 1.13. Thread-local, like autocast itself (docs/architecture.md, "Threads").
 class AutocastGuard {
  public:
   AutocastGuard(const torch::Device& device, bool enable);

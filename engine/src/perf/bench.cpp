@@ -14,7 +14,7 @@
 #include "model/torch_compat.h"
 #include "train/adamw.h"
 #include "kernels/gemm.h"
-#include "train/evaluation.h"
+#include "eval/evaluation.h"
 
 namespace hsm {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoints (SPEC §5, docs/checkpoint-format.md): a run folder with
+// Checkpoints (docs/checkpoint-format.md): a run folder with
 //   model.safetensors      weights, F32, named by module path (tok_emb.weight, blocks.0.mixer.a, ...)
 //   config.json            {"format", "model", "training", "data", "state", "metrics"}
 //   tokenizer.model        sentencepiece model

@@ -1,5 +1,5 @@
 #pragma once
-// One rank's side of data-parallel training over PyTorch's c10d (SPEC §9): the TCPStore
+// One rank's side of data-parallel training over PyTorch's c10d (docs/distributed.md): the TCPStore
 // rendezvous, the process group (Gloo on the CPU), the DDP Reducer that all-reduces gradients
 // in buckets while the backward pass runs, and the words for a rank that died or hangs.
 #include <torch/torch.h>

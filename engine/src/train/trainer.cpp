@@ -19,7 +19,7 @@
 #include "diagnostics/mixing_matrix.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
-#include "train/evaluation.h"
+#include "eval/evaluation.h"
 #include "io/hash_util.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"

@@ -32,7 +32,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   return linear(proj, y.transpose(1, 2).contiguous().view({B, T, d}));
 }
 
-torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) {
+torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) {
+  auto& cache = state_of<AttentionState>(state);
   const int64_t B = x_t.size(0), d = x_t.size(1);
   auto [q, k, v] = split_heads(x_t.unsqueeze(1));  // [B, H, 1, hd]
   if (!cache.k.defined()) {
@@ -47,7 +48,8 @@ torch::Tensor AttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, i
   return linear(proj, y.transpose(1, 2).reshape({B, d}));
 }
 
-torch::Tensor AttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) {
+torch::Tensor AttentionImpl::prefill(const torch::Tensor& x, MixerState& state, int64_t context) {
+  auto& cache = state_of<AttentionState>(state);
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
   auto [q, k, v] = split_heads(x);  // [B, H, T, hd]
   cache.k = torch::zeros({B, heads, context, head_dim}, x.options());

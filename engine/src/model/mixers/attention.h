@@ -5,12 +5,19 @@ namespace hsm {
 
 // GPT multi-head causal softmax attention (HSM §2.1): fused q,k,v projection, scaled
 // dot-product per head, output projection.
+// Keys and values of every earlier position: [B, H, context, hd] each, filled up to the
+// current position.
+struct AttentionState : MixerState {
+  torch::Tensor k, v;
+};
+
 struct AttentionImpl : MixerImpl {
   AttentionImpl(MixerKind kind, int64_t d_model, int64_t heads, double dropout);
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
   // KV cache: the new key/value is written at `pos`; the query attends to 0..pos.
-  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
-  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+  std::unique_ptr<MixerState> make_state() const override { return std::make_unique<AttentionState>(); }
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerState& state, int64_t context) override;
   // Softmax weights per head for diagnostics: [B, H, T, T].
   torch::Tensor attention_weights(const torch::Tensor& x);
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights

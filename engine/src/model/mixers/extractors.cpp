@@ -53,7 +53,8 @@ torch::Tensor ExtractorImpl::finish(const torch::Tensor& x, const torch::Tensor&
 
 torch::Tensor ExtractorImpl::forward(const torch::Tensor& x) { return finish(x, extract(extraction_input(x))); }
 
-torch::Tensor ExtractorImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t) {
+torch::Tensor ExtractorImpl::prefill(const torch::Tensor& x, MixerState& state, int64_t) {
+  auto& cache = state_of<ExtractorState>(state);
   const int64_t T = x.size(1), first = std::max<int64_t>(0, T - context);
   auto u = extraction_input(x);  // [B, T, d]
   cache.ring = torch::zeros({x.size(0), context, d_model}, x.options());
@@ -64,7 +65,8 @@ torch::Tensor ExtractorImpl::prefill(const torch::Tensor& x, MixerCache& cache, 
   return finish(x, extract(u));
 }
 
-torch::Tensor ExtractorImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t) {
+torch::Tensor ExtractorImpl::step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t) {
+  auto& cache = state_of<ExtractorState>(state);
   if (!cache.ring.defined()) cache.ring = torch::zeros({x_t.size(0), context, d_model}, x_t.options());
   cache.ring.select(1, pos % context).copy_(extraction_input(x_t));
   const int64_t K = std::min(pos + 1, context);

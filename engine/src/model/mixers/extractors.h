@@ -9,17 +9,23 @@
 //   ME  (eq. 29): y_i = Σ_j w_{i−j+1} x_j  (scalars; no adjustment, no output map)
 // No biases: the formulas have none, and the parameter counts then equal EX Tables 3–4.
 // Decoding keeps the extraction's input (x, or u for HE) of the last l positions in
-// MixerCache::ring [B, l, d], so a step costs O(l·d²) (SHE) or O(l·d) (the others).
+// ExtractorState::ring [B, l, d], so a step costs O(l·d²) (SHE) or O(l·d) (the others).
 #include "model/mixers/mixer.h"
 
 namespace hsm {
+
+// The extraction's input of the last l positions: [B, l, d], position p at p % l.
+struct ExtractorState : MixerState {
+  torch::Tensor ring;
+};
 
 struct ExtractorImpl : MixerImpl {
   // adjusted: eq. 24-25's adjustment and output maps follow the extraction (all but ME).
   ExtractorImpl(MixerKind kind, int64_t d_model, int64_t context, bool adjusted = true);
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
-  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
-  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+  std::unique_ptr<MixerState> make_state() const override { return std::make_unique<ExtractorState>(); }
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerState& state, int64_t context) override;
 
   // The extraction's input: x, or x W_in_ext for HE. [..., d] -> [..., d]
   virtual torch::Tensor extraction_input(const torch::Tensor& x) { return x; }

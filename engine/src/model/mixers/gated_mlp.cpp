@@ -19,9 +19,15 @@ torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) {
   return linear(down, torch::silu(linear(gate, x)) * linear(up, x));  // [.., f] -> [.., d]
 }
 
-torch::Tensor GatedMlpImpl::step(const torch::Tensor& x_t, MixerCache&, int64_t, int64_t) { return forward(x_t); }
+torch::Tensor GatedMlpImpl::step(const torch::Tensor& x_t, MixerState& state, int64_t, int64_t) {
+  state_of<State>(state);  // refuses another mixer's state
+  return forward(x_t);
+}
 
-torch::Tensor GatedMlpImpl::prefill(const torch::Tensor& x, MixerCache&, int64_t) { return forward(x); }
+torch::Tensor GatedMlpImpl::prefill(const torch::Tensor& x, MixerState& state, int64_t) {
+  state_of<State>(state);
+  return forward(x);
+}
 
 
 MixerImpl::MixingMatrices GatedMlpImpl::mixing_matrices(const torch::Tensor& x, const torch::Tensor&) {

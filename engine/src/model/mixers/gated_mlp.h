@@ -9,8 +9,11 @@ namespace hsm {
 struct GatedMlpImpl : MixerImpl {
   GatedMlpImpl(MixerKind kind, int64_t d_model);
   torch::Tensor forward(const torch::Tensor& x) override;  // [B, T, d] -> [B, T, d]
-  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
-  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+  // No mixing, so nothing to keep between steps.
+  struct State : MixerState {};
+  std::unique_ptr<MixerState> make_state() const override { return std::make_unique<State>(); }
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerState& state, int64_t context) override;
   // It mixes no tokens: the identity (each output reads its own input only), shift 0.
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;
 

@@ -56,7 +56,7 @@ torch::Tensor LinearAttentionImpl::merge(const torch::Tensor& y) {
 }
 
 torch::Tensor LinearAttentionImpl::mix(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& v,
-                                       MixerCache* state) {
+                                       LinearAttentionState* state) {
   const int64_t B = v.size(0), T = v.size(2);
   std::vector<torch::Tensor> outs;
   if (form == Form::kTaylor) {
@@ -122,12 +122,13 @@ torch::Tensor LinearAttentionImpl::forward(const torch::Tensor& x) {
   return merge(mix(q, k, v, nullptr));
 }
 
-torch::Tensor LinearAttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t) {
+torch::Tensor LinearAttentionImpl::prefill(const torch::Tensor& x, MixerState& state, int64_t) {
   auto [q, k, v] = split_qkv_heads(qkv, x, heads);
-  return merge(mix(q, k, v, &cache));
+  return merge(mix(q, k, v, &state_of<LinearAttentionState>(state)));
 }
 
-torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t, int64_t) {
+torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerState& state, int64_t, int64_t) {
+  auto& cache = state_of<LinearAttentionState>(state);
   auto [q4, k4, v4] = split_qkv_heads(qkv, x_t.unsqueeze(1), heads);  // [B, H, 1, hd]
   auto q = q4.squeeze(2), k = k4.squeeze(2), v = v4.squeeze(2);       // [B, H, hd]
   torch::Tensor y;

@@ -17,14 +17,22 @@
 
 namespace hsm {
 
+// The running sums that replace the keys and values (docs/mixers.md). taylor:
+// kv = Σ_j φ(k_j) v_jᵀ [B, H, D, hd], z = Σ_j φ(k_j) [B, H, D]. nonapprox:
+// kv = Σ_j e^{s_j - m} v_j [B, H, hd], z = Σ_j e^{s_j - m} [B, H], m = max_j s_j [B, H].
+struct LinearAttentionState : MixerState {
+  torch::Tensor kv, z, m;
+};
+
 struct LinearAttentionImpl : MixerImpl {
   // The two ways DA replaces the softmax: the 2nd-order Taylor polynomial (taylor, eq. 6) or
   // softmax over the running sums (nonapprox, eq. 7-8).
   enum class Form { kTaylor, kNonApprox };
   LinearAttentionImpl(MixerKind kind, Form form, int64_t d_model, int64_t heads);
   torch::Tensor forward(const torch::Tensor& x) override;               // [B, T, d] -> [B, T, d]
-  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
-  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+  std::unique_ptr<MixerState> make_state() const override { return std::make_unique<LinearAttentionState>(); }
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerState& state, int64_t context) override;
   // The normalised mixing weights per head, [B, H, T, T] (rows sum to 1 over j <= i).
   torch::Tensor attention_weights(const torch::Tensor& x);
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights
@@ -37,7 +45,7 @@ struct LinearAttentionImpl : MixerImpl {
 
  private:
   // y [B, H, T, hd] for q, k, v [B, H, T, hd]; state: when given, left as after T steps.
-  torch::Tensor mix(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, MixerCache* state);
+  torch::Tensor mix(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, LinearAttentionState* state);
   torch::Tensor merge(const torch::Tensor& y);  // [B, H, T, hd] -> proj -> [B, T, d]
 };
 

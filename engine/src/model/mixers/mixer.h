@@ -1,5 +1,5 @@
 #pragma once
-// One interface for every token mixer (SPEC §3.1): [B, T, d] -> [B, T, d], strictly causal,
+// One interface for every token mixer (HSM §3-§4; docs/adding-a-mixer.md): [B, T, d] -> [B, T, d], strictly causal,
 // plus an incremental step for decoding one token at a time.
 #include <torch/torch.h>
 
@@ -11,33 +11,41 @@
 
 namespace hsm {
 
-// Per-layer decoding state. Attention keeps keys and values of every earlier position;
-// an HSM layer keeps a ring of its last max-shift inputs, so a step costs O(1) in the
-// context length.
-struct MixerCache {
-  torch::Tensor k, v;   // attention: [B, H, context, hd], filled up to the current position
-  torch::Tensor ring;   // shift mixers: [B, R, d], input of position p at p % R;
-                        // extractors: the same with R = context (the extraction's input)
-  // DA mixers (docs/mixers.md). rnd_emb_qk / fixed_seq_qk: q and k hold the input-independent
-  // queries and keys of every position, [1, H, context, hd], computed once per decode.
-  torch::Tensor q;
-  // taylor: kv = Σ_j φ(k_j) v_jᵀ [B, H, D, hd], z = Σ_j φ(k_j) [B, H, D].
-  // nonapprox: kv = Σ_j e^{s_j - m} v_j [B, H, hd], z = Σ_j e^{s_j - m} [B, H], m = max_j s_j [B, H].
-  torch::Tensor kv, z, m;
+// One layer's decoding state between steps. Each mixer defines its own type next to it
+// (AttentionState, ShiftState, ...) and makes it (MixerImpl::make_state), so a new mixer never
+// borrows another's fields: attention keeps keys and values of every earlier position, an HSM
+// layer a ring of its last max-shift inputs (a step costs O(1) in the context length).
+struct MixerState {
+  virtual ~MixerState() = default;
 };
+
+// The state a mixer made, as its own type; std::logic_error for another mixer's state.
+template <class State>
+State& state_of(MixerState& state) {
+  auto* s = dynamic_cast<State*>(&state);
+  if (!s) throw std::logic_error("a mixer was given another mixer's decoding state");
+  return *s;
+}
+template <class State>
+const State& state_of(const MixerState& state) {
+  return state_of<State>(const_cast<MixerState&>(state));
+}
 
 struct MixerImpl : torch::nn::Module {
   explicit MixerImpl(MixerKind kind) : kind(kind) {}
   // x: [B, T, d] (already layer-normed) -> y: [B, T, d]; y[:, t] depends on x[:, :t+1] only.
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
-  // One position: x_t [B, d] at position pos (0-based, < context), given the cache filled by
-  // steps 0..pos-1 -> y_t [B, d], equal to forward(x)[:, pos]. Updates the cache.
-  virtual torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) = 0;
-  // A whole prefix at once: forward(x) for x = positions 0..T-1, leaving the cache as T
+  // A fresh decoding state of this mixer's own type (empty: filled by step or prefill).
+  virtual std::unique_ptr<MixerState> make_state() const = 0;
+  // One position: x_t [B, d] at position pos (0-based, < context), given the state filled by
+  // steps 0..pos-1 -> y_t [B, d], equal to forward(x)[:, pos]. Updates the state, which must
+  // be one make_state() made (std::logic_error otherwise).
+  virtual torch::Tensor step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) = 0;
+  // A whole prefix at once: forward(x) for x = positions 0..T-1, leaving the state as T
   // calls of step() would (so a prompt costs one batched pass, not T small ones).
-  virtual torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) = 0;
+  virtual torch::Tensor prefill(const torch::Tensor& x, MixerState& state, int64_t context) = 0;
 
-  // What the Diagnostics view shows (SPEC §3.3, docs/diagnostics.md): the matrix of each head
+  // What the Diagnostics view shows (docs/diagnostics.md): the matrix of each head
   // for one prompt, x = LN1(h) [1, L, d], rows = outputs, columns = inputs, of the kind the
   // registry names (MixerInfo::matrix; not yet row-normalised), and each head's shift (−1: it
   // reads every earlier position). qk: a DA *_qk layer's LN1(QK stream) [1, L, d], else undefined.
@@ -88,11 +96,13 @@ struct QkSourceMixerImpl : MixerImpl {
   using MixerImpl::MixerImpl;
   virtual torch::Tensor forward_qk(const torch::Tensor& x, const torch::Tensor& qk) = 0;
   // Decoding. qk: static_emb_qk: this position's LN1(embedding) [B, d]; rnd/fixed: the whole
-  // fixed stream [1, context, d] on the first call (cache.q undefined), later undefined.
-  virtual torch::Tensor step_qk(const torch::Tensor& x_t, const torch::Tensor& qk, MixerCache& cache, int64_t pos,
+  // fixed stream [1, context, d] on the first call (has_queries false), later undefined.
+  virtual torch::Tensor step_qk(const torch::Tensor& x_t, const torch::Tensor& qk, MixerState& state, int64_t pos,
                                 int64_t context) = 0;
-  virtual torch::Tensor prefill_qk(const torch::Tensor& x, const torch::Tensor& qk, MixerCache& cache,
+  virtual torch::Tensor prefill_qk(const torch::Tensor& x, const torch::Tensor& qk, MixerState& state,
                                    int64_t context) = 0;
+  // Whether `state` holds the fixed queries and keys already (then step_qk needs no stream).
+  virtual bool has_queries(const MixerState& state) const = 0;
   // Softmax weights per head [1 or B, H, T, T] for diagnostics.
   virtual torch::Tensor attention_weights_qk(const torch::Tensor& qk) = 0;
 };

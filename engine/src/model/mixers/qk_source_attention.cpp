@@ -38,16 +38,17 @@ torch::Tensor QkSourceAttentionImpl::forward_qk(const torch::Tensor& x, const to
   return merge(torch::matmul(att, v));
 }
 
-torch::Tensor QkSourceAttentionImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) {
-  return step_qk(x_t, cache.q.defined() ? torch::Tensor() : x_t, cache, pos, context);
+torch::Tensor QkSourceAttentionImpl::step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) {
+  return step_qk(x_t, has_queries(state) ? torch::Tensor() : x_t, state, pos, context);
 }
 
-torch::Tensor QkSourceAttentionImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) {
-  return prefill_qk(x, x, cache, context);
+torch::Tensor QkSourceAttentionImpl::prefill(const torch::Tensor& x, MixerState& state, int64_t context) {
+  return prefill_qk(x, x, state, context);
 }
 
-torch::Tensor QkSourceAttentionImpl::step_qk(const torch::Tensor& x_t, const torch::Tensor& src, MixerCache& cache,
+torch::Tensor QkSourceAttentionImpl::step_qk(const torch::Tensor& x_t, const torch::Tensor& src, MixerState& state,
                                              int64_t pos, int64_t context) {
+  auto& cache = state_of<QkSourceState>(state);
   const int64_t B = x_t.size(0), d = x_t.size(1);
   auto v = to_heads(linear(value, x_t.unsqueeze(1)));  // [B, H, 1, hd]
   if (!cache.v.defined()) cache.v = torch::zeros({B, heads, context, head_dim}, x_t.options());
@@ -69,8 +70,9 @@ torch::Tensor QkSourceAttentionImpl::step_qk(const torch::Tensor& x_t, const tor
   return linear(proj, zero_heads(torch::matmul(att, values), 1).transpose(1, 2).reshape({B, d}));  // [B, d]
 }
 
-torch::Tensor QkSourceAttentionImpl::prefill_qk(const torch::Tensor& x, const torch::Tensor& src, MixerCache& cache,
+torch::Tensor QkSourceAttentionImpl::prefill_qk(const torch::Tensor& x, const torch::Tensor& src, MixerState& state,
                                                 int64_t context) {
+  auto& cache = state_of<QkSourceState>(state);
   const int64_t B = x.size(0), T = x.size(1);
   auto v = to_heads(linear(value, x));  // [B, H, T, hd]
   cache.v = torch::zeros({B, heads, context, head_dim}, x.options());

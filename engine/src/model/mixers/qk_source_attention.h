@@ -11,18 +11,27 @@
 
 namespace hsm {
 
+// Values of every earlier position, [B, H, context, hd]; the queries and keys: for
+// rnd_emb_qk / fixed_seq_qk the input-independent ones of every position, [1, H, context, hd],
+// computed once per decode; for static_emb_qk the keys so far, [B, H, context, hd].
+struct QkSourceState : MixerState {
+  torch::Tensor q, k, v;
+};
+
 struct QkSourceAttentionImpl : QkSourceMixerImpl {
   QkSourceAttentionImpl(MixerKind kind, int64_t d_model, int64_t heads, double dropout);
   // Q, K from x itself: standard attention (the layer inside the fixed-stream pass).
   torch::Tensor forward(const torch::Tensor& x) override { return forward_qk(x, x); }
   // x [B, T, d], qk [1 or B, T, d] -> [B, T, d]
   torch::Tensor forward_qk(const torch::Tensor& x, const torch::Tensor& qk) override;
-  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
-  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
-  torch::Tensor step_qk(const torch::Tensor& x_t, const torch::Tensor& qk, MixerCache& cache, int64_t pos,
+  std::unique_ptr<MixerState> make_state() const override { return std::make_unique<QkSourceState>(); }
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerState& state, int64_t context) override;
+  torch::Tensor step_qk(const torch::Tensor& x_t, const torch::Tensor& qk, MixerState& state, int64_t pos,
                         int64_t context) override;
-  torch::Tensor prefill_qk(const torch::Tensor& x, const torch::Tensor& qk, MixerCache& cache,
+  torch::Tensor prefill_qk(const torch::Tensor& x, const torch::Tensor& qk, MixerState& state,
                            int64_t context) override;
+  bool has_queries(const MixerState& state) const override { return state_of<QkSourceState>(state).q.defined(); }
   torch::Tensor attention_weights_qk(const torch::Tensor& qk) override;  // [1 or B, H, T, T]
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // from qk, else x
   int64_t separable_heads() const override { return heads; }  // zeroed before the output projection

@@ -147,7 +147,8 @@ static int64_t ring_size(const std::vector<int64_t>& shifts, int64_t context) {
   return std::min(*std::max_element(shifts.begin(), shifts.end()), context);
 }
 
-torch::Tensor ShiftMixerImpl::prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) {
+torch::Tensor ShiftMixerImpl::prefill(const torch::Tensor& x, MixerState& state, int64_t context) {
+  auto& cache = state_of<ShiftState>(state);
   const int64_t T = x.size(1), R = ring_size(shifts, context), first = std::max<int64_t>(0, T - R);
   cache.ring = torch::zeros({x.size(0), R, d_model}, x.options());
   // Position p lives at p % R, as step() would have left it.
@@ -156,7 +157,8 @@ torch::Tensor ShiftMixerImpl::prefill(const torch::Tensor& x, MixerCache& cache,
   return forward(x);
 }
 
-torch::Tensor ShiftMixerImpl::step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) {
+torch::Tensor ShiftMixerImpl::step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) {
+  auto& cache = state_of<ShiftState>(state);
   const int64_t R = ring_size(shifts, context);
   if (!cache.ring.defined()) cache.ring = torch::zeros({x_t.size(0), R, d_model}, x_t.options());
   auto read = [&](int64_t s) {  // x[pos - s] as [B, d], or zeros before the sequence start

@@ -8,12 +8,19 @@
 
 namespace hsm {
 
+// A ring of the last R mixer inputs, [B, R, d], the input of position p at p % R (R = the
+// largest shift, at most the context).
+struct ShiftState : MixerState {
+  torch::Tensor ring;
+};
+
 struct ShiftMixerImpl : MixerImpl {
   // shifts: one entry (all channels share it) or one per head (channel groups of d / H).
   ShiftMixerImpl(MixerKind kind, int64_t d_model, std::vector<int64_t> shifts);
   torch::Tensor forward(const torch::Tensor& x) override;  // mix(x, shifted(x))
-  torch::Tensor step(const torch::Tensor& x_t, MixerCache& cache, int64_t pos, int64_t context) override;
-  torch::Tensor prefill(const torch::Tensor& x, MixerCache& cache, int64_t context) override;
+  std::unique_ptr<MixerState> make_state() const override { return std::make_unique<ShiftState>(); }
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& state, int64_t pos, int64_t context) override;
+  torch::Tensor prefill(const torch::Tensor& x, MixerState& state, int64_t context) override;
   // The variant's formula: x, xs of the same shape [..., d] -> y [..., d].
   virtual torch::Tensor mix(const torch::Tensor& x, const torch::Tensor& xs) = 0;
   // x_shifted for a whole sequence: [B, T, d] -> [B, T, d], head j's channels shifted by shifts[j].

@@ -1,4 +1,4 @@
-// The shift mixers' diagnostics (SPEC §3.3, docs/diagnostics.md): per head, a band matrix
+// The shift mixers' diagnostics (docs/diagnostics.md): per head, a band matrix
 // with the gain on x_i on the diagonal and the gain on x_{i−s} on the s-th sub-diagonal,
 // exact for the linear variants and by autograd (‖∂y_i/∂x_k‖_F) for the others; and their
 // learned weights for the Weights view.

@@ -1,4 +1,4 @@
-#include "train/evaluation.h"
+#include "eval/evaluation.h"
 
 #include <atomic>
 #include <exception>
@@ -149,9 +149,11 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
   const auto windows = static_cast<int64_t>(all_starts.size());
   int64_t batches = windows / batch_size + (windows % batch_size != 0);  // no overflow for a huge batch
   if (max_batches > 0) batches = std::min(batches, max_batches);
+  // A model already in eval mode (a shared hsm::Model) is only read: threads may share it.
   const bool was_training = model->is_training();
-  model->eval();
-  c10::InferenceMode inference;  // thread-local (SPEC §7): set here, on the thread that evaluates
+  if (was_training) model->eval();
+  // Thread-local (docs/architecture.md, "Threads"): set here, on the thread that evaluates.
+  c10::InferenceMode inference;
   compat::AutocastGuard autocast(device, bf16);
   double loss_sum = 0;
   int64_t correct = 0, count = 0;

@@ -1,0 +1,71 @@
+#pragma once
+// One generation from a shared Model (hsm/model.h): the decoding state of one sequence,
+// made for the call and gone with it. The fast fp32 path (inference/fast_decoder.h) and
+// LibTorch's cached or uncached steps sit behind one decoder interface (generator.cpp), so
+// the loop that samples, streams and slides the window is written once. Plain C++.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hsm/sampling.h"
+
+namespace hsm {
+
+class Model;
+
+struct GenerateOptions {
+  SampleSettings sampling;
+  bool use_cache = true;  // incremental decoding (KV cache / shift ring); false recomputes the window
+  // With the cache on a CPU: decode with the hand-written fp32 path (inference/fast_decoder.h)
+  // when it supports every layer's mixer; false (or any other case) uses LibTorch's step().
+  bool fast_path = true;
+  // When the context is full the window slides by this many tokens and is re-encoded;
+  // 0 = a quarter of the context.
+  int64_t slide = 0;
+};
+
+struct TokenAlternative {
+  int32_t id = 0;
+  std::string piece;
+  float prob = 0;
+};
+
+struct GeneratedToken {
+  int32_t id = 0;
+  std::string piece;  // the token's own text (byte pieces shown as <0xNN>)
+  std::string text;   // what this token adds to the decoded output (may be empty mid-character)
+  float prob = 0;     // probability under the tempered distribution
+  std::vector<TokenAlternative> top;
+};
+
+struct GenerationResult {
+  std::string prompt;
+  std::string text;  // the generated continuation (without the prompt)
+  std::vector<GeneratedToken> tokens;
+  int64_t prompt_tokens = 0;
+  // Prompt tokens the model never saw: a prompt longer than the context is cut to its last
+  // `context` tokens (0 when it fits). Callers say so.
+  int64_t prompt_tokens_cut = 0;
+  bool ended = false;  // stopped at <|endoftext|>
+  uint64_t seed = 0;   // the seed used (reproduces the run)
+  double seconds = 0;
+  double tokens_per_s = 0;
+  // Which decoding path ran: "fast" (hand-written fp32, cached), "libtorch" (cached steps) or
+  // "libtorch-uncached" (the window recomputed for every token).
+  std::string decoder;
+};
+
+class Generator {
+ public:
+  explicit Generator(std::shared_ptr<const Model> model);
+  // Streams tokens through on_token (return false to stop); returns the whole result.
+  GenerationResult run(const std::string& prompt, const GenerateOptions& options,
+                       const std::function<bool(const GeneratedToken&)>& on_token = {});
+
+ private:
+  std::shared_ptr<const Model> model_;
+};
+
+}  // namespace hsm

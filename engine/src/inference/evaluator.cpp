@@ -1,0 +1,250 @@
+// Evaluator (hsm/evaluator.h): a model's loss on an evaluation set, with skipped layers and
+// knock-outs as arguments of the call, set on a view of the model of the evaluator's own
+// (share_weights: the same weights), never on the shared model.
+#include "hsm/evaluator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "eval/evaluation.h"
+#include "hsm/dataset.h"
+#include "hsm/mixer_kind.h"
+#include "inference/model_impl.h"
+
+namespace hsm {
+
+// What an evaluation scores: the split's tokens, where its windows start, and the result's
+// description of them (split, documents), with what it was read for.
+struct EvalSet::Data {
+  std::vector<uint16_t> tokens;
+  std::vector<int64_t> starts;
+  // unigram_nll[n]: the unigram cross-entropy summed over the targets of the first n windows
+  // (each window's last T tokens), accumulated in window order: the baseline of any prefix.
+  std::vector<double> unigram_nll;
+  EvalResult described;
+  std::string layout;
+  int64_t context = 0;
+  int64_t vocab_size = 0;
+  std::string tokenizer_hash;
+};
+
+EvalSet::EvalSet() = default;
+EvalSet::~EvalSet() = default;
+EvalSet::EvalSet(const EvalSet&) = default;
+EvalSet& EvalSet::operator=(const EvalSet&) = default;
+bool EvalSet::empty() const { return !data_; }
+int64_t EvalSet::windows() const { return data_ ? static_cast<int64_t>(data_->starts.size()) : 0; }
+const std::string& EvalSet::split() const {
+  static const std::string none;
+  return data_ ? data_->described.split : none;
+}
+const std::string& EvalSet::layout() const {
+  static const std::string none;
+  return data_ ? data_->layout : none;
+}
+int64_t EvalSet::tokens() const { return data_ ? static_cast<int64_t>(data_->tokens.size()) : 0; }
+
+struct Evaluator::Impl {
+  std::shared_ptr<const Model> model;
+  // The view that carries this call's skipped layers and knock-outs: made on first need and
+  // reused (an ablation sets one knock-out after another on it).
+  Gpt view{nullptr};
+
+  const Model::Impl& m() const { return model->impl(); }
+  // Refuses a set this model cannot score (read for another tokenizer or context).
+  const EvalSet::Data& fitting(const EvalSet& set) const;
+  // The loss and accuracy of the model over a set's windows with options' skipped layers and
+  // knock-outs added to the model's own.
+  EvalResult evaluate_on(const EvalSet::Data& w, const EvalOptions& options, const ProgressFn& progress);
+};
+
+Evaluator::Evaluator(std::shared_ptr<const Model> model) : impl_(std::make_unique<Impl>()) {
+  impl_->model = std::move(model);
+}
+Evaluator::~Evaluator() = default;
+
+EvalSet Evaluator::read(const std::string& data_path, const EvalOptions& options) const {
+  const Model::Impl& m = impl_->m();
+  if (options.split != "val" && options.split != "train" && options.split != "all")
+    throw std::invalid_argument("unknown split '" + options.split + "' (use val, train or all)");
+  const WindowLayout layout = window_layout(options.windows);  // throws for an unknown one
+  DatasetOptions d;
+  d.context = m.config.context;
+  d.val_fraction = kValFraction;
+  d.seed = kSplitSeed;
+  d.cache_dir = options.cache_dir;
+  d.progress = options.progress;
+  d.cancel = options.cancel;
+  const TokenDataset data = load_dataset(data_path, *m.tokenizer, d);
+  auto w = std::make_shared<EvalSet::Data>();
+  EvalResult& r = w->described;
+  r.split = options.split;
+  if (options.split == "val") {
+    w->tokens = data.val;
+    r.documents = data.val_documents;
+  } else if (options.split == "train") {
+    w->tokens = data.train;
+    r.documents = data.train_documents;
+  } else {
+    w->tokens = data.train;
+    w->tokens.insert(w->tokens.end(), data.val.begin(), data.val.end());
+    r.documents = data.train_documents + data.val_documents;
+  }
+  const int64_t T = m.config.context;
+  w->starts = window_starts(w->tokens, T, layout, static_cast<uint16_t>(m.tokenizer->end_of_text_id()));
+  if (options.max_windows > 0 && static_cast<int64_t>(w->starts.size()) > options.max_windows)
+    w->starts.resize(static_cast<size_t>(options.max_windows));
+  // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
+  std::vector<double> counts(static_cast<size_t>(m.config.vocab_size), 1.0);
+  for (uint16_t t : data.train) counts[t] += 1.0;
+  const double total = static_cast<double>(data.train.size()) + static_cast<double>(counts.size());
+  std::vector<double> log_p(counts.size());  // one log per vocabulary entry, not per target
+  for (size_t v = 0; v < counts.size(); ++v) log_p[v] = std::log(counts[v] / total);
+  w->unigram_nll.reserve(w->starts.size() + 1);
+  double nll = 0;
+  w->unigram_nll.push_back(nll);
+  for (int64_t start : w->starts) {
+    for (int64_t t = 1; t <= T; ++t) nll -= log_p[w->tokens[static_cast<size_t>(start + t)]];
+    w->unigram_nll.push_back(nll);
+  }
+  w->layout = options.windows;
+  w->context = T;
+  w->vocab_size = m.config.vocab_size;
+  w->tokenizer_hash = m.tokenizer->hash();
+  EvalSet set;
+  set.data_ = std::move(w);
+  return set;
+}
+
+const EvalSet::Data& Evaluator::Impl::fitting(const EvalSet& set) const {
+  if (!set.data_) throw std::invalid_argument("evaluate: the evaluation set is empty (read one with eval_set)");
+  const EvalSet::Data& w = *set.data_;
+  const Model::Impl& mi = m();
+  if (w.context != mi.config.context || w.vocab_size != mi.config.vocab_size ||
+      w.tokenizer_hash != mi.tokenizer->hash())
+    throw std::invalid_argument(
+        "evaluate: the evaluation set was read for another model (context " + std::to_string(w.context) +
+        ", vocabulary " + std::to_string(w.vocab_size) + ", another tokenizer or not); read it again for this one");
+  return w;
+}
+
+EvalResult Evaluator::Impl::evaluate_on(const EvalSet::Data& w, const EvalOptions& options,
+                                        const ProgressFn& progress) {
+  const Model::Impl& mi = m();
+  std::vector<int64_t> skip = options.skip_layers;
+  if (options.skip_replaced)
+    for (size_t l = 0; l < mi.config.layers.size(); ++l)
+      if (mixer_info(mi.config.layers[l].mixer).family != MixerFamily::kAttention)
+        skip.push_back(static_cast<int64_t>(l));
+  std::sort(skip.begin(), skip.end());
+  skip.erase(std::unique(skip.begin(), skip.end()), skip.end());
+  std::vector<KnockOut> knock_out = mi.edits.knock_out;
+  knock_out.insert(knock_out.end(), options.knock_out.begin(), options.knock_out.end());
+  Gpt* model = &mi.gpt;  // the shared model, read only, when the call changes nothing
+  if (!skip.empty() || !options.knock_out.empty()) {
+    if (!view) view = share_weights(mi.gpt, mi.config, mi.device);
+    view->set_skipped_layers(skip);   // throws for a layer the model does not have
+    view->set_knock_outs(knock_out);  // throws for a layer or head it does not have
+    model = &view;
+  }
+  EvalResult r = w.described;
+  r.skipped_layers = skip;
+  r.knock_out = knock_out;
+  if (options.batch_size < 1 || options.max_batches < 0)
+    throw std::invalid_argument("evaluation batch " + std::to_string(options.batch_size) + " and max batches " +
+                                std::to_string(options.max_batches) + ": the batch must be 1 or more, max batches 0 (all) "
+                                "or more");
+  const WindowEval ev = evaluate_windows(*model, w.tokens, w.starts, options.batch_size, options.max_batches,
+                                         mi.device, mi.device.is_cuda(), progress, options.cancel);
+  // No silent zeros or NaNs (issue 34): an evaluation of nothing, or of a loss that is not a
+  // number, is an error that says so.
+  if (ev.tokens == 0)
+    throw std::runtime_error("the evaluation covered no tokens (" + std::to_string(w.starts.size()) + " windows of " +
+                             std::to_string(mi.config.context + 1) + " tokens in the set): evaluate more text, or "
+                             "fewer skipped windows");
+  if (!std::isfinite(ev.loss))
+    throw std::runtime_error("the loss over " + std::to_string(ev.tokens) + " tokens is not finite (" +
+                             std::to_string(ev.loss) + "): the weights overflow in computation (an edit or a damaged "
+                             "run); evaluate an earlier checkpoint or without the edit");
+  r.loss = ev.loss;
+  r.accuracy = ev.accuracy;
+  r.tokens = ev.tokens;
+  int64_t windows = static_cast<int64_t>(w.starts.size());
+  if (options.max_batches > 0 && options.max_batches <= windows / options.batch_size)  // no overflow of the product
+    windows = options.max_batches * options.batch_size;
+  r.unigram_loss =
+      windows > 0 ? w.unigram_nll[static_cast<size_t>(windows)] / static_cast<double>(windows * mi.config.context) : 0;
+  return r;
+}
+
+EvalResult Evaluator::evaluate(const std::string& data_path, const EvalOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const EvalSet set = read(data_path, options);
+  EvalResult r = impl_->evaluate_on(*set.data_, options, options.progress);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+EvalResult Evaluator::evaluate(const EvalSet& set, const EvalOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalResult r = impl_->evaluate_on(impl_->fitting(set), options, options.progress);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+AblationReport Evaluator::ablate(const std::string& data_path, const EvalOptions& options) {
+  if (!options.knock_out.empty())
+    throw std::invalid_argument("ablate knocks out each layer and head in turn itself: give no knock-outs");
+  const auto t0 = std::chrono::steady_clock::now();
+  AblationReport report = ablate(read(data_path, options), options);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+AblationReport Evaluator::ablate(const EvalSet& set, const EvalOptions& options) {
+  if (!options.knock_out.empty())
+    throw std::invalid_argument("ablate knocks out each layer and head in turn itself: give no knock-outs");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Model::Impl& mi = impl_->m();
+  const EvalSet::Data& windows = impl_->fitting(set);
+  // Every layer whole, then every head a layer's mixer can zero alone (MixerImpl::separable_heads).
+  // What an edited model already knocks out is in its base loss; a row for it would be 0 by
+  // construction, so it gets none.
+  auto already_out = [&mi](const KnockOut& k) {
+    return std::any_of(mi.edits.knock_out.begin(), mi.edits.knock_out.end(),
+                       [&k](const KnockOut& e) { return e.layer == k.layer && (e.head < 0 || e.head == k.head); });
+  };
+  std::vector<KnockOut> order;
+  const auto& blocks = mi.gpt->blocks;
+  for (size_t l = 0; l < blocks.size(); ++l) order.push_back({static_cast<int64_t>(l), -1});
+  for (size_t l = 0; l < blocks.size(); ++l)
+    for (int64_t h = 0; h < blocks[l]->mixer->separable_heads(); ++h) order.push_back({static_cast<int64_t>(l), h});
+  order.erase(std::remove_if(order.begin(), order.end(), already_out), order.end());
+  const auto runs = static_cast<double>(order.size() + 1);
+  auto progress_of = [&](size_t run, const std::string& stage) -> ProgressFn {
+    if (!options.progress) return {};
+    return [&options, run, runs, stage](const std::string&, double f) {
+      options.progress(stage, (static_cast<double>(run) + f) / runs);
+    };
+  };
+  AblationReport report;
+  const EvalResult base = impl_->evaluate_on(windows, options, progress_of(0, "evaluating (nothing knocked out)"));
+  report.base_loss = base.loss;
+  report.base_accuracy = base.accuracy;
+  report.tokens = base.tokens;
+  report.split = base.split;
+  for (size_t i = 0; i < order.size(); ++i) {
+    EvalOptions knocked = options;
+    knocked.knock_out = {order[i]};
+    const EvalResult e =
+        impl_->evaluate_on(windows, knocked, progress_of(i + 1, "knocking out " + knock_out_label(order[i])));
+    report.ablations.push_back({order[i], e.loss, e.loss - report.base_loss});
+  }
+  std::stable_sort(report.ablations.begin(), report.ablations.end(),
+                   [](const Ablation& a, const Ablation& b) { return a.delta > b.delta; });
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace hsm

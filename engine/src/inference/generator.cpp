@@ -1,0 +1,190 @@
+// Generator (hsm/generator.h): one generation's loop (sample, stream, slide the window) over
+// one decoder interface with three implementations: the fast fp32 path, LibTorch's cached
+// steps, and LibTorch's whole window recomputed per token.
+#include "hsm/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "hsm/tokenizer.h"
+#include "inference/model_impl.h"
+
+namespace hsm {
+namespace {
+
+// The decoding state of one sequence. start() forgets everything and consumes a window;
+// next() consumes one more token. Both return the next-token logits [vocab], valid until the
+// next call.
+class TokenDecoder {
+ public:
+  virtual ~TokenDecoder() = default;
+  virtual const float* start(const std::vector<int32_t>& window) = 0;
+  virtual const float* next(int32_t id, const std::vector<int32_t>& window) = 0;
+
+ protected:
+  const float* keep(torch::Tensor logits) {
+    logits_ = logits.contiguous();
+    return logits_.data_ptr<float>();
+  }
+  torch::Tensor logits_;  // keeps LibTorch's logits alive
+};
+
+torch::Tensor token_tensor(const std::vector<int32_t>& tokens) {
+  return torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({1, -1});
+}
+
+// LibTorch without a cache: the whole window again for every token (for comparison).
+class UncachedDecoder : public TokenDecoder {
+ public:
+  explicit UncachedDecoder(const Model::Impl& m) : m_(m) {}
+  const float* start(const std::vector<int32_t>& window) override { return keep(forward_last(window)); }
+  const float* next(int32_t, const std::vector<int32_t>& window) override { return keep(forward_last(window)); }
+
+ private:
+  // Next-token logits after the model consumed `window` from scratch: [V] on the CPU.
+  torch::Tensor forward_last(const std::vector<int32_t>& window) {
+    auto logits = m_.gpt->forward(token_tensor(window).to(m_.device));  // [1, T, V]
+    return logits.select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);
+  }
+  const Model::Impl& m_;
+};
+
+// LibTorch's incremental steps: a fresh state takes the window in one batched prefill.
+class CachedDecoder : public TokenDecoder {
+ public:
+  explicit CachedDecoder(const Model::Impl& m) : m_(m) {}
+  const float* start(const std::vector<int32_t>& window) override {
+    state_ = DecodeState();
+    return keep(feed(window));
+  }
+  const float* next(int32_t id, const std::vector<int32_t>&) override { return keep(feed({id})); }
+
+ private:
+  torch::Tensor feed(const std::vector<int32_t>& tokens) {
+    if (state_.pos == 0 && tokens.size() > 1)
+      return m_.gpt->prefill(token_tensor(tokens).to(m_.device), state_).squeeze(0).to(torch::kCPU, torch::kFloat32);
+    torch::Tensor logits;
+    for (int32_t t : tokens)
+      logits = m_.gpt->step(
+          torch::full({1}, static_cast<int64_t>(t), torch::TensorOptions().dtype(torch::kLong).device(m_.device)),
+          state_);
+    return logits.squeeze(0).to(torch::kCPU, torch::kFloat32);
+  }
+  const Model::Impl& m_;
+  DecodeState state_;
+};
+
+// The hand-written fp32 path (inference/fast_decoder.h) over the model's shared weights.
+class FastPathDecoder : public TokenDecoder {
+ public:
+  explicit FastPathDecoder(const Model::Impl& m) : m_(m), fast_(m.fast) {}
+  // Prompts up to this many tokens are stepped through the fast path; longer ones (and the
+  // re-encoded window after a slide) go through LibTorch's batched prefill, whose caches the
+  // fast path then takes over: one batched pass beats that many single steps.
+  static constexpr size_t kFastPrefillSteps = 8;
+  const float* start(const std::vector<int32_t>& window) override {
+    fast_.reset();
+    if (window.size() <= kFastPrefillSteps) {
+      const float* logits = nullptr;
+      for (int32_t t : window) logits = fast_.step(t);
+      return logits;
+    }
+    DecodeState state;
+    const float* logits = keep(m_.gpt->prefill(token_tensor(window), state).squeeze(0).to(torch::kFloat32));
+    fast_.load_state(state);
+    return logits;
+  }
+  const float* next(int32_t id, const std::vector<int32_t>&) override { return fast_.step(id); }
+
+ private:
+  const Model::Impl& m_;
+  FastDecoder fast_;
+};
+
+}  // namespace
+
+Generator::Generator(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
+
+GenerationResult Generator::run(const std::string& prompt, const GenerateOptions& options,
+                                const std::function<bool(const GeneratedToken&)>& on_token) {
+  const Model::Impl& m = model_->impl();
+  c10::InferenceMode inference;  // lighter than NoGradGuard: no version counters or views tracked
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t context = m.config.context;
+  const int64_t slide = options.slide > 0 ? std::min(options.slide, context - 1) : std::max<int64_t>(1, context / 4);
+  Sampler sampler(options.sampling);
+  const Tokenizer& tok = *m.tokenizer;
+  const int32_t eot = tok.end_of_text_id();
+
+  GenerationResult result;
+  result.prompt = prompt;
+  result.seed = sampler.seed();
+  // Stories in the corpus follow an <|endoftext|>: starting from one puts the model at the
+  // beginning of a story.
+  std::vector<int32_t> all = {eot};
+  for (int32_t id : tok.encode(prompt)) all.push_back(id);
+  result.prompt_tokens = static_cast<int64_t>(all.size()) - 1;
+
+  // The fast path knows nothing of knock-outs (hsm/knock_out.h): LibTorch's steps honour them.
+  const bool fast = options.use_cache && options.fast_path && m.fast && m.gpt->knock_outs().empty();
+  std::unique_ptr<TokenDecoder> decoder;
+  if (fast)
+    decoder = std::make_unique<FastPathDecoder>(m);
+  else if (options.use_cache)
+    decoder = std::make_unique<CachedDecoder>(m);
+  else
+    decoder = std::make_unique<UncachedDecoder>(m);
+  result.decoder = fast ? "fast" : options.use_cache ? "libtorch" : "libtorch-uncached";
+
+  // The model has consumed all[win_start..]; every decoder slides the same window so their
+  // logits agree token for token.
+  size_t win_start = all.size() > static_cast<size_t>(context) ? all.size() - context : 0;
+  // The leading <|endoftext|> is not the prompt's.
+  result.prompt_tokens_cut = std::max<int64_t>(0, static_cast<int64_t>(win_start) - 1);
+  auto window = [&] { return std::vector<int32_t>(all.begin() + static_cast<long>(win_start), all.end()); };
+  const float* logits = decoder->start(window());
+  const auto vocab = static_cast<size_t>(m.config.vocab_size);
+
+  std::vector<int32_t> generated, pending;
+  for (int i = 0; i < options.sampling.max_new_tokens; ++i) {
+    const SampledToken pick = sampler.sample(logits, vocab);
+    if (pick.id == eot && options.sampling.stop_at_end) {
+      result.ended = true;
+      break;
+    }
+    generated.push_back(pick.id);
+    all.push_back(pick.id);
+
+    GeneratedToken g;
+    g.id = pick.id;
+    g.piece = tok.piece(pick.id);
+    g.prob = pick.prob;
+    for (const auto& alt : pick.top) g.top.push_back({alt.id, tok.piece(alt.id), alt.prob});
+    // Emit the text of the tokens since the last emission, holding back an incomplete UTF-8
+    // character (byte-fallback tokens decode to U+FFFD until the last byte arrives). Pieces
+    // decode independently (no dummy prefix, identity normalisation), so the emitted parts
+    // add up to the decoded whole.
+    pending.push_back(pick.id);
+    std::string text = tok.decode(pending);
+    const bool incomplete = text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+    if (!incomplete || pending.size() >= 4) {  // a UTF-8 character has at most 4 bytes
+      g.text = std::move(text);
+      pending.clear();
+    }
+    result.tokens.push_back(g);
+    if (on_token && !on_token(g)) break;
+
+    if (static_cast<int64_t>(all.size() - win_start) > context) {
+      win_start = all.size() - static_cast<size_t>(context - slide);
+      logits = decoder->start(window());
+    } else {
+      logits = decoder->next(pick.id, window());
+    }
+  }
+  result.text = tok.decode(generated);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.tokens_per_s = result.seconds > 0 ? static_cast<double>(result.tokens.size()) / result.seconds : 0;
+  return result;
+}
+
+}  // namespace hsm

@@ -1,0 +1,138 @@
+// hsm::Model (hsm/model.h): loading a run folder once, what-if edits as values that share
+// every tensor they do not change, and "Save as…".
+#include "hsm/model.h"
+
+#include <filesystem>
+
+#include "diagnostics/mixing_matrix.h"
+#include "inference/model_impl.h"
+#include "io/io_util.h"
+#include "io/run_paths.h"
+#include "model/torch_compat.h"
+#include "train/checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+
+Model::Model() : impl_(std::make_unique<Impl>()) {}
+Model::~Model() = default;
+
+Gpt share_weights(const Gpt& model, const ModelConfig& config, const torch::Device& device) {
+  Gpt view(config);  // its own freshly initialised values are dropped below
+  view->to(device);
+  torch::NoGradGuard no_grad;
+  const auto from_p = model->named_parameters(), to_p = view->named_parameters();
+  for (const auto& p : from_p) to_p[p.key()].set_data(p.value());
+  const auto from_b = model->named_buffers(), to_b = view->named_buffers();
+  for (const auto& b : from_b) to_b[b.key()].set_data(b.value());
+  view->eval();
+  return view;
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::string& device) {
+  std::shared_ptr<Model> model(new Model());
+  Impl& m = *model->impl_;
+  m.run_dir = run_dir;
+  const RunPaths paths(run_dir);
+  const nlohmann::json run = read_run_config(run_dir);
+  m.config = config_from_json(run["model"].dump(), paths.config);
+  m.tokenizer = load_run_tokenizer(run_dir, run);  // the one the model was trained with, or refused
+  m.device = compat::parse_device(device);
+  check_weights_fit(m.config, paths.weights, paths.config);  // before a model of the config's size is built
+  m.gpt = Gpt(m.config);
+  load_weights(m.gpt, paths.weights);
+  m.gpt->to(m.device);
+  m.gpt->eval();
+  // A folder written by save_as(): its a/b edits are in the weights; its knock-outs are not.
+  if (auto w = run.find("what_if"); w != run.end()) {
+    m.edits.knock_out = what_if_knock_outs(*w, paths.config);
+    m.gpt->set_knock_outs(m.edits.knock_out);  // throws for a layer or head the model does not have
+  }
+  // The fast decoding path's copy of the weights is part of loading the model (as LibTorch's
+  // own), not of the first generation.
+  if (m.device.is_cpu() && FastDecoder::supports(m.config)) m.fast = FastDecoder::copy_weights(*m.gpt);
+  return model;
+}
+
+std::shared_ptr<const Model> Model::edited(const WhatIf& edits) const {
+  const Impl& src = *impl_;
+  std::shared_ptr<Model> model(new Model());
+  Impl& m = *model->impl_;
+  m.run_dir = src.run_dir;
+  m.config = src.config;
+  m.tokenizer = src.tokenizer;
+  m.device = src.device;
+  m.gpt = share_weights(src.gpt, m.config, m.device);
+  const auto layers = static_cast<int64_t>(m.gpt->blocks.size());
+  for (const AbEdit& e : edits.ab) {
+    if (e.layer < 0 || e.layer >= layers)
+      throw std::invalid_argument("a/b edit of layer " + std::to_string(e.layer) + ": the model has layers 0.." +
+                                  std::to_string(layers - 1));
+    const auto l = static_cast<size_t>(e.layer);
+    const std::string layer = "layer " + std::to_string(e.layer) + " (" + m.config.layers[l].mixer + ")";
+    auto& mixer = *m.gpt->blocks[l]->mixer;
+    {
+      // set_ab writes in place: the edited layer's mixer gets values of its own first (a few
+      // scalars or vectors), so the source model's stay as they are.
+      torch::NoGradGuard no_grad;
+      for (auto& p : mixer.parameters()) p.set_data(p.detach().clone());
+    }
+    try {
+      if (!mixer.set_ab(e.a, e.b)) throw std::invalid_argument("has no a and b to set");
+    } catch (const std::invalid_argument& err) {
+      throw std::invalid_argument(layer + " " + err.what());
+    }
+  }
+  // An edit of an edited model keeps the edits it was made from, then these.
+  m.edits = src.edits;
+  m.edits.knock_out.insert(m.edits.knock_out.end(), edits.knock_out.begin(), edits.knock_out.end());
+  m.edits.ab.insert(m.edits.ab.end(), edits.ab.begin(), edits.ab.end());
+  m.gpt->set_knock_outs(m.edits.knock_out);  // throws for a layer or head the model does not have
+  // The fast path reads copied weights: the source's serve as long as no a or b changed.
+  if (edits.ab.empty())
+    m.fast = src.fast;
+  else if (m.device.is_cpu() && FastDecoder::supports(m.config))
+    m.fast = FastDecoder::copy_weights(*m.gpt);
+  return model;
+}
+
+const WhatIf& Model::edits() const { return impl_->edits; }
+
+void Model::save_as(const std::string& run_dir) const {
+  const Impl& m = *impl_;
+  std::error_code ec;
+  if (fs::exists(run_dir, ec) && !(fs::is_directory(run_dir, ec) && fs::is_empty(run_dir, ec)))
+    throw std::invalid_argument("save as '" + run_dir + "': the folder exists and is not empty (choose a new one)");
+  const RunPaths src(m.run_dir);
+  nlohmann::json config = read_run_config(m.run_dir);
+  config["what_if"] = what_if_to_json(m.edits, fs::absolute(m.run_dir).lexically_normal().string());
+  // Written whole, then published by one rename (io/run_paths.h), as an export is.
+  const std::string staged = stage_folder(run_dir);
+  try {
+    const RunPaths dst(staged);
+    save_weights(m.gpt, dst.weights);  // the edited weights (knock-outs are no weights: what_if has them)
+    fs::copy_file(src.tokenizer, dst.tokenizer);
+    if (fs::exists(src.metrics)) fs::copy_file(src.metrics, dst.metrics);
+    write_file_atomic(dst.config, config.dump(2) + "\n");
+    publish_folder(staged, run_dir);
+  } catch (const std::exception& e) {
+    fs::remove_all(staged, ec);
+    throw std::runtime_error("save as '" + run_dir + "': " + e.what());
+  }
+}
+
+std::vector<MixerWeights> Model::mixer_weights() const { return hsm::mixer_weights(impl_->gpt); }
+const ModelConfig& Model::config() const { return impl_->config; }
+const Tokenizer& Model::tokenizer() const { return *impl_->tokenizer; }
+std::string Model::device() const { return impl_->device.str(); }
+std::string Model::run_dir() const { return impl_->run_dir; }
+
+std::map<std::string, const void*> Model::tensor_data() const {
+  std::map<std::string, const void*> out;
+  for (const auto& p : impl_->gpt->named_parameters()) out[p.key()] = p.value().data_ptr();
+  for (const auto& b : impl_->gpt->named_buffers()) out[b.key()] = b.value().data_ptr();
+  return out;
+}
+
+}  // namespace hsm
