@@ -2,8 +2,13 @@
 // [--batch N] [--size tiny|as_is] [--json | --csv]`: the mixer lab (hsm/lab.h, docs/lab.md).
 // A folder that holds a lab continues it (`hsm lab --out DIR` alone); --table prints its table
 // without training.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +25,38 @@ namespace {
 std::atomic<bool> g_lab_interrupted{false};
 extern "C" void on_lab_interrupt(int) { g_lab_interrupted = true; }
 
+extern char** environ;
+
+// `jobs` workers, each this program on its share of the grid with one thread: a tiny model's
+// step is too small to keep two cores busy, two of them are not (docs/performance.md).
+// Returns false when a worker failed (its error is on stderr).
+bool run_workers(const std::string& out, int jobs) {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this program (/proc/self/exe) to start lab workers");
+  exe[n] = '\0';
+  std::vector<pid_t> pids;
+  for (int w = 0; w < jobs; ++w) {
+    std::vector<std::string> args = {exe, "lab", "--out", out, "--worker", std::to_string(w), "--workers",
+                                     std::to_string(jobs), "--threads", "1"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (::posix_spawn(&pid, exe, nullptr, nullptr, argv.data(), environ) != 0)
+      throw std::runtime_error("cannot start lab worker " + std::to_string(w));
+    pids.push_back(pid);
+  }
+  bool ok = true;
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok;
+}
+
 }  // namespace
 
 Command add_lab_command(CLI::App& app) {
@@ -29,6 +66,7 @@ Command add_lab_command(CLI::App& app) {
     std::string out;
     LabGrid grid;
     bool json = false, csv = false, table_only = false;
+    int jobs = 0, worker = -1, workers = 1, threads = 0;
   };
   auto a = std::make_shared<Args>();
   a->grid = default_lab_grid();
@@ -51,6 +89,12 @@ Command add_lab_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print the table as JSON");
   cmd->add_flag("--csv", a->csv, "Print the table as CSV (the folder always holds table.csv)");
   cmd->add_flag("--table", a->table_only, "Print the table of the lab in --out without training");
+  cmd->add_option("--jobs", a->jobs, "Runs trained at once, each on one thread (default: one per core)")
+      ->check(CLI::Range(1, 256));
+  // A worker of --jobs: its share of the grid, then no table.
+  cmd->add_option("--worker", a->worker)->group("")->check(CLI::Range(0, 255));
+  cmd->add_option("--workers", a->workers)->group("")->check(CLI::Range(1, 256));
+  cmd->add_option("--threads", a->threads)->group("")->check(CLI::Range(0, 256));
   const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, seeds, steps, batch, size, examples};
   return {cmd, [a, grid_options]() {
             bool grid_given = false;
@@ -60,11 +104,25 @@ Command add_lab_command(CLI::App& app) {
             if (!grid_given && std::filesystem::exists(std::filesystem::path(a->out) / "lab.json"))
               grid = Lab::stored_grid(a->out);
             Lab lab(a->out, grid);
-            if (!a->table_only) {
+            auto log = [](const std::string& line) { std::cerr << line << "\n"; };
+            if (a->worker >= 0) {
+              std::signal(SIGINT, on_lab_interrupt);  // stop after the step, keep the checkpoint
+              lab.run(log, &g_lab_interrupted, a->worker, a->workers, a->threads);
+              return 0;
+            }
+            const int jobs = a->jobs > 0 ? a->jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+            if (!a->table_only && jobs > 1) {
+              // Ctrl-C reaches the workers too (one process group); each stops after its step.
+              auto previous = std::signal(SIGINT, SIG_IGN);
+              const bool ok = run_workers(a->out, jobs);
+              std::signal(SIGINT, previous);
+              if (!ok) throw std::runtime_error("a lab worker failed (see above); hsm lab --out " + a->out +
+                                                " continues the lab");
+            } else if (!a->table_only) {
               g_lab_interrupted = false;
               auto previous = std::signal(SIGINT, on_lab_interrupt);
               try {
-                lab.run([](const std::string& line) { std::cerr << line << "\n"; }, &g_lab_interrupted);
+                lab.run(log, &g_lab_interrupted);
               } catch (...) {
                 std::signal(SIGINT, previous);
                 throw;

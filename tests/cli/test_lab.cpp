@@ -19,7 +19,7 @@ std::string hsm(const std::string& args) {
 }
 
 nlohmann::json json_of(const std::string& args) {
-  const Result r = shell(hsm(args) + " 2>/dev/null");
+  const Result r = shell("{ " + hsm(args) + " 2>/dev/null; }");
   EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
   return nlohmann::json::parse(r.out);
 }
@@ -119,7 +119,7 @@ TEST(TaskCli, TrainOnATaskAndEvalScoresAFreshTestSet) {
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_NE(other.out.find("the run trains on mqar:vocab=32,pairs=2,context=16"), std::string::npos) << other.out;
   // A preset takes the task's vocabulary and context.
-  EXPECT_EQ(shell(hsm("train --task " + task + " --preset starter --out " + dir + "/preset --steps 1 --batch 4 "
+  EXPECT_EQ(shell(hsm("train --task " + task + " --preset gpt --out " + dir + "/preset --steps 1 --batch 4 "
                       "--threads 1 --device cpu")).exit_code, 0);
   EXPECT_NE(read_file(dir + "/preset/config.json").find("\"vocab_size\": 32"), std::string::npos);
 }
@@ -129,15 +129,19 @@ TEST(LabCli, AKilledLabContinuesWhereItStopped) {
   const std::string grid = "--task mqar:vocab=32,pairs=2,context=16 --task recall_at:vocab=32,context=16 --model " +
                            write_config(dir) + " --model " + write_config(dir, 32, "hsm_ab") + " --lr 0.001 --lr 0.003 --steps 60 "
                            "--size as_is --test-examples 64";
-  // Killed after a few seconds, somewhere in the grid (several runs done, one half-trained).
-  shell("timeout -s KILL 6 " + hsm("lab --out " + dir + "/lab " + grid));
+  // --table makes the folder (lab.json) and trains nothing.
+  ASSERT_EQ(shell(hsm("lab --out " + dir + "/lab " + grid + " --table")).exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir + "/lab/results.jsonl"));
+  // Killed after a few seconds, somewhere in the grid (runs done, one half-trained, or none
+  // yet on a busy machine).
+  shell("timeout -s KILL 6 " + hsm("lab --out " + dir + "/lab --jobs 1"));
   const std::string before = read_file(dir + "/lab/results.jsonl");
   // Another grid in the same folder is refused.
   const Result other = shell(hsm("lab --out " + dir + "/lab --task compress --model gpt"));
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_NE(other.out.find("holds another lab grid"), std::string::npos) << other.out;
   // `hsm lab --out DIR` alone continues it.
-  const auto table = json_of("lab --out " + dir + "/lab --json");
+  const auto table = json_of("lab --out " + dir + "/lab --json --jobs 2");  // two workers share the rest
   const std::string after = read_file(dir + "/lab/results.jsonl");
   EXPECT_EQ(after.compare(0, before.size(), before), 0) << "finished runs are kept, not trained again";
   EXPECT_EQ(std::count(after.begin(), after.end(), '\n'), 8) << "every run of 2 tasks x 2 models x 2 lrs, once";

@@ -60,8 +60,12 @@ class Lab {
 
   // Trains and scores every run not yet in results.jsonl, in order; a run killed half-way
   // resumes from its last checkpoint. on_log: one line at a time; cancel: stops between steps
-  // (the run keeps its checkpoint; the next run() continues it).
-  void run(const std::function<void(const std::string&)>& on_log = {}, const CancelFlag* cancel = nullptr);
+  // (the run keeps its checkpoint; the next run() continues it). worker / workers: this
+  // process takes runs worker, worker + workers, ... of the grid (several processes share a lab,
+  // one per core: tiny models leave a second core idle otherwise; docs/performance.md);
+  // threads: LibTorch's and OpenBLAS's threads per run (0: the default).
+  void run(const std::function<void(const std::string&)>& on_log = {}, const CancelFlag* cancel = nullptr,
+           int worker = 0, int workers = 1, int threads = 0);
 
   std::vector<LabRun> results() const;
   // Per task and model: the best learning rate and its accuracies.

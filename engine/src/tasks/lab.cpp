@@ -1,6 +1,9 @@
 // The mixer lab (hsm/lab.h): a resumable grid of task runs.
 #include "hsm/lab.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -53,6 +56,14 @@ std::string lr_text(double lr) {
 }
 
 std::string results_file(const std::string& dir) { return (fs::path(dir) / "results.jsonl").string(); }
+
+// One write(2) with O_APPEND: lines of workers sharing the file never interleave.
+void append_line(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  const bool ok = fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (fd >= 0) ::close(fd);
+  if (!ok) throw std::runtime_error("cannot write " + path);
+}
 
 }  // namespace
 
@@ -157,7 +168,8 @@ std::vector<LabRun> Lab::results() const {
   return runs;
 }
 
-void Lab::run(const std::function<void(const std::string&)>& on_log, const CancelFlag* cancel) {
+void Lab::run(const std::function<void(const std::string&)>& on_log, const CancelFlag* cancel, int worker,
+              int workers, int threads) {
   auto log = [&](const std::string& l) {
     if (on_log) on_log(l);
   };
@@ -170,6 +182,7 @@ void Lab::run(const std::function<void(const std::string&)>& on_log, const Cance
       for (double lr : grid_.lrs)
         for (int64_t seed = 1; seed <= grid_.seeds; ++seed) {
           ++index;
+          if ((index - 1) % workers != worker) continue;
           const auto task = parse_task(grid_.tasks[ti]);
           const std::string& model = grid_.models[mi];
           const std::string name = "t" + std::to_string(ti) + "_" + task->name() + "__m" + std::to_string(mi) + "_" +
@@ -209,6 +222,7 @@ void Lab::run(const std::function<void(const std::string&)>& on_log, const Cance
             log("continuing " + name);
           }
           const auto t0 = std::chrono::steady_clock::now();
+          spec.threads = threads;
           Trainer trainer(spec, {});
           std::atomic<bool> finished{false};
           std::thread watcher([&] {
@@ -240,10 +254,7 @@ void Lab::run(const std::function<void(const std::string&)>& on_log, const Cance
             for (const auto& [d, c] : score.by_difficulty) by[std::to_string(d)] = {c.first, c.second};
             j["by_distance"] = by;
           }
-          std::ofstream out(results_file(dir_), std::ios::app);
-          out << j.dump() << "\n";
-          out.flush();
-          if (!out) throw std::runtime_error("cannot write " + results_file(dir_));
+          append_line(results_file(dir_), j.dump() + "\n");
           char line[256];
           std::snprintf(line, sizeof line, "[%lld/%lld] %s: answer accuracy %.3f, sequence accuracy %.3f (%.1f s)",
                         static_cast<long long>(index), static_cast<long long>(total), name.c_str(),
