@@ -19,13 +19,13 @@
 #include "commands.h"
 #include "hsm/lab.h"
 
+extern char** environ;  // posix_spawn hands it to the workers
+
 namespace hsm::cli {
 namespace {
 
 std::atomic<bool> g_lab_interrupted{false};
 extern "C" void on_lab_interrupt(int) { g_lab_interrupted = true; }
-
-extern char** environ;
 
 // `jobs` workers, each this program on its share of the grid with one thread: a tiny model's
 // step is too small to keep two cores busy, two of them are not (docs/performance.md).

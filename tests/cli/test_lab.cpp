@@ -126,7 +126,7 @@ TEST(TaskCli, TrainOnATaskAndEvalScoresAFreshTestSet) {
 
 TEST(LabCli, AKilledLabContinuesWhereItStopped) {
   const std::string dir = temp("lab");
-  const std::string grid = "--task mqar:vocab=32,pairs=2,context=16 --task recall_at:vocab=32,context=16 --model " +
+  const std::string grid = "--task mqar:vocab=32,pairs=2,context=16 --task recall_at:vocab=32,context=16,max_distance=15 --model " +
                            write_config(dir) + " --model " + write_config(dir, 32, "hsm_ab") + " --lr 0.001 --lr 0.003 --steps 60 "
                            "--size as_is --test-examples 64";
   // --table makes the folder (lab.json) and trains nothing.
