@@ -63,7 +63,8 @@ class Lab {
   // (the run keeps its checkpoint; the next run() continues it). worker / workers: this
   // process takes runs worker, worker + workers, ... of the grid (several processes share a lab,
   // one per core: tiny models leave a second core idle otherwise; docs/performance.md);
-  // threads: LibTorch's and OpenBLAS's threads per run (0: the default).
+  // threads: LibTorch's and OpenBLAS's threads per run (0: one; OpenBLAS waking its threads costs a
+  // tiny model more than its arithmetic, docs/performance.md).
   void run(const std::function<void(const std::string&)>& on_log = {}, const CancelFlag* cancel = nullptr,
            int worker = 0, int workers = 1, int threads = 0);
 

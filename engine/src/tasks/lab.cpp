@@ -222,7 +222,7 @@ void Lab::run(const std::function<void(const std::string&)>& on_log, const Cance
             log("continuing " + name);
           }
           const auto t0 = std::chrono::steady_clock::now();
-          spec.threads = threads;
+          spec.threads = threads > 0 ? threads : 1;  // tiny models: one thread (docs/performance.md)
           Trainer trainer(spec, {});
           std::atomic<bool> finished{false};
           std::thread watcher([&] {
