@@ -140,6 +140,9 @@ TEST(TaskTraining, ModelsThatDoNotFitAndOtherTasksOnResumeAreRefused) {
   spec = task_run(dir, "mqar:vocab=64,pairs=4,context=32", 2);
   spec.model.context = 16;
   EXPECT_NE(error_of(spec).find("set context 32"), std::string::npos);
+  spec.model.context = 64;  // longer does not fit either: the model's windows are the task's
+  EXPECT_NE(error_of(spec).find("context 64 of the model does not fit task mqar's windows of 32 tokens"),
+            std::string::npos);
 
   spec = task_run(dir, "mqar:vocab=64,pairs=4,context=32", 2);
   Trainer(spec).run();

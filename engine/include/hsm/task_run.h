@@ -28,8 +28,8 @@ std::string run_task(const std::string& run_dir);
 
 // A preset is a shape, not a vocabulary: the model takes the task's vocabulary and context.
 void adopt_task_shape(ModelConfig& model, const Task& task);
-// Throws TaskError when a model cannot train on the task (another vocabulary, a shorter
-// context): a config is never changed behind its author's back.
+// Throws TaskError when a model cannot train on the task (another vocabulary or context): a
+// config is never changed behind its author's back.
 void check_model_fits_task(const ModelConfig& model, const Task& task);
 
 // Scores the run's latest weights on `examples` fresh test examples of its task (test seeds:

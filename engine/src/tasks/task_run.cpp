@@ -34,11 +34,13 @@ void check_model_fits_task(const ModelConfig& model, const Task& task) {
                     task.name() + ", whose vocabulary is " + std::to_string(task.vocab_size()) + " tokens; set " +
                     "vocab_size " + std::to_string(task.vocab_size()) + " in the config, or vocab=" +
                     std::to_string(model.vocab_size) + " in the task");
-  if (model.context < task.context())
-    throw TaskError("context " + std::to_string(model.context) + " of the model is shorter than task " + task.name() +
+  // Equal, not merely long enough: the model's windows are the task's (fixed_seq_qk takes its
+  // fixed sequence, `context` tokens, from a validation example).
+  if (model.context != task.context())
+    throw TaskError("context " + std::to_string(model.context) + " of the model does not fit task " + task.name() +
                     "'s windows of " + std::to_string(task.context()) + " tokens; set context " +
-                    std::to_string(task.context()) + " or more in the config, or context=" +
-                    std::to_string(model.context) + " in the task");
+                    std::to_string(task.context()) + " in the config, or context=" + std::to_string(model.context) +
+                    " in the task");
 }
 
 TaskScore score_task_run(const std::string& run_dir, int64_t examples, const std::string& device_name) {
