@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "eval_args.h"
 #include "hsm/session.h"
+#include "hsm/task_run.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
@@ -34,6 +35,7 @@ Command add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a corpus (loss, accuracy)");
   struct Args : EvalArgs {
     std::string knock_out, set_ab;
+    int64_t examples = 1280;
   };
   auto a = std::make_shared<Args>();
   add_eval_args(cmd, *a);
@@ -50,7 +52,11 @@ Command add_eval_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--skip-replaced", a->options.skip_replaced,
                 "Remove every non-attention layer (a DA hybrid's replaced layers)");
+  cmd->add_option("--examples", a->examples,
+                  "A task run (hsm train --task): how many fresh test examples to score (MAD's test sets: 1280)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   return {cmd, [a]() {
+            if (!run_task(a->run).empty()) return print_task_score(a->run, a->examples, a->device, a->json);
             EvalSetup setup = open_eval(*a);
             EvalOptions& options = setup.options;
             const std::string& data = setup.data;

@@ -15,6 +15,8 @@
 #include "hsm/distributed.h"
 #include "hsm/presets.h"
 #include "hsm/settings.h"
+#include "hsm/task_run.h"
+#include "hsm/tasks.h"
 #include "hsm/trainer.h"
 #include "layer_report.h"
 
@@ -97,8 +99,12 @@ Command add_train_command(CLI::App& app) {
   auto* preset = cmd->add_option("--preset", a->preset, "Model preset (see `hsm presets`)");
   auto* config = cmd->add_option("--config", a->config, "Model config JSON file")->check(CLI::ExistingFile);
   preset->excludes(config);
-  cmd->add_option("--data", a->data, "Corpus: TinyStories .txt/.json/.jsonl, a text file or a folder")
-      ->check(CLI::ExistingPath);
+  auto* data = cmd->add_option("--data", a->data, "Corpus: TinyStories .txt/.json/.jsonl, a text file or a folder")
+                   ->check(CLI::ExistingPath);
+  cmd->add_option("--task", a->spec.task,
+                  "Train on a synthetic task instead of a corpus: NAME[:key=value,...] (hsm task list); the loss on "
+                  "its answers only. A preset takes the task's vocabulary and context; a config must have them")
+      ->excludes(data);
   cmd->add_option("--out", a->out, "Run folder (created; holds weights, config, tokenizer, metrics)")->required();
   // Every training setting from its one declaration (hsm/settings.h): the flag, its help, and
   // the check the trainer and the studio make too. Values are kept as given, as text, and
@@ -163,8 +169,10 @@ Command add_train_command(CLI::App& app) {
             if (!spec.resume) {
               if (a->preset.empty() && a->config.empty())
                 throw std::invalid_argument("choose a model with --preset NAME or --config FILE (or --resume)");
-              if (a->data.empty()) throw std::invalid_argument("--data is required for a new run");
+              if (a->data.empty() && spec.task.empty())
+                throw std::invalid_argument("--data (a corpus) or --task (a synthetic task) is required for a new run");
               spec.model = load_preset_or_config(a->preset.empty() ? a->config : a->preset);
+              if (!spec.task.empty() && !a->preset.empty()) adopt_task_shape(spec.model, *parse_task(spec.task));
             }
 
             const bool tty = ::isatty(STDERR_FILENO);
@@ -258,6 +266,8 @@ Command add_train_command(CLI::App& app) {
               nlohmann::json j = {{"run_dir", s.run_dir}, {"steps", s.steps},       {"total_steps", s.total_steps},
                                   {"epochs", s.epochs},   {"wall_s", s.wall_s},     {"stopped", s.stopped}};
               if (std::isfinite(s.val_loss)) j["val_loss"] = s.val_loss, j["val_accuracy"] = s.val_accuracy;
+              if (std::isfinite(s.answer_accuracy))
+                j["answer_accuracy"] = s.answer_accuracy, j["sequence_accuracy"] = s.sequence_accuracy;
               if (std::isfinite(s.train_loss)) j["train_loss"] = s.train_loss;
               if (std::isfinite(s.tokens_per_s)) j["tokens_per_s"] = s.tokens_per_s;
               if (!s.warning.empty()) j["warning"] = s.warning;

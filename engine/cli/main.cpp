@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
       hsm::cli::add_ablate_command(app),
       hsm::cli::add_weights_command(app),
       hsm::cli::add_export_command(app),
+      hsm::cli::add_task_command(app),
+      hsm::cli::add_lab_command(app),
   };
   try {
     app.parse(argc, argv);

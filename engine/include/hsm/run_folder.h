@@ -50,7 +50,10 @@ struct MetricRecord {
   double epoch = 0;            // fractional: step / steps per epoch
   double train_loss = NAN;     // mean over the steps since the last record
   double val_loss = NAN;
-  double val_accuracy = NAN;   // top-1 next-token accuracy
+  double val_accuracy = NAN;   // top-1 next-token accuracy (a task run: on its answers)
+  // Task runs (hsm/tasks.h), at eval points: answer tokens exactly right, and examples whose
+  // every answer is right.
+  double answer_accuracy = NAN, sequence_accuracy = NAN;
   double tokens_per_s = NAN;
   double lr = NAN;
   double wall_s = 0;           // seconds of training so far (across resumes)

@@ -22,6 +22,11 @@ namespace hsm {
 struct RunSpec {
   std::string run_dir;         // created if missing; holds everything of the run
   std::string data_path;       // corpus file or folder (corpus.h)
+  // A synthetic task instead of a corpus, "NAME[:key=value,...]" (hsm/tasks.h): the loss on its
+  // answer positions only; validation reports answer and sequence accuracy. The model's
+  // vocabulary and context must fit it (hsm/task_run.h). On resume "" = the run's own task;
+  // another one is refused.
+  std::string task;
   ModelConfig model;           // ignored on resume (taken from the run folder)
   TrainSettings train;
   std::string tokenizer_path;  // existing tokenizer.model; "" = train one on data_path
@@ -50,6 +55,7 @@ struct TrainSummary {
   int64_t total_steps = 0;
   double epochs = 0;
   double val_loss = NAN, val_accuracy = NAN, train_loss = NAN;
+  double answer_accuracy = NAN, sequence_accuracy = NAN;  // a task run's last validation
   double tokens_per_s = NAN;
   double wall_s = 0;
   bool stopped = false;        // stop() was called before the end

@@ -35,6 +35,8 @@ nlohmann::json metric_to_json(const MetricRecord& m) {
   put("train_loss", m.train_loss);
   put("val_loss", m.val_loss);
   put("val_accuracy", m.val_accuracy);
+  put("answer_accuracy", m.answer_accuracy);
+  put("sequence_accuracy", m.sequence_accuracy);
   put("tokens_per_s", m.tokens_per_s);
   put("lr", m.lr);
   return j;
@@ -206,6 +208,8 @@ MetricRecord metric_from_json_line(const std::string& line) {
   m.train_loss = metric_number(j, "train_loss", NAN);
   m.val_loss = metric_number(j, "val_loss", NAN);
   m.val_accuracy = metric_number(j, "val_accuracy", NAN);
+  m.answer_accuracy = metric_number(j, "answer_accuracy", NAN);
+  m.sequence_accuracy = metric_number(j, "sequence_accuracy", NAN);
   m.tokens_per_s = metric_number(j, "tokens_per_s", NAN);
   m.lr = metric_number(j, "lr", NAN);
   return m;

@@ -20,6 +20,7 @@
 #include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "eval/evaluation.h"
+#include "tasks/task_data.h"
 #include "io/hash_util.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
@@ -154,7 +155,8 @@ struct Trainer::Impl::Run {
   double wall_offset = 0;
   std::optional<Tokenizer> tokenizer;
   std::optional<Checkpoint> resume_from;
-  // data
+  // data: a corpus, or a synthetic task (tasks/task_data.h)
+  std::optional<TaskData> task;
   TokenDataset data;
   int64_t T = 0, windows = 0, batch = 0, steps_per_epoch = 1, total_steps = 0;
   std::vector<int64_t> train_starts, val_starts;
@@ -199,6 +201,12 @@ struct Trainer::Impl::Run {
 
   void join_group();
   void prepare();
+  bool open_task();
+  void prepare_task_data();
+  void prepare_corpus_data();
+  void split_batches();
+  WindowEval evaluate_task(bool full);
+  TaskScore task_score;  // the last validation's, on a task
   bool stop_now() const { return dp ? stop_agreed : trainer.stop_flag.load(); }
   WindowEval evaluate_validation(bool full);
   double global_mean_loss(double loss_value);
@@ -312,6 +320,7 @@ void Trainer::Impl::Run::backward(torch::Tensor& loss) {
 // Validation split over the ranks (each a contiguous share of the windows one process would
 // evaluate, summed), so every rank holds the same result and none waits for another's.
 WindowEval Trainer::Impl::Run::evaluate_validation(bool full) {
+  if (task) return evaluate_task(full);
   const int64_t eval_batch = std::min<int64_t>(batch, 64);
   const int64_t max_batches = full ? 0 : ts.eval_batches;
   if (!dp)
@@ -368,7 +377,7 @@ void Trainer::Impl::Run::clean_up_failed_start() {
     fs::remove_all(paths.dir, ec);
     return;
   }
-  for (const std::string& f : {paths.tokenizer, paths.metrics, paths.diagnostics, paths.config, paths.weights,
+  for (const std::string& f : {paths.tokenizer, task_file(paths.dir), paths.metrics, paths.diagnostics, paths.config, paths.weights,
                                (fs::path(paths.dir) / ".lock").string()})
     fs::remove(f, ec);
   fs::remove_all(paths.checkpoints, ec);
@@ -390,7 +399,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
     start_step = state.value("step", int64_t{0});
     wall_offset = state.value("wall_s", 0.0);
     if (spec.data_path.empty()) spec.data_path = at.value("data", nlohmann::json::object()).value("path", "");
-    tokenizer = load_run_tokenizer(spec.run_dir, at);
+    if (!open_task()) tokenizer = load_run_tokenizer(spec.run_dir, at);
     if (writer && resume_from && run.value("state", nlohmann::json::object()).value("step", int64_t{-1}) != start_step)
       refresh_run_view(paths, *resume_from);  // what eval and the studio read catches up
     log("resuming " + spec.run_dir + " at step " + std::to_string(start_step) +
@@ -399,6 +408,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
   }
   model_config = spec.model;
   validate(model_config);
+  if (open_task()) return;
   if (spec.data_path.empty()) throw std::invalid_argument("no training data given (--data)");
   if (!writer) {
     tokenizer = Tokenizer::load(paths.tokenizer);  // rank 0's, saved before it said "ready"
@@ -437,8 +447,63 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
   }
 }
 
+// ---- a task instead of a corpus (issue 38): no tokenizer, examples made as they are needed -------
+bool Trainer::Impl::Run::open_task() {
+  const std::string recorded = spec.resume ? run_task(spec.run_dir) : "";
+  if (spec.resume && !spec.task.empty()) {
+    if (recorded.empty())
+      throw TaskError("--task: '" + spec.run_dir + "' trains on a corpus, not a task; resume it without --task");
+    const std::string given = parse_task(spec.task)->spec();
+    if (given != recorded)
+      throw TaskError("--task " + given + ": the run trains on " + recorded +
+                      "; resume it without --task, or train another task in a new run (--out)");
+  }
+  const std::string name = spec.resume ? recorded : spec.task;
+  if (name.empty()) return false;
+  if (dp) throw std::invalid_argument("--task: a task trains on one process; drop the data-parallel ranks");
+  task.emplace(parse_task(name));
+  check_model_fits_task(model_config, task->task());
+  if (writer && !spec.resume)
+    write_file_atomic(task_file(spec.run_dir), nlohmann::json{{"task", task->task().spec()}}.dump(2) + "\n");
+  return true;
+}
+
+void Trainer::Impl::Run::prepare_task_data() {
+  const Task& t = task->task();
+  T = t.context();
+  windows = t.train_examples();
+  train_starts.resize(static_cast<size_t>(windows));  // example indices: the epoch's order shuffles them
+  std::iota(train_starts.begin(), train_starts.end(), int64_t{0});
+  // fixed_seq_qk's fixed sequence: the first validation example.
+  const TaskExample first = t.example(TaskSplit::kValidation, 0);
+  data.val.assign(first.tokens.begin(), first.tokens.end());
+  unigram = std::log(static_cast<double>(t.vocab_size()));  // the loss of a uniform guess
+  log("data: task " + t.spec() + ": " + std::to_string(windows) + " training examples of " + std::to_string(T) +
+      " tokens, made as they are needed");
+}
+
+// MAD's test sets hold 1,280 examples; a validation between steps scores eval_batches x 64 of them.
+WindowEval Trainer::Impl::Run::evaluate_task(bool full) {
+  constexpr int64_t kFull = 1280, kBatch = 64;
+  const int64_t n = full || ts.eval_batches <= 0 ? kFull : std::min(kFull, ts.eval_batches * kBatch);
+  task_score = task->score(model, TaskSplit::kValidation, n, kBatch, device, &trainer.stop_flag);
+  WindowEval ev;
+  ev.loss = task_score.loss;
+  ev.accuracy = task_score.answer_accuracy;
+  ev.tokens = task_score.answers;
+  return ev;
+}
+
 // ---- data: the split, the windows, the steps ----------------------------------------------------
 void Trainer::Impl::Run::prepare_data() {
+  if (task)
+    prepare_task_data();
+  else
+    prepare_corpus_data();
+  split_batches();
+}
+
+void Trainer::Impl::Run::prepare_corpus_data() {
   DatasetOptions data_options;
   data_options.context = model_config.context;
   data_options.val_fraction = kValFraction;
@@ -460,6 +525,10 @@ void Trainer::Impl::Run::prepare_data() {
   if (windows < 1)
     throw std::runtime_error("the training split holds no window of " + std::to_string(T + 1) + " tokens (" +
                              ts.windows + " layout)");
+  unigram = unigram_entropy(data.train, model_config.vocab_size);
+}
+
+void Trainer::Impl::Run::split_batches() {
   batch = std::min(ts.batch_size, windows);
   if (batch < ts.batch_size) log("batch size lowered to " + std::to_string(batch) + " (all the training windows)");
   const int64_t world = dp ? dp->world_size() : 1;
@@ -478,7 +547,6 @@ void Trainer::Impl::Run::prepare_data() {
     throw std::invalid_argument(
         "the run is at step " + std::to_string(start_step) + " and is set to " + std::to_string(total_steps) +
         " steps: nothing to train. Give --steps above " + std::to_string(start_step) + " (or more --epochs) to continue it");
-  unigram = unigram_entropy(data.train, model_config.vocab_size);
 }
 
 TrainSummary Trainer::Impl::Run::finished_summary() const {
@@ -538,6 +606,7 @@ void Trainer::Impl::Run::open_metrics() {
 
 // ---- diagnostics.jsonl: the probe text diagnosed at every validation (issue 23) -------------------
 void Trainer::Impl::Run::open_diagnostics() {
+  if (task) return;  // the probe text is text: a task has no tokenizer
   diagnostics.emplace(spec.run_dir, ts.probe_text, spec.resume, start_step, [this](const std::string& l) { log(l); });
 }
 
@@ -592,8 +661,8 @@ void Trainer::Impl::Run::checkpoint(int64_t at) {
   RunRecord record;
   record.model_json = to_json(model_config);
   record.training = ts;
-  record.data_path = fs::absolute(spec.data_path).string();
-  record.tokenizer_hash = tokenizer->hash();
+  record.data_path = task ? "" : fs::absolute(spec.data_path).string();  // a task: task.json
+  record.tokenizer_hash = tokenizer ? tokenizer->hash() : "";
   record.train_tokens = static_cast<int64_t>(data.train.size());
   record.val_tokens = static_cast<int64_t>(data.val.size());
   record.documents = data.documents;
@@ -630,6 +699,10 @@ double Trainer::Impl::Run::run_validation(int64_t at, bool full) {
   m.epoch = static_cast<double>(at) / steps_per_epoch;
   m.val_loss = ev.loss;
   m.val_accuracy = ev.accuracy;
+  if (task) {
+    m.answer_accuracy = task_score.answer_accuracy;
+    m.sequence_accuracy = task_score.sequence_accuracy;
+  }
   m.wall_s = wall();
   emit(m);
   last_eval = m;
@@ -663,8 +736,15 @@ double Trainer::Impl::Run::train_step(double lr) {
   const int64_t first = index * batch + (dp ? dp->rank() : 0) * rank_batch;
   std::vector<int64_t> starts(rank_batch);
   for (int64_t b = 0; b < rank_batch; ++b) starts[b] = train_starts[static_cast<size_t>(order[first + b])];
-  auto tokens = make_batch(data.train, starts, T, device);
-  auto x = tokens.narrow(1, 0, T), y = tokens.narrow(1, 1, T);
+  torch::Tensor x, y;
+  std::optional<TaskBatch> answers;  // a task: its examples `starts`, the loss on their answers
+  if (task) {
+    answers = task->batch(TaskSplit::kTrain, starts, device);
+  } else {
+    auto tokens = make_batch(data.train, starts, T, device);
+    x = tokens.narrow(1, 0, T);
+    y = tokens.narrow(1, 1, T);
+  }
 
   // This step's dropout masks, whatever came before; each rank its own (rank 0 as one process).
   torch::manual_seed(step_seed(ts.seed, step) ^ (static_cast<uint64_t>(dp ? dp->rank() : 0) * 0x94d049bb133111ebULL));
@@ -672,7 +752,7 @@ double Trainer::Impl::Run::train_step(double lr) {
   torch::Tensor loss;
   {
     compat::AutocastGuard autocast(device, bf16);
-    loss = model->loss(x, y);
+    loss = answers ? TaskData::loss(model, *answers) : model->loss(x, y);
   }
   forward_s += seconds_since(t0);
   ++timed_steps;
@@ -797,6 +877,8 @@ TrainSummary Trainer::Impl::Run::finish() {
   summary.epochs = static_cast<double>(step) / steps_per_epoch;
   summary.val_loss = last_eval.val_loss;
   summary.val_accuracy = last_eval.val_accuracy;
+  summary.answer_accuracy = last_eval.answer_accuracy;
+  summary.sequence_accuracy = last_eval.sequence_accuracy;
   summary.train_loss = last_train_loss;
   summary.tokens_per_s = last_tokens_per_s;
   summary.wall_s = wall();

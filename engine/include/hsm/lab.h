@@ -1,0 +1,84 @@
+#pragma once
+// The mixer lab (issue 38; docs/lab.md): a grid of synthetic tasks x models, each cell trained
+// at a small set of learning rates and seeds and scored on fresh test examples; per cell the
+// best learning rate (by the mean over seeds), as MAD does. A lab lives in a folder: lab.json
+// (the grid), runs/ (one run folder per task, model, learning rate and seed) and results.jsonl
+// (one line per finished run), so a killed lab continues where it stopped. Plain C++.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hsm/config.h"
+#include "hsm/progress.h"
+#include "hsm/task_run.h"
+
+namespace hsm {
+
+struct LabGrid {
+  std::vector<std::string> tasks;   // task specs (hsm/tasks.h)
+  std::vector<std::string> models;  // preset names or config files
+  std::vector<double> lrs;
+  int64_t seeds = 1;                // training seeds 1..seeds (the data seed is the task's)
+  int64_t steps = 600, batch = 32;
+  std::string size = "tiny";        // "tiny": tiny_model() of each; "as_is": the model as given
+  int64_t test_examples = 1280;
+  bool operator==(const LabGrid& o) const;
+};
+
+// Every task at its lab difficulty x gpt, hsm_ab, hybrid_0_6, da_static_emb_qk, ex_he; MAD's
+// learning rates scaled to a short run; one seed.
+LabGrid default_lab_grid();
+
+// A preset at lab size: d_model 64, at most 4 of its layers (its first and last, and evenly
+// between: a hybrid keeps its pattern), FFN 4·d (a wider layer keeps its ratio), dropout 0.
+ModelConfig tiny_model(const ModelConfig& model);
+
+struct LabRun {
+  std::string task, model, run_dir;
+  double lr = 0;
+  int64_t seed = 0, steps = 0;
+  double wall_s = 0;
+  TaskScore score;  // on fresh test examples
+};
+
+struct LabCell {
+  std::string task, model;
+  double best_lr = 0;
+  double answer_accuracy = NAN, sequence_accuracy = NAN;  // mean over seeds at best_lr
+  std::vector<double> seed_accuracy;                      // answer accuracy per seed at best_lr
+  int64_t runs = 0;                                       // finished runs of the cell (all lrs)
+};
+
+class Lab {
+ public:
+  // Opens dir (created if missing). A folder holding another grid is refused (TaskError-like
+  // std::invalid_argument naming the folder); give the grid it holds, or another folder.
+  Lab(std::string dir, LabGrid grid);
+  // The grid a lab folder holds; throws when it holds none.
+  static LabGrid stored_grid(const std::string& dir);
+
+  // Trains and scores every run not yet in results.jsonl, in order; a run killed half-way
+  // resumes from its last checkpoint. on_log: one line at a time; cancel: stops between steps
+  // (the run keeps its checkpoint; the next run() continues it). worker / workers: this
+  // process takes runs worker, worker + workers, ... of the grid (several processes share a lab,
+  // one per core: tiny models leave a second core idle otherwise; docs/performance.md);
+  // threads: LibTorch's and OpenBLAS's threads per run (0: one; OpenBLAS waking its threads costs a
+  // tiny model more than its arithmetic, docs/performance.md).
+  void run(const std::function<void(const std::string&)>& on_log = {}, const CancelFlag* cancel = nullptr,
+           int worker = 0, int workers = 1, int threads = 0);
+
+  std::vector<LabRun> results() const;
+  // Per task and model: the best learning rate and its accuracies.
+  std::vector<LabCell> table() const;
+  static std::string table_csv(const std::vector<LabCell>& cells);
+
+  const LabGrid& grid() const { return grid_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  LabGrid grid_;
+};
+
+}  // namespace hsm

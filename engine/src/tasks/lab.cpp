@@ -1,0 +1,316 @@
+// The mixer lab (hsm/lab.h): a resumable grid of task runs.
+#include "hsm/lab.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "hsm/presets.h"
+#include "hsm/run_folder.h"
+#include "hsm/trainer.h"
+#include "io/io_util.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+
+namespace {
+
+nlohmann::json grid_json(const LabGrid& g) {
+  return {{"tasks", g.tasks}, {"models", g.models}, {"lrs", g.lrs},   {"seeds", g.seeds},
+          {"steps", g.steps}, {"batch", g.batch},   {"size", g.size}, {"test_examples", g.test_examples}};
+}
+
+LabGrid grid_from_json(const nlohmann::json& j) {
+  LabGrid g;
+  g.tasks = j.at("tasks").get<std::vector<std::string>>();
+  g.models = j.at("models").get<std::vector<std::string>>();
+  g.lrs = j.at("lrs").get<std::vector<double>>();
+  g.seeds = j.at("seeds").get<int64_t>();
+  g.steps = j.at("steps").get<int64_t>();
+  g.batch = j.at("batch").get<int64_t>();
+  g.size = j.at("size").get<std::string>();
+  g.test_examples = j.at("test_examples").get<int64_t>();
+  return g;
+}
+
+// A model's short name: the preset's, or a config file's stem.
+std::string model_label(const std::string& model) {
+  const fs::path p(model);
+  return p.has_extension() ? p.stem().string() : p.filename().string();
+}
+
+std::string lr_text(double lr) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", lr);
+  return buf;
+}
+
+std::string results_file(const std::string& dir) { return (fs::path(dir) / "results.jsonl").string(); }
+
+// One write(2) with O_APPEND: lines of workers sharing the file never interleave.
+void append_line(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  const bool ok = fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (fd >= 0) ::close(fd);
+  if (!ok) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
+bool LabGrid::operator==(const LabGrid& o) const { return grid_json(*this) == grid_json(o); }
+
+LabGrid default_lab_grid() {
+  LabGrid g;
+  // Difficulties a tiny model meets in a few hundred steps on a CPU; docs/lab.md gives the
+  // papers' own and the commands for harder ones.
+  g.tasks = {"mqar:vocab=128,pairs=8,context=64",
+             "recall_at:vocab=64,context=64,min_distance=2,max_distance=63",
+             "in_context_recall:vocab=16,context=64",
+             "fuzzy_recall:vocab=16,context=64",
+             "noisy_recall:vocab=32,context=64",
+             "selective_copy:vocab=16,context=64,copy=8",
+             "compress:vocab=16,context=33",
+             "memorize:vocab=128,context=32"};
+  g.models = {"gpt", "hsm_ab", "hybrid_0_6", "da_static_emb_qk", "ex_he"};
+  g.lrs = {1e-3, 3e-3};
+  g.seeds = 1;
+  g.steps = 600;
+  g.batch = 32;
+  return g;
+}
+
+ModelConfig tiny_model(const ModelConfig& model) {
+  constexpr int64_t kD = 64, kMaxLayers = 4;
+  ModelConfig t = model;
+  t.name = model.name + "_tiny";
+  t.d_model = kD;
+  t.dropout = 0;
+  const auto n = static_cast<int64_t>(model.layers.size());
+  t.layers.clear();
+  const int64_t keep = std::min(n, kMaxLayers);
+  int64_t narrowest = INT64_MAX;
+  for (const LayerSpec& l : model.layers) narrowest = std::min(narrowest, std::max<int64_t>(1, l.ffn));
+  for (int64_t i = 0; i < keep; ++i) {
+    const int64_t from = keep == 1 ? 0 : (i * (n - 1) + (keep - 1) / 2) / (keep - 1);
+    LayerSpec l = model.layers[static_cast<size_t>(from)];
+    l.ffn = 4 * kD * l.ffn / narrowest;  // the narrowest FFN 4·d, a wider one in proportion
+    while (l.heads > 1 && kD % l.heads != 0) --l.heads;
+    t.layers.push_back(l);
+  }
+  t.description = "lab size (d 64, " + std::to_string(keep) + " layers) of " + model.name;
+  return t;
+}
+
+Lab::Lab(std::string dir, LabGrid grid) : dir_(std::move(dir)), grid_(std::move(grid)) {
+  if (grid_.tasks.empty() || grid_.models.empty() || grid_.lrs.empty())
+    throw std::invalid_argument("a lab needs at least one task, one model and one learning rate");
+  if (grid_.seeds < 1) throw std::invalid_argument("--seeds " + std::to_string(grid_.seeds) + ": use 1 or more");
+  if (grid_.size != "tiny" && grid_.size != "as_is")
+    throw std::invalid_argument("--size " + grid_.size + ": use tiny or as_is");
+  for (const std::string& t : grid_.tasks) parse_task(t);  // a bad task is named before anything runs
+  for (const std::string& m : grid_.models) load_preset_or_config(m);
+  const fs::path file = fs::path(dir_) / "lab.json";
+  if (fs::exists(file)) {
+    if (!(stored_grid(dir_) == grid_))
+      throw std::invalid_argument("'" + dir_ + "' holds another lab grid (lab.json); continue it with hsm lab --out " +
+                                  dir_ + " alone, or give another --out");
+    return;
+  }
+  fs::create_directories(fs::path(dir_) / "runs");
+  write_file_atomic(file.string(), grid_json(grid_).dump(2) + "\n");
+}
+
+LabGrid Lab::stored_grid(const std::string& dir) {
+  const std::string file = (fs::path(dir) / "lab.json").string();
+  if (!fs::exists(file)) throw std::invalid_argument("'" + dir + "' is not a lab folder (no lab.json)");
+  try {
+    return grid_from_json(nlohmann::json::parse(read_text_file(file, "lab grid")));
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(file + " is damaged: " + e.what());
+  }
+}
+
+std::vector<LabRun> Lab::results() const {
+  std::vector<LabRun> runs;
+  std::ifstream in(results_file(dir_));
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("answer_accuracy")) continue;  // a line a kill cut short
+    LabRun r;
+    r.task = j.value("task", "");
+    r.model = j.value("model", "");
+    r.run_dir = j.value("run_dir", "");
+    r.lr = j.value("lr", 0.0);
+    r.seed = j.value("seed", int64_t{0});
+    r.steps = j.value("steps", int64_t{0});
+    r.wall_s = j.value("wall_s", 0.0);
+    r.score.answer_accuracy = j.value("answer_accuracy", NAN);
+    r.score.sequence_accuracy = j.value("sequence_accuracy", NAN);
+    r.score.loss = j.value("loss", NAN);
+    r.score.examples = j.value("examples", int64_t{0});
+    r.score.answers = j.value("answers", int64_t{0});
+    if (j.contains("by_distance"))
+      for (const auto& [d, c] : j["by_distance"].items())
+        r.score.by_difficulty[std::stoll(d)] = {c.at(0).get<int64_t>(), c.at(1).get<int64_t>()};
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+void Lab::run(const std::function<void(const std::string&)>& on_log, const CancelFlag* cancel, int worker,
+              int workers, int threads) {
+  auto log = [&](const std::string& l) {
+    if (on_log) on_log(l);
+  };
+  std::map<std::string, bool> done;
+  for (const LabRun& r : results()) done[r.run_dir] = true;
+  const int64_t total = static_cast<int64_t>(grid_.tasks.size() * grid_.models.size() * grid_.lrs.size()) * grid_.seeds;
+  int64_t index = 0;
+  for (size_t ti = 0; ti < grid_.tasks.size(); ++ti)
+    for (size_t mi = 0; mi < grid_.models.size(); ++mi)
+      for (double lr : grid_.lrs)
+        for (int64_t seed = 1; seed <= grid_.seeds; ++seed) {
+          ++index;
+          if ((index - 1) % workers != worker) continue;
+          const auto task = parse_task(grid_.tasks[ti]);
+          const std::string& model = grid_.models[mi];
+          const std::string name = "t" + std::to_string(ti) + "_" + task->name() + "__m" + std::to_string(mi) + "_" +
+                                   model_label(model) + "__lr" +
+                                   lr_text(lr) + "__s" + std::to_string(seed);
+          const std::string run_dir = (fs::path(dir_) / "runs" / name).string();
+          if (done.count(run_dir)) continue;
+          if (cancel && *cancel) return;
+          RunSpec spec;
+          spec.run_dir = run_dir;
+          spec.task = grid_.tasks[ti];
+          spec.resume = is_run_folder(run_dir);
+          if (!spec.resume) {
+            std::error_code ec;
+            fs::remove_all(run_dir, ec);  // a start killed before its first checkpoint
+            ModelConfig m = load_preset_or_config(model);
+            if (grid_.size == "tiny") m = tiny_model(m);
+            adopt_task_shape(m, *task);
+            spec.model = m;
+            TrainSettings& ts = spec.train;
+            ts.steps = grid_.steps;
+            ts.batch_size = grid_.batch;
+            ts.lr = lr;
+            ts.min_lr = lr / 10;
+            ts.warmup_steps = grid_.steps / 10;
+            ts.cosine = true;
+            ts.weight_decay = 0.0;  // MAD's grid has 0 and 0.1; 0 at this budget
+            ts.eval_every = std::max<int64_t>(50, grid_.steps / 6);
+            ts.eval_batches = 4;
+            ts.checkpoint_every = std::max<int64_t>(100, grid_.steps / 3);
+            ts.log_every = 25;
+            ts.seed = static_cast<uint64_t>(seed);
+            ts.device = "cpu";
+            ts.probe_text.clear();
+          } else {
+            spec.train = stored_settings(run_dir);
+            log("continuing " + name);
+          }
+          const auto t0 = std::chrono::steady_clock::now();
+          spec.threads = threads > 0 ? threads : 1;  // tiny models: one thread (docs/performance.md)
+          Trainer trainer(spec, {});
+          std::atomic<bool> finished{false};
+          std::thread watcher([&] {
+            while (!finished) {
+              if (cancel && *cancel) trainer.stop();
+              std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+          });
+          TrainSummary s;
+          try {
+            s = trainer.run();
+          } catch (...) {
+            finished = true;
+            watcher.join();
+            throw;
+          }
+          finished = true;
+          watcher.join();
+          if (s.stopped) return;
+          const TaskScore score = score_task_run(run_dir, grid_.test_examples, "cpu");
+          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          nlohmann::json j = {{"task", grid_.tasks[ti]}, {"model", model}, {"lr", lr}, {"seed", seed},
+                              {"run_dir", run_dir},      {"steps", s.steps}, {"wall_s", s.wall_s},
+                              {"answer_accuracy", score.answer_accuracy},
+                              {"sequence_accuracy", score.sequence_accuracy},
+                              {"loss", score.loss},      {"examples", score.examples}, {"answers", score.answers}};
+          if (!score.by_difficulty.empty()) {
+            nlohmann::json by = nlohmann::json::object();
+            for (const auto& [d, c] : score.by_difficulty) by[std::to_string(d)] = {c.first, c.second};
+            j["by_distance"] = by;
+          }
+          append_line(results_file(dir_), j.dump() + "\n");
+          char line[256];
+          std::snprintf(line, sizeof line, "[%lld/%lld] %s: answer accuracy %.3f, sequence accuracy %.3f (%.1f s)",
+                        static_cast<long long>(index), static_cast<long long>(total), name.c_str(),
+                        score.answer_accuracy, score.sequence_accuracy, secs);
+          log(line);
+        }
+}
+
+std::vector<LabCell> Lab::table() const {
+  const std::vector<LabRun> runs = results();
+  std::vector<LabCell> cells;
+  for (const std::string& task : grid_.tasks)
+    for (const std::string& model : grid_.models) {
+      LabCell c;
+      c.task = task;
+      c.model = model;
+      double best = -1;
+      for (double lr : grid_.lrs) {
+        std::vector<double> acc;
+        double seq = 0;
+        for (const LabRun& r : runs)
+          if (r.task == task && r.model == model && r.lr == lr) {
+            acc.push_back(r.score.answer_accuracy);
+            seq += r.score.sequence_accuracy;
+            ++c.runs;
+          }
+        if (acc.empty()) continue;
+        double mean = 0;
+        for (double a : acc) mean += a;
+        mean /= static_cast<double>(acc.size());
+        if (mean > best) {
+          best = mean;
+          c.best_lr = lr;
+          c.answer_accuracy = mean;
+          c.sequence_accuracy = seq / static_cast<double>(acc.size());
+          c.seed_accuracy = acc;
+        }
+      }
+      cells.push_back(std::move(c));
+    }
+  return cells;
+}
+
+std::string Lab::table_csv(const std::vector<LabCell>& cells) {
+  std::ostringstream out;
+  out << "task,model,best_lr,answer_accuracy,sequence_accuracy,seed_accuracies,runs\n";
+  auto quoted = [](const std::string& s) { return "\"" + s + "\""; };
+  for (const LabCell& c : cells) {
+    std::string seeds;
+    for (double a : c.seed_accuracy) seeds += (seeds.empty() ? "" : " ") + lr_text(a);
+    out << quoted(c.task) << "," << quoted(c.model) << "," << lr_text(c.best_lr) << ","
+        << (std::isfinite(c.answer_accuracy) ? lr_text(c.answer_accuracy) : "") << ","
+        << (std::isfinite(c.sequence_accuracy) ? lr_text(c.sequence_accuracy) : "") << "," << seeds << "," << c.runs
+        << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace hsm

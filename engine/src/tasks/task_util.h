@@ -1,0 +1,37 @@
+#pragma once
+// What the task files share: their factories (the registry in task.cpp lists them) and the
+// drawing helpers their definitions use.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hsm/tasks.h"
+
+namespace hsm::tasks {
+
+std::unique_ptr<Task> make_mqar();
+std::unique_ptr<Task> make_recall_at();
+std::unique_ptr<Task> make_in_context_recall();
+std::unique_ptr<Task> make_fuzzy_recall();
+std::unique_ptr<Task> make_noisy_recall();
+std::unique_ptr<Task> make_selective_copy();
+std::unique_ptr<Task> make_compress();
+std::unique_ptr<Task> make_memorize();
+
+// k distinct values of [first, first + n), in random order (numpy's choice without replacement).
+std::vector<int32_t> distinct(TaskRng& rng, int32_t first, int32_t n, int64_t k);
+
+// "task: problem; use RANGE" as one line.
+[[noreturn]] void refuse(const Task& task, const std::string& problem);
+
+// MAD's in-context recall (mad/data/instances.py, generate_in_context_recall_instance) with
+// multi_query on, as MAD's benchmark runs it: keys and values from disjoint vocabularies, pairs
+// back to back; the value of every key seen before is an answer. noise_vocab tokens after the
+// keys and values stand in for a pair with probability frac_noise (noisy recall).
+void in_context_recall(TaskRng& rng, int64_t vocab, int64_t context, int64_t noise_vocab, double frac_noise,
+                       TaskExample& ex);
+
+// Sets targets where the mask is 0: the next input token, 0 past the end (tasks.h).
+void fill_unmasked_targets(TaskExample& ex);
+
+}  // namespace hsm::tasks
