@@ -9,7 +9,8 @@
 #include "io/io_util.h"
 #include "io/run_paths.h"
 #include "model/torch_compat.h"
-#include "train/checkpoint.h"
+#include "io/run_json.h"
+#include "model/weights_io.h"
 
 namespace fs = std::filesystem;
 

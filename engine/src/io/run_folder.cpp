@@ -8,8 +8,10 @@
 
 #include "hsm/errors.h"
 #include "hsm/run_folder.h"
+#include "hsm/tokenizer.h"
 #include "io/io_util.h"
 #include "io/run_json.h"
+#include "io/run_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -252,5 +254,24 @@ std::vector<MetricRecord> MetricsReader::poll(uint64_t max_bytes) {
 }
 
 std::vector<MetricRecord> read_metrics(const std::string& run_dir) { return MetricsReader(run_dir).poll(); }
+
+Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& run_config) {
+  const RunPaths paths(run_dir);
+  if (!fs::exists(paths.tokenizer))
+    throw std::runtime_error(paths.tokenizer + " is missing: a run folder keeps the tokenizer it was trained with");
+  Tokenizer tokenizer = Tokenizer::load(paths.tokenizer);
+  const nlohmann::json data = run_config.value("data", nlohmann::json::object());
+  const auto recorded = data.find("tokenizer_hash");
+  if (recorded != data.end() && recorded->is_string() && recorded->get<std::string>() != tokenizer.hash())
+    throw std::runtime_error(paths.tokenizer + " is not the tokenizer this model was trained with (its hash is " +
+                             tokenizer.hash() + ", config.json records " + recorded->get<std::string>() +
+                             "): the same text would become other token ids. Put the run's own tokenizer.model "
+                             "back, or train a new run with this tokenizer (hsm train --tokenizer)");
+  const int64_t vocab = run_config.value("model", nlohmann::json::object()).value("vocab_size", int64_t{0});
+  if (vocab > 0 && tokenizer.vocab_size() != vocab)
+    throw std::runtime_error(paths.tokenizer + " has " + std::to_string(tokenizer.vocab_size()) +
+                             " tokens, but config.json's model has vocab_size " + std::to_string(vocab));
+  return tokenizer;
+}
 
 }  // namespace hsm

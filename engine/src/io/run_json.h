@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hsm/run_folder.h"
+#include "hsm/tokenizer.h"
 #include "hsm/what_if.h"
 
 namespace hsm {
@@ -40,6 +41,12 @@ std::string run_config_text(const RunRecord& r);
 
 // Reads config.json of a run folder; throws naming the file when it is missing or broken.
 nlohmann::json read_run_config(const std::string& run_dir);
+
+// The run's tokenizer.model, checked against what config.json recorded when the model was
+// trained (data.tokenizer_hash, and the model's vocab_size): another tokenizer would turn the
+// same text into other ids and every result would be silently wrong. Throws std::runtime_error
+// that says what differs and how to proceed.
+Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& run_config);
 // The same checks on a config.json's text (a checkpoint's own copy): the format, and every
 // value the tools read of the right type; throws std::runtime_error naming `path` and the value.
 nlohmann::json parse_run_config(const std::string& text, const std::string& path);

@@ -23,6 +23,7 @@
 #include "io/run_json.h"
 #include "io/run_paths.h"
 #include "model/model.h"
+#include "model/weights_io.h"
 #include "train/adamw.h"
 
 namespace hsm {
@@ -45,11 +46,6 @@ std::optional<Checkpoint> latest_checkpoint(const std::string& run_dir);
 std::optional<Checkpoint> resume_checkpoint(const std::string& run_dir,
                                             const std::function<void(const std::string&)>& log);
 
-// Compares a config with a weights file's header before anything is allocated (issue 34): a
-// config.json claiming a model far larger than model.safetensors holds (or with other
-// embedding shapes, or another number of layers) throws std::runtime_error naming both files,
-// instead of building a model of the config's size first.
-void check_weights_fit(const ModelConfig& config, const std::string& weights_path, const std::string& config_path);
 // Writes the checkpoint of `step` as one unit (see above), then the run's top-level
 // model.safetensors and config.json (config_text), and keeps the newest kKeptCheckpoints.
 // A failure (a full disk) throws std::runtime_error naming the file and leaves the previous
@@ -62,23 +58,6 @@ void refresh_run_view(const RunPaths& paths, const Checkpoint& checkpoint);
 // Removes what a writer killed mid-write left in the run folder: temporary files and
 // unpublished checkpoint folders. Call it holding the run's lock (io/run_lock.h).
 void remove_stale_temporaries(const std::string& run_dir);
-
-// The name of the first parameter or buffer holding a NaN or an infinity, or "" when every
-// value is finite.
-std::string first_non_finite(Gpt& model);
-
-// The run's tokenizer.model, checked against what config.json recorded when the model was
-// trained (data.tokenizer_hash, and the model's vocab_size): another tokenizer would turn the
-// same text into other ids and every result would be silently wrong. Throws std::runtime_error
-// that says what differs and how to proceed.
-Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& run_config);
-
-// Weights: writes every parameter and buffer as F32 (bf16/half training copies converted).
-void save_weights(Gpt& model, const std::string& path);
-// Reads and checks the file against the model: every tensor present, no extra ones, shapes
-// and dtype (F32) equal, every value finite (the weights of a diverged run are refused, not
-// evaluated into "loss": null). Throws std::runtime_error naming the file and the first mismatch.
-void load_weights(Gpt& model, const std::string& path);
 
 void save_optimizer(const AdamW& optimizer, const std::string& path);
 void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_step);
