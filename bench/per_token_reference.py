@@ -38,7 +38,7 @@ def load_safetensors(path):
     return out
 
 
-def layer_norm(x, w, b, name):
+def layer_norm(x, w, name):
     return torch.nn.functional.layer_norm(x, (x.shape[-1],), w[name + ".weight"], w[name + ".bias"], 1e-5)
 
 

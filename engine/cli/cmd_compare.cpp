@@ -58,8 +58,7 @@ void print_documents(const char* title, const std::vector<DocumentDifference>& d
 }
 
 void print_tokens(const char* title, const std::vector<TokenDifference>& list, const Tokenizer& tokenizer) {
-  std::printf("\n%s\n%-8s %8s %-16s %9s %9s %9s\n", title, "window", "position", "target", "loss A", "loss B",
-              "B - A");
+  std::printf("\n%s\n%-8s %8s %-16s %9s %9s %9s\n", title, "window", "position", "target", "loss A", "loss B", "B - A");
   for (const TokenDifference& t : list)
     std::printf("%-8lld %8d %-16s %9.4f %9.4f %+9.4f\n", static_cast<long long>(t.window), t.position,
                 tokenizer.piece(t.target).c_str(), t.loss_a, t.loss_b, t.difference);
@@ -117,14 +116,13 @@ Command add_compare_command(CLI::App& app) {
                         << "\n";
               return 0;
             }
-            std::printf("A: %s\nB: %s\n%s split of %s (%s windows, %lld tokens): loss A %.4f, loss B %.4f, "
-                        "B - A %+.4f\n",
-                        a->run.c_str(), a->run_b.c_str(), ra.split.c_str(), setup.data.c_str(),
-                        setup.options.windows.c_str(), static_cast<long long>(ra.tokens), ra.loss, rb.loss,
-                        c.mean_difference);
+            std::printf(
+                "A: %s\nB: %s\n%s split of %s (%s windows, %lld tokens): loss A %.4f, loss B %.4f, "
+                "B - A %+.4f\n",
+                a->run.c_str(), a->run_b.c_str(), ra.split.c_str(), setup.data.c_str(), setup.options.windows.c_str(),
+                static_cast<long long>(ra.tokens), ra.loss, rb.loss, c.mean_difference);
             print_bins("Loss by position in the window", c.a.by_position, c.b.by_position);
-            print_bins("Loss by distance back to the target's previous occurrence", c.a.by_distance,
-                       c.b.by_distance);
+            print_bins("Loss by distance back to the target's previous occurrence", c.a.by_distance, c.b.by_distance);
             print_bins("Loss by the target's count in the training split", c.a.by_frequency, c.b.by_frequency);
             print_documents("Documents where B beats A most", c.documents, false, a->top);
             print_documents("Documents where A beats B most", c.documents, true, a->top);

@@ -36,7 +36,7 @@ std::vector<std::string> ab_labels(const std::vector<AbEdit>& edits) {
 // One JSON object per line and predicted token (docs/diagnostics.md §8).
 void write_per_token(const std::string& path, const TokenScores& s, const Tokenizer& tokenizer) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("--per-token: cannot write " + path + " (check the folder exists and is writable)");
+  if (!out) throw std::runtime_error("--per-token: cannot write " + path + " (is the folder there and writable?)");
   for (const TokenScore& t : s.tokens) {
     out << nlohmann::json{{"window", t.window},
                           {"position", t.position},

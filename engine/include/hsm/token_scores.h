@@ -83,10 +83,10 @@ struct TokenDifference {
 };
 struct Comparison {
   TokenAggregates a, b;
-  std::vector<double> difference;              // per token, loss_b − loss_a
-  std::vector<DocumentDifference> documents;   // by mean difference, B's best (most negative) first
-  std::vector<TokenDifference> b_better;       // the `top` most negative differences, largest gain first
-  std::vector<TokenDifference> a_better;       // the `top` most positive, largest first
+  std::vector<double> difference;             // per token, loss_b − loss_a
+  std::vector<DocumentDifference> documents;  // by mean difference, B's best (most negative) first
+  std::vector<TokenDifference> b_better;      // the `top` most negative differences, largest gain first
+  std::vector<TokenDifference> a_better;      // the `top` most positive, largest first
   double mean_difference = 0;
 };
 // The same windows scored by two runs: refuses other tokenizers (require_same_tokenizer) and

@@ -102,8 +102,8 @@ void require_same_tokenizer(const std::string& run_a, const std::string& hash_a,
   auto name = [](const std::string& run, const std::string& hash, int64_t vocab) {
     return run + "/tokenizer.model (" + hash + ", vocabulary " + std::to_string(vocab) + ")";
   };
-  throw std::invalid_argument("compare: the runs use different tokenizers, " + name(run_a, hash_a, vocab_a) +
-                              " and " + name(run_b, hash_b, vocab_b) +
+  throw std::invalid_argument("compare: the runs use different tokenizers, " + name(run_a, hash_a, vocab_a) + " and " +
+                              name(run_b, hash_b, vocab_b) +
                               ": their tokens are not the same units; compare runs trained with one tokenizer");
 }
 
@@ -141,8 +141,9 @@ Comparison compare(const TokenScores& a, const TokenScores& b, size_t top) {
     doc.difference = doc.loss_b - doc.loss_a;
     c.documents.push_back(doc);
   }
-  std::stable_sort(c.documents.begin(), c.documents.end(),
-                   [](const DocumentDifference& x, const DocumentDifference& y) { return x.difference < y.difference; });
+  std::stable_sort(
+      c.documents.begin(), c.documents.end(),
+      [](const DocumentDifference& x, const DocumentDifference& y) { return x.difference < y.difference; });
   // Ties keep the tokens' order (stable): the same lists on every machine.
   std::stable_sort(tokens.begin(), tokens.end(),
                    [](const TokenDifference& x, const TokenDifference& y) { return x.difference < y.difference; });
