@@ -2,16 +2,21 @@
 // [--knock-out 3,2:1] [--set-ab 3:0.5:1.2] [--max-windows N] [--json]`:
 // validation loss, top-1 accuracy and token count of a trained model on a corpus; with
 // --knock-out / --set-ab, of the model edited in memory as the studio's what-if does
-// (Session::edited: one path for both; the run folder is not written).
+// (Session::edited: one path for both; the run folder is not written). With --per-token FILE,
+// every predicted token's scores as JSON lines (docs/diagnostics.md §8), out of the same evaluation.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "eval_args.h"
+#include "hsm/evaluator.h"
 #include "hsm/session.h"
 #include "hsm/task_run.h"
+#include "hsm/token_scores.h"
+#include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
@@ -29,12 +34,35 @@ std::vector<std::string> ab_labels(const std::vector<AbEdit>& edits) {
   return labels;
 }
 
+// One JSON object per line and predicted token (docs/diagnostics.md §8).
+void write_per_token(const std::string& path, const TokenScores& s, const Tokenizer& tokenizer) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error("--per-token: cannot write " + path + " (is the folder there and writable?)");
+  for (const TokenScore& t : s.tokens) {
+    out << nlohmann::json{{"window", t.window},
+                          {"position", t.position},
+                          {"input", t.input},
+                          {"target", t.target},
+                          {"loss", t.loss},
+                          {"prob", t.prob},
+                          {"rank", t.rank},
+                          {"distance", t.distance > 0 ? nlohmann::json(t.distance) : nlohmann::json()},
+                          {"document", t.document},
+                          {"train_count", t.train_count},
+                          {"target_text", tokenizer.piece(t.target)}}
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << '\n';
+  }
+  out.flush();
+  if (!out) throw std::runtime_error("--per-token: writing " + path + " failed (disk full?)");
+}
+
 }  // namespace
 
 Command add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a corpus (loss, accuracy)");
   struct Args : EvalArgs {
-    std::string knock_out, set_ab;
+    std::string knock_out, set_ab, per_token;
     int64_t examples = 1280;
   };
   auto a = std::make_shared<Args>();
@@ -55,6 +83,9 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--examples", a->examples,
                   "A task run (hsm train --task): how many fresh test examples to score (MAD's test sets: 1280)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  cmd->add_option("--per-token", a->per_token,
+                  "Also write every predicted token's loss, prob, rank, position and distance to this JSONL file "
+                  "(docs/diagnostics.md §8)");
   return {cmd, [a]() {
             if (!run_task(a->run).empty()) return print_task_score(a->run, a->examples, a->device, a->json);
             EvalSetup setup = open_eval(*a);
@@ -66,7 +97,14 @@ Command add_eval_command(CLI::App& app) {
             std::unique_ptr<Session> edited;
             if (!edits.empty()) edited = setup.session->edited(edits);
             Session& session = edited ? *edited : *setup.session;
-            const EvalResult r = session.evaluate(data, options);
+            EvalResult r;
+            if (a->per_token.empty()) {
+              r = session.evaluate(data, options);
+            } else {  // the same evaluation, every token's scores kept
+              const TokenScores scores = Evaluator(session.model()).score_tokens(data, options);
+              r = scores.result;
+              write_per_token(a->per_token, scores, session.model()->tokenizer());
+            }
             end_progress(setup);
             if (a->json) {
               std::cout << nlohmann::json{{"run", a->run},

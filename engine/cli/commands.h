@@ -27,6 +27,7 @@ Command add_bench_command(CLI::App& app);
 Command add_diagnose_command(CLI::App& app);
 Command add_probe_command(CLI::App& app);
 Command add_ablate_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);
 Command add_weights_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_task_command(CLI::App& app);

@@ -12,8 +12,15 @@
 
 namespace hsm::cli {
 
-void add_eval_args(CLI::App* cmd, EvalArgs& a) {
-  cmd->add_option("run", a.run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
+void add_eval_args(CLI::App* cmd, EvalArgs& a, bool two_runs) {
+  if (two_runs) {
+    cmd->add_option("run_a", a.run, "Run folder A (written by `hsm train`)")->required()->check(CLI::ExistingDirectory);
+    cmd->add_option("run_b", a.run_b, "Run folder B, trained with A's tokenizer")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+  } else {
+    cmd->add_option("run", a.run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
+  }
   cmd->add_option("--data", a.data, "Corpus (default: the run's training corpus)")->check(CLI::ExistingPath);
   cmd->add_option("--split", a.options.split, "val (default; the documents held out in training), train or all")
       ->check(CLI::IsMember({"val", "train", "all"}));

@@ -12,14 +12,15 @@ namespace hsm::cli {
 
 struct EvalArgs {
   std::string run, data, device = "auto", cache_dir;
+  std::string run_b;  // `hsm compare`'s second run
   EvalOptions options;
   int threads = 0;
   bool json = false;
 };
 
 // Registers run, --data, --split, --windows, --batch, --max-windows, --device, --threads,
-// --cache-dir and --json on cmd.
-void add_eval_args(CLI::App* cmd, EvalArgs& a);
+// --cache-dir and --json on cmd; with two_runs, the runs as run_a and run_b (`hsm compare`).
+void add_eval_args(CLI::App* cmd, EvalArgs& a, bool two_runs = false);
 
 // Sets the threads, opens the run, and fills `data` (default: the run's training corpus) and
 // `options` (the cache folder; on a terminal, a progress line on stderr).

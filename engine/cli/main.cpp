@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       hsm::cli::add_diagnose_command(app),
       hsm::cli::add_probe_command(app),
       hsm::cli::add_ablate_command(app),
+      hsm::cli::add_compare_command(app),
       hsm::cli::add_weights_command(app),
       hsm::cli::add_export_command(app),
       hsm::cli::add_task_command(app),

@@ -545,3 +545,62 @@ TEST(CliPipeline, DiagnosticsAreRecordedAndEvalEditsTheModelInMemory) {
   EXPECT_NE(bad.out.find("LAYER:A:B"), std::string::npos) << bad.out;
   EXPECT_EQ(folder_bytes(run_dir), before);  // nothing written into the run
 }
+
+// Per-token scores (issue 40): the JSONL file parses back, one line per predicted token, and its
+// mean loss is `hsm eval`'s on the same windows; `hsm compare` of two bundled runs on the same
+// windows; runs with different tokenizers refused, naming both.
+TEST(CliPipeline, PerTokenFileAndCompare) {
+  const std::string dir = cli_temp_dir() + "_per_token";
+  std::filesystem::create_directories(dir);
+  const std::string models = std::string(HSM_RESOURCES_PATH) + "/models/";
+  const std::string corpus = std::string(HSM_RESOURCES_PATH) + "/corpus/tinystories-starter.txt";
+  const std::string windows = " --data " + corpus + " --max-windows 6 --threads 1 --cache-dir " + dir + "/cache";
+  const std::string file = dir + "/tokens.jsonl";
+  auto eval = run_json("eval " + models + "hsm_ab" + windows + " --json");
+  auto with_file = run_json("eval " + models + "hsm_ab" + windows + " --per-token " + file + " --json");
+  EXPECT_EQ(with_file["loss"], eval["loss"]);
+  EXPECT_EQ(with_file["accuracy"], eval["accuracy"]);
+  std::ifstream in(file);
+  std::string line;
+  int64_t lines = 0, top1 = 0;
+  double sum = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);  // throws (fails the test) if not JSON
+    for (const char* key : {"window", "position", "input", "target", "loss", "prob", "rank", "distance", "document"})
+      ASSERT_TRUE(j.contains(key)) << key << " missing in " << line;
+    EXPECT_EQ(j["position"].get<int64_t>(), lines % 128);
+    EXPECT_EQ(j["window"].get<int64_t>(), lines / 128);
+    EXPECT_NEAR(j["prob"].get<double>(), std::exp(-j["loss"].get<double>()), 1e-12);
+    if (!j["distance"].is_null()) EXPECT_GE(j["distance"].get<int64_t>(), 1);
+    sum += j["loss"].get<double>();
+    top1 += j["rank"].get<int64_t>() == 1 ? 1 : 0;
+    ++lines;
+  }
+  EXPECT_EQ(lines, eval["tokens"].get<int64_t>());
+  EXPECT_EQ(lines, 6 * 128);
+  EXPECT_NEAR(sum / static_cast<double>(lines), eval["loss"].get<double>(), 1e-12);
+  EXPECT_EQ(static_cast<double>(top1) / static_cast<double>(lines), eval["accuracy"].get<double>());
+
+  auto c = run_json("compare " + models + "hsm_ab " + models + "gpt" + windows + " --top 3 --json");
+  auto eval_gpt = run_json("eval " + models + "gpt" + windows + " --json");
+  EXPECT_EQ(c["loss_a"], eval["loss"]);
+  EXPECT_EQ(c["loss_b"], eval_gpt["loss"]);
+  EXPECT_EQ(c["by_position"].size(), 128u);
+  EXPECT_EQ(c["by_distance"].back()["bin"], "never");
+  EXPECT_LE(c["b_better"].size(), 3u);
+  ASSERT_FALSE(c["documents"].empty());
+  EXPECT_LE(c["documents"].front()["difference"].get<double>(), c["documents"].back()["difference"].get<double>());
+  auto table = run("compare " + models + "hsm_ab " + models + "gpt" + windows);
+  EXPECT_EQ(table.status, 0) << table.out;
+  EXPECT_NE(table.out.find("Loss by distance"), std::string::npos) << table.out;
+
+  // A run with a tokenizer of its own (vocabulary 300) against hsm_ab's.
+  const std::string own = write_corpus(dir);
+  run_json("train --config " + dir + "/tiny.json --data " + own + " --out " + dir + "/run --steps 2 --batch 4 --json" +
+           " --threads 1 --cache-dir " + dir + "/cache");
+  auto refused = run("compare " + dir + "/run " + models + "hsm_ab" + windows);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.out.find("different tokenizers"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("8f7743b0d8ef23a5"), std::string::npos) << refused.out;  // hsm_ab's
+  EXPECT_NE(refused.out.find("vocabulary 300"), std::string::npos) << refused.out;     // the run's own
+}

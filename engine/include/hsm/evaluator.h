@@ -15,6 +15,7 @@
 namespace hsm {
 
 class Model;
+struct TokenScores;  // hsm/token_scores.h
 
 struct EvalResult {
   double loss = 0;
@@ -89,6 +90,11 @@ class Evaluator {
   // Equal to evaluate(data_path, options) when the set was read with the same options.
   // Throws std::invalid_argument for an empty set or one read for another tokenizer or context.
   EvalResult evaluate(const EvalSet& set, const EvalOptions& options);
+  // The same evaluation with every predicted token's loss, probability and rank kept
+  // (hsm/token_scores.h): the one evaluate() runs, so the result's loss is the mean of the
+  // tokens' losses and equal to evaluate()'s on the same windows and options.
+  TokenScores score_tokens(const EvalSet& set, const EvalOptions& options);
+  TokenScores score_tokens(const std::string& data_path, const EvalOptions& options);
   // Importance by ablation (hsm/probe.h): the loss with nothing knocked out (the base), then
   // with each layer's mixer output zeroed, then with each separable head of each layer zeroed,
   // on the same windows; ranked by the loss's rise. options.knock_out must be empty. On an

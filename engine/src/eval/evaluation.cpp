@@ -57,8 +57,8 @@ torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<
 namespace {
 
 // Loss sum and top-1 hits of windows x, y [n, T] (one slice of a batch).
-BatchEval evaluate_slice(Gpt& model, const torch::Tensor& x, const torch::Tensor& y) {
-  const LossSums sums = lm_head_loss_sums(model->hidden(x), model->tok_emb->weight, y);
+BatchEval evaluate_slice(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, const RowScores& rows) {
+  const LossSums sums = lm_head_loss_sums(model->hidden(x), model->tok_emb->weight, y, rows);
   BatchEval r;
   r.loss_sum = sums.loss_sum;
   r.correct = sums.correct;
@@ -92,6 +92,14 @@ void run_slices_on_threads(int64_t count, int workers, const std::function<void(
   if (error) std::rethrow_exception(error);
 }
 
+// The rows of the windows from `window` on, in a [windows, T] batch's order.
+RowScores rows_from(const RowScores& rows, int64_t window, int64_t T) {
+  RowScores r;
+  if (rows.loss) r.loss = rows.loss + window * T;
+  if (rows.rank) r.rank = rows.rank + window * T;
+  return r;
+}
+
 }  // namespace
 
 int eval_workers() {
@@ -101,8 +109,9 @@ int eval_workers() {
 
 int64_t eval_slice_windows(int64_t context) { return std::max<int64_t>(1, kEvalSliceTokens / std::max<int64_t>(1, context)); }
 
-BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads) {
-  if (!x.is_cpu()) return evaluate_slice(model, x, y);
+BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads,
+                         const RowScores& rows) {
+  if (!x.is_cpu()) return evaluate_slice(model, x, y, rows);
   // The same sums on any number of threads, by construction: slices of a fixed number of
   // windows (not one per core), each computed alone by one thread (SerialScope: the same
   // products over the same rows whichever thread takes it), added in slice order.
@@ -112,7 +121,8 @@ BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor
   auto slice = [&](int64_t s) {
     const SerialScope serial;
     const int64_t b0 = s * per, nb = std::min(per, B - b0);
-    parts[static_cast<size_t>(s)] = evaluate_slice(model, x.narrow(0, b0, nb), y.narrow(0, b0, nb));
+    parts[static_cast<size_t>(s)] =
+        evaluate_slice(model, x.narrow(0, b0, nb), y.narrow(0, b0, nb), rows_from(rows, b0, x.size(1)));
   };
   const OneBlasThread one_blas_thread;
   if (threads <= 0 && torch::get_num_threads() > 1) {
@@ -144,11 +154,16 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int
 
 WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, const std::vector<int64_t>& all_starts,
                             int64_t batch_size, int64_t max_batches, const torch::Device& device, bool bf16,
-                            const ProgressFn& progress, const CancelFlag* cancel) {
+                            const ProgressFn& progress, const CancelFlag* cancel, TokenLosses* per_token) {
   const int64_t T = model->config.context;
   const auto windows = static_cast<int64_t>(all_starts.size());
   int64_t batches = windows / batch_size + (windows % batch_size != 0);  // no overflow for a huge batch
   if (max_batches > 0) batches = std::min(batches, max_batches);
+  if (per_token) {
+    const auto rows = static_cast<size_t>(std::min(windows, batches * batch_size) * T);
+    per_token->loss.assign(rows, 0.0);
+    per_token->rank.assign(rows, 0);
+  }
   // A model already in eval mode (a shared hsm::Model) is only read: threads may share it.
   const bool was_training = model->is_training();
   if (was_training) model->eval();
@@ -164,7 +179,13 @@ WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, con
       starts.push_back(all_starts[static_cast<size_t>(w)]);
     auto batch = make_batch(tokens, starts, T, device);
     auto x = batch.narrow(1, 0, T), y = batch.narrow(1, 1, T);
-    const BatchEval e = evaluate_batch(model, x, y);
+    RowScores rows;
+    if (per_token) {
+      const auto first = static_cast<size_t>(b * batch_size * T);
+      rows.loss = per_token->loss.data() + first;
+      rows.rank = per_token->rank.data() + first;
+    }
+    const BatchEval e = evaluate_batch(model, x, y, 0, rows);
     loss_sum += e.loss_sum;
     correct += e.correct;
     count += y.numel();

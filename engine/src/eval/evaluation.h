@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hsm/progress.h"
+#include "model/lm_head.h"
 #include "model/model.h"
 
 namespace hsm {
@@ -54,18 +55,30 @@ struct BatchEval {
   double loss_sum = 0;
   int64_t correct = 0;
 };
-BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads = 0);
+// rows (optional): each predicted token's loss and rank, [B·T] in x's order, written by the pass
+// that makes the sums (a slice writes only its own rows: the same values on any threads).
+BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor& y, int threads = 0,
+                         const RowScores& rows = {});
 // Windows per slice at this context: kEvalSliceTokens / context, at least 1. Depends on
 // nothing else (not on the cores).
 int64_t eval_slice_windows(int64_t context);
 // Threads evaluate_batch uses on the CPU when LibTorch has one: the machine's cores.
 int eval_workers();
 
+// Per-token scoring (issue 40): every predicted token's loss and the true token's rank,
+// window-major ([windows × T], the windows evaluated), out of the evaluation itself: the
+// WindowEval's loss is their sum (in the evaluation's order) over their count.
+struct TokenLosses {
+  std::vector<double> loss;
+  std::vector<int32_t> rank;
+};
+
 // Evaluates the windows at `starts` in order; max_batches 0 = all. Runs in eval mode without
-// gradients and restores the model's training flag.
+// gradients and restores the model's training flag. per_token (optional): filled as above.
 WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts,
                             int64_t batch_size, int64_t max_batches, const torch::Device& device, bool bf16,
-                            const ProgressFn& progress = {}, const CancelFlag* cancel = nullptr);
+                            const ProgressFn& progress = {}, const CancelFlag* cancel = nullptr,
+                            TokenLosses* per_token = nullptr);
 // The same over packed windows.
 WindowEval evaluate_windows(Gpt& model, const std::vector<uint16_t>& tokens, int64_t batch_size, int64_t max_batches,
                             const torch::Device& device, bool bf16, const ProgressFn& progress = {},

@@ -10,6 +10,8 @@
 #include "eval/evaluation.h"
 #include "hsm/dataset.h"
 #include "hsm/mixer_kind.h"
+#include "hsm/token_scores.h"
+#include "hsm/tokenizer.h"
 #include "inference/model_impl.h"
 
 namespace hsm {
@@ -22,6 +24,7 @@ struct EvalSet::Data {
   // unigram_nll[n]: the unigram cross-entropy summed over the targets of the first n windows
   // (each window's last T tokens), accumulated in window order: the baseline of any prefix.
   std::vector<double> unigram_nll;
+  std::vector<int64_t> train_counts;  // per vocabulary entry: its count in the training split
   EvalResult described;
   std::string layout;
   int64_t context = 0;
@@ -56,7 +59,10 @@ struct Evaluator::Impl {
   const EvalSet::Data& fitting(const EvalSet& set) const;
   // The loss and accuracy of the model over a set's windows with options' skipped layers and
   // knock-outs added to the model's own.
-  EvalResult evaluate_on(const EvalSet::Data& w, const EvalOptions& options, const ProgressFn& progress);
+  // per_token (optional): every predicted token's loss and rank from the same evaluation.
+  EvalResult evaluate_on(const EvalSet::Data& w, const EvalOptions& options, const ProgressFn& progress,
+                         TokenLosses* per_token = nullptr);
+  TokenScores score_tokens(const EvalSet::Data& w, const EvalOptions& options);
 };
 
 Evaluator::Evaluator(std::shared_ptr<const Model> model) : impl_(std::make_unique<Impl>()) {
@@ -96,8 +102,10 @@ EvalSet Evaluator::read(const std::string& data_path, const EvalOptions& options
   if (options.max_windows > 0 && static_cast<int64_t>(w->starts.size()) > options.max_windows)
     w->starts.resize(static_cast<size_t>(options.max_windows));
   // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
+  w->train_counts.assign(static_cast<size_t>(m.config.vocab_size), 0);
+  for (uint16_t t : data.train) ++w->train_counts[t];
   std::vector<double> counts(static_cast<size_t>(m.config.vocab_size), 1.0);
-  for (uint16_t t : data.train) counts[t] += 1.0;
+  for (size_t v = 0; v < counts.size(); ++v) counts[v] += static_cast<double>(w->train_counts[v]);
   const double total = static_cast<double>(data.train.size()) + static_cast<double>(counts.size());
   std::vector<double> log_p(counts.size());  // one log per vocabulary entry, not per target
   for (size_t v = 0; v < counts.size(); ++v) log_p[v] = std::log(counts[v] / total);
@@ -130,7 +138,7 @@ const EvalSet::Data& Evaluator::Impl::fitting(const EvalSet& set) const {
 }
 
 EvalResult Evaluator::Impl::evaluate_on(const EvalSet::Data& w, const EvalOptions& options,
-                                        const ProgressFn& progress) {
+                                        const ProgressFn& progress, TokenLosses* per_token) {
   const Model::Impl& mi = m();
   std::vector<int64_t> skip = options.skip_layers;
   if (options.skip_replaced)
@@ -156,7 +164,7 @@ EvalResult Evaluator::Impl::evaluate_on(const EvalSet::Data& w, const EvalOption
                                 std::to_string(options.max_batches) + ": the batch must be 1 or more, max batches 0 (all) "
                                 "or more");
   const WindowEval ev = evaluate_windows(*model, w.tokens, w.starts, options.batch_size, options.max_batches,
-                                         mi.device, mi.device.is_cuda(), progress, options.cancel);
+                                         mi.device, mi.device.is_cuda(), progress, options.cancel, per_token);
   // No silent zeros or NaNs (issue 34): an evaluation of nothing, or of a loss that is not a
   // number, is an error that says so.
   if (ev.tokens == 0)
@@ -191,6 +199,61 @@ EvalResult Evaluator::evaluate(const EvalSet& set, const EvalOptions& options) {
   EvalResult r = impl_->evaluate_on(impl_->fitting(set), options, options.progress);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+TokenScores Evaluator::Impl::score_tokens(const EvalSet::Data& w, const EvalOptions& options) {
+  const Model::Impl& mi = m();
+  TokenLosses losses;
+  TokenScores s;
+  s.result = evaluate_on(w, options, options.progress, &losses);
+  s.run = mi.run_dir;
+  s.tokenizer_hash = mi.tokenizer->hash();
+  s.vocab_size = mi.config.vocab_size;
+  const int64_t T = s.context = mi.config.context;
+  const auto eot = static_cast<uint16_t>(mi.tokenizer->end_of_text_id());
+  const auto windows = static_cast<int64_t>(losses.loss.size()) / T;
+  // Documents: a token's document is the count of end-of-text tokens before it (an
+  // end-of-text target ends, and belongs to, the document before it). Windows start in order.
+  int64_t document = 0, counted_to = 0;
+  s.tokens.reserve(losses.loss.size());
+  for (int64_t wi = 0; wi < windows; ++wi) {
+    const int64_t start = w.starts[static_cast<size_t>(wi)];
+    const uint16_t* x = w.tokens.data() + start;
+    const std::vector<int32_t> distance = previous_occurrence_distances(std::vector<int32_t>(x, x + T + 1));
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t target_at = start + t + 1;
+      for (; counted_to < target_at; ++counted_to) document += w.tokens[static_cast<size_t>(counted_to)] == eot;
+      TokenScore k;
+      k.window = wi;
+      k.position = static_cast<int32_t>(t);
+      k.input = x[t];
+      k.target = x[t + 1];
+      const auto i = static_cast<size_t>(wi * T + t);
+      k.loss = losses.loss[i];
+      k.prob = std::exp(-k.loss);
+      k.rank = losses.rank[i];
+      k.distance = distance[static_cast<size_t>(t)];
+      k.document = document;
+      k.train_count = w.train_counts[static_cast<size_t>(k.target)];
+      s.tokens.push_back(k);
+    }
+  }
+  return s;
+}
+
+TokenScores Evaluator::score_tokens(const EvalSet& set, const EvalOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TokenScores s = impl_->score_tokens(impl_->fitting(set), options);
+  s.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+TokenScores Evaluator::score_tokens(const std::string& data_path, const EvalOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const EvalSet set = read(data_path, options);
+  TokenScores s = impl_->score_tokens(*set.data_, options);
+  s.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
 }
 
 AblationReport Evaluator::ablate(const std::string& data_path, const EvalOptions& options) {

@@ -5,6 +5,7 @@
 
 #include "kernels/fast_kernels.h"
 #include "kernels/kernel_set.h"
+#include "kernels/token_scores_rows.h"
 #include "kernels/simd_math.h"
 
 namespace hsm::fast {
@@ -101,7 +102,7 @@ void softmax(float* x, int64_t n) {
 }
 
 void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, int64_t n, double* loss_sum,
-                        int64_t* correct) {
+                        int64_t* correct, double* row_loss, int32_t* row_rank) {
   double loss = 0;
   int64_t right = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -123,11 +124,26 @@ void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, in
       for (int64_t i = 0; i < n; ++i) total += std::exp(row[i] - row[best]);
       sum = static_cast<float>(total);
     }
-    loss += static_cast<double>(std::log(sum)) + row[best] - row[targets[r]];
+    const double term = static_cast<double>(std::log(sum)) + row[best] - row[targets[r]];
+    loss += term;
     right += best == targets[r] ? 1 : 0;
+    if (row_loss) row_loss[r] = term;
+    if (row_rank) {
+      const int64_t target = targets[r];
+      const float logit = row[target];
+      int32_t above = 0;
+      for (int64_t i = 0; i < target; ++i) above += row[i] >= logit ? 1 : 0;
+      for (int64_t i = target + 1; i < n; ++i) above += row[i] > logit ? 1 : 0;
+      row_rank[r] = above + 1;
+    }
   }
   *loss_sum += loss;
   *correct += right;
+}
+
+void cross_entropy_rows(const float* x, const int64_t* targets, int64_t rows, int64_t n, double* loss_sum,
+                        int64_t* correct) {
+  cross_entropy_rows(x, targets, rows, n, loss_sum, correct, nullptr, nullptr);
 }
 
 double softmax_xent_grad_rows(float* x, const int64_t* targets, int64_t rows, int64_t n) {

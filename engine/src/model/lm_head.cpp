@@ -8,7 +8,8 @@
 // backward pass only scales them by the incoming gradient. Same FLOPs, chunk-sized memory.
 #include "kernels/fast_kernels.h"
 #include "kernels/gemm.h"
-#include "model/model.h"
+#include "kernels/token_scores_rows.h"
+#include "model/lm_head.h"
 #include "kernels/parallel_gemm.h"
 
 namespace hsm {
@@ -60,7 +61,8 @@ struct FusedLmLoss : torch::autograd::Function<FusedLmLoss> {
 
 }  // namespace
 
-LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
+LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
+                           const RowScores& rows) {
   const auto flat = h.reshape({-1, h.size(-1)});
   const auto t = targets.reshape({-1}).to(torch::kLong).contiguous();
   const int64_t N = flat.size(0), V = weight.size(0);
@@ -76,8 +78,9 @@ LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, 
         auto l = logits.narrow(0, a, b - a);
         gemm(l, flat.narrow(0, r0 + a, b - a), weight.t());
         LossSums& p = part[static_cast<size_t>(a / 16)];
-        fast::cross_entropy_rows(l.data_ptr<float>(), t.data_ptr<int64_t>() + r0 + a, b - a, V, &p.loss_sum,
-                                 &p.correct);
+        const int64_t row = r0 + a;
+        fast::cross_entropy_rows(l.data_ptr<float>(), t.data_ptr<int64_t>() + row, b - a, V, &p.loss_sum, &p.correct,
+                                 rows.loss ? rows.loss + row : nullptr, rows.rank ? rows.rank + row : nullptr);
       });
       for (const LossSums& p : part) {
         sums.loss_sum += p.loss_sum;
@@ -90,12 +93,39 @@ LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, 
     const int64_t n = std::min(kChunkRows, N - r0);
     const auto logits = torch::mm(flat.narrow(0, r0, n), weight.t()).to(torch::kFloat32);  // [n, V]
     const auto tc = t.narrow(0, r0, n);
-    sums.loss_sum += torch::nn::functional::cross_entropy(
-                         logits, tc, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                         .item<double>();
+    if (rows.loss || rows.rank) {
+      // Per token: the rows' losses, summed here in double in row order, are the sum.
+      const auto loss = torch::nn::functional::cross_entropy(
+                            logits, tc, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                            .to(torch::kCPU, torch::kFloat64)
+                            .contiguous();
+      const double* l = loss.data_ptr<double>();
+      for (int64_t r = 0; r < n; ++r) {
+        sums.loss_sum += l[r];
+        if (rows.loss) rows.loss[r0 + r] = l[r];
+      }
+      if (rows.rank) {  // 1 + the logits above the true one + the equal ones at lower ids (as argmax)
+        const auto logit = logits.gather(1, tc.unsqueeze(1));
+        const auto lower = torch::arange(logits.size(1), tc.options()).unsqueeze(0).lt(tc.unsqueeze(1));
+        const auto rank = (logits.gt(logit).logical_or(logits.eq(logit).logical_and(lower)))
+                              .sum(1)
+                              .add(1)
+                              .to(torch::kCPU, torch::kInt32)
+                              .contiguous();
+        std::copy_n(rank.data_ptr<int32_t>(), n, rows.rank + r0);
+      }
+    } else {
+      sums.loss_sum += torch::nn::functional::cross_entropy(
+                           logits, tc, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                           .item<double>();
+    }
     sums.correct += logits.argmax(-1).eq(tc).sum().item<int64_t>();
   }
   return sums;
+}
+
+LossSums lm_head_loss_sums(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
+  return lm_head_loss_sums(h, weight, targets, RowScores{});
 }
 
 torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
