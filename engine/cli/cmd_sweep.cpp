@@ -190,7 +190,14 @@ Command add_sweep_command(CLI::App& app) {
             text << in.rdbuf();
             const Sweep sweep = parse_sweep_spec(text.str(), fs::path(a->spec).parent_path().string(), a->data);
             if (a->check) {
-              for (const SweepPoint& p : sweep.points) std::cout << p.index << " " << p.name << "\n";
+              // Each point's model, so a path or a placement can be seen to do what was meant.
+              for (const SweepPoint& p : sweep.points) {
+                std::string layers;
+                for (const LayerSpec& l : p.model.layers)
+                  layers += (layers.empty() ? "" : ",") + l.mixer + "/" + std::to_string(l.ffn) + "/" + std::to_string(l.heads);
+                std::cout << p.index << " " << p.name << " layers=" << layers << " d_model=" << p.model.d_model
+                          << " seed=" << p.train.seed << "\n";
+              }
               return 0;
             }
             if (a->out.empty()) throw std::invalid_argument("give the sweep folder: --out SWEEP");
