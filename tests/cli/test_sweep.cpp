@@ -103,18 +103,11 @@ TEST(Sweep, KilledTwiceContinuesToFourRunsWhoseTableMatchesTheirMetrics) {
     "axes": {"model.layers.0.mixer": ["attn", "hsm_ab"], "seed": [1, 2]}})";
   const std::string sweep = dir + "/sw";
 
-  // 1: kill -9 of the launcher once a point has a checkpoint; its points end with it.
+  // 1: kill -9 of the launcher once a point is done and others train; its points end with it.
   pid_t launcher = start_sweep(dir, dir + "/1.log");
-  ASSERT_TRUE(wait_until(
-      [&] {
-        if (!fs::exists(sweep + "/runs")) return false;
-        for (const auto& e : fs::recursive_directory_iterator(sweep + "/runs"))
-          if (e.path().filename().string().rfind("step-", 0) == 0) return true;
-        return false;
-      },
-      120))
+  ASSERT_TRUE(wait_until([&] { return fs::exists(sweep + "/points") && done_points(sweep) >= 1; }, 300))
       << read_file(dir + "/1.log");
-  ASSERT_FALSE(point_pids(sweep).empty());
+  ASSERT_TRUE(wait_until([&] { return !point_pids(sweep).empty(); }, 60)) << read_file(dir + "/1.log");
   ::kill(launcher, SIGKILL);
   ASSERT_TRUE(wait_until([&] { return !alive(launcher); }, 10));
   expect_no_point_outlives(sweep);
@@ -129,6 +122,13 @@ TEST(Sweep, KilledTwiceContinuesToFourRunsWhoseTableMatchesTheirMetrics) {
   expect_no_point_outlives(sweep);
   EXPECT_LT(done_points(sweep), 4) << "the second kill came after the end";
   EXPECT_NE(read_file(dir + "/2.log").find("stopping"), std::string::npos) << read_file(dir + "/2.log");
+  // The finished point was skipped, the interrupted ones continued from their checkpoints.
+  const std::string log2 = read_file(dir + "/2.log");
+  EXPECT_EQ(log2.find("4 points, 0 done"), std::string::npos) << log2;
+  int resumed = 0;
+  for (const auto& e : fs::directory_iterator(sweep + "/points"))
+    if (e.path().extension() == ".log" && read_file(e.path().string()).find("resuming") != std::string::npos) ++resumed;
+  EXPECT_GE(resumed, 1);
 
   // 3: to the end.
   const Result r = shell("cd '" + dir + "' && " + hsm("sweep spec.json --out sw --jobs 2"));
