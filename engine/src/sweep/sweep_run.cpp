@@ -29,6 +29,8 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
     throw std::invalid_argument("--point " + std::to_string(index) + ": the sweep in " + dir + " has points 0.." +
                                 std::to_string(sweep.points.size() - 1));
   const SweepPoint& p = sweep.points[static_cast<size_t>(index)];
+  // A done point is not trained again (an array job submitted again after a stop).
+  if (read_point_state(dir, p).state == "done") return "done";
   RunSpec spec;
   spec.run_dir = sweep_run_dir(dir, p);
   spec.data_path = sweep.data;
