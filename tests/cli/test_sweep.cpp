@@ -258,3 +258,23 @@ TEST(Sweep, PlacementPatternsAndExplicitPointsBuildTheirModels) {
             std::string::npos)
       << check.out;
 }
+
+// A point that fails when it trains (a device this machine lacks) is recorded with its error;
+// the next point still trains, and the launcher says the sweep is not complete.
+TEST(Sweep, AFailedPointIsRecordedWithItsErrorAndTheOthersGoOn) {
+  const std::string dir = temp("fail");
+  write_tiny_run_inputs(dir, 3, 0.0);
+  std::ofstream(dir + "/spec.json") << R"({"base": {"config": "tiny.json"}, "data": "stories.txt",
+    "train": {"steps": 5, "batch": 4, "eval_every": 5, "eval_batches": 1},
+    "axes": {"train.device": ["cuda:63", "cpu"]}})";
+  const Result r = shell("cd '" + dir + "' && " + hsm("sweep spec.json --out sw --jobs 1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const Result t = shell(hsm("sweep table '" + dir + "/sw' --json 2>/dev/null"));
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  const json rows = json::parse(t.out)["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["state"], "failed");
+  EXPECT_NE(rows[0]["error"].get<std::string>().find("cuda:63"), std::string::npos) << rows[0];
+  EXPECT_EQ(rows[1]["state"], "done");
+  EXPECT_EQ(rows[1]["step"], 5);
+}
