@@ -11,9 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "commands.h"
 #include "hsm/sweep.h"
@@ -134,8 +133,8 @@ int print_table(const std::string& dir, bool as_json, bool as_csv, const std::st
                 << csv_field(r.error) << "\n";
     return 0;
   }
-  std::printf("%-40s %9s %9s %9s %9s %8s %8s %8s\n", "run", "params", "MACs/tok", "val_loss", "best", "acc",
-              "tok/s", "state");
+  std::printf("%-40s %9s %9s %9s %9s %8s %8s %8s\n", "run", "params", "MACs/tok", "val_loss", "best", "acc", "tok/s",
+              "state");
   for (const SweepRow& r : rows)
     std::printf("%-40s %9lld %9lld %9.4f %9.4f %8.4f %8.0f %8s%s\n", r.run.c_str(), static_cast<long long>(r.params),
                 static_cast<long long>(r.macs_per_token), r.final_val_loss, r.best_val_loss, r.final_accuracy,
@@ -146,8 +145,9 @@ int print_table(const std::string& dir, bool as_json, bool as_csv, const std::st
 }  // namespace
 
 Command add_sweep_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("sweep", "Train a sweep of runs (axes over models, placements, settings, seeds) "
-                                          "locally or as a Slurm array job; compare them with `hsm sweep table`");
+  auto* cmd = app.add_subcommand("sweep",
+                                 "Train a sweep of runs (axes over models, placements, settings, seeds) "
+                                 "locally or as a Slurm array job; compare them with `hsm sweep table`");
   struct Args {
     std::string spec, out, data, dir, group;
     int jobs = 1, threads = 0;
@@ -160,8 +160,9 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("--data", a->data, "Use this corpus instead of the spec's data")->check(CLI::ExistingPath);
   cmd->add_option("--jobs", a->jobs, "Points trained at a time on this machine, the cores split among them (default 1)")
       ->check(CLI::Range(1, 256));
-  cmd->add_flag("--slurm", a->slurm, "Write SWEEP/sweep.sbatch, a Slurm array job (one task per point), instead of "
-                                     "training here");
+  cmd->add_flag("--slurm", a->slurm,
+                "Write SWEEP/sweep.sbatch, a Slurm array job (one task per point), instead of "
+                "training here");
   cmd->add_flag("--check", a->check, "Check the spec and list its points; train nothing");
   auto* run = cmd->add_subcommand("run", "Train one point of a sweep here (a Slurm array task runs this)");
   run->add_option("sweep", a->dir, "The sweep folder")->required()->check(CLI::ExistingDirectory);
@@ -188,13 +189,16 @@ Command add_sweep_command(CLI::App& app) {
             std::ifstream in(a->spec, std::ios::binary);
             std::ostringstream text;
             text << in.rdbuf();
-            const Sweep sweep = parse_sweep_spec(text.str(), fs::path(a->spec).parent_path().string(), a->data);
+            // --data is taken from the working directory, the spec's own paths from beside it.
+            const std::string data = a->data.empty() ? "" : fs::absolute(a->data).lexically_normal().string();
+            const Sweep sweep = parse_sweep_spec(text.str(), fs::path(a->spec).parent_path().string(), data);
             if (a->check) {
               // Each point's model, so a path or a placement can be seen to do what was meant.
               for (const SweepPoint& p : sweep.points) {
                 std::string layers;
                 for (const LayerSpec& l : p.model.layers)
-                  layers += (layers.empty() ? "" : ",") + l.mixer + "/" + std::to_string(l.ffn) + "/" + std::to_string(l.heads);
+                  layers += (layers.empty() ? "" : ",") + l.mixer + "/" + std::to_string(l.ffn) + "/" +
+                            std::to_string(l.heads);
                 std::cout << p.index << " " << p.name << " layers=" << layers << " d_model=" << p.model.d_model
                           << " seed=" << p.train.seed << "\n";
               }

@@ -7,13 +7,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
-#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "tiny_run.h"
@@ -54,8 +54,8 @@ bool wait_until(F ready, double seconds) {
 
 // The launcher in the background; its pid.
 pid_t start_sweep(const std::string& dir, const std::string& log) {
-  const Result r = shell("cd '" + dir + "' && (" + hsm("sweep spec.json --out sw --jobs 2") + " > '" + log +
-                         "' 2>&1 & echo $!)");
+  const Result r =
+      shell("cd '" + dir + "' && (" + hsm("sweep spec.json --out sw --jobs 2") + " > '" + log + "' 2>&1 & echo $!)");
   return static_cast<pid_t>(std::stol(r.out));
 }
 

@@ -37,8 +37,8 @@ struct SweepResources {  // what one point asks of a Slurm node (the array job's
 
 struct Sweep {
   std::string name;
-  std::string spec_json;  // the spec as stored in the manifest (paths made absolute)
-  std::string data, task; // a corpus path, or a task spec (hsm/tasks.h)
+  std::string spec_json;   // the spec as stored in the manifest (paths made absolute)
+  std::string data, task;  // a corpus path, or a task spec (hsm/tasks.h)
   SweepResources resources;
   std::vector<SweepPoint> points;
 };

@@ -9,11 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 #include "hsm/errors.h"
 #include "hsm/mixer_kind.h"
@@ -78,12 +77,15 @@ void set_setting(TrainSettings& t, const SettingSpec& s, const json& v) {
 // A layer's mixer changed: a single-head mixer takes 1 head; a multi-head one coming from a
 // single-head mixer takes its paper's count (the count the base had is kept otherwise).
 void set_mixer(json& layer, const std::string& mixer) {
-  const bool was_multi = is_mixer_id(layer.value("mixer", "attn")) && mixer_info(layer.value("mixer", "attn")).multi_head;
+  const bool was_multi =
+      is_mixer_id(layer.value("mixer", "attn")) && mixer_info(layer.value("mixer", "attn")).multi_head;
   layer["mixer"] = mixer;
   if (!is_mixer_id(mixer)) return;  // the config's check names it
   const MixerInfo& info = mixer_info(mixer);
-  if (!info.multi_head) layer["heads"] = 1;
-  else if (!was_multi) layer["heads"] = info.default_heads;
+  if (!info.multi_head)
+    layer["heads"] = 1;
+  else if (!was_multi)
+    layer["heads"] = info.default_heads;
 }
 
 // "hsm_ab@0,6" or {"mixer": "hsm_ab", "layers": [0, 6], "ffn": 1024, "others": "attn"}: the
@@ -104,8 +106,7 @@ void apply_placement(json& model, const json& v) {
     } else if (!list.empty() && list != "none") {
       std::stringstream ss(list);
       std::string item;
-      while (std::getline(ss, item, ','))
-        try {
+      while (std::getline(ss, item, ',')) try {
           size_t used = 0;
           layers.push_back(std::stoll(item, &used));
           if (used != item.size()) throw std::invalid_argument(item);
@@ -121,8 +122,10 @@ void apply_placement(json& model, const json& v) {
     others = v.value("others", others);
     ffn = v.value("ffn", int64_t{0});
     const json& l = v.at("layers");
-    if (l.is_string() && l.get<std::string>() == "all") all = true;
-    else layers = l.get<std::vector<int64_t>>();
+    if (l.is_string() && l.get<std::string>() == "all")
+      all = true;
+    else
+      layers = l.get<std::vector<int64_t>>();
   } else {
     throw std::invalid_argument("a placement is \"MIXER@LAYERS\" or {\"mixer\", \"layers\", \"ffn\", \"others\"}");
   }
@@ -139,8 +142,8 @@ void apply_placement(json& model, const json& v) {
   }
 }
 
-const std::set<std::string> kModelFields = {"name", "description", "vocab_size", "d_model", "context",
-                                            "dropout",  "init",        "layers"};
+const std::set<std::string> kModelFields = {"name",    "description", "vocab_size", "d_model",
+                                            "context", "dropout",     "init",       "layers"};
 
 // One axis value applied to a model (as config JSON) or to training settings. Throws
 // std::invalid_argument without the axis' name (the caller adds it).
@@ -152,8 +155,9 @@ void apply(const std::string& axis, const json& v, json& model, TrainSettings& t
     return set_setting(train, *s, v);
   }
   if (axis.rfind("model.", 0) != 0)
-    throw std::invalid_argument("no such axis; use model.FIELD, model.layers.N.(mixer|ffn|heads), "
-                                "model.layers.*.(mixer|ffn|heads), model.placement, train.SETTING or seed");
+    throw std::invalid_argument(
+        "no such axis; use model.FIELD, model.layers.N.(mixer|ffn|heads), "
+        "model.layers.*.(mixer|ffn|heads), model.placement, train.SETTING or seed");
   const std::string path = axis.substr(6);
   if (path == "placement") return apply_placement(model, v);
   if (path.rfind("layers.", 0) == 0) {
@@ -189,8 +193,9 @@ void apply(const std::string& axis, const json& v, json& model, TrainSettings& t
     return;
   }
   if (!kModelFields.count(path))
-    throw std::invalid_argument("no such model field; use name, vocab_size, d_model, context, dropout, init, layers, "
-                                "layers.N.(mixer|ffn|heads) or placement");
+    throw std::invalid_argument(
+        "no such model field; use name, vocab_size, d_model, context, dropout, init, layers, "
+        "layers.N.(mixer|ffn|heads) or placement");
   model[path] = v;
 }
 
@@ -294,7 +299,9 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     if (!spec["train"].is_object()) throw std::invalid_argument("sweep spec: train is not an object of settings");
     for (const auto& [k, v] : spec["train"].items()) {
       const SettingSpec* s = find_setting(k);
-      if (!s) throw std::invalid_argument("sweep spec: train." + k + ": no such training setting; use one of " + setting_names());
+      if (!s)
+        throw std::invalid_argument("sweep spec: train." + k + ": no such training setting; use one of " +
+                                    setting_names());
       try {
         set_setting(base_train, *s, v);
       } catch (const std::exception& e) {
@@ -305,12 +312,19 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
   if (spec.contains("resources")) {
     const json& r = spec["resources"];
     for (const auto& [k, v] : r.items()) {
-      if (k == "cpus") sweep.resources.cpus = v.get<int64_t>();
-      else if (k == "gpus") sweep.resources.gpus = v.get<int64_t>();
-      else if (k == "mem_gb") sweep.resources.mem_gb = v.get<int64_t>();
-      else if (k == "time") sweep.resources.time = v.get<std::string>();
-      else if (k == "partition") sweep.resources.partition = v.get<std::string>();
-      else throw std::invalid_argument("sweep spec: resources: unknown field '" + k + "'; use cpus, gpus, mem_gb, time, partition");
+      if (k == "cpus")
+        sweep.resources.cpus = v.get<int64_t>();
+      else if (k == "gpus")
+        sweep.resources.gpus = v.get<int64_t>();
+      else if (k == "mem_gb")
+        sweep.resources.mem_gb = v.get<int64_t>();
+      else if (k == "time")
+        sweep.resources.time = v.get<std::string>();
+      else if (k == "partition")
+        sweep.resources.partition = v.get<std::string>();
+      else
+        throw std::invalid_argument("sweep spec: resources: unknown field '" + k +
+                                    "'; use cpus, gpus, mem_gb, time, partition");
     }
     if (sweep.resources.cpus < 1 || sweep.resources.mem_gb < 1 || sweep.resources.gpus < 0)
       throw std::invalid_argument("sweep spec: resources: cpus and mem_gb must be at least 1, gpus at least 0");
@@ -358,7 +372,8 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     if (!spec["points"].is_array() || spec["points"].empty())
       throw std::invalid_argument("sweep spec: points is empty; give a list of objects {axis: value}");
     for (const auto& p : spec["points"]) {
-      if (!p.is_object()) throw std::invalid_argument("sweep spec: a point is not an object {axis: value}: " + p.dump());
+      if (!p.is_object())
+        throw std::invalid_argument("sweep spec: a point is not an object {axis: value}: " + p.dump());
       std::vector<std::pair<std::string, json>> q;
       for (const auto& [axis, v] : p.items()) {
         check_alone(axis, v);
@@ -428,10 +443,10 @@ Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep) {
     for (const auto& [a, v] : p.settings) settings[a] = json::parse(v);
     points.push_back({{"index", p.index}, {"name", p.name}, {"run", "runs/" + p.name}, {"settings", settings}});
   }
-  write_text_atomic(manifest, json{{"format", 1}, {"name", sweep.name}, {"spec", json::parse(sweep.spec_json)},
-                                   {"points", points}}
-                                  .dump(2) +
-                                  "\n");
+  write_text_atomic(
+      manifest,
+      json{{"format", 1}, {"name", sweep.name}, {"spec", json::parse(sweep.spec_json)}, {"points", points}}.dump(2) +
+          "\n");
   return sweep;
 }
 
@@ -465,7 +480,8 @@ PointState read_point_state(const std::string& dir, const SweepPoint& p) {
     return s;  // half-written by a killed process: as if never started
   }
   // "running" by a process that is gone (killed with no time to say so): interrupted.
-  if (s.state == "running" && s.pid > 0 && ::kill(static_cast<pid_t>(s.pid), 0) != 0 && errno == ESRCH) s.state = "stopped";
+  if (s.state == "running" && s.pid > 0 && ::kill(static_cast<pid_t>(s.pid), 0) != 0 && errno == ESRCH)
+    s.state = "stopped";
   return s;
 }
 

@@ -89,6 +89,7 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
 
 namespace {
 
+// The signal the launcher got (a handler can only set a flag); read by its wait loop.
 std::atomic<int> g_signal{0};
 extern "C" void on_sweep_signal(int sig) { g_signal = sig; }
 
@@ -116,7 +117,8 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
   // SIGINT/SIGTERM: forwarded to the points (each stops at a step with a checkpoint), no new
   // point starts, and the launcher returns when they have ended.
   g_signal = 0;
-  struct sigaction on {}, old_int {}, old_term {};
+  struct sigaction on {
+  }, old_int{}, old_term{};
   on.sa_handler = on_sweep_signal;
   ::sigaction(SIGINT, &on, &old_int);
   ::sigaction(SIGTERM, &on, &old_term);
@@ -128,13 +130,14 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
     if (g_signal && !forwarded) {
       for (const auto& [pid, k] : running) ::kill(pid, SIGTERM);
       forwarded = true;
-      report("stopping: " + std::to_string(running.size()) + " point(s) write a checkpoint; start the sweep again to continue");
+      report("stopping: " + std::to_string(running.size()) +
+             " point(s) write a checkpoint; start the sweep again to continue");
     }
     while (!g_signal && next < todo.size() && static_cast<int>(running.size()) < jobs) {
       const SweepPoint& p = sweep.points[todo[next++]];
       const std::string log = (fs::path(dir) / "points" / (p.name + ".log")).string();
-      std::vector<std::string> args = {exe, "sweep", "run", dir, "--point", std::to_string(p.index), "--threads",
-                                       std::to_string(threads)};
+      std::vector<std::string> args = {
+          exe, "sweep", "run", dir, "--point", std::to_string(p.index), "--threads", std::to_string(threads)};
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -211,8 +214,8 @@ std::string sweep_sbatch_script(const std::string& dir, const std::string& exe) 
   s += "# Slurm stops a task with SIGTERM: the point writes a checkpoint and resumes from it next time.\n";
   s += "#SBATCH --signal=TERM@60\n";
   s += "export HSM_BLAS_THREADS=${HSM_BLAS_THREADS:-1}\n";
-  s += "exec '" + exe + "' sweep run '" + abs_dir + "' --point \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-" +
-       std::to_string(r.cpus) + "}\"\n";
+  s += "exec '" + exe + "' sweep run '" + abs_dir +
+       "' --point \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-" + std::to_string(r.cpus) + "}\"\n";
   return s;
 }
 
