@@ -122,18 +122,19 @@ TEST(Sweep, KilledTwiceContinuesToFourRunsWhoseTableMatchesTheirMetrics) {
   expect_no_point_outlives(sweep);
   EXPECT_LT(done_points(sweep), 4) << "the second kill came after the end";
   EXPECT_NE(read_file(dir + "/2.log").find("stopping"), std::string::npos) << read_file(dir + "/2.log");
-  // The finished point was skipped, the interrupted ones continued from their checkpoints.
+  // The finished point was skipped.
   const std::string log2 = read_file(dir + "/2.log");
   EXPECT_EQ(log2.find("4 points, 0 done"), std::string::npos) << log2;
-  int resumed = 0;
-  for (const auto& e : fs::directory_iterator(sweep + "/points"))
-    if (e.path().extension() == ".log" && read_file(e.path().string()).find("resuming") != std::string::npos) ++resumed;
-  EXPECT_GE(resumed, 1);
 
   // 3: to the end.
   const Result r = shell("cd '" + dir + "' && " + hsm("sweep spec.json --out sw --jobs 2"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(done_points(sweep), 4);
+  // The points the SIGTERM stopped (each with a checkpoint) continued from it.
+  int resumed = 0;
+  for (const auto& e : fs::directory_iterator(sweep + "/points"))
+    if (e.path().extension() == ".log" && read_file(e.path().string()).find("resuming") != std::string::npos) ++resumed;
+  EXPECT_GE(resumed, 1);
 
   const Result t = shell(hsm("sweep table '" + sweep + "' --json 2>/dev/null"));
   ASSERT_EQ(t.exit_code, 0) << t.out;
@@ -257,6 +258,20 @@ TEST(Sweep, PlacementPatternsAndExplicitPointsBuildTheirModels) {
                            "attn/512/8,attn/512/8 "),
             std::string::npos)
       << check.out;
+}
+
+// Explicit points: each its own settings; a path a point leaves out keeps the base's value.
+TEST(Sweep, ExplicitPointsKeepTheBaseWhereTheyAreSilent) {
+  const std::string dir = temp("points");
+  write_tiny_run_inputs(dir, 3, 0.0);
+  std::ofstream(dir + "/spec.json") << R"({"base": {"config": "tiny.json"}, "data": "stories.txt",
+    "points": [{"model.layers.1.mixer": "hsm_ab", "model.layers.*.ffn": 128, "seed": 1}, {"seed": 2}]})";
+  const Result check = shell("cd '" + dir + "' && " + hsm("sweep spec.json --check"));
+  ASSERT_EQ(check.exit_code, 0) << check.out;
+  EXPECT_NE(check.out.find("0 mixer1=hsm_ab,ffn_all=128,seed=1 layers=hsm_ab/128/1,hsm_ab/128/1 d_model=32 seed=1"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("1 seed=2 layers=hsm_ab/64/1,attn/64/4 d_model=32 seed=2"), std::string::npos) << check.out;
 }
 
 // A point that fails when it trains (a device this machine lacks) is recorded with its error;

@@ -23,7 +23,8 @@
 
 namespace hsm {
 namespace fs = std::filesystem;
-using nlohmann::json;
+// Ordered: axes and a point's settings keep the order the spec gives them (names, the product's order).
+using json = nlohmann::ordered_json;
 
 namespace {
 
