@@ -18,6 +18,8 @@ packages=(
   # help2man writes the man pages; make package-test checks the installed desktop entry,
   # metainfo and man pages
   dpkg-dev help2man desktop-file-utils appstream man-db
+  # the sweep's Slurm array job on a single-node Slurm (tests/cli/test_sweep_slurm.sh)
+  slurm-wlm munge
 )
 
 missing=()

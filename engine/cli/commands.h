@@ -32,6 +32,7 @@ Command add_weights_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_task_command(CLI::App& app);
 Command add_lab_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
 
 // `hsm eval` of a task run: its answer and sequence accuracy on fresh test examples (cmd_task.cpp).
 int print_task_score(const std::string& run, int64_t examples, const std::string& device, bool json);

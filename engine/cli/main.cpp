@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       hsm::cli::add_export_command(app),
       hsm::cli::add_task_command(app),
       hsm::cli::add_lab_command(app),
+      hsm::cli::add_sweep_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,117 @@
+#pragma once
+// Sweeps (issue 39; docs/sweeps.md): one spec, many runs. A spec names a base model (a preset
+// or a config file), the data (a corpus or a synthetic task), training settings by their names
+// in hsm/settings.h, and axes (model fields by path, a placement pattern, training settings,
+// seeds) whose product, or an explicit list of points, is the set of runs. A sweep lives in a
+// folder: sweep.json (the manifest: the spec and every point with its run folder and the
+// settings that differ), runs/<point>/ (an ordinary run folder each) and points/<point>.json
+// (the point's state: running, done, stopped or failed with its error) beside points/<point>.log.
+// Every point is checked (the model built from it validated, its settings in range) before any
+// run starts. Plain C++.
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hsm/config.h"
+#include "hsm/run_folder.h"
+
+namespace hsm {
+
+struct SweepPoint {
+  int64_t index = 0;
+  std::string name;  // the run folder's name under runs/: the settings that differ ("mixer0=hsm_ab,seed=2")
+  // The settings that differ between points, axis path -> value as compact JSON ("\"hsm_ab\"", "0.003").
+  std::vector<std::pair<std::string, std::string>> settings;
+  ModelConfig model;
+  TrainSettings train;
+};
+
+struct SweepResources {  // what one point asks of a Slurm node (the array job's #SBATCH lines)
+  int64_t cpus = 2, gpus = 0, mem_gb = 4;
+  std::string time = "04:00:00", partition;
+};
+
+struct Sweep {
+  std::string name;
+  std::string spec_json;   // the spec as stored in the manifest (paths made absolute)
+  std::string data, task;  // a corpus path, or a task spec (hsm/tasks.h)
+  SweepResources resources;
+  std::vector<SweepPoint> points;
+};
+
+// Parses and checks a spec (JSON text). Relative paths (data, base config) are taken from
+// base_dir first, then from the working directory. data_override (not empty) replaces the
+// spec's data. Throws std::invalid_argument with one line naming the field, or the axis and
+// value, and what to use: an unknown field, an unknown axis path, an empty axis, a point whose
+// model or settings are out of range.
+Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir = ".",
+                       const std::string& data_override = "");
+
+// Creates dir/sweep.json for `sweep`, or checks that dir already holds this sweep (a folder
+// holding another one is refused, naming it). Returns the sweep as stored.
+Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep);
+// The sweep a folder holds (its manifest); throws naming the folder when it holds none.
+Sweep load_sweep(const std::string& dir);
+
+std::string sweep_run_dir(const std::string& dir, const SweepPoint& p);
+
+// The state of a point as its state file says (and whether the process it names still runs):
+// "pending" (never started), "running", "done", "stopped" (interrupted: resumes from its
+// checkpoint), "failed" (error holds the message).
+struct PointState {
+  std::string state = "pending";
+  std::string error;
+  int64_t pid = 0;
+};
+PointState read_point_state(const std::string& dir, const SweepPoint& p);
+void write_point_state(const std::string& dir, const SweepPoint& p, const PointState& s);
+
+// Trains point `index` of the sweep in dir in this process (what `hsm sweep run DIR --point K`
+// and each Slurm array task do): resumes its run folder from its checkpoint when it has one,
+// records the state (failed: with the error, which it also rethrows). threads > 0: LibTorch
+// threads. stop: polled; when it turns true the run stops at a step with a checkpoint
+// ("stopped"). Returns the state it ended in.
+std::string run_sweep_point(const std::string& dir, int64_t index, int threads, const std::atomic<bool>* stop,
+                            const std::function<void(const std::string&)>& on_log = {});
+
+// Runs every point not done, `jobs` at a time, each a child process (`hsm sweep run DIR --point
+// K --threads T`, T = the cores / jobs) that ends with this launcher (PR_SET_PDEATHSIG) and
+// gets its SIGINT/SIGTERM forwarded (then it stops at a step with a checkpoint). A failed point
+// is recorded and the others go on. Returns 0 when every point is done, 130 when stopped by a
+// signal, 1 when some point failed. exe: the hsm executable.
+int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
+                    const std::function<void(const std::string&)>& report);
+
+// The Slurm array job of the sweep in dir (one array task per point); written to dir/sweep.sbatch.
+std::string sweep_sbatch_script(const std::string& dir, const std::string& exe);
+
+struct SweepRow {
+  std::string run;  // the point's name
+  std::vector<std::pair<std::string, std::string>> settings;
+  int64_t params = 0, macs_per_token = 0;
+  double final_val_loss = NAN, best_val_loss = NAN;
+  double final_accuracy = NAN, best_accuracy = NAN;  // next-token accuracy, or a task run's answer accuracy
+  double tokens_per_s = NAN, wall_s = NAN;
+  int64_t step = 0, total_steps = 0;
+  std::string state, error;
+};
+std::vector<SweepRow> sweep_table(const std::string& dir);
+
+// Rows grouped by every setting but `setting` (e.g. "seed"): mean, sample standard deviation
+// (n - 1; 0 for one row) and n of each metric over the rows with a value.
+struct SweepStat {
+  double mean = NAN, std = NAN;
+  int64_t n = 0;
+};
+struct SweepGroup {
+  std::vector<std::pair<std::string, std::string>> settings;  // without `setting`
+  std::vector<std::string> runs;
+  SweepStat final_val_loss, best_val_loss, final_accuracy, best_accuracy, tokens_per_s, wall_s;
+};
+std::vector<SweepGroup> group_sweep_rows(const std::vector<SweepRow>& rows, const std::string& setting);
+
+}  // namespace hsm

@@ -1,0 +1,496 @@
+// Sweep specs: parsed, every point built and checked before any run starts, the manifest and
+// the points' state files (hsm/sweep.h, docs/sweeps.md).
+#include "hsm/sweep.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "hsm/errors.h"
+#include "hsm/mixer_kind.h"
+#include "hsm/presets.h"
+#include "hsm/settings.h"
+#include "hsm/task_run.h"
+#include "hsm/tasks.h"
+
+namespace hsm {
+namespace fs = std::filesystem;
+// Ordered: axes and a point's settings keep the order the spec gives them (names, the product's order).
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::invalid_argument(p.string() + ": cannot read it");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text_atomic(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw std::runtime_error(tmp.string() + ": cannot write it");
+  }
+  fs::rename(tmp, p);
+}
+
+// A path from the spec: absolute as given; else beside the spec when it is there, else from
+// the working directory.
+std::string resolve_path(const std::string& p, const std::string& base_dir) {
+  if (p.empty() || fs::path(p).is_absolute()) return p;
+  const fs::path beside = fs::path(base_dir) / p;
+  if (fs::exists(beside)) return fs::absolute(beside).lexically_normal().string();
+  return fs::absolute(p).lexically_normal().string();
+}
+
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// A training setting by its key ("batch_size") or its flag without dashes ("batch").
+const SettingSpec* find_setting(const std::string& name) {
+  for (const SettingSpec& s : train_setting_specs())
+    if (name == s.key || "--" + name == s.flag) return &s;
+  return nullptr;
+}
+
+std::string setting_names() {
+  std::string all;
+  for (const SettingSpec& s : train_setting_specs()) all += (all.empty() ? "" : ", ") + std::string(s.key);
+  return all;
+}
+
+void set_setting(TrainSettings& t, const SettingSpec& s, const json& v) {
+  s.set(t, v.is_boolean() ? (v.get<bool>() ? "true" : "false") : value_text(v));
+  if (std::string(s.key) == "epochs") t.steps = 0;  // run by epochs, as hsm train --epochs does
+}
+
+// A layer's mixer changed: a single-head mixer takes 1 head; a multi-head one coming from a
+// single-head mixer takes its paper's count (the count the base had is kept otherwise).
+void set_mixer(json& layer, const std::string& mixer) {
+  const bool was_multi =
+      is_mixer_id(layer.value("mixer", "attn")) && mixer_info(layer.value("mixer", "attn")).multi_head;
+  layer["mixer"] = mixer;
+  if (!is_mixer_id(mixer)) return;  // the config's check names it
+  const MixerInfo& info = mixer_info(mixer);
+  if (!info.multi_head)
+    layer["heads"] = 1;
+  else if (!was_multi)
+    layer["heads"] = info.default_heads;
+}
+
+// "hsm_ab@0,6" or {"mixer": "hsm_ab", "layers": [0, 6], "ffn": 1024, "others": "attn"}: the
+// listed layers (or "all") take the mixer (and FFN width), the others `others` (default attn).
+void apply_placement(json& model, const json& v) {
+  std::string mixer, others = "attn";
+  std::vector<int64_t> layers;
+  bool all = false;
+  int64_t ffn = 0;
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    const size_t at = s.find('@');
+    if (at == std::string::npos) throw std::invalid_argument("write MIXER@LAYERS, e.g. hsm_ab@0,6 or hsm_ab@all");
+    mixer = s.substr(0, at);
+    const std::string list = s.substr(at + 1);
+    if (list == "all") {
+      all = true;
+    } else if (!list.empty() && list != "none") {
+      std::stringstream ss(list);
+      std::string item;
+      while (std::getline(ss, item, ',')) try {
+          size_t used = 0;
+          layers.push_back(std::stoll(item, &used));
+          if (used != item.size()) throw std::invalid_argument(item);
+        } catch (const std::exception&) {
+          throw std::invalid_argument("'" + item + "' is not a layer number");
+        }
+    }
+  } else if (v.is_object()) {
+    for (const auto& [k, x] : v.items())
+      if (k != "mixer" && k != "layers" && k != "ffn" && k != "others")
+        throw std::invalid_argument("unknown field '" + k + "'; use mixer, layers, ffn, others");
+    mixer = v.at("mixer").get<std::string>();
+    others = v.value("others", others);
+    ffn = v.value("ffn", int64_t{0});
+    const json& l = v.at("layers");
+    if (l.is_string() && l.get<std::string>() == "all")
+      all = true;
+    else
+      layers = l.get<std::vector<int64_t>>();
+  } else {
+    throw std::invalid_argument("a placement is \"MIXER@LAYERS\" or {\"mixer\", \"layers\", \"ffn\", \"others\"}");
+  }
+  json& ls = model["layers"];
+  const auto n = static_cast<int64_t>(ls.size());
+  for (int64_t l : layers)
+    if (l < 0 || l >= n)
+      throw std::invalid_argument("layer " + std::to_string(l) + " is not in the model (layers 0.." +
+                                  std::to_string(n - 1) + ")");
+  for (int64_t i = 0; i < n; ++i) {
+    const bool chosen = all || std::find(layers.begin(), layers.end(), i) != layers.end();
+    if (chosen && ffn > 0) ls[static_cast<size_t>(i)]["ffn"] = ffn;
+    set_mixer(ls[static_cast<size_t>(i)], chosen ? mixer : others);
+  }
+}
+
+const std::set<std::string> kModelFields = {"name",    "description", "vocab_size", "d_model",
+                                            "context", "dropout",     "init",       "layers"};
+
+// One axis value applied to a model (as config JSON) or to training settings. Throws
+// std::invalid_argument without the axis' name (the caller adds it).
+void apply(const std::string& axis, const json& v, json& model, TrainSettings& train) {
+  if (axis == "seed") return set_setting(train, train_setting("seed"), v);
+  if (axis.rfind("train.", 0) == 0) {
+    const SettingSpec* s = find_setting(axis.substr(6));
+    if (!s) throw std::invalid_argument("no such training setting; use one of " + setting_names());
+    return set_setting(train, *s, v);
+  }
+  if (axis.rfind("model.", 0) != 0)
+    throw std::invalid_argument(
+        "no such axis; use model.FIELD, model.layers.N.(mixer|ffn|heads), "
+        "model.layers.*.(mixer|ffn|heads), model.placement, train.SETTING or seed");
+  const std::string path = axis.substr(6);
+  if (path == "placement") return apply_placement(model, v);
+  if (path.rfind("layers.", 0) == 0) {
+    const std::string rest = path.substr(7);
+    const size_t dot = rest.find('.');
+    const std::string which = rest.substr(0, dot), field = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    if (field != "mixer" && field != "ffn" && field != "heads")
+      throw std::invalid_argument("no such layer field; use model.layers.N.mixer, .ffn or .heads (N a layer or *)");
+    json& ls = model["layers"];
+    std::vector<size_t> chosen;
+    if (which == "*") {
+      for (size_t i = 0; i < ls.size(); ++i) chosen.push_back(i);
+    } else {
+      size_t used = 0;
+      long long i = -1;
+      try {
+        i = std::stoll(which, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != which.size() || i < 0 || i >= static_cast<long long>(ls.size()))
+        throw std::invalid_argument("layer '" + which + "' is not in the model (layers 0.." +
+                                    std::to_string(static_cast<int64_t>(ls.size()) - 1) + ", or *)");
+      chosen.push_back(static_cast<size_t>(i));
+    }
+    for (size_t i : chosen) {
+      if (field == "mixer") {
+        if (!v.is_string()) throw std::invalid_argument("a mixer is a name (hsm mixers)");
+        set_mixer(ls[i], v.get<std::string>());
+      } else {
+        ls[i][field] = v;
+      }
+    }
+    return;
+  }
+  if (!kModelFields.count(path))
+    throw std::invalid_argument(
+        "no such model field; use name, vocab_size, d_model, context, dropout, init, layers, "
+        "layers.N.(mixer|ffn|heads) or placement");
+  model[path] = v;
+}
+
+std::string short_axis(const std::string& axis) {
+  std::string s = axis;
+  if (s.rfind("model.", 0) == 0) s = s.substr(6);
+  if (s.rfind("train.", 0) == 0) s = s.substr(6);
+  if (s.rfind("layers.", 0) == 0) {  // layers.0.mixer -> mixer0, layers.*.ffn -> ffn_all
+    const std::string rest = s.substr(7);
+    const size_t dot = rest.find('.');
+    if (dot != std::string::npos) {
+      const std::string which = rest.substr(0, dot);
+      s = rest.substr(dot + 1) + (which == "*" ? "_all" : which);
+    }
+  }
+  return s;
+}
+
+std::string short_value(const json& v) {
+  if (v.is_object() && v.contains("mixer") && v.contains("layers")) {
+    const json& l = v["layers"];
+    std::string list;
+    if (l.is_array())
+      for (const auto& x : l) list += (list.empty() ? "" : ",") + x.dump();
+    else
+      list = value_text(l);
+    return v["mixer"].get<std::string>() + "@" + (list.empty() ? "none" : list);
+  }
+  return value_text(v);
+}
+
+std::string folder_safe(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string("._=,@+-").find(c) != std::string::npos)) c = '-';
+  return s;
+}
+
+}  // namespace
+
+Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir, const std::string& data_override) {
+  json spec;
+  try {
+    spec = json::parse(json_text);
+  } catch (const json::exception& e) {
+    throw std::invalid_argument("sweep spec: not JSON (" + json_error_text(e.what()) + ")");
+  }
+  if (!spec.is_object()) throw std::invalid_argument("sweep spec: not a JSON object");
+  static const std::set<std::string> fields = {"name", "base", "data", "task", "train", "axes", "points", "resources"};
+  for (const auto& [k, v] : spec.items())
+    if (!fields.count(k))
+      throw std::invalid_argument("sweep spec: unknown field '" + k +
+                                  "'; use name, base, data, task, train, axes, points, resources");
+  Sweep sweep;
+  sweep.name = spec.value("name", "sweep");
+  // The base model and its training settings.
+  if (!spec.contains("base") || !spec["base"].is_object())
+    throw std::invalid_argument("sweep spec: base is missing; give {\"preset\": NAME} or {\"config\": FILE}");
+  const json& base = spec["base"];
+  for (const auto& [k, v] : base.items())
+    if (k != "preset" && k != "config")
+      throw std::invalid_argument("sweep spec: base: unknown field '" + k + "'; use preset or config");
+  ModelConfig base_model;
+  TrainSettings base_train;
+  const bool preset = base.contains("preset");
+  try {
+    if (preset) {
+      base_model = load_preset_or_config(base["preset"].get<std::string>());
+      base_train = preset_train_settings(base["preset"].get<std::string>());
+    } else if (base.contains("config")) {
+      spec["base"]["config"] = resolve_path(base["config"].get<std::string>(), base_dir);
+      base_model = load_config(spec["base"]["config"].get<std::string>());
+    } else {
+      throw std::invalid_argument("give {\"preset\": NAME} or {\"config\": FILE}");
+    }
+  } catch (const json::exception& e) {
+    throw std::invalid_argument("sweep spec: base: " + json_error_text(e.what()));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("sweep spec: base: " + error_text(e));
+  }
+  // The data.
+  if (!data_override.empty()) spec["data"] = data_override;
+  if (spec.contains("data") && spec.contains("task"))
+    throw std::invalid_argument("sweep spec: data and task both given; a sweep trains on a corpus or on a task");
+  if (spec.contains("task")) {
+    sweep.task = spec["task"].get<std::string>();
+    try {
+      const auto task = parse_task(sweep.task);
+      if (preset) adopt_task_shape(base_model, *task);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("sweep spec: task: " + error_text(e));
+    }
+  } else if (spec.contains("data")) {
+    sweep.data = resolve_path(spec["data"].get<std::string>(), base_dir);
+    if (!fs::exists(sweep.data))
+      throw std::invalid_argument("sweep spec: data: " + sweep.data + " does not exist; give a corpus file or folder");
+    spec["data"] = sweep.data;
+  } else {
+    throw std::invalid_argument("sweep spec: give data (a corpus) or task (a synthetic task, hsm task list)");
+  }
+  if (spec.contains("train")) {
+    if (!spec["train"].is_object()) throw std::invalid_argument("sweep spec: train is not an object of settings");
+    for (const auto& [k, v] : spec["train"].items()) {
+      const SettingSpec* s = find_setting(k);
+      if (!s)
+        throw std::invalid_argument("sweep spec: train." + k + ": no such training setting; use one of " +
+                                    setting_names());
+      try {
+        set_setting(base_train, *s, v);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument("sweep spec: train." + k + " = " + v.dump() + ": " + error_text(e));
+      }
+    }
+  }
+  if (spec.contains("resources")) {
+    const json& r = spec["resources"];
+    for (const auto& [k, v] : r.items()) {
+      if (k == "cpus")
+        sweep.resources.cpus = v.get<int64_t>();
+      else if (k == "gpus")
+        sweep.resources.gpus = v.get<int64_t>();
+      else if (k == "mem_gb")
+        sweep.resources.mem_gb = v.get<int64_t>();
+      else if (k == "time")
+        sweep.resources.time = v.get<std::string>();
+      else if (k == "partition")
+        sweep.resources.partition = v.get<std::string>();
+      else
+        throw std::invalid_argument("sweep spec: resources: unknown field '" + k +
+                                    "'; use cpus, gpus, mem_gb, time, partition");
+    }
+    if (sweep.resources.cpus < 1 || sweep.resources.mem_gb < 1 || sweep.resources.gpus < 0)
+      throw std::invalid_argument("sweep spec: resources: cpus and mem_gb must be at least 1, gpus at least 0");
+  }
+
+  // The points: the product of the axes, or the list given.
+  std::vector<std::vector<std::pair<std::string, json>>> points;
+  if (spec.contains("axes") == spec.contains("points"))
+    throw std::invalid_argument("sweep spec: give axes (their product is the points) or points (a list), one of them");
+  const json base_json = json::parse(to_json(base_model));
+  auto check_alone = [&](const std::string& axis, const json& v) {
+    // Each value on the base alone, so a refusal names the axis and value that caused it.
+    json m = base_json;
+    TrainSettings t = base_train;
+    try {
+      apply(axis, v, m, t);
+      config_from_json(m.dump(), "the model");
+    } catch (const json::exception& e) {
+      throw std::invalid_argument("sweep spec: axis " + axis + " = " + v.dump() + ": " + json_error_text(e.what()));
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("sweep spec: axis " + axis + " = " + v.dump() + ": " + error_text(e));
+    }
+  };
+  std::vector<std::string> axis_order;
+  if (spec.contains("axes")) {
+    if (!spec["axes"].is_object() || spec["axes"].empty())
+      throw std::invalid_argument("sweep spec: axes is empty; give at least one axis with its values");
+    points.push_back({});
+    for (const auto& [axis, values] : spec["axes"].items()) {
+      if (!values.is_array() || values.empty())
+        throw std::invalid_argument("sweep spec: axis " + axis + " is empty; give a list of at least one value");
+      axis_order.push_back(axis);
+      std::vector<std::vector<std::pair<std::string, json>>> next;
+      for (const auto& p : points)
+        for (const auto& v : values) {
+          check_alone(axis, v);
+          auto q = p;
+          q.emplace_back(axis, v);
+          next.push_back(std::move(q));
+        }
+      points = std::move(next);
+      if (points.size() > 100000) throw std::invalid_argument("sweep spec: more than 100000 points; use fewer values");
+    }
+  } else {
+    if (!spec["points"].is_array() || spec["points"].empty())
+      throw std::invalid_argument("sweep spec: points is empty; give a list of objects {axis: value}");
+    for (const auto& p : spec["points"]) {
+      if (!p.is_object())
+        throw std::invalid_argument("sweep spec: a point is not an object {axis: value}: " + p.dump());
+      std::vector<std::pair<std::string, json>> q;
+      for (const auto& [axis, v] : p.items()) {
+        check_alone(axis, v);
+        q.emplace_back(axis, v);
+        if (std::find(axis_order.begin(), axis_order.end(), axis) == axis_order.end()) axis_order.push_back(axis);
+      }
+      points.push_back(std::move(q));
+    }
+  }
+  // What differs: the axes with more than one value over the points (absent = the base's).
+  std::set<std::string> differs;
+  for (const std::string& axis : axis_order) {
+    std::set<std::string> seen;
+    for (const auto& p : points) {
+      std::string text = "(base)";
+      for (const auto& [a, v] : p)
+        if (a == axis) text = v.dump();
+      seen.insert(text);
+    }
+    if (seen.size() > 1) differs.insert(axis);
+  }
+  std::set<std::string> names;
+  for (size_t k = 0; k < points.size(); ++k) {
+    SweepPoint pt;
+    pt.index = static_cast<int64_t>(k);
+    json m = base_json;
+    pt.train = base_train;
+    std::string name;
+    for (const auto& [axis, v] : points[k]) {
+      apply(axis, v, m, pt.train);
+      if (!differs.count(axis)) continue;
+      pt.settings.emplace_back(axis, v.dump());
+      name += (name.empty() ? "" : ",") + short_axis(axis) + "=" + short_value(v);
+    }
+    std::string what = name.empty() ? "point " + std::to_string(k) : "point " + name;
+    try {
+      pt.model = config_from_json(m.dump(), "the model");
+      validate_train_settings(pt.train);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("sweep spec: " + what + ": " + error_text(e));
+    }
+    name = folder_safe(name.empty() ? "base" : name);
+    if (name.size() > 180) name = "point-" + std::to_string(k);
+    if (!names.insert(name).second)
+      throw std::invalid_argument("sweep spec: " + what + " is given twice; give each point once");
+    pt.name = name;
+    sweep.points.push_back(std::move(pt));
+  }
+  sweep.spec_json = spec.dump();
+  return sweep;
+}
+
+Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep) {
+  const fs::path manifest = fs::path(dir) / "sweep.json";
+  if (fs::exists(manifest)) {
+    const Sweep stored = load_sweep(dir);
+    if (json::parse(stored.spec_json) != json::parse(sweep.spec_json))
+      throw std::invalid_argument(dir + " holds another sweep (" + stored.name +
+                                  "); continue it with its own spec, or give another --out folder");
+    return stored;
+  }
+  fs::create_directories(fs::path(dir) / "runs");
+  fs::create_directories(fs::path(dir) / "points");
+  json points = json::array();
+  for (const SweepPoint& p : sweep.points) {
+    json settings = json::object();
+    for (const auto& [a, v] : p.settings) settings[a] = json::parse(v);
+    points.push_back({{"index", p.index}, {"name", p.name}, {"run", "runs/" + p.name}, {"settings", settings}});
+  }
+  write_text_atomic(
+      manifest,
+      json{{"format", 1}, {"name", sweep.name}, {"spec", json::parse(sweep.spec_json)}, {"points", points}}.dump(2) +
+          "\n");
+  return sweep;
+}
+
+Sweep load_sweep(const std::string& dir) {
+  const fs::path manifest = fs::path(dir) / "sweep.json";
+  if (!fs::exists(manifest))
+    throw std::invalid_argument(dir + " holds no sweep (no sweep.json); start one with hsm sweep SPEC --out " + dir);
+  json j;
+  try {
+    j = json::parse(read_text(manifest));
+    return parse_sweep_spec(j.at("spec").dump(), dir);
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(manifest.string() + ": " + json_error_text(e.what()));
+  }
+}
+
+std::string sweep_run_dir(const std::string& dir, const SweepPoint& p) {
+  return (fs::path(dir) / "runs" / p.name).string();
+}
+
+PointState read_point_state(const std::string& dir, const SweepPoint& p) {
+  PointState s;
+  const fs::path f = fs::path(dir) / "points" / (p.name + ".json");
+  if (!fs::exists(f)) return s;
+  try {
+    const json j = json::parse(read_text(f));
+    s.state = j.value("state", "pending");
+    s.error = j.value("error", "");
+    s.pid = j.value("pid", int64_t{0});
+  } catch (const std::exception&) {
+    return s;  // half-written by a killed process: as if never started
+  }
+  // "running" by a process that is gone (killed with no time to say so): interrupted.
+  if (s.state == "running" && s.pid > 0 && ::kill(static_cast<pid_t>(s.pid), 0) != 0 && errno == ESRCH)
+    s.state = "stopped";
+  return s;
+}
+
+void write_point_state(const std::string& dir, const SweepPoint& p, const PointState& s) {
+  fs::create_directories(fs::path(dir) / "points");
+  json j = {{"state", s.state}, {"pid", s.pid}};
+  if (!s.error.empty()) j["error"] = s.error;
+  write_text_atomic(fs::path(dir) / "points" / (p.name + ".json"), j.dump() + "\n");
+}
+
+}  // namespace hsm
