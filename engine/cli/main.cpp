@@ -32,7 +32,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // Out without the libraries' exit handlers, as for an error below (an OpenBLAS worker that
+    // could not map its buffer under ulimit -v would keep a plain return from ever exiting).
+    const int status = app.exit(e);
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(status);
   }
   try {
     for (const auto& c : commands)

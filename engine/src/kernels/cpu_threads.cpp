@@ -40,6 +40,10 @@ int set_cpu_threads(int n) {
   const int torch_threads = n > 0 ? n : cores;
   int blas = blas_threads_from_env();
   if (blas == 0) blas = 1;
+  // Under an address-space limit too low for OpenBLAS's own buffers, LibTorch's pool can wait
+  // forever for a thread it could not start (pthreadpool_create, measured at ulimit -v 600 MB):
+  // refuse before building it; the full check for the products' threads follows below.
+  check_blas_address_space(blas);
   torch::set_num_threads(torch_threads);
   // glibc hands blocks above its mmap threshold (dynamic, 128 kB to 32 MB) back to the kernel
   // when freed, so every training step page-faulted its activations in again (~10% of a step
