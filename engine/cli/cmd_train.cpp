@@ -17,6 +17,7 @@
 #include "hsm/settings.h"
 #include "hsm/task_run.h"
 #include "hsm/tasks.h"
+#include "hsm/train_until_stopped.h"
 #include "hsm/trainer.h"
 #include "layer_report.h"
 
@@ -236,28 +237,14 @@ Command add_train_command(CLI::App& app) {
             auto restore_signals = [&] {
               for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &previous[i], nullptr);
             };
-            std::atomic<bool> done{false};
-            std::thread watcher([&] {
-              while (!done) {
-                if (g_interrupted) {
-                  trainer.stop();
-                  g_interrupted = false;
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
-              }
-            });
             TrainSummary s;
             try {
-              s = trainer.run();
+              s = train_until_stopped(trainer, &g_interrupted);
             } catch (...) {
-              done = true;
-              watcher.join();
               restore_signals();
               if (tty) std::cerr << "\n";
               throw;
             }
-            done = true;
-            watcher.join();
             restore_signals();
             if (tty) std::cerr << "\n";
             if (!writer) return s.stopped ? 130 : 0;  // rank 0 reports the run

@@ -17,6 +17,7 @@
 
 #include "hsm/errors.h"
 #include "hsm/sweep.h"
+#include "hsm/train_until_stopped.h"
 #include "hsm/trainer.h"
 
 namespace hsm {
@@ -56,26 +57,7 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
   }
   try {
     Trainer trainer(spec, cb);
-    std::atomic<bool> done{false};
-    std::thread watcher([&] {
-      while (!done) {
-        if (stop && *stop) {
-          trainer.stop();
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    });
-    TrainSummary s;
-    try {
-      s = trainer.run();
-    } catch (...) {
-      done = true;
-      watcher.join();
-      throw;
-    }
-    done = true;
-    watcher.join();
+    const TrainSummary s = train_until_stopped(trainer, stop);
     state.state = s.stopped ? "stopped" : "done";
   } catch (const std::exception& e) {
     state.state = "failed";

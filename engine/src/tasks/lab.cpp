@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "hsm/train_until_stopped.h"
 #include "hsm/presets.h"
 #include "hsm/run_folder.h"
 #include "hsm/trainer.h"
@@ -224,23 +225,7 @@ void Lab::run(const std::function<void(const std::string&)>& on_log, const Cance
           const auto t0 = std::chrono::steady_clock::now();
           spec.threads = threads > 0 ? threads : 1;  // tiny models: one thread (docs/performance.md)
           Trainer trainer(spec, {});
-          std::atomic<bool> finished{false};
-          std::thread watcher([&] {
-            while (!finished) {
-              if (cancel && *cancel) trainer.stop();
-              std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            }
-          });
-          TrainSummary s;
-          try {
-            s = trainer.run();
-          } catch (...) {
-            finished = true;
-            watcher.join();
-            throw;
-          }
-          finished = true;
-          watcher.join();
+          const TrainSummary s = train_until_stopped(trainer, cancel);
           if (s.stopped) return;
           const TaskScore score = score_task_run(run_dir, grid_.test_examples, "cpu");
           const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
