@@ -4,8 +4,11 @@
 #include <QMetaType>
 #include <QString>
 
+#include "hsm/diagnostics.h"
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
+#include "hsm/probe.h"
 #include "hsm/run_folder.h"
-#include "hsm/session.h"
 #include "hsm/system_info.h"
 #include "hsm/trainer.h"
 #include "hsm/what_if.h"

@@ -275,19 +275,7 @@ void MainWindow::refreshRecentMenu() {
 }
 
 QStringList MainWindow::exportPlots(const QString& folder, QString* error) {
-  QStringList written;
-  QDir().mkpath(folder);
-  for (PlotPanel* plot : training_->plots()) {
-    QString base = plot->title().toLower();
-    base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
-    for (const char* ext : {"png", "pdf", "svg", "csv"}) {
-      const QString path = QDir(folder).filePath(base + QLatin1Char('.') + QLatin1String(ext));
-      const QString e = plot->exportTo(path);
-      if (e.isEmpty()) written << path;
-      else if (error && error->isEmpty()) *error = e;
-    }
-  }
-  return written;
+  return training_->exportPlots(folder, error);
 }
 
 void MainWindow::exportDialog() {

@@ -5,7 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "hsm/session.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
@@ -38,7 +39,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON: tokens with probabilities and alternatives");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
-            auto session = Session::open(a->run, a->device);
+            const std::shared_ptr<const Model> model = Model::load(a->run, a->device);
             GenerateOptions options = a->options;
             options.use_cache = !a->no_cache;
             options.fast_path = !a->no_fast_path;
@@ -46,7 +47,7 @@ Command add_generate_command(CLI::App& app) {
             if (!a->json) {
               std::cout << a->prompt << std::flush;
             }
-            const GenerationResult r = session->generate(a->prompt, options, [&](const GeneratedToken& t) {
+            const GenerationResult r = Generator(model).run(a->prompt, options, [&](const GeneratedToken& t) {
               if (!a->json) std::cout << t.text << std::flush;
               return true;
             });

@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "hsm/model.h"
 #include "hsm/probe.h"
-#include "hsm/session.h"
+#include "hsm/prober.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 
@@ -101,15 +102,16 @@ Command add_probe_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON: lens (L+1 entries) and rollout (L matrices)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
-            auto session = Session::open(a->run, a->device);
+            const std::shared_ptr<const Model> model = Model::load(a->run, a->device);
+            const Prober prober(model);
             Probe p;
-            if (a->story_start) {  // as Session::generate starts: <|endoftext|>, then the prompt's last tokens
-              std::vector<int32_t> ids = {session->tokenizer().end_of_text_id()};
-              for (int32_t id : session->tokenizer().encode(a->prompt)) ids.push_back(id);
+            if (a->story_start) {  // as Generator::run starts: <|endoftext|>, then the prompt's last tokens
+              std::vector<int32_t> ids = {model->tokenizer().end_of_text_id()};
+              for (int32_t id : model->tokenizer().encode(a->prompt)) ids.push_back(id);
               if (a->max_tokens > 0 && static_cast<int64_t>(ids.size()) > a->max_tokens) ids.resize(a->max_tokens);
-              p = session->probe_tokens(ids, a->top);
+              p = prober.probe_tokens(ids, a->top);
             } else {
-              p = session->probe(a->prompt, a->top, a->max_tokens);
+              p = prober.probe(a->prompt, a->top, a->max_tokens);
             }
             if (a->json) {
               std::cout << probe_json(p).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

@@ -10,7 +10,7 @@
 
 #include "commands.h"
 #include "hsm/diagnostics.h"
-#include "hsm/session.h"
+#include "hsm/model.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
@@ -41,8 +41,7 @@ Command add_weights_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON");
   return {
       cmd, [a]() {
-        auto session = Session::open(a->run, "cpu");
-        const std::vector<MixerWeights> layers = session->mixer_weights();
+        const std::vector<MixerWeights> layers = Model::load(a->run, "cpu")->mixer_weights();
         const std::vector<double> offsets = offset_weights(layers);
         if (a->json) {
           nlohmann::json out = nlohmann::json::array();

@@ -4,13 +4,15 @@
 // off the GUI thread and cancels, every plot exports; a clicked generated token tints the
 // text by its rollout row, a shift-click adds a row.
 #include <gtest/gtest.h>
+#include <qcustomplot.h>
 
 #include <QFileInfo>
+#include <QMouseEvent>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTableWidget>
-#include <QMouseEvent>
-#include <qcustomplot.h>
+#include <map>
+#include <optional>
 
 #include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
@@ -170,35 +172,42 @@ TEST(EngineHost, AGenerationDoesNotWaitForAnAblation) {
   // A corpus big enough that its ablation takes seconds where 8 tokens take milliseconds.
   const QString corpus = make_corpus(QDir(temp_root()).filePath(QStringLiteral("long_ablation")), 20000);
   EngineHost engine;
-  int ablation = 0, generation = 0;
+  QObject context;  // the continuations' receiver, as a view would be
   bool ablationEnded = false, generated = false, generatedFirst = false;
   double progress = 0;
   QString failure;
-  QObject::connect(&engine, &EngineHost::ablated, [&](int id, const hsm::AblationReport&) {
-    if (id == ablation) ablationEnded = true;
-  });
-  QObject::connect(&engine, &EngineHost::ablationProgress, [&](int, const QString&, double f) { progress = f; });
-  QObject::connect(&engine, &EngineHost::requestFailed, [&](int id, const QString& message) {
-    if (id == ablation) ablationEnded = true;
-    failure = message;
-  });
-  QObject::connect(&engine, &EngineHost::generated, [&](int id, const hsm::GenerationResult& r) {
-    if (id != generation) return;
-    generated = true;
-    generatedFirst = !ablationEnded;
-    EXPECT_EQ(r.tokens.size(), 8u);
-  });
-  ablation = engine.ablate(run, corpus, QStringLiteral("packed"), 0);
+  bool cancelled = false;
+  Reply<hsm::AblationReport> ablation = engine.ablate(run, corpus, QStringLiteral("packed"), 0);
+  QObject::connect(ablation.feed(), &CallFeed::progress, &context, [&](const QString&, double f) { progress = f; });
+  ablation.result()
+      .then(&context, [&](const hsm::AblationReport&) { ablationEnded = true; })
+      .onFailed(&context, [&](const CallFailed& e) {
+        ablationEnded = true;
+        failure = e.message();
+        cancelled = e.cancelled();
+      });
   ASSERT_TRUE(wait_for([&] { return progress > 0 || ablationEnded; }));  // under way
   hsm::GenerateOptions options;
   options.sampling.max_new_tokens = 8;
   options.sampling.stop_at_end = false;
-  generation = engine.generate(run, QStringLiteral("Once upon a time"), options);
+  int tokens = 0;
+  Reply<hsm::GenerationResult> generation = engine.generate(run, QStringLiteral("Once upon a time"), options);
+  QObject::connect(generation.feed(), &CallFeed::token, &context, [&](const hsm::GeneratedToken&) { ++tokens; });
+  generation.result()
+      .then(&context,
+            [&](const hsm::GenerationResult& r) {
+              generated = true;
+              generatedFirst = !ablationEnded;
+              EXPECT_EQ(r.tokens.size(), 8u);
+            })
+      .onFailed(&context, [&](const CallFailed& e) { failure = e.message(); });
   ASSERT_TRUE(wait_for([&] { return generated; })) << failure.toStdString();
   EXPECT_TRUE(generatedFirst) << "the generation waited for the ablation";
+  EXPECT_EQ(tokens, 8);  // streamed to its own feed before the result
   EXPECT_FALSE(ablationEnded);
-  engine.cancelAblation();
+  ablation.cancel();
   ASSERT_TRUE(wait_for([&] { return ablationEnded; }));
+  EXPECT_TRUE(cancelled) << failure.toStdString();
   EXPECT_TRUE(failure.contains(QStringLiteral("cancelled"))) << failure.toStdString();
   EXPECT_TRUE(engine.waitIdle(60000));
 }
@@ -209,20 +218,49 @@ TEST(EngineHost, ANewerWhatIfEvaluationSupersedesTheOneBefore) {
   const QString run = trained_run();
   const QString corpus = make_corpus(QDir(temp_root()).filePath(QStringLiteral("superseded")), 20000);
   EngineHost engine;
+  QObject context;
   engine.setWhatIf(run, hsm::WhatIf{{{1, -1}}, {}});
-  QMap<int, QString> failed;
+  std::map<int, CallFailed> failed;
   QMap<int, WhatIfEvaluation> evaluated;
-  QObject::connect(&engine, &EngineHost::requestFailed, [&](int id, const QString& m) { failed[id] = m; });
-  QObject::connect(&engine, &EngineHost::whatIfEvaluated,
-                   [&](int id, const WhatIfEvaluation& e) { evaluated.insert(id, e); });
-  const int first = engine.evaluateWhatIf(run, corpus, QStringLiteral("packed"), 0);  // every window: seconds
-  const int second = engine.evaluateWhatIf(run, corpus, QStringLiteral("packed"), 8);
-  ASSERT_TRUE(wait_for([&] { return (failed.contains(first) || evaluated.contains(first)) && evaluated.contains(second); }))
-      << failed.value(second).toStdString();
-  EXPECT_TRUE(failed.value(first).contains(QStringLiteral("cancelled"))) << failed.value(first).toStdString();
-  EXPECT_EQ(evaluated[second].edited.tokens, 8 * 32);
-  EXPECT_EQ(evaluated[second].edits, engine.whatIf(run));
+  auto follow = [&](int id, Reply<WhatIfEvaluation> reply) {
+    reply.result()
+        .then(&context, [&, id](const WhatIfEvaluation& e) { evaluated.insert(id, e); })
+        .onFailed(&context, [&, id](const CallFailed& e) { failed.emplace(id, e); });
+  };
+  follow(1, engine.evaluateWhatIf(run, corpus, QStringLiteral("packed"), 0));  // every window: seconds
+  follow(2, engine.evaluateWhatIf(run, corpus, QStringLiteral("packed"), 8));
+  ASSERT_TRUE(wait_for([&] { return (failed.count(1) || evaluated.contains(1)) && evaluated.contains(2); }))
+      << (failed.count(2) ? failed.at(2).what() : "");
+  ASSERT_TRUE(failed.count(1));
+  EXPECT_TRUE(failed.at(1).cancelled()) << failed.at(1).what();
+  EXPECT_EQ(evaluated[2].edited.tokens, 8 * 32);
+  EXPECT_EQ(evaluated[2].edits, engine.whatIf(run));
   EXPECT_TRUE(engine.waitIdle(60000));
+}
+
+// A new engine call needs no change to EngineHost: a lambda on an executor, with the run's
+// shared model, answers its caller alone with a typed value or a CallFailed naming the cause.
+TEST(EngineHost, AnyCallOnAnExecutorAnswersItsCallerWithATypedReply) {
+  const QString run = trained_run();
+  EngineHost engine;
+  QObject context;
+  std::optional<int64_t> layers;
+  QString failure;
+  bool skippedRan = false;
+  engine.interactive()
+      .call<int64_t>(run, [](const CallContext& c) { return static_cast<int64_t>(c.model()->config().layers.size()); })
+      .then(&context, [&](int64_t n) { layers = n; });
+  engine.analysis()
+      .call<int>(run, [](const CallContext&) -> int { throw std::invalid_argument("layer 9: the model has 3 layers"); })
+      .then(&context, [](int) {})
+      .onFailed(&context, [&](const CallFailed& e) { failure = e.message(); });
+  QFuture<void> skipped = engine.interactive().call<void>(run, [&](const CallContext&) { skippedRan = true; });
+  skipped.cancel();  // before it begins (the first call is still queued or running): it never runs
+  ASSERT_TRUE(wait_for([&] { return layers.has_value() && !failure.isEmpty(); }));
+  EXPECT_EQ(*layers, static_cast<int64_t>(hsm::read_run_info(run.toStdString()).model.layers.size()));
+  EXPECT_EQ(failure, QStringLiteral("layer 9: the model has 3 layers"));
+  EXPECT_TRUE(engine.waitIdle(60000));
+  EXPECT_FALSE(skippedRan);
 }
 
 TEST(Playground, AClickedTokenTintsTheTextByItsRolloutRowAndShiftClickAddsRows) {

@@ -5,9 +5,13 @@
 #include <QElapsedTimer>
 
 #include "gui/engine/model_store.h"
-#include "gui/engine/session_worker.h"
 #include "gui/engine/thread_priority.h"
 #include "gui/engine/training_worker.h"
+#include "gui/engine/what_ifs.h"
+#include "hsm/dataset.h"
+#include "hsm/errors.h"
+#include "hsm/prober.h"
+#include "hsm/tokenizer.h"
 
 namespace studio {
 
@@ -45,19 +49,16 @@ void post(Worker* worker, Call call) {
 EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   register_engine_types();
   trainingThread_.setObjectName(QStringLiteral("hsm-training"));
-  sessionThread_.setObjectName(QStringLiteral("hsm-session"));
-  analysisThread_.setObjectName(QStringLiteral("hsm-analysis"));
   trainer_ = new TrainingWorker;
-  // One store for both workers: a run's model is loaded once and shared (model_store.h).
-  auto models = std::make_shared<ModelStore>();
-  session_ = new SessionWorker(models);
-  analysis_ = new SessionWorker(models);
   trainer_->moveToThread(&trainingThread_);
-  session_->moveToThread(&sessionThread_);
-  analysis_->moveToThread(&analysisThread_);
   connect(&trainingThread_, &QThread::finished, trainer_, &QObject::deleteLater);
-  connect(&sessionThread_, &QThread::finished, session_, &QObject::deleteLater);
-  connect(&analysisThread_, &QThread::finished, analysis_, &QObject::deleteLater);
+  // One store of models and one of what-if edits for both executors: a run's model is loaded
+  // once and edited once (model_store.h, what_ifs.h).
+  auto models = std::make_shared<ModelStore>();
+  whatIfs_ = std::make_shared<WhatIfs>();
+  connect(whatIfs_.get(), &WhatIfs::changed, this, &EngineHost::whatIfChanged);
+  interactive_ = new Executor(QStringLiteral("hsm-session"), models, whatIfs_, this);
+  analysis_ = new Executor(QStringLiteral("hsm-analysis"), models, whatIfs_, this);
 
   connect(trainer_, &TrainingWorker::started, this, &EngineHost::trainingStarted);
   connect(trainer_, &TrainingWorker::metric, this, &EngineHost::trainingMetric);
@@ -80,70 +81,21 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
     emit trainingStateChanged();
   });
 
-  connect(session_, &SessionWorker::token, this, &EngineHost::token);
-  connect(session_, &SessionWorker::generated, this, [this](int id, const hsm::GenerationResult& r) {
-    sessionRequestDone();
-    emit generated(id, r);
-  });
-  connect(session_, &SessionWorker::diagnosed, this, [this](int id, const hsm::Diagnosis& d) {
-    sessionRequestDone();
-    emit diagnosed(id, d);
-  });
-  connect(session_, &SessionWorker::weights, this, [this](int id, const std::vector<hsm::MixerWeights>& w) {
-    sessionRequestDone();
-    emit weightsReady(id, w);
-  });
-  connect(session_, &SessionWorker::failed, this, [this](int id, const QString& message) {
-    sessionRequestDone();
-    // The engine refused an edit: the run has none now.
-    if (const QString dir = whatIfRequests_.take(id); !dir.isEmpty()) {
-      whatIfs_.remove(dir);
-      emit whatIfChanged(dir);
-    }
-    emit requestFailed(id, message);
-  });
-  connect(analysis_, &SessionWorker::failed, this, [this](int id, const QString& message) {
-    analysisRequestDone();
-    emit requestFailed(id, message);
-  });
-  connect(session_, &SessionWorker::system, this, &EngineHost::systemInfo);
-  connect(session_, &SessionWorker::probed, this, [this](int id, const hsm::Probe& p) {
-    sessionRequestDone();
-    emit probed(id, p);
-  });
-  connect(analysis_, &SessionWorker::ablationProgress, this, &EngineHost::ablationProgress);
-  connect(analysis_, &SessionWorker::ablated, this, [this](int id, const hsm::AblationReport& r) {
-    analysisRequestDone();
-    emit ablated(id, r);
-  });
-
-  connect(session_, &SessionWorker::whatIfApplied, this, [this](int id) {
-    whatIfRequests_.remove(id);
-    sessionRequestDone();
-  });
-  connect(analysis_, &SessionWorker::whatIfEvaluated, this, [this](int id, const WhatIfEvaluation& e) {
-    analysisRequestDone();
-    emit whatIfEvaluated(id, e);
-  });
-  connect(session_, &SessionWorker::whatIfSaved, this, [this](int id, const QString& dir) {
-    sessionRequestDone();
-    emit whatIfSaved(id, dir);
-  });
-
-  // The engine threads yield the CPU to the GUI thread (thread_priority.h).
-  for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) {
-    connect(t, &QThread::started, t, [] { lower_current_thread_priority(); }, Qt::DirectConnection);
-    t->start();
-  }
+  // The training thread yields the CPU to the GUI thread (thread_priority.h), as the
+  // executors' threads do.
+  connect(
+      &trainingThread_, &QThread::started, trainer_, [] { lower_current_thread_priority(); }, Qt::DirectConnection);
+  trainingThread_.start();
 }
 
 EngineHost::~EngineHost() {
   if (training_) trainer_->stop();
-  session_->cancel();
-  analysis_->cancelAblation();
-  analysis_->supersedeWhatIf(-1);  // a what-if evaluation under way stops too
-  for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) t->quit();
-  for (QThread* t : {&trainingThread_, &sessionThread_, &analysisThread_}) t->wait();
+  interactive_->cancelAll();
+  analysis_->cancelAll();
+  trainingThread_.quit();
+  trainingThread_.wait();
+  delete interactive_;  // each joins its thread
+  delete analysis_;
 }
 
 bool EngineHost::startTraining(const hsm::RunSpec& spec) {
@@ -168,104 +120,105 @@ void EngineHost::stopTraining() {
   if (training_) trainer_->stop();
 }
 
-int EngineHost::nextSessionRequest() {
-  ++pendingSessionRequests_;
-  return nextRequest_++;
-}
-
-int EngineHost::generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options,
-                         bool trained) {
-  const int id = nextSessionRequest();
-  post(session_, [w = session_, id, runDir, prompt, options, trained] {
-    w->generate(id, runDir, prompt, options, trained);
+Reply<hsm::GenerationResult> EngineHost::generate(const QString& runDir, const QString& prompt,
+                                                  const hsm::GenerateOptions& options, bool trained) {
+  return interactive_->stream<hsm::GenerationResult>(runDir, [prompt, options, trained](const CallContext& c) {
+    return hsm::Generator(trained ? c.trained() : c.model())
+        .run(sstr(prompt), options, [&](const hsm::GeneratedToken& t) {
+          c.token(t);
+          return !c.cancelled();
+        });
   });
-  return id;
 }
 
-int EngineHost::setWhatIf(const QString& runDir, const hsm::WhatIf& edits) {
-  const QString key = QDir(runDir).absolutePath();
-  if (edits.empty())
-    whatIfs_.remove(key);
-  else
-    whatIfs_[key] = edits;
-  const int id = nextSessionRequest();
-  whatIfRequests_[id] = key;
-  post(session_, [w = session_, id, runDir, edits] { w->setWhatIf(id, runDir, edits); });
-  emit whatIfChanged(key);
-  return id;
-}
-
-hsm::WhatIf EngineHost::whatIf(const QString& runDir) const { return whatIfs_.value(QDir(runDir).absolutePath()); }
-
-int EngineHost::evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows,
-                               int maxWindows) {
-  const int id = nextAnalysisRequest();
-  analysis_->supersedeWhatIf(id);  // only the newest edit's loss is wanted
-  post(analysis_, [w = analysis_, id, runDir, dataPath, windows, maxWindows, edits = whatIf(runDir)] {
-    w->evaluateWhatIf(id, runDir, dataPath, windows, maxWindows, edits);
+QFuture<hsm::Probe> EngineHost::probe(const QString& runDir, const QString& prompt, const QVector<int>& generated) {
+  return interactive_->call<hsm::Probe>(runDir, [prompt, generated](const CallContext& c) {
+    const std::shared_ptr<const hsm::Model> model = c.model();
+    const hsm::Prober prober(model);
+    if (generated.isEmpty()) return prober.probe(sstr(prompt));
+    std::vector<int32_t> ids = {model->tokenizer().end_of_text_id()};  // generate() starts a story
+    for (int32_t id : model->tokenizer().encode(sstr(prompt))) ids.push_back(id);
+    ids.insert(ids.end(), generated.begin(), generated.end());
+    return prober.probe_tokens(std::move(ids));
   });
-  return id;
 }
 
-int EngineHost::saveWhatIf(const QString& runDir, const QString& newDir) {
-  const int id = nextSessionRequest();
-  post(session_, [w = session_, id, runDir, newDir] { w->saveWhatIf(id, runDir, newDir); });
-  return id;
+namespace {
+hsm::EvalOptions eval_options(const QString& windows, int maxWindows, const CallContext& c) {
+  hsm::EvalOptions options;
+  options.windows = sstr(windows);
+  options.max_windows = maxWindows;
+  options.cache_dir = hsm::default_cache_dir();
+  options.cancel = c.cancelFlag();
+  return options;
 }
+}  // namespace
 
-int EngineHost::diagnose(const QString& runDir, const QString& prompt) {
-  const int id = nextSessionRequest();
-  post(session_, [w = session_, id, runDir, prompt] { w->diagnose(id, runDir, prompt); });
-  return id;
-}
-
-int EngineHost::requestWeights(const QString& runDir) {
-  const int id = nextSessionRequest();
-  post(session_, [w = session_, id, runDir] { w->mixerWeights(id, runDir); });
-  return id;
-}
-
-void EngineHost::cancelGeneration() { session_->cancel(); }
-
-int EngineHost::probe(const QString& runDir, const QString& prompt, const QVector<int>& generated) {
-  const int id = nextSessionRequest();
-  post(session_, [w = session_, id, runDir, prompt, generated] { w->probe(id, runDir, prompt, generated); });
-  return id;
-}
-
-int EngineHost::ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows) {
-  const int id = nextAnalysisRequest();
-  analysis_->armAblation();
-  post(analysis_, [w = analysis_, id, runDir, dataPath, windows, maxWindows, edits = whatIf(runDir)] {
-    w->ablate(id, runDir, dataPath, windows, maxWindows, edits);
+Reply<hsm::AblationReport> EngineHost::ablate(const QString& runDir, const QString& dataPath, const QString& windows,
+                                              int maxWindows) {
+  return analysis_->stream<hsm::AblationReport>(runDir, [dataPath, windows, maxWindows](const CallContext& c) {
+    hsm::EvalOptions options = eval_options(windows, maxWindows, c);
+    options.progress = [&](const std::string& stage, double f) { c.progress(stage, f); };
+    return hsm::Evaluator(c.model()).ablate(c.evalSet(dataPath, options), options);
   });
-  return id;
 }
 
-void EngineHost::cancelAblation() { analysis_->cancelAblation(); }
+QFuture<void> EngineHost::setWhatIf(const QString& runDir, const hsm::WhatIf& edits) {
+  whatIfs_->set(runDir, edits);
+  // Applied now on the interactive thread (the refusal comes back here), once for every call.
+  return interactive_->call<void>(runDir, [](const CallContext& c) { c.model(); });
+}
+
+hsm::WhatIf EngineHost::whatIf(const QString& runDir) const { return whatIfs_->edits(runDir); }
+
+Reply<WhatIfEvaluation> EngineHost::evaluateWhatIf(const QString& runDir, const QString& dataPath,
+                                                   const QString& windows, int maxWindows) {
+  whatIfEvaluation_.cancel();  // only the newest edit's loss is wanted
+  whatIfEvaluation_ =
+      analysis_->stream<WhatIfEvaluation>(runDir, [dataPath, windows, maxWindows](const CallContext& c) {
+        if (c.cancelled()) throw hsm::Cancelled();  // superseded before it began
+        const hsm::EvalOptions options = eval_options(windows, maxWindows, c);
+        WhatIfEvaluation out;
+        out.trained = c.trainedLoss(dataPath, options);
+        const std::shared_ptr<const hsm::Model> edited = c.model();
+        out.edits = c.edits();
+        out.edited =
+            out.edits.empty() ? out.trained : hsm::Evaluator(edited).evaluate(c.evalSet(dataPath, options), options);
+        return out;
+      });
+  return whatIfEvaluation_;
+}
+
+QFuture<QString> EngineHost::saveWhatIf(const QString& runDir, const QString& newDir) {
+  return interactive_->call<QString>(runDir, [newDir](const CallContext& c) {
+    c.model()->save_as(sstr(newDir));
+    return QDir(newDir).absolutePath();
+  });
+}
 
 void EngineHost::configure(const QString& device, int threads) {
-  for (SessionWorker* w : {session_, analysis_}) post(w, [w, device, threads] { w->configure(device, threads); });
-  post(session_, [w = session_] { w->querySystem(); });
-}
-
-void EngineHost::sessionRequestDone() {
-  if (pendingSessionRequests_ > 0) --pendingSessionRequests_;
-}
-
-int EngineHost::nextAnalysisRequest() {
-  ++pendingAnalysisRequests_;
-  return nextRequest_++;
-}
-
-void EngineHost::analysisRequestDone() {
-  if (pendingAnalysisRequests_ > 0) --pendingAnalysisRequests_;
+  interactive_->configure(device, threads);
+  analysis_->configure(device, threads);
+  using Info = std::pair<hsm::SystemInfo, QString>;
+  interactive_
+      ->call<Info>(QString(),
+                   [](const CallContext& c) {
+                     QString description;
+                     try {
+                       description = qstr(hsm::describe_device(c.device(), c.threads()));
+                     } catch (const std::exception& e) {
+                       description = QStringLiteral("device '%1' unavailable: %2")
+                                         .arg(qstr(c.device()), QString::fromStdString(hsm::error_text(e)));
+                     }
+                     return Info{hsm::system_info(), description};
+                   })
+      .then(this, [this](const Info& info) { emit systemInfo(info.first, info.second); });
 }
 
 bool EngineHost::waitIdle(int timeoutMs) {
   QElapsedTimer timer;
   timer.start();
-  while (training_ || pendingSessionRequests_ > 0 || pendingAnalysisRequests_ > 0) {
+  while (training_ || interactive_->isBusy() || analysis_->isBusy()) {
     if (timer.elapsed() > timeoutMs) return false;
     QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
     QThread::msleep(2);

@@ -1,19 +1,20 @@
 #pragma once
-// The GUI thread's handle on the engine: starts the training and session threads, sends
-// them requests (queued calls) and re-emits their results as signals on the GUI thread.
+// The GUI thread's handle on the engine: the training thread (its progress as signals) and
+// the two executors that answer each engine call with its own typed reply (executor.h).
 // Nothing here blocks: every call returns at once.
 #include <QObject>
 #include <QString>
-#include <QVector>
-#include <QMap>
 #include <QThread>
+#include <QVector>
+#include <memory>
 
+#include "gui/engine/executor.h"
 #include "gui/engine_types.h"
 
 namespace studio {
 
 class TrainingWorker;
-class SessionWorker;
+class WhatIfs;
 
 class EngineHost : public QObject {
   Q_OBJECT
@@ -30,50 +31,52 @@ class EngineHost : public QObject {
   bool isPaused() const { return paused_; }
   QString trainingRunDir() const { return trainingRunDir_; }
 
-  // Generation (and diagnosis, below): queued on the session thread; the id comes back with the
-  // results. cancelGeneration() ends the one in progress after its current token.
-  // trained: the run's trained model even when it has a what-if edit (the Playground's compare).
-  int generate(const QString& runDir, const QString& prompt, const hsm::GenerateOptions& options,
-               bool trained = false);
-  void cancelGeneration();
-  // Diagnostics and learned weights of a run's model, queued on the session thread like
-  // generate(); answered by diagnosed() / weightsReady() or requestFailed().
-  int diagnose(const QString& runDir, const QString& prompt);
-  int requestWeights(const QString& runDir);
-  bool isGenerating() const { return pendingSessionRequests_ > 0; }
-  // Probe (issue 22), queued on the session thread like diagnose(): the logit lens and
-  // rollout of a prompt, or, with `generated` token ids, of <|endoftext|>, the prompt and
-  // those tokens as generate() fed them (the Playground's provenance); answered by probed().
-  int probe(const QString& runDir, const QString& prompt, const QVector<int>& generated = {});
-  // Importance by ablation on the validation split of a corpus (Session::ablate), the first
-  // maxWindows windows (0: all), of the run's model with its what-if edits; on the analysis
-  // thread, so generation goes on meanwhile. ablationProgress() while it runs, then ablated().
-  // cancelAblation() stops it between batches (requestFailed() with "cancelled").
-  int ablate(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
-  void cancelAblation();
+  // The two engine threads (docs/architecture.md, "Threads"): interactive (generation,
+  // diagnosis, probes, weights: short calls a user waits for) and analysis (ablation and
+  // what-if losses: long evaluations), so a generation never waits behind an ablation. Both
+  // take a run's model from one ModelStore and its what-if edit from whatIfs(). A view calls
+  // either directly (Executor::call / stream); the calls below are the ones several views or
+  // tests share.
+  Executor& interactive() { return *interactive_; }
+  Executor& analysis() { return *analysis_; }
 
-  // What-if (issue 23): an edited in-memory copy of a run's model (Session::edited). Requests
-  // queued after this one (generate, diagnose, requestWeights, probe, ablate) for that run use
-  // the copy; an empty WhatIf drops it (Reset). The run folder is never written. Answered by
-  // requestFailed() when the engine refuses the edit (then the run has none).
-  int setWhatIf(const QString& runDir, const hsm::WhatIf& edits);
-  // The edit the run has (empty: none), as the GUI last set it.
+  // A generation by the run's model (its edited one, unless `trained`), token by token.
+  // Cancelling it ends it after its current token with the tokens so far.
+  Reply<hsm::GenerationResult> generate(const QString& runDir, const QString& prompt,
+                                        const hsm::GenerateOptions& options, bool trained = false);
+  // Probe (issue 22): the logit lens and rollout of a prompt, or, with `generated` token ids,
+  // of <|endoftext|>, the prompt and those tokens as generate() fed them (the Playground's
+  // provenance).
+  QFuture<hsm::Probe> probe(const QString& runDir, const QString& prompt, const QVector<int>& generated = {});
+  // Importance by ablation (Evaluator::ablate) on the validation split of a corpus, the first
+  // maxWindows windows (0: all), of the run's model with its what-if edit; on the analysis
+  // thread. Progress through its feed; cancel() stops it between batches (CallFailed,
+  // cancelled).
+  Reply<hsm::AblationReport> ablate(const QString& runDir, const QString& dataPath, const QString& windows,
+                                    int maxWindows);
+
+  // What-if (issue 23), held by whatIfs(): an edited in-memory model of a run
+  // (hsm::Model::edited) that every call for the run uses from now on; an empty WhatIf drops
+  // it (Reset). The run folder is never written. whatIf() gives it at once; the reply fails
+  // when the model refuses the edit (then the run has none, and whatIfChanged() says so).
+  QFuture<void> setWhatIf(const QString& runDir, const hsm::WhatIf& edits);
   hsm::WhatIf whatIf(const QString& runDir) const;
-  // Validation loss on the first maxWindows windows of the trained and the edited model (the
-  // run's edits as whatIf() gives them now), on the analysis thread; the windows are read once
-  // per corpus and reused for every edit. A newer call supersedes it: an evaluation under way
-  // stops between batches and one still queued is skipped (requestFailed() with "cancelled").
-  // Answered by whatIfEvaluated() (or requestFailed()).
-  int evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows, int maxWindows);
-  // "Save as…": the edited model as a new run folder (refuses a non-empty one); whatIfSaved().
-  int saveWhatIf(const QString& runDir, const QString& newDir);
+  WhatIfs& whatIfs() { return *whatIfs_; }
+  // Validation loss on the first maxWindows windows of the trained and the edited model, on
+  // the analysis thread; the windows are read once per corpus and reused for every edit. A
+  // newer call supersedes it: the one under way stops between batches and one still queued
+  // does not start (both fail with CallFailed, cancelled).
+  Reply<WhatIfEvaluation> evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows,
+                                         int maxWindows);
+  // "Save as…": the edited model as a new run folder (refuses a non-empty one); its path.
+  QFuture<QString> saveWhatIf(const QString& runDir, const QString& newDir);
 
   // Device ("auto", "cpu", "cuda", "cuda:N") and CPU threads (0 = the engine's default)
   // for models loaded from now on; the status bar hears back through systemInfo().
   void configure(const QString& device, int threads);
 
-  // Waits (processing events) until training, session and analysis work are done; for tests, the
-  // smoke mode and shutdown. Returns false on timeout.
+  // Waits (processing events) until training and both executors' calls are done and answered;
+  // for tests, the smoke mode and shutdown. Returns false on timeout.
   bool waitIdle(int timeoutMs);
 
  signals:
@@ -88,39 +91,18 @@ class EngineHost : public QObject {
   // The training run's mixer weights at its start and after every validation.
   void trainingWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers);
 
-  void token(int request, const hsm::GeneratedToken& token);
-  void generated(int request, const hsm::GenerationResult& result);
-  void requestFailed(int request, const QString& message);
-  void diagnosed(int request, const hsm::Diagnosis& diagnosis);
-  void weightsReady(int request, const std::vector<hsm::MixerWeights>& layers);
   void systemInfo(const hsm::SystemInfo& info, const QString& deviceDescription);
-  void probed(int request, const hsm::Probe& probe);
-  void ablationProgress(int request, const QString& stage, double fraction);
-  void ablated(int request, const hsm::AblationReport& report);
   void whatIfChanged(const QString& runDir);
-  void whatIfEvaluated(int request, const studio::WhatIfEvaluation& evaluation);
-  void whatIfSaved(int request, const QString& newDir);
 
  private:
-  int nextSessionRequest();
-  void sessionRequestDone();
-  int nextAnalysisRequest();
-  void analysisRequestDone();
-
-  // Three engine threads: training; the session (generation, diagnosis, probes, weights, the
-  // what-if copies they use); analysis (ablation and what-if losses, the long evaluations,
-  // which carry the run's edits with them), so a generation never waits behind an ablation.
-  QThread trainingThread_, sessionThread_, analysisThread_;
+  QThread trainingThread_;
   TrainingWorker* trainer_ = nullptr;
-  SessionWorker* session_ = nullptr;
-  SessionWorker* analysis_ = nullptr;
+  std::shared_ptr<WhatIfs> whatIfs_;
+  Executor* interactive_ = nullptr;
+  Executor* analysis_ = nullptr;
   bool training_ = false, paused_ = false;
   QString trainingRunDir_;
-  int nextRequest_ = 1;
-  int pendingSessionRequests_ = 0;
-  int pendingAnalysisRequests_ = 0;
-  QMap<QString, hsm::WhatIf> whatIfs_;  // by absolute run folder
-  QMap<int, QString> whatIfRequests_;   // setWhatIf requests in flight: their run folder
+  Reply<WhatIfEvaluation> whatIfEvaluation_;  // the newest, superseded by the next
 };
 
 }  // namespace studio

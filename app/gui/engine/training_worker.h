@@ -1,7 +1,7 @@
 #pragma once
 // Runs hsm::Trainer on its own thread. Trainer::run() blocks for the whole run (hours on a
-// CPU), so training has a thread of its own; generation and evaluation run on the session
-// thread (session_worker.h) and stay responsive meanwhile. Every LibTorch call of a run
+// CPU), so training has a thread of its own; generation and evaluation run on the two
+// executors' threads (executor.h) and stay responsive meanwhile. Every LibTorch call of a run
 // happens on this one thread, where the trainer sets its thread-local state (docs/architecture.md, "Threads").
 #include <QObject>
 #include <QString>

@@ -44,7 +44,7 @@ QColor series_color(int i) {
 
 }  // namespace
 
-ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : QWidget(parent), runs_(runs) {
+ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(runs, nullptr, parent) {
   // Left: the model editor.
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("arch_preset"));

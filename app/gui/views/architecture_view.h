@@ -6,6 +6,7 @@
 // token against the context length of attention and each HSM mixer (hsm/cost.h).
 #include <QWidget>
 
+#include "gui/views/studio_view.h"
 #include "hsm/config.h"
 
 class QComboBox;
@@ -22,7 +23,7 @@ class PlotPanel;
 class ReceptiveFieldDiagram;
 class RunList;
 
-class ArchitectureView : public QWidget {
+class ArchitectureView : public StudioView {
   Q_OBJECT
  public:
   explicit ArchitectureView(RunList* runs, QWidget* parent = nullptr);
@@ -52,7 +53,7 @@ class ArchitectureView : public QWidget {
   ReceptiveFieldDiagram* diagram() const { return diagram_; }
   PlotPanel* coveragePlot() const { return coverage_; }
   PlotPanel* costPlot() const { return cost_; }
-  QList<PlotPanel*> plots() const;
+  QList<PlotPanel*> plots() const override;
 
  signals:
   void trainRequested(const QString& configPath);
@@ -66,7 +67,6 @@ class ArchitectureView : public QWidget {
   void refreshCost();
   void saveDialog();
 
-  RunList* runs_;
   hsm::ModelConfig base_;  // name, description, sizes; layers come from the table
   QComboBox* preset_;
   QSpinBox* dModel_;

@@ -22,10 +22,11 @@
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_timeline.h"
-#include "hsm/diagnostics_log.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/radar_chart.h"
 #include "gui/widgets/widget_export.h"
+#include "hsm/diagnostics_log.h"
+#include "hsm/prober.h"
 
 namespace studio {
 namespace {
@@ -74,7 +75,15 @@ QStringList DiagnosticsView::indicatorNames() {
 }
 
 DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : QWidget(parent), runs_(runs), engine_(engine) {
+    : StudioView(runs, engine, parent) {
+  build();
+  connectSignals();
+  refreshRunChoices();
+  leaveRun();
+  followCurrentRun();
+}
+
+void DiagnosticsView::build() {
   promptEdit_ =
       new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
   promptEdit_->setObjectName(QStringLiteral("diag_prompt"));
@@ -96,8 +105,8 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   compareRun_->setObjectName(QStringLiteral("diag_compare_run"));
   compareRun_->setMinimumContentsLength(16);
   compareRun_->setEnabled(false);
-  auto* exportButton = new QPushButton(tr("Export all…"));
-  exportButton->setToolTip(tr("Every plot as PNG, PDF and SVG, and the numbers as CSV, into a folder"));
+  exportButton_ = new QPushButton(tr("Export all…"));
+  exportButton_->setToolTip(tr("Every plot as PNG, PDF and SVG, and the numbers as CSV, into a folder"));
   status_ = new QLabel(tr("Choose a run, type a prompt and press Run."));
   status_->setObjectName(QStringLiteral("diag_status"));
   status_->setWordWrap(true);
@@ -115,7 +124,7 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   bar2->addWidget(compare_);
   bar2->addWidget(compareRun_);
   bar2->addStretch(1);
-  bar2->addWidget(exportButton);
+  bar2->addWidget(exportButton_);
 
   timeline_ = new DiagnosticsTimeline;
   timeline_->setObjectName(QStringLiteral("diag_timeline"));
@@ -152,7 +161,9 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   layout->addLayout(bar2);
   layout->addWidget(status_);
   layout->addWidget(rows, 1);
+}
 
+void DiagnosticsView::connectSignals() {
   connect(runButton_, &QPushButton::clicked, this, [this] { run(); });
   connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { run(); });
   connect(layerBox_, &QComboBox::currentIndexChanged, this, [this] {
@@ -166,18 +177,52 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
   connect(compare_, &QCheckBox::toggled, this, [this](bool on) {
     compareRun_->setEnabled(on);
     columns_[1].box->setVisible(on);
+    followComparedRun();
   });
-  connect(exportButton, &QPushButton::clicked, this, &DiagnosticsView::exportDialog);
-  connect(engine_, &EngineHost::diagnosed, this, &DiagnosticsView::onDiagnosed);
-  connect(engine_, &EngineHost::requestFailed, this, &DiagnosticsView::onFailed);
+  connect(compareRun_, &QComboBox::currentIndexChanged, this, &DiagnosticsView::followComparedRun);
+  connect(exportButton_, &QPushButton::clicked, this, &DiagnosticsView::exportDialog);
   connect(runs_, &RunList::runAdded, this, &DiagnosticsView::refreshRunChoices);
   connect(runs_, &RunList::runRemoved, this, &DiagnosticsView::refreshRunChoices);
   connect(runs_, &RunList::currentChanged, this, &DiagnosticsView::refreshRunChoices);
   connect(runs_, &RunList::currentChanged, this, &DiagnosticsView::followCurrentRun);
   connect(timeline_, &DiagnosticsTimeline::stepChanged, this, [this] { drawIndicators(columns_[0]); });
-  refreshRunChoices();
-  for (Column& c : columns_) drawIndicators(c);
-  followCurrentRun();
+}
+
+void DiagnosticsView::clearColumn(Column& c, const QString& runDir) {
+  c.runDir = runDir;
+  c.has = false;
+  c.diagnosis = {};
+  c.title->setText(runDir.isEmpty() ? QString() : tr("<b>%1</b> · no diagnosis yet").arg(runName(runDir)));
+  drawIndicators(c);
+}
+
+void DiagnosticsView::leaveRun() {
+  // What column 0 shows is of the current run, or nothing: another run's diagnosis never stays
+  // under this one's name. (A diagnosis of the run left still under way is dropped as it comes.)
+  const QString dir = currentRunDir();
+  if (columns_[0].runDir != dir || dir.isEmpty()) {
+    clearColumn(columns_[0], dir);
+    drawMatrices();
+    status_->setText(dir.isEmpty()
+                         ? tr("No run open: open a run folder (Ctrl+O) or train one.")
+                         : tr("No diagnosis of %1 yet: press Run (the view runs it when shown).").arg(runName(dir)));
+  }
+}
+
+void DiagnosticsView::showRun() {
+  const RunEntry* current = currentRun();
+  if (current && current->has_info && columns_[0].runDir == currentRunDir() && !columns_[0].has && !columns_[0].running)
+    run();
+}
+
+void DiagnosticsView::followComparedRun() {
+  // "Compare with" shows the chosen run's diagnosis of the same prompt, or says it has none:
+  // computed at once when the view is shown (a diagnosis is cheap).
+  const QString dir = compare_->isChecked() ? compareRun_->currentData().toString() : QString();
+  if (dir.isEmpty() || columns_[1].runDir == dir) return;
+  clearColumn(columns_[1], dir);
+  drawMatrices();
+  if (isVisible() && !columns_[1].running && !prompt().trimmed().isEmpty()) diagnose(columns_[1]);
 }
 
 void DiagnosticsView::followCurrentRun() {
@@ -261,17 +306,7 @@ void DiagnosticsView::setCompare(bool on, const QString& runDir) {
   compare_->setChecked(on);
 }
 
-void DiagnosticsView::showEvent(QShowEvent* event) {
-  QWidget::showEvent(event);
-  // Queued, so a caller that shows the view and runs its own prompt at once goes first; the
-  // diagnosis itself runs on the engine's session thread, like the Run button's.
-  QTimer::singleShot(0, this, [this] {
-    const RunEntry* current = runs_->currentRun();
-    if (isVisible() && current && current->has_info && !isRunning() && columns_[0].runDir != current->dir) run();
-  });
-}
-
-bool DiagnosticsView::isRunning() const { return columns_[0].request != 0 || columns_[1].request != 0; }
+bool DiagnosticsView::isRunning() const { return columns_[0].running || columns_[1].running; }
 
 bool DiagnosticsView::run() {
   const RunEntry* run = runs_->currentRun();
@@ -280,21 +315,35 @@ bool DiagnosticsView::run() {
     status_->setText(lastError_);
     return false;
   }
-  columns_[0].runDir = run->dir;
-  columns_[0].request = engine_->diagnose(run->dir, promptEdit_->text());
+  columns_[0].runDir = currentRunDir();
+  diagnose(columns_[0]);
   if (compare_->isChecked() && compareRun_->currentIndex() >= 0) {
     columns_[1].runDir = compareRun_->currentData().toString();
-    columns_[1].request = engine_->diagnose(columns_[1].runDir, promptEdit_->text());
+    diagnose(columns_[1]);
   }
   runButton_->setEnabled(false);
   status_->setText(tr("Running the prompt through the model…"));
   return true;
 }
 
-void DiagnosticsView::onDiagnosed(int request, const hsm::Diagnosis& d) {
-  for (Column& c : columns_) {
-    if (c.request != request) continue;
-    c.request = 0;
+void DiagnosticsView::diagnose(Column& c) {
+  c.running = true;
+  // A call of its own on the interactive thread, answered to this view alone.
+  engine_->interactive()
+      .call<hsm::Diagnosis>(c.runDir,
+                            [prompt = sstr(promptEdit_->text())](const CallContext& context) {
+                              return hsm::Prober(context.model()).diagnose(prompt);
+                            })
+      .then(this, [this, &c, dir = c.runDir](const hsm::Diagnosis& d) { onDiagnosed(c, dir, d); })
+      .onFailed(this, [this, &c](const CallFailed& e) { onFailed(c, e.message()); });
+}
+
+void DiagnosticsView::onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d) {
+  c.running = false;
+  if (c.runDir != runDir) {
+    // The column follows another run now: this answer is of the run it left.
+    if (&c == &columns_[0] ? isVisible() : c.runDir == compareRun_->currentData().toString()) diagnose(c);
+  } else {
     c.diagnosis = d;
     c.has = true;
     // A run with a what-if edit (the Weights view) is diagnosed as edited: say so.
@@ -308,20 +357,18 @@ void DiagnosticsView::onDiagnosed(int request, const hsm::Diagnosis& d) {
   }
   if (!isRunning()) {
     runButton_->setEnabled(true);
-    status_->setText(
-        tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
-           "overview show every layer."));
+    if (columns_[0].has)
+      status_->setText(
+          tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
+             "overview show every layer."));
     refreshSelectors();
     drawMatrices();
     emit finished();
   }
 }
 
-void DiagnosticsView::onFailed(int request, const QString& message) {
-  bool mine = false;
-  for (Column& c : columns_)
-    if (c.request == request) c.request = 0, mine = true;
-  if (!mine) return;
+void DiagnosticsView::onFailed(Column& c, const QString& message) {
+  c.running = false;
   lastError_ = message;
   status_->setText(tr("Diagnosis failed: %1").arg(message));
   if (!isRunning()) {
@@ -368,7 +415,8 @@ void DiagnosticsView::drawMatrices() {
   for (int side = 0; side < 2; ++side) {
     Column& c = columns_[side];
     if (!c.has) {
-      c.matrix->clearWithMessage(tr("No diagnosis yet."));
+      c.matrix->clearWithMessage(c.runDir.isEmpty() ? tr("No diagnosis yet.")
+                                                    : tr("No diagnosis of %1 yet.").arg(runName(c.runDir)));
       c.kind->clear();
       continue;
     }

@@ -6,6 +6,7 @@
 // side by side on the same prompt; every plot exported as PNG/PDF/SVG and its numbers as CSV.
 #include <QWidget>
 
+#include "gui/views/studio_view.h"
 #include "hsm/diagnostics.h"
 
 class QCheckBox;
@@ -23,7 +24,7 @@ class HeatmapPanel;
 class RadarChart;
 class RunList;
 
-class DiagnosticsView : public QWidget {
+class DiagnosticsView : public StudioView {
   Q_OBJECT
  public:
   DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
@@ -67,14 +68,16 @@ class DiagnosticsView : public QWidget {
   void finished();
 
  protected:
-  // Shown with nothing to show for the current run, the view diagnoses it on the prompt in
-  // the field (the default one until another is typed), so it never opens on empty axes.
-  void showEvent(QShowEvent* event) override;
+  // Switched to another run, the view drops the last run's diagnosis at once; shown with
+  // nothing to show for the current run, it diagnoses it on the prompt in the field (the
+  // default one until another is typed), so it never opens on empty axes or another run's.
+  void leaveRun() override;
+  void showRun() override;
 
  private:
   struct Column {
     QString runDir;
-    int request = 0;
+    bool running = false;  // its diagnosis is under way
     bool has = false;
     hsm::Diagnosis diagnosis;
     QWidget* box = nullptr;
@@ -86,8 +89,13 @@ class DiagnosticsView : public QWidget {
     QTableWidget* table = nullptr;
   };
   QWidget* buildColumn(Column& c, const QString& suffix);
-  void onDiagnosed(int request, const hsm::Diagnosis& d);
-  void onFailed(int request, const QString& message);
+  void build();
+  void connectSignals();
+  void diagnose(Column& c);
+  void clearColumn(Column& c, const QString& runDir);
+  void followComparedRun();
+  void onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d);
+  void onFailed(Column& c, const QString& message);
   void refreshSelectors();
   void refreshHeads();
   void drawMatrices();
@@ -96,9 +104,8 @@ class DiagnosticsView : public QWidget {
   void refreshRunChoices();
   void exportDialog();
 
-  RunList* runs_;
-  EngineHost* engine_;
   QLineEdit* promptEdit_;
+  QPushButton* exportButton_;
   QComboBox* layerBox_;
   QComboBox* headBox_;
   QPushButton* runButton_;

@@ -33,8 +33,7 @@
 
 namespace studio {
 
-PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : QWidget(parent), runs_(runs), engine_(engine) {
+PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
   const hsm::SampleSettings defaults;
   promptEdit_ = new QPlainTextEdit;
   promptEdit_->setObjectName(QStringLiteral("prompt"));
@@ -137,19 +136,20 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   scroll->setWidget(columnsHost);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  auto* legend = new QLabel(tr("Each token is tinted by the probability the model gave it: "
-                               "<span style='background:%1'>&nbsp;1%&nbsp;</span> <span style='background:%2'>&nbsp;10%&nbsp;</span> "
-                               "<span style='background:%3'>&nbsp;30%&nbsp;</span> <span style='background:%4'>&nbsp;100%&nbsp;</span>"
-                               " · hover a token for the alternatives the model weighed")
-                                .arg(TokenText::tint(0.01).name(), TokenText::tint(0.1).name(), TokenText::tint(0.3).name(),
-                                     TokenText::tint(1.0).name()));
-  whatIf_ = new QLabel;
-  whatIf_->setObjectName(QStringLiteral("playground_whatif"));
-  whatIf_->setWordWrap(true);
+  auto* legend = new QLabel(
+      tr("Each token is tinted by the probability the model gave it: "
+         "<span style='background:%1'>&nbsp;1%&nbsp;</span> <span style='background:%2'>&nbsp;10%&nbsp;</span> "
+         "<span style='background:%3'>&nbsp;30%&nbsp;</span> <span style='background:%4'>&nbsp;100%&nbsp;</span>"
+         " · hover a token for the alternatives the model weighed")
+          .arg(TokenText::tint(0.01).name(), TokenText::tint(0.1).name(), TokenText::tint(0.3).name(),
+               TokenText::tint(1.0).name()));
   compareTrained_ = new QCheckBox(tr("Compare with trained (same seed)"));
   compareTrained_->setObjectName(QStringLiteral("compare_trained"));
   compareTrained_->setToolTip(tr("Also generate with the run's trained model, side by side with the edited one"));
-  whatIfBar_ = new NoticeBar(QStringLiteral("playground_whatif_box"), whatIf_, {compareTrained_});
+  whatIfBar_ = makeWhatIfNotice(QStringLiteral("playground_whatif_box"),
+                                tr("Generate again with the same seed to see what the edit changes; Reset it in "
+                                   "the Weights view."),
+                                {compareTrained_});
   auto* right = new QWidget;
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(6, 0, 0, 0);
@@ -162,29 +162,15 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   layout->addWidget(left);
   layout->addWidget(right, 1);
 
-  connect(engine_, &EngineHost::token, this, &PlaygroundView::onToken);
-  connect(engine_, &EngineHost::generated, this, &PlaygroundView::onGenerated);
-  connect(engine_, &EngineHost::requestFailed, this, &PlaygroundView::onFailed);
-  connect(engine_, &EngineHost::probed, this, &PlaygroundView::onProbed);
   connect(runs_, &RunList::currentChanged, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::runAdded, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::infoChanged, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::runRemoved, this, &PlaygroundView::updateButtons);
   connect(compare_, &QCheckBox::toggled, this, &PlaygroundView::updateButtons);
-  connect(engine_, &EngineHost::whatIfChanged, this, &PlaygroundView::updateWhatIf);
-  connect(runs_, &RunList::currentChanged, this, &PlaygroundView::updateWhatIf);
   updateButtons();
 }
 
 void PlaygroundView::setCompareTrained(bool on) { compareTrained_->setChecked(on); }
-QString PlaygroundView::whatIfBanner() const { return whatIfBar_->shownText(); }
-
-void PlaygroundView::updateWhatIf() {
-  const RunEntry* run = runs_->currentRun();
-  whatIfBar_->showWhatIf(run ? engine_->whatIf(run->dir) : hsm::WhatIf{},
-                         tr("Generate again with the same seed to see what the edit changes; Reset it in the "
-                            "Weights view."));
-}
 
 void PlaygroundView::loadPaperPrompts() {
   QFile f(qstr(hsm::resources_dir()) + QStringLiteral("/prompts/hsm_table3.json"));
@@ -331,7 +317,7 @@ bool PlaygroundView::generate() {
 }
 
 void PlaygroundView::sendNext() {
-  activeRequest_ = 0;
+  active_ = {};
   activeColumn_ = -1;
   if (stopping_ || queue_.isEmpty()) {
     for (int i : queue_) columns_[i].status->setText(tr("not run (stopped)"));
@@ -342,24 +328,28 @@ void PlaygroundView::sendNext() {
   }
   activeColumn_ = queue_.takeFirst();
   columns_[activeColumn_].status->setText(tr("loading and generating…"));
-  activeRequest_ = engine_->generate(columns_[activeColumn_].runDir, pendingPrompt_, pendingOptions_,
-                                     columns_[activeColumn_].trained);
+  active_ = engine_->generate(columns_[activeColumn_].runDir, pendingPrompt_, pendingOptions_,
+                              columns_[activeColumn_].trained);
+  connect(active_.feed(), &CallFeed::token, this, &PlaygroundView::onToken);
+  active_.result()
+      .then(this, [this](const hsm::GenerationResult& r) { onGenerated(r); })
+      .onFailed(this, [this](const CallFailed& e) { onFailed(e.message()); });
 }
 
 void PlaygroundView::stop() {
   if (!isGenerating()) return;
   stopping_ = true;
-  engine_->cancelGeneration();
+  active_.cancel();
 }
 
-void PlaygroundView::onToken(int request, const hsm::GeneratedToken& token) {
-  if (request != activeRequest_ || activeColumn_ < 0) return;
+void PlaygroundView::onToken(const hsm::GeneratedToken& token) {
+  if (activeColumn_ < 0) return;
   columns_[activeColumn_].text->appendToken(token);
   columns_[activeColumn_].status->setText(tr("%1 tokens…").arg(columns_[activeColumn_].text->tokenCount()));
 }
 
-void PlaygroundView::onGenerated(int request, const hsm::GenerationResult& r) {
-  if (request != activeRequest_ || activeColumn_ < 0) return;
+void PlaygroundView::onGenerated(const hsm::GenerationResult& r) {
+  if (activeColumn_ < 0) return;
   Column& c = columns_[activeColumn_];
   QString end = r.ended ? tr("reached the end of the story") : (stopping_ ? tr("stopped") : tr("reached max tokens"));
   if (stopping_ && !r.ended) c.text->appendNote(tr("[stopped]"));
@@ -376,7 +366,7 @@ void PlaygroundView::onGenerated(int request, const hsm::GenerationResult& r) {
 }
 
 bool PlaygroundView::isProbing() const {
-  return std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.probeRequest != 0; });
+  return std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.probing; });
 }
 
 bool PlaygroundView::showProvenance(int column, const QVector<int>& tokens) {
@@ -385,7 +375,7 @@ bool PlaygroundView::showProvenance(int column, const QVector<int>& tokens) {
     lastError_ = tr("no output column %1").arg(column);
   else if (isGenerating())
     lastError_ = tr("wait for the generation to finish");
-  else if (columns_[column].probeRequest != 0)
+  else if (columns_[column].probing)
     lastError_ = tr("the provenance is still being read");
   else if (tokens.isEmpty())
     lastError_ = tr("choose a generated token");
@@ -401,15 +391,28 @@ bool PlaygroundView::showProvenance(int column, const QVector<int>& tokens) {
   const int last = *std::max_element(tokens.begin(), tokens.end());
   // The text the model saw up to the newest chosen token: <|endoftext|>, the prompt, and the
   // generated tokens so far (the engine keeps the last context of them).
-  c.probeRequest = engine_->probe(c.runDir, pendingPrompt_, c.text->tokenIds().mid(0, last + 1));
+  c.probing = true;
   c.status->setText(tr("reading what the chosen tokens drew on…"));
+  // Answered to the column's own box: a column rebuilt meanwhile drops its answer.
+  QWidget* box = c.box;
+  auto column_of = [this, box]() -> Column& {
+    return *std::find_if(columns_.begin(), columns_.end(), [box](const Column& k) { return k.box == box; });
+  };
+  engine_->probe(c.runDir, pendingPrompt_, c.text->tokenIds().mid(0, last + 1))
+      .then(box, [this, column_of](const hsm::Probe& p) { onProbed(column_of(), p); })
+      .onFailed(box, [this, column_of](const CallFailed& e) {
+        Column& k = column_of();
+        k.probing = false;
+        k.status->setText(tr("provenance failed: %1").arg(e.message()));
+        lastError_ = e.message();
+        emit provenanceFinished();
+      });
   return true;
 }
 
-void PlaygroundView::onProbed(int request, const hsm::Probe& p) {
-  for (Column& c : columns_) {
-    if (c.probeRequest != request || request == 0) continue;
-    c.probeRequest = 0;
+void PlaygroundView::onProbed(Column& c, const hsm::Probe& p) {
+  {
+    c.probing = false;
     c.probe = p;
     const int last = *std::max_element(c.selected.begin(), c.selected.end());
     const int firstGenerated = static_cast<int>(p.length) - 1 - last;  // piece index of generated token 0
@@ -440,16 +443,8 @@ void PlaygroundView::onProbed(int request, const hsm::Probe& p) {
   }
 }
 
-void PlaygroundView::onFailed(int request, const QString& message) {
-  for (Column& c : columns_)
-    if (c.probeRequest == request && request != 0) {
-      c.probeRequest = 0;
-      c.status->setText(tr("provenance failed: %1").arg(message));
-      lastError_ = message;
-      emit provenanceFinished();
-      return;
-    }
-  if (request != activeRequest_ || activeColumn_ < 0) return;
+void PlaygroundView::onFailed(const QString& message) {
+  if (activeColumn_ < 0) return;
   columns_[activeColumn_].text->appendNote(tr("[error: %1]").arg(message));
   columns_[activeColumn_].status->setText(tr("failed"));
   lastError_ = message;

@@ -61,8 +61,14 @@ QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds) {
   return QObject::tr("Rollout R_l = (½A_l + ½I)·R_{l−1} through %1.").arg(parts.join(QStringLiteral("; ")));
 }
 
-ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : QWidget(parent), runs_(runs), engine_(engine) {
+ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+  build();
+  connectSignals();
+  leaveRun();
+  updateButtons();
+}
+
+void ProbeView::build() {
   promptEdit_ =
       new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
   promptEdit_->setObjectName(QStringLiteral("probe_prompt"));
@@ -70,8 +76,8 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   probeButton_ = new QPushButton(tr("Probe"));
   probeButton_->setObjectName(QStringLiteral("probe_run"));
   probeButton_->setDefault(true);
-  auto* exportButton = new QPushButton(tr("Export all…"));
-  exportButton->setToolTip(tr("The lens, rollout and ablation plots as PNG, PDF and SVG, and their numbers as CSV"));
+  exportButton_ = new QPushButton(tr("Export all…"));
+  exportButton_->setToolTip(tr("The lens, rollout and ablation plots as PNG, PDF and SVG, and their numbers as CSV"));
   status_ = new QLabel(tr("Choose a run, type a prompt and press Probe."));
   status_->setObjectName(QStringLiteral("probe_status"));
   status_->setWordWrap(true);
@@ -82,8 +88,8 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   lensTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   lensTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   lensTable_->setMouseTracking(true);
-  auto* lensExport = new QPushButton(tr("Export…"));
-  lensExport->setToolTip(tr("The lens grid as PNG, PDF or SVG, or its numbers as CSV"));
+  lensExport_ = new QPushButton(tr("Export…"));
+  lensExport_->setToolTip(tr("The lens grid as PNG, PDF or SVG, or its numbers as CSV"));
   auto* lensTitle = new QLabel(
       tr("<b>Logit lens</b>: each stream's most likely next token per position through the final LayerNorm and "
          "the tied output layer, tinted by its probability (red 1% → green 100%). Hover: top 5, KL to the last "
@@ -92,7 +98,7 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   auto* lensBox = new QWidget;
   auto* lensHead = new QHBoxLayout;
   lensHead->addWidget(lensTitle, 1);
-  lensHead->addWidget(lensExport);
+  lensHead->addWidget(lensExport_);
   auto* lensLayout = new QVBoxLayout(lensBox);
   lensLayout->setContentsMargins(0, 0, 0, 0);
   lensLayout->addLayout(lensHead);
@@ -144,7 +150,7 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   dataEdit_ = new QLineEdit;
   dataEdit_->setObjectName(QStringLiteral("ablation_data"));
   dataEdit_->setPlaceholderText(tr("Corpus (default: the run's own); its validation split is evaluated"));
-  auto* browse = new QPushButton(tr("…"));
+  browse_ = new QPushButton(tr("…"));
   windowsBox_ = new QComboBox;
   windowsBox_->addItems({QStringLiteral("packed"), QStringLiteral("story_start")});
   windowsBox_->setToolTip(tr("Windows as hsm eval --windows"));
@@ -166,7 +172,7 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   progress_->setFormat(tr("idle"));
   auto* dataRow = new QHBoxLayout;
   dataRow->addWidget(dataEdit_, 1);
-  dataRow->addWidget(browse);
+  dataRow->addWidget(browse_);
   auto* runRow = new QHBoxLayout;
   runRow->addWidget(windowsBox_);
   runRow->addWidget(new QLabel(tr("windows")));
@@ -179,13 +185,17 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   ablationLayout->addLayout(dataRow);
   ablationLayout->addLayout(runRow);
   ablationLayout->addWidget(progress_);
+  ablationOf_ = new QLabel;
+  ablationOf_->setObjectName(QStringLiteral("ablation_of"));
+  ablationOf_->setWordWrap(true);
+  ablationLayout->addWidget(ablationOf_);
   ablationLayout->addWidget(ablationPlot_, 1);
 
   auto* bar = new QHBoxLayout;
   bar->addWidget(new QLabel(tr("Prompt")));
   bar->addWidget(promptEdit_, 1);
   bar->addWidget(probeButton_);
-  bar->addWidget(exportButton);
+  bar->addWidget(exportButton_);
   auto* lower = new QSplitter(Qt::Horizontal);
   lower->addWidget(rolloutBox);
   lower->addWidget(ablationBox);
@@ -199,57 +209,64 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(bar);
-  whatIf_ = new QLabel;
-  whatIf_->setObjectName(QStringLiteral("probe_whatif"));
-  whatIf_->setWordWrap(true);
-  whatIfBar_ = new NoticeBar(QStringLiteral("probe_whatif_box"), whatIf_, {});
-  layout->addWidget(whatIfBar_);
+  layout->addWidget(makeWhatIfNotice(
+      QStringLiteral("probe_whatif_box"),
+      tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is in the base loss); "
+         "Reset it in the Weights view.")));
   layout->addWidget(status_);
   layout->addWidget(rows, 1);
+}
 
+void ProbeView::connectSignals() {
   connect(probeButton_, &QPushButton::clicked, this, [this] { runProbe(); });
   connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { runProbe(); });
   connect(layerSlider_, &QSlider::valueChanged, this, [this] { drawRollout(); });
   connect(ablateButton_, &QPushButton::clicked, this, [this] { runAblation(); });
   connect(cancelButton_, &QPushButton::clicked, this, &ProbeView::cancelAblation);
-  connect(browse, &QPushButton::clicked, this, [this] {
+  connect(browse_, &QPushButton::clicked, this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, tr("Corpus"), dataEdit_->text());
     if (!f.isEmpty()) dataEdit_->setText(f);
   });
-  connect(lensExport, &QPushButton::clicked, this, [this] {
+  connect(lensExport_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export the logit lens"), QStringLiteral("lens.png"),
                                                       tr("Images (*.png *.pdf *.svg);;Numbers (*.csv)"));
     if (path.isEmpty()) return;
     const QString error = exportLens(path);
     if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
   });
-  connect(exportButton, &QPushButton::clicked, this, &ProbeView::exportDialog);
-  connect(engine_, &EngineHost::whatIfChanged, this, &ProbeView::updateWhatIf);
-  connect(runs_, &RunList::currentChanged, this, &ProbeView::updateWhatIf);
-  connect(engine_, &EngineHost::probed, this, &ProbeView::onProbed);
-  connect(engine_, &EngineHost::ablated, this, &ProbeView::onAblated);
-  connect(engine_, &EngineHost::requestFailed, this, &ProbeView::onFailed);
-  connect(engine_, &EngineHost::ablationProgress, this, [this](int request, const QString& stage, double f) {
-    if (request != ablateRequest_) return;
-    progress_->setValue(static_cast<int>(f * 1000));
-    progress_->setFormat(QStringLiteral("%1 · %p%").arg(stage));
+  connect(exportButton_, &QPushButton::clicked, this, &ProbeView::exportDialog);
+  connect(lensTable_, &QTableWidget::cellEntered, this, [this](int row, int column) {
+    status_->setText(lensTooltip(row, column).remove(QRegularExpression("<[^>]*>")));
   });
-  connect(lensTable_, &QTableWidget::cellEntered, this,
-          [this](int row, int column) { status_->setText(lensTooltip(row, column).remove(QRegularExpression("<[^>]*>"))); });
-  drawLens();
-  drawRollout();
-  drawAblation();
-  updateButtons();
-  updateWhatIf();
 }
 
-QString ProbeView::whatIfBanner() const { return whatIfBar_->shownText(); }
+void ProbeView::leaveRun() {
+  // The lens and rollout shown are of the current run or gone; the ablation shown is the
+  // current run's last one (kept per run while the studio runs) or none, and says whose.
+  const QString dir = currentRunDir();
+  if (probeRun_ != dir) {
+    probeRun_ = dir;
+    hasProbe_ = false;
+    probe_ = {};
+    drawLens();
+    drawRollout();
+    if (!isProbing())
+      status_->setText(dir.isEmpty() ? tr("No run open.") : tr("No probe of %1 yet: press Probe.").arg(runName(dir)));
+  }
+  ablationRun_ = dir;
+  hasAblation_ = ablations_.contains(dir);
+  ablation_ = ablations_.value(dir);
+  if (!isAblating()) {
+    progress_->setValue(hasAblation_ ? 1000 : 0);
+    progress_->setFormat(hasAblation_ ? tr("done") : tr("idle"));
+  }
+  drawAblation();
+}
 
-void ProbeView::updateWhatIf() {
-  const RunEntry* run = runs_->currentRun();
-  whatIfBar_->showWhatIf(run ? engine_->whatIf(run->dir) : hsm::WhatIf{},
-                         tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is "
-                            "in the base loss); Reset it in the Weights view."));
+void ProbeView::showRun() {
+  // The lens and rollout of the prompt are cheap: computed for the run at once.
+  const RunEntry* run = currentRun();
+  if (run && run->has_info && !hasProbe_ && !isProbing() && !promptEdit_->text().trimmed().isEmpty()) runProbe();
 }
 
 void ProbeView::setPrompt(const QString& prompt) { promptEdit_->setText(prompt); }
@@ -270,8 +287,12 @@ bool ProbeView::runProbe() {
     status_->setText(lastError_);
     return false;
   }
-  probeRequest_ = engine_->probe(run->dir, promptEdit_->text());
+  probing_ = true;
+  probeRun_ = currentRunDir();
   status_->setText(tr("Reading every layer's prediction…"));
+  engine_->probe(run->dir, promptEdit_->text())
+      .then(this, [this, dir = probeRun_](const hsm::Probe& p) { onProbed(dir, p); })
+      .onFailed(this, [this](const CallFailed& e) { onProbeFailed(e.message()); });
   updateButtons();
   return true;
 }
@@ -293,7 +314,14 @@ bool ProbeView::runAblation() {
     status_->setText(lastError_);
     return false;
   }
-  ablateRequest_ = engine_->ablate(run->dir, data, windowsBox_->currentText(), maxWindows_->value());
+  ablating_ = engine_->ablate(run->dir, data, windowsBox_->currentText(), maxWindows_->value());
+  connect(ablating_.feed(), &CallFeed::progress, this, [this](const QString& stage, double f) {
+    progress_->setValue(static_cast<int>(f * 1000));
+    progress_->setFormat(QStringLiteral("%1 · %p%").arg(stage));
+  });
+  ablating_.result()
+      .then(this, [this, dir = currentRunDir()](const hsm::AblationReport& r) { onAblated(dir, r); })
+      .onFailed(this, [this](const CallFailed& e) { onAblationFailed(e); });
   progress_->setValue(0);
   progress_->setFormat(tr("starting · %p%"));
   status_->setText(tr("Evaluating with each layer and head knocked out on %1…").arg(QFileInfo(data).fileName()));
@@ -301,13 +329,16 @@ bool ProbeView::runAblation() {
   return true;
 }
 
-void ProbeView::cancelAblation() {
-  if (isAblating()) engine_->cancelAblation();
-}
+void ProbeView::cancelAblation() { ablating_.cancel(); }
 
-void ProbeView::onProbed(int request, const hsm::Probe& p) {
-  if (request != probeRequest_) return;
-  probeRequest_ = 0;
+void ProbeView::onProbed(const QString& runDir, const hsm::Probe& p) {
+  probing_ = false;
+  if (runDir != probeRun_) {  // of a run left meanwhile: the current one's, when shown
+    updateButtons();
+    emit probeFinished();
+    if (isVisible()) showRun();
+    return;
+  }
   probe_ = p;
   hasProbe_ = true;
   const int layers = static_cast<int>(p.rollout.size());
@@ -323,14 +354,22 @@ void ProbeView::onProbed(int request, const hsm::Probe& p) {
   emit probeFinished();
 }
 
-void ProbeView::onAblated(int request, const hsm::AblationReport& r) {
-  if (request != ablateRequest_) return;
-  ablateRequest_ = 0;
+void ProbeView::onAblated(const QString& runDir, const hsm::AblationReport& r) {
+  ablating_ = {};
+  ablations_[runDir] = r;
+  if (runDir != ablationRun_) {  // finished after the user moved to another run: kept for it
+    progress_->setFormat(tr("%1's ablation done").arg(runName(runDir)));
+    status_->setText(tr("The ablation of %1 finished; choose that run to see it.").arg(runName(runDir)));
+    updateButtons();
+    emit ablationFinished();
+    return;
+  }
   ablation_ = r;
   hasAblation_ = true;
   progress_->setValue(1000);
   progress_->setFormat(tr("done · %1 evaluations · %2 s").arg(r.ablations.size() + 1).arg(r.seconds, 0, 'f', 1));
-  status_->setText(tr("Base loss %1 on %2 tokens of the %3 split; the bars show how much each knock-out raises it.")
+  status_->setText(tr("%1: base loss %2 on %3 tokens of the %4 split; the bars show how much each knock-out raises it.")
+                       .arg(runName(runDir))
                        .arg(r.base_loss, 0, 'f', 4)
                        .arg(r.tokens)
                        .arg(QString::fromStdString(r.split)));
@@ -339,22 +378,21 @@ void ProbeView::onAblated(int request, const hsm::AblationReport& r) {
   emit ablationFinished();
 }
 
-void ProbeView::onFailed(int request, const QString& message) {
-  if (request == probeRequest_ && request != 0) {
-    probeRequest_ = 0;
-    lastError_ = message;
-    status_->setText(tr("Probe failed: %1").arg(message));
-    updateButtons();
-    emit probeFinished();
-  } else if (request == ablateRequest_ && request != 0) {
-    ablateRequest_ = 0;
-    lastError_ = message;
-    const bool cancelled = message.contains(QStringLiteral("cancelled"));
-    progress_->setFormat(cancelled ? tr("cancelled") : tr("failed"));
-    status_->setText(cancelled ? tr("Ablation cancelled.") : tr("Ablation failed: %1").arg(message));
-    updateButtons();
-    emit ablationFinished();
-  }
+void ProbeView::onProbeFailed(const QString& message) {
+  probing_ = false;
+  lastError_ = message;
+  status_->setText(tr("Probe failed: %1").arg(message));
+  updateButtons();
+  emit probeFinished();
+}
+
+void ProbeView::onAblationFailed(const CallFailed& failure) {
+  ablating_ = {};
+  lastError_ = failure.message();
+  progress_->setFormat(failure.cancelled() ? tr("cancelled") : tr("failed"));
+  status_->setText(failure.cancelled() ? tr("Ablation cancelled.") : tr("Ablation failed: %1").arg(failure.message()));
+  updateButtons();
+  emit ablationFinished();
 }
 
 QString ProbeView::lensTooltip(int row, int column) const {
@@ -423,7 +461,15 @@ void ProbeView::drawRollout() {
   rolloutKind_->setText(rollout_kind_text(probe_.matrix_kinds));
 }
 
+QString ProbeView::ablationOf() const { return ablationOf_->text(); }
+
 void ProbeView::drawAblation() {
+  ablationOf_->setText(hasAblation_ ? tr("Ablation of <b>%1</b>: base loss %2 on %3 tokens of the %4 split.")
+                                          .arg(runName(ablationRun_).toHtmlEscaped())
+                                          .arg(ablation_.base_loss, 0, 'f', 4)
+                                          .arg(ablation_.tokens)
+                                          .arg(QString::fromStdString(ablation_.split))
+                                    : QString());
   QCustomPlot* p = ablationPlot_->plot();
   for (int i = p->itemCount() - 1; i >= 0; --i) p->removeItem(i);
   QVector<double> keys, values;
@@ -445,7 +491,12 @@ void ProbeView::drawAblation() {
     auto* text = new QCPItemText(p);
     text->position->setType(QCPItemPosition::ptAxisRectRatio);
     text->position->setCoords(0.5, 0.5);
-    text->setText(tr("Run the ablation: each layer's mixer, and each head,\nknocked out in turn on the validation split."));
+    text->setText(
+        ablationRun_.isEmpty()
+            ? tr("Run the ablation: each layer's mixer, and each head,\nknocked out in turn on the validation split.")
+            : tr("No ablation of %1 yet. Run it: each layer's mixer, and each head,\nknocked out in turn on "
+                 "the validation split.")
+                  .arg(runName(ablationRun_)));
     text->setColor(QColor(90, 90, 90));
     p->xAxis->setRange(0, 1);
     p->yAxis->setRange(0, 1);

@@ -5,8 +5,11 @@
 // rollout as a heatmap with token labels and a layer slider, the kind of matrix stated; and
 // importance by ablation as ranked bars, run off the GUI thread with progress and cancel.
 // Every plot exports PNG/PDF/SVG and CSV.
+#include <QMap>
 #include <QWidget>
 
+#include "gui/engine/executor.h"
+#include "gui/views/studio_view.h"
 #include "hsm/probe.h"
 
 class QComboBox;
@@ -31,7 +34,7 @@ class RunList;
 // the Probe view and the Playground's provenance say it beside what they show.
 QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds);
 
-class ProbeView : public QWidget {
+class ProbeView : public StudioView {
   Q_OBJECT
  public:
   ProbeView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
@@ -41,7 +44,7 @@ class ProbeView : public QWidget {
   // As the Probe button: the lens and rollout of the current run for the prompt. False when
   // nothing could start (reason in lastError()).
   bool runProbe();
-  bool isProbing() const { return probeRequest_ != 0; }
+  bool isProbing() const { return probing_; }
   bool hasProbe() const { return hasProbe_; }
   const hsm::Probe& probe() const { return probe_; }
 
@@ -51,13 +54,15 @@ class ProbeView : public QWidget {
   // As the ablation's Run button / Cancel button.
   bool runAblation();
   void cancelAblation();
-  bool isAblating() const { return ablateRequest_ != 0; }
+  bool isAblating() const { return ablating_.feed() != nullptr; }
+  // The ablation shown: the current run's last one (kept per run while the studio runs).
   bool hasAblation() const { return hasAblation_; }
   const hsm::AblationReport& ablation() const { return ablation_; }
+  // What the ablation panel says it shows ("Ablation of <run>: base loss …"; empty: none).
+  QString ablationOf() const;
   QString lastError() const { return lastError_; }
-  // The notice shown while the current run has a what-if edit (the Weights view): the lens,
-  // rollout and ablation are of the edited model. Empty when it has none.
-  QString whatIfBanner() const;
+  // whatIfBanner(): while the current run has a what-if edit (the Weights view), the lens,
+  // rollout and ablation are of the edited model.
 
   QTableWidget* lensTable() const { return lensTable_; }
   // What hovering a lens cell shows (row 0 = after the embedding, column = position).
@@ -77,10 +82,17 @@ class ProbeView : public QWidget {
   void probeFinished();
   void ablationFinished();
 
+ protected:
+  void leaveRun() override;
+  void showRun() override;
+
  private:
-  void onProbed(int request, const hsm::Probe& p);
-  void onAblated(int request, const hsm::AblationReport& r);
-  void onFailed(int request, const QString& message);
+  void build();
+  void connectSignals();
+  void onProbed(const QString& runDir, const hsm::Probe& p);
+  void onAblated(const QString& runDir, const hsm::AblationReport& r);
+  void onProbeFailed(const QString& message);
+  void onAblationFailed(const CallFailed& failure);
   void drawLens();
   void drawRollout();
   void drawAblation();
@@ -89,14 +101,13 @@ class ProbeView : public QWidget {
   void exportDialog();
   void updateButtons();
 
-  RunList* runs_;
-  EngineHost* engine_;
   QLineEdit* promptEdit_;
   QPushButton* probeButton_;
+  QPushButton* exportButton_;
+  QPushButton* lensExport_;
+  QPushButton* browse_;
   QLabel* status_;
-  QLabel* whatIf_;
-  NoticeBar* whatIfBar_;
-  void updateWhatIf();
+  QLabel* ablationOf_;
   QTableWidget* lensTable_;
   HeatmapPanel* rollout_;
   QSlider* layerSlider_;
@@ -110,9 +121,13 @@ class ProbeView : public QWidget {
   QPushButton* ablateButton_;
   QPushButton* cancelButton_;
   QProgressBar* progress_;
-  int probeRequest_ = 0, ablateRequest_ = 0;
+  bool probing_ = false;
+  Reply<hsm::AblationReport> ablating_;  // the ablation under way (none: no feed)
   hsm::Probe probe_;
+  QString probeRun_;  // the run probe_ (or the probe under way) is of
   hsm::AblationReport ablation_;
+  QString ablationRun_;                           // the run ablation_ is of: the current one
+  QMap<QString, hsm::AblationReport> ablations_;  // each run's last ablation
   bool hasProbe_ = false, hasAblation_ = false;
   QString lastError_;
 };

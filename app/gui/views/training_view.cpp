@@ -20,7 +20,7 @@
 
 namespace studio {
 
-TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent) : QWidget(parent), runs_(runs) {
+TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
   form_ = new TrainingForm;
   controller_ = new TrainingRunController(form_, runs_, engine, this);
   connect(controller_, &TrainingRunController::trainingFailed, this, &TrainingView::trainingFailed);

@@ -5,6 +5,7 @@
 // training_series.h), and the run's progress and engine log.
 #include <QWidget>
 
+#include "gui/views/studio_view.h"
 #include "hsm/trainer.h"
 
 class QCheckBox;
@@ -23,7 +24,7 @@ class RunList;
 class TrainingForm;
 class TrainingRunController;
 
-class TrainingView : public QWidget {
+class TrainingView : public StudioView {
   Q_OBJECT
  public:
   TrainingView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
@@ -46,7 +47,7 @@ class TrainingView : public QWidget {
   QPushButton* pauseButton() const;
   QPushButton* stopButton() const;
   PlotPanel* lossPlot() const { return lossPlot_; }
-  QList<PlotPanel*> plots() const;
+  QList<PlotPanel*> plots() const override;
   QString lastError() const;
 
  signals:
@@ -55,7 +56,6 @@ class TrainingView : public QWidget {
  private:
   void rebuildPlots();
 
-  RunList* runs_;
   TrainingForm* form_;
   TrainingRunController* controller_;
   QSlider* smoothing_;

@@ -49,8 +49,16 @@ QString layer_without_weights(const hsm::MixerWeights& w) {
 
 }  // namespace
 
-WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : QWidget(parent), runs_(runs), engine_(engine) {
+WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+  build();
+  connectSignals();
+  drawBars();
+  drawOffsets();
+  drawVectors();
+  fillHeadTable();
+}
+
+void WeightsView::build() {
   header_ = new QLabel(tr("No run open."));
   header_->setObjectName(QStringLiteral("weights_header"));
   notes_ = new QLabel;
@@ -188,12 +196,14 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
   layout->addWidget(bannerBox_);
   layout->addWidget(sides, 1);
   layout->addWidget(notes_);
+}
 
+void WeightsView::connectSignals() {
   connect(editor_, &WhatIfEditor::editsChanged, this, &WeightsView::onEdits);
   connect(resetButton_, &QPushButton::clicked, this, &WeightsView::resetEdits);
   connect(saveButton_, &QPushButton::clicked, this, [this] { saveAs(); });
   connect(windows_, &QSpinBox::valueChanged, this, [this] {
-    if (!edits_.empty()) evaluate();
+    if (!edits().empty()) evaluate();
   });
   connect(openSaved_, &QPushButton::clicked, this, [this] {
     try {
@@ -203,82 +213,56 @@ WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
       banner_->setText(lastError_);
     }
   });
-  connect(engine_, &EngineHost::whatIfEvaluated, this, [this](int id, const WhatIfEvaluation& e) {
-    if (id != evalRequest_) return;
-    evalRequest_ = 0;
-    eval_ = e;
-    hasEval_ = true;
-    const double d = e.edited.loss - e.trained.loss;
-    loss_->setText(e.edits.empty() ? tr("val loss %1 (trained, %2 windows)").arg(e.trained.loss, 0, 'f', 3).arg(windows_->value())
-                                   : tr("val loss %1 → %2 (%3%4)")
-                                         .arg(e.trained.loss, 0, 'f', 3)
-                                         .arg(e.edited.loss, 0, 'f', 3)
-                                         .arg(d >= 0 ? QStringLiteral("+") : QString())
-                                         .arg(d, 0, 'f', 3));
-    loss_->setText(loss_->text() + lossNote_);
-    emit evaluationFinished();
-  });
-  connect(engine_, &EngineHost::whatIfSaved, this, [this](int id, const QString& dir) {
-    if (id != saveRequest_) return;
-    saveRequest_ = 0;
-    savedRun_ = dir;
-    openSaved_->setText(tr("Open %1").arg(QFileInfo(dir).fileName()));
-    openSaved_->show();
-    updateBanner();
-    emit saveFinished(true);
-  });
-
-  connect(runs_, &RunList::currentChanged, this, &WeightsView::onCurrentChanged);
   connect(runs_, &RunList::infoChanged, this, [this](int row) {
-    if (row == runs_->current()) onCurrentChanged();
+    if (row == runs_->current()) onCurrentChanged();  // a new checkpoint
   });
   connect(engine_, &EngineHost::trainingWeights, this,
           [this](const QString& dir, qint64 step, const std::vector<hsm::MixerWeights>& w) {
             const RunEntry* run = runs_->currentRun();
             if (run && same_dir(run->dir) == same_dir(dir)) showWeights(dir, step, w);
           });
-  connect(engine_, &EngineHost::weightsReady, this, [this](int id, const std::vector<hsm::MixerWeights>& w) {
-    if (id != request_) return;
-    request_ = 0;
-    const RunEntry* run = runs_->currentRun();
-    if (run) showWeights(run->dir, run->has_info ? run->info.step : -1, w);
-  });
-  connect(engine_, &EngineHost::requestFailed, this, [this](int id, const QString& message) {
-    if (id == evalRequest_) {
-      evalRequest_ = 0;
-      lastError_ = message;
-      loss_->setText(tr("val loss: %1").arg(message));
-      emit evaluationFinished();
-    } else if (id == saveRequest_) {
-      saveRequest_ = 0;
-      lastError_ = message;
-      banner_->setText(tr("Save as failed: %1").arg(message));
-      emit saveFinished(false);
-    }
-    if (id != request_) return;
-    request_ = 0;
-    header_->setText(tr("Cannot read the weights: %1").arg(message));
-  });
+}
+
+void WeightsView::leaveRun() {
+  dirty_ = true;
+  if (same_dir(shownRun_) == currentRunDir() && !shownRun_.isEmpty()) return;
+  // Another run: its weights go at once (the current run's are read when the view is shown),
+  // and the what-if controls, which are of the run left, wait for the new run's.
+  shownRun_.clear();
+  trained_.clear();
+  weights_.clear();
+  step_ = -1;
+  const RunEntry* run = currentRun();
+  header_->setText(!run ? tr("No run open.")
+                   : run->has_info
+                       ? tr("%1: the weights are read when this view is shown…").arg(run->name())
+                       : tr("%1: no checkpoint yet; the weights appear at the first validation.").arg(run->name()));
+  notes_->clear();
+  loss_->clear();
+  editor_->setEnabled(false);
   drawBars();
   drawOffsets();
   drawVectors();
   fillHeadTable();
 }
 
+void WeightsView::showRun() {
+  if (dirty_) refresh();
+}
+
 void WeightsView::applyEdits() { onEdits(editor_->edits()); }
 
 void WeightsView::onEdits(const hsm::WhatIf& edits) {
   if (editorRun_.isEmpty()) return;
-  edits_ = edits;
+  setWhatIf(edits);
   redrawWeights();
   diagram_->setKnockOuts(edits.knock_out);
   updateBanner();
-  engine_->setWhatIf(editorRun_, edits);
   evaluate();
 }
 
 void WeightsView::redrawWeights() {
-  weights_ = edits_.empty() ? trained_ : editor_->editedWeights();
+  weights_ = edits().empty() ? trained_ : editor_->editedWeights();
   drawBars();
   drawOffsets();
   drawVectors();
@@ -352,20 +336,58 @@ void WeightsView::evaluate() {
     lossNote_ = tr(" · on the starter corpus (%1)").arg(why);
   }
   loss_->setText(tr("computing the validation loss…"));
-  evalRequest_ = engine_->evaluateWhatIf(editorRun_, data, QString::fromStdString(run->info.training.windows),
-                                         windows_->value());
+  evaluating_ =
+      engine_->evaluateWhatIf(editorRun_, data, QString::fromStdString(run->info.training.windows), windows_->value());
+  // A newer edit's evaluation supersedes this one (EngineHost::evaluateWhatIf): only the
+  // newest answers the view.
+  evaluating_.result()
+      .then(this,
+            [this, feed = evaluating_.feed()](const WhatIfEvaluation& e) {
+              if (feed != evaluating_.feed()) return;
+              evaluating_ = {};
+              eval_ = e;
+              hasEval_ = true;
+              const double d = e.edited.loss - e.trained.loss;
+              loss_->setText(
+                  e.edits.empty()
+                      ? tr("val loss %1 (trained, %2 windows)").arg(e.trained.loss, 0, 'f', 3).arg(windows_->value())
+                      : tr("val loss %1 → %2 (%3%4)")
+                            .arg(e.trained.loss, 0, 'f', 3)
+                            .arg(e.edited.loss, 0, 'f', 3)
+                            .arg(d >= 0 ? QStringLiteral("+") : QString())
+                            .arg(d, 0, 'f', 3));
+              loss_->setText(loss_->text() + lossNote_);
+              emit evaluationFinished();
+            })
+      .onFailed(this, [this, feed = evaluating_.feed()](const CallFailed& e) {
+        if (feed != evaluating_.feed()) return;
+        evaluating_ = {};
+        lastError_ = e.message();
+        loss_->setText(tr("val loss: %1").arg(e.message()));
+        emit evaluationFinished();
+      });
+}
+
+hsm::WhatIf WeightsView::edits() const { return engine_->whatIf(editorRun_); }
+
+void WeightsView::setWhatIf(const hsm::WhatIf& edits) {
+  engine_->setWhatIf(editorRun_, edits).onFailed(this, [this](const CallFailed& e) {
+    lastError_ = e.message();
+    banner_->setText(tr("The engine refused the edit: %1").arg(e.message()));
+  });
 }
 
 QString WeightsView::lossText() const { return loss_->text(); }
 QString WeightsView::bannerText() const { return banner_->text(); }
 
 void WeightsView::updateBanner() {
-  const bool edited = !edits_.empty();
+  const bool edited = !edits().empty();
   bannerBox_->setVisible(edited || openSaved_->isVisible());
   resetButton_->setEnabled(edited);
   saveButton_->setEnabled(edited);
   if (edited)
-    banner_->setText(tr("<b>What-if:</b> %1 — not saved.").arg(QString::fromStdString(hsm::what_if_label(edits_)).toHtmlEscaped()));
+    banner_->setText(
+        tr("<b>What-if:</b> %1 — not saved.").arg(QString::fromStdString(hsm::what_if_label(edits())).toHtmlEscaped()));
   else if (!savedRun_.isEmpty() && openSaved_->isVisible())
     banner_->setText(tr("Saved the edited model as %1.").arg(savedRun_));
   else
@@ -376,7 +398,7 @@ void WeightsView::updateBanner() {
 
 bool WeightsView::saveAs() {
   lastError_.clear();
-  if (edits_.empty() || editorRun_.isEmpty()) {
+  if (edits().empty() || editorRun_.isEmpty()) {
     lastError_ = tr("Nothing to save: edit a weight or knock something out first.");
     return false;
   }
@@ -385,8 +407,24 @@ bool WeightsView::saveAs() {
     folder = QFileDialog::getSaveFileName(this, tr("Save the edited model as a new run folder"),
                                           editorRun_ + QStringLiteral("-whatif"));
   if (folder.isEmpty()) return false;
-  saveRequest_ = engine_->saveWhatIf(editorRun_, folder);
+  saving_ = true;
   banner_->setText(tr("Saving the edited model as %1…").arg(folder));
+  engine_->saveWhatIf(editorRun_, folder)
+      .then(this,
+            [this](const QString& dir) {
+              saving_ = false;
+              savedRun_ = dir;
+              openSaved_->setText(tr("Open %1").arg(QFileInfo(dir).fileName()));
+              openSaved_->show();
+              updateBanner();
+              emit saveFinished(true);
+            })
+      .onFailed(this, [this](const CallFailed& e) {
+        saving_ = false;
+        lastError_ = e.message();
+        banner_->setText(tr("Save as failed: %1").arg(e.message()));
+        emit saveFinished(false);
+      });
   return true;
 }
 
@@ -395,7 +433,7 @@ QList<PlotPanel*> WeightsView::plots() const { return {abPlot_, offsetPlot_, vec
 QString WeightsView::notes() const { return notes_->text(); }
 
 void WeightsView::showEvent(QShowEvent* event) {
-  QWidget::showEvent(event);
+  StudioView::showEvent(event);
   if (dirty_) refresh();
 }
 
@@ -416,18 +454,32 @@ void WeightsView::refresh() {
     return;
   }
   header_->setText(tr("%1: reading the weights…").arg(run->name()));
-  request_ = engine_->requestWeights(run->dir);
+  reading_ = true;
+  // The trained weights even for an edited run: the view draws its edits over them.
+  engine_->interactive()
+      .call<std::vector<hsm::MixerWeights>>(run->dir, [](const CallContext& c) { return c.trained()->mixer_weights(); })
+      .then(this,
+            [this, dir = run->dir](const std::vector<hsm::MixerWeights>& w) {
+              reading_ = false;
+              const RunEntry* current = runs_->currentRun();
+              if (current && current->dir == dir) showWeights(dir, current->has_info ? current->info.step : -1, w);
+            })
+      .onFailed(this, [this](const CallFailed& e) {
+        reading_ = false;
+        header_->setText(tr("Cannot read the weights: %1").arg(e.message()));
+      });
 }
 
 void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers) {
   trained_ = layers;
+  editor_->setEnabled(true);
   const RunEntry* run = runs_->currentRun();
   if (same_dir(runDir) != editorRun_ || editor_->editedWeights().size() != layers.size()) {
     // Another run: the editor shows the edits the engine host keeps for it while the studio
     // runs (none for a run not edited yet), and the run left keeps its own. Another model in
     // the same folder (trained anew) drops the old model's edits.
     const QString dir = same_dir(runDir);
-    if (dir == editorRun_ && !edits_.empty()) engine_->setWhatIf(editorRun_, {});
+    if (dir == editorRun_ && !edits().empty()) setWhatIf({});
     editorRun_ = dir;
     hasEval_ = false;
     loss_->clear();
@@ -436,21 +488,20 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
     editor_->setModel(config, layers);
     const hsm::WhatIf kept = engine_->whatIf(editorRun_);
     editor_->setEdits(kept);
-    edits_ = editor_->edits();
-    if (!(edits_ == kept)) engine_->setWhatIf(editorRun_, edits_);  // what the controls could not hold goes
+    if (!(editor_->edits() == kept)) setWhatIf(editor_->edits());  // what the controls could not hold goes
     diagram_->setConfig(config);
     diagram_->setLength(std::clamp(static_cast<int>(config.context), 8, 64));
-    diagram_->setKnockOuts(edits_.knock_out);
+    diagram_->setKnockOuts(edits().knock_out);
     diagram_->select(diagram_->length() - 1, diagram_->layerCount() - 1);  // the last output's field
     updateBanner();
-    if (!edits_.empty()) evaluate();
+    if (!edits().empty()) evaluate();
   } else {
     // A new checkpoint of the run shown (it trains): the editor's trained values follow, and
     // an edit is applied again over the new weights and scored again.
     editor_->updateTrained(layers);
-    if (!edits_.empty() && step != step_) onEdits(editor_->edits());
+    if (!edits().empty() && step != step_) onEdits(editor_->edits());
   }
-  weights_ = edits_.empty() ? layers : editor_->editedWeights();
+  weights_ = edits().empty() ? layers : editor_->editedWeights();
   shownRun_ = runDir;
   step_ = step;
   const bool live = engine_->isTraining() && same_dir(engine_->trainingRunDir()) == same_dir(runDir);

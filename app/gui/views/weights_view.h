@@ -6,12 +6,14 @@
 // shifts, a and b as a layer × head table. Layers without such weights are named in words.
 // What-if (issue 23): a and b edited, layers and heads knocked out (WhatIfEditor); the bars,
 // the offset weights and the receptive-field diagram redraw from the edited weights, the
-// validation loss of the edited model is computed on the session thread next to the trained
+// validation loss of the edited model is computed on the analysis thread next to the trained
 // one, a banner names the edits (Reset / Save as…). The run folder is never written.
 #include <QWidget>
 #include <vector>
 
+#include "gui/engine/executor.h"
 #include "gui/engine_types.h"
+#include "gui/views/studio_view.h"
 #include "hsm/diagnostics.h"
 
 class QCPBars;
@@ -31,14 +33,14 @@ class ReceptiveFieldDiagram;
 class RunList;
 class WhatIfEditor;
 
-class WeightsView : public QWidget {
+class WeightsView : public StudioView {
   Q_OBJECT
  public:
   WeightsView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
 
-  // Fetches the current run's weights from its checkpoint (on the session thread).
+  // Fetches the current run's weights from its checkpoint (on the interactive thread).
   void refresh();
-  bool isWaiting() const { return request_ != 0; }
+  bool isWaiting() const { return reading_; }
   // Shows a set of weights (what refresh() and the live updates call).
   void showWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers);
   // The weights drawn: the trained ones with the what-if edits applied.
@@ -53,16 +55,16 @@ class WeightsView : public QWidget {
   HeatmapPanel* vectorHeatmap() const { return vectorMap_; }
   QTableWidget* headTable() const { return headTable_; }
   QString notes() const;
-  QList<PlotPanel*> plots() const;
+  QList<PlotPanel*> plots() const override;
 
   // What-if.
   WhatIfEditor* whatIfEditor() const { return editor_; }
   ReceptiveFieldDiagram* receptiveField() const { return diagram_; }
-  const hsm::WhatIf& edits() const { return edits_; }
+  hsm::WhatIf edits() const;
   // Sends the editor's edits now (as its debounce does) and asks for the loss.
   void applyEdits();
   void resetEdits();  // as the Reset button
-  bool isEvaluating() const { return evalRequest_ != 0; }
+  bool isEvaluating() const { return evaluating_.feed() != nullptr; }
   bool hasEvaluation() const { return hasEval_; }
   const WhatIfEvaluation& lastEvaluation() const { return eval_; }
   QString lossText() const;
@@ -71,7 +73,7 @@ class WeightsView : public QWidget {
   // "Save as…" into this folder without asking (tests); empty: a file dialog asks.
   void setSaveFolder(const QString& folder) { saveFolder_ = folder; }
   bool saveAs();
-  bool isSaving() const { return saveRequest_ != 0; }
+  bool isSaving() const { return saving_; }
   QString savedRun() const { return savedRun_; }
   QString lastError() const { return lastError_; }
 
@@ -80,9 +82,15 @@ class WeightsView : public QWidget {
   void saveFinished(bool ok);
 
  protected:
+  // Another run: the last run's weights and what-if controls go at once; shown, the view reads
+  // the current run's (cheap).
+  void leaveRun() override;
+  void showRun() override;
   void showEvent(QShowEvent* event) override;
 
  private:
+  void build();
+  void connectSignals();
   void onCurrentChanged();
   void drawBars();
   void drawOffsets();
@@ -91,6 +99,8 @@ class WeightsView : public QWidget {
   void fillHeadTable();
   void onEdits(const hsm::WhatIf& edits);
   void evaluate();
+  // The edit of the run the editor shows, held by the engine host (EngineHost::setWhatIf).
+  void setWhatIf(const hsm::WhatIf& edits);
   void updateBanner();
   void redrawWeights();
   // Dragging a bar of the a/b plot up or down sets that layer's a or b through the editor's
@@ -102,8 +112,6 @@ class WeightsView : public QWidget {
   QDoubleSpinBox* dragged_ = nullptr;
   double dragFrom_ = 0, dragFromY_ = 0;  // the value and the pixel where the drag began
 
-  RunList* runs_;
-  EngineHost* engine_;
   QLabel* header_;
   QLabel* notes_;
   PlotPanel* abPlot_;
@@ -125,16 +133,16 @@ class WeightsView : public QWidget {
   QPushButton* openSaved_;
   QSpinBox* windows_;
   QWidget* bannerBox_;
-  hsm::WhatIf edits_;
   QString editorRun_;
-  int evalRequest_ = 0, saveRequest_ = 0;
+  Reply<WhatIfEvaluation> evaluating_;  // the what-if loss under way (none: no feed)
+  bool saving_ = false;
   QString lossNote_;  // where the loss was taken, when not on the run's own corpus
   bool hasEval_ = false;
   WhatIfEvaluation eval_;
   QString saveFolder_, savedRun_, lastError_;
   QString shownRun_;
   qint64 step_ = -1;
-  int request_ = 0;
+  bool reading_ = false;  // the weights are being read
   bool dirty_ = true;
 };
 

@@ -8,7 +8,7 @@
 #include <QVector>
 #include <vector>
 
-#include "hsm/session.h"
+#include "hsm/generator.h"
 
 namespace studio {
 

@@ -1,0 +1,90 @@
+#include "gui/views/studio_view.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QLabel>
+#include <QRegularExpression>
+#include <QTimer>
+
+#include "gui/engine/engine_host.h"
+#include "gui/run_list.h"
+#include "gui/widgets/notice_bar.h"
+#include "gui/widgets/plot_panel.h"
+
+namespace studio {
+
+StudioView::StudioView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : QWidget(parent), runs_(runs), engine_(engine) {
+  connect(runs_, &RunList::currentChanged, this, &StudioView::currentChanged);
+  connect(runs_, &RunList::runRemoved, this, &StudioView::currentChanged);
+  if (engine_) connect(engine_, &EngineHost::whatIfChanged, this, &StudioView::updateWhatIfNotice);
+}
+
+void StudioView::currentChanged() {
+  updateWhatIfNotice();
+  leaveRun();
+  runPending_ = true;
+  if (isVisible()) {
+    runPending_ = false;
+    showRun();
+  }
+}
+
+void StudioView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  if (!runPending_) return;
+  // Queued, so a caller that shows the view and starts its own work at once goes first.
+  QTimer::singleShot(0, this, [this] {
+    if (!isVisible() || !runPending_) return;
+    runPending_ = false;
+    showRun();
+  });
+}
+
+NoticeBar* StudioView::makeWhatIfNotice(const QString& objectName, const QString& consequence,
+                                        const QList<QWidget*>& controls) {
+  auto* text = new QLabel;
+  text->setObjectName(QString(objectName).remove(QStringLiteral("_box")));
+  text->setWordWrap(true);
+  whatIfNotice_ = new NoticeBar(objectName, text, controls);
+  whatIfConsequence_ = consequence;
+  updateWhatIfNotice();
+  return whatIfNotice_;
+}
+
+void StudioView::updateWhatIfNotice() {
+  if (!whatIfNotice_) return;
+  const QString dir = currentRunDir();
+  whatIfNotice_->showWhatIf(dir.isEmpty() || !engine_ ? hsm::WhatIf{} : engine_->whatIf(dir), whatIfConsequence_);
+}
+
+QString StudioView::whatIfBanner() const { return whatIfNotice_ ? whatIfNotice_->shownText() : QString(); }
+
+const RunEntry* StudioView::currentRun() const { return runs_->currentRun(); }
+
+QString StudioView::currentRunDir() const {
+  const RunEntry* run = runs_->currentRun();
+  return run ? QDir(run->dir).absolutePath() : QString();
+}
+
+QString StudioView::runName(const QString& runDir) { return QFileInfo(runDir).fileName(); }
+
+QStringList StudioView::exportPlots(const QString& folder, QString* error) const {
+  QStringList written;
+  QDir().mkpath(folder);
+  for (PlotPanel* plot : plots()) {
+    QString base = plot->title().toLower();
+    base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+    for (const char* ext : {"png", "pdf", "svg", "csv"}) {
+      const QString path = QDir(folder).filePath(base + QLatin1Char('.') + QLatin1String(ext));
+      const QString e = plot->exportTo(path);
+      if (e.isEmpty())
+        written << path;
+      else if (error && error->isEmpty())
+        *error = e;
+    }
+  }
+  return written;
+}
+
+}  // namespace studio
