@@ -1,7 +1,8 @@
-// `hsm ablate RUN_DIR --data FILE [--windows packed|story_start] [--split ...] [--max-windows N]
-// [--json]`: importance by ablation (Michel et al. 2019): the validation loss with each
-// layer's mixer output, and each head of a layer whose heads are apart, replaced by zero,
-// ranked by how much the loss rises. The base loss is `hsm eval`'s on the same windows.
+// `hsm ablate RUN_DIR [--data FILE] [--windows packed|story_start] [--split ...] [--max-windows N]
+// [--json]`: importance by ablation (Michel et al. 2019): the validation loss with each layer's
+// mixer output, and each head of a layer whose heads are apart, replaced by zero, ranked by how
+// much the loss rises. The base loss is `hsm eval`'s on the same windows (by default the ones
+// the run was trained on, so the base is the loss its curves show).
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -30,16 +31,22 @@ Command add_ablate_command(CLI::App& app) {
                                 {"head", x.knock_out.head < 0 ? nlohmann::json() : nlohmann::json(x.knock_out.head)},
                                 {"loss", x.loss},
                                 {"delta", x.delta}});
-              std::cout << nlohmann::json{{"run", a->run},         {"data", data},
-                                          {"split", r.split},      {"windows", options.windows},
-                                          {"tokens", r.tokens},    {"base_loss", r.base_loss},
-                                          {"base_accuracy", r.base_accuracy}, {"seconds", r.seconds},
+              std::cout << nlohmann::json{{"run", a->run},
+                                          {"data", data},
+                                          {"split", r.split},
+                                          {"windows", r.windows},
+                                          {"window_count", r.window_count},
+                                          {"tokens", r.tokens},
+                                          {"base_loss", r.base_loss},
+                                          {"base_accuracy", r.base_accuracy},
+                                          {"seconds", r.seconds},
                                           {"ablations", rows}}
                                .dump(2)
                         << "\n";
             } else {
-              std::printf("%s split of %s (%s windows, %lld tokens): base loss %.4f; %.1f s\n", r.split.c_str(),
-                          data.c_str(), options.windows.c_str(), static_cast<long long>(r.tokens), r.base_loss,
+              std::printf("%s split of %s (%s windows, %s, %lld windows, %lld tokens): base loss %.4f; %.1f s\n",
+                          r.split.c_str(), data.c_str(), r.windows.c_str(), windows_source(*a).c_str(),
+                          static_cast<long long>(r.window_count), static_cast<long long>(r.tokens), r.base_loss,
                           r.seconds);
               std::printf("%-20s %9s %9s\n", "knocked out", "loss", "delta");
               for (const Ablation& x : r.ablations)

@@ -81,11 +81,14 @@ Command add_compare_command(CLI::App& app) {
             const Tokenizer& tokenizer = model_a->tokenizer();
             require_same_tokenizer(a->run, tokenizer.hash(), model_a->config().vocab_size, a->run_b,
                                    model_b->tokenizer().hash(), model_b->config().vocab_size);
-            // One set of windows read once, scored by both (B refuses it if its context differs).
+            // One set of windows read once, scored by both (B refuses it if its context differs):
+            // the ones both were trained on, or --windows.
+            EvalOptions options = setup.options;
+            options.windows = common_windows({a->run, a->run_b}, {model_a, model_b}, options.windows);
             Evaluator evaluator_a(model_a), evaluator_b(model_b);
-            const EvalSet set = evaluator_a.read(setup.data, setup.options);
-            const TokenScores scores_a = evaluator_a.score_tokens(set, setup.options);
-            const TokenScores scores_b = evaluator_b.score_tokens(set, setup.options);
+            const EvalSet set = evaluator_a.read(setup.data, options);
+            const TokenScores scores_a = evaluator_a.score_tokens(set, options);
+            const TokenScores scores_b = evaluator_b.score_tokens(set, options);
             const Comparison c = compare(scores_a, scores_b, a->top);
             end_progress(setup);
             const EvalResult &ra = scores_a.result, &rb = scores_b.result;
@@ -101,7 +104,8 @@ Command add_compare_command(CLI::App& app) {
                                           {"run_b", a->run_b},
                                           {"data", setup.data},
                                           {"split", ra.split},
-                                          {"windows", setup.options.windows},
+                                          {"windows", ra.windows},
+                                          {"window_count", ra.window_count},
                                           {"tokens", ra.tokens},
                                           {"loss_a", ra.loss},
                                           {"loss_b", rb.loss},
@@ -117,10 +121,11 @@ Command add_compare_command(CLI::App& app) {
               return 0;
             }
             std::printf(
-                "A: %s\nB: %s\n%s split of %s (%s windows, %lld tokens): loss A %.4f, loss B %.4f, "
-                "B - A %+.4f\n",
-                a->run.c_str(), a->run_b.c_str(), ra.split.c_str(), setup.data.c_str(), setup.options.windows.c_str(),
-                static_cast<long long>(ra.tokens), ra.loss, rb.loss, c.mean_difference);
+                "A: %s\nB: %s\n%s split of %s (%s windows, %s, %lld windows, %lld tokens): loss A %.4f, loss B "
+                "%.4f, B - A %+.4f\n",
+                a->run.c_str(), a->run_b.c_str(), ra.split.c_str(), setup.data.c_str(), ra.windows.c_str(),
+                windows_source(*a).c_str(), static_cast<long long>(ra.window_count), static_cast<long long>(ra.tokens),
+                ra.loss, rb.loss, c.mean_difference);
             print_bins("Loss by position in the window", c.a.by_position, c.b.by_position);
             print_bins("Loss by distance back to the target's previous occurrence", c.a.by_distance, c.b.by_distance);
             print_bins("Loss by the target's count in the training split", c.a.by_frequency, c.b.by_frequency);

@@ -1,6 +1,7 @@
 // `hsm diagnose RUN_DIR --prompt TEXT [--layer L] [--json]`: attention / effective mixing
 // matrices of every layer and head for a prompt and DA §4.4's indicators (docs/diagnostics.md).
-// Text: a table per layer and head; --json adds the L×L matrices.
+// Text: a table per layer and head; --json adds the L×L matrices. Both name the run and the
+// prompt, so a saved output says what it is a diagnosis of.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,7 +9,8 @@
 #include "commands.h"
 #include "hsm/diagnostics.h"
 #include "hsm/diagnostics_log.h"
-#include "hsm/session.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
@@ -23,7 +25,8 @@ nlohmann::json matrix_json(const std::vector<float>& m, int64_t L) {
   return rows;
 }
 
-nlohmann::json diagnosis_json(const Diagnosis& d, const std::vector<const LayerDiagnostics*>& layers) {
+nlohmann::json diagnosis_json(const std::string& run, const std::string& prompt, const Diagnosis& d,
+                              const std::vector<const LayerDiagnostics*>& layers) {
   nlohmann::json out_layers = nlohmann::json::array();
   for (const LayerDiagnostics* l : layers) {
     nlohmann::json heads = nlohmann::json::array();
@@ -41,7 +44,8 @@ nlohmann::json diagnosis_json(const Diagnosis& d, const std::vector<const LayerD
                           {"normalised", indicators_json(l->normalised)},
                           {"heads", heads}});
   }
-  return {{"tokens", d.tokens}, {"token_ids", d.token_ids}, {"length", d.length}, {"layers", out_layers}};
+  return {{"run", run},         {"prompt", prompt},    {"tokens", d.tokens}, {"token_ids", d.token_ids},
+          {"length", d.length}, {"layers", out_layers}};
 }
 
 void print_row(const char* layer, const char* mixer, const char* kind, const std::string& head,
@@ -51,7 +55,9 @@ void print_row(const char* layer, const char* mixer, const char* kind, const std
               i.locfoc[3]);
 }
 
-void print_table(const Diagnosis& d, const std::vector<const LayerDiagnostics*>& layers) {
+void print_table(const std::string& run, const std::string& prompt, const Diagnosis& d,
+                 const std::vector<const LayerDiagnostics*>& layers) {
+  std::printf("run %s, prompt \"%s\"\n", run.c_str(), prompt.c_str());
   std::printf("%lld tokens:", static_cast<long long>(d.length));
   for (const auto& t : d.tokens) std::printf(" [%s]", t.c_str());
   std::printf("\n\n%-5s %-13s %-9s %-5s %-5s %8s %7s %7s %6s %6s %6s %6s %6s\n", "layer", "mixer", "matrix", "head",
@@ -103,8 +109,7 @@ Command add_diagnose_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
-            auto session = Session::open(a->run, a->device);
-            const Diagnosis d = session->diagnose(a->prompt, a->max_tokens);
+            const Diagnosis d = Prober(Model::load(a->run, a->device)).diagnose(a->prompt, a->max_tokens);
             std::vector<const LayerDiagnostics*> layers;
             for (const auto& l : d.layers)
               if (a->layer < 0 || l.layer == a->layer) layers.push_back(&l);
@@ -113,10 +118,11 @@ Command add_diagnose_command(CLI::App& app) {
                                           std::to_string(d.layers.size()) + " layers (0.." +
                                           std::to_string(d.layers.size() - 1) + ")");
             if (a->json)
-              std::cout << diagnosis_json(d, layers).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+              std::cout << diagnosis_json(a->run, a->prompt, d, layers)
+                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                         << "\n";
             else
-              print_table(d, layers);
+              print_table(a->run, a->prompt, d, layers);
             return 0;
           }};
 }

@@ -1,19 +1,25 @@
-// `hsm eval RUN_DIR [--data PATH] [--split val|train|all] [--skip-layers 0,2,4,6 | --skip-replaced]
-// [--knock-out 3,2:1] [--set-ab 3:0.5:1.2] [--max-windows N] [--json]`:
-// validation loss, top-1 accuracy and token count of a trained model on a corpus; with
-// --knock-out / --set-ab, of the model edited in memory as the studio's what-if does
-// (Session::edited: one path for both; the run folder is not written). With --per-token FILE,
-// every predicted token's scores as JSON lines (docs/diagnostics.md §8), out of the same evaluation.
+// `hsm eval RUN_DIR [RUN_DIR...] [--data PATH] [--split val|train|all] [--windows packed|story_start]
+// [--skip-layers 0,2,4,6 | --skip-replaced] [--knock-out 3,2:1] [--set-ab 3:0.5:1.2] [--max-windows N]
+// [--json]`: validation loss, top-1 accuracy and token count of a trained model on a corpus, on
+// the windows it was trained on unless --windows says otherwise (so the loss is the one its
+// curves show); every output names the windows and how many. With --knock-out / --set-ab, of the
+// model edited in memory as the studio's what-if does (Model::edited: one path for both; the run
+// folder is not written). With --per-token FILE, every predicted token's scores as JSON lines
+// (docs/diagnostics.md §8), out of the same evaluation.
+// Several runs: one table, every run scored on the same windows of the same corpus (the first
+// run's, unless --data), read once. Runs with different tokenizers or contexts are refused (their
+// losses are per token of different token streams, or over windows of different lengths), and so
+// are runs trained on different windows unless --windows chooses the ones to score them all on.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "eval_args.h"
 #include "hsm/evaluator.h"
-#include "hsm/session.h"
+#include "hsm/model.h"
 #include "hsm/task_run.h"
 #include "hsm/token_scores.h"
 #include "hsm/tokenizer.h"
@@ -57,16 +63,81 @@ void write_per_token(const std::string& path, const TokenScores& s, const Tokeni
   if (!out) throw std::runtime_error("--per-token: writing " + path + " failed (disk full?)");
 }
 
+// Several runs, one table: refuses what would make the table meaningless (see the top).
+int print_several(const EvalArgs& a, const EvalSetup& setup) {
+  std::vector<std::shared_ptr<const Model>> models{setup.model};
+  for (size_t i = 1; i < a.runs.size(); ++i) {
+    if (!run_task(a.runs[i]).empty())
+      throw std::invalid_argument(a.runs[i] + " is a task run: evaluate task runs one at a time");
+    models.push_back(Model::load(a.runs[i], a.device));
+  }
+  const Model& first = *models.front();
+  for (size_t i = 1; i < models.size(); ++i) {
+    const Model& m = *models[i];
+    require_same_tokenizer(a.runs[0], first.tokenizer().hash(), first.config().vocab_size, a.runs[i],
+                           m.tokenizer().hash(), m.config().vocab_size);
+    if (m.config().context != first.config().context)
+      throw std::invalid_argument(
+          "the runs have different contexts (" + a.runs[0] + " " + std::to_string(first.config().context) + ", " +
+          a.runs[i] + " " + std::to_string(m.config().context) +
+          "): windows of different lengths are not the same windows; evaluate them one at a time");
+  }
+  EvalOptions options = setup.options;
+  options.windows = common_windows(a.runs, models, options.windows);
+  const EvalSet set = Evaluator(models.front()).read(setup.data, options);  // once, for every run
+  std::vector<EvalResult> results;
+  for (const auto& m : models) results.push_back(Evaluator(m).evaluate(set, options));
+  end_progress(setup);
+  const EvalResult& r0 = results.front();
+  if (a.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < results.size(); ++i)
+      rows.push_back({{"run", a.runs[i]},
+                      {"trained_windows", models[i]->trained_windows()},
+                      {"loss", results[i].loss},
+                      {"accuracy", results[i].accuracy},
+                      {"seconds", results[i].seconds},
+                      {"skipped_layers", results[i].skipped_layers}});
+    std::cout << nlohmann::json{{"data", setup.data},
+                                {"split", r0.split},
+                                {"windows", r0.windows},
+                                {"window_count", r0.window_count},
+                                {"tokens", r0.tokens},
+                                {"documents", r0.documents},
+                                {"unigram_loss", r0.unigram_loss},
+                                {"runs", rows}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf(
+      "%s split of %s, %s windows (%s), the same %lld windows and %lld tokens for every run; unigram "
+      "baseline loss %.4f\n",
+      r0.split.c_str(), setup.data.c_str(), r0.windows.c_str(), windows_source(a).c_str(),
+      static_cast<long long>(r0.window_count), static_cast<long long>(r0.tokens), r0.unigram_loss);
+  size_t width = 3;
+  for (const std::string& run : a.runs) width = std::max(width, run.size());
+  std::printf("%-*s %9s %9s %12s %8s\n", static_cast<int>(width), "run", "loss", "accuracy", "trained on", "seconds");
+  for (size_t i = 0; i < results.size(); ++i)
+    std::printf("%-*s %9.4f %9.4f %12s %8.1f\n", static_cast<int>(width), a.runs[i].c_str(), results[i].loss,
+                results[i].accuracy, models[i]->trained_windows().c_str(), results[i].seconds);
+  return 0;
+}
+
 }  // namespace
 
 Command add_eval_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "Evaluate a trained run on a corpus (loss, accuracy)");
+  auto* cmd = app.add_subcommand("eval", "Evaluate trained runs on a corpus (loss, accuracy), several in one table");
   struct Args : EvalArgs {
     std::string knock_out, set_ab, per_token;
     int64_t examples = 1280;
   };
   auto a = std::make_shared<Args>();
-  add_eval_args(cmd, *a);
+  cmd->add_option("runs", a->runs,
+                  "Run folders written by `hsm train`; several: one table, all scored on the same windows")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  add_eval_options(cmd, *a);
   cmd->add_option("--max-batches", a->options.max_batches, "Stop after this many batches (default: all)")
       ->check(CLI::Range(int64_t{0}, kMaxCount));
   cmd->add_option("--knock-out", a->knock_out,
@@ -87,29 +158,39 @@ Command add_eval_command(CLI::App& app) {
                   "Also write every predicted token's loss, prob, rank, position and distance to this JSONL file "
                   "(docs/diagnostics.md §8)");
   return {cmd, [a]() {
-            if (!run_task(a->run).empty()) return print_task_score(a->run, a->examples, a->device, a->json);
+            a->run = a->runs.front();
+            const bool several = a->runs.size() > 1;
+            if (several && (!a->knock_out.empty() || !a->set_ab.empty() || !a->per_token.empty()))
+              throw std::invalid_argument(
+                  "--knock-out, --set-ab and --per-token take one run: give one run folder with them");
+            if (!run_task(a->run).empty()) {
+              if (several) throw std::invalid_argument(a->run + " is a task run: evaluate task runs one at a time");
+              return print_task_score(a->run, a->examples, a->device, a->json);
+            }
             EvalSetup setup = open_eval(*a);
-            EvalOptions& options = setup.options;
+            if (several) return print_several(*a, setup);
+            const EvalOptions& options = setup.options;
             const std::string& data = setup.data;
             WhatIf edits;
             if (!a->knock_out.empty()) edits.knock_out = parse_knock_outs(a->knock_out);
             if (!a->set_ab.empty()) edits.ab = parse_ab_edits(a->set_ab);
-            std::unique_ptr<Session> edited;
-            if (!edits.empty()) edited = setup.session->edited(edits);
-            Session& session = edited ? *edited : *setup.session;
+            const std::shared_ptr<const Model> model = edits.empty() ? setup.model : setup.model->edited(edits);
             EvalResult r;
             if (a->per_token.empty()) {
-              r = session.evaluate(data, options);
+              r = Evaluator(model).evaluate(data, options);
             } else {  // the same evaluation, every token's scores kept
-              const TokenScores scores = Evaluator(session.model()).score_tokens(data, options);
+              const TokenScores scores = Evaluator(model).score_tokens(data, options);
               r = scores.result;
-              write_per_token(a->per_token, scores, session.model()->tokenizer());
+              write_per_token(a->per_token, scores, model->tokenizer());
             }
             end_progress(setup);
             if (a->json) {
               std::cout << nlohmann::json{{"run", a->run},
                                           {"data", data},
                                           {"split", r.split},
+                                          {"windows", r.windows},
+                                          {"window_count", r.window_count},
+                                          {"trained_windows", model->trained_windows()},
                                           {"loss", r.loss},
                                           {"accuracy", r.accuracy},
                                           {"tokens", r.tokens},
@@ -124,9 +205,10 @@ Command add_eval_command(CLI::App& app) {
                         << "\n";
             } else {
               std::printf(
-                  "%s split of %s: loss %.4f, accuracy %.4f over %lld tokens (%lld documents); unigram baseline "
-                  "loss %.4f; %.1f s\n",
-                  r.split.c_str(), data.c_str(), r.loss, r.accuracy, static_cast<long long>(r.tokens),
+                  "%s split of %s, %s windows (%s, %lld windows): loss %.4f, accuracy %.4f over %lld tokens (%lld "
+                  "documents); unigram baseline loss %.4f; %.1f s\n",
+                  r.split.c_str(), data.c_str(), r.windows.c_str(), windows_source(*a).c_str(),
+                  static_cast<long long>(r.window_count), r.loss, r.accuracy, static_cast<long long>(r.tokens),
                   static_cast<long long>(r.documents), r.unigram_loss, r.seconds);
               if (!r.knock_out.empty()) {
                 std::printf("knocked out:");

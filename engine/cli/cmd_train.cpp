@@ -141,9 +141,11 @@ Command add_train_command(CLI::App& app) {
             spec.data_path = a->data;
             spec.tokenizer_path = a->tokenizer;
             // On --resume the stored settings stand unless a flag was given; a new run starts
-            // from its preset's own settings (the starter preset has them) or the paper's defaults.
-            spec.train = spec.resume            ? stored_settings(a->out)
+            // from its preset's or config file's own settings (its "training" object, as the
+            // starter preset has) or the paper's defaults.
+            spec.train = spec.resume          ? stored_settings(a->out)
                          : !a->preset.empty() ? preset_train_settings(a->preset)
+                         : !a->config.empty() ? preset_or_config_train_settings(a->config)
                                               : TrainSettings{};
             for (const auto& [setting, option] : settings) {
               if (option->count() == 0) continue;

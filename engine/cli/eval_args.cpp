@@ -21,11 +21,16 @@ void add_eval_args(CLI::App* cmd, EvalArgs& a, bool two_runs) {
   } else {
     cmd->add_option("run", a.run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
   }
+  add_eval_options(cmd, a);
+}
+
+void add_eval_options(CLI::App* cmd, EvalArgs& a) {
   cmd->add_option("--data", a.data, "Corpus (default: the run's training corpus)")->check(CLI::ExistingPath);
   cmd->add_option("--split", a.options.split, "val (default; the documents held out in training), train or all")
       ->check(CLI::IsMember({"val", "train", "all"}));
   cmd->add_option("--windows", a.options.windows,
-                  "packed (default) or story_start: the same windows for every model compared")
+                  "packed or story_start (default: the windows the run was trained on, its config.json's "
+                  "training.windows; packed for a run that records none)")
       ->check(CLI::IsMember({"packed", "story_start"}));
   cmd->add_option("--batch", a.options.batch_size, "Sequences per batch, 1 to 65536 (default 64)")->check(CLI::Range(int64_t{1}, kMaxEvalBatch));
   cmd->add_option("--max-windows", a.options.max_windows, "Evaluate the first N windows only (default: all)")
@@ -40,7 +45,8 @@ void add_eval_args(CLI::App* cmd, EvalArgs& a, bool two_runs) {
 EvalSetup open_eval(const EvalArgs& a) {
   set_cpu_threads(a.threads);
   EvalSetup s;
-  s.session = Session::open(a.run, a.device);
+  s.model = Model::load(a.run, a.device);
+  s.session = Session::over(s.model);
   s.data = a.data.empty() ? stored_data_path(a.run) : a.data;
   s.options = a.options;
   s.options.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;  // training's tokens, not encoded again
@@ -51,6 +57,24 @@ EvalSetup open_eval(const EvalArgs& a) {
     };
   return s;
 }
+
+std::string common_windows(const std::vector<std::string>& runs,
+                           const std::vector<std::shared_ptr<const Model>>& models, const std::string& given) {
+  if (!given.empty() || models.empty()) return given;
+  const std::string& first = models.front()->trained_windows();
+  for (const auto& m : models)
+    if (m->trained_windows() != first) {
+      std::string each;
+      for (size_t i = 0; i < models.size(); ++i)
+        each += (i ? ", " : "") + runs[i] + " on " + models[i]->trained_windows();
+      throw std::invalid_argument("the runs were trained on different windows (" + each +
+                                  "): choose the ones to score them all on with --windows packed or --windows "
+                                  "story_start");
+    }
+  return first;
+}
+
+std::string windows_source(const EvalArgs& a) { return a.options.windows.empty() ? "as trained" : "--windows"; }
 
 void end_progress(const EvalSetup& s) {
   if (s.progress_line) std::fprintf(stderr, "\r\033[K");

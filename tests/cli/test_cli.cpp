@@ -246,6 +246,8 @@ TEST(CliPipeline, DiagnoseAndWeights) {
            " --steps 3 --batch 8 --json --threads 1 --cache-dir " + dir + "/cache");
 
   auto d = run_json("diagnose " + run_dir + " --prompt 'Once upon a time, Lily saw a red ball' --json");
+  EXPECT_EQ(d["run"], run_dir);  // a saved diagnosis says what it is of
+  EXPECT_EQ(d["prompt"], "Once upon a time, Lily saw a red ball");
   ASSERT_TRUE(d["tokens"].is_array());
   const size_t L = d["tokens"].size();
   ASSERT_GT(L, 1u);
@@ -281,6 +283,7 @@ TEST(CliPipeline, DiagnoseAndWeights) {
 
   auto text = run("diagnose " + run_dir + " --prompt 'Once upon a time'");
   EXPECT_EQ(text.status, 0);
+  EXPECT_NE(text.out.find("run " + run_dir + ", prompt \"Once upon a time\""), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("entropy"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("attention"), std::string::npos) << text.out;
   auto bad = run("diagnose " + run_dir + " --prompt 'Once' --layer 7");
@@ -603,4 +606,135 @@ TEST(CliPipeline, PerTokenFileAndCompare) {
   EXPECT_NE(refused.out.find("different tokenizers"), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("8f7743b0d8ef23a5"), std::string::npos) << refused.out;  // hsm_ab's
   EXPECT_NE(refused.out.find("vocabulary 300"), std::string::npos) << refused.out;     // the run's own
+}
+
+// ---- one truth per number (issue 36) ------------------------------------------------------
+namespace {
+
+// The validation loss of a run's last "eval" record in metrics.jsonl: what its curves show.
+double last_val_loss(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::string line;
+  double loss = NAN;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "eval") loss = j["val_loss"].get<double>();
+  }
+  return loss;
+}
+
+}  // namespace
+
+// `hsm eval` and `hsm ablate` without --windows score the windows the run was trained on, so
+// their loss is the one the run's curves show (a run trained on story-start windows read 0.1 to
+// 0.5 nats apart on packed ones, and the ranking of two models flipped); every output names the
+// windows and how many. `hsm eval A B` scores both on the same windows in one table, refusing
+// runs trained on different windows unless --windows says which.
+TEST(CliPipeline, EvalScoresTheWindowsTheRunWasTrainedOn) {
+  const std::string dir = cli_temp_dir() + "_windows";
+  std::filesystem::create_directories(dir);
+  const std::string corpus = write_corpus(dir);
+  const std::string common = " --threads 1 --cache-dir " + dir + "/cache";
+  const std::string train = "train --config " + dir + "/tiny.json --data " + corpus +
+                            " --steps 12 --batch 8 --eval-every 6 --eval-batches 0 --tokenizer ";
+  run_json("tokenizer train --data " + corpus + " --vocab 300 --out " + dir + "/tok.model --json");
+  run_json(train + dir + "/tok.model --windows story_start --out " + dir + "/story --json" + common);
+  run_json(train + dir + "/tok.model --out " + dir + "/packed --json" + common);  // the default: packed
+
+  auto e = run_json("eval " + dir + "/story --json" + common);
+  EXPECT_EQ(e["windows"], "story_start");
+  EXPECT_EQ(e["trained_windows"], "story_start");
+  EXPECT_GT(e["window_count"].get<int64_t>(), 0);
+  EXPECT_EQ(e["tokens"].get<int64_t>(), e["window_count"].get<int64_t>() * 32);  // context 32
+  EXPECT_NEAR(e["loss"].get<double>(), last_val_loss(dir + "/story"), 1e-4);
+  auto packed = run_json("eval " + dir + "/story --windows packed --json" + common);
+  EXPECT_EQ(packed["windows"], "packed");
+  EXPECT_GT(std::abs(packed["loss"].get<double>() - e["loss"].get<double>()), 1e-3)  // else the test proves nothing
+      << "packed and story-start windows give the same loss on this corpus";
+  auto p = run_json("eval " + dir + "/packed --json" + common);
+  EXPECT_EQ(p["windows"], "packed");
+  EXPECT_NEAR(p["loss"].get<double>(), last_val_loss(dir + "/packed"), 1e-4);
+
+  auto a = run_json("ablate " + dir + "/story --json" + common);
+  EXPECT_EQ(a["windows"], "story_start");
+  EXPECT_EQ(a["window_count"], e["window_count"]);
+  EXPECT_EQ(a["base_loss"], e["loss"]);
+
+  auto text = run("eval " + dir + "/story" + common);
+  EXPECT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("story_start windows (as trained, " + std::to_string(e["window_count"].get<int64_t>()) +
+                          " windows)"),
+            std::string::npos)
+      << text.out;
+
+  // Several runs: one table on the same windows, each loss its own `hsm eval`'s.
+  auto refused = run("eval " + dir + "/story " + dir + "/packed" + common);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.out.find("different windows"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("--windows"), std::string::npos) << refused.out;
+  auto both = run_json("eval " + dir + "/story " + dir + "/packed --windows story_start --json" + common);
+  EXPECT_EQ(both["windows"], "story_start");
+  EXPECT_EQ(both["window_count"], e["window_count"]);
+  ASSERT_EQ(both["runs"].size(), 2u);
+  EXPECT_EQ(both["runs"][0]["run"], dir + "/story");
+  EXPECT_EQ(both["runs"][0]["loss"], e["loss"]);
+  EXPECT_EQ(both["runs"][1]["trained_windows"], "packed");
+  auto p_story = run_json("eval " + dir + "/packed --windows story_start --json" + common);
+  EXPECT_EQ(both["runs"][1]["loss"], p_story["loss"]);
+  auto table = run("eval " + dir + "/story " + dir + "/packed --windows packed" + common);
+  EXPECT_EQ(table.status, 0) << table.out;
+  EXPECT_NE(table.out.find("the same " + std::to_string(packed["window_count"].get<int64_t>()) + " windows"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find(dir + "/packed"), std::string::npos) << table.out;
+
+  // A run with a tokenizer of its own (trained on other text): per-token losses of different
+  // token streams.
+  {
+    std::ofstream other(dir + "/other.txt");
+    for (int s = 0; s < 200; ++s) {
+      for (int k = 0; k < 5; ++k) other << "The dog ran to the big green tree " << s % 5 << " and barked twice. ";
+      other << "\n<|endoftext|>\n";
+    }
+  }
+  run_json("train --config " + dir + "/tiny.json --data " + dir + "/other.txt --steps 2 --batch 4 --out " + dir +
+           "/own --json" + common);
+  refused = run("eval " + dir + "/packed " + dir + "/own" + common);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.out.find("different tokenizers"), std::string::npos) << refused.out;
+  refused = run("eval " + dir + "/packed " + dir + "/packed --knock-out 0" + common);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.out.find("one run"), std::string::npos) << refused.out;
+}
+
+// `hsm train --config FILE` starts from the file's "training" object as `--preset` does from a
+// preset's; a flag on the command line still wins.
+TEST(CliPipeline, ConfigFileTrainingBlockIsHonoured) {
+  const std::string dir = cli_temp_dir() + "_config_training";
+  std::filesystem::create_directories(dir);
+  const std::string corpus = write_corpus(dir);
+  std::ofstream(dir + "/trained.json") << R"({"name": "tiny", "vocab_size": 300, "d_model": 32, "context": 32,
+      "layers": [{"mixer": "hsm_ab", "ffn": 64}],
+      "training": {"steps": 3, "batch_size": 4, "lr": 0.001, "windows": "story_start", "eval_every": 0}})";
+  const std::string common = " --threads 1 --cache-dir " + dir + "/cache";
+  auto t =
+      run_json("train --config " + dir + "/trained.json --data " + corpus + " --out " + dir + "/a --json" + common);
+  EXPECT_EQ(t["steps"], 3);
+  nlohmann::json stored;
+  std::ifstream(dir + "/a/config.json") >> stored;
+  EXPECT_EQ(stored["training"]["batch_size"], 4);
+  EXPECT_EQ(stored["training"]["lr"], 0.001);
+  EXPECT_EQ(stored["training"]["windows"], "story_start");
+  t = run_json("train --config " + dir + "/trained.json --data " + corpus + " --out " + dir + "/b --batch 2 --json" +
+               common);
+  EXPECT_EQ(t["steps"], 3);
+  std::ifstream(dir + "/b/config.json") >> stored;
+  EXPECT_EQ(stored["training"]["batch_size"], 2);  // the flag
+  EXPECT_EQ(stored["training"]["lr"], 0.001);      // the file
+  std::ofstream(dir + "/bad.json") << R"({"name": "tiny", "vocab_size": 300, "d_model": 32, "context": 32,
+      "layers": [{"mixer": "hsm_ab"}], "training": {"batch_size": -4}})";
+  auto bad = run("train --config " + dir + "/bad.json --data " + corpus + " --out " + dir + "/c" + common);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("bad.json"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("batch_size"), std::string::npos) << bad.out;
 }

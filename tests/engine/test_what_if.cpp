@@ -398,6 +398,8 @@ void expect_same_result(const EvalResult& a, const EvalResult& b, const std::str
   EXPECT_EQ(a.documents, b.documents) << what;
   EXPECT_EQ(a.unigram_loss, b.unigram_loss) << what;
   EXPECT_EQ(a.split, b.split) << what;
+  EXPECT_EQ(a.windows, b.windows) << what;
+  EXPECT_EQ(a.window_count, b.window_count) << what;
   EXPECT_EQ(a.knock_out, b.knock_out) << what;
 }
 
@@ -438,6 +440,51 @@ TEST_F(WhatIfRun, AnEvalSetScoresAsReadingTheCorpusDoes) {
   const EvalSet stories = session->eval_set(*data_, story);
   EXPECT_EQ(stories.layout(), "story_start");
   expect_same_result(session->evaluate(stories, story), session->evaluate(*data_, story), "story starts");
+}
+
+// Without EvalOptions::windows an evaluation scores the windows the run was trained on
+// (config.json's training.windows), so its loss is the one the run's curves show; a run that
+// records none was trained on packed windows. The result says which windows and how many.
+TEST_F(WhatIfRun, AnEvaluationScoresTheWindowsTheRunWasTrainedOn) {
+  auto copy_with_windows = [&](const std::string& name, const char* windows) {
+    const std::string dir = *dir_ + "/" + name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
+      fs::copy_file(*run_ + "/" + f, dir + "/" + f);
+    nlohmann::json config = read_run_config(dir);
+    if (windows)
+      config["training"]["windows"] = windows;
+    else
+      config["training"].erase("windows");
+    std::ofstream(dir + "/config.json") << config.dump(2);
+    return dir;
+  };
+  const auto story = Model::load(copy_with_windows("story_copy", "story_start"), "cpu");
+  const auto old = Model::load(copy_with_windows("old_copy", nullptr), "cpu");
+  EXPECT_EQ(story->trained_windows(), "story_start");
+  EXPECT_EQ(old->trained_windows(), "packed");
+  EXPECT_EQ(story->edited(WhatIf{})->trained_windows(), "story_start");
+  const EvalOptions o = few_windows();  // windows not set
+  EvalOptions packed = o, starts = o;
+  packed.windows = "packed";
+  starts.windows = "story_start";
+  const EvalResult by_default = Evaluator(story).evaluate(*data_, o);
+  EXPECT_EQ(by_default.windows, "story_start");
+  EXPECT_EQ(by_default.window_count, 16);
+  expect_same_result(by_default, Evaluator(story).evaluate(*data_, starts), "the trained windows");
+  EXPECT_NE(by_default.loss, Evaluator(story).evaluate(*data_, packed).loss);  // else this proves nothing
+  EXPECT_EQ(Evaluator(story).read(*data_, o).layout(), "story_start");
+  const AblationReport ablation = Evaluator(story).ablate(*data_, o);
+  EXPECT_EQ(ablation.windows, "story_start");
+  EXPECT_EQ(ablation.window_count, 16);
+  EXPECT_EQ(ablation.base_loss, by_default.loss);
+  const EvalResult older = Evaluator(old).evaluate(*data_, o);
+  EXPECT_EQ(older.windows, "packed");
+  expect_same_result(older, Evaluator(old).evaluate(*data_, packed), "a run without the setting");
+  EvalOptions batches = o;
+  batches.max_batches = 1;  // 8 windows of the 16
+  EXPECT_EQ(Evaluator(story).evaluate(*data_, batches).window_count, 8);
 }
 
 TEST_F(WhatIfRun, AnEvalSetNeedsNoCorpusAndOutlivesItsSession) {

@@ -26,6 +26,10 @@ struct EvalResult {
   // frequencies (add-one smoothed). A model that learned anything is well below it.
   double unigram_loss = 0;
   std::string split;
+  // The windows scored: their layout ("packed" or "story_start") and how many (after
+  // max_windows and max_batches), so that every loss shown can say what it is a loss of.
+  std::string windows;
+  int64_t window_count = 0;
   double seconds = 0;
   std::vector<int64_t> skipped_layers;  // the layers left out (EvalOptions::skip_layers)
   std::vector<KnockOut> knock_out;      // the model's own knock-outs, then EvalOptions::knock_out
@@ -33,7 +37,9 @@ struct EvalResult {
 
 struct EvalOptions {
   std::string split = "val";       // "val", "train" or "all" (split as in training: same seed)
-  std::string windows = "packed";  // "packed" or "story_start" (see TrainSettings::windows)
+  // "packed" or "story_start" (see TrainSettings::windows); empty: the windows the model's run
+  // was trained on (Model::trained_windows()), so a run's loss here is the one its curves show.
+  std::string windows;
   int64_t batch_size = 64;
   int64_t max_batches = 0;    // 0 = the whole split
   int64_t max_windows = 0;    // 0 = every window; else the first this many (before max_batches)

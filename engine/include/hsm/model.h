@@ -46,6 +46,10 @@ class Model {
   // The learned mixer weights of every layer (the Weights view).
   std::vector<MixerWeights> mixer_weights() const;
   const ModelConfig& config() const;
+  // The windows its run was trained on (config.json's training.windows: "packed" or
+  // "story_start"; "packed" for a run that records none, as runs were trained before the
+  // setting existed): what an evaluation scores unless told otherwise (EvalOptions::windows).
+  const std::string& trained_windows() const;
   const Tokenizer& tokenizer() const;
   std::string device() const;
   std::string run_dir() const;

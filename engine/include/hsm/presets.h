@@ -23,6 +23,10 @@ inline constexpr const char* kStarterPreset = "starter";
 // one. Each value is read by its setting's declaration (hsm/settings.h); throws
 // std::invalid_argument naming the preset file and the setting for a bad one.
 TrainSettings preset_train_settings(const std::string& name);
+// The same for what load_preset_or_config accepts: a preset's, a config file's own "training"
+// object, or a run folder's config.json's (the settings it was trained with); the paper's
+// defaults where there is none. What `hsm train --preset/--config` start from.
+TrainSettings preset_or_config_train_settings(const std::string& name_or_path);
 
 // The starter corpus (<resources>/corpus/tinystories-starter.txt: 1,728 TinyStories stories,
 // CDLA-Sharing-1.0, see the README beside it); empty when it is not installed.

@@ -70,6 +70,8 @@ struct AblationReport {
   double base_accuracy = 0;
   int64_t tokens = 0;       // predicted tokens per evaluation
   std::string split;
+  std::string windows;  // layout and count of the windows scored (EvalResult's)
+  int64_t window_count = 0;
   // Every layer, then every separable head of it (MixerImpl::separable_heads), ranked by
   // delta, largest first.
   std::vector<Ablation> ablations;

@@ -59,10 +59,11 @@ ModelConfig load_preset(const std::string& name) {
   return load_config((fs::path(resources_dir()) / "presets" / (name + ".json")).string());
 }
 
-TrainSettings preset_train_settings(const std::string& name) {
-  load_preset(name);  // a known preset, or the list of known ones
-  const fs::path file = fs::path(resources_dir()) / "presets" / (name + ".json");
-  const auto j = nlohmann::json::parse(read_text_file(file.string(), "preset"), nullptr, false);
+namespace {
+
+// A config file's optional "training" object over the paper's defaults (preset_train_settings).
+TrainSettings training_block(const fs::path& file, const char* what) {
+  const auto j = nlohmann::json::parse(read_text_file(file.string(), what), nullptr, false);
   TrainSettings settings;
   if (j.is_discarded() || !j.contains("training")) return settings;
   const nlohmann::json& training = j["training"];
@@ -84,6 +85,25 @@ TrainSettings preset_train_settings(const std::string& name) {
   return settings;
 }
 
+bool names_a_file(const std::string& name_or_path) {
+  return name_or_path.find('/') != std::string::npos ||
+         (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json") ||
+         fs::exists(name_or_path);
+}
+
+}  // namespace
+
+TrainSettings preset_train_settings(const std::string& name) {
+  load_preset(name);  // a known preset, or the list of known ones
+  return training_block(fs::path(resources_dir()) / "presets" / (name + ".json"), "preset");
+}
+
+TrainSettings preset_or_config_train_settings(const std::string& name_or_path) {
+  if (!names_a_file(name_or_path)) return preset_train_settings(name_or_path);
+  if (fs::is_directory(name_or_path)) return stored_settings(name_or_path);  // as --resume reads them
+  return training_block(name_or_path, "config");
+}
+
 std::string starter_corpus() {
   const fs::path file = fs::path(resources_dir()) / "corpus" / "tinystories-starter.txt";
   std::error_code ec;
@@ -91,9 +111,7 @@ std::string starter_corpus() {
 }
 
 ModelConfig load_preset_or_config(const std::string& name_or_path) {
-  const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                               (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
-  if (looks_like_path || fs::exists(name_or_path)) {
+  if (names_a_file(name_or_path)) {
     if (!fs::exists(name_or_path)) throw std::invalid_argument("config file '" + name_or_path + "' does not exist");
     if (fs::is_directory(name_or_path)) {
       if (fs::exists(fs::path(name_or_path) / "config.json")) return read_run_info(name_or_path).model;  // a run's

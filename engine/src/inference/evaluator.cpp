@@ -74,7 +74,8 @@ EvalSet Evaluator::read(const std::string& data_path, const EvalOptions& options
   const Model::Impl& m = impl_->m();
   if (options.split != "val" && options.split != "train" && options.split != "all")
     throw std::invalid_argument("unknown split '" + options.split + "' (use val, train or all)");
-  const WindowLayout layout = window_layout(options.windows);  // throws for an unknown one
+  const std::string& windows = options.windows.empty() ? impl_->model->trained_windows() : options.windows;
+  const WindowLayout layout = window_layout(windows);  // throws for an unknown one
   DatasetOptions d;
   d.context = m.config.context;
   d.val_fraction = kValFraction;
@@ -116,7 +117,8 @@ EvalSet Evaluator::read(const std::string& data_path, const EvalOptions& options
     for (int64_t t = 1; t <= T; ++t) nll -= log_p[w->tokens[static_cast<size_t>(start + t)]];
     w->unigram_nll.push_back(nll);
   }
-  w->layout = options.windows;
+  w->layout = windows;
+  r.windows = windows;
   w->context = T;
   w->vocab_size = m.config.vocab_size;
   w->tokenizer_hash = m.tokenizer->hash();
@@ -181,6 +183,7 @@ EvalResult Evaluator::Impl::evaluate_on(const EvalSet::Data& w, const EvalOption
   int64_t windows = static_cast<int64_t>(w.starts.size());
   if (options.max_batches > 0 && options.max_batches <= windows / options.batch_size)  // no overflow of the product
     windows = options.max_batches * options.batch_size;
+  r.window_count = windows;
   r.unigram_loss =
       windows > 0 ? w.unigram_nll[static_cast<size_t>(windows)] / static_cast<double>(windows * mi.config.context) : 0;
   return r;
@@ -297,6 +300,8 @@ AblationReport Evaluator::ablate(const EvalSet& set, const EvalOptions& options)
   report.base_accuracy = base.accuracy;
   report.tokens = base.tokens;
   report.split = base.split;
+  report.windows = base.windows;
+  report.window_count = base.window_count;
   for (size_t i = 0; i < order.size(); ++i) {
     EvalOptions knocked = options;
     knocked.knock_out = {order[i]};

@@ -38,6 +38,8 @@ std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::
   const RunPaths paths(run_dir);
   const nlohmann::json run = read_run_config(run_dir);
   m.config = config_from_json(run["model"].dump(), paths.config);
+  if (auto t = run.find("training"); t != run.end() && t->is_object())
+    if (auto w = t->find("windows"); w != t->end() && w->is_string()) m.trained_windows = w->get<std::string>();
   m.tokenizer = load_run_tokenizer(run_dir, run);  // the one the model was trained with, or refused
   m.device = compat::parse_device(device);
   check_weights_fit(m.config, paths.weights, paths.config);  // before a model of the config's size is built
@@ -62,6 +64,7 @@ std::shared_ptr<const Model> Model::edited(const WhatIf& edits) const {
   Impl& m = *model->impl_;
   m.run_dir = src.run_dir;
   m.config = src.config;
+  m.trained_windows = src.trained_windows;
   m.tokenizer = src.tokenizer;
   m.device = src.device;
   m.gpt = share_weights(src.gpt, m.config, m.device);
@@ -99,6 +102,7 @@ std::shared_ptr<const Model> Model::edited(const WhatIf& edits) const {
 }
 
 const WhatIf& Model::edits() const { return impl_->edits; }
+const std::string& Model::trained_windows() const { return impl_->trained_windows; }
 
 void Model::save_as(const std::string& run_dir) const {
   const Impl& m = *impl_;

@@ -18,6 +18,7 @@ namespace hsm {
 struct Model::Impl {
   std::string run_dir;
   ModelConfig config;
+  std::string trained_windows = "packed";  // Model::trained_windows()
   std::optional<Tokenizer> tokenizer;
   torch::Device device{torch::kCPU};
   // Eval mode; its knock-outs are edits.knock_out, set once when the model is made. mutable:
