@@ -4,6 +4,7 @@
 // paper's Table 3 prompts one click away, and a compare mode that runs the same prompt
 // and seed on every open model side by side.
 #include <QMap>
+#include <optional>
 #include <QWidget>
 
 #include "hsm/session.h"
@@ -47,7 +48,15 @@ class PlaygroundView : public QWidget {
   bool options(hsm::GenerateOptions& out);
   // As the Generate button. Returns false when nothing could start (reason in lastError()).
   bool generate();
+  // Presentation mode (views/presentation_mode.h): one story on the current run alone, with a
+  // fresh random seed, ending at the first sentence end after minTokens (or at <|endoftext|>),
+  // at most maxTokens; the form's own settings stay as they are.
+  bool generateStory(const QString& prompt, int minTokens, int maxTokens);
   void stop();
+  // The generated text's point size, kept across Generate and restarts (Ctrl+plus/minus,
+  // Ctrl+wheel).
+  double textSize() const { return textSize_; }
+  void setTextSize(double points);
   bool isGenerating() const { return !queue_.isEmpty() || activeRequest_ != 0; }
 
   int columnCount() const { return static_cast<int>(columns_.size()); }
@@ -68,6 +77,9 @@ class PlaygroundView : public QWidget {
  signals:
   void generationFinished();
   void provenanceFinished();
+  // Each token as it arrives, and each column's result (for presentation mode).
+  void tokenGenerated(int column, const hsm::GeneratedToken& token);
+  void columnFinished(int column, const hsm::GenerationResult& result);
 
  private:
   struct Column {
@@ -81,6 +93,7 @@ class PlaygroundView : public QWidget {
     int probeRequest = 0;
     hsm::Probe probe;
     QString provenanceNote;
+    QString generationNote;  // the status after generating, shown again when the provenance goes
   };
   void loadPaperPrompts();
   void rebuildColumns(const QVector<QPair<QString, bool>>& runs);  // (run folder, trained)
@@ -121,6 +134,12 @@ class PlaygroundView : public QWidget {
   QString pendingPrompt_;
   bool stopping_ = false;
   QString lastError_;
+  // Set by generateStory() for the one generate() it makes.
+  struct Story {
+    int minTokens = 0, maxTokens = 0;
+  };
+  std::optional<Story> story_;
+  double textSize_;
 };
 
 }  // namespace studio
