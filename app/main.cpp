@@ -5,10 +5,12 @@
 #include <QJsonDocument>
 #include <QSettings>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "gui/help/tour.h"
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/smoke_driver.h"
@@ -123,6 +125,9 @@ int main(int argc, char** argv) {
   if (window.runs()->count() == 0) window.showStartPage();
   else window.showView(studio::MainWindow::kPlayground);
   window.show();
+  // The first time the studio opens on the demo models, the tour walks through the views
+  // (skippable; Help › Take the tour brings it back).
+  if (!studio::help::Tour::seen() && window.runs()->count() > 0) QTimer::singleShot(0, &window, &studio::MainWindow::startTour);
   if (!firstError.isEmpty()) std::fprintf(stderr, "hsm-studio: %s\n", firstError.toUtf8().constData());
   return app.exec();
 }

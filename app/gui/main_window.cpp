@@ -12,7 +12,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QSpinBox>
-#include <QStackedWidget>
+#include <QTextBrowser>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -28,6 +28,9 @@
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/probe_view.h"
 #include "gui/views/playground_view.h"
+#include "gui/views/presentation_mode.h"
+#include "gui/help/tour.h"
+#include "gui/help/view_help.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
@@ -82,10 +85,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (training_->setModel(configPath)) showView(kTraining);
   });
 
-  stack_ = new QStackedWidget;
-  stack_->addWidget(new Page(start_));
-  stack_->addWidget(tabs_);
-  setCentralWidget(stack_);
+  startTab_ = new Page(start_);
+  addStartTab();
+  tabs_->setCurrentWidget(startTab_);
+  // "What am I looking at?" beside the tabs, for whichever view is in front.
+  auto* helpButton = new QToolButton;
+  helpButton->setObjectName(QStringLiteral("help_button"));
+  helpButton->setText(tr("What am I looking at?"));
+  helpButton->setAutoRaise(true);
+  helpButton->setToolTip(tr("What this view shows, in plain words, with the formula of the model's mixer (F1)"));
+  connect(helpButton, &QToolButton::clicked, this, &MainWindow::showHelp);
+  tabs_->setCornerWidget(helpButton, Qt::TopRightCorner);
+  connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::updateHelp);
+  setCentralWidget(tabs_);
+  presentation_ = new PresentationMode(playground_, this);
 
   // Run selector shared by every view.
   auto* bar = addToolBar(tr("Runs"));
@@ -107,6 +120,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   closeButton->setText(tr("Close"));
   closeButton->setToolTip(tr("Close the current run (its files stay)"));
   bar->addWidget(closeButton);
+  bar->addSeparator();
+  auto* presentButton = new QToolButton;
+  presentButton->setObjectName(QStringLiteral("present_button"));
+  presentButton->setText(tr("Present"));
+  presentButton->setToolTip(tr("Tell the current model's stories full screen (F11)"));
+  bar->addWidget(presentButton);
+  connect(presentButton, &QToolButton::clicked, this, &MainWindow::enterPresentation);
   connect(openButton, &QToolButton::clicked, this, &MainWindow::openRunDialog);
   connect(closeButton, &QToolButton::clicked, this, [this] {
     const int row = runs_->current();
@@ -123,6 +143,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateStatus();
   });
   connect(runs_, &RunList::infoChanged, this, &MainWindow::updateStatus);
+  connect(runs_, &RunList::currentChanged, this, &MainWindow::updateHelp);
   connect(runs_, &RunList::metricsProblems, this, [this](int row, const QStringList& problems) {
     for (const QString& p : problems) qWarning("%s", qPrintable(p));
     statusBar()->showMessage(tr("%1: %2%3")
@@ -212,22 +233,95 @@ void MainWindow::buildMenus() {
   for (int i = 0; i < names.size(); ++i)
     view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
                     [this, i] { showView(static_cast<View>(i)); });
+  view->addSeparator();
+  view->addAction(tr("Pr&esentation"), QKeySequence(Qt::Key_F11), this, &MainWindow::enterPresentation);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&What am I looking at?"), QKeySequence::HelpContents, this, &MainWindow::showHelp);
+  help->addAction(tr("Take the &tour"), this, &MainWindow::startTour);
+  help->addAction(tr("&Keyboard shortcuts"), this, [this] {
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Keyboard shortcuts"));
+    auto* text = new QTextBrowser;
+    text->setHtml(shortcutsText());
+    auto* layout = new QVBoxLayout(&dialog);
+    layout->addWidget(text);
+    dialog.resize(520, 560);
+    dialog.exec();
+  });
+  help->addSeparator();
   help->addAction(tr("&About HSM Studio"), this, &MainWindow::aboutDialog);
 }
 
-bool MainWindow::startPageShown() const { return stack_->currentWidget() != tabs_; }
+bool MainWindow::startPageShown() const { return tabs_->currentWidget() == startTab_; }
+bool MainWindow::startPageOpen() const { return tabs_->indexOf(startTab_) >= 0; }
 
-void MainWindow::showView(View view) {
-  stack_->setCurrentWidget(tabs_);
-  tabs_->setCurrentIndex(view);
-}
+void MainWindow::showView(View view) { tabs_->setCurrentIndex(view); }
 
 void MainWindow::showStartPage() {
   start_->refreshRecent();
-  stack_->setCurrentIndex(0);
+  if (!startPageOpen()) addStartTab();
+  tabs_->setCurrentWidget(startTab_);
 }
+
+void MainWindow::addStartTab() {
+  const int index = tabs_->addTab(startTab_, tr("Start"));
+  // Only this tab closes (the views are always there): its own close button, which the tab
+  // bar deletes with the tab.
+  auto* close = new QToolButton;
+  close->setObjectName(QStringLiteral("close_start_page"));
+  close->setText(QStringLiteral("×"));
+  close->setAutoRaise(true);
+  close->setToolTip(tr("Close the start page (View › Start page brings it back)"));
+  tabs_->tabBar()->setTabButton(index, QTabBar::RightSide, close);
+  connect(close, &QToolButton::clicked, this, &MainWindow::closeStartPage);
+}
+
+void MainWindow::closeStartPage() {
+  const int index = tabs_->indexOf(startTab_);
+  if (index < 0) return;
+  const bool wasShown = startPageShown();
+  tabs_->removeTab(index);  // the page is kept for View › Start page
+  if (wasShown) showView(runs_->count() > 0 ? kPlayground : kTraining);
+}
+
+void MainWindow::enterPresentation() {
+  if (presentation_->isPresenting()) {
+    presentation_->leave();
+    return;
+  }
+  presentation_->enter();
+}
+
+help::HelpPanel* MainWindow::showHelp() {
+  if (!helpPanel_) {
+    helpPanel_ = new help::HelpPanel(this);
+    helpPanel_->move(geometry().right() - helpPanel_->width(), geometry().top() + 80);
+  }
+  helpPanel_->show();
+  helpPanel_->raise();
+  updateHelp();
+  return helpPanel_;
+}
+
+void MainWindow::updateHelp() {
+  if (!helpPanel_ || !helpPanel_->isVisible()) return;
+  const RunEntry* run = runs_->currentRun();
+  helpPanel_->showHelp(startPageShown() ? -1 : tabs_->currentIndex(), run ? &run->model : nullptr);
+}
+
+help::Tour* MainWindow::startTour() {
+  if (!tour_) {
+    tour_ = new help::Tour([this](int view) { view < 0 ? showStartPage() : showView(static_cast<View>(view)); },
+                           [this] { return runs_->count() > 0 ? runs_->count() : openBundledModels(); }, this);
+  }
+  tour_->goTo(0);
+  tour_->show();
+  tour_->raise();
+  return tour_;
+}
+
+QString MainWindow::shortcutsText() const { return help::shortcutsHtml(menuBar()); }
 
 QString MainWindow::openRun(const QString& dir, bool quiet) {
   try {

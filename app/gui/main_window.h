@@ -7,7 +7,6 @@
 class QComboBox;
 class QLabel;
 class QMenu;
-class QStackedWidget;
 class QTabWidget;
 
 namespace hsm {
@@ -22,9 +21,14 @@ class EngineHost;
 class PlaygroundView;
 class ProbeView;
 class RunList;
+class PresentationMode;
 class StartPage;
 class TrainingView;
 class WeightsView;
+namespace help {
+class HelpPanel;
+class Tour;
+}  // namespace help
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -43,7 +47,17 @@ class MainWindow : public QMainWindow {
   DiagnosticsView* diagnosticsView() const { return diagnostics_; }
   ProbeView* probeView() const { return probe_; }
   QTabWidget* tabs() const { return tabs_; }
+  // The start page is a tab like the views (after them, so a view's tab index is its View),
+  // closable, and back through View › Start page.
   bool startPageShown() const;
+  bool startPageOpen() const;
+  void closeStartPage();
+  PresentationMode* presentation() const { return presentation_; }
+  void enterPresentation();  // View › Presentation (F11): the Playground's story full screen
+  // Help › What am I looking at? (F1) for the view in front, and the first-run tour.
+  help::HelpPanel* showHelp();
+  help::Tour* startTour();
+  QString shortcutsText() const;
 
   // Opens a run folder and makes it current; on failure returns the reason (and, unless
   // quiet, shows it in a message box).
@@ -68,12 +82,17 @@ class MainWindow : public QMainWindow {
   void aboutDialog();
   void refreshRecentMenu();
   void updateStatus();
+  void updateHelp();
+  void addStartTab();
   void applyEngineSettings();
 
   RunList* runs_;
   EngineHost* engine_;
-  QStackedWidget* stack_;
+  QWidget* startTab_;
   StartPage* start_;
+  PresentationMode* presentation_;
+  help::HelpPanel* helpPanel_ = nullptr;
+  help::Tour* tour_ = nullptr;
   QTabWidget* tabs_;
   TrainingView* training_;
   PlaygroundView* playground_;

@@ -404,3 +404,39 @@ TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
   }
 }
 
+
+// Presentation mode's stories (hsm/sampling.h, end_at_sentence_after): past the minimum length
+// a generation stops at the first sentence end, not mid-sentence at max_new_tokens, and what it
+// made is the start of the same seed's unstopped text.
+TEST(Generator, EndsAtASentenceEndAfterTheMinimumLength) {
+  const std::string dir = std::string(HSM_RESOURCES_PATH) + "/models/hsm_ab";
+  if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << dir << " is missing";
+  auto session = Session::open(dir, "cpu");
+  int sentence_ends = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    GenerateOptions o;
+    o.sampling.seed = seed;
+    o.sampling.max_new_tokens = 300;
+    o.sampling.stop_at_end = false;
+    const auto whole = session->generate("Once upon a time", o);
+    o.sampling.end_at_sentence_after = 20;
+    const auto story = session->generate("Once upon a time", o);
+    ASSERT_GE(story.tokens.size(), 20u) << "seed " << seed;
+    ASSERT_LE(story.tokens.size(), whole.tokens.size());
+    EXPECT_EQ(whole.text.substr(0, story.text.size()), story.text) << "seed " << seed;
+    if (!story.sentence_end) continue;  // no sentence ended within 300 tokens
+    ++sentence_ends;
+    EXPECT_LT(story.tokens.size(), whole.tokens.size());
+    // It ends on a sentence's punctuation (and closing quotes), and the next token of the
+    // unstopped text starts a new word.
+    const std::string end = story.text.substr(story.text.find_last_not_of(" \n\"'") );
+    EXPECT_NE(std::string(".!?").find(end[0]), std::string::npos) << "seed " << seed << ": ..." << story.text.substr(story.text.size() - 30);
+    const std::string next = whole.tokens[story.tokens.size()].text;
+    ASSERT_FALSE(next.empty());
+    EXPECT_TRUE(next[0] == ' ' || next[0] == '\n') << "seed " << seed << ": next token '" << next << "'";
+  }
+  EXPECT_GT(sentence_ends, 0) << "none of the stories reached a sentence end";
+  GenerateOptions bad;
+  bad.sampling.end_at_sentence_after = -1;
+  EXPECT_THROW(session->generate("x", bad), std::invalid_argument);
+}

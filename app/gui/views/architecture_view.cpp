@@ -21,6 +21,7 @@
 #include <QVBoxLayout>
 
 #include "gui/engine_types.h"
+#include "gui/help/glossary.h"
 #include "gui/run_list.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
@@ -49,6 +50,7 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("arch_preset"));
   for (const std::string& name : hsm::preset_names()) preset_->addItem(qstr(name));
+  help::setPresetToolTips(preset_);
   auto* fromRun = new QPushButton(tr("From current run"));
   fromRun->setToolTip(tr("Load the model of the run selected in the toolbar"));
   dModel_ = new QSpinBox;
@@ -163,7 +165,9 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   auto* rl = new QVBoxLayout(rfBox);
   rl->setContentsMargins(0, 0, 0, 0);
   auto* rfControls = new QHBoxLayout;
-  rfControls->addWidget(new QLabel(tr("<b>Receptive field</b> (HSM Fig. 4) · positions")));
+  auto* rfTitle = new QLabel(tr("<b>Receptive field</b> (HSM Fig. 4) · positions"));
+  rfTitle->setToolTip(help::termToolTip(help::Term::kReceptiveField));
+  rfControls->addWidget(rfTitle);
   rfControls->addWidget(length_);
   rfControls->addWidget(new QLabel(tr("after layer")));
   rfControls->addWidget(layerSlider_, 1);

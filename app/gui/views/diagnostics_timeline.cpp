@@ -10,6 +10,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "gui/help/glossary.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/radar_chart.h"
@@ -43,6 +44,7 @@ DiagnosticsTimeline::DiagnosticsTimeline(QWidget* parent) : QWidget(parent) {
   indicatorBox_ = new QComboBox;
   indicatorBox_->setObjectName(QStringLiteral("timeline_indicator"));
   indicatorBox_->addItems(indicatorChoices());
+  help::setIndicatorToolTips(indicatorBox_);
   indicatorBox_->setToolTip(
       tr("The indicator drawn against step (raw values, DA §4.4); lens KL: how far each layer's logit-lens "
          "prediction is from the final one (nats)"));

@@ -20,6 +20,7 @@
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
+#include "gui/help/glossary.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/widgets/heatmap_panel.h"
@@ -246,6 +247,7 @@ QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
   c.radar = new RadarChart;
   c.radar->setObjectName(QStringLiteral("radar") + suffix);
   c.radar->setAxes(indicatorNames());
+  c.radar->setToolTip(help::indicatorsToolTip());
   c.radar->setTitle(tr("Indicators per layer (normalised)"));
   c.overview = new HeatmapPanel(tr("Indicators overview") + (suffix.isEmpty() ? QString() : tr(" (compared)")),
                                 tr("indicator"), tr("layer"));
@@ -256,6 +258,7 @@ QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
   QStringList headers = {tr("Layer"), tr("Mixer"), tr("Matrix")};
   for (const IndicatorColumn& ic : kColumns) headers << QString::fromLatin1(ic.title);
   c.table->setHorizontalHeaderLabels(headers);
+  help::setIndicatorToolTips(c.table);
   c.table->verticalHeader()->setVisible(false);
   c.table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   c.table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);

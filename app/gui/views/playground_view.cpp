@@ -18,6 +18,7 @@
 #include <QPushButton>
 #include <QRandomGenerator>
 #include <QScrollArea>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -37,7 +38,9 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   const hsm::SampleSettings defaults;
   promptEdit_ = new QPlainTextEdit;
   promptEdit_->setObjectName(QStringLiteral("prompt"));
-  promptEdit_->setPlaceholderText(tr("Once upon a time"));
+  // An empty prompt is allowed (the model starts a story from nothing): the placeholder says
+  // so rather than show words the model never sees.
+  promptEdit_->setPlaceholderText(tr("(empty: the model starts a story from nothing)"));
   promptEdit_->setPlainText(QStringLiteral("Once upon a time"));
   promptEdit_->setMaximumHeight(110);
 
@@ -167,7 +170,28 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   connect(runs_, &RunList::infoChanged, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::runRemoved, this, &PlaygroundView::updateButtons);
   connect(compare_, &QCheckBox::toggled, this, &PlaygroundView::updateButtons);
+  textSize_ = QSettings().value(QStringLiteral("playground/text_size"), TokenText::defaultTextSize()).toDouble();
+  bindTextSizeKeys(this, [this](double step) { setTextSize(textSize_ + step); });
   updateButtons();
+}
+
+void PlaygroundView::setTextSize(double points) {
+  textSize_ = std::clamp(points, TokenText::kMinTextSize, TokenText::kMaxTextSize);
+  for (Column& c : columns_) c.text->setTextSize(textSize_);
+  QSettings().setValue(QStringLiteral("playground/text_size"), textSize_);
+}
+
+bool PlaygroundView::generateStory(const QString& prompt, int minTokens, int maxTokens) {
+  setPrompt(prompt);
+  const bool compare = compare_->isChecked(), random = randomSeed_->isChecked();
+  compare_->setChecked(false);
+  randomSeed_->setChecked(true);
+  story_ = Story{minTokens, maxTokens};
+  const bool started = generate();
+  story_.reset();
+  compare_->setChecked(compare);
+  randomSeed_->setChecked(random);
+  return started;
 }
 
 void PlaygroundView::setCompareTrained(bool on) { compareTrained_->setChecked(on); }
@@ -213,6 +237,10 @@ bool PlaygroundView::options(hsm::GenerateOptions& out) {
   out.sampling.top_k = topK_->value();
   out.sampling.max_new_tokens = maxTokens_->value();
   out.sampling.stop_at_end = true;
+  if (story_) {
+    out.sampling.max_new_tokens = story_->maxTokens;
+    out.sampling.end_at_sentence_after = story_->minTokens;
+  }
   if (randomSeed_->isChecked()) {
     // Drawn here (not by the engine) so every model of a comparison shares it.
     quint64 seed = 0;
@@ -252,6 +280,8 @@ void PlaygroundView::rebuildColumns(const QVector<QPair<QString, bool>>& runDirs
                          which);
     c.text = new TokenText;
     c.text->setObjectName(QStringLiteral("output_%1").arg(columns_.size()));
+    c.text->setTextSize(textSize_);
+    connect(c.text, &TokenText::textSizeStep, this, [this](double step) { setTextSize(textSize_ + step); });
     c.status = new QLabel(tr("waiting…"));
     c.status->setObjectName(QStringLiteral("status_%1").arg(columns_.size()));
     c.status->setWordWrap(true);
@@ -269,10 +299,16 @@ void PlaygroundView::rebuildColumns(const QVector<QPair<QString, bool>>& runDirs
       }
       showProvenance(index, tokens);
     });
+    // Leaving provenance mode takes its caption with it.
+    connect(c.text, &TokenText::provenanceCleared, this, [this, index] {
+      columns_[index].selected.clear();
+      columns_[index].status->setText(columns_[index].generationNote);
+    });
     v->addWidget(c.title);
     v->addWidget(c.text, 1);
     v->addWidget(c.status);
-    c.box->setMinimumWidth(runDirs.size() > 1 ? 280 : 400);
+    // Four columns (three demo models and a run of one's own) fit beside the form at 1280 pixels.
+    c.box->setMinimumWidth(runDirs.size() > 2 ? 200 : runDirs.size() > 1 ? 280 : 400);
     columnsLayout_->addWidget(c.box, 1);
     columns_.push_back(c);
   }
@@ -294,7 +330,8 @@ bool PlaygroundView::generate() {
     for (int i = 0; i < runs_->count(); ++i)
       if (runs_->at(i).has_info) add(runs_->at(i).dir);
   } else if (const RunEntry* run = runs_->currentRun(); run && run->has_info) {
-    add(run->dir);
+    if (story_) dirs.append({run->dir, false});  // a story: the current model alone
+    else add(run->dir);
   }
   if (dirs.isEmpty()) {
     lastError_ = tr("no model: open a run folder (File › Open run folder) or train one first");
@@ -346,12 +383,16 @@ void PlaygroundView::onToken(const hsm::GeneratedToken& token) {
   if (activeColumn_ < 0) return;
   columns_[activeColumn_].text->appendToken(token);
   columns_[activeColumn_].status->setText(tr("%1 tokens…").arg(columns_[activeColumn_].text->tokenCount()));
+  emit tokenGenerated(activeColumn_, token);
 }
 
 void PlaygroundView::onGenerated(const hsm::GenerationResult& r) {
   if (activeColumn_ < 0) return;
   Column& c = columns_[activeColumn_];
-  QString end = r.ended ? tr("reached the end of the story") : (stopping_ ? tr("stopped") : tr("reached max tokens"));
+  QString end = r.ended          ? tr("reached the end of the story")
+                : r.sentence_end ? tr("ended at a sentence end")
+                : stopping_      ? tr("stopped")
+                                 : tr("reached max tokens");
   if (stopping_ && !r.ended) c.text->appendNote(tr("[stopped]"));
   c.status->setText(tr("%1 tokens · %2 tok/s · seed %3 · %4")
                         .arg(r.tokens.size())
@@ -362,6 +403,8 @@ void PlaygroundView::onGenerated(const hsm::GenerationResult& r) {
                                                    .arg(r.prompt_tokens)
                                                    .arg(r.prompt_tokens - r.prompt_tokens_cut)
                                              : QString()));
+  c.generationNote = c.status->text();
+  emit columnFinished(activeColumn_, r);
   sendNext();
 }
 

@@ -4,6 +4,7 @@
 // paper's Table 3 prompts one click away, and a compare mode that runs the same prompt
 // and seed on every open model side by side.
 #include <QMap>
+#include <optional>
 #include <QWidget>
 
 #include "gui/engine/executor.h"
@@ -48,7 +49,15 @@ class PlaygroundView : public StudioView {
   bool options(hsm::GenerateOptions& out);
   // As the Generate button. Returns false when nothing could start (reason in lastError()).
   bool generate();
+  // Presentation mode (views/presentation_mode.h): one story on the current run alone, with a
+  // fresh random seed, ending at the first sentence end after minTokens (or at <|endoftext|>),
+  // at most maxTokens; the form's own settings stay as they are.
+  bool generateStory(const QString& prompt, int minTokens, int maxTokens);
   void stop();
+  // The generated text's point size, kept across Generate and restarts (Ctrl+plus/minus,
+  // Ctrl+wheel).
+  double textSize() const { return textSize_; }
+  void setTextSize(double points);
   bool isGenerating() const { return !queue_.isEmpty() || activeColumn_ >= 0; }
 
   int columnCount() const { return static_cast<int>(columns_.size()); }
@@ -69,6 +78,9 @@ class PlaygroundView : public StudioView {
  signals:
   void generationFinished();
   void provenanceFinished();
+  // Each token as it arrives, and each column's result (for presentation mode).
+  void tokenGenerated(int column, const hsm::GeneratedToken& token);
+  void columnFinished(int column, const hsm::GenerationResult& result);
 
  private:
   struct Column {
@@ -82,6 +94,7 @@ class PlaygroundView : public StudioView {
     bool probing = false;   // its provenance is being read
     hsm::Probe probe;
     QString provenanceNote;
+    QString generationNote;  // the status after generating, shown again when the provenance goes
   };
   void loadPaperPrompts();
   void rebuildColumns(const QVector<QPair<QString, bool>>& runs);  // (run folder, trained)
@@ -118,6 +131,12 @@ class PlaygroundView : public StudioView {
   QString pendingPrompt_;
   bool stopping_ = false;
   QString lastError_;
+  // Set by generateStory() for the one generate() it makes.
+  struct Story {
+    int minTokens = 0, maxTokens = 0;
+  };
+  std::optional<Story> story_;
+  double textSize_;
 };
 
 }  // namespace studio

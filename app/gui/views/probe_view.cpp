@@ -15,6 +15,7 @@
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextStream>
@@ -45,6 +46,9 @@ QString stream_name(int layer) { return layer < 0 ? QObject::tr("embedding") : Q
 QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 
 }  // namespace
+
+// The ablation plot's height per bar, and around them (title, axis, margins).
+constexpr int kAblationBarHeight = 16, kAblationPlotMargin = 110, kAblationMinHeight = 200;
 
 QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds) {
   QStringList parts;
@@ -189,7 +193,14 @@ void ProbeView::build() {
   ablationOf_->setObjectName(QStringLiteral("ablation_of"));
   ablationOf_->setWordWrap(true);
   ablationLayout->addWidget(ablationOf_);
-  ablationLayout->addWidget(ablationPlot_, 1);
+  // A bar per knock-out at a readable height: a paper-size model's 63 rows scroll rather than
+  // squeeze into the pane.
+  auto* ablationScroll = new QScrollArea;
+  ablationScroll->setObjectName(QStringLiteral("ablation_scroll"));
+  ablationScroll->setWidget(ablationPlot_);
+  ablationScroll->setWidgetResizable(true);
+  ablationScroll->setFrameShape(QFrame::NoFrame);
+  ablationLayout->addWidget(ablationScroll, 1);
 
   auto* bar = new QHBoxLayout;
   bar->addWidget(new QLabel(tr("Prompt")));
@@ -475,15 +486,14 @@ void ProbeView::drawAblation() {
   QVector<double> keys, values;
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   const int n = static_cast<int>(ablation_.ablations.size());
-  // At most about 25 labels (a paper-size GPT has 63 rows); every bar is drawn, the CSV has all.
-  const int labelEvery = std::max(1, (n + 24) / 25);
+  // Every bar labelled, kAblationBarHeight pixels each; the pane scrolls when they do not fit.
+  ablationPlot_->setMinimumHeight(std::max(kAblationMinHeight, n * kAblationBarHeight + kAblationPlotMargin));
   for (int i = 0; i < n; ++i) {  // the largest rise at the top
     const hsm::Ablation& a = ablation_.ablations[static_cast<size_t>(i)];
     keys << n - 1 - i;
     values << a.delta;
-    if (i % labelEvery == 0)
-      ticker->addTick(n - 1 - i, a.knock_out.head < 0 ? tr("L%1").arg(a.knock_out.layer)
-                                                    : tr("L%1 H%2").arg(a.knock_out.layer).arg(a.knock_out.head));
+    ticker->addTick(n - 1 - i, a.knock_out.head < 0 ? tr("L%1").arg(a.knock_out.layer)
+                                                  : tr("L%1 H%2").arg(a.knock_out.layer).arg(a.knock_out.head));
   }
   bars_->setData(keys, values);  // keys descend: QCustomPlot sorts them
   p->yAxis->setTicker(ticker);

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "gui/engine_types.h"
+#include "gui/help/glossary.h"
 #include "gui/studio_settings.h"
 #include "hsm/presets.h"
 
@@ -71,6 +72,7 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("start_preset"));
   for (const std::string& name : hsm::preset_names()) preset_->addItem(qstr(name));
+  help::setPresetToolTips(preset_);
   preset_->setCurrentText(QStringLiteral("hsm_ab"));
   corpus_ = new QLineEdit(StudioSettings::lastCorpus());
   corpus_->setObjectName(QStringLiteral("start_corpus"));

@@ -18,6 +18,7 @@
 #include <functional>
 
 #include "gui/engine_types.h"
+#include "gui/help/glossary.h"
 #include "gui/studio_settings.h"
 #include "gui/widgets/field_error.h"
 #include "hsm/params.h"
@@ -73,6 +74,7 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   presetBox_ = new QComboBox;
   presetBox_->setObjectName(QStringLiteral("preset"));
   for (const std::string& name : hsm::preset_names()) presetBox_->addItem(qstr(name), qstr(name));
+  help::setPresetToolTips(presetBox_);
   auto* configButton = new QPushButton(tr("Config file…"));
   auto* presetRow = new QHBoxLayout;
   presetRow->addWidget(presetBox_, 1);

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/help/glossary.h"
 #include "gui/engine/engine_host.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/presets.h"
@@ -85,7 +86,9 @@ void WeightsView::build() {
   barsB_->setWidth(0.35);
   p->legend->setVisible(true);
   p->yAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
-  p->setToolTip(tr("Drag a bar up or down to set that layer's a or b (what-if); the editor on the right shows it"));
+  p->setToolTip(tr("Drag a bar up or down to set that layer's a or b (what-if); the editor on the right shows it") +
+                QStringLiteral("\n\n") + help::termToolTip(help::Term::kWeightA) + QLatin1Char('\n') +
+                help::termToolTip(help::Term::kWeightB) + QLatin1Char('\n') + help::termToolTip(help::Term::kShift));
   connect(p, &QCustomPlot::mousePress, this, &WeightsView::pressBar);
   connect(p, &QCustomPlot::mouseMove, this, &WeightsView::dragBar);
   connect(p, &QCustomPlot::mouseRelease, this, [this] { releaseBar(); });
@@ -170,6 +173,13 @@ void WeightsView::build() {
   openSaved_->setObjectName(QStringLiteral("whatif_open_saved"));
   openSaved_->hide();
   bannerBox_ = new NoticeBar(QStringLiteral("whatif_banner_box"), banner_, {resetButton_, saveButton_, openSaved_});
+  // The banner's row is kept while it is hidden, so the first edit does not move the plots and
+  // the editor under the pointer; one line (the full text in its tooltip) keeps its height.
+  QSizePolicy keep = bannerBox_->sizePolicy();
+  keep.setRetainSizeWhenHidden(true);
+  bannerBox_->setSizePolicy(keep);
+  banner_->setWordWrap(false);
+  banner_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
   auto* top = new QSplitter(Qt::Horizontal);
   top->addWidget(abPlot_);
@@ -394,6 +404,7 @@ void WeightsView::updateBanner() {
     banner_->clear();
   if (edited && !savedRun_.isEmpty() && openSaved_->isVisible())
     banner_->setText(banner_->text() + tr(" (an earlier edit was saved as %1)").arg(QFileInfo(savedRun_).fileName()));
+  banner_->setToolTip(banner_->text());
 }
 
 bool WeightsView::saveAs() {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/help/glossary.h"
 #include "hsm/mixer_kind.h"
 
 namespace studio {
@@ -26,7 +27,9 @@ ReceptiveFieldDiagram::ReceptiveFieldDiagram(QWidget* parent) : QWidget(parent) 
   setObjectName(QStringLiteral("receptive_field_diagram"));
   setAttribute(Qt::WA_OpaquePaintEvent);  // paintEvent fills every pixel: nothing beneath to draw
   setMouseTracking(false);
-  setToolTip(tr("Click a node: that position's receptive field after that layer lights up down to the inputs."));
+  setToolTip(tr("Click a node: that position's receptive field after that layer lights up down to the inputs.") +
+             QStringLiteral("\n\n") + help::termToolTip(help::Term::kReceptiveField) + QLatin1Char('\n') +
+             help::termToolTip(help::Term::kShift));
 }
 
 void ReceptiveFieldDiagram::setConfig(const hsm::ModelConfig& config) {

@@ -2,6 +2,8 @@
 
 #include <QHelpEvent>
 #include <QMouseEvent>
+#include <QShortcut>
+#include <QWheelEvent>
 #include <QTextDocument>
 #include <QTextCursor>
 #include <QToolTip>
@@ -25,9 +27,51 @@ TokenText::TokenText(QWidget* parent) : QTextEdit(parent) {
   setReadOnly(true);
   setMouseTracking(true);
   setAcceptRichText(false);
+  setTextSize(defaultTextSize());
+}
+
+double TokenText::defaultTextSize() { return QFont().pointSizeF() * 1.15; }
+
+void TokenText::setTextSize(double points) {
   QFont f = font();
-  f.setPointSizeF(f.pointSizeF() * 1.15);
+  f.setPointSizeF(std::clamp(points, kMinTextSize, kMaxTextSize));
   setFont(f);
+  document()->setDefaultFont(f);
+  if (generatedDocument_) generatedDocument_->setDefaultFont(f);
+}
+
+void TokenText::setTinted(bool tinted) {
+  if (tinted == tinted_) return;
+  tinted_ = tinted;
+  QTextDocument* doc = generatedDocument_ ? generatedDocument_ : document();
+  for (const Span& span : spans_) {
+    QTextCursor c(doc);
+    c.setPosition(span.start);
+    c.setPosition(span.end, QTextCursor::KeepAnchor);
+    QTextCharFormat fmt;
+    fmt.setBackground(tinted_ ? QBrush(tint(span.token.prob)) : QBrush(Qt::NoBrush));
+    c.mergeCharFormat(fmt);
+  }
+}
+
+void TokenText::wheelEvent(QWheelEvent* e) {
+  if (e->modifiers().testFlag(Qt::ControlModifier)) {
+    if (e->angleDelta().y() != 0) emit textSizeStep(e->angleDelta().y() > 0 ? 1 : -1);
+    e->accept();
+    return;
+  }
+  QTextEdit::wheelEvent(e);
+}
+
+void bindTextSizeKeys(QWidget* host, const std::function<void(double)>& step) {
+  const QPair<QKeySequence, double> keys[] = {{QKeySequence::ZoomIn, 1},
+                                              {QKeySequence(Qt::CTRL | Qt::Key_Equal), 1},
+                                              {QKeySequence::ZoomOut, -1}};
+  for (const auto& [key, delta] : keys) {
+    auto* shortcut = new QShortcut(key, host);
+    shortcut->setContext(Qt::WidgetWithChildrenShortcut);
+    QObject::connect(shortcut, &QShortcut::activated, host, [step, delta = delta] { step(delta); });
+  }
 }
 
 QColor TokenText::tint(double p) {
@@ -58,7 +102,7 @@ void TokenText::appendToken(const hsm::GeneratedToken& token) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   QTextCharFormat fmt;
-  fmt.setBackground(tint(token.prob));
+  if (tinted_) fmt.setBackground(tint(token.prob));
   const QString text = QString::fromStdString(token.text);
   Span span;
   span.start = c.position();
@@ -150,6 +194,7 @@ void TokenText::clearProvenance() {
   provenance_ = false;
   pieces_.clear();
   provenanceWeights_.clear();
+  emit provenanceCleared();
 }
 
 void TokenText::mouseReleaseEvent(QMouseEvent* e) {

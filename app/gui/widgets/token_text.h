@@ -6,6 +6,7 @@
 // saw tinted by how much those tokens drew on each of its tokens, until clearProvenance().
 #include <QTextEdit>
 #include <QVector>
+#include <functional>
 #include <vector>
 
 #include "hsm/generator.h"
@@ -21,6 +22,16 @@ class TokenText : public QTextEdit {
   void setPrompt(const QString& prompt);  // shown in bold, untinted
   void appendToken(const hsm::GeneratedToken& token);
   void appendNote(const QString& note);   // grey, e.g. "[stopped]"
+
+  // The text's point size. Ctrl+wheel asks for a step (textSizeStep) rather than zooming
+  // itself, so the owner keeps one size for every text it shows and across generations.
+  static constexpr double kMinTextSize = 6, kMaxTextSize = 96;
+  static double defaultTextSize();
+  void setTextSize(double points);
+  double textSize() const { return font().pointSizeF(); }
+  // Tint by probability (the default) or plain text; tokens already shown follow.
+  void setTinted(bool tinted);
+  bool tinted() const { return tinted_; }
 
   int tokenCount() const { return static_cast<int>(spans_.size()); }
   QString generatedText() const { return generated_; }
@@ -50,10 +61,13 @@ class TokenText : public QTextEdit {
  signals:
   // A generated token was clicked; add: shift was held (sum it with the ones already chosen).
   void tokenClicked(int index, bool add);
+  void textSizeStep(double points);  // Ctrl+wheel: +1 or −1 point
+  void provenanceCleared();          // back from provenance mode to the probabilities
 
  protected:
   bool event(QEvent* e) override;
   void mouseReleaseEvent(QMouseEvent* e) override;
+  void wheelEvent(QWheelEvent* e) override;
 
  private:
   struct Span {
@@ -61,6 +75,7 @@ class TokenText : public QTextEdit {
     hsm::GeneratedToken token;
   };
   std::vector<Span> spans_;
+  bool tinted_ = true;
   QString generated_;
   // Provenance mode: the generated document kept aside, each piece's span and its token.
   QTextDocument* generatedDocument_ = nullptr;
@@ -73,5 +88,8 @@ class TokenText : public QTextEdit {
   std::vector<PieceSpan> pieces_;
   std::vector<double> provenanceWeights_;
 };
+
+// Ctrl+plus (and Ctrl+=), Ctrl+minus on `host` and its children call step(+1) and step(−1).
+void bindTextSizeKeys(QWidget* host, const std::function<void(double step)>& step);
 
 }  // namespace studio

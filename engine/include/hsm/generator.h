@@ -49,6 +49,7 @@ struct GenerationResult {
   // `context` tokens (0 when it fits). Callers say so.
   int64_t prompt_tokens_cut = 0;
   bool ended = false;  // stopped at <|endoftext|>
+  bool sentence_end = false;  // stopped at a sentence end (SampleSettings::end_at_sentence_after)
   uint64_t seed = 0;   // the seed used (reproduces the run)
   double seconds = 0;
   double tokens_per_s = 0;

@@ -92,6 +92,8 @@ struct MixerInfo {
   std::vector<int64_t> (*shifts)(int64_t layer, int64_t h);
   bool shift_per_head;  // the shifts are 2^j per head j, so at most 62 heads
   FastDecodeForm fast_decode;  // kNone (the default) until the fast decoder has the mixer's formula
+  // The formula in plain text (the paper's names), for the studio's "What am I looking at?".
+  const char* formula = "";
 };
 
 // Every mixer, in the order of HSM Table 1.

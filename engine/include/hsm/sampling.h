@@ -18,6 +18,10 @@ struct SampleSettings {
   uint64_t seed = 0;         // 0 = a fresh random seed (reported back by the generator)
   int max_new_tokens = 256;  // 1..kMaxNewTokens
   bool stop_at_end = true;   // stop at <|endoftext|> (the end of a story)
+  // > 0: once this many tokens are generated, stop at the next sentence end (a '.', '!' or '?',
+  // with any closing quotes, followed by a token that starts a new word), so a story shown to
+  // a room does not break off mid-sentence at max_new_tokens. 0 = off.
+  int end_at_sentence_after = 0;
 };
 
 struct TokenProb {

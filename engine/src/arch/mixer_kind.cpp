@@ -65,6 +65,7 @@ std::vector<MixerInfo> registry() {
                                 MixerFamily::kAttention, 8, MatrixKind::kAttention);
     m.params = attention_params, m.macs_per_token = attention_macs, m.cache_floats = keys_values_cache;
     m.fast_decode = FastDecodeForm::kAttention;
+    m.formula = "y_i = Σ_{j≤i} softmax_j(q_i·k_j / √d_head) v_j, per head; q, k, v linear maps of x";
     r.push_back(m);
   }
   // ---- HSM (Table 1): layer l mixes x_t with x_{t−2^l}; ring caches of the last 2^l inputs.
@@ -73,6 +74,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t, int64_t, int64_t) -> int64_t { return 2; };
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
     m.fast_decode = FastDecodeForm::kShiftWeighted;
+    m.formula = "y = a·x + b·x_shifted, x_shifted[t] = x[t − s], s = 2^layer; a, b one number each per layer";
     r.push_back(m);
   }
   {
@@ -81,6 +83,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t, int64_t) { return 2 * d; };
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d; };
     m.fast_decode = FastDecodeForm::kShiftWeighted;
+    m.formula = "y = a ⊙ x + b ⊙ x_shifted, s = 2^layer; a, b one weight per channel";
     r.push_back(m);
   }
   {
@@ -88,6 +91,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t, int64_t) { return 2 * d * d + d + linear(d, d); };  // A, B, bias + output
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 3 * d * d; };
     m.fast_decode = FastDecodeForm::kShiftMatrix;
+    m.formula = "y = A x + B x_shifted + bias, s = 2^layer; A, B full d×d matrices";
     r.push_back(m);
   }
   {
@@ -96,6 +100,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t, int64_t) { return 2 * linear(d, d); };
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 2 * d * d + 2 * d; };
     m.fast_decode = FastDecodeForm::kShiftGate;
+    m.formula = "gate = tanh(mlp(x)); y = gate ⊙ x + (1 − gate) ⊙ x_shifted, s = 2^layer";
     r.push_back(m);
   }
   {
@@ -104,6 +109,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t h, int64_t) { return h * linear(2 * (d / h), d / h); };
     m.macs_per_token = [](int64_t d, int64_t h, int64_t) { return 2 * d * d / h + 2 * d; };
     m.fast_decode = FastDecodeForm::kShiftHeadGate;
+    m.formula = "gate = tanh(L[x; x_shifted]); y = gate ⊙ x + (1 − gate) ⊙ x_shifted, per head, s = 2^layer";
     r.push_back(m);
   }
   {
@@ -112,6 +118,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t h, int64_t) { return h * (linear(2 * (d / h), d / h) + linear(d / h, d / h)); };
     m.macs_per_token = [](int64_t d, int64_t h, int64_t) { return 3 * d * d / h; };
     m.fast_decode = FastDecodeForm::kShiftHeadFusion;
+    m.formula = "y = mlp([x; x_shifted]) per head, s = 2^layer";
     r.push_back(m);
   }
   {  // head j shifts by 2^j in every layer (HSM §4)
@@ -127,6 +134,7 @@ std::vector<MixerInfo> registry() {
     m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) { return B * (int64_t{1} << (h - 1)) * d; };
     m.shift_per_head = true;
     m.fast_decode = FastDecodeForm::kShiftWeighted;
+    m.formula = "head h: y_h = a_h·x_h + b_h·x_h[t − 2^h]; every layer the same shifts 1, 2, 4, …";
     r.push_back(m);
   }
   {  // rotating permutation (HSM §7): layer l, head j shifts by 2^((j + l) mod H)
@@ -142,6 +150,7 @@ std::vector<MixerInfo> registry() {
     m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) { return B * (int64_t{1} << (h - 1)) * d; };
     m.shift_per_head = true;
     m.fast_decode = FastDecodeForm::kShiftWeighted;
+    m.formula = "head h: y_h = a_h·x_h + b_h·x_h[t − s_h], the shifts s_h differing between layers";
     r.push_back(m);
   }
   // ---- DA (Deconstructing Attention §3; 8 heads like attn, FFN 512; docs/mixers.md). Their
@@ -157,6 +166,7 @@ std::vector<MixerInfo> registry() {
     };
     m.macs_per_token = [](int64_t d, int64_t, int64_t) { return 3 * d * gated_mlp_width(d); };
     m.cache_floats = no_cache;
+    m.formula = "y = FC_down(SiLU(FC_gate(x)) ⊙ FC_up(x)): no token mixing at all";
     r.push_back(m);
   }
   {
@@ -171,6 +181,7 @@ std::vector<MixerInfo> registry() {
     m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) {
       return B * h * taylor_feature_dim(d / h) * (d / h + 1);  // Σφ(k)vᵀ, Σφ(k)
     };
+    m.formula = "w_ij = 1 + s_ij + s_ij²/2, s_ij = q_i·k_j/√d_head; y_i = Σ_{j≤i} w_ij v_j / Σ_{j≤i} w_ij";
     r.push_back(m);
   }
   {
@@ -181,6 +192,7 @@ std::vector<MixerInfo> registry() {
     m.cache_floats = [](int64_t d, int64_t h, int64_t, int64_t, int64_t B) {
       return B * h * (d / h + 2);  // running max, Σe·v, Σe
     };
+    m.formula = "s_j = Σ SiLU(q_j) ⊙ k_j / √d_head; y_i = Σ_{j≤i} e^{s_j} v_j / Σ_{j≤i} e^{s_j}";
     r.push_back(m);
   }
   {
@@ -188,6 +200,7 @@ std::vector<MixerInfo> registry() {
                                 MixerFamily::kDeconstructedAttention, 8, MatrixKind::kAttention);
     m.qk_source = QkSource::kRandom;
     m.params = qk_source_params, m.macs_per_token = qk_source_macs, m.cache_floats = shared_qk_cache;
+    m.formula = "softmax attention whose q, k come from fixed random vectors, not from the text";
     r.push_back(m);
   }
   {
@@ -195,6 +208,7 @@ std::vector<MixerInfo> registry() {
                                 MixerFamily::kDeconstructedAttention, 8, MatrixKind::kAttention);
     m.qk_source = QkSource::kFixedText;
     m.params = qk_source_params, m.macs_per_token = qk_source_macs, m.cache_floats = shared_qk_cache;
+    m.formula = "softmax attention whose q, k come from one fixed text, not from the input";
     r.push_back(m);
   }
   {
@@ -202,6 +216,7 @@ std::vector<MixerInfo> registry() {
                                 MixerFamily::kDeconstructedAttention, 8, MatrixKind::kAttention);
     m.qk_source = QkSource::kEmbedding;
     m.params = qk_source_params, m.macs_per_token = attention_macs, m.cache_floats = keys_values_cache;
+    m.formula = "softmax attention whose q, k come from the token embeddings only";
     r.push_back(m);
   }
   // ---- EX (Extractors §5; one head, FFN 512 as in EX Table 1). Parameters: EX Tables 3–4 (no
@@ -213,6 +228,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t, int64_t l) { return l * d * d + 2 * d * d; };  // W_1..W_l, W_adj, W_out
     m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d * d + 2 * d * d + d; };
     m.cache_floats = window_cache;
+    m.formula = "e_i = Σ_{j≤i} x_j W_{i−j+1}; y = ((x W_adj) ⊙ e) W_out";
     r.push_back(m);
   }
   {
@@ -221,6 +237,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t, int64_t l) { return l * d + 3 * d * d; };  // w_1..w_l, W_in_ext, W_adj, W_out
     m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d + 3 * d * d + d; };
     m.cache_floats = window_cache;
+    m.formula = "u = x W_in; e_i = Σ_{j≤i} u_j ⊙ w_{i−j+1}; y = ((x W_adj) ⊙ e) W_out";
     r.push_back(m);
   }
   {
@@ -229,6 +246,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t d, int64_t, int64_t l) { return l * d + 2 * d * d; };  // w_1..w_l, W_adj, W_out
     m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d + 2 * d * d + d; };
     m.cache_floats = window_cache;
+    m.formula = "e_i = Σ_{j≤i} x_j ⊙ w_{i−j+1}; y = ((x W_adj) ⊙ e) W_out";
     r.push_back(m);
   }
   {
@@ -237,6 +255,7 @@ std::vector<MixerInfo> registry() {
     m.params = [](int64_t, int64_t, int64_t l) { return l; };  // w_1..w_l
     m.macs_per_token = [](int64_t d, int64_t, int64_t T) { return T * d; };
     m.cache_floats = window_cache;
+    m.formula = "y_i = Σ_{j≤i} w_{i−j+1} x_j, one number per distance";
     r.push_back(m);
   }
   return r;

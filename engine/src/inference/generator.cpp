@@ -101,6 +101,34 @@ class FastPathDecoder : public TokenDecoder {
   FastDecoder fast_;
 };
 
+// Whether `text` ends a sentence: '.', '!' or '?', then any closing quotes or brackets (a
+// story's dialogue ends `."`), ignoring trailing white space.
+bool ends_sentence(const std::string& text) {
+  size_t i = text.find_last_not_of(" \t\n\r");
+  if (i == std::string::npos) return false;
+  auto closing = [&](size_t at) {
+    static const std::string kAscii = "\"')]";
+    if (kAscii.find(text[at]) != std::string::npos) return size_t{1};
+    // U+201D and U+2019 (closing double and single quotes), 3 bytes in UTF-8.
+    if (at >= 2 && (text.compare(at - 2, 3, "\xE2\x80\x9D") == 0 || text.compare(at - 2, 3, "\xE2\x80\x99") == 0))
+      return size_t{3};
+    return size_t{0};
+  };
+  while (i != std::string::npos) {
+    const size_t n = closing(i);
+    if (n == 0) break;
+    if (i < n) return false;
+    i -= n;
+  }
+  return i != std::string::npos && (text[i] == '.' || text[i] == '!' || text[i] == '?');
+}
+
+// Whether a token's text starts a new word (white space first): the sentence before it is
+// over, where a quote or more punctuation would still belong to it.
+bool starts_word(const std::string& text) {
+  return !text.empty() && (text[0] == ' ' || text[0] == '\n' || text[0] == '\t');
+}
+
 }  // namespace
 
 Generator::Generator(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
@@ -146,10 +174,19 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
   const auto vocab = static_cast<size_t>(m.config.vocab_size);
 
   std::vector<int32_t> generated, pending;
+  std::string shown;  // the generated text so far, for the sentence-end check
+  const int sentence_after = options.sampling.end_at_sentence_after;
   for (int i = 0; i < options.sampling.max_new_tokens; ++i) {
     const SampledToken pick = sampler.sample(logits, vocab);
     if (pick.id == eot && options.sampling.stop_at_end) {
       result.ended = true;
+      break;
+    }
+    // Stopped before the token that opens the next sentence, so the text ends on the
+    // previous one's punctuation (and quotes), never mid-sentence.
+    if (sentence_after > 0 && i >= sentence_after && pending.empty() && ends_sentence(shown) &&
+        starts_word(tok.decode({pick.id}))) {
+      result.sentence_end = true;
       break;
     }
     generated.push_back(pick.id);
@@ -171,6 +208,7 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
       g.text = std::move(text);
       pending.clear();
     }
+    if (sentence_after > 0) shown += g.text;
     result.tokens.push_back(g);
     if (on_token && !on_token(g)) break;
 

@@ -18,6 +18,9 @@ Sampler::Sampler(const SampleSettings& s, int top_alternatives)
   if (s.max_new_tokens < 1 || s.max_new_tokens > kMaxNewTokens)
     throw std::invalid_argument("max tokens must be 1 to " + std::to_string(kMaxNewTokens) + ", got " +
                                 std::to_string(s.max_new_tokens) + " (generate a longer text in parts)");
+  if (s.end_at_sentence_after < 0)
+    throw std::invalid_argument("end at a sentence after must be >= 0 tokens (0 = off), got " +
+                                std::to_string(s.end_at_sentence_after));
   if (seed_ == 0) seed_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}() ^ 1;
   rng_.seed(seed_);
 }

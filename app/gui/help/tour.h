@@ -1,0 +1,44 @@
+#pragma once
+// The first-run tour (issue 36): a small window beside the main window that walks through the
+// views on the bundled demo models, one step per view, saying in plain words what each shows
+// and what to try. Skippable at any step; Help › Take the tour opens it again. Whether it
+// has been seen is kept in the settings, so it opens by itself only once.
+#include <QDialog>
+#include <functional>
+
+class QLabel;
+class QPushButton;
+
+namespace studio::help {
+
+class Tour : public QDialog {
+  Q_OBJECT
+ public:
+  // showView(view) brings MainWindow::View `view` (-1: the start page) to the front;
+  // openDemo() opens the bundled models when no run is open and returns how many are open.
+  Tour(std::function<void(int)> showView, std::function<int()> openDemo, QWidget* parent = nullptr);
+
+  int stepCount() const;
+  int step() const { return step_; }
+  void goTo(int step);
+  void next();
+  void skip();  // closes the tour and marks it seen
+  QString stepText() const;
+  int stepView() const;
+
+  // Whether the tour has been seen (finished or skipped) on this computer.
+  static bool seen();
+  static void setSeen(bool seen);
+
+ private:
+  std::function<void(int)> showView_;
+  std::function<int()> openDemo_;
+  QLabel* title_;
+  QLabel* body_;
+  QLabel* counter_;
+  QPushButton* back_;
+  QPushButton* next_;
+  int step_ = 0;
+};
+
+}  // namespace studio::help

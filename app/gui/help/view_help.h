@@ -1,0 +1,38 @@
+#pragma once
+// "What am I looking at?" (issue 36): each view explained in plain words, with the formula of
+// the current run's mixers (their registry entries, hsm/mixer_kind.h) and the terms of the
+// glossary; and Help › Keyboard shortcuts, read from the window's own menus so it cannot go
+// out of date.
+#include <QDialog>
+
+#include "hsm/config.h"
+
+class QMenuBar;
+class QTextBrowser;
+
+namespace studio::help {
+
+// The help of one view (MainWindow::View's order; -1 = the start page), as HTML. `model`: the
+// current run's model, whose mixers' formulas are shown (nullptr: none open).
+QString viewHelpHtml(int view, const hsm::ModelConfig* model);
+// The view's title in the help ("Playground", "Start page").
+QString viewTitle(int view);
+
+// A window beside the main window that shows the help of the view in front and follows it.
+class HelpPanel : public QDialog {
+  Q_OBJECT
+ public:
+  explicit HelpPanel(QWidget* parent = nullptr);
+  void showHelp(int view, const hsm::ModelConfig* model);
+  int shownView() const { return view_; }
+  QString text() const;
+
+ private:
+  QTextBrowser* browser_;
+  int view_ = -2;
+};
+
+// Every shortcut of the menus (name and keys), then those of the views' own buttons.
+QString shortcutsHtml(const QMenuBar* menus);
+
+}  // namespace studio::help

@@ -1,0 +1,285 @@
+#include "gui/views/presentation_mode.h"
+
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QPushButton>
+#include <QSettings>
+#include <QShortcut>
+#include <QSlider>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <iterator>
+
+#include "gui/views/playground_view.h"
+#include "gui/widgets/token_text.h"
+
+namespace studio {
+namespace {
+
+// The typewriter's speeds, slowest first; 0 = as fast as the model makes them.
+constexpr int kSpeeds[] = {3, 6, 12, 25, 50, 0};
+constexpr int kDefaultSpeed = 2;  // 12 tokens/s: about reading speed aloud
+constexpr double kDefaultTextSize = 30;
+
+QString elided(const QString& text, int chars) {
+  return text.size() <= chars ? text : text.left(chars).trimmed() + QStringLiteral("…");
+}
+
+}  // namespace
+
+PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
+    : QWidget(parent, Qt::Window), playground_(playground) {
+  setObjectName(QStringLiteral("presentation"));
+  setWindowTitle(tr("HSM Studio · Presentation"));
+  QSettings settings;
+
+  story_ = new TokenText;
+  story_->setObjectName(QStringLiteral("presentation_story"));
+  story_->setFrameShape(QFrame::NoFrame);
+  story_->setTextSize(settings.value(QStringLiteral("presentation/text_size"), kDefaultTextSize).toDouble());
+  story_->setTinted(settings.value(QStringLiteral("presentation/tint"), false).toBool());
+  story_->setPlaceholderText(tr("Press “New story” or pick one of the paper's prompts below."));
+  connect(story_, &TokenText::textSizeStep, this, [this](double step) { setTextSize(textSize() + step); });
+
+  newStory_ = new QPushButton(tr("New story"));
+  newStory_->setObjectName(QStringLiteral("new_story"));
+  newStory_->setToolTip(tr("A new story from the Playground's prompt with a fresh random seed (Space or N)"));
+  QFont big = newStory_->font();
+  big.setPointSizeF(big.pointSizeF() * 1.4);
+  big.setBold(true);
+  newStory_->setFont(big);
+  newStory_->setMinimumHeight(48);
+  connect(newStory_, &QPushButton::clicked, this, [this] { newStory(); });
+
+  auto* smaller = new QPushButton(tr("A−"));
+  smaller->setToolTip(tr("Smaller text (Ctrl+minus, Ctrl+wheel)"));
+  auto* larger = new QPushButton(tr("A+"));
+  larger->setToolTip(tr("Larger text (Ctrl+plus, Ctrl+wheel)"));
+  connect(smaller, &QPushButton::clicked, this, [this] { setTextSize(textSize() - 2); });
+  connect(larger, &QPushButton::clicked, this, [this] { setTextSize(textSize() + 2); });
+  bindTextSizeKeys(this, [this](double step) { setTextSize(textSize() + 2 * step); });
+
+  tint_ = new QCheckBox(tr("Tint by probability"));
+  tint_->setObjectName(QStringLiteral("presentation_tint"));
+  tint_->setToolTip(tr("Colour each word by how likely the model found it: red unlikely, green likely"));
+  tint_->setChecked(story_->tinted());
+  connect(tint_, &QCheckBox::toggled, this, &PresentationMode::setTinted);
+
+  speed_ = new QSlider(Qt::Horizontal);
+  speed_->setObjectName(QStringLiteral("typewriter_speed"));
+  speed_->setRange(0, static_cast<int>(std::size(kSpeeds)) - 1);
+  speed_->setPageStep(1);
+  speed_->setFixedWidth(140);
+  speed_->setToolTip(tr("Typewriter speed: how fast the words appear"));
+  speedLabel_ = new QLabel;
+  speedLabel_->setMinimumWidth(90);
+  connect(speed_, &QSlider::valueChanged, this, [this](int i) {
+    speedLabel_->setText(kSpeeds[i] == 0 ? tr("instant") : tr("%1 tokens/s").arg(kSpeeds[i]));
+    QSettings().setValue(QStringLiteral("presentation/speed"), i);
+    if (kSpeeds[i] == 0) {
+      while (!pending_.isEmpty()) showNext();
+    } else {
+      typewriter_->setInterval(1000 / kSpeeds[i]);
+    }
+  });
+
+  auto* leaveButton = new QPushButton(tr("Leave (Esc)"));
+  leaveButton->setObjectName(QStringLiteral("leave_presentation"));
+  connect(leaveButton, &QPushButton::clicked, this, &PresentationMode::leave);
+
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(newStory_);
+  bar->addSpacing(16);
+  bar->addWidget(smaller);
+  bar->addWidget(larger);
+  bar->addSpacing(16);
+  bar->addWidget(tint_);
+  bar->addSpacing(16);
+  bar->addWidget(new QLabel(tr("Speed")));
+  bar->addWidget(speed_);
+  bar->addWidget(speedLabel_);
+  bar->addStretch(1);
+  bar->addWidget(leaveButton);
+
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("presentation_status"));
+  status_->setWordWrap(true);
+
+  // The paper's prompts (HSM Table 3) as big buttons, three to a row.
+  auto* prompts = new QGridLayout;
+  const QStringList paper = playground_->paperPrompts();
+  for (int i = 0; i < paper.size(); ++i) {
+    auto* button = new QPushButton(elided(paper[i], 58));
+    button->setObjectName(QStringLiteral("paper_prompt_%1").arg(i));
+    button->setToolTip(paper[i]);
+    button->setMinimumHeight(40);
+    connect(button, &QPushButton::clicked, this, [this, prompt = paper[i]] { newStory(prompt); });
+    prompts->addWidget(button, i / 3, i % 3);
+    promptButtons_ << button;
+  }
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(48, 24, 48, 24);
+  layout->addLayout(bar);
+  layout->addWidget(story_, 1);
+  layout->addWidget(status_);
+  if (!paper.isEmpty()) layout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
+  layout->addLayout(prompts);
+
+  typewriter_ = new QTimer(this);
+  connect(typewriter_, &QTimer::timeout, this, &PresentationMode::showNext);
+  speed_->setValue(
+      std::clamp(settings.value(QStringLiteral("presentation/speed"), kDefaultSpeed).toInt(), 0, speed_->maximum()));
+  emit speed_->valueChanged(speed_->value());  // the label and the interval, also for the default
+
+  for (const QKeySequence& key : {QKeySequence(Qt::Key_Space), QKeySequence(Qt::Key_N)}) {
+    auto* s = new QShortcut(key, this);
+    connect(s, &QShortcut::activated, this, [this] {
+      if (newStory_->isEnabled()) newStory();
+    });
+  }
+
+  connect(playground_, &PlaygroundView::tokenGenerated, this, &PresentationMode::onToken);
+  connect(playground_, &PlaygroundView::columnFinished, this, &PresentationMode::onFinished);
+  connect(playground_, &PlaygroundView::generationFinished, this, [this] {
+    // A failed or stopped generation ends without a result: the story is over all the same.
+    if (telling_ && !generated_) {
+      generated_ = true;
+      endNote_ = playground_->lastError().isEmpty() ? tr("stopped") : playground_->lastError();
+      finishIfDone();
+    }
+  });
+  updateButtons();
+}
+
+void PresentationMode::enter() {
+  presenting_ = true;
+  showFullScreen();
+  raise();
+  activateWindow();
+  newStory_->setFocus();
+}
+
+void PresentationMode::leave() {
+  if (!presenting_) return;
+  presenting_ = false;
+  if (telling_ && !generated_) playground_->stop();
+  typewriter_->stop();
+  while (!pending_.isEmpty()) showNext();  // the story stays whole in the Playground's column too
+  hide();
+  emit left();
+}
+
+// Esc and F11 leave from wherever the focus is: no child takes them, so they arrive here.
+void PresentationMode::keyPressEvent(QKeyEvent* e) {
+  if (e->key() == Qt::Key_Escape || e->key() == Qt::Key_F11) {
+    leave();
+    e->accept();
+    return;
+  }
+  QWidget::keyPressEvent(e);
+}
+
+void PresentationMode::closeEvent(QCloseEvent* e) {
+  leave();
+  e->accept();
+}
+
+double PresentationMode::textSize() const { return story_->textSize(); }
+
+void PresentationMode::setTextSize(double points) {
+  story_->setTextSize(points);
+  QSettings().setValue(QStringLiteral("presentation/text_size"), story_->textSize());
+}
+
+void PresentationMode::setTinted(bool on) {
+  story_->setTinted(on);
+  if (tint_->isChecked() != on) tint_->setChecked(on);
+  QSettings().setValue(QStringLiteral("presentation/tint"), on);
+}
+
+void PresentationMode::setSpeed(int tokensPerSecond) {
+  int best = 0;
+  for (int i = 0; i < static_cast<int>(std::size(kSpeeds)); ++i)
+    if (kSpeeds[i] == tokensPerSecond) best = i;
+  speed_->setValue(best);
+}
+
+int PresentationMode::speed() const { return kSpeeds[speed_->value()]; }
+
+bool PresentationMode::isTelling() const { return telling_ || !pending_.isEmpty(); }
+
+QString PresentationMode::status() const { return status_->text(); }
+
+bool PresentationMode::newStory(const QString& prompt) {
+  lastError_.clear();
+  if (playground_->isGenerating()) {
+    lastError_ = tr("a story is still being generated");
+    status_->setText(lastError_);
+    return false;
+  }
+  const QString text = prompt.isNull() ? playground_->prompt() : prompt;
+  typewriter_->stop();
+  pending_.clear();
+  story_->setPrompt(text);
+  telling_ = true;
+  generated_ = false;
+  endNote_.clear();
+  status_->setText(tr("Telling a story…"));
+  if (!playground_->generateStory(text, kMinStoryTokens, kMaxStoryTokens)) {
+    telling_ = false;
+    lastError_ = playground_->lastError();
+    status_->setText(lastError_);
+  }
+  updateButtons();
+  return lastError_.isEmpty();
+}
+
+void PresentationMode::onToken(int column, const hsm::GeneratedToken& token) {
+  if (!telling_ || column != 0) return;
+  pending_.enqueue(token);
+  if (speed() == 0)
+    showNext();
+  else if (!typewriter_->isActive())
+    typewriter_->start();
+}
+
+void PresentationMode::showNext() {
+  if (!pending_.isEmpty()) story_->appendToken(pending_.dequeue());
+  if (pending_.isEmpty()) {
+    typewriter_->stop();
+    finishIfDone();
+  }
+}
+
+void PresentationMode::onFinished(int column, const hsm::GenerationResult& r) {
+  if (!telling_ || column != 0) return;
+  generated_ = true;
+  endNote_ = tr("seed %1 · %2 tokens · %3")
+                 .arg(r.seed)
+                 .arg(r.tokens.size())
+                 .arg(r.ended          ? tr("the model ended the story")
+                      : r.sentence_end ? tr("ended at the end of a sentence")
+                                       : tr("stopped at %1 tokens").arg(kMaxStoryTokens));
+  finishIfDone();
+}
+
+void PresentationMode::finishIfDone() {
+  if (!telling_ || !generated_ || !pending_.isEmpty()) return;
+  telling_ = false;
+  status_->setText(endNote_);
+  updateButtons();
+  emit storyFinished();
+}
+
+void PresentationMode::updateButtons() {
+  newStory_->setEnabled(!telling_);
+  for (QPushButton* b : promptButtons_) b->setEnabled(!telling_);
+}
+
+}  // namespace studio

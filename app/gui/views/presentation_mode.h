@@ -1,0 +1,85 @@
+#pragma once
+// Presentation mode (issue 36; View › Presentation, F11): the Playground's story full screen for
+// a room. Large text whose size is kept (Ctrl+plus/minus, Ctrl+wheel), the probability tint
+// optional, "New story" with a fresh random seed that ends at the end of a sentence (or of the
+// story) instead of mid-sentence, a typewriter speed, the paper's prompts as big buttons; Esc
+// leaves. It generates through the Playground's own path (PlaygroundView::generateStory), on
+// the Playground's current run.
+#include <QQueue>
+#include <QWidget>
+
+#include "hsm/generator.h"
+
+class QCheckBox;
+class QLabel;
+class QPushButton;
+class QSlider;
+class QTimer;
+
+namespace studio {
+
+class PlaygroundView;
+class TokenText;
+
+class PresentationMode : public QWidget {
+  Q_OBJECT
+ public:
+  // A story is at least this many tokens, and stops at the next sentence end after them.
+  static constexpr int kMinStoryTokens = 40;
+  static constexpr int kMaxStoryTokens = 400;
+
+  explicit PresentationMode(PlaygroundView* playground, QWidget* parent = nullptr);
+
+  void enter();  // full screen, in front
+  void leave();  // stops a story being told, back to the window
+  bool isPresenting() const { return presenting_; }
+
+  // A new story from `prompt` (the Playground's prompt when null); false when none could start
+  // (the reason in lastError()).
+  bool newStory(const QString& prompt = QString());
+  bool isTelling() const;  // generating, or the typewriter still has tokens to show
+
+  TokenText* story() const { return story_; }
+  QString status() const;
+  QString lastError() const { return lastError_; }
+  double textSize() const;
+  void setTextSize(double points);
+  void setTinted(bool on);
+  // Typewriter speed in tokens per second; 0 = as fast as the model makes them.
+  void setSpeed(int tokensPerSecond);
+  int speed() const;
+  QList<QPushButton*> promptButtons() const { return promptButtons_; }
+
+ signals:
+  void left();
+  void storyFinished();
+
+ protected:
+  void keyPressEvent(QKeyEvent* e) override;
+  void closeEvent(QCloseEvent* e) override;
+
+ private:
+  void onToken(int column, const hsm::GeneratedToken& token);
+  void onFinished(int column, const hsm::GenerationResult& result);
+  void showNext();
+  void finishIfDone();
+  void updateButtons();
+
+  PlaygroundView* playground_;
+  TokenText* story_;
+  QLabel* status_;
+  QPushButton* newStory_;
+  QCheckBox* tint_;
+  QSlider* speed_;
+  QLabel* speedLabel_;
+  QTimer* typewriter_;
+  QList<QPushButton*> promptButtons_;
+  QQueue<hsm::GeneratedToken> pending_;
+  bool presenting_ = false;
+  bool telling_ = false;    // our story is being generated
+  bool generated_ = false;  // ... and the model has finished it
+  QString endNote_;
+  QString lastError_;
+};
+
+}  // namespace studio

@@ -1,0 +1,175 @@
+// The studio explains itself (issue 36): every indicator and every preset has a tooltip that
+// says what it is; "What am I looking at?" explains the view in front with the formula of
+// the current model's mixer; the tour walks through the views, can be skipped and reopened
+// from Help; the start page is a tab that closes and comes back; Help lists the shortcuts.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QComboBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QSet>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTest>
+#include <QToolButton>
+#include <cstring>
+
+#include "gui/help/glossary.h"
+#include "gui/help/tour.h"
+#include "gui/help/view_help.h"
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/diagnostics_view.h"
+#include "gui/views/playground_view.h"
+#include "gui/widgets/radar_chart.h"
+#include "hsm/mixer_kind.h"
+#include "hsm/params.h"
+#include "hsm/presets.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+TEST(Help, EveryIndicatorHasATooltip) {
+  MainWindow w;
+  int headers = 0;
+  for (QTableWidget* table : w.diagnosticsView()->findChildren<QTableWidget*>()) {
+    for (int c = 0; c < table->columnCount(); ++c) {
+      const QString name = table->horizontalHeaderItem(c)->text();
+      if (!DiagnosticsView::indicatorNames().contains(name.section(QLatin1Char(' '), 0, 0))) continue;
+      ++headers;
+      EXPECT_FALSE(table->horizontalHeaderItem(c)->toolTip().isEmpty()) << name.toStdString();
+      EXPECT_TRUE(table->horizontalHeaderItem(c)->toolTip().contains(name.section(QLatin1Char(' '), 0, 0)));
+    }
+  }
+  EXPECT_GE(headers, 11);  // ENTROPY, CONC, HEADDIV (each raw and normalised), SINK, LocFoc0-3
+  for (const QString& name : DiagnosticsView::indicatorNames()) {
+    EXPECT_FALSE(help::indicatorToolTip(name).isEmpty()) << name.toStdString();
+    EXPECT_TRUE(help::indicatorsToolTip().contains(help::indicatorToolTip(name)));
+  }
+  EXPECT_TRUE(help::indicatorToolTip(QStringLiteral("nonsense")).isEmpty());
+  for (RadarChart* radar : w.diagnosticsView()->findChildren<RadarChart*>())
+    EXPECT_TRUE(radar->toolTip().contains(QStringLiteral("SINK")));
+  // The timeline's indicator box too.
+  for (QComboBox* box : w.diagnosticsView()->findChildren<QComboBox*>()) {
+    const int i = box->findText(QStringLiteral("HEADDIV"));
+    if (i >= 0) {
+      EXPECT_FALSE(box->itemData(i, Qt::ToolTipRole).toString().isEmpty());
+    }
+  }
+  // The terms of the receptive field and of the weights.
+  for (help::Term t : {help::Term::kReceptiveField, help::Term::kShift, help::Term::kWeightA, help::Term::kWeightB})
+    EXPECT_FALSE(help::termToolTip(t).isEmpty());
+}
+
+TEST(Help, EveryPresetInEveryPresetBoxHasATooltip) {
+  MainWindow w;
+  int boxes = 0;
+  for (const char* name : {"preset", "arch_preset", "start_preset"}) {
+    auto* box = w.findChild<QComboBox*>(QString::fromLatin1(name));
+    ASSERT_NE(box, nullptr) << name;
+    ++boxes;
+    ASSERT_EQ(box->count(), static_cast<int>(hsm::preset_names().size()));
+    for (int i = 0; i < box->count(); ++i) {
+      const QString tip = box->itemData(i, Qt::ToolTipRole).toString();
+      EXPECT_TRUE(tip.contains(QStringLiteral("Paper:"))) << name << " " << box->itemText(i).toStdString();
+      EXPECT_TRUE(tip.contains(QStringLiteral("parameters"))) << box->itemText(i).toStdString();
+    }
+  }
+  EXPECT_EQ(boxes, 3);
+  // The numbers are the engine's: hsm_ab's parameter count, its paper.
+  const QString tip = help::presetToolTip(QStringLiteral("hsm_ab"));
+  EXPECT_TRUE(
+      tip.contains(QLocale().toString(static_cast<qlonglong>(hsm::count_params(hsm::load_preset("hsm_ab")).total()))))
+      << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("Hierarchical Shift Mixing")));
+  EXPECT_TRUE(help::presetToolTip(QStringLiteral("da_mlp")).contains(QStringLiteral("Deconstructing Attention")));
+  EXPECT_TRUE(help::presetToolTip(QStringLiteral("no-such-preset")).isEmpty());
+}
+
+TEST(Help, WhatAmILookingAtExplainsTheViewWithItsMixersFormula) {
+  MainWindow w;
+  w.show();
+  ASSERT_EQ(w.openRun(trained_run(), true), QString());  // hsm_ab and attn layers
+  w.showView(MainWindow::kWeights);
+  help::HelpPanel* panel = w.showHelp();
+  ASSERT_TRUE(panel->isVisible());
+  EXPECT_EQ(panel->shownView(), MainWindow::kWeights);
+  QString text = panel->text();
+  EXPECT_TRUE(text.contains(QStringLiteral("Weights"))) << text.toStdString();
+  for (const char* id : {"hsm_ab", "attn"})
+    EXPECT_TRUE(text.contains(QString::fromUtf8(hsm::mixer_info(id).formula))) << id << ": " << text.toStdString();
+  // It follows the view in front.
+  w.showView(MainWindow::kDiagnostics);
+  EXPECT_EQ(panel->shownView(), MainWindow::kDiagnostics);
+  EXPECT_TRUE(panel->text().contains(QStringLiteral("SINK")));
+  // Every mixer can explain itself.
+  for (const hsm::MixerInfo& m : hsm::all_mixers()) EXPECT_GT(std::strlen(m.formula), 10u) << m.id;
+  // The button beside the tabs opens it too, and F1 is its shortcut.
+  EXPECT_NE(w.findChild<QToolButton*>(QStringLiteral("help_button")), nullptr);
+  EXPECT_TRUE(w.shortcutsText().contains(QKeySequence(QKeySequence::HelpContents).toString(QKeySequence::NativeText)));
+  EXPECT_TRUE(w.shortcutsText().contains(QStringLiteral("F11")));
+  EXPECT_TRUE(w.shortcutsText().contains(QStringLiteral("Presentation")));
+}
+
+TEST(Help, TourWalksTheViewsAndIsReopenable) {
+  help::Tour::setSeen(false);
+  MainWindow w;
+  w.show();
+  ASSERT_EQ(w.openRun(trained_run(), true), QString());
+  help::Tour* tour = w.startTour();
+  ASSERT_TRUE(tour->isVisible());
+  EXPECT_EQ(tour->step(), 0);
+  EXPECT_TRUE(w.startPageShown());
+  QSet<int> views;
+  auto* next = tour->findChild<QPushButton*>(QStringLiteral("tour_next"));
+  for (int i = 1; i < tour->stepCount(); ++i) {
+    next->click();
+    EXPECT_EQ(w.tabs()->currentIndex(), tour->stepView()) << "step " << i;
+    views << tour->stepView();
+    EXPECT_FALSE(tour->stepText().isEmpty());
+  }
+  EXPECT_EQ(views.size(), 6) << "every view is visited";
+  tour->findChild<QPushButton*>(QStringLiteral("tour_skip"))->click();
+  EXPECT_FALSE(tour->isVisible());
+  EXPECT_TRUE(help::Tour::seen());
+  // Help › Take the tour opens it again, at its start.
+  QAction* again = nullptr;
+  for (QAction* a : w.findChildren<QAction*>())
+    if (a->text().remove(QLatin1Char('&')) == QStringLiteral("Take the tour")) again = a;
+  ASSERT_NE(again, nullptr);
+  again->trigger();
+  EXPECT_TRUE(tour->isVisible());
+  EXPECT_EQ(tour->step(), 0);
+  tour->skip();
+}
+
+TEST(Help, StartPageIsATabThatClosesAndComesBack) {
+  MainWindow w;
+  w.show();
+  EXPECT_TRUE(w.startPageShown());
+  EXPECT_TRUE(w.startPageOpen());
+  EXPECT_EQ(w.tabs()->count(), 7);  // the six views, then Start
+  // Any view is one tab away, and back.
+  w.tabs()->setCurrentIndex(MainWindow::kPlayground);
+  EXPECT_FALSE(w.startPageShown());
+  w.tabs()->setCurrentIndex(w.tabs()->count() - 1);
+  EXPECT_TRUE(w.startPageShown());
+  auto* close = w.findChild<QToolButton*>(QStringLiteral("close_start_page"));
+  ASSERT_NE(close, nullptr);
+  close->click();
+  EXPECT_FALSE(w.startPageOpen());
+  EXPECT_EQ(w.tabs()->count(), 6);
+  EXPECT_FALSE(w.startPageShown());
+  w.showStartPage();  // View › Start page
+  EXPECT_TRUE(w.startPageShown());
+  EXPECT_EQ(w.tabs()->count(), 7);
+  QTest::qWait(20);  // the closed tab's button is deleted later
+  close = w.findChild<QToolButton*>(QStringLiteral("close_start_page"));
+  ASSERT_NE(close, nullptr);
+  close->click();
+  EXPECT_EQ(w.tabs()->count(), 6);
+}

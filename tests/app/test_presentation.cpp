@@ -1,0 +1,178 @@
+// Presentation mode (issue 36) through its real widgets: F11 enters it full screen and Esc
+// leaves; the text size is kept across stories and restarts; "New story" draws a fresh seed
+// and ends at a sentence end (or the story's end) past the minimum length; the typewriter
+// holds tokens back; the tint can be turned off; the Playground keeps its text size across
+// Generate.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QFile>
+#include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSettings>
+#include <QTest>
+#include <QToolButton>
+
+#include "gui/engine/engine_host.h"
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/playground_view.h"
+#include "gui/views/presentation_mode.h"
+#include "gui/widgets/token_text.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+namespace {
+
+// The bundled hsm_ab: a model that has learned where sentences end.
+QString bundled_model() { return QStringLiteral(HSM_RESOURCES_PATH "/models/hsm_ab"); }
+
+QAction* find_action(QWidget* w, const QString& text) {
+  for (QAction* a : w->findChildren<QAction*>())
+    if (a->text().remove(QLatin1Char('&')) == text) return a;
+  return nullptr;
+}
+
+quint64 seed_of(const QString& status) {
+  const QRegularExpressionMatch m = QRegularExpression(QStringLiteral("seed (\\d+)")).match(status);
+  return m.hasMatch() ? m.captured(1).toULongLong() : 0;
+}
+
+}  // namespace
+
+TEST(Presentation, F11EntersFullScreenAndEscLeaves) {
+  MainWindow w;
+  w.show();
+  w.activateWindow();
+  ASSERT_TRUE(QTest::qWaitForWindowActive(&w));
+  QAction* present = find_action(&w, QStringLiteral("Presentation"));
+  ASSERT_NE(present, nullptr) << "View › Presentation is missing";
+  EXPECT_EQ(present->shortcut(), QKeySequence(Qt::Key_F11));
+  QTest::keyClick(&w, Qt::Key_F11);
+  PresentationMode* p = w.presentation();
+  ASSERT_TRUE(p->isPresenting());
+  EXPECT_TRUE(p->isVisible());
+  EXPECT_TRUE(p->windowState().testFlag(Qt::WindowFullScreen));
+  ASSERT_TRUE(QTest::qWaitForWindowActive(p));
+  QTest::keyClick(p, Qt::Key_Escape);
+  EXPECT_FALSE(p->isPresenting());
+  EXPECT_FALSE(p->isVisible());
+  // And once more through the toolbar's button: launch, Present, New story are two clicks.
+  w.findChild<QToolButton*>(QStringLiteral("present_button"))->click();
+  EXPECT_TRUE(p->isPresenting());
+  p->findChild<QPushButton*>(QStringLiteral("leave_presentation"))->click();
+  EXPECT_FALSE(p->isPresenting());
+}
+
+TEST(Presentation, NewStoryEndsAtASentenceEndWithAFreshSeed) {
+  if (!QFile::exists(bundled_model() + QStringLiteral("/model.safetensors"))) GTEST_SKIP() << "no bundled hsm_ab";
+  RunList runs;
+  EngineHost engine;
+  PlaygroundView playground(&runs, &engine);
+  runs.setCurrent(runs.open(bundled_model()));
+  playground.setSeed(7);  // a fixed seed in the form: a story still draws its own
+  PresentationMode p(&playground);
+  p.setSpeed(0);
+  p.enter();
+  QPushButton* newStory = p.findChild<QPushButton*>(QStringLiteral("new_story"));
+  ASSERT_NE(newStory, nullptr);
+  QList<quint64> seeds;
+  for (int i = 0; i < 2; ++i) {
+    newStory->click();
+    ASSERT_TRUE(p.isTelling()) << p.lastError().toStdString();
+    EXPECT_FALSE(newStory->isEnabled());  // one story at a time
+    ASSERT_TRUE(wait_for([&] { return !p.isTelling(); }));
+    const QString text = p.story()->generatedText();
+    EXPECT_GE(p.story()->tokenCount(), PresentationMode::kMinStoryTokens) << text.toStdString();
+    EXPECT_LT(p.story()->tokenCount(), PresentationMode::kMaxStoryTokens) << "it ran to the token limit";
+    const QString status = p.status();
+    EXPECT_TRUE(status.contains(QStringLiteral("end of a sentence")) ||
+                status.contains(QStringLiteral("ended the story")))
+        << status.toStdString();
+    if (status.contains(QStringLiteral("end of a sentence"))) {
+      const QString end = text.trimmed().remove(QRegularExpression(QStringLiteral("[\"'”’)]+$")));
+      EXPECT_TRUE(end.endsWith(QLatin1Char('.')) || end.endsWith(QLatin1Char('!')) || end.endsWith(QLatin1Char('?')))
+          << "…" << text.right(40).toStdString();
+    }
+    seeds << seed_of(status);
+    EXPECT_TRUE(newStory->isEnabled());
+  }
+  EXPECT_NE(seeds[0], 7u);
+  EXPECT_NE(seeds[0], seeds[1]) << "each story draws a fresh seed";
+  // The Playground's own form is left as it was.
+  EXPECT_FALSE(playground.findChild<QCheckBox*>(QStringLiteral("random_seed"))->isChecked());
+
+  // A paper prompt's button tells its story from that prompt.
+  ASSERT_FALSE(p.promptButtons().isEmpty());
+  p.promptButtons().first()->click();
+  ASSERT_TRUE(wait_for([&] { return !p.isTelling(); }));
+  EXPECT_TRUE(p.story()->toPlainText().startsWith(playground.paperPrompts().first()));
+
+  // The typewriter holds tokens back: at 3 tokens a second the model is done long before
+  // the story is shown; the fastest setting shows the rest at once.
+  p.setSpeed(3);
+  bool generated = false;
+  QObject::connect(&playground, &PlaygroundView::generationFinished, [&] { generated = true; });
+  newStory->click();
+  ASSERT_TRUE(wait_for([&] { return generated; }));
+  EXPECT_TRUE(p.isTelling());
+  EXPECT_LT(p.story()->tokenCount(), playground.output(0)->tokenCount());
+  p.setSpeed(0);
+  EXPECT_FALSE(p.isTelling());
+  EXPECT_EQ(p.story()->tokenCount(), playground.output(0)->tokenCount());
+  p.leave();
+}
+
+TEST(Presentation, TextSizeAndTintAreKeptAcrossRestarts) {
+  RunList runs;
+  EngineHost engine;
+  {
+    PlaygroundView playground(&runs, &engine);
+    PresentationMode p(&playground);
+    p.show();
+    p.activateWindow();
+    ASSERT_TRUE(QTest::qWaitForWindowActive(&p));
+    p.story()->setFocus();
+    const double before = p.textSize();
+    QTest::keyClick(p.story(), Qt::Key_Plus, Qt::ControlModifier);
+    EXPECT_GT(p.textSize(), before) << "Ctrl+plus";
+    p.setTextSize(41);
+    p.setTinted(true);
+    EXPECT_TRUE(p.story()->tinted());
+    p.setTinted(false);
+    EXPECT_FALSE(p.story()->tinted());
+  }
+  PlaygroundView playground(&runs, &engine);
+  PresentationMode again(&playground);
+  EXPECT_DOUBLE_EQ(again.textSize(), 41);
+  EXPECT_FALSE(again.story()->tinted());
+}
+
+TEST(Playground, TextSizeIsKeptAcrossGenerate) {
+  RunList runs;
+  EngineHost engine;
+  PlaygroundView view(&runs, &engine);
+  runs.setCurrent(runs.open(trained_run()));
+  view.setTextSize(19);
+  view.setSeed(3);
+  ASSERT_TRUE(view.generate()) << view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !view.isGenerating(); }));
+  EXPECT_DOUBLE_EQ(view.output(0)->textSize(), 19);
+  // Ctrl+wheel on the text is a step for the whole view, kept for the next Generate.
+  emit view.output(0)->textSizeStep(1);
+  EXPECT_DOUBLE_EQ(view.textSize(), 20);
+  ASSERT_TRUE(view.generate());
+  ASSERT_TRUE(wait_for([&] { return !view.isGenerating(); }));
+  EXPECT_DOUBLE_EQ(view.output(0)->textSize(), 20);
+  PlaygroundView restarted(&runs, &engine);
+  EXPECT_DOUBLE_EQ(restarted.textSize(), 20);
+  // An empty prompt shows no words the model never saw.
+  view.setPrompt(QString());
+  EXPECT_FALSE(
+      view.findChild<QPlainTextEdit*>(QStringLiteral("prompt"))->placeholderText().contains(QStringLiteral("Once")));
+}
