@@ -231,7 +231,14 @@ QJsonObject SmokeDriver::run() {
     }
     if (!waitFor([&] { return !probe->isProbing() && !probe->isAblating(); }, error)) return false;
     if (!probe->hasProbe() || (ablate && !probe->hasAblation())) {
-      error = QStringLiteral("probe failed: %1").arg(probe->lastError());
+      // The view shows only the current run's results: say which run that is, should it not
+      // be the one probed.
+      const RunEntry* current = window_->runs()->currentRun();
+      error = QStringLiteral("probe failed: %1 (probe %2, ablation %3, current run %4, probed %5)")
+                  .arg(probe->lastError())
+                  .arg(probe->hasProbe() ? QStringLiteral("shown") : QStringLiteral("missing"))
+                  .arg(probe->hasAblation() ? QStringLiteral("shown") : QStringLiteral("missing"))
+                  .arg(current ? current->dir : QStringLiteral("none"), source);
       return false;
     }
     screenshot(QStringLiteral("probe"));

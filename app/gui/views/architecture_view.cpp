@@ -46,13 +46,19 @@ QColor series_color(int i) {
 }  // namespace
 
 ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(runs, nullptr, parent) {
+  build();
+  connectSignals();
+  setPreset(preset_->findText(QStringLiteral("hsm_ab")) >= 0 ? QStringLiteral("hsm_ab") : preset_->itemText(0));
+}
+
+void ArchitectureView::build() {
   // Left: the model editor.
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("arch_preset"));
   for (const std::string& name : hsm::preset_names()) preset_->addItem(qstr(name));
   help::setPresetToolTips(preset_);
-  auto* fromRun = new QPushButton(tr("From current run"));
-  fromRun->setToolTip(tr("Load the model of the run selected in the toolbar"));
+  fromRunButton_ = new QPushButton(tr("From current run"));
+  fromRunButton_->setToolTip(tr("Load the model of the run selected in the toolbar"));
   dModel_ = new QSpinBox;
   dModel_->setRange(8, 4096);
   dModel_->setSingleStep(8);
@@ -71,9 +77,9 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   table_->horizontalHeader()->setSectionResizeMode(kMixer, QHeaderView::Stretch);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  auto* addLayer = new QPushButton(tr("+ Layer"));
-  auto* removeLayer = new QPushButton(tr("− Layer"));
-  removeLayer->setToolTip(tr("Remove the selected layer (or the last)"));
+  addLayerButton_ = new QPushButton(tr("+ Layer"));
+  removeLayerButton_ = new QPushButton(tr("− Layer"));
+  removeLayerButton_->setToolTip(tr("Remove the selected layer (or the last)"));
   totalLabel_ = new QLabel;
   totalLabel_->setObjectName(QStringLiteral("total_params"));
   totalLabel_->setWordWrap(true);
@@ -91,25 +97,25 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   } catch (const std::exception&) {
   }
   target_->setToolTip(tr("Parameter count to match; the default is the GPT preset's"));
-  auto* match = new QPushButton(tr("Match parameters"));
-  match->setObjectName(QStringLiteral("match_params"));
-  match->setToolTip(
+  matchButton_ = new QPushButton(tr("Match parameters"));
+  matchButton_->setObjectName(QStringLiteral("match_params"));
+  matchButton_->setToolTip(
       tr("Choose one FFN width (a multiple of 64) for the HSM layers so the total comes closest "
          "to the target (HSM §6.1)"));
   matchLabel_ = new QLabel;
   matchLabel_->setWordWrap(true);
-  auto* train = new QPushButton(tr("Train this"));
-  train->setObjectName(QStringLiteral("train_this"));
-  train->setToolTip(tr("Open this model in the Training view"));
-  auto* save = new QPushButton(tr("Save config…"));
-  save->setObjectName(QStringLiteral("save_config"));
+  trainButton_ = new QPushButton(tr("Train this"));
+  trainButton_->setObjectName(QStringLiteral("train_this"));
+  trainButton_->setToolTip(tr("Open this model in the Training view"));
+  saveButton_ = new QPushButton(tr("Save config…"));
+  saveButton_->setObjectName(QStringLiteral("save_config"));
 
   auto* editor = new QWidget;
   auto* el = new QVBoxLayout(editor);
   auto* presetRow = new QHBoxLayout;
   presetRow->addWidget(new QLabel(tr("Preset")));
   presetRow->addWidget(preset_, 1);
-  presetRow->addWidget(fromRun);
+  presetRow->addWidget(fromRunButton_);
   el->addLayout(presetRow);
   auto* sizes = new QHBoxLayout;
   sizes->addWidget(new QLabel(tr("d_model")));
@@ -122,8 +128,8 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   el->addLayout(sizes);
   el->addWidget(table_, 1);
   auto* layerButtons = new QHBoxLayout;
-  layerButtons->addWidget(addLayer);
-  layerButtons->addWidget(removeLayer);
+  layerButtons->addWidget(addLayerButton_);
+  layerButtons->addWidget(removeLayerButton_);
   layerButtons->addStretch(1);
   el->addLayout(layerButtons);
   el->addWidget(totalLabel_);
@@ -131,13 +137,13 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   auto* matchRow = new QHBoxLayout;
   matchRow->addWidget(new QLabel(tr("Target")));
   matchRow->addWidget(target_, 1);
-  matchRow->addWidget(match);
+  matchRow->addWidget(matchButton_);
   el->addLayout(matchRow);
   el->addWidget(matchLabel_);
   auto* actions = new QHBoxLayout;
   actions->addStretch(1);
-  actions->addWidget(save);
-  actions->addWidget(train);
+  actions->addWidget(saveButton_);
+  actions->addWidget(trainButton_);
   el->addLayout(actions);
 
   // Right: the receptive-field diagram, coverage and cost.
@@ -150,8 +156,8 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   layerSlider_->setObjectName(QStringLiteral("rf_layer"));
   layerSlider_->setPageStep(1);
   layerSlider_->setToolTip(tr("Light the receptive field after this layer"));
-  auto* animate = new QPushButton(tr("▶ Layer by layer"));
-  animate->setToolTip(tr("Step the lit receptive field through the layers"));
+  animateButton_ = new QPushButton(tr("▶ Layer by layer"));
+  animateButton_->setToolTip(tr("Step the lit receptive field through the layers"));
   selectionLabel_ = new QLabel;
   diagram_ = new ReceptiveFieldDiagram;
   coverage_ = new PlotPanel(tr("Receptive-field coverage"), tr("layer"), tr("offsets reached"));
@@ -171,7 +177,7 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   rfControls->addWidget(length_);
   rfControls->addWidget(new QLabel(tr("after layer")));
   rfControls->addWidget(layerSlider_, 1);
-  rfControls->addWidget(animate);
+  rfControls->addWidget(animateButton_);
   rl->addLayout(rfControls);
   rl->addWidget(diagram_, 1);
   rl->addWidget(selectionLabel_);
@@ -202,27 +208,29 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(split);
+}
 
+void ArchitectureView::connectSignals() {
   connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
     if (!building_) setPreset(name);
   });
-  connect(fromRun, &QPushButton::clicked, this, [this] {
+  connect(fromRunButton_, &QPushButton::clicked, this, [this] {
     if (const RunEntry* run = runs_->currentRun()) setConfig(run->model);
   });
   for (QSpinBox* s : {dModel_, context_, vocab_}) connect(s, &QSpinBox::valueChanged, this, [this] { onEdited(); });
-  connect(addLayer, &QPushButton::clicked, this, [this] {
+  connect(addLayerButton_, &QPushButton::clicked, this, [this] {
     hsm::ModelConfig c = config();
     c.layers.push_back(c.layers.empty() ? hsm::LayerSpec{} : c.layers.back());
     setConfig(c);
   });
-  connect(removeLayer, &QPushButton::clicked, this, [this] {
+  connect(removeLayerButton_, &QPushButton::clicked, this, [this] {
     hsm::ModelConfig c = config();
     if (c.layers.size() <= 1) return;
     const int row = table_->currentRow();
     c.layers.erase(c.layers.begin() + (row >= 0 && row < int(c.layers.size()) ? row : int(c.layers.size()) - 1));
     setConfig(c);
   });
-  connect(match, &QPushButton::clicked, this, [this] {
+  connect(matchButton_, &QPushButton::clicked, this, [this] {
     bool ok = false;
     const qint64 target = target_->text().trimmed().remove(QLatin1Char(',')).toLongLong(&ok);
     if (!ok || target <= 0) {
@@ -231,8 +239,8 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
     }
     matchParameters(target);
   });
-  connect(save, &QPushButton::clicked, this, &ArchitectureView::saveDialog);
-  connect(train, &QPushButton::clicked, this, [this] {
+  connect(saveButton_, &QPushButton::clicked, this, &ArchitectureView::saveDialog);
+  connect(trainButton_, &QPushButton::clicked, this, [this] {
     const QString e = trainThis();
     if (!e.isEmpty()) QMessageBox::warning(this, tr("Cannot train this model"), e);
   });
@@ -249,7 +257,7 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
   });
   auto* timer = new QTimer(this);
   timer->setInterval(700);
-  connect(animate, &QPushButton::clicked, this, [this, timer] {
+  connect(animateButton_, &QPushButton::clicked, this, [this, timer] {
     diagram_->select(diagram_->selectedToken(), 0);
     timer->start();
   });
@@ -261,8 +269,6 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
     }
     diagram_->select(diagram_->selectedToken(), next);
   });
-
-  setPreset(preset_->findText(QStringLiteral("hsm_ab")) >= 0 ? QStringLiteral("hsm_ab") : preset_->itemText(0));
 }
 
 QList<PlotPanel*> ArchitectureView::plots() const { return {coverage_, cost_}; }

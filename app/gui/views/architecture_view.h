@@ -59,6 +59,15 @@ class ArchitectureView : public StudioView {
   void trainRequested(const QString& configPath);
 
  private:
+  void build();
+  void connectSignals();
+  QPushButton* fromRunButton_;
+  QPushButton* addLayerButton_;
+  QPushButton* removeLayerButton_;
+  QPushButton* matchButton_;
+  QPushButton* trainButton_;
+  QPushButton* saveButton_;
+  QPushButton* animateButton_;
   void rebuildTable();
   void addRow(int row);
   void onEdited();

@@ -15,8 +15,8 @@ namespace studio {
 
 StudioView::StudioView(RunList* runs, EngineHost* engine, QWidget* parent)
     : QWidget(parent), runs_(runs), engine_(engine) {
+  // (A closed run is followed by currentChanged too, once the list's current row is right.)
   connect(runs_, &RunList::currentChanged, this, &StudioView::currentChanged);
-  connect(runs_, &RunList::runRemoved, this, &StudioView::currentChanged);
   if (engine_) connect(engine_, &EngineHost::whatIfChanged, this, &StudioView::updateWhatIfNotice);
 }
 

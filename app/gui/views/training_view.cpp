@@ -21,9 +21,14 @@
 namespace studio {
 
 TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+  build();
+  connectSignals();
+  rebuildPlots();
+}
+
+void TrainingView::build() {
   form_ = new TrainingForm;
-  controller_ = new TrainingRunController(form_, runs_, engine, this);
-  connect(controller_, &TrainingRunController::trainingFailed, this, &TrainingView::trainingFailed);
+  controller_ = new TrainingRunController(form_, runs_, engine_, this);
   auto* scroll = new QScrollArea;
   scroll->setWidget(form_);
   scroll->setWidgetResizable(true);
@@ -95,8 +100,10 @@ TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent) :
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(left);
   layout->addWidget(right, 1);
+}
 
-  // ---- wiring ------------------------------------------------------------------------
+void TrainingView::connectSignals() {
+  connect(controller_, &TrainingRunController::trainingFailed, this, &TrainingView::trainingFailed);
   auto schedule = [this] {
     if (replotPending_) return;
     replotPending_ = true;
@@ -113,7 +120,6 @@ TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent) :
   connect(runs_, &RunList::currentChanged, this, schedule);
   connect(runs_, &RunList::runAdded, this, schedule);
   connect(runs_, &RunList::runRemoved, this, schedule);
-  rebuildPlots();
 }
 
 void TrainingView::setCorpus(const QString& path) { form_->setCorpus(path); }

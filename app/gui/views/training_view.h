@@ -54,6 +54,8 @@ class TrainingView : public StudioView {
   void trainingFailed(const QString& message);
 
  private:
+  void build();
+  void connectSignals();
   void rebuildPlots();
 
   TrainingForm* form_;
