@@ -247,7 +247,8 @@ TEST(MainWindowRecent, ARunTrainedInTheStudioIsInRecentAfterARestart) {
   ASSERT_EQ(recent->count(), 1);  // the trained run, not the demo models
   EXPECT_EQ(recent->item(0)->data(Qt::UserRole).toString(), run);
   EXPECT_EQ(again.runs()->indexOf(run), -1);
-  ASSERT_TRUE(wait_for([&] { return recent->isVisible() && recent->visualItemRect(recent->item(0)).height() > 0; }, 10000));
+  ASSERT_TRUE(
+      wait_for([&] { return recent->isVisible() && recent->visualItemRect(recent->item(0)).height() > 0; }, 10000));
   const QRect at = recent->visualItemRect(recent->item(0));
   click(recent->viewport(), QPointF(at.center()));
   ASSERT_NE(again.runs()->indexOf(run), -1);
