@@ -15,9 +15,9 @@
 #include <QTextBrowser>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QVBoxLayout>
 #include <QToolBar>
 #include <QToolButton>
+#include <QVBoxLayout>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
@@ -26,18 +26,19 @@
 #include "gui/studio_settings.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
-#include "gui/views/probe_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
+#include "gui/views/probe_view.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/plot_panel.h"
+#include "gui/widgets/widget_export.h"
+#include "hsm/errors.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
-#include "hsm/errors.h"
 #include "hsm/version.h"
 
 namespace studio {
@@ -81,6 +82,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(new Page(playground_), tr("Playground"));
   tabs_->addTab(new Page(probe_), tr("Probe"));
   tabs_->setCurrentIndex(kTraining);
+  // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
+  // here, the current run below.
+  const std::pair<QWidget*, const char*> exportViews[] = {
+      {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
+      {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"}};
+  for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);
   });
@@ -139,11 +146,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(runCombo_, &QComboBox::currentIndexChanged, runs_, &RunList::setCurrent);
   connect(runs_, &RunList::currentChanged, this, [this](int row) {
+    setProperty("exportRun", row >= 0 ? runs_->at(row).dir : QString());
     if (runCombo_->currentIndex() != row) runCombo_->setCurrentIndex(row);
     updateStatus();
   });
   connect(runs_, &RunList::infoChanged, this, &MainWindow::updateStatus);
   connect(runs_, &RunList::currentChanged, this, &MainWindow::updateHelp);
+  // Every run this studio lists (opened, trained here, saved from a what-if) joins Recent, so a
+  // run trained in the studio is there after a restart; the bundled demo models are not (File ›
+  // Open the demo models has them).
+  connect(runs_, &RunList::runAdded, this, [this](int row) {
+    if (!StudioSettings::isBundledRun(runs_->at(row).dir)) StudioSettings::addRecentRun(runs_->at(row).dir);
+  });
   connect(runs_, &RunList::metricsProblems, this, [this](int row, const QStringList& problems) {
     for (const QString& p : problems) qWarning("%s", qPrintable(p));
     statusBar()->showMessage(tr("%1: %2%3")
@@ -356,7 +370,7 @@ int MainWindow::openBundledModels() {
 
 void MainWindow::openRunDialog() {
   const QStringList recent = StudioSettings::recentRuns();
-  const QString start = recent.isEmpty() ? QDir::homePath() : QFileInfo(recent.first()).path();
+  const QString start = recent.isEmpty() ? StudioSettings::dialogFolder() : QFileInfo(recent.first()).path();
   const QString dir = QFileDialog::getExistingDirectory(this, tr("Open run folder"), start);
   if (!dir.isEmpty()) openRun(dir);
 }
@@ -373,9 +387,10 @@ QStringList MainWindow::exportPlots(const QString& folder, QString* error) {
 }
 
 void MainWindow::exportDialog() {
-  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export every Training plot (PNG, PDF, SVG, CSV) to"),
-                                                           QDir::homePath());
+  const QString folder = QFileDialog::getExistingDirectory(
+      this, tr("Export every Training plot (PNG, PDF, SVG, CSV) to"), StudioSettings::dialogFolder());
   if (folder.isEmpty()) return;
+  StudioSettings::setDialogFolder(folder);
   QString error;
   const QStringList files = exportPlots(folder, &error);
   if (!error.isEmpty()) QMessageBox::warning(this, tr("Export"), error);

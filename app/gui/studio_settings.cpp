@@ -1,7 +1,9 @@
 #include "gui/studio_settings.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QSettings>
+#include <QStandardPaths>
 
 #include "gui/engine_types.h"
 #include "hsm/presets.h"
@@ -31,6 +33,37 @@ void StudioSettings::addRecentRun(const QString& dir) {
   recent.prepend(abs);
   while (recent.size() > kMaxRecent) recent.removeLast();
   QSettings().setValue("runs/recent", recent);
+}
+
+namespace {
+bool inside(const QString& path, const QString& folder) {
+  const QString p = QDir::cleanPath(QFileInfo(path).absoluteFilePath()),
+                f = QDir::cleanPath(QDir(folder).absolutePath());
+  return p == f || p.startsWith(f + QLatin1Char('/'));
+}
+}  // namespace
+
+bool StudioSettings::isBundledRun(const QString& dir) { return inside(dir, qstr(hsm::resources_dir()) + "/models"); }
+
+QString StudioSettings::dialogFolder(const QString& near) {
+  const QString resources = qstr(hsm::resources_dir());
+  auto usable = [&](const QString& dir) { return !dir.isEmpty() && QDir(dir).exists() && !inside(dir, resources); };
+  if (!near.isEmpty()) {
+    const QFileInfo info(near);
+    const QString dir = info.isDir() ? info.absoluteFilePath() : info.absolutePath();
+    if (usable(dir)) return dir;
+  }
+  const QString last = QSettings().value("dialogs/last_folder").toString();
+  if (usable(last)) return last;
+  const QString documents = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+  return !documents.isEmpty() && QDir(documents).exists() ? documents : QDir::homePath();
+}
+
+QString StudioSettings::dialogPath(const QString& fileName) { return QDir(dialogFolder()).filePath(fileName); }
+
+void StudioSettings::setDialogFolder(const QString& path) {
+  const QFileInfo info(path);
+  QSettings().setValue("dialogs/last_folder", info.isDir() ? info.absoluteFilePath() : info.absolutePath());
 }
 
 QString StudioSettings::lastCorpus() {

@@ -2,14 +2,16 @@
 // tiny trained model (hsm_ab, attn, hsm_ab): what they show is checked against the engine
 // (count_params, match_ffn, receptive_field, Session::mixer_weights, Session::diagnose).
 #include <gtest/gtest.h>
+#include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMouseEvent>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <cmath>
-#include <qcustomplot.h>
 
 #include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
@@ -272,12 +274,28 @@ TEST(DiagnosticsView, HeatmapAndTableShowTheSessionsDiagnosis) {
   EXPECT_EQ(view.overviewPanel()->cols(), 8);
   EXPECT_NEAR(view.overviewPanel()->value(2, 3), expect.layers[2].normalised.sink, 1e-9);
 
-  // Exports: every plot as PNG/PDF/SVG and the numbers as CSV.
+  // Exports: every plot as PNG/PDF/SVG and the numbers as CSV, every layer's and head's matrix
+  // among them, each file named for its run and the view, and a note of the run and the tokens.
   QString error;
-  const QStringList files = view.exportAll(QDir(temp_root()).filePath(QStringLiteral("diag-export")), &error);
+  const QString folder = QDir(temp_root()).filePath(QStringLiteral("diag-export"));
+  const QStringList files = view.exportAll(folder, &error);
   EXPECT_EQ(error, QString());
-  EXPECT_EQ(files.size(), 3 * 4 + 1);
-  for (const QString& f : files) EXPECT_GT(QFileInfo(f).size(), 0) << f.toStdString();
+  const QString stem = QFileInfo(trained_run()).fileName() + QStringLiteral("-diagnostics");
+  EXPECT_EQ(files.size(), 1 + 6 + 3 + 4 + 4 + 1);  // note, 6 matrices' numbers, one shown, overview, radar, indicators
+  for (const QString& f : files) {
+    EXPECT_GT(QFileInfo(f).size(), 0) << f.toStdString();
+    EXPECT_TRUE(QFileInfo(f).fileName().startsWith(stem)) << f.toStdString();
+  }
+  QFile matrix(QDir(folder).filePath(stem + QStringLiteral("-matrix-L1-H3.csv")));
+  ASSERT_TRUE(matrix.open(QIODevice::ReadOnly));
+  const QList<QByteArray> lines = matrix.readAll().trimmed().split('\n');
+  ASSERT_EQ(lines.size(), L + 1);  // the keys, then one row per query
+  // The last query's weight on itself (the last field: a token label may hold a comma).
+  EXPECT_NEAR(lines[L].split(',').last().toDouble(), expect.layers[1].heads[3].matrix[static_cast<size_t>(L) * L - 1],
+              1e-6);
+  QFile note(QDir(folder).filePath(stem + QStringLiteral(".json")));
+  ASSERT_TRUE(note.open(QIODevice::ReadOnly));
+  EXPECT_EQ(QJsonDocument::fromJson(note.readAll()).object().value(QStringLiteral("run")).toString(), trained_run());
   EXPECT_TRUE(grab_is_drawn(view));
 }
 

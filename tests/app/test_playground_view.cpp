@@ -3,10 +3,14 @@
 // compare mode runs every open model; a bad seed is refused.
 #include <gtest/gtest.h>
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSpinBox>
@@ -28,6 +32,16 @@ struct Studio {
   EngineHost engine;
   PlaygroundView view{&runs, &engine};
 };
+
+// Types text into a widget as a user would (key presses and releases).
+void type_text(QWidget* w, const QString& text) {
+  for (const QChar ch : text) {
+    QKeyEvent press(QEvent::KeyPress, 0, Qt::NoModifier, QString(ch));
+    QApplication::sendEvent(w, &press);
+    QKeyEvent release(QEvent::KeyRelease, 0, Qt::NoModifier, QString(ch));
+    QApplication::sendEvent(w, &release);
+  }
+}
 
 QString generate_once(PlaygroundView& view) {
   view.findChild<QPushButton*>(QStringLiteral("generate"))->click();
@@ -96,6 +110,36 @@ TEST(Playground, RandomSeedIsShownAndCompareRunsEveryModel) {
   EXPECT_EQ(s.view.output(0)->generatedText(), s.view.output(1)->generatedText());  // same weights, same seed
 }
 
+// A new story at every Generate by default, its seed shown; one click on "random" keeps the
+// seed shown, and the next Generate tells the same story again.
+TEST(Playground, TheSeedIsRandomByDefaultShownAndFixedInOneClick) {
+  Studio s;
+  s.view.resize(1280, 720);
+  s.view.show();
+  auto* random = s.view.findChild<QCheckBox*>(QStringLiteral("random_seed"));
+  ASSERT_NE(random, nullptr);
+  EXPECT_TRUE(random->isChecked());
+  EXPECT_GT(s.view.seedText().toULongLong(), 0u);  // a seed is shown before the first story
+  s.runs.setCurrent(s.runs.open(trained_run()));
+  s.view.setPrompt(QStringLiteral("Once upon a time, Lily"));
+  s.view.findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(1.0);
+  s.view.findChild<QSpinBox*>(QStringLiteral("max_tokens"))->setValue(24);
+  const QString first = generate_once(s.view);
+  const QString firstSeed = s.view.seedText();
+  generate_once(s.view);
+  const QString secondSeed = s.view.seedText();
+  EXPECT_NE(firstSeed, secondSeed);  // 1 in 2^63 to be equal by chance
+  EXPECT_TRUE(s.view.findChild<QLabel*>(QStringLiteral("status_0"))->text().contains(secondSeed));
+  const QString second = s.view.output(0)->generatedText();
+
+  click(random, QPointF(4, random->height() / 2.0));  // one click: keep this seed
+  EXPECT_FALSE(random->isChecked());
+  EXPECT_EQ(generate_once(s.view), second);
+  EXPECT_EQ(s.view.seedText(), secondSeed);
+  EXPECT_EQ(generate_once(s.view), second);
+  (void)first;
+}
+
 TEST(Playground, PaperPromptsAreBuiltInAndABadSeedIsRefused) {
   Studio s;
   EXPECT_EQ(s.view.paperPrompts().size(), 11);
@@ -105,7 +149,10 @@ TEST(Playground, PaperPromptsAreBuiltInAndABadSeedIsRefused) {
   EXPECT_EQ(s.view.prompt(), QStringLiteral("Jack wanted to read a book, so he went to"));
 
   s.runs.setCurrent(s.runs.open(trained_run()));
-  s.view.findChild<QLineEdit*>(QStringLiteral("seed"))->setText(QStringLiteral("zero"));
+  auto* seed = s.view.findChild<QLineEdit*>(QStringLiteral("seed"));
+  seed->selectAll();
+  type_text(seed, QStringLiteral("zero"));  // typing a seed fixes it: no new one is drawn over it
+  EXPECT_FALSE(s.view.randomSeed());
   EXPECT_FALSE(s.view.generate());
   EXPECT_TRUE(s.view.findChild<FieldError*>(QStringLiteral("seed_error"))->hasError());
   EXPECT_FALSE(s.view.isGenerating());

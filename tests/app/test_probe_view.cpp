@@ -123,9 +123,36 @@ TEST(ProbeView, AblationRunsOffTheGuiThreadRanksEveryLayerAndHeadAndExports) {
   EXPECT_EQ(error, QString());
   EXPECT_EQ(files.size(), 12);  // lens, rollout, ablation × PNG, PDF, SVG, CSV
   for (const QString& f : files) EXPECT_GT(QFileInfo(f).size(), 0) << f.toStdString();
-  QFile csv(QDir(folder).filePath(QStringLiteral("probe_ablation.csv")));
+  // Named for the run and the view.
+  QFile csv(QDir(folder).filePath(QFileInfo(run).fileName() + QStringLiteral("-probe-ablation.csv")));
   ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
   EXPECT_EQ(csv.readAll().count('\n'), 8);  // header and 7 rows
+}
+
+// The ablation's base is the run's loss on the windows it was trained on (its curves'), unless
+// the windows box says otherwise: a run trained on story-start windows is scored on them.
+TEST(ProbeView, TheAblationBaseIsScoredOnTheWindowsTheRunWasTrainedOn) {
+  hsm::RunSpec spec = tiny_run_spec(QDir(temp_root()).filePath(QStringLiteral("story-start-run")));
+  spec.train.windows = "story_start";
+  spec.train.steps = 10;
+  hsm::Trainer(spec).run();
+  const QString run = QString::fromStdString(spec.run_dir);
+  Studio s;
+  s.runs.setCurrent(s.runs.open(run));
+  s.view.setMaxWindows(8);
+  s.view.findChild<QPushButton*>(QStringLiteral("ablation_run"))->click();
+  ASSERT_TRUE(s.view.isAblating()) << s.view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !s.view.isAblating(); }));
+  ASSERT_TRUE(s.view.hasAblation()) << s.view.lastError().toStdString();
+  EXPECT_EQ(s.view.ablation().windows, "story_start");
+  EXPECT_EQ(s.view.ablation().window_count, 8);
+  auto session = hsm::Session::open(spec.run_dir, "cpu");
+  hsm::EvalOptions o;
+  o.max_windows = 8;
+  o.windows = "story_start";
+  EXPECT_EQ(s.view.ablation().base_loss, session->evaluate(spec.data_path, o).loss);
+  o.windows = "packed";
+  EXPECT_NE(s.view.ablation().base_loss, session->evaluate(spec.data_path, o).loss);  // else this proves nothing
 }
 
 TEST(ProbeView, AblationCancels) {

@@ -3,18 +3,19 @@
 // loads; the CSV export holds the plotted numbers; bad values are refused beside the field.
 #include <gtest/gtest.h>
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
-#include <QPushButton>
-#include <cmath>
-
-#include <QApplication>
+#include <QListWidget>
 #include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
 #include <QTimer>
+#include <cmath>
 
 #include "gui/engine/engine_host.h"
 #include "gui/main_window.h"
@@ -220,4 +221,36 @@ TEST(MainWindowClose, DuringTrainingAsksThenStopsAndKeepsTheCheckpoint) {
   EXPECT_FALSE(w.engine()->isTraining());
   const hsm::RunInfo info = hsm::read_run_info(QDir(dir).filePath(QStringLiteral("run")).toStdString());
   EXPECT_GT(info.step, 0);
+}
+
+// A run trained in the studio joins Recent and reopens after a restart: a new main window (the
+// same settings, kept in the test's own folder by test_main.cpp) lists it first on its start
+// page, and a click there opens it. The bundled demo models do not crowd Recent.
+TEST(MainWindowRecent, ARunTrainedInTheStudioIsInRecentAfterARestart) {
+  QSettings().remove(QStringLiteral("runs/recent"));
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("recent-after-restart"));
+  const QString run = QDir(QDir(dir).filePath(QStringLiteral("run"))).absolutePath();
+  {
+    MainWindow w;
+    w.show();
+    fill_tiny(*w.trainingView(), dir, 10);
+    w.trainingView()->startButton()->click();
+    ASSERT_TRUE(w.engine()->isTraining()) << w.trainingView()->lastError().toStdString();
+    ASSERT_TRUE(wait_for([&] { return !w.engine()->isTraining(); }));
+    w.openBundledModels();
+  }
+  MainWindow again;
+  again.show();
+  again.showStartPage();
+  auto* recent = again.findChild<QListWidget*>(QStringLiteral("recent_runs"));
+  ASSERT_NE(recent, nullptr);
+  ASSERT_EQ(recent->count(), 1);  // the trained run, not the demo models
+  EXPECT_EQ(recent->item(0)->data(Qt::UserRole).toString(), run);
+  EXPECT_EQ(again.runs()->indexOf(run), -1);
+  ASSERT_TRUE(
+      wait_for([&] { return recent->isVisible() && recent->visualItemRect(recent->item(0)).height() > 0; }, 10000));
+  const QRect at = recent->visualItemRect(recent->item(0));
+  click(recent->viewport(), QPointF(at.center()));
+  ASSERT_NE(again.runs()->indexOf(run), -1);
+  EXPECT_EQ(again.runs()->currentRun()->dir, run);
 }

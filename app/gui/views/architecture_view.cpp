@@ -23,6 +23,7 @@
 #include "gui/engine_types.h"
 #include "gui/help/glossary.h"
 #include "gui/run_list.h"
+#include "gui/studio_settings.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
 #include "hsm/cost.h"
@@ -555,9 +556,11 @@ QString ArchitectureView::saveConfig(const QString& path) const {
 }
 
 void ArchitectureView::saveDialog() {
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save model config"), QDir::home().filePath(qstr(config().name) + ".json"), tr("Model config (*.json)"));
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save model config"),
+                                                    StudioSettings::dialogPath(qstr(config().name) + ".json"),
+                                                    tr("Model config (*.json)"));
   if (path.isEmpty()) return;
+  StudioSettings::setDialogFolder(path);
   const QString e = saveConfig(path);
   if (!e.isEmpty()) QMessageBox::warning(this, tr("Cannot save the config"), e);
 }

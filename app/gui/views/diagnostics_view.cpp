@@ -7,6 +7,9 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -22,6 +25,7 @@
 #include "gui/engine_types.h"
 #include "gui/help/glossary.h"
 #include "gui/run_list.h"
+#include "gui/studio_settings.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/radar_chart.h"
@@ -509,12 +513,51 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
   for (int side = 0; side < 2; ++side) {
     Column& c = columns_[side];
     if (!c.has) continue;
-    const QString prefix = side == 0 ? QStringLiteral("diagnostics") : QStringLiteral("diagnostics-compared");
+    // Every file names its run and the view ("<run>-diagnostics-..."), the compared side too.
+    const QString prefix =
+        export_stem(c.runDir, side == 0 ? QStringLiteral("diagnostics") : QStringLiteral("diagnostics-compared"));
     const QDir dir(folder);
+    // What the files are of: the run and the prompt's tokens.
+    const QString about = dir.filePath(prefix + QStringLiteral(".json"));
+    {
+      QJsonArray tokens;
+      for (const std::string& t : c.diagnosis.tokens) tokens.append(QString::fromStdString(t));
+      QFile f(about);
+      const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("run"), c.runDir},
+                                                        {QStringLiteral("tokens"), tokens},
+                                                        {QStringLiteral("layer_shown"), layer()},
+                                                        {QStringLiteral("head_shown"), head()}})
+                                  .toJson();
+      note(about, f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(json) == json.size()
+                      ? QString()
+                      : tr("cannot write %1").arg(about));
+    }
+    // Every layer's and head's matrix as numbers (rows = queries, columns = keys), not only the
+    // one shown.
+    QStringList tokenLabels;
+    for (const std::string& t : c.diagnosis.tokens) tokenLabels << quote(QString::fromStdString(t));
+    for (const hsm::LayerDiagnostics& l : c.diagnosis.layers)
+      for (const hsm::HeadDiagnostics& h : l.heads) {
+        const QString m = dir.filePath(prefix + QStringLiteral("-matrix-L%1-H%2.csv").arg(l.layer).arg(h.head));
+        QFile f(m);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) {
+          note(m, tr("cannot write %1").arg(m));
+          continue;
+        }
+        QTextStream out(&f);
+        const auto L = static_cast<size_t>(c.diagnosis.length);
+        out << "\"query \\ key\"," << tokenLabels.join(QLatin1Char(',')) << '\n';
+        for (size_t i = 0; i < L && h.matrix.size() >= L * L; ++i) {
+          out << tokenLabels.value(static_cast<int>(i));
+          for (size_t k = 0; k < L; ++k) out << ',' << QString::number(h.matrix[i * L + k], 'g', 9);
+          out << '\n';
+        }
+        note(m, QString());
+      }
     for (const char* ext : {"png", "pdf", "svg", "csv"}) {
       const QString e = QLatin1String(ext);
       const QString m = dir.filePath(prefix + QStringLiteral("-matrix-L%1-H%2.").arg(layer()).arg(head()) + e);
-      note(m, c.matrix->exportTo(m));
+      if (e != QLatin1String("csv")) note(m, c.matrix->exportTo(m));  // the numbers: above, for every matrix
       const QString o = dir.filePath(prefix + QStringLiteral("-overview.") + e);
       note(o, c.overview->exportTo(o));
       const QString r = dir.filePath(prefix + QStringLiteral("-radar.") + e);
@@ -557,8 +600,10 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
 }
 
 void DiagnosticsView::exportDialog() {
-  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export the diagnostics to"), QDir::homePath());
+  const QString folder =
+      QFileDialog::getExistingDirectory(this, tr("Export the diagnostics to"), StudioSettings::dialogFolder());
   if (folder.isEmpty()) return;
+  StudioSettings::setDialogFolder(folder);
   QString error;
   const QStringList files = exportAll(folder, &error);
   if (!error.isEmpty())

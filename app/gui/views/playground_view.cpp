@@ -75,13 +75,21 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   topK_->setRange(0, 65536);
   topK_->setValue(defaults.top_k);
   topK_->setSpecialValueText(tr("off"));
-  seedEdit_ = new QLineEdit(QStringLiteral("1"));
+  // A new story at every Generate by default (a fixed default seed told the same story twice);
+  // the seed used is always shown, and unticking "random" (or typing a seed) keeps it fixed.
+  seedEdit_ = new QLineEdit(QString::number(drawSeed()));
   seedEdit_->setObjectName(QStringLiteral("seed"));
+  seedEdit_->setToolTip(
+      tr("The seed of the last story (or the next, when not random): the same seed, prompt and "
+         "settings tell the same story"));
   seedError_ = new FieldError(QStringLiteral("seed"));
   randomSeed_ = new QCheckBox(tr("random"));
   randomSeed_->setObjectName(QStringLiteral("random_seed"));
-  randomSeed_->setToolTip(tr("Draw a new seed for every generation; the seed used is shown, so a story can be "
-                             "reproduced"));
+  randomSeed_->setChecked(true);
+  randomSeed_->setToolTip(
+      tr("Draw a new seed for every generation; the seed used is shown, so a story can be "
+         "reproduced: untick to keep it"));
+  connect(seedEdit_, &QLineEdit::textEdited, this, [this] { randomSeed_->setChecked(false); });
   maxTokens_ = new QSpinBox;
   maxTokens_->setObjectName(QStringLiteral("max_tokens"));
   maxTokens_->setRange(1, 4096);
@@ -223,6 +231,14 @@ void PlaygroundView::setSeed(quint64 seed) {
 }
 
 void PlaygroundView::setRandomSeed(bool random) { randomSeed_->setChecked(random); }
+bool PlaygroundView::randomSeed() const { return randomSeed_->isChecked(); }
+QString PlaygroundView::seedText() const { return seedEdit_->text(); }
+
+quint64 PlaygroundView::drawSeed() {
+  quint64 seed = 0;
+  while (seed == 0) seed = QRandomGenerator::global()->generate64() >> 1;  // 1 .. 2^63 - 1, as --seed takes
+  return seed;
+}
 void PlaygroundView::setCompare(bool on) { compare_->setChecked(on); }
 
 TokenText* PlaygroundView::output(int column) const {
@@ -243,9 +259,7 @@ bool PlaygroundView::options(hsm::GenerateOptions& out) {
   }
   if (randomSeed_->isChecked()) {
     // Drawn here (not by the engine) so every model of a comparison shares it.
-    quint64 seed = 0;
-    while (seed == 0) seed = QRandomGenerator::global()->generate64() >> 1;
-    seedEdit_->setText(QString::number(seed));
+    seedEdit_->setText(QString::number(drawSeed()));
   }
   bool ok = false;
   const quint64 seed = seedEdit_->text().trimmed().toULongLong(&ok);

@@ -37,7 +37,9 @@ class PlaygroundView : public StudioView {
   void setPrompt(const QString& prompt);
   QString prompt() const;
   void setSeed(quint64 seed);       // also turns the random toggle off
-  void setRandomSeed(bool random);
+  void setRandomSeed(bool random);  // on by default: a new seed at every Generate, shown
+  bool randomSeed() const;
+  QString seedText() const;  // the seed shown: the last story's, or the next one's when fixed
   void setCompare(bool on);
   // What-if (issue 23): a run with an edit (EngineHost::setWhatIf) generates with the edited
   // model; a banner says so, and "compare with trained" adds the trained model's column for
@@ -83,6 +85,7 @@ class PlaygroundView : public StudioView {
   void columnFinished(int column, const hsm::GenerationResult& result);
 
  private:
+  static quint64 drawSeed();  // a fresh seed for the next story
   struct Column {
     QString runDir;
     bool trained = false;  // the trained model of a run with a what-if edit

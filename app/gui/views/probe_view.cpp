@@ -1,5 +1,7 @@
 #include "gui/views/probe_view.h"
 
+#include <qcustomplot.h>
+
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
@@ -11,8 +13,8 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QProgressBar>
-#include <QRegularExpression>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSlider>
 #include <QSpinBox>
 #include <QScrollArea>
@@ -21,11 +23,11 @@
 #include <QTextStream>
 #include <QVBoxLayout>
 #include <functional>
-#include <qcustomplot.h>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
+#include "gui/studio_settings.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/token_text.h"
@@ -155,9 +157,16 @@ void ProbeView::build() {
   dataEdit_->setObjectName(QStringLiteral("ablation_data"));
   dataEdit_->setPlaceholderText(tr("Corpus (default: the run's own); its validation split is evaluated"));
   browse_ = new QPushButton(tr("…"));
+  // The windows the run was trained on by default, so the base loss is the one its curves show
+  // (and hsm eval's without --windows).
   windowsBox_ = new QComboBox;
-  windowsBox_->addItems({QStringLiteral("packed"), QStringLiteral("story_start")});
-  windowsBox_->setToolTip(tr("Windows as hsm eval --windows"));
+  windowsBox_->setObjectName(QStringLiteral("ablation_windows"));
+  windowsBox_->addItem(tr("as trained"), QString());
+  windowsBox_->addItem(QStringLiteral("packed"), QStringLiteral("packed"));
+  windowsBox_->addItem(QStringLiteral("story_start"), QStringLiteral("story_start"));
+  windowsBox_->setToolTip(
+      tr("Windows as hsm eval --windows; “as trained”: the ones the run was trained on (its "
+         "curves' validation loss is on them)"));
   maxWindows_ = new QSpinBox;
   maxWindows_->setObjectName(QStringLiteral("ablation_max_windows"));
   maxWindows_->setRange(0, 1000000);
@@ -235,13 +244,19 @@ void ProbeView::connectSignals() {
   connect(ablateButton_, &QPushButton::clicked, this, [this] { runAblation(); });
   connect(cancelButton_, &QPushButton::clicked, this, &ProbeView::cancelAblation);
   connect(browse_, &QPushButton::clicked, this, [this] {
-    const QString f = QFileDialog::getOpenFileName(this, tr("Corpus"), dataEdit_->text());
-    if (!f.isEmpty()) dataEdit_->setText(f);
+    const QString f = QFileDialog::getOpenFileName(this, tr("Corpus"), StudioSettings::dialogFolder(dataEdit_->text()));
+    if (f.isEmpty()) return;
+    StudioSettings::setDialogFolder(f);
+    dataEdit_->setText(f);
   });
   connect(lensExport_, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export the logit lens"), QStringLiteral("lens.png"),
-                                                      tr("Images (*.png *.pdf *.svg);;Numbers (*.csv)"));
+    const RunEntry* run = runs_->currentRun();
+    const QString name = export_stem(run ? run->dir : QString(), QStringLiteral("probe")) + QStringLiteral("-lens.png");
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export the logit lens"), StudioSettings::dialogPath(name),
+                                     tr("Images (*.png *.pdf *.svg);;Numbers (*.csv)"));
     if (path.isEmpty()) return;
+    StudioSettings::setDialogFolder(path);
     const QString error = exportLens(path);
     if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
   });
@@ -325,7 +340,9 @@ bool ProbeView::runAblation() {
     status_->setText(lastError_);
     return false;
   }
-  ablating_ = engine_->ablate(run->dir, data, windowsBox_->currentText(), maxWindows_->value());
+  QString windows = windowsBox_->currentData().toString();
+  if (windows.isEmpty()) windows = QString::fromStdString(run->info.training.windows);
+  ablating_ = engine_->ablate(run->dir, data, windows, maxWindows_->value());
   connect(ablating_.feed(), &CallFeed::progress, this, [this](const QString& stage, double f) {
     progress_->setValue(static_cast<int>(f * 1000));
     progress_->setFormat(QStringLiteral("%1 · %p%").arg(stage));
@@ -379,11 +396,13 @@ void ProbeView::onAblated(const QString& runDir, const hsm::AblationReport& r) {
   hasAblation_ = true;
   progress_->setValue(1000);
   progress_->setFormat(tr("done · %1 evaluations · %2 s").arg(r.ablations.size() + 1).arg(r.seconds, 0, 'f', 1));
-  status_->setText(tr("%1: base loss %2 on %3 tokens of the %4 split; the bars show how much each knock-out raises it.")
+  status_->setText(tr("%1: base loss %2 on %3 tokens (%4 %5 windows) of the %6 split; the bars show how much "
+                       "each knock-out raises it.")
                        .arg(runName(runDir))
                        .arg(r.base_loss, 0, 'f', 4)
                        .arg(r.tokens)
-                       .arg(QString::fromStdString(r.split)));
+                       .arg(r.window_count)
+                       .arg(QString::fromStdString(r.windows), QString::fromStdString(r.split)));
   drawAblation();
   updateButtons();
   emit ablationFinished();
@@ -558,15 +577,20 @@ QStringList ProbeView::exportAll(const QString& folder, QString* error) {
       written << path;
     }
   };
-  one(QStringLiteral("probe_lens"), [this](const QString& path) { return exportLens(path); });
-  one(QStringLiteral("probe_rollout"), [this](const QString& path) { return rollout_->exportTo(path); });
-  one(QStringLiteral("probe_ablation"), [this](const QString& path) { return ablationPlot_->exportTo(path); });
+  // Named for the run and the view ("<run>-probe-lens.png"), so a folder of exports says what each is of.
+  const RunEntry* run = runs_->currentRun();
+  const QString stem = export_stem(run ? run->dir : QString(), QStringLiteral("probe"));
+  one(stem + QStringLiteral("-lens"), [this](const QString& path) { return exportLens(path); });
+  one(stem + QStringLiteral("-rollout"), [this](const QString& path) { return rollout_->exportTo(path); });
+  one(stem + QStringLiteral("-ablation"), [this](const QString& path) { return ablationPlot_->exportTo(path); });
   return written;
 }
 
 void ProbeView::exportDialog() {
-  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export the Probe view's plots into"));
+  const QString folder =
+      QFileDialog::getExistingDirectory(this, tr("Export the Probe view's plots into"), StudioSettings::dialogFolder());
   if (folder.isEmpty()) return;
+  StudioSettings::setDialogFolder(folder);
   QString error;
   const QStringList files = exportAll(folder, &error);
   if (!error.isEmpty())

@@ -100,9 +100,12 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   how->setWordWrap(true);
   form->addRow(how);
   connect(browse, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Corpus file"), QDir::homePath(),
-                                                      tr("Text or JSON (*.txt *.json *.jsonl);;All files (*)"));
-    if (!path.isEmpty()) corpus_->setText(path);
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Corpus file"), StudioSettings::dialogFolder(corpus_->text()),
+                                     tr("Text or JSON (*.txt *.json *.jsonl);;All files (*)"));
+    if (path.isEmpty()) return;
+    StudioSettings::setDialogFolder(path);
+    corpus_->setText(path);
   });
   connect(go, &QPushButton::clicked, this, [this] { emit trainRequested(preset_->currentText(), corpus_->text()); });
 

@@ -10,6 +10,7 @@
 #include "gui/run_list.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
+#include "gui/widgets/widget_export.h"
 
 namespace studio {
 
@@ -75,6 +76,7 @@ QStringList StudioView::exportPlots(const QString& folder, QString* error) const
   for (PlotPanel* plot : plots()) {
     QString base = plot->title().toLower();
     base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+    base = export_stem(plot) + QLatin1Char('-') + base;  // the current run and the view
     for (const char* ext : {"png", "pdf", "svg", "csv"}) {
       const QString path = QDir(folder).filePath(base + QLatin1Char('.') + QLatin1String(ext));
       const QString e = plot->exportTo(path);

@@ -170,11 +170,13 @@ QLineEdit* TrainingForm::addField(QFormLayout* layout, const QString& name, cons
 }
 
 void TrainingForm::chooseCorpus(bool folder) {
-  const QString start = corpusEdit_->text().isEmpty() ? QDir::homePath() : QFileInfo(corpusEdit_->text()).path();
+  const QString start = StudioSettings::dialogFolder(corpusEdit_->text());  // not the bundled starter corpus's
   const QString path = folder ? QFileDialog::getExistingDirectory(this, tr("Corpus folder"), start)
                               : QFileDialog::getOpenFileName(this, tr("Corpus file"), start,
                                                              tr("Text or JSON (*.txt *.json *.jsonl);;All files (*)"));
-  if (!path.isEmpty()) setCorpus(path);
+  if (path.isEmpty()) return;
+  StudioSettings::setDialogFolder(path);
+  setCorpus(path);
 }
 
 void TrainingForm::setCorpus(const QString& path) {
@@ -183,8 +185,11 @@ void TrainingForm::setCorpus(const QString& path) {
 }
 
 void TrainingForm::chooseConfigFile() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Model config"), QDir::homePath(), tr("JSON (*.json)"));
-  if (!path.isEmpty()) setModel(path);
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Model config"), StudioSettings::dialogFolder(), tr("JSON (*.json)"));
+  if (path.isEmpty()) return;
+  StudioSettings::setDialogFolder(path);
+  setModel(path);
 }
 
 bool TrainingForm::setModel(const QString& presetOrConfig) {

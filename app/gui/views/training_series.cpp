@@ -68,7 +68,11 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     if (isCurrent && weight > 0)
       c.loss << PlotSeries{n + tr(" train (raw)"), run.color, tx, ty, PlotSeries::Style::kFaintLine, false};
     c.loss << PlotSeries{n + tr(" train"), run.color, tx, smoothed(ty, weight), PlotSeries::Style::kLine};
-    c.loss << PlotSeries{n + tr(" validation"), run.color.darker(130), vx, vy, PlotSeries::Style::kDashedLine};
+    // Which windows the validation loss is on (what `hsm eval` and the Probe view score by default).
+    const QString windows =
+        run.has_info ? tr(" (%1 windows)").arg(QString::fromStdString(run.info.training.windows)) : QString();
+    c.loss << PlotSeries{n + tr(" validation") + windows, run.color.darker(130), vx, vy,
+                         PlotSeries::Style::kDashedLine};
     QVector<double> accX, accY;
     for (int k = 0; k < vx.size(); ++k)
       if (std::isfinite(ax[k])) {

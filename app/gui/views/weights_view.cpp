@@ -20,14 +20,15 @@
 
 #include "gui/help/glossary.h"
 #include "gui/engine/engine_host.h"
-#include "hsm/mixer_kind.h"
-#include "hsm/presets.h"
 #include "gui/run_list.h"
+#include "gui/studio_settings.h"
+#include "gui/views/what_if_editor.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
-#include "gui/views/what_if_editor.h"
+#include "hsm/mixer_kind.h"
+#include "hsm/presets.h"
 
 namespace studio {
 namespace {
@@ -358,14 +359,17 @@ void WeightsView::evaluate() {
               eval_ = e;
               hasEval_ = true;
               const double d = e.edited.loss - e.trained.loss;
-              loss_->setText(
-                  e.edits.empty()
-                      ? tr("val loss %1 (trained, %2 windows)").arg(e.trained.loss, 0, 'f', 3).arg(windows_->value())
-                      : tr("val loss %1 → %2 (%3%4)")
-                            .arg(e.trained.loss, 0, 'f', 3)
-                            .arg(e.edited.loss, 0, 'f', 3)
-                            .arg(d >= 0 ? QStringLiteral("+") : QString())
-                            .arg(d, 0, 'f', 3));
+              // Which windows and how many, as every loss the studio shows says (the run's own windows).
+              const QString windows =
+                  tr("%1 %2 windows").arg(e.trained.window_count).arg(QString::fromStdString(e.trained.windows));
+              loss_->setText(e.edits.empty()
+                                 ? tr("val loss %1 (trained, %2)").arg(e.trained.loss, 0, 'f', 3).arg(windows)
+                                 : tr("val loss %1 → %2 (%3%4; %5)")
+                                       .arg(e.trained.loss, 0, 'f', 3)
+                                       .arg(e.edited.loss, 0, 'f', 3)
+                                       .arg(d >= 0 ? QStringLiteral("+") : QString())
+                                       .arg(d, 0, 'f', 3)
+                                       .arg(windows));
               loss_->setText(loss_->text() + lossNote_);
               emit evaluationFinished();
             })
@@ -414,9 +418,14 @@ bool WeightsView::saveAs() {
     return false;
   }
   QString folder = saveFolder_;
-  if (folder.isEmpty())
-    folder = QFileDialog::getSaveFileName(this, tr("Save the edited model as a new run folder"),
-                                          editorRun_ + QStringLiteral("-whatif"));
+  if (folder.isEmpty()) {
+    // In the user's folders (the run's own when it is theirs), never the bundled models'.
+    const QString name = QFileInfo(editorRun_).fileName() + QStringLiteral("-whatif");
+    folder =
+        QFileDialog::getSaveFileName(this, tr("Save the edited model as a new run folder"),
+                                     QDir(StudioSettings::dialogFolder(QFileInfo(editorRun_).path())).filePath(name));
+    if (!folder.isEmpty()) StudioSettings::setDialogFolder(folder);
+  }
   if (folder.isEmpty()) return false;
   saving_ = true;
   banner_->setText(tr("Saving the edited model as %1…").arg(folder));

@@ -1,5 +1,7 @@
 #include "gui/widgets/plot_panel.h"
 
+#include <qcustomplot.h>
+
 #include <QCheckBox>
 #include <QFile>
 #include <QFileDialog>
@@ -13,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <qcustomplot.h>
+
+#include "gui/studio_settings.h"
+#include "gui/widgets/widget_export.h"
 
 namespace studio {
 namespace {
@@ -290,10 +294,13 @@ QString PlotPanel::exportTo(const QString& path) {
 void PlotPanel::exportWithDialog() {
   QString base = title_.toLower();
   base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+  const QString stem = export_stem(this);  // the run and the view, so the file says what it is of
+  if (!stem.isEmpty()) base = stem + QLatin1Char('-') + base;
   const QString path = QFileDialog::getSaveFileName(
-      this, tr("Export %1").arg(title_), base + ".png",
+      this, tr("Export %1").arg(title_), StudioSettings::dialogPath(base + ".png"),
       tr("PNG image (*.png);;PDF document (*.pdf);;SVG drawing (*.svg);;CSV data (*.csv)"));
   if (path.isEmpty()) return;
+  StudioSettings::setDialogFolder(path);
   const QString error = exportTo(path);
   if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
 }

@@ -4,10 +4,27 @@
 #include <QPainter>
 #include <QPdfWriter>
 #include <QPixmap>
+#include <QRegularExpression>
 #include <QSvgGenerator>
 #include <QWidget>
 
 namespace studio {
+
+QString export_stem(const QString& runDir, const QString& view) {
+  QStringList parts;
+  for (QString p : {QFileInfo(runDir).fileName(), view}) {
+    p.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]+")), QStringLiteral("-"));
+    if (!p.isEmpty()) parts << p;
+  }
+  return parts.join(QLatin1Char('-'));
+}
+
+QString export_stem(const QWidget* widget) {
+  QString view;
+  for (const QWidget* w = widget; w && view.isEmpty(); w = w->parentWidget())
+    view = w->property("exportView").toString();
+  return export_stem(widget->window()->property("exportRun").toString(), view);
+}
 
 QString export_widget(QWidget* widget, const QString& path) {
   const QString ext = QFileInfo(path).suffix().toLower();
