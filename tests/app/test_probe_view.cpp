@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
+#include <QLabel>
+
 #include <QFileInfo>
 #include <QMouseEvent>
 #include <QProgressBar>
@@ -340,9 +342,15 @@ TEST(Playground, AClickedTokenTintsTheTextByItsRolloutRowAndShiftClickAddsRows) 
   for (size_t j = 0; j < row5.size(); ++j)
     EXPECT_NEAR(out->provenanceWeights()[j], row5[j] + row2[j], 1e-6) << j;
 
-  // A click on the prompt returns to the probabilities.
+  // A click on the prompt returns to the probabilities, and the rollout's caption goes with it:
+  // the column says again what it generated (issue 36).
+  auto* status = view.findChild<QLabel*>(QStringLiteral("status_0"));
+  ASSERT_NE(status, nullptr);
+  EXPECT_TRUE(status->text().contains(QStringLiteral("Rollout")));
   cursor.setPosition(1);
   click(out->viewport(), out->cursorRect(cursor).center());
   EXPECT_FALSE(out->provenanceShown());
   EXPECT_EQ(out->tokenCount(), generated.size());
+  EXPECT_FALSE(status->text().contains(QStringLiteral("Rollout"))) << status->text().toStdString();
+  EXPECT_TRUE(status->text().contains(QStringLiteral("seed 7"))) << status->text().toStdString();
 }

@@ -120,10 +120,10 @@ QString viewTitle(int view) {
 
 QString viewHelpHtml(int view, const hsm::ModelConfig* model) {
   const bool known = view >= 0 && view < static_cast<int>(std::size(kViews));
-  QString html = QObject::tr("<h2>What am I looking at? %1</h2>").arg(viewTitle(view));
+  QString html = QObject::tr("<h2>%1: what am I looking at?</h2>").arg(viewTitle(view));
   html += QCoreApplication::translate("help", known ? kViews[view].body : kStartBody);
   if (model) html += mixers_html(*model);
-  html += QObject::tr("<h3>Words</h3><p>%1</p><p>%2</p><p>%3 %4</p>")
+  html += QObject::tr("<h3>Words</h3><p>%1</p><p>%2</p><p>%3</p><p>%4</p>")
               .arg(termToolTip(Term::kReceptiveField).toHtmlEscaped(), termToolTip(Term::kShift).toHtmlEscaped(),
                    termToolTip(Term::kWeightA).toHtmlEscaped(), termToolTip(Term::kWeightB).toHtmlEscaped());
   if (view == 3)

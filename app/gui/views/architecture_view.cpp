@@ -206,6 +206,12 @@ void ArchitectureView::build() {
   cp->plotLayout()->addElement(0, 1, cp->legend);
   cp->plotLayout()->setColumnStretchFactor(1, 0.001);
   cp->legend->setMargins(QMargins(4, 2, 4, 2));
+  // Seven entries in the pane's height at 1280×720: a smaller font, no row spacing.
+  QFont legendFont = cp->legend->font();
+  legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
+  cp->legend->setFont(legendFont);
+  cp->legend->setRowSpacing(0);
+  cp->legend->setIconSize(16, 8);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(split);
@@ -540,7 +546,10 @@ void ArchitectureView::refreshCost() {
   }
   series << model;
   cost_->setSeries(series);
-  cost_->plot()->xAxis->ticker()->setTickCount(4);
+  // A tick every 1000 tokens: four-digit labels do not fit closer in a narrow pane.
+  QSharedPointer<QCPAxisTickerFixed> ticks(new QCPAxisTickerFixed);
+  ticks->setTickStep(1000);
+  cost_->plot()->xAxis->setTicker(ticks);
   if (!cost_->logY()) cost_->setLogY(true);
 }
 

@@ -86,6 +86,11 @@ void WeightsView::build() {
   barsA_->setWidth(0.35);
   barsB_->setWidth(0.35);
   p->legend->setVisible(true);
+  // The legend in a row under the axes: inside them it covered the bars of the last layers.
+  p->axisRect()->insetLayout()->take(p->legend);
+  p->plotLayout()->addElement(1, 0, p->legend);
+  p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  p->plotLayout()->setRowStretchFactor(1, 0.001);
   p->yAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
   p->setToolTip(tr("Drag a bar up or down to set that layer's a or b (what-if); the editor on the right shows it") +
                 QStringLiteral("\n\n") + help::termToolTip(help::Term::kWeightA) + QLatin1Char('\n') +

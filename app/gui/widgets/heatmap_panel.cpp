@@ -1,5 +1,6 @@
 #include "gui/widgets/heatmap_panel.h"
 
+#include <QFontMetricsF>
 #include <QLabel>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -54,6 +55,14 @@ HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QS
     : PlotPanel(title, xLabel, yLabel, parent) {
   setLogOptionVisible(false);
   QCustomPlot* p = plot();
+  // Labels thinned to what fits: refitted when a layout changes the axis rect (a side-by-side
+  // comparison, a smaller window), so they never overlap.
+  connect(p, &QCustomPlot::afterLayout, this, [this] {
+    if (rows_ > 0 && labelsThatFit() != labelsShown_) {
+      applyLabels();
+      plot()->replot(QCustomPlot::rpQueuedReplot);
+    }
+  });
   map_ = new QCPColorMap(p->xAxis, p->yAxis);
   map_->setInterpolate(false);
   map_->setTightBoundary(false);
@@ -141,13 +150,23 @@ void HeatmapPanel::setMatrix(int rows, int cols, const std::vector<double>& valu
 
 void HeatmapPanel::applyLabels() {
   QCustomPlot* p = plot();
-  p->xAxis->setTicker(text_ticker(colLabels_, cols_, colLabels_.isEmpty() ? 16 : 40));
-  p->yAxis->setTicker(text_ticker(rowLabels_, rows_, rowLabels_.isEmpty() ? 16 : 40));
-  p->xAxis->setTickLabelRotation(colLabels_.isEmpty() ? 0 : -60);
   QFont f = font();
   f.setPointSizeF(f.pointSizeF() * (std::max(rows_, cols_) > 24 ? 0.75 : 0.9));
   p->xAxis->setTickLabelFont(f);
   p->yAxis->setTickLabelFont(f);
+  labelsShown_ = labelsThatFit();
+  p->xAxis->setTicker(text_ticker(colLabels_, cols_, std::min(colLabels_.isEmpty() ? 16 : 40, labelsShown_.first)));
+  p->yAxis->setTicker(text_ticker(rowLabels_, rows_, std::min(rowLabels_.isEmpty() ? 16 : 40, labelsShown_.second)));
+  p->xAxis->setTickLabelRotation(colLabels_.isEmpty() ? 0 : -60);
+}
+
+QPair<int, int> HeatmapPanel::labelsThatFit() const {
+  // A label needs its line height along an axis (a rotated one a little more); before the
+  // first layout the axis rect has no size, and every label is asked for.
+  const QRect a = plot()->axisRect()->rect();
+  const double line = QFontMetricsF(plot()->xAxis->tickLabelFont()).height();
+  auto fit = [&](int pixels, double per) { return pixels > 0 ? std::max(2, static_cast<int>(pixels / per)) : 1000; };
+  return {fit(a.width(), line * 1.25), fit(a.height(), line * 1.05)};
 }
 
 void HeatmapPanel::clearWithMessage(const QString& message) {

@@ -46,6 +46,8 @@ class HeatmapPanel : public PlotPanel {
 
  private:
   void applyLabels();
+  // How many tick labels fit along the x (rotated) and y axes at the plot's present size.
+  QPair<int, int> labelsThatFit() const;
   QString csv() const;
 
   QCPColorMap* map_;
@@ -56,6 +58,7 @@ class HeatmapPanel : public PlotPanel {
   std::vector<double> values_;
   QStringList rowLabels_, colLabels_;
   QString message_;
+  QPair<int, int> labelsShown_{0, 0};  // what applyLabels() last fitted
 };
 
 }  // namespace studio
