@@ -413,6 +413,13 @@ void MainWindow::preferencesDialog() {
   threads->setValue(StudioSettings::threads());
   form->addRow(tr("Device for loading models"), device);
   form->addRow(tr("CPU threads"), threads);
+  auto* automatic = new QLabel(
+      tr("Automatic: training and evaluation use every core, a waiting core taking over the work of one that "
+         "another program holds. Generating text uses one thread, and more only for a large model while no "
+         "other program wants the cores, decided again before every token. The Playground shows the threads used."));
+  automatic->setWordWrap(true);
+  automatic->setObjectName(QStringLiteral("threads_note"));
+  form->addRow(automatic);
   form->addRow(new QLabel(tr("Training takes its device and threads from the Training view.")));
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
   form->addRow(buttons);

@@ -35,7 +35,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-fast-path", a->no_fast_path,
                 "Decode with LibTorch's cached steps instead of the hand-written fp32 path (for comparison)");
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
+  cmd->add_option("--threads", a->threads, "CPU threads (default: every core, and a token on one thread unless the machine has cores free)")->check(CLI::Range(0, kMaxThreads));
   cmd->add_flag("--json", a->json, "Print JSON: tokens with probabilities and alternatives");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
@@ -69,6 +69,7 @@ Command add_generate_command(CLI::App& app) {
                                           {"ended", r.ended},
                                           {"cached", options.use_cache},
                                           {"decoder", r.decoder},
+                                          {"decode_threads", r.decode_threads},
                                           {"seconds", r.seconds},
                                           {"tokens_per_s", r.tokens_per_s},
                                           {"tokens", tokens}}
@@ -76,9 +77,12 @@ Command add_generate_command(CLI::App& app) {
                         << "\n";
             } else {
               std::cout << "\n";
-              std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, seed %llu, %s decoder%s]\n", r.tokens.size(),
+              const std::string threads = r.decode_threads > 0 ? " on " + std::to_string(r.decode_threads) +
+                                                                     (r.decode_threads == 1 ? " thread" : " threads")
+                                                               : "";
+              std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, seed %llu, %s decoder%s%s]\n", r.tokens.size(),
                            r.tokens_per_s, static_cast<unsigned long long>(r.seed), r.decoder.c_str(),
-                           r.ended ? ", end of story" : "");
+                           threads.c_str(), r.ended ? ", end of story" : "");
             }
             return 0;
           }};

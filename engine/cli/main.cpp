@@ -2,12 +2,30 @@
 // one line; the exit status is non-zero on any failure.
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "commands.h"
+#include "hsm/cpu_threads.h"
 #include "hsm/errors.h"
 #include "hsm/version.h"
 
+namespace {
+
+// Commands whose parallel regions follow each other closely (training, evaluation, benchmarks):
+// they run with a short OpenMP spin (hsm/cpu_threads.h: use_short_openmp_spin), which costs
+// starting the program twice (a fraction of a second) and so is not worth it for the others.
+bool runs_parallel_work(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string command = argv[1];
+  for (const char* c : {"train", "eval", "bench", "diagnose", "probe", "ablate", "compare", "lab", "sweep"})
+    if (command == c) return true;
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (runs_parallel_work(argc, argv)) hsm::use_short_openmp_spin(argv);
   CLI::App app{"hsm: train, inspect and sample GPT-style models with Hierarchical Shift Mixing"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hsm ") + HSM_VERSION);

@@ -13,6 +13,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSpinBox>
 
 #include "gui/engine/engine_host.h"
@@ -96,6 +97,9 @@ TEST(Playground, RandomSeedIsShownAndCompareRunsEveryModel) {
   const QString shown = s.view.findChild<QLineEdit*>(QStringLiteral("seed"))->text();
   EXPECT_GT(shown.toULongLong(), 0u);  // the seed used, so the story can be reproduced
   EXPECT_TRUE(s.view.findChild<QLabel*>(QStringLiteral("status_0"))->text().contains(shown));
+  // The CPU threads the decoder used for the last token (issue 37).
+  const QString status = s.view.findChild<QLabel*>(QStringLiteral("status_0"))->text();
+  EXPECT_TRUE(status.contains(QRegularExpression(QStringLiteral("decoding on \\d+ thread")))) << status.toStdString();
 
   // A second copy of the run is a second model; compare mode fills one column each.
   const QString copy = QDir(temp_root()).filePath(QStringLiteral("copy-run"));

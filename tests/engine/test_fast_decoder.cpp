@@ -64,6 +64,7 @@ void expect_fast_equals_libtorch(const ModelConfig& c, const std::string& what_b
   c10::InferenceMode inference;
   FastDecoder fast(*model);
   EXPECT_EQ(fast.weight_storage(), half_weights ? "fp16" : "fp32") << what;
+  EXPECT_EQ(fast.threads(), 0) << what << ": no step yet";
   torch::manual_seed(3);
   auto idx = torch::randint(0, c.vocab_size, {1, c.context + 9}, torch::kLong);
   auto tok = [&](int64_t t) { return static_cast<int32_t>(idx[0][t].item<int64_t>()); };
@@ -74,6 +75,8 @@ void expect_fast_equals_libtorch(const ModelConfig& c, const std::string& what_b
     ASSERT_LT(max_diff(fast.step(tok(t)), ref), kTol) << what << ": position " << t;
   }
   EXPECT_THROW(fast.step(tok(0)), std::logic_error);  // the context is full, as for LibTorch
+  // A token this small is not worth waking a second thread for, however quiet the machine.
+  EXPECT_EQ(fast.threads(), 1) << what;
 
   // Past the context: the window slides by 9 and is fed again from a fresh state.
   fast.reset();
@@ -395,6 +398,10 @@ TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
     const auto slow = session->generate("Once upon a time", o);
     EXPECT_EQ(fast.decoder, "fast");
     EXPECT_EQ(slow.decoder, "libtorch");
+    for (const auto* r : {&fast, &slow}) {
+      EXPECT_GE(r->decode_threads, 1) << name << " " << r->decoder;
+      EXPECT_LE(r->decode_threads, torch::get_num_threads()) << name << " " << r->decoder;
+    }
     ASSERT_EQ(fast.tokens.size(), slow.tokens.size()) << name;
     for (size_t i = 0; i < fast.tokens.size(); ++i) {
       ASSERT_EQ(fast.tokens[i].id, slow.tokens[i].id) << name << ": token " << i;

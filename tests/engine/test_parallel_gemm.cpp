@@ -7,6 +7,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 
@@ -16,6 +18,7 @@
 #include "model_test_util.h"
 #include "kernels/blas_threads.h"
 #include "eval/evaluation.h"
+#include "hsm/cpu_threads.h"
 
 namespace hsm {
 namespace {
@@ -67,14 +70,67 @@ TEST(ParallelGemm, RowBlocksCoverEveryRowOnceAndRunOnSeveralThreads) {
         for (int64_t r = a; r < b; ++r) ++seen[static_cast<size_t>(r)];
       });
       for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)], 1) << rows << " rows, row " << r;
-      // Large enough to split: one block per thread, on distinct threads of LibTorch's pool
-      // (a build without OpenMP would run them one after another on the caller).
-      if (rows >= 16 * threads) {
-        EXPECT_EQ(calls, threads) << rows;
-        EXPECT_EQ(static_cast<int>(workers.size()), threads) << rows;
-      }
+      // Large enough to split: one block per thread. Which thread takes which block is not
+      // fixed (a free thread takes the next one), so that they run on distinct threads is
+      // checked below, where each block waits for the others.
+      if (rows >= 16 * threads) EXPECT_EQ(calls, threads) << rows;
     }
   }
+}
+
+TEST(ParallelGemm, RowBlocksRunAtTheSameTimeOnDistinctThreads) {
+  for (int threads : {2, 3}) {
+    Threads t(threads, 1);
+    std::set<int> workers;
+    std::mutex mutex;
+    std::condition_variable all_started;
+    int started = 0;
+    for_row_blocks(16 * threads, [&](int64_t, int64_t) {
+      std::unique_lock<std::mutex> lock(mutex);
+      workers.insert(at::get_thread_num());
+      ++started;
+      all_started.notify_all();
+      // A block's thread cannot take another block while it waits here, so every block needs
+      // a thread of its own (a build without OpenMP, or one running the blocks one after another
+      // on the caller, times out with one worker).
+      all_started.wait_for(lock, std::chrono::seconds(10), [&] { return started == threads; });
+    });
+    EXPECT_EQ(started, threads);
+    EXPECT_EQ(static_cast<int>(workers.size()), threads);
+  }
+}
+
+TEST(CpuThreads, EveryCoreOnAQuietMachineAndOnlyTheFreeOnesOnABusyOne) {
+  EXPECT_EQ(choose_threads(2, 2, 0.0), 2);
+  EXPECT_EQ(choose_threads(2, 2, -1.0), 2) << "load unknown: the pool";
+  EXPECT_EQ(choose_threads(2, 2, 0.4), 2) << "a passing process is not a busy core";
+  EXPECT_EQ(choose_threads(2, 2, 0.6), 1) << "one busy loop beside two cores";
+  EXPECT_EQ(choose_threads(2, 2, 1.0), 1);
+  EXPECT_EQ(choose_threads(2, 2, 9.0), 1) << "never fewer than one";
+  EXPECT_EQ(choose_threads(8, 8, 3.0), 5);
+  EXPECT_EQ(choose_threads(4, 8, 1.0), 4) << "never more than the pool";
+  EXPECT_EQ(choose_threads(0, 8, 0.0), 1);
+  EXPECT_EQ(choose_threads(4, 0, 0.0), 4) << "cores unknown: the pool";
+}
+
+TEST(CpuThreads, DecodingSplitsOnlyALargeTokenOnFreeCores) {
+  EXPECT_EQ(choose_decode_threads(kDecodeSplitMinWeights - 1, 2, 2, 0.0), 1) << "a small model: one thread";
+  EXPECT_EQ(choose_decode_threads(kDecodeSplitMinWeights, 2, 2, 0.0), 2);
+  EXPECT_EQ(choose_decode_threads(5'000'000, 2, 2, 1.0), 1) << "another program on a core: one thread";
+  EXPECT_EQ(choose_decode_threads(5'000'000, 16, 16, 2.0), 14);
+}
+
+TEST(CpuThreads, LoadWatchReportsACountThatIsNeverNegative) {
+  LoadWatch watch(0);
+  for (int i = 0; i < 3; ++i) EXPECT_GE(watch.others(), 0.0);
+  EXPECT_GE(others_running_now(), -1);
+  DecodeThreads small(1000);
+  EXPECT_EQ(small.last(), 0);
+  EXPECT_EQ(small.choose(2), 1);
+  EXPECT_EQ(small.last(), 1);
+  DecodeThreads large(kDecodeSplitMinWeights);
+  const int n = large.choose(2);
+  EXPECT_TRUE(n == 1 || n == 2) << n;
 }
 
 TEST(ParallelGemm, LinearValuesAndGradientsEqualLibTorch) {

@@ -413,6 +413,9 @@ void PlaygroundView::onGenerated(const hsm::GenerationResult& r) {
                         .arg(QString::number(r.tokens_per_s, 'f', 0))
                         .arg(r.seed)
                         .arg(end) +
+                    (r.decode_threads == 1   ? tr(" · decoding on 1 thread")
+                     : r.decode_threads > 1 ? tr(" · decoding on %1 threads").arg(r.decode_threads)
+                                            : QString()) +
                     (r.prompt_tokens_cut > 0 ? tr(" · the prompt is %1 tokens: the model saw only its last %2 (its context)")
                                                    .arg(r.prompt_tokens)
                                                    .arg(r.prompt_tokens - r.prompt_tokens_cut)

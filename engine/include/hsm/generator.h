@@ -56,6 +56,10 @@ struct GenerationResult {
   // Which decoding path ran: "fast" (hand-written fp32, cached), "libtorch" (cached steps) or
   // "libtorch-uncached" (the window recomputed for every token).
   std::string decoder;
+  // CPU threads the decoder used for the last token: the cached paths choose 1, or more when the
+  // model is large and the machine has cores free, before every token (choose_decode_threads in
+  // hsm/cpu_threads.h); the uncached path uses LibTorch's pool. 0 on a GPU.
+  int decode_threads = 0;
 };
 
 class Generator {

@@ -126,11 +126,15 @@ BatchEval evaluate_batch(Gpt& model, const torch::Tensor& x, const torch::Tensor
   };
   const OneBlasThread one_blas_thread;
   if (threads <= 0 && torch::get_num_threads() > 1) {
-    // On LibTorch's pool (set_cpu_threads' default), a share of the slices per worker.
+    // On LibTorch's pool (set_cpu_threads' default). Each worker takes the next slice nobody
+    // has taken (not a fixed share), so a worker whose core another program holds does fewer
+    // slices instead of holding the batch back (issue 37); the sums do not depend on who did what.
     const at::ThreadLocalState state;
-    at::parallel_for(0, count, 1, [&](int64_t s0, int64_t s1) {
+    std::atomic<int64_t> next{0};
+    const int64_t workers = std::min<int64_t>(count, torch::get_num_threads());
+    at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
       const at::ThreadLocalStateGuard guard(state);
-      for (int64_t s = s0; s < s1; ++s) slice(s);
+      for (int64_t s = next++; s < count; s = next++) slice(s);
     });
   } else {
     // threads > 0 (tests, benchmarks), or LibTorch on one thread: threads of our own.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "hsm/cpu_threads.h"
 #include "hsm/mixer_kind.h"
 #include "kernels/fast_kernels.h"
 #include "model/mixers/attention.h"
@@ -110,6 +111,7 @@ struct FastWeights {
 struct FastDecoder::Impl {
   std::shared_ptr<const FastWeights> weights;
   int64_t d = 0, V = 0, context = 0, pos = 0;
+  std::unique_ptr<DecodeThreads> threads;  // chosen again before every token (issue 37)
   std::vector<LayerState> states;  // one per layer
   // Buffers, sized once.
   Floats h, xn, xs, y, u, hidden, qkv, att, both, logits;
@@ -343,6 +345,11 @@ FastDecoder::FastDecoder(std::shared_ptr<const FastWeights> weights) : impl_(std
     }
     m.states.push_back(std::move(S));
   }
+  long long weights_per_token = w.lm_head.out * w.lm_head.in;
+  for (const Layer& L : w.layers)
+    for (const Matrix* x : {&L.fc1_w, &L.fc2_w, &L.w1, &L.w2, &L.w3, &L.qkv_w, &L.proj_w})
+      weights_per_token += x->out * x->in;
+  m.threads = std::make_unique<DecodeThreads>(weights_per_token);
   const auto d = static_cast<size_t>(m.d);
   m.h.resize(d);
   m.xn.resize(d);
@@ -363,7 +370,23 @@ void FastDecoder::reset() {
   // Rings and KV caches need no clearing: a position is always written before it is read.
 }
 
-const float* FastDecoder::step(int32_t token) { return impl_->step(token); }
+const float* FastDecoder::step(int32_t token) {
+  // One thread unless the token's products are large and the machine has a core free for
+  // each thread: every split product is a region whose end waits for its slowest thread.
+  const int pool = at::get_num_threads();
+  const int threads = impl_->threads->choose(pool);
+  if (threads <= 1) {
+    const SerialScope serial;
+    return impl_->step(token);
+  }
+  if (threads < pool) {
+    const ThreadLimit limit(threads);
+    return impl_->step(token);
+  }
+  return impl_->step(token);
+}
+
+int FastDecoder::threads() const { return impl_->threads->last(); }
 
 void FastDecoder::load_state(const DecodeState& state) {
   auto& m = *impl_;

@@ -53,6 +53,9 @@ class FastDecoder {
   // How the weight matrices are kept: "fp16" (all exactly representable as halves, as in F16
   // exports: half the bytes to stream per token), "fp32", or "mixed".
   std::string weight_storage() const;
+  // Threads the latest step used: 1, or more when the model is large enough and the machine
+  // has cores free (hsm/cpu_threads.h, choose_decode_threads); 0 before the first step.
+  int threads() const;
   int64_t pos() const;
   int64_t vocab_size() const;
   int64_t context() const;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "hsm/cpu_threads.h"
 #include "hsm/tokenizer.h"
 #include "inference/model_impl.h"
+#include "kernels/parallel_gemm.h"
 
 namespace hsm {
 namespace {
@@ -20,6 +22,8 @@ class TokenDecoder {
   virtual ~TokenDecoder() = default;
   virtual const float* start(const std::vector<int32_t>& window) = 0;
   virtual const float* next(int32_t id, const std::vector<int32_t>& window) = 0;
+  // CPU threads the last call used.
+  virtual int threads() const { return torch::get_num_threads(); }
 
  protected:
   const float* keep(torch::Tensor logits) {
@@ -28,6 +32,12 @@ class TokenDecoder {
   }
   torch::Tensor logits_;  // keeps LibTorch's logits alive
 };
+
+long long parameter_count(const GptImpl& model) {
+  long long n = 0;
+  for (const auto& p : model.parameters()) n += p.numel();
+  return n;
+}
 
 torch::Tensor token_tensor(const std::vector<int32_t>& tokens) {
   return torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kLong).view({1, -1});
@@ -49,15 +59,21 @@ class UncachedDecoder : public TokenDecoder {
   const Model::Impl& m_;
 };
 
-// LibTorch's incremental steps: a fresh state takes the window in one batched prefill.
+// LibTorch's incremental steps: a fresh state takes the window in one batched prefill. A step
+// runs on one thread unless choose_decode_threads says the machine has cores to spare for it.
 class CachedDecoder : public TokenDecoder {
  public:
-  explicit CachedDecoder(const Model::Impl& m) : m_(m) {}
+  explicit CachedDecoder(const Model::Impl& m) : m_(m), threads_(parameter_count(*m.gpt)) {}
   const float* start(const std::vector<int32_t>& window) override {
     state_ = DecodeState();
     return keep(feed(window));
   }
-  const float* next(int32_t id, const std::vector<int32_t>&) override { return keep(feed({id})); }
+  const float* next(int32_t id, const std::vector<int32_t>&) override {
+    if (threads_.choose(torch::get_num_threads()) > 1) return keep(feed({id}));
+    const SerialScope serial;
+    return keep(feed({id}));
+  }
+  int threads() const override { return threads_.last() > 0 ? threads_.last() : torch::get_num_threads(); }
 
  private:
   torch::Tensor feed(const std::vector<int32_t>& tokens) {
@@ -72,6 +88,7 @@ class CachedDecoder : public TokenDecoder {
   }
   const Model::Impl& m_;
   DecodeState state_;
+  DecodeThreads threads_;
 };
 
 // The hand-written fp32 path (inference/fast_decoder.h) over the model's shared weights.
@@ -95,6 +112,7 @@ class FastPathDecoder : public TokenDecoder {
     return logits;
   }
   const float* next(int32_t id, const std::vector<int32_t>&) override { return fast_.step(id); }
+  int threads() const override { return fast_.threads(); }
 
  private:
   const Model::Impl& m_;
@@ -219,6 +237,7 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
       logits = decoder->next(pick.id, window());
     }
   }
+  result.decode_threads = m.device.is_cpu() ? decoder->threads() : 0;
   result.text = tok.decode(generated);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result.tokens_per_s = result.seconds > 0 ? static_cast<double>(result.tokens.size()) / result.seconds : 0;

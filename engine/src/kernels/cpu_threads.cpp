@@ -1,10 +1,17 @@
 // The CPU thread set-up of every command and of the studio (hsm/cpu_threads.h declares it):
 // LibTorch's pool, OpenBLAS's threads, the allocator, and the checks of the kernel and
 // matrix-product choices made through the environment.
+#include <dirent.h>
 #include <malloc.h>
+#include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -20,6 +27,8 @@
 namespace hsm {
 
 namespace {
+
+std::atomic<bool> g_automatic_threads{true};
 
 int blas_threads_from_env() {
   const char* env = std::getenv("HSM_BLAS_THREADS");
@@ -38,6 +47,7 @@ int set_cpu_threads(int n) {
     throw std::invalid_argument("--threads: " + std::to_string(n) + " is out of range; use 0 (every core) to 1024");
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int torch_threads = n > 0 ? n : cores;
+  g_automatic_threads = n == 0;
   int blas = blas_threads_from_env();
   if (blas == 0) blas = 1;
   // Under an address-space limit too low for OpenBLAS's own buffers, LibTorch's pool can wait
@@ -62,6 +72,8 @@ int set_cpu_threads(int n) {
   return torch_threads;
 }
 
+bool automatic_threads() { return g_automatic_threads; }
+
 std::string cpu_threads_note() {
   const int blas = blas_threads();
   std::string note = "LibTorch " + std::to_string(torch::get_num_threads()) + " thread(s), ";
@@ -72,5 +84,89 @@ std::string cpu_threads_note() {
   const char* kernels = std::getenv("HSM_KERNELS");
   return note + (kernels && *kernels ? " (HSM_KERNELS)" : "");
 }
+
+void use_short_openmp_spin(char** argv) {
+  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (::setenv("GOMP_SPINCOUNT", kOpenMpSpinCount, 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  // Only when the exec failed: the setting stays for child processes, this one keeps the default.
+}
+
+int choose_threads(int pool_threads, int cores, double others_running) {
+  const int pool = std::max(1, pool_threads);
+  if (cores <= 0 || others_running <= 0) return pool;
+  const int free_cores = static_cast<int>(std::floor(cores - others_running + 0.5));
+  return std::clamp(free_cores, 1, pool);
+}
+
+int choose_decode_threads(long long weights_per_token, int pool_threads, int cores, double others_running) {
+  if (weights_per_token < kDecodeSplitMinWeights) return 1;
+  return choose_threads(pool_threads, cores, others_running);
+}
+
+namespace {
+
+// The state letter of a /proc/<pid>/stat line ("pid (comm) S ..."; comm may hold spaces and
+// parentheses, so after the last ')').
+char stat_state(const std::string& line) {
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+}
+
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int others_running_now() {
+  std::ifstream loadavg("/proc/loadavg");
+  double a1, a5, a15;
+  long long running = 0;
+  char slash;
+  if (!(loadavg >> a1 >> a5 >> a15 >> running >> slash)) return -1;
+  long long own = 0;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (const dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream stat(std::string("/proc/self/task/") + e->d_name + "/stat");
+      std::string line;
+      if (std::getline(stat, line) && stat_state(line) == 'R') ++own;
+    }
+    ::closedir(dir);
+  }
+  return static_cast<int>(std::max(0LL, running - own));
+}
+
+LoadWatch::LoadWatch(int interval_ms) : interval_ns_(static_cast<long long>(interval_ms) * 1000000) {}
+
+double LoadWatch::others() {
+  const long long now = now_ns();
+  if (average_ >= 0 && now - last_ns_ < interval_ns_) return average_;
+  last_ns_ = now;
+  const int sample = others_running_now();
+  if (sample < 0) return average_ = 0;
+  // Weight 1/4 per sample: a program that stays runnable reaches 0.68 within four samples
+  // (80 ms at the default interval), and one sample of a passing process moves it by 0.25.
+  average_ = average_ < 0 ? sample : 0.75 * average_ + 0.25 * sample;
+  return average_;
+}
+
+int DecodeThreads::choose(int pool_threads) {
+  if (pool_threads <= 1) return last_ = 1;  // nothing to choose: no /proc to read
+  if (!automatic_threads()) return last_ = pool_threads;
+  return last_ = choose_decode_threads(weights_, pool_threads, machine_cores(), load_.others());
+}
+
+ThreadLimit::ThreadLimit(int n) {
+  at::internal::lazy_init_num_threads();  // as in SerialScope: ATen's first-call setting, then ours
+  before_ = omp_get_max_threads();
+  omp_set_num_threads(std::max(1, std::min(n, before_)));
+}
+
+ThreadLimit::~ThreadLimit() { omp_set_num_threads(before_); }
+
+int machine_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 }  // namespace hsm

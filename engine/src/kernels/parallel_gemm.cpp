@@ -4,6 +4,8 @@
 #include <ATen/ThreadLocalState.h>
 #include <omp.h>
 
+#include <atomic>
+
 #include "kernels/gemm.h"
 #include "kernels/blas_threads.h"
 
@@ -50,9 +52,13 @@ void for_row_blocks(int64_t rows, const std::function<void(int64_t, int64_t)>& f
   // The workers take the caller's thread-local state (grad mode above all: an autograd
   // function's forward runs without gradients on the calling thread only).
   const at::ThreadLocalState state;
-  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+  // Each thread takes the next block nobody has taken, not a fixed share: a thread whose core
+  // another program holds starts late and finds its block done by the others, where a fixed
+  // share made them wait for it (issue 37). The blocks are the same either way.
+  std::atomic<int64_t> next{0};
+  at::parallel_for(0, blocks, 1, [&](int64_t, int64_t) {
     const at::ThreadLocalStateGuard guard(state);
-    for (int64_t b = b0; b < b1; ++b)
+    for (int64_t b = next++; b < blocks; b = next++)
       if (bound(b + 1) > bound(b)) f(bound(b), bound(b + 1));
   });
 }
