@@ -141,9 +141,12 @@ TEST(TaskTraining, ScoreDoesNotDependOnTheBatchSize) {
 }
 
 // The learning check, small enough for the suite (the issue's own, >= 0.9 at 8 pairs and
-// context 64 over a few thousand steps, is a documented command in docs/lab.md): after 300 steps
-// two attention layers at d 64 have learnt that the answer is one of the window's values (about
-// 1 in 4 right; chance is 1 in 32), while one step leaves them near chance.
+// context 64, is a documented command in docs/lab.md): one step leaves two attention layers at
+// d 64 near chance; 400 steps of 128 take them past MQAR's plateau to exact recall. The batch
+// is the point: at 32 examples a step this model sat on the plateau (the answer is one of the
+// window's 4 values, about 1 in 4 right, loss ≈ ln 4) for 3,000 steps; at 128 it left it by
+// step 220 (docs/lab.md, "The learning check"; 400 leaves room for another CPU's rounding).
+// One head and no MLP (FFN of width 1), as Zoology's MQAR models: the cheapest that learns it.
 TEST(TaskTraining, AttentionLearnsMqarAndOneStepDoesNot) {
   const std::string dir = temp_dir("mqar_learns");
   const std::string task = "mqar:vocab=64,pairs=4,context=32";
@@ -152,11 +155,18 @@ TEST(TaskTraining, AttentionLearnsMqarAndOneStepDoesNot) {
   const TaskScore chance = score_task_run(one.run_dir, 256);
   EXPECT_LT(chance.answer_accuracy, 0.1) << "values are 1 of 32: chance is about 0.03";
 
-  RunSpec spec = task_run(dir + "/many", task, 300);
+  RunSpec spec = task_run(dir + "/many", task, 400);
+  for (LayerSpec& l : spec.model.layers) {
+    l.heads = 1;
+    l.ffn = 1;
+  }
+  spec.train.batch_size = 128;
+  spec.train.warmup_steps = 100;
+  spec.train.cosine = false;
   const TrainSummary s = Trainer(spec).run();
   const TaskScore learned = score_task_run(spec.run_dir, 512);
-  EXPECT_GE(learned.answer_accuracy, 0.2) << "after " << s.steps << " steps in " << s.wall_s << " s";
-  EXPECT_LT(learned.loss, chance.loss - 1.0);
+  EXPECT_GE(learned.answer_accuracy, 0.9) << "after " << s.steps << " steps in " << s.wall_s << " s";
+  EXPECT_LT(learned.loss, 0.5);
   EXPECT_EQ(run_task(spec.run_dir), parse_task(task)->spec());
 
   // metrics.jsonl carries both accuracies at every eval point.
