@@ -76,10 +76,10 @@ Command add_lab_command(CLI::App& app) {
   auto* models = cmd->add_option("--model", a->grid.models,
                                  "A preset or config file; repeat for several (default: gpt, hsm_ab, hybrid_0_6, "
                                  "da_static_emb_qk, ex_he)");
-  auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.001 and 0.003)");
+  auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.003)");
   auto* seeds = cmd->add_option("--seeds", a->grid.seeds, "Training seeds per cell (default 1)")
                     ->check(CLI::Range(int64_t{1}, int64_t{100}));
-  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run (default 600)")
+  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run (default 300)")
                     ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   auto* batch = cmd->add_option("--batch", a->grid.batch, "Examples per step (default 32)")
                     ->check(CLI::Range(int64_t{1}, int64_t{65536}));

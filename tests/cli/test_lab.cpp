@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "tiny_run.h"
@@ -151,4 +153,29 @@ TEST(LabCli, AKilledLabContinuesWhereItStopped) {
     EXPECT_TRUE(c["best_lr"] == 0.001 || c["best_lr"] == 0.003);
   }
   EXPECT_NE(read_file(dir + "/lab/table.csv").find("task,model,best_lr,answer_accuracy"), std::string::npos);
+}
+
+// The default grid is the issue's (every task x gpt, hsm_ab, hybrid_0_6, one DA and one EX
+// mixer, at lab size) and no larger than the one whose time was estimated at about 11 minutes on
+// two cores (docs/performance.md, "The default lab grid's time"): growing it past that budget
+// must come with a new measurement.
+TEST(LabCli, DefaultGridIsTheIssuesAndFitsItsTimeBudget) {
+  const std::string dir = temp("lab_default");
+  ASSERT_EQ(shell(hsm("lab --out " + dir + "/lab --table")).exit_code, 0);  // writes lab.json, trains nothing
+  const auto grid = nlohmann::json::parse(read_file(dir + "/lab/lab.json"));
+  std::set<std::string> tasks;
+  for (const auto& t : grid["tasks"]) tasks.insert(t.get<std::string>().substr(0, t.get<std::string>().find(':')));
+  for (const char* t : {"mqar", "recall_at", "in_context_recall", "fuzzy_recall", "noisy_recall", "selective_copy",
+                        "compress", "memorize"})
+    EXPECT_EQ(tasks.count(t), 1u) << t;
+  const auto models = grid["models"].get<std::vector<std::string>>();
+  for (const char* m : {"gpt", "hsm_ab", "hybrid_0_6"})
+    EXPECT_NE(std::find(models.begin(), models.end(), m), models.end()) << m;
+  EXPECT_EQ(std::count_if(models.begin(), models.end(), [](const std::string& m) { return m.rfind("da_", 0) == 0; }), 1);
+  EXPECT_EQ(std::count_if(models.begin(), models.end(), [](const std::string& m) { return m.rfind("ex_", 0) == 0; }), 1);
+  EXPECT_EQ(grid["size"], "tiny");
+  const int64_t runs = static_cast<int64_t>(grid["tasks"].size() * models.size() * grid["lrs"].size()) *
+                       grid["seeds"].get<int64_t>();
+  EXPECT_LE(runs * grid["steps"].get<int64_t>() * grid["batch"].get<int64_t>(), 40 * 300 * 32)
+      << "examples trained by the default grid: past the measured budget";
 }

@@ -80,6 +80,50 @@ TEST(TaskTraining, LossIsTakenOnAnswerPositionsOnly) {
   EXPECT_NEAR(TaskData::loss(model, b).item<double>(), loss, 1e-6);
 }
 
+// The task loss's gradient, through the training path as it runs (float32: the fused output
+// layer, the blocked attention, the row selection of the answers), against central finite
+// differences, parameter tensor by parameter tensor. A plateau in the learning check could be
+// a wrong gradient somewhere in that path (the attention's queries and keys, say) rather than
+// too few steps: this rules it out for every weight of a 2-layer attention model on MQAR.
+TEST(TaskTraining, TaskLossGradientMatchesFiniteDifferences) {
+  torch::manual_seed(5);
+  TaskData data(parse_task("mqar:vocab=64,pairs=4,context=32"));
+  Gpt model(attention_model(data.task()));
+  model->train();  // dropout 0: train mode is deterministic
+  {
+    // Away from the initial point (weights of 0.02) so that attention is not near uniform and
+    // every path carries gradient.
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters())
+      if (p.dim() >= 2) p.mul_(10);
+  }
+  const TaskBatch b = data.batch(TaskSplit::kTrain, {0, 1, 2, 3, 4, 5, 6, 7}, torch::kCPU);
+  model->zero_grad();
+  TaskData::loss(model, b).backward();
+  int checked = 0, large = 0;
+  for (const auto& named : model->named_parameters()) {
+    torch::Tensor p = named.value();
+    const torch::Tensor grad = p.grad().clone();
+    torch::Tensor u = torch::randn_like(p);
+    u.div_(u.norm());
+    const double analytic = (grad * u).sum().item<double>();
+    const double eps = 1e-2;
+    auto loss_at = [&](double s) {
+      torch::NoGradGuard no_grad;
+      p.add_(u, s);
+      const double l = TaskData::loss(model, b).item<double>();
+      p.add_(u, -s);
+      return l;
+    };
+    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
+    EXPECT_NEAR(analytic, numeric, 0.03 * std::abs(numeric) + 2e-4) << named.key();
+    ++checked;
+    if (std::abs(numeric) > 5e-3) ++large;  // 25 times the absolute tolerance: a wrong gradient shows
+  }
+  EXPECT_GE(checked, 20) << "embeddings, two blocks' attention, FFN and norms, final norm";
+  EXPECT_GE(large, checked * 3 / 4) << "most directions must move the loss, or the comparison proves nothing";
+}
+
 TEST(TaskTraining, ScoreDoesNotDependOnTheBatchSize) {
   torch::manual_seed(4);
   TaskData data(parse_task("recall_at:vocab=32,context=24,max_distance=20"));
@@ -97,9 +141,12 @@ TEST(TaskTraining, ScoreDoesNotDependOnTheBatchSize) {
 }
 
 // The learning check, small enough for the suite (the issue's own, >= 0.9 at 8 pairs and
-// context 64 over a few thousand steps, is a documented command in docs/lab.md): after 300 steps
-// two attention layers at d 64 have learnt that the answer is one of the window's values (about
-// 1 in 4 right; chance is 1 in 32), while one step leaves them near chance.
+// context 64, is a documented command in docs/lab.md): one step leaves two attention layers at
+// d 64 near chance; 400 steps of 128 take them past MQAR's plateau to exact recall. The batch
+// is the point: at 32 examples a step this model sat on the plateau (the answer is one of the
+// window's 4 values, about 1 in 4 right, loss ≈ ln 4) for 3,000 steps; at 128 it left it by
+// step 220 (docs/lab.md, "The learning check"; 400 leaves room for another CPU's rounding).
+// One head and no MLP (FFN of width 1), as Zoology's MQAR models: the cheapest that learns it.
 TEST(TaskTraining, AttentionLearnsMqarAndOneStepDoesNot) {
   const std::string dir = temp_dir("mqar_learns");
   const std::string task = "mqar:vocab=64,pairs=4,context=32";
@@ -108,11 +155,18 @@ TEST(TaskTraining, AttentionLearnsMqarAndOneStepDoesNot) {
   const TaskScore chance = score_task_run(one.run_dir, 256);
   EXPECT_LT(chance.answer_accuracy, 0.1) << "values are 1 of 32: chance is about 0.03";
 
-  RunSpec spec = task_run(dir + "/many", task, 300);
+  RunSpec spec = task_run(dir + "/many", task, 400);
+  for (LayerSpec& l : spec.model.layers) {
+    l.heads = 1;
+    l.ffn = 1;
+  }
+  spec.train.batch_size = 128;
+  spec.train.warmup_steps = 100;
+  spec.train.cosine = false;
   const TrainSummary s = Trainer(spec).run();
   const TaskScore learned = score_task_run(spec.run_dir, 512);
-  EXPECT_GE(learned.answer_accuracy, 0.2) << "after " << s.steps << " steps in " << s.wall_s << " s";
-  EXPECT_LT(learned.loss, chance.loss - 1.0);
+  EXPECT_GE(learned.answer_accuracy, 0.9) << "after " << s.steps << " steps in " << s.wall_s << " s";
+  EXPECT_LT(learned.loss, 0.5);
   EXPECT_EQ(run_task(spec.run_dir), parse_task(task)->spec());
 
   // metrics.jsonl carries both accuracies at every eval point.
