@@ -45,8 +45,7 @@ int blas_threads_from_env() {
 int set_cpu_threads(int n) {
   if (n < 0 || n > 1024)
     throw std::invalid_argument("--threads: " + std::to_string(n) + " is out of range; use 0 (every core) to 1024");
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int torch_threads = n > 0 ? n : cores;
+  const int torch_threads = n > 0 ? n : machine_cores();
   g_automatic_threads = n == 0;
   int blas = blas_threads_from_env();
   if (blas == 0) blas = 1;
