@@ -15,6 +15,7 @@
 #include "gui/run_list.h"
 #include "gui/smoke_driver.h"
 #include "gui/studio_application.h"
+#include "hsm/cpu_threads.h"
 #include "hsm/version.h"
 
 namespace {
@@ -41,6 +42,10 @@ void quiet_messages(QtMsgType type, const QMessageLogContext& context, const QSt
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Training and evaluation in the studio meet a busy machine as hsm's do: a short OpenMP spin
+  // (docs/performance.md, "Contention"), which libgomp reads only at start, so this may start
+  // the studio once more before anything else happens.
+  hsm::use_short_openmp_spin(argv);
   const bool smoke = has_arg(argc, argv, "--smoke");
   const bool help = has_arg(argc, argv, "--help") || has_arg(argc, argv, "-h") || has_arg(argc, argv, "--version");
   if (!has_display()) {

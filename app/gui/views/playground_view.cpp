@@ -35,6 +35,14 @@
 namespace studio {
 
 PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+  build();
+  connectSignals();
+  textSize_ = QSettings().value(QStringLiteral("playground/text_size"), TokenText::defaultTextSize()).toDouble();
+  bindTextSizeKeys(this, [this](double step) { setTextSize(textSize_ + step); });
+  updateButtons();
+}
+
+void PlaygroundView::build() {
   const hsm::SampleSettings defaults;
   promptEdit_ = new QPlainTextEdit;
   promptEdit_->setObjectName(QStringLiteral("prompt"));
@@ -51,12 +59,6 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   paperList_->setSpacing(2);
   paperList_->setToolTip(tr("The HSM paper's Table 3 prompts: click to use one, double-click to generate"));
   loadPaperPrompts();
-  connect(paperList_, &QListWidget::itemClicked, this,
-          [this](QListWidgetItem* item) { setPrompt(item->data(Qt::UserRole).toString()); });
-  connect(paperList_, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) {
-    setPrompt(item->data(Qt::UserRole).toString());
-    generate();
-  });
 
   temperature_ = new QDoubleSpinBox;
   temperature_->setObjectName(QStringLiteral("temperature"));
@@ -89,7 +91,6 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   randomSeed_->setToolTip(
       tr("Draw a new seed for every generation; the seed used is shown, so a story can be "
          "reproduced: untick to keep it"));
-  connect(seedEdit_, &QLineEdit::textEdited, this, [this] { randomSeed_->setChecked(false); });
   maxTokens_ = new QSpinBox;
   maxTokens_->setObjectName(QStringLiteral("max_tokens"));
   maxTokens_->setRange(1, 4096);
@@ -119,8 +120,6 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   stopButton_ = new QPushButton(tr("Stop"));
   stopButton_->setObjectName(QStringLiteral("stop"));
   stopButton_->setShortcut(QKeySequence(Qt::Key_Escape));
-  connect(generateButton_, &QPushButton::clicked, this, [this] { generate(); });
-  connect(stopButton_, &QPushButton::clicked, this, &PlaygroundView::stop);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(generateButton_, 1);
   buttons->addWidget(stopButton_);
@@ -172,15 +171,23 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(left);
   layout->addWidget(right, 1);
+}
 
+void PlaygroundView::connectSignals() {
+  connect(paperList_, &QListWidget::itemClicked, this,
+          [this](QListWidgetItem* item) { setPrompt(item->data(Qt::UserRole).toString()); });
+  connect(paperList_, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) {
+    setPrompt(item->data(Qt::UserRole).toString());
+    generate();
+  });
+  connect(seedEdit_, &QLineEdit::textEdited, this, [this] { randomSeed_->setChecked(false); });
+  connect(generateButton_, &QPushButton::clicked, this, [this] { generate(); });
+  connect(stopButton_, &QPushButton::clicked, this, &PlaygroundView::stop);
   connect(runs_, &RunList::currentChanged, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::runAdded, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::infoChanged, this, &PlaygroundView::updateButtons);
   connect(runs_, &RunList::runRemoved, this, &PlaygroundView::updateButtons);
   connect(compare_, &QCheckBox::toggled, this, &PlaygroundView::updateButtons);
-  textSize_ = QSettings().value(QStringLiteral("playground/text_size"), TokenText::defaultTextSize()).toDouble();
-  bindTextSizeKeys(this, [this](double step) { setTextSize(textSize_ + step); });
-  updateButtons();
 }
 
 void PlaygroundView::setTextSize(double points) {

@@ -99,6 +99,8 @@ class PlaygroundView : public StudioView {
     QString provenanceNote;
     QString generationNote;  // the status after generating, shown again when the provenance goes
   };
+  void build();           // the widgets and their layout
+  void connectSignals();  // what they do
   void loadPaperPrompts();
   void rebuildColumns(const QVector<QPair<QString, bool>>& runs);  // (run folder, trained)
   void sendNext();
