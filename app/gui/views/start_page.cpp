@@ -62,10 +62,13 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   openLayout->addWidget(new QLabel(tr("Recent:")));
   openLayout->addWidget(recent_, 1);
   connect(openButton, &QPushButton::clicked, this, &StartPage::openRunRequested);
-  connect(recent_, &QListWidget::itemActivated, this,
-          [this](QListWidgetItem* item) { emit openRecentRequested(item->data(Qt::UserRole).toString()); });
-  connect(recent_, &QListWidget::itemClicked, this,
-          [this](QListWidgetItem* item) { emit openRecentRequested(item->data(Qt::UserRole).toString()); });
+  // The "(none yet)" placeholder has no folder: a click on it opens nothing (it asked to open "").
+  auto openItem = [this](QListWidgetItem* item) {
+    const QString dir = item->data(Qt::UserRole).toString();
+    if (!dir.isEmpty()) emit openRecentRequested(dir);
+  };
+  connect(recent_, &QListWidget::itemActivated, this, openItem);
+  connect(recent_, &QListWidget::itemClicked, this, openItem);
 
   auto* train = new QGroupBox(tr("Train a new model"));
   auto* form = new QFormLayout(train);
@@ -133,7 +136,7 @@ void StartPage::refreshRecent() {
     auto* item = new QListWidgetItem(QDir(dir).dirName() + QStringLiteral("   ") + dir, recent_);
     item->setData(Qt::UserRole, dir);
   }
-  if (recent_->count() == 0) new QListWidgetItem(tr("(none yet)"), recent_);
+  if (recent_->count() == 0) (new QListWidgetItem(tr("(none yet)"), recent_))->setFlags(Qt::NoItemFlags);
 }
 
 }  // namespace studio
