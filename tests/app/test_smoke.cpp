@@ -122,7 +122,8 @@ TEST(Smoke, ARunWithAHundredThousandPointsStaysSmooth) {
   const QJsonObject j = QJsonDocument::fromJson(r.out).object();
   expect_responsive(j, r.out);
   // The export holds every point, not the decimated drawing.
-  QFile csv(QDir(dir).filePath(QStringLiteral("out/exports/loss.csv")));
+  // Export names carry the run and the view (widgets/widget_export.h: export_stem).
+  QFile csv(QDir(dir).filePath(QStringLiteral("out/exports/long-run-training-loss.csv")));
   ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
   int rows = 0;
   while (!csv.atEnd())
@@ -158,7 +159,7 @@ TEST(Smoke, ADamagedMetricsFileIsSkippedNotSpunOn) {
   EXPECT_TRUE(r.err.contains("metrics.jsonl line")) << r.err.toStdString();
   EXPECT_TRUE(r.err.contains("\"step\" is not a whole number")) << r.err.toStdString();
   EXPECT_TRUE(r.err.contains("longer than 64 KiB and unfinished")) << r.err.toStdString();
-  QFile csv(QDir(dir).filePath(QStringLiteral("out/exports/loss.csv")));
+  QFile csv(QDir(dir).filePath(QStringLiteral("out/exports/damaged-run-training-loss.csv")));
   ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
   int rows = 0;
   while (!csv.atEnd())
