@@ -7,6 +7,7 @@
 #include <QKeyEvent>
 #include <QLabel>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QSettings>
 #include <QShortcut>
 #include <QSlider>
@@ -26,9 +27,25 @@ constexpr int kSpeeds[] = {3, 6, 12, 25, 50, 0};
 constexpr int kDefaultSpeed = 2;  // 12 tokens/s: about reading speed aloud
 constexpr double kDefaultTextSize = 30;
 
-QString elided(const QString& text, int chars) {
-  return text.size() <= chars ? text : text.left(chars).trimmed() + QStringLiteral("…");
-}
+// A paper prompt's button: the prompt's start, cut with "…" to the width the button has (a
+// fixed count of characters overflowed three to a row on a narrow screen), whole in the tooltip.
+class PromptButton : public QPushButton {
+ public:
+  explicit PromptButton(const QString& prompt) : prompt_(prompt) {
+    setToolTip(prompt);
+    setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    setText(prompt);
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override {
+    setText(fontMetrics().elidedText(prompt_, Qt::ElideRight, std::max(0, width() - 20)));
+    QPushButton::resizeEvent(e);
+  }
+
+ private:
+  QString prompt_;
+};
 
 }  // namespace
 
@@ -54,12 +71,16 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   big.setBold(true);
   newStory_->setFont(big);
   newStory_->setMinimumHeight(48);
+  // Never squeezed below its words on a narrow screen (the bar gives way around it).
+  newStory_->setMinimumWidth(newStory_->sizeHint().width() + 16);
   connect(newStory_, &QPushButton::clicked, this, [this] { newStory(); });
 
   auto* smaller = new QPushButton(tr("A−"));
   smaller->setToolTip(tr("Smaller text (Ctrl+minus, Ctrl+wheel)"));
   auto* larger = new QPushButton(tr("A+"));
   larger->setToolTip(tr("Larger text (Ctrl+plus, Ctrl+wheel)"));
+  smaller->setFixedWidth(44);
+  larger->setFixedWidth(44);
   connect(smaller, &QPushButton::clicked, this, [this] { setTextSize(textSize() - 2); });
   connect(larger, &QPushButton::clicked, this, [this] { setTextSize(textSize() + 2); });
   bindTextSizeKeys(this, [this](double step) { setTextSize(textSize() + 2 * step); });
@@ -68,16 +89,17 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   tint_->setObjectName(QStringLiteral("presentation_tint"));
   tint_->setToolTip(tr("Colour each word by how likely the model found it: red unlikely, green likely"));
   tint_->setChecked(story_->tinted());
+  tint_->setMinimumWidth(tint_->sizeHint().width());
   connect(tint_, &QCheckBox::toggled, this, &PresentationMode::setTinted);
 
   speed_ = new QSlider(Qt::Horizontal);
   speed_->setObjectName(QStringLiteral("typewriter_speed"));
   speed_->setRange(0, static_cast<int>(std::size(kSpeeds)) - 1);
   speed_->setPageStep(1);
-  speed_->setFixedWidth(140);
+  speed_->setFixedWidth(110);
   speed_->setToolTip(tr("Typewriter speed: how fast the words appear"));
   speedLabel_ = new QLabel;
-  speedLabel_->setMinimumWidth(90);
+  speedLabel_->setMinimumWidth(72);
   connect(speed_, &QSlider::valueChanged, this, [this](int i) {
     speedLabel_->setText(kSpeeds[i] == 0 ? tr("instant") : tr("%1 tokens/s").arg(kSpeeds[i]));
     QSettings().setValue(QStringLiteral("presentation/speed"), i);
@@ -114,9 +136,8 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   auto* prompts = new QGridLayout;
   const QStringList paper = playground_->paperPrompts();
   for (int i = 0; i < paper.size(); ++i) {
-    auto* button = new QPushButton(elided(paper[i], 58));
+    auto* button = new PromptButton(paper[i]);
     button->setObjectName(QStringLiteral("paper_prompt_%1").arg(i));
-    button->setToolTip(paper[i]);
     button->setMinimumHeight(40);
     connect(button, &QPushButton::clicked, this, [this, prompt = paper[i]] { newStory(prompt); });
     prompts->addWidget(button, i / 3, i % 3);
