@@ -97,9 +97,6 @@ TEST(Playground, RandomSeedIsShownAndCompareRunsEveryModel) {
   const QString shown = s.view.findChild<QLineEdit*>(QStringLiteral("seed"))->text();
   EXPECT_GT(shown.toULongLong(), 0u);  // the seed used, so the story can be reproduced
   EXPECT_TRUE(s.view.findChild<QLabel*>(QStringLiteral("status_0"))->text().contains(shown));
-  // The CPU threads the decoder used for the last token (issue 37).
-  const QString status = s.view.findChild<QLabel*>(QStringLiteral("status_0"))->text();
-  EXPECT_TRUE(status.contains(QRegularExpression(QStringLiteral("decoding on \\d+ thread")))) << status.toStdString();
 
   // A second copy of the run is a second model; compare mode fills one column each.
   const QString copy = QDir(temp_root()).filePath(QStringLiteral("copy-run"));
@@ -112,6 +109,11 @@ TEST(Playground, RandomSeedIsShownAndCompareRunsEveryModel) {
   generate_once(s.view);
   ASSERT_EQ(s.view.columnCount(), 2);
   EXPECT_EQ(s.view.output(0)->generatedText(), s.view.output(1)->generatedText());  // same weights, same seed
+  // The CPU threads the decoder used for the last token (issue 37). Checked on this fixed
+  // seed's story: a random one may end at its first token, and then nothing was decoded.
+  ASSERT_GT(s.view.output(0)->tokenCount(), 1);
+  const QString status = s.view.findChild<QLabel*>(QStringLiteral("status_0"))->text();
+  EXPECT_TRUE(status.contains(QRegularExpression(QStringLiteral("decoding on \\d+ thread")))) << status.toStdString();
 }
 
 // A new story at every Generate by default, its seed shown; one click on "random" keeps the
