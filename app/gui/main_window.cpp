@@ -30,6 +30,7 @@
 #include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
+#include "gui/views/lab_view.h"
 #include "gui/views/probe_view.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
@@ -75,18 +76,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   weights_ = new WeightsView(runs_, engine_);
   diagnostics_ = new DiagnosticsView(runs_, engine_);
   probe_ = new ProbeView(runs_, engine_);
+  lab_ = new LabView(runs_, engine_);
   tabs_->addTab(new Page(architecture_), tr("Architecture"));
   tabs_->addTab(new Page(training_), tr("Training"));
   tabs_->addTab(new Page(weights_), tr("Weights"));
   tabs_->addTab(new Page(diagnostics_), tr("Diagnostics"));
   tabs_->addTab(new Page(playground_), tr("Playground"));
   tabs_->addTab(new Page(probe_), tr("Probe"));
+  tabs_->addTab(new Page(lab_), tr("Lab"));
   tabs_->setCurrentIndex(kTraining);
   // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
   // here, the current run below.
   const std::pair<QWidget*, const char*> exportViews[] = {
       {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
-      {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"}};
+      {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
+      {lab_, "lab"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);
@@ -226,6 +230,10 @@ void MainWindow::buildMenus() {
     if (auto* box = training_->findChild<QComboBox*>(QStringLiteral("preset"))) box->setFocus();
   });
   file->addAction(tr("&Open run folder…"), QKeySequence::Open, this, &MainWindow::openRunDialog);
+  file->addAction(tr("Open a &lab folder…"), this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a lab folder"));
+    if (!dir.isEmpty() && lab_->openLab(dir)) showView(kLab);
+  });
   file->addAction(tr("Open the &demo models"), this, [this] {
     if (openBundledModels() == 0)
       QMessageBox::information(this, tr("Demo models"),
@@ -243,7 +251,8 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
   const QStringList names = {tr("&Architecture"), tr("&Training"), tr("&Weights"), tr("&Diagnostics"),
-                             tr("&Playground"), tr("P&robe")};
+                             tr("&Playground"), tr("P&robe"),
+                             tr("&Lab")};
   for (int i = 0; i < names.size(); ++i)
     view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
                     [this, i] { showView(static_cast<View>(i)); });

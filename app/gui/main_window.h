@@ -17,6 +17,7 @@ namespace studio {
 
 class ArchitectureView;
 class DiagnosticsView;
+class LabView;
 class EngineHost;
 class PlaygroundView;
 class ProbeView;
@@ -33,7 +34,7 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe };
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLab };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -46,6 +47,7 @@ class MainWindow : public QMainWindow {
   WeightsView* weightsView() const { return weights_; }
   DiagnosticsView* diagnosticsView() const { return diagnostics_; }
   ProbeView* probeView() const { return probe_; }
+  LabView* labView() const { return lab_; }
   QTabWidget* tabs() const { return tabs_; }
   // The start page is a tab like the views (after them, so a view's tab index is its View),
   // closable, and back through View › Start page.
@@ -100,6 +102,7 @@ class MainWindow : public QMainWindow {
   WeightsView* weights_;
   DiagnosticsView* diagnostics_;
   ProbeView* probe_;
+  LabView* lab_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;

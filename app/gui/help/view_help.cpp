@@ -84,6 +84,14 @@ const ViewText kViews[] = {
                        "layers together (Abnar &amp; Zuidema: R<sub>l</sub> = (½A<sub>l</sub> + ½I)·R<sub>l−1</sub>). "
                        "<b>Ablation</b>: switch one layer or head off and measure how much the validation loss rises: "
                        "the bigger the rise, the more the model needs it.</p>")},
+    {QT_TRANSLATE_NOOP("help", "Lab"),
+     QT_TRANSLATE_NOOP("help",
+                       "<p>Which mixer solves which synthetic task (docs/lab.md): tiny models trained on associative "
+                       "recall (MQAR), recall at a distance and MAD's tasks, scored on fresh test examples.</p>"
+                       "<p>Check tasks (double-click one to change its difficulty), models and a budget, choose a "
+                       "folder and Run; a cancelled or reopened lab continues where it stopped. Each cell is the test "
+                       "answer accuracy of its model on its task at the best learning rate (red: chance, green: "
+                       "solved); hover for the numbers.</p>")},
 };
 
 const char* kStartBody = QT_TRANSLATE_NOOP(

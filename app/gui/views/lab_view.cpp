@@ -1,0 +1,376 @@
+#include "gui/views/lab_view.h"
+
+#include <QColor>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "gui/engine/engine_host.h"
+#include "gui/engine_types.h"
+#include "hsm/presets.h"
+#include "hsm/tasks.h"
+
+namespace studio {
+
+namespace {
+
+void addCheckable(QListWidget* list, const QString& text, bool checked, bool editable) {
+  auto* item = new QListWidgetItem(text, list);
+  Qt::ItemFlags flags = item->flags() | Qt::ItemIsUserCheckable;
+  if (editable) flags |= Qt::ItemIsEditable;  // a task's difficulty is in its spec
+  item->setFlags(flags);
+  item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
+}
+
+QStringList checkedTexts(const QListWidget* list) {
+  QStringList out;
+  for (int i = 0; i < list->count(); ++i)
+    if (list->item(i)->checkState() == Qt::Checked) out << list->item(i)->text().trimmed();
+  return out;
+}
+
+// Red (chance) through yellow to green (solved): the cell's answer accuracy.
+QColor accuracyColour(double a) {
+  const double t = std::clamp(a, 0.0, 1.0);
+  return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.55f, 0.95f);
+}
+
+}  // namespace
+
+LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+  build();
+  connectSignals();
+  fillForm(hsm::default_lab_grid());
+  setRunning(false);
+}
+
+void LabView::build() {
+  tasks_ = new QListWidget;
+  tasks_->setObjectName(QStringLiteral("lab_tasks"));
+  tasks_->setToolTip(tr("Task specs (double-click to change the difficulty, e.g. mqar:pairs=8,context=64)"));
+  newTask_ = new QLineEdit;
+  newTask_->setObjectName(QStringLiteral("lab_new_task"));
+  newTask_->setPlaceholderText(tr("add a task spec, e.g. recall_at:max_distance=32"));
+  models_ = new QListWidget;
+  models_->setObjectName(QStringLiteral("lab_models"));
+  models_->setToolTip(tr("Presets, trained at lab size (d 64, at most 4 layers)"));
+
+  steps_ = new QSpinBox;
+  steps_->setRange(1, 1000000);
+  steps_->setObjectName(QStringLiteral("lab_steps"));
+  batch_ = new QSpinBox;
+  batch_->setRange(1, 4096);
+  batch_->setObjectName(QStringLiteral("lab_batch"));
+  seeds_ = new QSpinBox;
+  seeds_->setRange(1, 100);
+  seeds_->setObjectName(QStringLiteral("lab_seeds"));
+  lrs_ = new QLineEdit;
+  lrs_->setObjectName(QStringLiteral("lab_lrs"));
+  lrs_->setToolTip(tr("Learning rates, comma-separated; each cell keeps the best (MAD's protocol)"));
+  folder_ = new QLineEdit;
+  folder_->setObjectName(QStringLiteral("lab_folder"));
+  folder_->setPlaceholderText(tr("lab folder (created if missing)"));
+  browse_ = new QPushButton(tr("Browse…"));
+  open_ = new QPushButton(tr("Open lab…"));
+  open_->setObjectName(QStringLiteral("lab_open"));
+  run_ = new QPushButton(tr("Run"));
+  run_->setObjectName(QStringLiteral("lab_run"));
+  cancel_ = new QPushButton(tr("Cancel"));
+  cancel_->setObjectName(QStringLiteral("lab_cancel"));
+  exportCsv_ = new QPushButton(tr("Export CSV…"));
+  exportCsv_->setObjectName(QStringLiteral("lab_export_csv"));
+  progress_ = new QProgressBar;
+  progress_->setObjectName(QStringLiteral("lab_progress"));
+  progress_->setRange(0, 1000);
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("lab_status"));
+  status_->setWordWrap(true);
+  log_ = new QPlainTextEdit;
+  log_->setReadOnly(true);
+  log_->setObjectName(QStringLiteral("lab_log"));
+  log_->setMaximumBlockCount(2000);
+  grid_ = new QTableWidget;
+  grid_->setObjectName(QStringLiteral("lab_grid"));
+  grid_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+
+  auto* form = new QWidget;
+  auto* formLayout = new QVBoxLayout(form);
+  formLayout->setContentsMargins(0, 0, 0, 0);
+  auto* tasksBox = new QGroupBox(tr("Tasks"));
+  auto* tasksLayout = new QVBoxLayout(tasksBox);
+  tasksLayout->addWidget(tasks_);
+  tasksLayout->addWidget(newTask_);
+  auto* modelsBox = new QGroupBox(tr("Models"));
+  auto* modelsLayout = new QVBoxLayout(modelsBox);
+  modelsLayout->addWidget(models_);
+  auto* budgetBox = new QGroupBox(tr("Budget"));
+  auto* budget = new QFormLayout(budgetBox);
+  budget->addRow(tr("Steps"), steps_);
+  budget->addRow(tr("Batch"), batch_);
+  budget->addRow(tr("Learning rates"), lrs_);
+  budget->addRow(tr("Seeds"), seeds_);
+  auto* folderRow = new QHBoxLayout;
+  folderRow->addWidget(folder_, 1);
+  folderRow->addWidget(browse_);
+  budget->addRow(tr("Folder"), folderRow);
+  formLayout->addWidget(tasksBox, 2);
+  formLayout->addWidget(modelsBox, 2);
+  formLayout->addWidget(budgetBox);
+
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(run_);
+  buttons->addWidget(cancel_);
+  buttons->addWidget(progress_, 1);
+  buttons->addWidget(open_);
+  buttons->addWidget(exportCsv_);
+  auto* right = new QWidget;
+  auto* rightLayout = new QVBoxLayout(right);
+  rightLayout->setContentsMargins(0, 0, 0, 0);
+  rightLayout->addLayout(buttons);
+  rightLayout->addWidget(status_);
+  rightLayout->addWidget(grid_, 3);
+  rightLayout->addWidget(log_, 1);
+
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->addWidget(form);
+  splitter->addWidget(right);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(splitter);
+}
+
+void LabView::connectSignals() {
+  connect(run_, &QPushButton::clicked, this, [this] { runLab(); });
+  connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
+  connect(newTask_, &QLineEdit::returnPressed, this, [this] {
+    const QString spec = newTask_->text().trimmed();
+    if (spec.isEmpty()) return;
+    addCheckable(tasks_, spec, true, true);
+    newTask_->clear();
+  });
+  connect(browse_, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Lab folder"), folder_->text());
+    if (!dir.isEmpty()) folder_->setText(dir);
+  });
+  connect(open_, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a lab folder"), folder_->text());
+    if (!dir.isEmpty()) openLab(dir);
+  });
+  connect(exportCsv_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab table"),
+                                                      QFileInfo(folder_->text()).fileName() + QStringLiteral("-lab.csv"),
+                                                      tr("CSV (*.csv)"));
+    QString error;
+    if (!path.isEmpty() && !exportCsv(path, &error)) status_->setText(error);
+  });
+}
+
+void LabView::fillForm(const hsm::LabGrid& grid) {
+  tasks_->clear();
+  for (const std::string& t : grid.tasks) addCheckable(tasks_, qstr(t), true, true);
+  models_->clear();
+  QStringList models;
+  for (const std::string& m : grid.models) models << qstr(m);
+  for (const QString& m : models) addCheckable(models_, m, true, false);
+  for (const std::string& name : hsm::preset_names())
+    if (!models.contains(qstr(name))) addCheckable(models_, qstr(name), false, false);
+  steps_->setValue(static_cast<int>(grid.steps));
+  batch_->setValue(static_cast<int>(grid.batch));
+  seeds_->setValue(static_cast<int>(grid.seeds));
+  QStringList lrs;
+  for (double lr : grid.lrs) lrs << QString::number(lr);
+  lrs_->setText(lrs.join(QStringLiteral(", ")));
+}
+
+hsm::LabGrid LabView::formGrid() const {
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  grid.tasks.clear();
+  grid.models.clear();
+  grid.lrs.clear();
+  for (const QString& t : checkedTexts(tasks_)) grid.tasks.push_back(t.toStdString());
+  for (const QString& m : checkedTexts(models_)) grid.models.push_back(m.toStdString());
+  for (const QString& part : lrs_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const double lr = part.trimmed().toDouble(&ok);
+    if (!ok || !(lr > 0))
+      throw std::invalid_argument("learning rate '" + part.trimmed().toStdString() +
+                                  "' is not a positive number; give e.g. 0.001, 0.003");
+    grid.lrs.push_back(lr);
+  }
+  if (grid.tasks.empty()) throw std::invalid_argument("no task checked; check at least one task");
+  if (grid.models.empty()) throw std::invalid_argument("no model checked; check at least one model");
+  if (grid.lrs.empty()) throw std::invalid_argument("no learning rate; give at least one, e.g. 0.003");
+  grid.steps = steps_->value();
+  grid.batch = batch_->value();
+  grid.seeds = seeds_->value();
+  return grid;
+}
+
+void LabView::setFolder(const QString& dir) { folder_->setText(dir); }
+QString LabView::folder() const { return folder_->text().trimmed(); }
+QString LabView::status() const { return status_->text(); }
+
+void LabView::setRunning(bool running) {
+  run_->setEnabled(!running);
+  cancel_->setEnabled(running);
+  open_->setEnabled(!running);
+  tasks_->setEnabled(!running);
+  models_->setEnabled(!running);
+}
+
+bool LabView::runLab() {
+  if (isRunning()) return false;
+  hsm::LabGrid grid;
+  std::unique_ptr<hsm::Lab> lab;
+  try {
+    if (folder().isEmpty()) throw std::invalid_argument("no lab folder; choose one (Browse…)");
+    grid = formGrid();
+    for (const std::string& t : grid.tasks) hsm::parse_task(t);  // a bad spec is refused here, not on the thread
+    lab = std::make_unique<hsm::Lab>(folder().toStdString(), grid);
+  } catch (const std::exception& e) {
+    status_->setText(tr("Cannot run: %1").arg(QString::fromUtf8(e.what())));
+    return false;
+  }
+  const qint64 total = static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds;
+  showTable(grid, lab->table());
+  const QString dir = folder();
+  // One streaming call on the analysis thread: the lab's runs are minutes of CPU work a user
+  // starts and waits for, like an ablation; its progress is runs scored out of the grid's.
+  reply_ = engine_->analysis().stream<int>(QString(), [dir, grid, total](const CallContext& context) {
+    hsm::Lab lab(dir.toStdString(), grid);
+    auto scored = [&] { return static_cast<double>(lab.results().size()) / static_cast<double>(std::max<qint64>(total, 1)); };
+    context.progress("starting", scored());
+    lab.run([&](const std::string& line) { context.progress(line, scored()); }, context.cancelFlag());
+    return static_cast<int>(lab.results().size());
+  });
+  connect(reply_.feed(), &CallFeed::progress, this, [this, dir](const QString& line, double f) {
+    progress_->setValue(static_cast<int>(f * 1000));
+    progress_->setFormat(QStringLiteral("%p%"));
+    log_->appendPlainText(line);
+    status_->setText(line);
+    if (folder() == dir) {
+      try {
+        const hsm::Lab lab(dir.toStdString(), hsm::Lab::stored_grid(dir.toStdString()));
+        showTable(lab.grid(), lab.table());
+      } catch (const std::exception&) {
+      }
+    }
+  });
+  reply_.result()
+      .then(this, [this, dir, total](int scored) {
+        const bool cancelled = scored < total;
+        reply_ = {};
+        setRunning(false);
+        openLab(dir);
+        status_->setText(cancelled ? tr("Cancelled: %1 of %2 runs scored; Run continues the lab.").arg(scored).arg(total)
+                                   : tr("Done: %1 runs scored in %2.").arg(scored).arg(dir));
+        emit labFinished(cancelled);
+      })
+      .onFailed(this, [this, dir](const CallFailed& e) {
+        reply_ = {};
+        setRunning(false);
+        openLab(dir);
+        status_->setText(e.cancelled() ? tr("Cancelled; Run continues the lab.") : tr("The lab stopped: %1").arg(e.message()));
+        emit labFinished(e.cancelled());
+      });
+  progress_->setValue(0);
+  log_->appendPlainText(tr("Running %1 runs in %2").arg(total).arg(dir));
+  status_->setText(tr("Running %1 runs…").arg(total));
+  setRunning(true);
+  return true;
+}
+
+void LabView::cancelLab() {
+  if (!isRunning()) return;
+  reply_.cancel();
+  status_->setText(tr("Cancelling (after the current step)…"));
+}
+
+bool LabView::openLab(const QString& dir) {
+  try {
+    const hsm::LabGrid grid = hsm::Lab::stored_grid(dir.toStdString());
+    const hsm::Lab lab(dir.toStdString(), grid);
+    folder_->setText(dir);
+    fillForm(grid);
+    showTable(grid, lab.table());
+    status_->setText(tr("%1: %2 of %3 runs scored")
+                         .arg(QFileInfo(dir).fileName())
+                         .arg(lab.results().size())
+                         .arg(static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds));
+    return true;
+  } catch (const std::exception& e) {
+    status_->setText(tr("Cannot open %1: %2").arg(dir, QString::fromUtf8(e.what())));
+    return false;
+  }
+}
+
+void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
+  shownGrid_ = grid;
+  cells_ = cells;
+  grid_->clear();
+  grid_->setRowCount(static_cast<int>(grid.models.size()));
+  grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
+  QStringList rows, columns;
+  for (const std::string& m : grid.models) rows << qstr(m);
+  for (const std::string& t : grid.tasks) columns << qstr(t).replace(QLatin1Char(':'), QStringLiteral("\n"));
+  grid_->setVerticalHeaderLabels(rows);
+  grid_->setHorizontalHeaderLabels(columns);
+  for (const hsm::LabCell& c : cells) {
+    const auto ti = std::find(grid.tasks.begin(), grid.tasks.end(), c.task) - grid.tasks.begin();
+    const auto mi = std::find(grid.models.begin(), grid.models.end(), c.model) - grid.models.begin();
+    if (ti >= static_cast<long>(grid.tasks.size()) || mi >= static_cast<long>(grid.models.size())) continue;
+    auto* item = new QTableWidgetItem;
+    item->setTextAlignment(Qt::AlignCenter);
+    if (std::isfinite(c.answer_accuracy)) {
+      item->setText(QString::number(c.answer_accuracy, 'f', 3));
+      item->setBackground(accuracyColour(c.answer_accuracy));
+      item->setForeground(Qt::black);
+      QStringList seeds;
+      for (double a : c.seed_accuracy) seeds << QString::number(a, 'f', 3);
+      item->setToolTip(tr("%1 on %2\nanswer accuracy %3, sequence accuracy %4\nbest learning rate %5\n"
+                          "per seed: %6\nruns finished: %7")
+                           .arg(qstr(c.model), qstr(c.task))
+                           .arg(c.answer_accuracy, 0, 'f', 4)
+                           .arg(c.sequence_accuracy, 0, 'f', 4)
+                           .arg(c.best_lr)
+                           .arg(seeds.join(QStringLiteral(", ")))
+                           .arg(c.runs));
+    } else {
+      item->setText(QStringLiteral("–"));
+      item->setToolTip(tr("%1 on %2: not scored yet").arg(qstr(c.model), qstr(c.task)));
+    }
+    grid_->setItem(static_cast<int>(mi), static_cast<int>(ti), item);
+  }
+  grid_->resizeRowsToContents();
+}
+
+bool LabView::exportCsv(const QString& path, QString* error) const {
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    if (error) *error = tr("Cannot write %1: %2").arg(path, file.errorString());
+    return false;
+  }
+  file.write(QByteArray::fromStdString(hsm::Lab::table_csv(cells_)));
+  return true;
+}
+
+}  // namespace studio

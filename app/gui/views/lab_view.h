@@ -1,0 +1,92 @@
+#pragma once
+// The Lab view (issue 38, docs/lab.md): the mixer lab of `hsm lab` in the studio. Pick task
+// specs (their difficulty is in the spec: mqar:pairs=8,context=64), models (presets) and a
+// budget (steps, batch, learning rates, seeds; `hsm lab`'s defaults), and a lab folder; Run
+// trains and scores the grid's runs one after another as one streaming call on the analysis
+// thread (hsm::Lab::run reports one line per scored run, so progress is runs scored / runs;
+// Cancel stops between steps and the folder continues on the next Run, as `hsm lab` does).
+// The grid: rows models, columns tasks, each cell the best learning rate's test answer
+// accuracy on a colour scale, its numbers on hover. A lab folder reopens (Open…); Export CSV
+// writes the table `hsm lab --csv` prints.
+#include <QString>
+#include <QStringList>
+
+#include "gui/engine/executor.h"
+#include "gui/views/studio_view.h"
+#include "hsm/lab.h"
+
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+
+namespace studio {
+
+class LabView : public StudioView {
+  Q_OBJECT
+ public:
+  LabView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
+
+  // The grid the form describes (checked tasks and models, the budget). Throws
+  // std::invalid_argument with one line when the form cannot make one (nothing checked, a
+  // learning rate that is not a number).
+  hsm::LabGrid formGrid() const;
+  void setFolder(const QString& dir);
+  QString folder() const;
+  // Runs (or continues) the form's grid in folder(); false, with the reason shown, when it
+  // cannot start.
+  bool runLab();
+  void cancelLab();
+  bool isRunning() const { return reply_.isRunning(); }
+  // Reads a lab folder: its grid into the form and its results into the grid; false with the
+  // reason shown when the folder holds no lab.
+  bool openLab(const QString& dir);
+  // Writes the table (hsm::Lab::table_csv) to `path`.
+  bool exportCsv(const QString& path, QString* error = nullptr) const;
+
+  QTableWidget* grid() const { return grid_; }
+  QProgressBar* progress() const { return progress_; }
+  QListWidget* taskList() const { return tasks_; }
+  QListWidget* modelList() const { return models_; }
+  QPushButton* runButton() const { return run_; }
+  QPushButton* cancelButton() const { return cancel_; }
+  QString status() const;
+  const std::vector<hsm::LabCell>& cells() const { return cells_; }
+
+ signals:
+  void labFinished(bool cancelled);
+
+ private:
+  void build();
+  void connectSignals();
+  void fillForm(const hsm::LabGrid& grid);
+  void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
+  void setRunning(bool running);
+
+  QListWidget* tasks_ = nullptr;
+  QListWidget* models_ = nullptr;
+  QLineEdit* newTask_ = nullptr;
+  QSpinBox* steps_ = nullptr;
+  QSpinBox* batch_ = nullptr;
+  QSpinBox* seeds_ = nullptr;
+  QLineEdit* lrs_ = nullptr;
+  QLineEdit* folder_ = nullptr;
+  QPushButton* browse_ = nullptr;
+  QPushButton* open_ = nullptr;
+  QPushButton* run_ = nullptr;
+  QPushButton* cancel_ = nullptr;
+  QPushButton* exportCsv_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* status_ = nullptr;
+  QPlainTextEdit* log_ = nullptr;
+  QTableWidget* grid_ = nullptr;
+  Reply<int> reply_;
+  std::vector<hsm::LabCell> cells_;
+  hsm::LabGrid shownGrid_;
+};
+
+}  // namespace studio
