@@ -1,0 +1,148 @@
+// The Lab view (issue 38): real widgets, a tiny grid (one small MQAR, two presets at lab size,
+// a few steps), run through the view's buttons on the analysis thread.
+#include <gtest/gtest.h>
+
+#include <QDir>
+#include <QFile>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+
+#include "gui/engine/engine_host.h"
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/lab_view.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+
+namespace {
+
+// Checks only `tasks` and `models` (adding the task specs not listed), and sets a tiny budget.
+void tinyForm(LabView& view, const QStringList& tasks, const QStringList& models, int steps) {
+  QListWidget* t = view.taskList();
+  for (int i = 0; i < t->count(); ++i) t->item(i)->setCheckState(Qt::Unchecked);
+  auto* add = view.findChild<QLineEdit*>(QStringLiteral("lab_new_task"));
+  for (const QString& spec : tasks) {
+    add->setText(spec);
+    QMetaObject::invokeMethod(add, "returnPressed");
+  }
+  QListWidget* m = view.modelList();
+  for (int i = 0; i < m->count(); ++i)
+    m->item(i)->setCheckState(models.contains(m->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
+  view.findChild<QSpinBox*>(QStringLiteral("lab_steps"))->setValue(steps);
+  view.findChild<QSpinBox*>(QStringLiteral("lab_batch"))->setValue(4);
+}
+
+}  // namespace
+
+TEST(LabView, DefaultsAreHsmLabsAndBadFormsAreRefused) {
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  const hsm::LabGrid grid = view.formGrid();
+  EXPECT_EQ(grid, hsm::default_lab_grid());
+  // Every preset is offered, the default grid's checked.
+  EXPECT_GT(view.modelList()->count(), static_cast<int>(grid.models.size()));
+  view.setFolder(QString());
+  EXPECT_FALSE(view.runLab());
+  EXPECT_TRUE(view.status().contains(QStringLiteral("folder"))) << view.status().toStdString();
+  view.setFolder(test::temp_root() + QStringLiteral("/lab-bad"));
+  view.findChild<QLineEdit*>(QStringLiteral("lab_lrs"))->setText(QStringLiteral("0.003, fast"));
+  EXPECT_FALSE(view.runLab());
+  EXPECT_TRUE(view.status().contains(QStringLiteral("'fast'"))) << view.status().toStdString();
+  view.findChild<QLineEdit*>(QStringLiteral("lab_lrs"))->setText(QStringLiteral("0.003"));
+  tinyForm(view, {QStringLiteral("mqar:pairs=999")}, {QStringLiteral("gpt")}, 2);
+  EXPECT_FALSE(view.runLab());
+  EXPECT_TRUE(view.status().contains(QStringLiteral("pairs"))) << view.status().toStdString();
+  EXPECT_FALSE(view.isRunning());
+}
+
+TEST(LabView, RunsCancelsContinuesAndReopens) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab-run");
+  const QStringList tasks = {QStringLiteral("mqar:vocab=32,pairs=2,context=16")};
+  const QStringList models = {QStringLiteral("gpt"), QStringLiteral("hsm_ab")};
+  {
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    view.setFolder(dir);
+    // Long enough to cancel in the middle of the first run.
+    tinyForm(view, tasks, models, 100000);
+    view.runButton()->click();
+    ASSERT_TRUE(view.isRunning()) << view.status().toStdString();
+    EXPECT_FALSE(view.runButton()->isEnabled());
+    EXPECT_TRUE(view.cancelButton()->isEnabled());
+    bool finished = false, cancelled = false;
+    QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
+    test::wait_for([] { return false; }, 1500);
+    view.cancelButton()->click();
+    ASSERT_TRUE(test::wait_for([&] { return finished; }, 60000));
+    EXPECT_TRUE(cancelled);
+    EXPECT_FALSE(view.isRunning());
+    EXPECT_TRUE(view.runButton()->isEnabled());
+    EXPECT_TRUE(view.status().contains(QStringLiteral("Cancel"))) << view.status().toStdString();
+  }
+  // Another view (a new studio) reopens the folder and finishes it at a few steps: the lab's
+  // own grid is kept (100000 steps), so this is a new folder's grid instead.
+  const QString dir2 = test::temp_root() + QStringLiteral("/lab-run2");
+  {
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    view.setFolder(dir2);
+    tinyForm(view, tasks, models, 3);
+    bool finished = false, cancelled = true;
+    QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
+    double lastProgress = -1;
+    QObject::connect(view.progress(), &QProgressBar::valueChanged, [&](int v) { lastProgress = v; });
+    ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+    ASSERT_TRUE(test::wait_for([&] { return finished; }, 300000));
+    EXPECT_FALSE(cancelled) << view.status().toStdString();
+    EXPECT_EQ(lastProgress, 1000);  // both runs scored
+    QTableWidget* grid = view.grid();
+    ASSERT_EQ(grid->rowCount(), 2);
+    ASSERT_EQ(grid->columnCount(), 1);
+    for (int r = 0; r < 2; ++r) {
+      QTableWidgetItem* cell = grid->item(r, 0);
+      ASSERT_NE(cell, nullptr);
+      bool ok = false;
+      const double a = cell->text().toDouble(&ok);
+      EXPECT_TRUE(ok && a >= 0 && a <= 1) << cell->text().toStdString();
+      EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("answer accuracy"))) << cell->toolTip().toStdString();
+      EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
+    }
+    const QString csv = dir2 + QStringLiteral("/export.csv");
+    ASSERT_TRUE(view.exportCsv(csv));
+    QFile f(csv);
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(f.readAll());
+    EXPECT_TRUE(text.startsWith(QStringLiteral("task,model,best_lr,answer_accuracy"))) << text.toStdString();
+    EXPECT_EQ(text.count(QLatin1Char('\n')), 3) << text.toStdString();
+  }
+  {
+    // Reopened in a fresh view: its grid and results come back.
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    ASSERT_TRUE(view.openLab(dir2)) << view.status().toStdString();
+    EXPECT_EQ(view.formGrid().steps, 3);
+    EXPECT_EQ(view.grid()->rowCount(), 2);
+    ASSERT_NE(view.grid()->item(1, 0), nullptr);
+    EXPECT_NE(view.grid()->item(1, 0)->text(), QStringLiteral("–"));
+    EXPECT_TRUE(view.status().contains(QStringLiteral("2 of 2"))) << view.status().toStdString();
+    EXPECT_FALSE(view.openLab(test::temp_root()));  // no lab there
+  }
+}
+
+TEST(LabView, IsATabAfterTheOtherViews) {
+  MainWindow w;
+  EXPECT_EQ(w.tabs()->tabText(MainWindow::kLab), QStringLiteral("Lab"));
+  EXPECT_TRUE(w.tabs()->widget(MainWindow::kLab)->isAncestorOf(w.labView()));
+  w.showView(MainWindow::kLab);
+  EXPECT_TRUE(w.tabs()->currentWidget()->isAncestorOf(w.labView()));
+}
