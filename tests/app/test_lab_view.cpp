@@ -2,7 +2,9 @@
 // a few steps), run through the view's buttons on the analysis thread.
 #include <gtest/gtest.h>
 
+#include <QComboBox>
 #include <QDir>
+#include <QFileInfo>
 #include <QFile>
 #include <QLineEdit>
 #include <QListWidget>
@@ -16,6 +18,7 @@
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/lab_view.h"
+#include "gui/widgets/plot_panel.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -95,7 +98,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EngineHost engine;
     LabView view(&runs, &engine);
     view.setFolder(dir2);
-    tinyForm(view, tasks, models, 3);
+    tinyForm(view, tasks + QStringList{QStringLiteral("recall_at:vocab=32,context=16,max_distance=15")}, models, 3);
     bool finished = false, cancelled = true;
     QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
     double lastProgress = -1;
@@ -103,10 +106,10 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     ASSERT_TRUE(view.runLab()) << view.status().toStdString();
     ASSERT_TRUE(test::wait_for([&] { return finished; }, 300000));
     EXPECT_FALSE(cancelled) << view.status().toStdString();
-    EXPECT_EQ(lastProgress, 1000);  // both runs scored
+    EXPECT_EQ(lastProgress, 1000);  // all four runs scored
     QTableWidget* grid = view.grid();
     ASSERT_EQ(grid->rowCount(), 2);
-    ASSERT_EQ(grid->columnCount(), 1);
+    ASSERT_EQ(grid->columnCount(), 2);
     for (int r = 0; r < 2; ++r) {
       QTableWidgetItem* cell = grid->item(r, 0);
       ASSERT_NE(cell, nullptr);
@@ -116,13 +119,28 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
       EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("answer accuracy"))) << cell->toolTip().toStdString();
       EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
     }
+    // Accuracy against distance: one curve per model over recall_at's distances 2..15.
+    PlotPanel* plot = view.difficultyPlot();
+    ASSERT_EQ(plot->series().size(), 2);
+    EXPECT_EQ(plot->series()[0].name, models[0]);
+    EXPECT_EQ(plot->series()[0].x.front(), 2);
+    EXPECT_EQ(plot->series()[0].x.back(), 15);
+    for (double y : plot->series()[1].y) EXPECT_TRUE(y >= 0 && y <= 1);
+    // Against pairs: the one MQAR cell per model, at 2 pairs.
+    view.difficultyAxis()->setCurrentIndex(1);
+    ASSERT_EQ(plot->series().size(), 2);
+    EXPECT_EQ(plot->series()[0].x, QVector<double>{2});
+    EXPECT_NEAR(plot->series()[0].y[0], grid->item(0, 0)->text().toDouble(), 0.0006);
+    const QString png = dir2 + QStringLiteral("/difficulty.svg");
+    EXPECT_TRUE(plot->exportTo(png).isEmpty());
+    EXPECT_GT(QFileInfo(png).size(), 0);
     const QString csv = dir2 + QStringLiteral("/export.csv");
     ASSERT_TRUE(view.exportCsv(csv));
     QFile f(csv);
     ASSERT_TRUE(f.open(QIODevice::ReadOnly));
     const QString text = QString::fromUtf8(f.readAll());
     EXPECT_TRUE(text.startsWith(QStringLiteral("task,model,best_lr,answer_accuracy"))) << text.toStdString();
-    EXPECT_EQ(text.count(QLatin1Char('\n')), 3) << text.toStdString();
+    EXPECT_EQ(text.count(QLatin1Char('\n')), 5) << text.toStdString();
   }
   {
     // Reopened in a fresh view: its grid and results come back.
@@ -134,7 +152,8 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_EQ(view.grid()->rowCount(), 2);
     ASSERT_NE(view.grid()->item(1, 0), nullptr);
     EXPECT_NE(view.grid()->item(1, 0)->text(), QStringLiteral("–"));
-    EXPECT_TRUE(view.status().contains(QStringLiteral("2 of 2"))) << view.status().toStdString();
+    EXPECT_EQ(view.difficultyPlot()->series().size(), 2);
+    EXPECT_TRUE(view.status().contains(QStringLiteral("4 of 4"))) << view.status().toStdString();
     EXPECT_FALSE(view.openLab(test::temp_root()));  // no lab there
   }
 }

@@ -1,6 +1,7 @@
 #include "gui/views/lab_view.h"
 
 #include <QColor>
+#include <QComboBox>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -24,6 +25,8 @@
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
+#include "gui/widgets/plot_panel.h"
+#include "gui/widgets/plot_series.h"
 #include "hsm/presets.h"
 #include "hsm/tasks.h"
 
@@ -111,6 +114,14 @@ void LabView::build() {
   grid_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
 
+  axis_ = new QComboBox;
+  axis_->setObjectName(QStringLiteral("lab_difficulty_axis"));
+  axis_->addItem(tr("recall_at: accuracy against distance"), QStringLiteral("distance"));
+  axis_->addItem(tr("mqar: accuracy against pairs"), QStringLiteral("pairs"));
+  axis_->addItem(tr("mqar: accuracy against context"), QStringLiteral("context"));
+  difficultyPlot_ = new PlotPanel(tr("Lab accuracy against difficulty"), tr("distance"), tr("answer accuracy"));
+  difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
+
   auto* form = new QWidget;
   auto* formLayout = new QVBoxLayout(form);
   formLayout->setContentsMargins(0, 0, 0, 0);
@@ -146,8 +157,19 @@ void LabView::build() {
   rightLayout->setContentsMargins(0, 0, 0, 0);
   rightLayout->addLayout(buttons);
   rightLayout->addWidget(status_);
-  rightLayout->addWidget(grid_, 3);
-  rightLayout->addWidget(log_, 1);
+  auto* lower = new QSplitter(Qt::Vertical);
+  lower->addWidget(grid_);
+  auto* plotBox = new QWidget;
+  auto* plotLayout = new QVBoxLayout(plotBox);
+  plotLayout->setContentsMargins(0, 0, 0, 0);
+  plotLayout->addWidget(axis_);
+  plotLayout->addWidget(difficultyPlot_, 1);
+  lower->addWidget(plotBox);
+  lower->addWidget(log_);
+  lower->setStretchFactor(0, 3);
+  lower->setStretchFactor(1, 3);
+  lower->setStretchFactor(2, 1);
+  rightLayout->addWidget(lower, 1);
 
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(form);
@@ -161,6 +183,7 @@ void LabView::build() {
 void LabView::connectSignals() {
   connect(run_, &QPushButton::clicked, this, [this] { runLab(); });
   connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
+  connect(axis_, &QComboBox::currentIndexChanged, this, [this] { showDifficulty(); });
   connect(newTask_, &QLineEdit::returnPressed, this, [this] {
     const QString spec = newTask_->text().trimmed();
     if (spec.isEmpty()) return;
@@ -251,6 +274,7 @@ bool LabView::runLab() {
     return false;
   }
   const qint64 total = static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds;
+  results_ = lab->results();
   showTable(grid, lab->table());
   const QString dir = folder();
   // One streaming call on the analysis thread: the lab's runs are minutes of CPU work a user
@@ -270,6 +294,7 @@ bool LabView::runLab() {
     if (folder() == dir) {
       try {
         const hsm::Lab lab(dir.toStdString(), hsm::Lab::stored_grid(dir.toStdString()));
+        results_ = lab.results();
         showTable(lab.grid(), lab.table());
       } catch (const std::exception&) {
       }
@@ -311,6 +336,7 @@ bool LabView::openLab(const QString& dir) {
     const hsm::Lab lab(dir.toStdString(), grid);
     folder_->setText(dir);
     fillForm(grid);
+    results_ = lab.results();
     showTable(grid, lab.table());
     status_->setText(tr("%1: %2 of %3 runs scored")
                          .arg(QFileInfo(dir).fileName())
@@ -361,6 +387,53 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
     grid_->setItem(static_cast<int>(mi), static_cast<int>(ti), item);
   }
   grid_->resizeRowsToContents();
+  showDifficulty();
+}
+
+QList<PlotPanel*> LabView::plots() const { return {difficultyPlot_}; }
+
+void LabView::showDifficulty() {
+  const QString axis = axis_->currentData().toString();
+  static const QColor kColours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
+                                    QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
+                                    QColor(227, 119, 194), QColor(127, 127, 127)};
+  QVector<PlotSeries> series;
+  int colour = 0;
+  for (const std::string& model : shownGrid_.models) {
+    std::map<int64_t, std::pair<double, double>> points;  // x -> (sum, count)
+    if (axis == QLatin1String("distance")) {
+      for (const hsm::LabRun& r : results_) {
+        if (r.model != model || hsm::parse_task(r.task)->name() != "recall_at") continue;
+        for (const auto& [d, c] : r.score.by_difficulty) {
+          points[d].first += static_cast<double>(c.first);
+          points[d].second += static_cast<double>(c.second);
+        }
+      }
+    } else {
+      for (const hsm::LabCell& c : cells_) {
+        if (c.model != model || !std::isfinite(c.answer_accuracy)) continue;
+        const auto task = hsm::parse_task(c.task);
+        if (task->name() != "mqar") continue;
+        for (const hsm::TaskSetting& setting : task->settings())
+          if (qstr(setting.key) == axis) {
+            points[setting.value].first += c.answer_accuracy;
+            points[setting.value].second += 1;
+          }
+      }
+    }
+    if (points.empty()) continue;
+    PlotSeries s;
+    s.name = qstr(model);
+    s.color = kColours[colour++ % std::size(kColours)];
+    for (const auto& [x, p] : points) {
+      if (p.second <= 0) continue;
+      s.x << static_cast<double>(x);
+      s.y << p.first / p.second;
+    }
+    series << s;
+  }
+  difficultyPlot_->setXLabel(axis);
+  difficultyPlot_->setSeries(series);
 }
 
 bool LabView::exportCsv(const QString& path, QString* error) const {

@@ -7,7 +7,8 @@
 // Cancel stops between steps and the folder continues on the next Run, as `hsm lab` does).
 // The grid: rows models, columns tasks, each cell the best learning rate's test answer
 // accuracy on a colour scale, its numbers on hover. A lab folder reopens (Open…); Export CSV
-// writes the table `hsm lab --csv` prints.
+// writes the table `hsm lab --csv` prints. Below the grid, accuracy against difficulty per
+// model (PNG/SVG/CSV through File › Export or the plot's own button).
 #include <QString>
 #include <QStringList>
 
@@ -15,6 +16,7 @@
 #include "gui/views/studio_view.h"
 #include "hsm/lab.h"
 
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -25,6 +27,8 @@ class QSpinBox;
 class QTableWidget;
 
 namespace studio {
+
+class PlotPanel;
 
 class LabView : public StudioView {
   Q_OBJECT
@@ -55,6 +59,11 @@ class LabView : public StudioView {
   QPushButton* runButton() const { return run_; }
   QPushButton* cancelButton() const { return cancel_; }
   QString status() const;
+  // Accuracy against difficulty per model: recall_at's accuracy by distance (its runs pooled),
+  // or each MQAR cell's accuracy against its pairs or its context.
+  PlotPanel* difficultyPlot() const { return difficultyPlot_; }
+  QComboBox* difficultyAxis() const { return axis_; }
+  QList<PlotPanel*> plots() const override;
   const std::vector<hsm::LabCell>& cells() const { return cells_; }
 
  signals:
@@ -66,6 +75,7 @@ class LabView : public StudioView {
   void fillForm(const hsm::LabGrid& grid);
   void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
   void setRunning(bool running);
+  void showDifficulty();
 
   QListWidget* tasks_ = nullptr;
   QListWidget* models_ = nullptr;
@@ -84,7 +94,10 @@ class LabView : public StudioView {
   QLabel* status_ = nullptr;
   QPlainTextEdit* log_ = nullptr;
   QTableWidget* grid_ = nullptr;
+  QComboBox* axis_ = nullptr;
+  PlotPanel* difficultyPlot_ = nullptr;
   Reply<int> reply_;
+  std::vector<hsm::LabRun> results_;
   std::vector<hsm::LabCell> cells_;
   hsm::LabGrid shownGrid_;
 };
