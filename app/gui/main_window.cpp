@@ -92,6 +92,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
       {lab_, "lab"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
+  connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {
+    if (openRun(dir).isEmpty()) showView(kDiagnostics);
+  });
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);
   });

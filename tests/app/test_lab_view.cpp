@@ -134,6 +134,13 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     const QString png = dir2 + QStringLiteral("/difficulty.svg");
     EXPECT_TRUE(plot->exportTo(png).isEmpty());
     EXPECT_GT(QFileInfo(png).size(), 0);
+    // A cell names its run (the best learning rate's, first seed).
+    QString requested;
+    QObject::connect(&view, &LabView::runRequested, [&](const QString& d) { requested = d; });
+    emit grid->cellDoubleClicked(1, 1);
+    EXPECT_TRUE(requested.contains(QStringLiteral("recall_at"))) << requested.toStdString();
+    EXPECT_TRUE(requested.contains(QStringLiteral("hsm_ab"))) << requested.toStdString();
+    EXPECT_TRUE(QFileInfo::exists(requested + QStringLiteral("/task.json"))) << requested.toStdString();
     const QString csv = dir2 + QStringLiteral("/export.csv");
     ASSERT_TRUE(view.exportCsv(csv));
     QFile f(csv);

@@ -91,7 +91,7 @@ const ViewText kViews[] = {
                        "<p>Check tasks (double-click one to change its difficulty), models and a budget, choose a "
                        "folder and Run; a cancelled or reopened lab continues where it stopped. Each cell is the test "
                        "answer accuracy of its model on its task at the best learning rate (red: chance, green: "
-                       "solved); hover for the numbers.</p>")},
+                       "solved); hover for the numbers, double-click to open the cell's run in the other views.</p>")},
 };
 
 const char* kStartBody = QT_TRANSLATE_NOOP(

@@ -183,6 +183,10 @@ void LabView::build() {
 void LabView::connectSignals() {
   connect(run_, &QPushButton::clicked, this, [this] { runLab(); });
   connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
+  connect(grid_, &QTableWidget::cellDoubleClicked, this, [this](int row, int column) {
+    const QString dir = cellRun(row, column);
+    if (!dir.isEmpty()) emit runRequested(dir);
+  });
   connect(axis_, &QComboBox::currentIndexChanged, this, [this] { showDifficulty(); });
   connect(newTask_, &QLineEdit::returnPressed, this, [this] {
     const QString spec = newTask_->text().trimmed();
@@ -388,6 +392,21 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
   }
   grid_->resizeRowsToContents();
   showDifficulty();
+}
+
+QString LabView::cellRun(int row, int column) const {
+  if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
+      column >= static_cast<int>(shownGrid_.tasks.size()))
+    return {};
+  const std::string& model = shownGrid_.models[static_cast<size_t>(row)];
+  const std::string& task = shownGrid_.tasks[static_cast<size_t>(column)];
+  double bestLr = 0;
+  for (const hsm::LabCell& c : cells_)
+    if (c.model == model && c.task == task) bestLr = c.best_lr;
+  const hsm::LabRun* first = nullptr;
+  for (const hsm::LabRun& r : results_)
+    if (r.model == model && r.task == task && r.lr == bestLr && (!first || r.seed < first->seed)) first = &r;
+  return first ? qstr(first->run_dir) : QString();
 }
 
 QList<PlotPanel*> LabView::plots() const { return {difficultyPlot_}; }

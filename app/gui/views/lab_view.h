@@ -59,6 +59,8 @@ class LabView : public StudioView {
   QPushButton* runButton() const { return run_; }
   QPushButton* cancelButton() const { return cancel_; }
   QString status() const;
+  // The run a cell opens (empty when the cell has none scored).
+  QString cellRun(int row, int column) const;
   // Accuracy against difficulty per model: recall_at's accuracy by distance (its runs pooled),
   // or each MQAR cell's accuracy against its pairs or its context.
   PlotPanel* difficultyPlot() const { return difficultyPlot_; }
@@ -68,6 +70,9 @@ class LabView : public StudioView {
 
  signals:
   void labFinished(bool cancelled);
+  // A cell was double-clicked: its run at the best learning rate and the first seed, for the
+  // other views (MainWindow opens it).
+  void runRequested(const QString& runDir);
 
  private:
   void build();
