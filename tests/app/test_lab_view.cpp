@@ -171,4 +171,19 @@ TEST(LabView, IsATabAfterTheOtherViews) {
   EXPECT_TRUE(w.tabs()->widget(MainWindow::kLab)->isAncestorOf(w.labView()));
   w.showView(MainWindow::kLab);
   EXPECT_TRUE(w.tabs()->currentWidget()->isAncestorOf(w.labView()));
+  // A scored cell opens its run in the studio.
+  LabView& view = *w.labView();
+  view.setFolder(test::temp_root() + QStringLiteral("/lab-tab"));
+  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 2);
+  bool finished = false;
+  QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return finished; }, 120000));
+  const QString run = view.cellRun(0, 0);
+  ASSERT_FALSE(run.isEmpty());
+  emit view.grid()->cellDoubleClicked(0, 0);
+  const RunEntry* opened = w.runs()->currentRun();
+  ASSERT_NE(opened, nullptr);
+  EXPECT_EQ(QFileInfo(opened->dir).canonicalFilePath(), QFileInfo(run).canonicalFilePath());
+  EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kDiagnostics);
 }
