@@ -176,6 +176,7 @@ void LabView::build() {
   splitter->addWidget(right);
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 3);
+  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(splitter);
 }
@@ -311,7 +312,7 @@ bool LabView::runLab() {
         setRunning(false);
         openLab(dir);
         status_->setText(cancelled ? tr("Cancelled: %1 of %2 runs scored; Run continues the lab.").arg(scored).arg(total)
-                                   : tr("Done: %1 runs scored in %2.").arg(scored).arg(dir));
+                                   : tr("Done: %1 run(s) scored in %2.").arg(scored).arg(dir));
         emit labFinished(cancelled);
       })
       .onFailed(this, [this, dir](const CallFailed& e) {
@@ -322,8 +323,8 @@ bool LabView::runLab() {
         emit labFinished(e.cancelled());
       });
   progress_->setValue(0);
-  log_->appendPlainText(tr("Running %1 runs in %2").arg(total).arg(dir));
-  status_->setText(tr("Running %1 runs…").arg(total));
+  log_->appendPlainText(tr("Running the grid's %1 run(s) in %2").arg(total).arg(dir));
+  status_->setText(tr("Running %1 run(s)…").arg(total));
   setRunning(true);
   return true;
 }
