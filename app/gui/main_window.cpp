@@ -92,6 +92,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
       {lab_, "lab"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
+  lab_->setArchitectureModel([this](const QString& path) { return architecture_->saveConfig(path); });
   connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {
     if (openRun(dir).isEmpty()) showView(kDiagnostics);
   });

@@ -171,14 +171,23 @@ TEST(LabView, IsATabAfterTheOtherViews) {
   EXPECT_TRUE(w.tabs()->widget(MainWindow::kLab)->isAncestorOf(w.labView()));
   w.showView(MainWindow::kLab);
   EXPECT_TRUE(w.tabs()->currentWidget()->isAncestorOf(w.labView()));
-  // A scored cell opens its run in the studio.
+  // The Architecture view's model is offered; checked, Run saves it into the lab and trains it.
   LabView& view = *w.labView();
-  view.setFolder(test::temp_root() + QStringLiteral("/lab-tab"));
-  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 2);
+  QListWidget* models = view.modelList();
+  QListWidgetItem* architecture = models->item(models->count() - 1);
+  ASSERT_TRUE(architecture->text().contains(QStringLiteral("Architecture"))) << architecture->text().toStdString();
+  const QString folder = test::temp_root() + QStringLiteral("/lab-tab");
+  view.setFolder(folder);
+  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {}, 2);
+  architecture->setCheckState(Qt::Checked);
+  ASSERT_EQ(view.formGrid().models.size(), 1u);
+  EXPECT_EQ(QString::fromStdString(view.formGrid().models[0]), QDir(folder).filePath(QStringLiteral("models/architecture.json")));
   bool finished = false;
   QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
   ASSERT_TRUE(view.runLab()) << view.status().toStdString();
   ASSERT_TRUE(test::wait_for([&] { return finished; }, 120000));
+  EXPECT_TRUE(QFileInfo::exists(folder + QStringLiteral("/models/architecture.json")));
+  EXPECT_EQ(view.grid()->verticalHeaderItem(0)->text(), QStringLiteral("architecture"));
   const QString run = view.cellRun(0, 0);
   ASSERT_FALSE(run.isEmpty());
   emit view.grid()->cellDoubleClicked(0, 0);

@@ -1,6 +1,7 @@
 #include "gui/views/lab_view.h"
 
 #include <QColor>
+#include <QDir>
 #include <QComboBox>
 #include <QFile>
 #include <QFileDialog>
@@ -33,6 +34,11 @@
 namespace studio {
 
 namespace {
+
+// The models list's item for the Architecture view's current model (its text is translated,
+// so it is told apart by this role).
+constexpr int kArchitectureRole = Qt::UserRole + 1;
+const char* kArchitectureFile = "models/architecture.json";
 
 void addCheckable(QListWidget* list, const QString& text, bool checked, bool editable) {
   auto* item = new QListWidgetItem(text, list);
@@ -221,6 +227,7 @@ void LabView::fillForm(const hsm::LabGrid& grid) {
   for (const QString& m : models) addCheckable(models_, m, true, false);
   for (const std::string& name : hsm::preset_names())
     if (!models.contains(qstr(name))) addCheckable(models_, qstr(name), false, false);
+  addArchitectureItem();
   steps_->setValue(static_cast<int>(grid.steps));
   batch_->setValue(static_cast<int>(grid.batch));
   seeds_->setValue(static_cast<int>(grid.seeds));
@@ -235,7 +242,13 @@ hsm::LabGrid LabView::formGrid() const {
   grid.models.clear();
   grid.lrs.clear();
   for (const QString& t : checkedTexts(tasks_)) grid.tasks.push_back(t.toStdString());
-  for (const QString& m : checkedTexts(models_)) grid.models.push_back(m.toStdString());
+  for (int i = 0; i < models_->count(); ++i) {
+    const QListWidgetItem* item = models_->item(i);
+    if (item->checkState() != Qt::Checked) continue;
+    grid.models.push_back(item->data(kArchitectureRole).toBool()
+                              ? QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString()
+                              : item->text().trimmed().toStdString());
+  }
   for (const QString& part : lrs_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
     bool ok = false;
     const double lr = part.trimmed().toDouble(&ok);
@@ -251,6 +264,17 @@ hsm::LabGrid LabView::formGrid() const {
   grid.batch = batch_->value();
   grid.seeds = seeds_->value();
   return grid;
+}
+
+void LabView::setArchitectureModel(std::function<QString(const QString&)> save) {
+  saveArchitecture_ = std::move(save);
+  addArchitectureItem();
+}
+
+void LabView::addArchitectureItem() {
+  if (!saveArchitecture_) return;
+  addCheckable(models_, tr("the Architecture view's model"), false, false);
+  models_->item(models_->count() - 1)->setData(kArchitectureRole, true);
 }
 
 void LabView::setFolder(const QString& dir) { folder_->setText(dir); }
@@ -272,6 +296,13 @@ bool LabView::runLab() {
   try {
     if (folder().isEmpty()) throw std::invalid_argument("no lab folder; choose one (Browse…)");
     grid = formGrid();
+    const std::string architecture = QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString();
+    if (saveArchitecture_ && std::count(grid.models.begin(), grid.models.end(), architecture) > 0 &&
+        !QFileInfo::exists(qstr(architecture))) {  // a reopened lab keeps the model it was run with
+      QDir(folder()).mkpath(QStringLiteral("models"));
+      const QString error = saveArchitecture_(qstr(architecture));
+      if (!error.isEmpty()) throw std::invalid_argument("the Architecture view's model: " + error.toStdString());
+    }
     for (const std::string& t : grid.tasks) hsm::parse_task(t);  // a bad spec is refused here, not on the thread
     lab = std::make_unique<hsm::Lab>(folder().toStdString(), grid);
   } catch (const std::exception& e) {
@@ -361,7 +392,8 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
   grid_->setRowCount(static_cast<int>(grid.models.size()));
   grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
   QStringList rows, columns;
-  for (const std::string& m : grid.models) rows << qstr(m);
+  for (const std::string& m : grid.models)  // a config file by its name
+    rows << (QFileInfo(qstr(m)).suffix() == QLatin1String("json") ? QFileInfo(qstr(m)).completeBaseName() : qstr(m));
   for (const std::string& t : grid.tasks) columns << qstr(t).replace(QLatin1Char(':'), QStringLiteral("\n"));
   grid_->setVerticalHeaderLabels(rows);
   grid_->setHorizontalHeaderLabels(columns);

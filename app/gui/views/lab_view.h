@@ -11,6 +11,7 @@
 // model (PNG/SVG/CSV through File › Export or the plot's own button).
 #include <QString>
 #include <QStringList>
+#include <functional>
 
 #include "gui/engine/executor.h"
 #include "gui/views/studio_view.h"
@@ -39,6 +40,9 @@ class LabView : public StudioView {
   // std::invalid_argument with one line when the form cannot make one (nothing checked, a
   // learning rate that is not a number).
   hsm::LabGrid formGrid() const;
+  // Where "the Architecture view's model" comes from (MainWindow: ArchitectureView::saveConfig).
+  // Run saves it as a config in the lab folder (models/architecture.json) and trains that.
+  void setArchitectureModel(std::function<QString(const QString& path)> save);
   void setFolder(const QString& dir);
   QString folder() const;
   // Runs (or continues) the form's grid in folder(); false, with the reason shown, when it
@@ -81,6 +85,7 @@ class LabView : public StudioView {
   void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
   void setRunning(bool running);
   void showDifficulty();
+  void addArchitectureItem();
 
   QListWidget* tasks_ = nullptr;
   QListWidget* models_ = nullptr;
@@ -101,6 +106,7 @@ class LabView : public StudioView {
   QTableWidget* grid_ = nullptr;
   QComboBox* axis_ = nullptr;
   PlotPanel* difficultyPlot_ = nullptr;
+  std::function<QString(const QString&)> saveArchitecture_;
   Reply<int> reply_;
   std::vector<hsm::LabRun> results_;
   std::vector<hsm::LabCell> cells_;
