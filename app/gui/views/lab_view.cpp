@@ -484,7 +484,11 @@ void LabView::showDifficulty() {
     }
     series << s;
   }
-  difficultyPlot_->setXLabel(axis);
+  // An empty plot says why instead of showing bare axes.
+  difficultyPlot_->setXLabel(series.isEmpty() ? tr("%1 (no %2 results in this lab yet)")
+                                                    .arg(axis, axis == QLatin1String("distance") ? QStringLiteral("recall_at")
+                                                                                                 : QStringLiteral("mqar"))
+                                              : axis);
   difficultyPlot_->setSeries(series);
 }
 
