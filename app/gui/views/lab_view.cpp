@@ -285,8 +285,8 @@ void LabView::setRunning(bool running) {
   run_->setEnabled(!running);
   cancel_->setEnabled(running);
   open_->setEnabled(!running);
-  tasks_->setEnabled(!running);
-  models_->setEnabled(!running);
+  for (QWidget* w : std::initializer_list<QWidget*>{tasks_, newTask_, models_, steps_, batch_, seeds_, lrs_, folder_, browse_})
+    w->setEnabled(!running);  // the form is the running grid's until it stops
 }
 
 bool LabView::runLab() {
@@ -318,7 +318,7 @@ bool LabView::runLab() {
   reply_ = engine_->analysis().stream<int>(QString(), [dir, grid, total](const CallContext& context) {
     hsm::Lab lab(dir.toStdString(), grid);
     auto scored = [&] { return static_cast<double>(lab.results().size()) / static_cast<double>(std::max<qint64>(total, 1)); };
-    context.progress("starting", scored());
+    context.progress("training the first run not yet scored…", scored());
     lab.run([&](const std::string& line) { context.progress(line, scored()); }, context.cancelFlag());
     return static_cast<int>(lab.results().size());
   });
@@ -394,9 +394,12 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
   QStringList rows, columns;
   for (const std::string& m : grid.models)  // a config file by its name
     rows << (QFileInfo(qstr(m)).suffix() == QLatin1String("json") ? QFileInfo(qstr(m)).completeBaseName() : qstr(m));
-  for (const std::string& t : grid.tasks) columns << qstr(t).replace(QLatin1Char(':'), QStringLiteral("\n"));
+  // A setting a line: eight specs side by side fit 900 px only so.
+  for (const std::string& t : grid.tasks)
+    columns << qstr(t).replace(QLatin1Char(':'), QStringLiteral("\n")).replace(QLatin1Char(','), QStringLiteral("\n"));
   grid_->setVerticalHeaderLabels(rows);
   grid_->setHorizontalHeaderLabels(columns);
+  for (int c = 0; c < columns.size(); ++c) grid_->horizontalHeaderItem(c)->setToolTip(qstr(grid.tasks[static_cast<size_t>(c)]));
   for (const hsm::LabCell& c : cells) {
     const auto ti = std::find(grid.tasks.begin(), grid.tasks.end(), c.task) - grid.tasks.begin();
     const auto mi = std::find(grid.models.begin(), grid.models.end(), c.model) - grid.models.begin();
