@@ -134,6 +134,13 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     const QString png = dir2 + QStringLiteral("/difficulty.svg");
     EXPECT_TRUE(plot->exportTo(png).isEmpty());
     EXPECT_GT(QFileInfo(png).size(), 0);
+    // The current cell's curve: validation answer accuracy of its one seed.
+    grid->setCurrentCell(1, 0);
+    ASSERT_EQ(view.cellPlot()->series().size(), 1);
+    ASSERT_EQ(view.cellPlot()->series()[0].x.size(), 1);  // 3 steps: the final evaluation alone
+    EXPECT_EQ(view.cellPlot()->series()[0].x[0], 3);
+    EXPECT_GE(view.cellPlot()->series()[0].y[0], 0);
+    EXPECT_LE(view.cellPlot()->series()[0].y[0], 1);
     // A cell names its run (the best learning rate's, first seed).
     QString requested;
     QObject::connect(&view, &LabView::runRequested, [&](const QString& d) { requested = d; });

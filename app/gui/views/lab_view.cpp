@@ -29,6 +29,7 @@
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "hsm/tasks.h"
 
 namespace studio {
@@ -59,6 +60,12 @@ QStringList checkedTexts(const QListWidget* list) {
 QColor accuracyColour(double a) {
   const double t = std::clamp(a, 0.0, 1.0);
   return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.55f, 0.95f);
+}
+
+// A model's name in the grid: a config file by its name.
+QString rowLabel(const std::string& model) {
+  const QFileInfo file(qstr(model));
+  return file.suffix() == QLatin1String("json") ? file.completeBaseName() : qstr(model);
 }
 
 }  // namespace
@@ -127,6 +134,9 @@ void LabView::build() {
   axis_->addItem(tr("mqar: accuracy against context"), QStringLiteral("context"));
   difficultyPlot_ = new PlotPanel(tr("Lab accuracy against difficulty"), tr("distance"), tr("answer accuracy"));
   difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
+  cellPlot_ = new PlotPanel(tr("Lab cell training"), tr("step"), tr("validation answer accuracy"));
+  cellPlot_->setObjectName(QStringLiteral("lab_cell_plot"));
+  grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
 
   auto* form = new QWidget;
   auto* formLayout = new QVBoxLayout(form);
@@ -169,7 +179,10 @@ void LabView::build() {
   auto* plotLayout = new QVBoxLayout(plotBox);
   plotLayout->setContentsMargins(0, 0, 0, 0);
   plotLayout->addWidget(axis_);
-  plotLayout->addWidget(difficultyPlot_, 1);
+  auto* plots = new QSplitter(Qt::Horizontal);
+  plots->addWidget(difficultyPlot_);
+  plots->addWidget(cellPlot_);
+  plotLayout->addWidget(plots, 1);
   lower->addWidget(plotBox);
   lower->addWidget(log_);
   lower->setStretchFactor(0, 3);
@@ -194,6 +207,8 @@ void LabView::connectSignals() {
     const QString dir = cellRun(row, column);
     if (!dir.isEmpty()) emit runRequested(dir);
   });
+  connect(grid_, &QTableWidget::cellEntered, this, &LabView::showCellCurve);
+  connect(grid_, &QTableWidget::currentCellChanged, this, [this](int row, int column) { showCellCurve(row, column); });
   connect(axis_, &QComboBox::currentIndexChanged, this, [this] { showDifficulty(); });
   connect(newTask_, &QLineEdit::returnPressed, this, [this] {
     const QString spec = newTask_->text().trimmed();
@@ -392,8 +407,7 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
   grid_->setRowCount(static_cast<int>(grid.models.size()));
   grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
   QStringList rows, columns;
-  for (const std::string& m : grid.models)  // a config file by its name
-    rows << (QFileInfo(qstr(m)).suffix() == QLatin1String("json") ? QFileInfo(qstr(m)).completeBaseName() : qstr(m));
+  for (const std::string& m : grid.models) rows << rowLabel(m);
   // A setting a line: eight specs side by side fit 900 px only so.
   for (const std::string& t : grid.tasks)
     columns << qstr(t).replace(QLatin1Char(':'), QStringLiteral("\n")).replace(QLatin1Char(','), QStringLiteral("\n"));
@@ -445,7 +459,39 @@ QString LabView::cellRun(int row, int column) const {
   return first ? qstr(first->run_dir) : QString();
 }
 
-QList<PlotPanel*> LabView::plots() const { return {difficultyPlot_}; }
+QList<PlotPanel*> LabView::plots() const { return {difficultyPlot_, cellPlot_}; }
+
+void LabView::showCellCurve(int row, int column) {
+  if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
+      column >= static_cast<int>(shownGrid_.tasks.size()))
+    return;
+  const std::string& model = shownGrid_.models[static_cast<size_t>(row)];
+  const std::string& task = shownGrid_.tasks[static_cast<size_t>(column)];
+  double bestLr = 0;
+  for (const hsm::LabCell& c : cells_)
+    if (c.model == model && c.task == task) bestLr = c.best_lr;
+  QVector<PlotSeries> series;
+  int colour = 0;
+  static const QColor kSeeds[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44), QColor(214, 39, 40)};
+  for (const hsm::LabRun& r : results_) {
+    if (r.model != model || r.task != task || r.lr != bestLr) continue;
+    PlotSeries s;
+    s.name = tr("seed %1").arg(r.seed);
+    s.color = kSeeds[colour++ % std::size(kSeeds)];
+    try {
+      for (const hsm::MetricRecord& m : hsm::read_metrics(r.run_dir))
+        if (m.kind == "eval" && std::isfinite(m.answer_accuracy)) {
+          s.x << static_cast<double>(m.step);
+          s.y << m.answer_accuracy;
+        }
+    } catch (const std::exception&) {
+      continue;  // a run folder removed since: its cell still has its score
+    }
+    series << s;
+  }
+  cellPlot_->setXLabel(tr("step · %1 on %2").arg(rowLabel(model), qstr(hsm::parse_task(task)->name())));
+  cellPlot_->setSeries(series);
+}
 
 void LabView::showDifficulty() {
   const QString axis = axis_->currentData().toString();

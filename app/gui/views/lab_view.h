@@ -69,6 +69,10 @@ class LabView : public StudioView {
   // or each MQAR cell's accuracy against its pairs or its context.
   PlotPanel* difficultyPlot() const { return difficultyPlot_; }
   QComboBox* difficultyAxis() const { return axis_; }
+  // The hovered (or current) cell's curve: validation answer accuracy against step, one
+  // line per seed at the cell's best learning rate.
+  PlotPanel* cellPlot() const { return cellPlot_; }
+  void showCellCurve(int row, int column);
   QList<PlotPanel*> plots() const override;
   const std::vector<hsm::LabCell>& cells() const { return cells_; }
 
@@ -106,6 +110,7 @@ class LabView : public StudioView {
   QTableWidget* grid_ = nullptr;
   QComboBox* axis_ = nullptr;
   PlotPanel* difficultyPlot_ = nullptr;
+  PlotPanel* cellPlot_ = nullptr;
   std::function<QString(const QString&)> saveArchitecture_;
   Reply<int> reply_;
   std::vector<hsm::LabRun> results_;
