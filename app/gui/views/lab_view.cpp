@@ -62,6 +62,13 @@ QColor accuracyColour(double a) {
   return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.55f, 0.95f);
 }
 
+QColor seriesColour(int i) {
+  static const QColor kColours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
+                                    QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
+                                    QColor(227, 119, 194), QColor(127, 127, 127)};
+  return kColours[static_cast<size_t>(i) % std::size(kColours)];
+}
+
 // A model's name in the grid: a config file by its name.
 QString rowLabel(const std::string& model) {
   const QFileInfo file(qstr(model));
@@ -444,7 +451,7 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
   showDifficulty();
 }
 
-QString LabView::cellRun(int row, int column) const {
+std::vector<const hsm::LabRun*> LabView::cellRuns(int row, int column) const {
   if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
       column >= static_cast<int>(shownGrid_.tasks.size()))
     return {};
@@ -453,10 +460,16 @@ QString LabView::cellRun(int row, int column) const {
   double bestLr = 0;
   for (const hsm::LabCell& c : cells_)
     if (c.model == model && c.task == task) bestLr = c.best_lr;
-  const hsm::LabRun* first = nullptr;
+  std::vector<const hsm::LabRun*> runs;
   for (const hsm::LabRun& r : results_)
-    if (r.model == model && r.task == task && r.lr == bestLr && (!first || r.seed < first->seed)) first = &r;
-  return first ? qstr(first->run_dir) : QString();
+    if (r.model == model && r.task == task && r.lr == bestLr) runs.push_back(&r);
+  std::sort(runs.begin(), runs.end(), [](const hsm::LabRun* a, const hsm::LabRun* b) { return a->seed < b->seed; });
+  return runs;
+}
+
+QString LabView::cellRun(int row, int column) const {
+  const std::vector<const hsm::LabRun*> runs = cellRuns(row, column);
+  return runs.empty() ? QString() : qstr(runs.front()->run_dir);
 }
 
 QList<PlotPanel*> LabView::plots() const { return {difficultyPlot_, cellPlot_}; }
@@ -465,21 +478,14 @@ void LabView::showCellCurve(int row, int column) {
   if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
       column >= static_cast<int>(shownGrid_.tasks.size()))
     return;
-  const std::string& model = shownGrid_.models[static_cast<size_t>(row)];
-  const std::string& task = shownGrid_.tasks[static_cast<size_t>(column)];
-  double bestLr = 0;
-  for (const hsm::LabCell& c : cells_)
-    if (c.model == model && c.task == task) bestLr = c.best_lr;
   QVector<PlotSeries> series;
   int colour = 0;
-  static const QColor kSeeds[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44), QColor(214, 39, 40)};
-  for (const hsm::LabRun& r : results_) {
-    if (r.model != model || r.task != task || r.lr != bestLr) continue;
+  for (const hsm::LabRun* r : cellRuns(row, column)) {
     PlotSeries s;
-    s.name = tr("seed %1").arg(r.seed);
-    s.color = kSeeds[colour++ % std::size(kSeeds)];
+    s.name = tr("seed %1").arg(r->seed);
+    s.color = seriesColour(colour++);
     try {
-      for (const hsm::MetricRecord& m : hsm::read_metrics(r.run_dir))
+      for (const hsm::MetricRecord& m : hsm::read_metrics(r->run_dir))
         if (m.kind == "eval" && std::isfinite(m.answer_accuracy)) {
           s.x << static_cast<double>(m.step);
           s.y << m.answer_accuracy;
@@ -489,15 +495,14 @@ void LabView::showCellCurve(int row, int column) {
     }
     series << s;
   }
-  cellPlot_->setXLabel(tr("step · %1 on %2").arg(rowLabel(model), qstr(hsm::parse_task(task)->name())));
+  cellPlot_->setXLabel(tr("step · %1 on %2")
+                           .arg(rowLabel(shownGrid_.models[static_cast<size_t>(row)]),
+                                qstr(hsm::parse_task(shownGrid_.tasks[static_cast<size_t>(column)])->name())));
   cellPlot_->setSeries(series);
 }
 
 void LabView::showDifficulty() {
   const QString axis = axis_->currentData().toString();
-  static const QColor kColours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
-                                    QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
-                                    QColor(227, 119, 194), QColor(127, 127, 127)};
   QVector<PlotSeries> series;
   int colour = 0;
   for (const std::string& model : shownGrid_.models) {
@@ -525,7 +530,7 @@ void LabView::showDifficulty() {
     if (points.empty()) continue;
     PlotSeries s;
     s.name = qstr(model);
-    s.color = kColours[colour++ % std::size(kColours)];
+    s.color = seriesColour(colour++);
     for (const auto& [x, p] : points) {
       if (p.second <= 0) continue;
       s.x << static_cast<double>(x);

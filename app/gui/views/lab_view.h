@@ -90,6 +90,8 @@ class LabView : public StudioView {
   void setRunning(bool running);
   void showDifficulty();
   void addArchitectureItem();
+  // The scored runs of a cell at its best learning rate, by seed.
+  std::vector<const hsm::LabRun*> cellRuns(int row, int column) const;
 
   QListWidget* tasks_ = nullptr;
   QListWidget* models_ = nullptr;
