@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
+#include <qcustomplot.h>
 #include <QFile>
 #include <QLineEdit>
 #include <QListWidget>
@@ -126,6 +127,8 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_EQ(plot->series()[0].x.front(), 2);
     EXPECT_EQ(plot->series()[0].x.back(), 15);
     for (double y : plot->series()[1].y) EXPECT_TRUE(y >= 0 && y <= 1);
+    EXPECT_LT(plot->plot()->yAxis->range().lower, 0.0);  // an accuracy's whole range, not the data's
+    EXPECT_GT(plot->plot()->yAxis->range().upper, 1.0);
     // Against pairs: the one MQAR cell per model, at 2 pairs.
     view.difficultyAxis()->setCurrentIndex(1);
     ASSERT_EQ(plot->series().size(), 2);

@@ -3,6 +3,7 @@
 #include <QColor>
 #include <QDir>
 #include <QComboBox>
+#include <qcustomplot.h>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -67,6 +68,12 @@ QColor seriesColour(int i) {
                                     QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
                                     QColor(227, 119, 194), QColor(127, 127, 127)};
   return kColours[static_cast<size_t>(i) % std::size(kColours)];
+}
+
+// An accuracy's whole range, not the data's (the panel fits the data; Fit does again).
+void showAccuracyRange(PlotPanel* plot) {
+  plot->plot()->yAxis->setRange(-0.02, 1.02);
+  plot->plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // A model's name in the grid: a config file by its name.
@@ -143,6 +150,7 @@ void LabView::build() {
   difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
   cellPlot_ = new PlotPanel(tr("Lab cell training"), tr("step"), tr("validation answer accuracy"));
   cellPlot_->setObjectName(QStringLiteral("lab_cell_plot"));
+  grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
   grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
 
   auto* form = new QWidget;
@@ -499,6 +507,7 @@ void LabView::showCellCurve(int row, int column) {
                            .arg(rowLabel(shownGrid_.models[static_cast<size_t>(row)]),
                                 qstr(hsm::parse_task(shownGrid_.tasks[static_cast<size_t>(column)])->name())));
   cellPlot_->setSeries(series);
+  showAccuracyRange(cellPlot_);
 }
 
 void LabView::showDifficulty() {
@@ -544,6 +553,7 @@ void LabView::showDifficulty() {
                                                                                                  : QStringLiteral("mqar"))
                                               : axis);
   difficultyPlot_->setSeries(series);
+  showAccuracyRange(difficultyPlot_);
 }
 
 bool LabView::exportCsv(const QString& path, QString* error) const {
