@@ -8,7 +8,7 @@
 // The grid: rows models, columns tasks, each cell the best learning rate's test answer
 // accuracy on a colour scale, its numbers on hover. A lab folder reopens (Open…); Export CSV
 // writes the table `hsm lab --csv` prints. Below the grid, accuracy against difficulty per
-// model (PNG/SVG/CSV through File › Export or the plot's own button).
+// model and the hovered cell's curve (PNG/PDF/SVG/CSV through each plot's Export… button).
 #include <QString>
 #include <QStringList>
 #include <functional>
