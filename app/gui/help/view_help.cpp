@@ -90,8 +90,8 @@ const ViewText kViews[] = {
                        "recall (MQAR), recall at a distance and MAD's tasks, scored on fresh test examples.</p>"
                        "<p>Check tasks (double-click one to change its difficulty), models and a budget, choose a "
                        "folder and Run; a cancelled or reopened lab continues where it stopped. Each cell is the test "
-                       "answer accuracy of its model on its task at the best learning rate (red: chance, green: "
-                       "solved); hover for the numbers, double-click to open the cell's run in the other views.</p>")},
+                       "answer accuracy of its model on its task at the best learning rate (red: 0, green: "
+                       "1); hover for the numbers, double-click to open the cell's run in the other views.</p>")},
 };
 
 const char* kStartBody = QT_TRANSLATE_NOOP(
