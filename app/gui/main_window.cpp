@@ -30,6 +30,7 @@
 #include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
+#include "gui/views/losses_view.h"
 #include "gui/views/probe_view.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
@@ -75,18 +76,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   weights_ = new WeightsView(runs_, engine_);
   diagnostics_ = new DiagnosticsView(runs_, engine_);
   probe_ = new ProbeView(runs_, engine_);
+  losses_ = new LossesView(runs_, engine_);
   tabs_->addTab(new Page(architecture_), tr("Architecture"));
   tabs_->addTab(new Page(training_), tr("Training"));
   tabs_->addTab(new Page(weights_), tr("Weights"));
   tabs_->addTab(new Page(diagnostics_), tr("Diagnostics"));
   tabs_->addTab(new Page(playground_), tr("Playground"));
   tabs_->addTab(new Page(probe_), tr("Probe"));
+  tabs_->addTab(new Page(losses_), tr("Losses"));
   tabs_->setCurrentIndex(kTraining);
   // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
   // here, the current run below.
   const std::pair<QWidget*, const char*> exportViews[] = {
       {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
-      {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"}};
+      {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
+      {losses_, "losses"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);

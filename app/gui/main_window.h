@@ -19,6 +19,7 @@ class ArchitectureView;
 class DiagnosticsView;
 class EngineHost;
 class PlaygroundView;
+class LossesView;
 class ProbeView;
 class RunList;
 class PresentationMode;
@@ -33,7 +34,7 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe };
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -46,6 +47,7 @@ class MainWindow : public QMainWindow {
   WeightsView* weightsView() const { return weights_; }
   DiagnosticsView* diagnosticsView() const { return diagnostics_; }
   ProbeView* probeView() const { return probe_; }
+  LossesView* lossesView() const { return losses_; }
   QTabWidget* tabs() const { return tabs_; }
   // The start page is a tab like the views (after them, so a view's tab index is its View),
   // closable, and back through View › Start page.
@@ -100,6 +102,7 @@ class MainWindow : public QMainWindow {
   WeightsView* weights_;
   DiagnosticsView* diagnostics_;
   ProbeView* probe_;
+  LossesView* losses_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;
