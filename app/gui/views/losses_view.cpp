@@ -1,5 +1,7 @@
 #include "gui/views/losses_view.h"
 
+#include <qcustomplot.h>
+
 #include <QComboBox>
 #include <QEvent>
 #include <QFileDialog>
@@ -137,8 +139,9 @@ void LossesView::build() {
 
   byPosition_ = new PlotPanel(tr("Loss by position"), tr("position in the window"), tr("mean loss (nats)"));
   byPosition_->setObjectName(QStringLiteral("losses_by_position"));
-  byDistance_ = new PlotPanel(tr("Loss by distance"), QString(), tr("mean loss (nats)"));
+  byDistance_ = new PlotPanel(tr("Loss by distance"), tr("tokens back to its previous occurrence"), tr("mean loss (nats)"));
   byDistance_->setObjectName(QStringLiteral("losses_by_distance"));
+  byDistance_->setLegendAlignment(Qt::AlignBottom | Qt::AlignRight);  // the curves rise to the right
   histogram_ = new PlotPanel(tr("Loss histogram"), tr("loss (nats)"), tr("share of tokens"));
   histogram_->setObjectName(QStringLiteral("losses_histogram"));
 
@@ -255,7 +258,11 @@ bool LossesView::score() {
           out.scores = hsm::Evaluator(model).score_tokens(c.evalSet(data, options), options);
           const hsm::Tokenizer& tok = model->tokenizer();
           out.pieces.reserve(static_cast<size_t>(out.scores.vocab_size));
-          for (int32_t id = 0; id < out.scores.vocab_size; ++id) out.pieces.push_back(tok.piece(id));
+          for (int32_t id = 0; id < out.scores.vocab_size; ++id) {
+            std::string piece = tok.piece(id);
+            if (piece == "<0x0A>") piece = "↵\n";  // a line break shows as one, marked so it can be hovered
+            out.pieces.push_back(std::move(piece));
+          }
           return out;
         });
     connect(reply.feed(), &CallFeed::progress, this, [this, i, name = runName(dir)](const QString& stage, double f) {
@@ -549,9 +556,15 @@ void LossesView::drawPlots() {
     }
     histogram << h;
   }
-  byDistance_->setXLabel(tr("distance back to the previous occurrence: bucket %1").arg(labels.join(QStringLiteral(", "))));
+  // The buckets by name on the axis (1, 2-3, 4-7, …, never), not by index.
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (int i = 0; i < labels.size(); ++i) ticker->addTick(i, labels[i]);
+  byDistance_->plot()->xAxis->setTicker(ticker);
   byPosition_->setSeries(position);
   byDistance_->setSeries(distance);
+  // Every bucket in view, "1" and "never" at the ends included, even where none has a token.
+  byDistance_->plot()->xAxis->setRange(-0.5, labels.size() - 0.5);
+  byDistance_->plot()->replot();
   histogram_->setSeries(histogram);
 }
 
