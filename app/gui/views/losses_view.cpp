@@ -239,6 +239,7 @@ bool LossesView::score() {
   notes_.clear();
   order_.clear();
   scoredRun_ = run->dir;
+  scoredStamp_ = run->config_stamp;
   order_ << run->dir;
   for (int i = 0; i < runs_->count(); ++i)
     if (runs_->at(i).dir != run->dir && runs_->at(i).has_info) order_ << runs_->at(i).dir;
@@ -347,7 +348,9 @@ void LossesView::finishOne(const QString& dir) {
 
 void LossesView::leaveRun() {
   const QString dir = currentRunDir();
-  if (dir == scoredRun_ && (hasScores() || isScoring())) return;
+  // The same run at the same checkpoint: its scores still hold (a new checkpoint's do not).
+  const RunEntry* run = currentRun();
+  if (dir == scoredRun_ && run && run->config_stamp == scoredStamp_ && (hasScores() || isScoring())) return;
   cancel();
   scoredRun_.clear();
   scores_.clear();

@@ -125,6 +125,7 @@ class LossesView : public StudioView {
   PlotPanel* histogram_;
 
   QString scoredRun_;
+  qint64 scoredStamp_ = 0;  // the scored run's checkpoint (RunEntry::config_stamp)
   QMap<QString, hsm::TokenScores> scores_;  // run dir → its scores on scoredRun_'s windows
   std::vector<std::string> pieces_;         // scoredRun_'s tokenizer
   QStringList order_;                       // the runs in the order they were asked
