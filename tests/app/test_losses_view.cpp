@@ -118,6 +118,18 @@ TEST(LossesView, ScoresEveryTokenOffTheGuiThreadAsTheEvaluationDoes) {
   EXPECT_GT(LossesView::lossTint(3).lightness(), LossesView::lossTint(7).lightness());
   const QString tip = s.view.tooltipAt(s.view.spans().front().start);
   EXPECT_TRUE(tip.contains(name) && tip.contains(QStringLiteral("rank"))) << tip.toStdString();
+  // Hover shows the run's first choices there, once they arrive (a probe of the window):
+  // its first choice is the true token exactly where the rank is 1.
+  ASSERT_TRUE(wait_for([&] { return s.view.hasAlternatives(); }));
+  for (const LossesView::Span& span : s.view.spans()) {
+    const hsm::TokenScore& t = scores.tokens[span.token];
+    const QString at = s.view.tooltipAt(span.start);
+    ASSERT_TRUE(at.contains(QStringLiteral("first choices"))) << at.toStdString();
+    const std::vector<hsm::LensToken> top = s.view.alternatives(run, t.window, t.position);
+    ASSERT_EQ(top.size(), static_cast<size_t>(LossesView::kAlternatives));
+    EXPECT_EQ(top[0].id == t.target, t.rank == 1) << span.token;
+    EXPECT_GE(top[0].prob, t.prob - 1e-4) << span.token;  // nothing more probable than the first (float)
+  }
 
   // Loss by position: one point per position, each the mean of that position's tokens.
   const QVector<PlotSeries>& position = s.view.positionPlot()->series();
@@ -222,6 +234,10 @@ TEST(LossesView, ComparesTwoRunsOnTheSameWindowsTokenByToken) {
   EXPECT_TRUE(differs);  // else the tint proves nothing
   const QString tip = s.view.tooltipAt(s.view.spans().front().start);
   EXPECT_TRUE(tip.contains(QStringLiteral("run-b")) && tip.contains(QFileInfo(a).fileName())) << tip.toStdString();
+  ASSERT_TRUE(wait_for([&] { return s.view.hasAlternatives(); }));
+  const QString both = s.view.tooltipAt(s.view.spans().front().start);
+  EXPECT_EQ(both.count(QStringLiteral("first choices")), 2) << both.toStdString();  // each run's own
+  EXPECT_TRUE(both.contains(QStringLiteral("Δ loss run-b"))) << both.toStdString();
   // Diverging: blue where B does better, red where it does worse, near white where equal.
   EXPECT_GT(LossesView::differenceTint(-1).blue(), LossesView::differenceTint(-1).red());
   EXPECT_GT(LossesView::differenceTint(1).red(), LossesView::differenceTint(1).blue());

@@ -34,6 +34,7 @@
 #include "hsm/dataset.h"
 #include "hsm/evaluator.h"
 #include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/tokenizer.h"
 
 namespace studio {
@@ -365,6 +366,7 @@ void LossesView::leaveRun() {
 
 void LossesView::clearShown() {
   comparison_ = {};
+  alternatives_.clear();
   {
     const QSignalBlocker block(compare_);
     compare_->clear();
@@ -477,6 +479,52 @@ void LossesView::showDocument(int64_t document) {
     span.token = i;
     spans_.push_back(span);
   }
+  askAlternatives();
+}
+
+void LossesView::askAlternatives() {
+  alternatives_.clear();
+  const hsm::TokenScores& s = scores();
+  // The shown document's windows and their inputs (the same for every run: same windows).
+  QMap<qint64, std::vector<int32_t>> inputs;
+  for (const Span& span : spans_) {
+    const int64_t w = s.tokens[span.token].window;
+    if (inputs.contains(w)) continue;
+    std::vector<int32_t> in;
+    for (const hsm::TokenScore& t : s.tokens)
+      if (t.window == w) in.push_back(t.input);
+    inputs.insert(w, in);
+  }
+  if (inputs.isEmpty()) return;
+  const int64_t document = shownDocument_;
+  for (const QString& dir : order_) {
+    if (!scores_.contains(dir)) continue;
+    engine_->interactive()
+        .call<WindowTops>(dir,
+                          [inputs](const CallContext& c) {
+                            const hsm::Prober prober(c.model());
+                            WindowTops out;
+                            for (auto it = inputs.cbegin(); it != inputs.cend(); ++it)
+                              out.insert(it.key(), prober.probe_tokens(it.value(), kAlternatives).lens.back().top);
+                            return out;
+                          })
+        .then(this, [this, dir, document, run = scoredRun_](const WindowTops& tops) {
+          if (run == scoredRun_ && document == shownDocument_ && scores_.contains(dir)) alternatives_.insert(dir, tops);
+        });
+  }
+}
+
+std::vector<hsm::LensToken> LossesView::alternatives(const QString& runDir, int64_t window, int32_t position) const {
+  const auto tops = alternatives_.constFind(runDir);
+  if (tops == alternatives_.constEnd() || !tops->contains(window)) return {};
+  const auto& top = tops->value(window);
+  return static_cast<size_t>(position) < top.size() ? top[static_cast<size_t>(position)] : std::vector<hsm::LensToken>{};
+}
+
+bool LossesView::hasAlternatives() const {
+  for (const QString& dir : order_)
+    if (scores_.contains(dir) && !alternatives_.contains(dir)) return false;
+  return !spans_.empty();
 }
 
 QString LossesView::tooltipAt(int position) const {
@@ -499,6 +547,10 @@ QString LossesView::tooltipAt(int position) const {
                .arg(u.loss, 0, 'f', 3)
                .arg(u.prob, 0, 'g', 3)
                .arg(u.rank);
+    QStringList alts;
+    for (const hsm::LensToken& a : alternatives(dir, u.window, u.position))
+      alts << QStringLiteral("“%1” %2").arg(qstr(a.piece).toHtmlEscaped()).arg(a.prob, 0, 'g', 2);
+    if (!alts.isEmpty()) out += tr("; its first choices: %1").arg(alts.join(QStringLiteral(", ")));
   }
   if (comparison_.difference.size() == scores().tokens.size())
     out += tr("<br>Δ loss %1 − %2: %3 nats")

@@ -14,6 +14,7 @@
 
 #include "gui/engine/executor.h"
 #include "gui/views/studio_view.h"
+#include "hsm/probe.h"
 #include "hsm/token_scores.h"
 
 class QComboBox;
@@ -70,6 +71,11 @@ class LossesView : public StudioView {
   };
   const std::vector<Span>& spans() const { return spans_; }
   QString tooltipAt(int position) const;  // "" outside the tokens
+  // Whether the shown document's top alternatives of every scored run have arrived.
+  bool hasAlternatives() const;
+  // A run's top alternatives at a window's position (empty until they arrive).
+  std::vector<hsm::LensToken> alternatives(const QString& runDir, int64_t window, int32_t position) const;
+  static constexpr int kAlternatives = 3;
   // The tint of a token of this loss (nats): a sequential palette, pale for small losses.
   static QColor lossTint(double loss);
   static constexpr double kTintMaxLoss = 8;  // the darkest tint
@@ -109,6 +115,10 @@ class LossesView : public StudioView {
   void fillCompareBox();
   void drawDocuments();
   void drawPlots();
+  // Asks every scored run for its top alternatives at each of the shown document's tokens
+  // (Prober::probe_tokens on each window's inputs: the last layer's lens is the model's own
+  // next-token distribution); the tooltips show them when they arrive.
+  void askAlternatives();
 
   QLineEdit* dataEdit_;
   QSpinBox* maxWindows_;
@@ -136,6 +146,9 @@ class LossesView : public StudioView {
   int64_t shownDocument_ = -1;
   hsm::Comparison comparison_;  // with compareRun() (empty: not comparing)
   std::vector<Span> spans_;
+  // Per run, per window of the shown document: each position's top alternatives.
+  using WindowTops = QMap<qint64, std::vector<std::vector<hsm::LensToken>>>;
+  QMap<QString, WindowTops> alternatives_;
 };
 
 }  // namespace studio
