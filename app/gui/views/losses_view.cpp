@@ -457,24 +457,53 @@ void LossesView::showDocument(int64_t document) {
   spans_.clear();
   shownDocument_ = document;
   const hsm::TokenScores& s = scores();
+  // The document's predicted tokens in window order: its text as the model was asked to
+  // predict it (the first input of each window is not a target and is not shown).
+  std::vector<size_t> tokens;
+  for (size_t i = 0; i < s.tokens.size(); ++i)
+    if (s.tokens[i].document == document) tokens.push_back(i);
+  const auto pieceOf = [&](size_t i) {
+    const int32_t id = s.tokens[i].target;
+    return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? pieces_[static_cast<size_t>(id)] : std::string("?");
+  };
+  // A character of several bytes comes as byte-fallback tokens ("<0xE2><0x80><0x99>"): the
+  // character is shown on its first byte's token, the others as zero-width spaces (still
+  // tinted and hoverable), so the text reads as text.
+  std::vector<QString> shown(tokens.size());
+  for (size_t k = 0; k < tokens.size();) {
+    const auto byteOf = [&](size_t j) -> int {
+      const std::string p = pieceOf(tokens[j]);
+      return p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>' ? std::stoi(p.substr(3, 2), nullptr, 16) : -1;
+    };
+    const int lead = byteOf(k);
+    if (lead < 0x80) {
+      shown[k] = qstr(pieceOf(tokens[k]));
+      ++k;
+      continue;
+    }
+    QByteArray bytes(1, static_cast<char>(lead));
+    size_t j = k + 1;
+    for (; j < tokens.size(); ++j) {
+      const int b = byteOf(j);
+      if (b < 0x80 || b >= 0xC0) break;  // not a continuation byte
+      bytes.append(static_cast<char>(b));
+    }
+    shown[k] = QString::fromUtf8(bytes);
+    for (size_t m = k + 1; m < j; ++m) shown[m] = QStringLiteral("\u200B");
+    k = j;
+  }
   QTextCursor cursor(text_->document());
-  for (size_t i = 0; i < s.tokens.size(); ++i) {
-    const hsm::TokenScore& t = s.tokens[i];
-    if (t.document != document) continue;
-    // The document's predicted tokens in window order: its text as the model was asked to
-    // predict it (the first input of each window is not a target and is not shown).
-    const QString piece = t.target >= 0 && static_cast<size_t>(t.target) < pieces_.size()
-                              ? qstr(pieces_[static_cast<size_t>(t.target)])
-                              : QStringLiteral("�");
+  const bool comparing = comparison_.difference.size() == s.tokens.size();
+  for (size_t k = 0; k < tokens.size(); ++k) {
+    const size_t i = tokens[k];
     QTextCharFormat format;
-    const bool comparing = comparison_.difference.size() == s.tokens.size();
-    format.setBackground(comparing ? differenceTint(comparison_.difference[i]) : lossTint(t.loss));
+    format.setBackground(comparing ? differenceTint(comparison_.difference[i]) : lossTint(s.tokens[i].loss));
     // Black on the pale tints, white on the dark ones (a large difference).
     format.setForeground(comparing && std::abs(comparison_.difference[i]) > 0.6 * kTintMaxDifference ? Qt::white
                                                                                                      : Qt::black);
     Span span;
     span.start = cursor.position();
-    cursor.insertText(piece, format);
+    cursor.insertText(shown[k], format);
     span.end = cursor.position();
     span.token = i;
     spans_.push_back(span);
