@@ -250,3 +250,37 @@ TEST(LossesView, ComparesTwoRunsOnTheSameWindowsTokenByToken) {
             LossesView::lossTint(sa.tokens[s.view.spans().front().token].loss));
 }
 
+// SCRATCH (not to commit): screenshots under Xvfb.
+#include <QElapsedTimer>
+#include "gui/main_window.h"
+TEST(LossesView, DISABLED_Screenshots) {
+  const auto pause = [](int ms) {
+    QElapsedTimer t;
+    t.start();
+    wait_for([&] { return t.elapsed() > ms; });
+  };
+  const QString out = qEnvironmentVariable("HSM_SHOTS", QStringLiteral("/tmp/losses-shots"));
+  QDir().mkpath(out);
+  MainWindow w;
+  w.resize(1280, 720);
+  w.show();
+  const QString models = QStringLiteral(HSM_RESOURCES_PATH "/models/");
+  for (const char* m : {"gpt", "hsm_ab", "hybrid_0_6"}) w.runs()->open(models + m);
+  w.runs()->setCurrent(1);
+  w.showView(MainWindow::kLosses);
+  LossesView* v = w.lossesView();
+  v->setDataPath(QStringLiteral(HSM_RESOURCES_PATH "/corpus/tinystories-starter.txt"));
+  v->setMaxWindows(16);
+  pause(300);
+  w.grab().save(out + "/0-empty.png");
+  ASSERT_TRUE(v->score()) << v->lastError().toStdString();
+  pause(500);
+  w.grab().save(out + "/1-scoring.png");
+  ASSERT_TRUE(wait_for([&] { return !v->isScoring(); }, 300000));
+  pause(300);
+  w.grab().save(out + "/2-losses.png");
+  printf("%s\n", qPrintable(v->statusLabel()->text()));
+  v->setCompareRun(v->comparedRuns().value(0));
+  pause(300);
+  w.grab().save(out + "/3-compare.png");
+}
