@@ -245,42 +245,55 @@ bool LossesView::score() {
   for (int i = 0; i < runs_->count(); ++i)
     if (runs_->at(i).dir != run->dir && runs_->at(i).has_info) order_ << runs_->at(i).dir;
   asked_ = static_cast<int>(order_.size());
-  for (int i = 0; i < order_.size(); ++i) {
-    const QString dir = order_[i];
-    Reply<LossScoring> reply =
-        engine_->analysis().stream<LossScoring>(dir, [data, windows, maxWindows](const CallContext& c) {
-          hsm::EvalOptions options;
-          options.windows = windows;
-          options.max_windows = maxWindows;
-          options.cache_dir = hsm::default_cache_dir();
-          options.cancel = c.cancelFlag();
-          options.progress = [&](const std::string& stage, double f) { c.progress(stage, f); };
-          const std::shared_ptr<const hsm::Model> model = c.model();
-          LossScoring out;
-          out.scores = hsm::Evaluator(model).score_tokens(c.evalSet(data, options), options);
-          const hsm::Tokenizer& tok = model->tokenizer();
-          out.pieces.reserve(static_cast<size_t>(out.scores.vocab_size));
-          for (int32_t id = 0; id < out.scores.vocab_size; ++id) {
-            std::string piece = tok.piece(id);
-            if (piece == "<0x0A>") piece = "↵\n";  // a line break shows as one, marked so it can be hovered
-            out.pieces.push_back(std::move(piece));
-          }
-          return out;
-        });
-    connect(reply.feed(), &CallFeed::progress, this, [this, i, name = runName(dir)](const QString& stage, double f) {
-      progress_->setValue(static_cast<int>((i + f) / std::max(1, asked_) * 1000));
-      progress_->setFormat(QStringLiteral("%1 · %2 · %p%").arg(name, stage));
-    });
-    reply.result()
-        .then(this, [this, dir](const LossScoring& s) { onScored(dir, s); })
-        .onFailed(this, [this, dir](const CallFailed& e) { onFailed(dir, e); });
-    scoring_.insert(dir, reply);
-  }
+  ask_ = {data, windows, maxWindows};
+  ask(0);  // the others once its tokenizer is known
   progress_->setValue(0);
   progress_->setFormat(tr("scoring %1 · %p%").arg(runName(run->dir)));
   status_->setText(tr("Scoring every token of %1…").arg(runName(run->dir)));
   updateButtons();
   return true;
+}
+
+void LossesView::ask(int index) {
+  const QString dir = order_[index];
+  // Another run is compared only with the same tokenizer: refused (by the engine's check, naming
+  // both tokenizers) before anything of it is scored.
+  struct Same {
+    std::string run, hash;
+    int64_t vocab = 0;
+  } same;
+  if (const hsm::TokenScores* a = index > 0 ? scoresOf(scoredRun_) : nullptr)
+    same = {a->run, a->tokenizer_hash, a->vocab_size};
+  Reply<LossScoring> reply = engine_->analysis().stream<LossScoring>(dir, [ask = ask_, same](const CallContext& c) {
+    const std::shared_ptr<const hsm::Model> model = c.model();
+    const hsm::Tokenizer& tok = model->tokenizer();
+    if (!same.hash.empty())
+      hsm::require_same_tokenizer(same.run, same.hash, same.vocab, c.runDir().toStdString(), tok.hash(),
+                                  model->config().vocab_size);
+    hsm::EvalOptions options;
+    options.windows = ask.windows;
+    options.max_windows = ask.maxWindows;
+    options.cache_dir = hsm::default_cache_dir();
+    options.cancel = c.cancelFlag();
+    options.progress = [&](const std::string& stage, double f) { c.progress(stage, f); };
+    LossScoring out;
+    out.scores = hsm::Evaluator(model).score_tokens(c.evalSet(ask.data, options), options);
+    out.pieces.reserve(static_cast<size_t>(out.scores.vocab_size));
+    for (int32_t id = 0; id < out.scores.vocab_size; ++id) {
+      std::string piece = tok.piece(id);
+      if (piece == "<0x0A>") piece = "↵\n";  // a line break shows as one, marked so it can be hovered
+      out.pieces.push_back(std::move(piece));
+    }
+    return out;
+  });
+  connect(reply.feed(), &CallFeed::progress, this, [this, index, name = runName(dir)](const QString& stage, double f) {
+    progress_->setValue(static_cast<int>((index + f) / std::max(1, asked_) * 1000));
+    progress_->setFormat(QStringLiteral("%1 · %2 · %p%").arg(name, stage));
+  });
+  reply.result()
+      .then(this, [this, dir](const LossScoring& s) { onScored(dir, s); })
+      .onFailed(this, [this, dir](const CallFailed& e) { onFailed(dir, e); });
+  scoring_.insert(dir, reply);
 }
 
 void LossesView::cancel() {
@@ -292,6 +305,7 @@ void LossesView::onScored(const QString& dir, const LossScoring& s) {
     if (dir == scoredRun_) {
       scores_.insert(dir, s.scores);
       pieces_ = s.pieces;
+      for (int i = 1; i < order_.size(); ++i) ask(i);
     } else if (const hsm::TokenScores* a = scoresOf(scoredRun_); a && a->tokenizer_hash != s.scores.tokenizer_hash) {
       notes_ << tr("%1 left out: another tokenizer").arg(runName(dir));
     } else if (a && a->tokens.size() != s.scores.tokens.size()) {

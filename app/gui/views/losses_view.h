@@ -108,6 +108,7 @@ class LossesView : public StudioView {
   void updateButtons();
   // Whether the view still shows (or waits for) the current run's scores.
   bool following() const { return !scoredRun_.isEmpty() && scoredRun_ == currentRunDir(); }
+  void ask(int index);  // queues the scoring of order_[index]
   void onScored(const QString& dir, const LossScoring& s);
   void onFailed(const QString& dir, const CallFailed& e);
   void finishOne(const QString& dir);
@@ -141,6 +142,11 @@ class LossesView : public StudioView {
   QStringList order_;                       // the runs in the order they were asked
   QMap<QString, Reply<LossScoring>> scoring_;
   int asked_ = 0;
+  struct Ask {
+    QString data;
+    std::string windows;
+    int maxWindows = 0;
+  } ask_;  // what score() asked, for the runs asked after the first
   QStringList notes_;  // runs left out, and why
   QString lastError_;
   int64_t shownDocument_ = -1;
