@@ -160,6 +160,22 @@ TEST(LossesView, ScoresEveryTokenOffTheGuiThreadAsTheEvaluationDoes) {
   EXPECT_EQ(error, QString());
   EXPECT_EQ(files.size(), 12);
   for (const QString& f : files) EXPECT_GT(QFileInfo(f).size(), 0) << f.toStdString();
+  // Every token as CSV, its loss column summing to the evaluation's loss × tokens.
+  const QString csvPath = QDir(folder).filePath(QStringLiteral("tokens.csv"));
+  ASSERT_EQ(s.view.exportTokens(csvPath), QString());
+  QFile csv(csvPath);
+  ASSERT_TRUE(csv.open(QIODevice::ReadOnly | QIODevice::Text));
+  const QStringList lines = QString::fromUtf8(csv.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+  ASSERT_EQ(lines.size(), static_cast<int>(scores.tokens.size()) + 1);
+  const QStringList header = lines[0].split(QLatin1Char(','));
+  const int lossColumn = static_cast<int>(header.indexOf(name + QStringLiteral(" loss")));
+  ASSERT_GE(lossColumn, 0) << lines[0].toStdString();
+  double csvSum = 0;
+  for (int i = 1; i < lines.size(); ++i) {
+    const QStringList f = lines[i].split(QLatin1Char(','));  // the text column may hold a comma: count from the end
+    csvSum += f[f.size() - (header.size() - lossColumn)].toDouble();
+  }
+  EXPECT_NEAR(csvSum / static_cast<double>(scores.tokens.size()), expected.loss, 1e-12 * expected.loss);
 
   // Following no run (the run closed): nothing of it is left.
   s.runs.setCurrent(-1);

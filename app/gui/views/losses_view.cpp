@@ -3,6 +3,8 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QDir>
+#include <QFile>
 #include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -19,6 +21,7 @@
 #include <QTableWidget>
 #include <QTextCursor>
 #include <QTextEdit>
+#include <QTextStream>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -31,6 +34,7 @@
 #include "gui/widgets/notice_bar.h"
 #include "gui/studio_settings.h"
 #include "gui/widgets/plot_panel.h"
+#include "gui/widgets/widget_export.h"
 #include "hsm/dataset.h"
 #include "hsm/evaluator.h"
 #include "hsm/model.h"
@@ -176,6 +180,9 @@ void LossesView::connectSignals() {
     StudioSettings::setDialogFolder(folder);
     QString error;
     exportPlots(folder, &error);
+    if (error.isEmpty())
+      error = exportTokens(QDir(folder).filePath(export_stem(scoredRun_, QStringLiteral("losses")) +
+                                                 QStringLiteral("-tokens.csv")));
     if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
   });
   connect(compare_, &QComboBox::currentIndexChanged, this, [this] {
@@ -294,6 +301,37 @@ void LossesView::ask(int index) {
       .then(this, [this, dir](const LossScoring& s) { onScored(dir, s); })
       .onFailed(this, [this, dir](const CallFailed& e) { onFailed(dir, e); });
   scoring_.insert(dir, reply);
+}
+
+QString LossesView::exportTokens(const QString& path) const {
+  if (!hasScores()) return tr("No losses to export: score first.");
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
+    return tr("Cannot write %1: %2").arg(path, file.errorString());
+  QTextStream out(&file);
+  QStringList header{"window", "position", "input", "target", "text", "document", "distance"};
+  QList<const hsm::TokenScores*> runs;
+  for (const QString& dir : order_)
+    if (const hsm::TokenScores* r = scoresOf(dir)) {
+      runs << r;
+      for (const char* f : {"loss", "prob", "rank"}) header << runName(dir) + QLatin1Char(' ') + QLatin1String(f);
+    }
+  out << header.join(QLatin1Char(',')) << '\n';
+  const hsm::TokenScores& a = scores();
+  for (size_t i = 0; i < a.tokens.size(); ++i) {
+    const hsm::TokenScore& t = a.tokens[i];
+    QString text = static_cast<size_t>(t.target) < pieces_.size() ? qstr(pieces_[static_cast<size_t>(t.target)]) : QString();
+    text.remove(QLatin1Char('\n'));  // a line break is its ↵: one line per token
+    text.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+    out << t.window << ',' << t.position << ',' << t.input << ',' << t.target << ",\"" << text << "\"," << t.document
+        << ',' << (t.distance > 0 ? QString::number(t.distance) : QString());
+    for (const hsm::TokenScores* r : runs)
+      out << ',' << QString::number(r->tokens[i].loss, 'g', 17) << ',' << QString::number(r->tokens[i].prob, 'g', 17)
+          << ',' << r->tokens[i].rank;
+    out << '\n';
+  }
+  out.flush();
+  return file.error() == QFile::NoError ? QString() : tr("Cannot write %1: %2").arg(path, file.errorString());
 }
 
 void LossesView::cancel() {

@@ -95,6 +95,10 @@ class LossesView : public StudioView {
   PlotPanel* distancePlot() const { return byDistance_; }
   PlotPanel* histogramPlot() const { return histogram_; }
   QList<PlotPanel*> plots() const override { return {byPosition_, byDistance_, histogram_}; }
+  // Every scored token as CSV (window, position, input, target, text, document, distance, then
+  // each run's loss, prob and rank); returns "" on success, else the reason. The Export…
+  // button writes it beside the plots as <run>-losses-tokens.csv.
+  QString exportTokens(const QString& path) const;
   QProgressBar* progress() const { return progress_; }
   QLabel* statusLabel() const { return status_; }
 
