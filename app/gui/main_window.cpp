@@ -30,6 +30,7 @@
 #include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
+#include "gui/views/losses_view.h"
 #include "gui/views/lab_view.h"
 #include "gui/views/probe_view.h"
 #include "gui/views/start_page.h"
@@ -76,6 +77,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   weights_ = new WeightsView(runs_, engine_);
   diagnostics_ = new DiagnosticsView(runs_, engine_);
   probe_ = new ProbeView(runs_, engine_);
+  losses_ = new LossesView(runs_, engine_);
   lab_ = new LabView(runs_, engine_);
   tabs_->addTab(new Page(architecture_), tr("Architecture"));
   tabs_->addTab(new Page(training_), tr("Training"));
@@ -83,6 +85,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(new Page(diagnostics_), tr("Diagnostics"));
   tabs_->addTab(new Page(playground_), tr("Playground"));
   tabs_->addTab(new Page(probe_), tr("Probe"));
+  tabs_->addTab(new Page(losses_), tr("Losses"));
   tabs_->addTab(new Page(lab_), tr("Lab"));
   tabs_->setCurrentIndex(kTraining);
   // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
@@ -90,7 +93,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   const std::pair<QWidget*, const char*> exportViews[] = {
       {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
       {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
-      {lab_, "lab"}};
+      {losses_, "losses"},     {lab_, "lab"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
   lab_->setArchitectureModel([this](const QString& path) { return architecture_->saveConfig(path); });
   connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {
@@ -255,7 +258,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
   const QStringList names = {tr("&Architecture"), tr("&Training"), tr("&Weights"), tr("&Diagnostics"),
-                             tr("&Playground"), tr("P&robe"),
+                             tr("&Playground"), tr("P&robe"),          tr("L&osses"),
                              tr("&Lab")};
   for (int i = 0; i < names.size(); ++i)
     view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,

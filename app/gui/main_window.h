@@ -20,6 +20,7 @@ class DiagnosticsView;
 class LabView;
 class EngineHost;
 class PlaygroundView;
+class LossesView;
 class ProbeView;
 class RunList;
 class PresentationMode;
@@ -34,7 +35,7 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLab };
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -47,6 +48,7 @@ class MainWindow : public QMainWindow {
   WeightsView* weightsView() const { return weights_; }
   DiagnosticsView* diagnosticsView() const { return diagnostics_; }
   ProbeView* probeView() const { return probe_; }
+  LossesView* lossesView() const { return losses_; }
   LabView* labView() const { return lab_; }
   QTabWidget* tabs() const { return tabs_; }
   // The start page is a tab like the views (after them, so a view's tab index is its View),
@@ -102,6 +104,7 @@ class MainWindow : public QMainWindow {
   WeightsView* weights_;
   DiagnosticsView* diagnostics_;
   ProbeView* probe_;
+  LossesView* losses_;
   LabView* lab_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;

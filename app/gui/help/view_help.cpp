@@ -84,6 +84,16 @@ const ViewText kViews[] = {
                        "layers together (Abnar &amp; Zuidema: R<sub>l</sub> = (½A<sub>l</sub> + ½I)·R<sub>l−1</sub>). "
                        "<b>Ablation</b>: switch one layer or head off and measure how much the validation loss rises: "
                        "the bigger the rise, the more the model needs it.</p>")},
+    {QT_TRANSLATE_NOOP("help", "Losses"),
+     QT_TRANSLATE_NOOP("help",
+                       "<p>Where a model loses. <b>Score every token</b> scores each predicted token of the current "
+                       "run's validation windows (the ones it was trained on), and every other open run with the "
+                       "same tokenizer on the same windows; the mean of the tokens' losses is the run's validation "
+                       "loss.</p>"
+                       "<p>The documents are listed hardest first; the chosen one's text is tinted by each token's "
+                       "loss (pale: easy, dark orange: hard); hover a token for each run's loss, probability and "
+                       "rank. The plots show the mean loss by position in the window, by how far back the token "
+                       "last occurred (a copy is easy, a new word hard), and a histogram of the losses.</p>")},
     {QT_TRANSLATE_NOOP("help", "Lab"),
      QT_TRANSLATE_NOOP("help",
                        "<p>Which mixer solves which synthetic task (docs/lab.md): tiny models trained on associative "
