@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,7 @@ Command add_lab_command(CLI::App& app) {
     LabGrid grid;
     bool json = false, csv = false, table_only = false;
     int jobs = 0, worker = -1, workers = 1, threads = 0;
+    bool progress = false;
   };
   auto a = std::make_shared<Args>();
   a->grid = default_lab_grid();
@@ -95,6 +97,9 @@ Command add_lab_command(CLI::App& app) {
   cmd->add_option("--worker", a->worker)->group("")->check(CLI::Range(0, 255));
   cmd->add_option("--workers", a->workers)->group("")->check(CLI::Range(1, 256));
   cmd->add_option("--threads", a->threads)->group("")->check(CLI::Range(0, 256));
+  // For the studio's Lab view, which runs the workers: "progress<TAB>fraction<TAB>run" lines
+  // on stdout as a run trains (every 1 %), so its bar moves inside a run too.
+  cmd->add_flag("--progress", a->progress)->group("");
   const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, seeds, steps, batch, size, examples};
   return {cmd, [a, grid_options]() {
             bool grid_given = false;
@@ -106,8 +111,20 @@ Command add_lab_command(CLI::App& app) {
             Lab lab(a->out, grid);
             auto log = [](const std::string& line) { std::cerr << line << "\n"; };
             if (a->worker >= 0) {
-              std::signal(SIGINT, on_lab_interrupt);  // stop after the step, keep the checkpoint
-              lab.run(log, &g_lab_interrupted, a->worker, a->workers, a->threads);
+              // Stop after the step and keep the checkpoint: Ctrl-C, a stopping launcher or
+              // studio (SIGTERM), or the studio gone (its workers get SIGINT then).
+              std::signal(SIGINT, on_lab_interrupt);
+              std::signal(SIGTERM, on_lab_interrupt);
+              std::function<void(const std::string&, double)> on_step;
+              if (a->progress)
+                on_step = [shown = -1.0, last = std::string()](const std::string& run, double f) mutable {
+                  if (run == last && f < 1.0 && f - shown < 0.01) return;
+                  last = run;
+                  shown = f;
+                  std::printf("progress\t%.4f\t%s\n", f, run.c_str());
+                  std::fflush(stdout);
+                };
+              lab.run(log, &g_lab_interrupted, a->worker, a->workers, a->threads, on_step);
               return 0;
             }
             const int jobs = a->jobs > 0 ? a->jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

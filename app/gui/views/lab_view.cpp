@@ -20,12 +20,14 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
+#include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "gui/engine/engine_host.h"
+#include "gui/engine/lab_runner.h"
 #include "gui/engine_types.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
@@ -84,7 +86,8 @@ QString rowLabel(const std::string& model) {
 
 }  // namespace
 
-LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : StudioView(runs, engine, parent), runner_(new LabRunner(this)) {
   build();
   connectSignals();
   fillForm(hsm::default_lab_grid());
@@ -217,6 +220,16 @@ void LabView::build() {
 
 void LabView::connectSignals() {
   connect(run_, &QPushButton::clicked, this, [this] { runLab(); });
+  connect(runner_, &LabRunner::line, this, [this](const QString& line) {
+    log_->appendPlainText(line);
+    status_->setText(line);
+  });
+  connect(runner_, &LabRunner::progress, this, [this](double fraction, const QString& run) {
+    progress_->setValue(static_cast<int>(fraction * 1000));
+    if (!run.isEmpty()) progress_->setFormat(tr("%p% · training %1").arg(run));
+  });
+  connect(runner_, &LabRunner::runScored, this, &LabView::refreshFromFolder);
+  connect(runner_, &LabRunner::finished, this, &LabView::onRunnerFinished);
   connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
   connect(grid_, &QTableWidget::cellDoubleClicked, this, [this](int row, int column) {
     const QString dir = cellRun(row, column);
@@ -342,58 +355,58 @@ bool LabView::runLab() {
   const qint64 total = static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds;
   results_ = lab->results();
   showTable(grid, lab->table());
-  const QString dir = folder();
-  // One streaming call on the analysis thread: the lab's runs are minutes of CPU work a user
-  // starts and waits for, like an ablation; its progress is runs scored out of the grid's.
-  reply_ = engine_->analysis().stream<int>(QString(), [dir, grid, total](const CallContext& context) {
-    hsm::Lab lab(dir.toStdString(), grid);
-    auto scored = [&] { return static_cast<double>(lab.results().size()) / static_cast<double>(std::max<qint64>(total, 1)); };
-    context.progress("training the first run not yet scored…", scored());
-    lab.run([&](const std::string& line) { context.progress(line, scored()); }, context.cancelFlag());
-    return static_cast<int>(lab.results().size());
-  });
-  connect(reply_.feed(), &CallFeed::progress, this, [this, dir](const QString& line, double f) {
-    progress_->setValue(static_cast<int>(f * 1000));
-    progress_->setFormat(QStringLiteral("%p%"));
-    log_->appendPlainText(line);
-    status_->setText(line);
-    if (folder() == dir) {
-      try {
-        const hsm::Lab lab(dir.toStdString(), hsm::Lab::stored_grid(dir.toStdString()));
-        results_ = lab.results();
-        showTable(lab.grid(), lab.table());
-      } catch (const std::exception&) {
-      }
-    }
-  });
-  reply_.result()
-      .then(this, [this, dir, total](int scored) {
-        const bool cancelled = scored < total;
-        reply_ = {};
-        setRunning(false);
-        openLab(dir);
-        status_->setText(cancelled ? tr("Cancelled: %1 of %2 runs scored; Run continues the lab.").arg(scored).arg(total)
-                                   : tr("Done: %1 run(s) scored in %2.").arg(scored).arg(dir));
-        emit labFinished(cancelled);
-      })
-      .onFailed(this, [this, dir](const CallFailed& e) {
-        reply_ = {};
-        setRunning(false);
-        openLab(dir);
-        status_->setText(e.cancelled() ? tr("Cancelled; Run continues the lab.") : tr("The lab stopped: %1").arg(e.message()));
-        emit labFinished(e.cancelled());
-      });
-  progress_->setValue(0);
-  log_->appendPlainText(tr("Running the grid's %1 run(s) in %2").arg(total).arg(dir));
-  status_->setText(tr("Running %1 run(s)…").arg(total));
+  const qint64 scored = static_cast<qint64>(results_.size());
+  runningDir_ = folder();
+  QString error;
+  // Worker processes, one per core (LabRunner says why): the analysis thread stays free.
+  if (!runner_->start(runningDir_, total, scored, std::max(1, QThread::idealThreadCount()), &error)) {
+    runningDir_.clear();
+    status_->setText(tr("Cannot run: %1").arg(error));
+    return false;
+  }
+  progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(scored) / static_cast<double>(std::max<qint64>(total, 1))));
+  progress_->setFormat(QStringLiteral("%p%"));
+  log_->appendPlainText(tr("Running the grid's %1 run(s) (%2 scored already) in %3").arg(total).arg(scored).arg(runningDir_));
+  status_->setText(tr("Running %1 run(s)…").arg(total - scored));
   setRunning(true);
   return true;
 }
 
+void LabView::refreshFromFolder() {
+  if (runningDir_.isEmpty() || folder() != runningDir_) return;
+  try {
+    const hsm::Lab lab(runningDir_.toStdString(), hsm::Lab::stored_grid(runningDir_.toStdString()));
+    results_ = lab.results();
+    showTable(lab.grid(), lab.table());
+  } catch (const std::exception&) {
+    // A results line half-written by a worker: the next scored run shows it.
+  }
+}
+
+void LabView::onRunnerFinished(bool cancelled, const QString& error) {
+  const QString dir = runningDir_;
+  runningDir_.clear();
+  setRunning(false);
+  openLab(dir);
+  const qint64 total = static_cast<qint64>(shownGrid_.tasks.size() * shownGrid_.models.size() * shownGrid_.lrs.size()) *
+                       shownGrid_.seeds;
+  const qint64 scored = static_cast<qint64>(results_.size());
+  if (!error.isEmpty())
+    status_->setText(tr("The lab stopped: %1 (%2 of %3 runs scored; Run continues it)").arg(error).arg(scored).arg(total));
+  else if (cancelled || scored < total)
+    status_->setText(tr("Cancelled: %1 of %2 runs scored; Run continues the lab.").arg(scored).arg(total));
+  else
+    status_->setText(tr("Done: %1 run(s) scored in %2.").arg(scored).arg(dir));
+  if (!error.isEmpty()) log_->appendPlainText(error);
+  emit labFinished(cancelled || !error.isEmpty() || scored < total);
+}
+
+bool LabView::isRunning() const { return runner_->running(); }
+
 void LabView::cancelLab() {
   if (!isRunning()) return;
-  reply_.cancel();
-  status_->setText(tr("Cancelling (after the current step)…"));
+  runner_->cancel();
+  status_->setText(tr("Cancelling (each run stops at its step and keeps its checkpoint)…"));
 }
 
 bool LabView::openLab(const QString& dir) {

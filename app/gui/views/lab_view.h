@@ -2,9 +2,10 @@
 // The Lab view (issue 38, docs/lab.md): the mixer lab of `hsm lab` in the studio. Pick task
 // specs (their difficulty is in the spec: mqar:pairs=8,context=64), models (presets) and a
 // budget (steps, batch, learning rates, seeds; `hsm lab`'s defaults), and a lab folder; Run
-// trains and scores the grid's runs one after another as one streaming call on the analysis
-// thread (hsm::Lab::run reports one line per scored run, so progress is runs scored / runs;
-// Cancel stops between steps and the folder continues on the next Run, as `hsm lab` does).
+// trains and scores the grid's runs in worker processes of `hsm lab`, one per core
+// (gui/engine/lab_runner.h: the analysis thread stays free for the other views); the bar moves
+// with every step of the runs in training; Cancel stops each at its step with its checkpoint and
+// the folder continues on the next Run, as `hsm lab` does.
 // The grid: rows models, columns tasks, each cell the best learning rate's test answer
 // accuracy on a colour scale, its numbers on hover. A lab folder reopens (Open…); Export CSV
 // writes the table `hsm lab --csv` prints. Below the grid, accuracy against difficulty per
@@ -13,7 +14,6 @@
 #include <QStringList>
 #include <functional>
 
-#include "gui/engine/executor.h"
 #include "gui/views/studio_view.h"
 #include "hsm/lab.h"
 
@@ -29,6 +29,7 @@ class QTableWidget;
 
 namespace studio {
 
+class LabRunner;
 class PlotPanel;
 
 class LabView : public StudioView {
@@ -49,7 +50,7 @@ class LabView : public StudioView {
   // cannot start.
   bool runLab();
   void cancelLab();
-  bool isRunning() const { return reply_.isRunning(); }
+  bool isRunning() const;
   // Reads a lab folder: its grid into the form and its results into the grid; false with the
   // reason shown when the folder holds no lab.
   bool openLab(const QString& dir);
@@ -88,6 +89,8 @@ class LabView : public StudioView {
   void fillForm(const hsm::LabGrid& grid);
   void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
   void setRunning(bool running);
+  void refreshFromFolder();  // a worker scored a run: the grid and plots follow
+  void onRunnerFinished(bool cancelled, const QString& error);
   void showDifficulty();
   void addArchitectureItem();
   // The scored runs of a cell at its best learning rate, by seed.
@@ -114,7 +117,8 @@ class LabView : public StudioView {
   PlotPanel* difficultyPlot_ = nullptr;
   PlotPanel* cellPlot_ = nullptr;
   std::function<QString(const QString&)> saveArchitecture_;
-  Reply<int> reply_;
+  LabRunner* runner_ = nullptr;
+  QString runningDir_;  // the lab folder the workers train
   std::vector<hsm::LabRun> results_;
   std::vector<hsm::LabCell> cells_;
   hsm::LabGrid shownGrid_;
