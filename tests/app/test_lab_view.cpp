@@ -67,6 +67,25 @@ TEST(LabView, DefaultsAreHsmLabsAndBadFormsAreRefused) {
   EXPECT_FALSE(view.runLab());
   EXPECT_TRUE(view.status().contains(QStringLiteral("pairs"))) << view.status().toStdString();
   EXPECT_FALSE(view.isRunning());
+  // A model config file is a row of the grid; a file that is not one is refused with the reason.
+  const QString bad = test::temp_root() + QStringLiteral("/not-a-model.json");
+  const QString good = test::temp_root() + QStringLiteral("/attn2.json");
+  auto write = [](const QString& path, const char* text) {
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(text);
+  };
+  write(bad, "{\"name\": \"x\", \"layers\": 3}");
+  write(good, "{\"name\": \"attn2\", \"vocab_size\": 256, \"d_model\": 64, \"context\": 64, \"dropout\": 0, "
+              "\"layers\": [{\"mixer\": \"attn\", \"ffn\": 1, \"heads\": 1}, {\"mixer\": \"attn\", \"ffn\": 1, \"heads\": 1}]}");
+  const int before = view.modelList()->count();
+  EXPECT_FALSE(view.addModelConfig(bad));
+  EXPECT_TRUE(view.status().contains(QStringLiteral("not-a-model.json"))) << view.status().toStdString();
+  EXPECT_EQ(view.modelList()->count(), before);
+  EXPECT_TRUE(view.addModelConfig(good)) << view.status().toStdString();
+  EXPECT_EQ(view.modelList()->count(), before + 1);
+  const hsm::LabGrid withConfig = view.formGrid();
+  EXPECT_EQ(withConfig.models.back(), QFileInfo(good).absoluteFilePath().toStdString());
 }
 
 TEST(LabView, RunsCancelsContinuesAndReopens) {

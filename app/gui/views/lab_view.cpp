@@ -103,7 +103,10 @@ void LabView::build() {
   newTask_->setPlaceholderText(tr("add a task spec, e.g. recall_at:max_distance=32"));
   models_ = new QListWidget;
   models_->setObjectName(QStringLiteral("lab_models"));
-  models_->setToolTip(tr("Presets, trained at lab size (d 64, at most 4 layers)"));
+  models_->setToolTip(tr("Presets and model configs, trained at lab size (d 64, at most 4 layers)"));
+  addConfig_ = new QPushButton(tr("Add a config…"));
+  addConfig_->setObjectName(QStringLiteral("lab_add_config"));
+  addConfig_->setToolTip(tr("A model config file (JSON, as the Architecture view saves): a row of the grid"));
 
   steps_ = new QSpinBox;
   steps_->setRange(1, 1000000);
@@ -166,6 +169,7 @@ void LabView::build() {
   auto* modelsBox = new QGroupBox(tr("Models"));
   auto* modelsLayout = new QVBoxLayout(modelsBox);
   modelsLayout->addWidget(models_);
+  modelsLayout->addWidget(addConfig_, 0, Qt::AlignLeft);
   auto* budgetBox = new QGroupBox(tr("Budget"));
   auto* budget = new QFormLayout(budgetBox);
   budget->addRow(tr("Steps"), steps_);
@@ -244,6 +248,10 @@ void LabView::connectSignals() {
     addCheckable(tasks_, spec, true, true);
     newTask_->clear();
   });
+  connect(addConfig_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("A model config"), folder(), tr("Model configs (*.json)"));
+    if (!path.isEmpty()) addModelConfig(path);
+  });
   connect(browse_, &QPushButton::clicked, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Lab folder"), folder_->text());
     if (!dir.isEmpty()) folder_->setText(dir);
@@ -309,6 +317,25 @@ hsm::LabGrid LabView::formGrid() const {
   return grid;
 }
 
+bool LabView::addModelConfig(const QString& path) {
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  try {
+    hsm::load_preset_or_config(absolute.toStdString());  // a file that is not a model is refused here
+  } catch (const std::exception& e) {
+    status_->setText(tr("Cannot add %1: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what())));
+    return false;
+  }
+  for (int i = 0; i < models_->count(); ++i)
+    if (models_->item(i)->text() == absolute) {
+      models_->item(i)->setCheckState(Qt::Checked);
+      return true;
+    }
+  addCheckable(models_, absolute, true, false);
+  models_->item(models_->count() - 1)->setToolTip(absolute);
+  status_->setText(tr("Added %1 (a row named %2)").arg(absolute, QFileInfo(path).completeBaseName()));
+  return true;
+}
+
 void LabView::setArchitectureModel(std::function<QString(const QString&)> save) {
   saveArchitecture_ = std::move(save);
   addArchitectureItem();
@@ -328,7 +355,7 @@ void LabView::setRunning(bool running) {
   run_->setEnabled(!running);
   cancel_->setEnabled(running);
   open_->setEnabled(!running);
-  for (QWidget* w : std::initializer_list<QWidget*>{tasks_, newTask_, models_, steps_, batch_, seeds_, lrs_, folder_, browse_})
+  for (QWidget* w : std::initializer_list<QWidget*>{tasks_, newTask_, models_, addConfig_, steps_, batch_, seeds_, lrs_, folder_, browse_})
     w->setEnabled(!running);  // the form is the running grid's until it stops
 }
 

@@ -44,6 +44,9 @@ class LabView : public StudioView {
   // Where "the Architecture view's model" comes from (MainWindow: ArchitectureView::saveConfig).
   // Run saves it as a config in the lab folder (models/architecture.json) and trains that.
   void setArchitectureModel(std::function<QString(const QString& path)> save);
+  // Adds a model config file (checked) to the models; false, with the reason shown, when the
+  // file is not a model config.
+  bool addModelConfig(const QString& path);
   void setFolder(const QString& dir);
   QString folder() const;
   // Runs (or continues) the form's grid in folder(); false, with the reason shown, when it
@@ -105,6 +108,7 @@ class LabView : public StudioView {
   QLineEdit* lrs_ = nullptr;
   QLineEdit* folder_ = nullptr;
   QPushButton* browse_ = nullptr;
+  QPushButton* addConfig_ = nullptr;
   QPushButton* open_ = nullptr;
   QPushButton* run_ = nullptr;
   QPushButton* cancel_ = nullptr;
