@@ -68,6 +68,7 @@ bool LabRunner::start(const QString& dir, qint64 total, qint64 scored, int worke
       readLog(i);
       Worker& w = workers_[i];
       w.fraction = 0;
+      w.run.clear();
       if (!cancelled_ && (status != QProcess::NormalExit || code != 0) && error_.isEmpty())
         error_ = w.lastError.isEmpty() ? tr("a lab worker ended with code %1").arg(code) : w.lastError;
       if (--live_ == 0) emit finished(cancelled_, error_);
@@ -98,6 +99,7 @@ void LabRunner::readProgress(int worker) {
     const QStringList f = l.split(QLatin1Char('\t'));
     if (f.size() != 3 || f[0] != QLatin1String("progress")) continue;
     w.fraction = f[1].toDouble();
+    w.run = f[2];
     emitProgress(f[2]);
   }
 }
@@ -112,12 +114,20 @@ void LabRunner::readLog(int worker) {
     if (l.startsWith(QLatin1Char('[')) && l.contains(QLatin1String("answer accuracy"))) {
       ++scored_;
       w.fraction = 0;
+      w.run.clear();
       emit runScored();
       emitProgress(QString());
     } else if (!l.startsWith(QLatin1String("continuing "))) {
       w.lastError = l;
     }
   }
+}
+
+QVector<QPair<QString, double>> LabRunner::inTraining() const {
+  QVector<QPair<QString, double>> runs;
+  for (const Worker& w : workers_)
+    if (!w.run.isEmpty()) runs.append({w.run, w.fraction});
+  return runs;
 }
 
 void LabRunner::emitProgress(const QString& run) {

@@ -9,6 +9,7 @@
 // crash of the studio still leaves checkpoints).
 #include <QObject>
 #include <QString>
+#include <QPair>
 #include <QVector>
 
 class QProcess;
@@ -28,6 +29,8 @@ class LabRunner : public QObject {
   void cancel();
   bool running() const { return live_ > 0; }
   qint64 scored() const { return scored_; }
+  // The runs in training now, one per busy worker: (run folder name, fraction done).
+  QVector<QPair<QString, double>> inTraining() const;
 
  signals:
   void line(const QString& text);  // a worker's log line: a scored run, "continuing …"
@@ -45,7 +48,8 @@ class LabRunner : public QObject {
 
   struct Worker {
     QProcess* process = nullptr;
-    double fraction = 0;  // of the run it is training
+    QString run;          // the run it is training ("" between runs)
+    double fraction = 0;  // of that run
     QString lastError;
     QByteArray pendingOut, pendingErr;
   };

@@ -59,6 +59,16 @@ QStringList checkedTexts(const QListWidget* list) {
   return out;
 }
 
+// A lab run's folder name (t0_mqar__m3_da_static_emb_qk__lr0.003__s1, hsm::Lab) as a person
+// reads it: "mqar · da_static_emb_qk · lr 0.003 · seed 1".
+QString runTitle(const QString& folderName) {
+  const QStringList parts = folderName.split(QStringLiteral("__"));
+  if (parts.size() != 4) return folderName;
+  auto after = [](const QString& part, QChar sep) { return part.mid(part.indexOf(sep) + 1); };
+  return QStringLiteral("%1 · %2 · lr %3 · seed %4")
+      .arg(after(parts[0], QLatin1Char('_')), after(parts[1], QLatin1Char('_')), parts[2].mid(2), parts[3].mid(1));
+}
+
 // Red (chance) through yellow to green (solved): the cell's answer accuracy.
 QColor accuracyColour(double a) {
   const double t = std::clamp(a, 0.0, 1.0);
@@ -137,6 +147,10 @@ void LabView::build() {
   progress_->setRange(0, 1000);
   status_ = new QLabel;
   status_->setObjectName(QStringLiteral("lab_status"));
+  training_ = new QLabel;
+  training_->setObjectName(QStringLiteral("lab_training"));
+  training_->setWordWrap(true);
+  training_->hide();
   status_->setWordWrap(true);
   log_ = new QPlainTextEdit;
   log_->setReadOnly(true);
@@ -145,7 +159,10 @@ void LabView::build() {
   grid_ = new QTableWidget;
   grid_->setObjectName(QStringLiteral("lab_grid"));
   grid_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  // Each task's settings a line, each column as wide as its header (stretched ones cut
+  // "in_context_recall" at 1280 px); the last column takes what is left.
+  grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  grid_->horizontalHeader()->setStretchLastSection(true);
 
   axis_ = new QComboBox;
   axis_->setObjectName(QStringLiteral("lab_difficulty_axis"));
@@ -156,6 +173,8 @@ void LabView::build() {
   difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
   cellPlot_ = new PlotPanel(tr("Lab cell training"), tr("step"), tr("validation answer accuracy"));
   cellPlot_->setObjectName(QStringLiteral("lab_cell_plot"));
+  showAccuracyRange(cellPlot_);
+  showAccuracyRange(difficultyPlot_);
   grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
   grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
 
@@ -195,6 +214,7 @@ void LabView::build() {
   rightLayout->setContentsMargins(0, 0, 0, 0);
   rightLayout->addLayout(buttons);
   rightLayout->addWidget(status_);
+  rightLayout->addWidget(training_);
   auto* lower = new QSplitter(Qt::Vertical);
   lower->addWidget(grid_);
   auto* plotBox = new QWidget;
@@ -228,9 +248,13 @@ void LabView::connectSignals() {
     log_->appendPlainText(line);
     status_->setText(line);
   });
-  connect(runner_, &LabRunner::progress, this, [this](double fraction, const QString& run) {
+  connect(runner_, &LabRunner::progress, this, [this](double fraction, const QString&) {
     progress_->setValue(static_cast<int>(fraction * 1000));
-    if (!run.isEmpty()) progress_->setFormat(tr("%p% · training %1").arg(run));
+    QStringList training;
+    for (const auto& [run, f] : runner_->inTraining())
+      training << tr("%1 (%2 %)").arg(runTitle(run)).arg(static_cast<int>(f * 100));
+    training_->setText(training.isEmpty() ? QString() : tr("Training: %1").arg(training.join(QStringLiteral("; "))));
+    training_->setVisible(!training.isEmpty());
   });
   connect(runner_, &LabRunner::runScored, this, &LabView::refreshFromFolder);
   connect(runner_, &LabRunner::finished, this, &LabView::onRunnerFinished);
@@ -411,6 +435,8 @@ void LabView::refreshFromFolder() {
 }
 
 void LabView::onRunnerFinished(bool cancelled, const QString& error) {
+  training_->clear();
+  training_->hide();
   const QString dir = runningDir_;
   runningDir_.clear();
   setRunning(false);

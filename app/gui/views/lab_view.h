@@ -115,6 +115,7 @@ class LabView : public StudioView {
   QPushButton* exportCsv_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* status_ = nullptr;
+  QLabel* training_ = nullptr;  // the runs in training and how far each is
   QPlainTextEdit* log_ = nullptr;
   QTableWidget* grid_ = nullptr;
   QComboBox* axis_ = nullptr;
