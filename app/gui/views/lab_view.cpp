@@ -523,6 +523,12 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
   }
   grid_->resizeRowsToContents();
   showDifficulty();
+  // Until a cell is hovered or chosen, the curve of the first one scored (an empty plot would
+  // look like a failure).
+  if (cellPlot_->series().isEmpty())
+    for (int r = 0; r < grid_->rowCount(); ++r)
+      for (int c = 0; c < grid_->columnCount(); ++c)
+        if (!cellRuns(r, c).empty()) return showCellCurve(r, c);
 }
 
 std::vector<const hsm::LabRun*> LabView::cellRuns(int row, int column) const {

@@ -41,6 +41,8 @@ class LabView : public StudioView {
   // std::invalid_argument with one line when the form cannot make one (nothing checked, a
   // learning rate that is not a number).
   hsm::LabGrid formGrid() const;
+  // Puts a grid into the form (what a reopened lab does; the smoke session's tiny lab).
+  void fillForm(const hsm::LabGrid& grid);
   // Where "the Architecture view's model" comes from (MainWindow: ArchitectureView::saveConfig).
   // Run saves it as a config in the lab folder (models/architecture.json) and trains that.
   void setArchitectureModel(std::function<QString(const QString& path)> save);
@@ -89,7 +91,6 @@ class LabView : public StudioView {
  private:
   void build();
   void connectSignals();
-  void fillForm(const hsm::LabGrid& grid);
   void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
   void setRunning(bool running);
   void refreshFromFolder();  // a worker scored a run: the grid and plots follow
