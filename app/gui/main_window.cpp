@@ -26,6 +26,7 @@
 #include "gui/studio_settings.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/experiments_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
@@ -77,6 +78,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   diagnostics_ = new DiagnosticsView(runs_, engine_);
   probe_ = new ProbeView(runs_, engine_);
   losses_ = new LossesView(runs_, engine_);
+  experiments_ = new ExperimentsView(runs_, engine_);
   tabs_->addTab(new Page(architecture_), tr("Architecture"));
   tabs_->addTab(new Page(training_), tr("Training"));
   tabs_->addTab(new Page(weights_), tr("Weights"));
@@ -84,17 +86,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(new Page(playground_), tr("Playground"));
   tabs_->addTab(new Page(probe_), tr("Probe"));
   tabs_->addTab(new Page(losses_), tr("Losses"));
+  tabs_->addTab(new Page(experiments_), tr("Experiments"));
   tabs_->setCurrentIndex(kTraining);
   // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
   // here, the current run below.
   const std::pair<QWidget*, const char*> exportViews[] = {
       {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
       {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
-      {losses_, "losses"}};
+      {losses_, "losses"},             {experiments_, "experiments"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);
   });
+  connect(experiments_, &ExperimentsView::curvesRequested, this, [this] { showView(kTraining); });
 
   startTab_ = new Page(start_);
   addStartTab();
@@ -235,6 +239,7 @@ void MainWindow::buildMenus() {
       QMessageBox::information(this, tr("Demo models"),
                                tr("No demo models are installed (looked in %1/models).").arg(qstr(hsm::resources_dir())));
   });
+  file->addAction(tr("Open a &sweep folder…"), this, &MainWindow::openSweepDialog);
   recentMenu_ = file->addMenu(tr("Open &recent"));
   connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::refreshRecentMenu);
   file->addSeparator();
@@ -377,6 +382,14 @@ void MainWindow::openRunDialog() {
   const QString start = recent.isEmpty() ? StudioSettings::dialogFolder() : QFileInfo(recent.first()).path();
   const QString dir = QFileDialog::getExistingDirectory(this, tr("Open run folder"), start);
   if (!dir.isEmpty()) openRun(dir);
+}
+
+void MainWindow::openSweepDialog() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a sweep folder"), StudioSettings::dialogFolder());
+  if (dir.isEmpty()) return;
+  StudioSettings::setDialogFolder(dir);
+  showView(kExperiments);
+  experiments_->openSweep(dir);
 }
 
 void MainWindow::refreshRecentMenu() {
