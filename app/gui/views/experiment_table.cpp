@@ -15,7 +15,7 @@ QString setting_text(const std::string& json) {
   return qstr(json);
 }
 
-QString number_text(double x, int precision = 4) {
+QString digits_text(double x, int precision) {
   if (!std::isfinite(x)) return QString();
   return QString::number(x, 'g', precision);
 }
@@ -67,6 +67,21 @@ void new_row(ExperimentTable& t) {
 
 }  // namespace
 
+QString short_setting(const QString& path) {
+  QStringList parts = path.split(QLatin1Char('.'));
+  if (parts.size() == 4 && parts[0] == QLatin1String("model") && parts[1] == QLatin1String("layers"))
+    return parts[3] + (parts[2] == QLatin1String("*") ? QStringLiteral("_all") : parts[2]);
+  if (parts.size() > 1 && (parts[0] == QLatin1String("model") || parts[0] == QLatin1String("train")))
+    parts.removeFirst();
+  return parts.join(QLatin1Char('.'));
+}
+
+QString number_text(double x) {
+  if (!std::isfinite(x)) return QString();
+  if (std::abs(x) >= 1000) return QLocale().toString(x, 'f', 0);
+  return QString::number(x, 'g', 4);
+}
+
 int ExperimentTable::columnOf(const QString& name) const {
   for (int i = 0; i < columns.size(); ++i)
     if (columns[i].name == name) return i;
@@ -105,8 +120,8 @@ ExperimentTable experiment_table(const std::vector<hsm::SweepRow>& rows) {
     add_cell(t, static_cast<double>(r.macs_per_token), count_text(static_cast<double>(r.macs_per_token)));
     for (double x : {r.final_val_loss, r.best_val_loss, r.final_accuracy, r.best_accuracy})
       add_cell(t, x, number_text(x));
-    add_cell(t, r.tokens_per_s, number_text(r.tokens_per_s, 5));
-    add_cell(t, r.wall_s, number_text(r.wall_s, 4));
+    add_cell(t, r.tokens_per_s, number_text(r.tokens_per_s));
+    add_cell(t, r.wall_s, number_text(r.wall_s));
     add_cell(t, static_cast<double>(r.step),
              r.total_steps > 0 ? QStringLiteral("%1/%2").arg(r.step).arg(r.total_steps) : QString::number(r.step));
     add_cell(t, NAN, qstr(r.state));
@@ -134,7 +149,7 @@ ExperimentTable grouped_table(const std::vector<hsm::SweepRow>& rows, const std:
                                     &g.tokens_per_s, &g.wall_s}) {
       const QString text = s->n == 0 ? QString()
                                      : QStringLiteral("%1 ± %2 (n %3)")
-                                           .arg(number_text(s->mean), number_text(s->std, 2))
+                                           .arg(number_text(s->mean), digits_text(s->std, 2))
                                            .arg(s->n);
       add_cell(t, s->mean, text, s->std);
     }
@@ -183,9 +198,9 @@ QVariant ExperimentModel::data(const QModelIndex& index, int role) const {
 
 QVariant ExperimentModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= table_.columns.size()) return {};
-  if (role == Qt::DisplayRole) return table_.columns[section].name;
-  if (role == Qt::ToolTipRole && table_.columns[section].setting)
-    return tr("A setting that differs between the runs");
+  const ExperimentColumn& c = table_.columns[section];
+  if (role == Qt::DisplayRole) return c.setting ? short_setting(c.name) : c.name;
+  if (role == Qt::ToolTipRole && c.setting) return tr("%1: a setting that differs between the runs").arg(c.name);
   return {};
 }
 

@@ -49,6 +49,13 @@ inline const QString kStep = QStringLiteral("step");
 inline const QString kState = QStringLiteral("state");
 }  // namespace column
 
+// A setting's short name, as a sweep's run names have it: "model.layers.1.mixer" -> "mixer1",
+// "model.layers.*.ffn" -> "ffn_all", "train.lr" -> "lr", "model.placement" -> "placement".
+QString short_setting(const QString& path);
+// A number as the table and the plots show it: thousands as whole numbers ("183,245"), others
+// to 4 significant digits.
+QString number_text(double x);
+
 // The settings that differ between the rows, in the order they first appear.
 QStringList differing_settings(const std::vector<hsm::SweepRow>& rows);
 // A row per run: run, the settings that differ, parameters, MACs/token, final and best

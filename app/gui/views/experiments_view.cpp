@@ -20,6 +20,7 @@
 #include <QTextStream>
 #include <QVBoxLayout>
 #include <cmath>
+#include <qcustomplot.h>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
@@ -44,7 +45,7 @@ QString csv_quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"'
 
 // Columns the plots do not draw: names and states, and the step (the table shows progress).
 bool plotted(const ExperimentColumn& c) {
-  return c.name != column::kRun && c.name != column::kState && c.name != column::kStep;
+  return c.name != column::kRun && c.name != column::kRuns && c.name != column::kState && c.name != column::kStep;
 }
 
 bool any_finite(const ExperimentTable& t, int c) {
@@ -110,6 +111,7 @@ void ExperimentsView::build() {
   parallel_ = new ParallelCoordinates(tr("Parallel coordinates"));
   colour_ = new QComboBox;
   colour_->setObjectName(QStringLiteral("colour"));
+  colour_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   clearBrushes_ = new QPushButton(tr("Clear brushes"));
   auto* parallelPage = new QWidget;
   auto* parallelBar = new QHBoxLayout;
@@ -125,8 +127,10 @@ void ExperimentsView::build() {
   scatter_ = new PlotPanel(tr("Scatter"), QString(), QString());
   scatterX_ = new QComboBox;
   scatterX_->setObjectName(QStringLiteral("scatter_x"));
+  scatterX_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   scatterY_ = new QComboBox;
   scatterY_->setObjectName(QStringLiteral("scatter_y"));
+  scatterY_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   auto* scatterPage = new QWidget;
   auto* scatterBar = new QHBoxLayout;
   scatterBar->addWidget(new QLabel(tr("x")));
@@ -206,7 +210,7 @@ QWidget* ExperimentsView::buildForm() {
   sweepStatus_->setWordWrap(true);
   sweepStatus_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   progress_ = new QProgressBar;
-  progress_->setFormat(tr("%v / %m points"));
+  progress_->setFormat(tr("no sweep started"));
   progress_->setRange(0, 1);
   progress_->setValue(0);
   runner_ = new SweepRunner(this);
@@ -289,6 +293,7 @@ void ExperimentsView::connectSignals() {
     cancelButton_->setEnabled(false);
   });
   connect(runner_, &SweepRunner::started, this, [this](const QString& dir, int points) {
+    progress_->setFormat(tr("%v / %m points"));
     progress_->setRange(0, points);
     openSweep(dir);
   });
@@ -467,7 +472,7 @@ void ExperimentsView::drawParallel() {
     const ExperimentColumn& col = t.columns[c];
     if (!plotted(col) || (col.numeric && !any_finite(t, c))) continue;
     ParallelCoordinates::Axis a;
-    a.name = col.name;
+    a.name = col.setting ? short_setting(col.name) : col.name;
     if (col.numeric) {
       for (const auto& row : t.numbers) a.values << row[c];
     } else {
@@ -505,7 +510,8 @@ void ExperimentsView::drawScatter() {
       const int s = proxy_->mapToSource(proxy_->index(r, 0)).row();
       const double x = t.numbers[s][xc], y = t.numbers[s][yc];
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
-      const QString name = by >= 0 ? QStringLiteral("%1=%2").arg(t.columns[by].name, t.texts[s][by]) : tr("runs");
+      const QString name =
+          by >= 0 ? QStringLiteral("%1=%2").arg(short_setting(t.columns[by].name), t.texts[s][by]) : tr("runs");
       if (!index.contains(name)) {
         index[name] = static_cast<int>(series.size());
         PlotSeries p;
@@ -519,6 +525,9 @@ void ExperimentsView::drawScatter() {
     }
   }
   scatter_->setSeries(series);
+  // Room around the points at the plot's edges.
+  scatter_->plot()->xAxis->scaleRange(1.12);
+  scatter_->plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void ExperimentsView::watch() {

@@ -1,5 +1,6 @@
 #include "gui/widgets/parallel_coordinates.h"
 
+#include <QLocale>
 #include <QMouseEvent>
 #include <QToolButton>
 #include <algorithm>
@@ -10,6 +11,9 @@ namespace studio {
 namespace {
 
 constexpr double kGrab = 0.3;  // how near an axis (in axis spacings) a drag brushes it
+
+// An axis's end as a label: thousands whole ("27,876"), others to 4 significant digits.
+QString tick_text(double x) { return std::abs(x) >= 1000 ? QLocale().toString(x, 'f', 0) : QString::number(x, 'g', 4); }
 
 QString csv_quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 
@@ -120,7 +124,7 @@ void ParallelCoordinates::draw() {
   p->clearItems();
   dragRect_ = nullptr;
   const int n = static_cast<int>(axes_.size());
-  p->xAxis->setRange(-0.45, std::max(n, 1) - 0.55);
+  p->xAxis->setRange(-0.5, std::max(n, 1) - 0.5);
   p->yAxis->setRange(-0.16, 1.14);
   QFont small = font();
   small.setPointSizeF(small.pointSizeF() * 0.85);
@@ -172,8 +176,8 @@ void ParallelCoordinates::draw() {
       for (int k = 0; k < ax.categories.size(); ++k) label(position(a, k), ax.categories[k]);
     } else {
       const auto [lo, hi] = ranges_[a];
-      label(position(a, lo), QString::number(lo, 'g', 4));
-      if (hi > lo) label(1, QString::number(hi, 'g', 4));
+      label(position(a, lo), tick_text(lo));
+      if (hi > lo) label(1, tick_text(hi));
     }
     if (brushes_.contains(ax.name)) {
       const auto [lo, hi] = brushes_[ax.name];
