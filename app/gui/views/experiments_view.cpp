@@ -18,8 +18,10 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTextStream>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <cmath>
+#include <functional>
 #include <qcustomplot.h>
 
 #include "gui/engine/engine_host.h"
@@ -224,11 +226,34 @@ QWidget* ExperimentsView::buildForm() {
   steps->addStretch(1);
   auto* left = new QFormLayout;
   left->addRow(tr("Name"), formName_);
-  left->addRow(tr("Base model"), formBase_);
-  left->addRow(tr("Data"), formData_);
+  // A field with a "…" button that fills it from a file dialog.
+  auto browsed = [this](QWidget* field, std::function<QString()> ask) {
+    auto* row = new QHBoxLayout;
+    row->addWidget(field, 1);
+    auto* button = new QToolButton;
+    button->setText(QStringLiteral("…"));
+    row->addWidget(button);
+    connect(button, &QToolButton::clicked, this, [field, ask] {
+      const QString path = ask();
+      if (path.isEmpty()) return;
+      StudioSettings::setDialogFolder(QFileInfo(path).path());
+      if (auto* line = qobject_cast<QLineEdit*>(field)) line->setText(path);
+      if (auto* box = qobject_cast<QComboBox*>(field)) box->setCurrentText(path);
+    });
+    return row;
+  };
+  left->addRow(tr("Base model"), browsed(formBase_, [this] {
+                 return QFileDialog::getOpenFileName(this, tr("A model config"), StudioSettings::dialogFolder(),
+                                                     tr("Model configs (*.json)"));
+               }));
+  left->addRow(tr("Data"), browsed(formData_, [this] {
+                 return QFileDialog::getOpenFileName(this, tr("A corpus"), StudioSettings::dialogFolder());
+               }));
   left->addRow(tr("Task"), formTask_);
   left->addRow(tr("Training"), steps);
-  left->addRow(tr("Sweep folder"), formOut_);
+  left->addRow(tr("Sweep folder"), browsed(formOut_, [this] {
+                 return QFileDialog::getExistingDirectory(this, tr("The sweep folder"), StudioSettings::dialogFolder());
+               }));
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(startButton_);
   buttons->addWidget(cancelButton_);
@@ -281,8 +306,15 @@ void ExperimentsView::connectSignals() {
   // only their metrics grow, so a timer re-reads while a point is not finished.
   poll_.setInterval(3000);
   connect(&poll_, &QTimer::timeout, this, &ExperimentsView::refresh);
+  // The open runs as one experiment: re-read when one of them grows (one this studio trains).
+  connect(runs_, &RunList::metricsAppended, this, [this](int row) {
+    if (sweepDir_.isEmpty() && runDirs_.contains(runs_->at(row).dir) && !reread_.isActive()) reread_.start();
+  });
+  reread_.setSingleShot(true);
+  reread_.setInterval(300);
+  connect(&reread_, &QTimer::timeout, this, &ExperimentsView::refresh);
   connect(&watcher_, &QFileSystemWatcher::directoryChanged, this, [this] {
-    QTimer::singleShot(200, this, &ExperimentsView::refresh);
+    if (!reread_.isActive()) reread_.start();
   });
 
   connect(startButton_, &QPushButton::clicked, this, &ExperimentsView::startSweep);
@@ -300,8 +332,12 @@ void ExperimentsView::connectSignals() {
   connect(runner_, &SweepRunner::progress, this, [this](int done, int points, const QString& point) {
     progress_->setRange(0, points);
     progress_->setValue(done);
-    if (!point.isEmpty()) sweepStatus_->setText(tr("Training %1 (%2 of %3 points done)").arg(point).arg(done).arg(points));
+    trainingNow_ = point.isEmpty() ? QString() : tr("Training %1 (%2 of %3 points done)").arg(point).arg(done).arg(points);
+    if (!point.isEmpty()) sweepStatus_->setText(trainingNow_);
     refresh();
+  });
+  connect(runner_, &SweepRunner::log, this, [this](const QString& line) {
+    if (runner_->isRunning() && !trainingNow_.isEmpty()) sweepStatus_->setText(trainingNow_ + QStringLiteral(" · ") + line);
   });
   connect(runner_, &SweepRunner::finished, this,
           [this](const QString& dir, int done, int points, bool cancelled, const QString& failures) {

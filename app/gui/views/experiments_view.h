@@ -131,12 +131,14 @@ class ExperimentsView : public StudioView {
   QLabel* sweepStatus_;
   SweepRunner* runner_;
 
+  QString trainingNow_;  // the runner's point under way, as the form's line says it
   QString sweepDir_;    // the sweep shown ("" with open runs)
   QStringList runDirs_;  // the open runs shown (when no sweep)
   std::vector<hsm::SweepRow> rows_;
   bool reading_ = false, readAgain_ = false;
   QFileSystemWatcher watcher_;
-  QTimer poll_;  // while a point is not finished: metrics grow without the folder changing
+  QTimer poll_;    // while a point is not finished: metrics grow without the folder changing
+  QTimer reread_;  // one re-read after a burst of changes (the folder's, an open run's metrics)
 };
 
 }  // namespace studio
