@@ -362,9 +362,13 @@ TEST(ExperimentsView, StartsASweepFromTheFormOffTheGuiThreadAndCancelLeavesItRes
   form.axes = "train.threads = 1\ntrain.device = cpu\ntrain.checkpoint_every = 10\ntrain.log_every = 2\nseed = 1, 2";
   s.view.setForm(form, out);
   std::atomic<int> logsOffGui{0}, logsOnGui{0};
+  std::atomic<bool> resumed{false};
   QObject::connect(
       s.view.runner(), &SweepRunner::log, s.view.runner(),
-      [&](const QString&) { (QThread::currentThread() == qApp->thread() ? logsOnGui : logsOffGui)++; },
+      [&](const QString& line) {
+        (QThread::currentThread() == qApp->thread() ? logsOnGui : logsOffGui)++;
+        if (line.startsWith("resuming")) resumed = true;
+      },
       Qt::DirectConnection);
   ASSERT_TRUE(s.view.startSweep()) << s.view.sweepStatus()->text().toStdString();
   // The GUI thread keeps turning while the first point trains; the table shows the sweep.
@@ -382,6 +386,16 @@ TEST(ExperimentsView, StartsASweepFromTheFormOffTheGuiThreadAndCancelLeavesItRes
   EXPECT_EQ(hsm::read_point_state(out.toStdString(), sweep.points[0]).state, "stopped");
   EXPECT_EQ(hsm::read_point_state(out.toStdString(), sweep.points[1]).state, "pending");
   EXPECT_TRUE(QFileInfo::exists(QDir(out).filePath(QStringLiteral("runs/seed=1/checkpoints"))));
+  EXPECT_FALSE(resumed);
+
+  // The same form again continues the stopped point from its checkpoint.
+  const int before = logsOffGui;
+  ASSERT_TRUE(s.view.startSweep()) << s.view.sweepStatus()->text().toStdString();
+  ASSERT_TRUE(wait_for([&] { return resumed && logsOffGui > before + 3; }, 120000))
+      << s.view.sweepStatus()->text().toStdString();
+  s.view.cancelSweep();
+  ASSERT_TRUE(wait_for([&] { return !s.view.runner()->isRunning(); }, 60000));
+  EXPECT_EQ(logsOnGui, 0);
 }
 
 TEST(ExperimentsView, SelectedRowsOverlayTheirCurvesInTheTrainingView) {
