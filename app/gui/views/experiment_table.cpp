@@ -15,9 +15,10 @@ QString setting_text(const std::string& json) {
   return qstr(json);
 }
 
-QString digits_text(double x, int precision) {
+// A standard deviation: two significant digits, hundreds and more whole ("230", "0.012").
+QString std_text(double x) {
   if (!std::isfinite(x)) return QString();
-  return QString::number(x, 'g', precision);
+  return std::abs(x) >= 100 ? QLocale().toString(x, 'f', 0) : QString::number(x, 'g', 2);
 }
 
 QString count_text(double x) { return std::isfinite(x) ? QLocale().toString(static_cast<qint64>(x)) : QString(); }
@@ -149,7 +150,7 @@ ExperimentTable grouped_table(const std::vector<hsm::SweepRow>& rows, const std:
                                     &g.tokens_per_s, &g.wall_s}) {
       const QString text = s->n == 0 ? QString()
                                      : QStringLiteral("%1 ± %2 (n %3)")
-                                           .arg(number_text(s->mean), digits_text(s->std, 2))
+                                           .arg(number_text(s->mean), std_text(s->std))
                                            .arg(s->n);
       add_cell(t, s->mean, text, s->std);
     }
@@ -186,8 +187,9 @@ QVariant ExperimentModel::data(const QModelIndex& index, int role) const {
       return col.numeric ? QVariant(table_.numbers[r][c]) : QVariant(table_.texts[r][c]);
     case Qt::TextAlignmentRole:
       return col.numeric ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
-    case Qt::ToolTipRole:
-      return table_.tooltips[r].isEmpty() ? QVariant() : QVariant(table_.tooltips[r]);
+    case Qt::ToolTipRole:  // a failed run's error, a group's runs; else a long name in full
+      if (!table_.tooltips[r].isEmpty()) return table_.tooltips[r];
+      return col.numeric ? QVariant() : QVariant(table_.texts[r][c]);
     case Qt::ForegroundRole:
       if (col.name == column::kState && table_.texts[r][c] == QLatin1String("failed")) return QColor(0xb2, 0x18, 0x2b);
       return {};

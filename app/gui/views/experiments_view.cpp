@@ -56,15 +56,19 @@ bool any_finite(const ExperimentTable& t, int c) {
   return false;
 }
 
-// Fills a combo with `items`, keeping its current text when it is still there, else `fallback`.
-void refill(QComboBox* box, const QStringList& items, const QString& fallback) {
-  const QString keep = box->currentText();
+// Fills a combo with columns (shown by their short names, the column's name the item's data),
+// keeping its current column when it is still there, else `fallback`.
+void refill(QComboBox* box, const QStringList& columns, const QString& fallback) {
+  const QString keep = box->currentData().toString();
   const QSignalBlocker block(box);
   box->clear();
-  box->addItems(items);
-  const int i = box->findText(keep);
-  box->setCurrentIndex(i >= 0 ? i : std::max(0, box->findText(fallback)));
+  for (const QString& c : columns) box->addItem(short_setting(c), c);
+  const int i = box->findData(keep);
+  box->setCurrentIndex(i >= 0 ? i : std::max(0, box->findData(fallback)));
 }
+
+// The column a combo names.
+QString chosen(const QComboBox* box) { return box->currentData().toString(); }
 
 }  // namespace
 
@@ -434,9 +438,8 @@ void ExperimentsView::read(const QString& sweepDir, const QStringList& runDirs) 
 void ExperimentsView::showRows(std::vector<hsm::SweepRow> rows) {
   rows_ = std::move(rows);
   // Groups: the settings that differ.
-  QStringList groups = {tr("(none)")};
-  groups << differing_settings(rows_);
-  refill(group_, groups, tr("(none)"));
+  refill(group_, QStringList{QString()} + differing_settings(rows_), QString());
+  group_->setItemText(0, tr("(none)"));
   // The selection, by run, across the re-read.
   QStringList selected;
   for (const QModelIndex& i : table_->selectionModel()->selectedRows())
@@ -465,15 +468,17 @@ void ExperimentsView::showRows(std::vector<hsm::SweepRow> rows) {
 }
 
 void ExperimentsView::setGroup(const QString& setting) {
-  const int i = setting.isEmpty() ? 0 : group_->findText(setting);
-  if (group_->count() == 0) group_->addItem(tr("(none)"));
-  group_->setCurrentIndex(std::max(i, 0));
-  rebuildTable();
+  if (group_->count() == 0) group_->addItem(tr("(none)"), QString());
+  const int i = std::max(group_->findData(setting), 0);
+  if (i == group_->currentIndex())
+    rebuildTable();
+  else
+    group_->setCurrentIndex(i);  // rebuilds
 }
 
 void ExperimentsView::rebuildTable() {
   ExperimentTable t;
-  const QString setting = group_->currentIndex() > 0 ? group_->currentText() : QString();
+  const QString setting = chosen(group_);
   try {
     t = setting.isEmpty() ? experiment_table(rows_) : grouped_table(rows_, sstr(setting));
   } catch (const std::exception& e) {
@@ -523,16 +528,16 @@ void ExperimentsView::drawParallel() {
   const int runColumn = t.columnOf(column::kRun);
   for (int r = 0; r < t.texts.size(); ++r) names << (runColumn >= 0 ? t.texts[r][runColumn] : t.runs[r].join(", "));
   QVector<double> colour;
-  const int cc = t.columnOf(colour_->currentText());
+  const int cc = t.columnOf(chosen(colour_));
   for (const auto& row : t.numbers) colour << (cc >= 0 ? row[cc] : NAN);
-  parallel_->setData(axes, names, colour, colour_->currentText());
+  parallel_->setData(axes, names, colour, colour_->currentText());  // (its short name)
   proxy_->setAllowed(parallel_->passing());
   drawScatter();
 }
 
 void ExperimentsView::drawScatter() {
   const ExperimentTable& t = model_->table();
-  const int xc = t.columnOf(scatterX_->currentText()), yc = t.columnOf(scatterY_->currentText());
+  const int xc = t.columnOf(chosen(scatterX_)), yc = t.columnOf(chosen(scatterY_));
   scatter_->setXLabel(scatterX_->currentText());
   scatter_->plot()->yAxis->setLabel(scatterY_->currentText());
   QVector<PlotSeries> series;

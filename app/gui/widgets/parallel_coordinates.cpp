@@ -125,7 +125,9 @@ void ParallelCoordinates::draw() {
   dragRect_ = nullptr;
   const int n = static_cast<int>(axes_.size());
   p->xAxis->setRange(-0.5, std::max(n, 1) - 0.5);
-  p->yAxis->setRange(-0.16, 1.14);
+  // Many axes: their names alternate between two heights so that neighbours do not overlap.
+  const bool stagger = n > 10;
+  p->yAxis->setRange(-0.16, stagger ? 1.22 : 1.14);
   QFont small = font();
   small.setPointSizeF(small.pointSizeF() * 0.85);
 
@@ -157,7 +159,7 @@ void ParallelCoordinates::draw() {
     axis->end->setCoords(a, 1);
     axis->setPen(QPen(QColor(60, 60, 60), 1.2));
     auto* name = new QCPItemText(p);
-    name->position->setCoords(a, 1.04);
+    name->position->setCoords(a, stagger && a % 2 == 1 ? 1.12 : 1.04);
     name->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
     name->setText(axes_[a].name);
     name->setFont(font());
