@@ -317,7 +317,8 @@ void ExperimentsView::connectSignals() {
   reread_.setSingleShot(true);
   reread_.setInterval(300);
   connect(&reread_, &QTimer::timeout, this, &ExperimentsView::refresh);
-  connect(&watcher_, &QFileSystemWatcher::directoryChanged, this, [this] {
+  connect(&watcher_, &QFileSystemWatcher::directoryChanged, this, [this](const QString& dir) {
+    if (dir == sweepDir_ && watcher_.directories().size() < 2) watch();  // points/ may be new
     if (!reread_.isActive()) reread_.start();
   });
 
@@ -574,8 +575,10 @@ void ExperimentsView::drawScatter() {
 void ExperimentsView::watch() {
   if (!watcher_.directories().isEmpty()) watcher_.removePaths(watcher_.directories());
   if (sweepDir_.isEmpty()) return;
-  QDir(sweepDir_).mkpath(QStringLiteral("points"));
-  watcher_.addPaths({sweepDir_, QDir(sweepDir_).filePath(QStringLiteral("points"))});
+  // points/ (the points' state files) appears with the first point that starts.
+  const QString points = QDir(sweepDir_).filePath(QStringLiteral("points"));
+  watcher_.addPath(sweepDir_);
+  if (QFileInfo::exists(points)) watcher_.addPath(points);
 }
 
 QString ExperimentsView::exportTable(const QString& path) const {
