@@ -26,6 +26,7 @@
 #include "gui/studio_settings.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/experiments_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
@@ -79,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   probe_ = new ProbeView(runs_, engine_);
   losses_ = new LossesView(runs_, engine_);
   lab_ = new LabView(runs_, engine_);
+  experiments_ = new ExperimentsView(runs_, engine_);
   tabs_->addTab(new Page(architecture_), tr("Architecture"));
   tabs_->addTab(new Page(training_), tr("Training"));
   tabs_->addTab(new Page(weights_), tr("Weights"));
@@ -87,13 +89,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(new Page(probe_), tr("Probe"));
   tabs_->addTab(new Page(losses_), tr("Losses"));
   tabs_->addTab(new Page(lab_), tr("Lab"));
+  tabs_->addTab(new Page(experiments_), tr("Experiments"));
   tabs_->setCurrentIndex(kTraining);
   // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
   // here, the current run below.
   const std::pair<QWidget*, const char*> exportViews[] = {
       {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
       {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
-      {losses_, "losses"},     {lab_, "lab"}};
+      {losses_, "losses"},     {lab_, "lab"},               {experiments_, "experiments"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
   lab_->setArchitectureModel([this](const QString& path) { return architecture_->saveConfig(path); });
   connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {
@@ -102,6 +105,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);
   });
+  connect(experiments_, &ExperimentsView::curvesRequested, this, [this] { showView(kTraining); });
 
   startTab_ = new Page(start_);
   addStartTab();
@@ -246,6 +250,7 @@ void MainWindow::buildMenus() {
       QMessageBox::information(this, tr("Demo models"),
                                tr("No demo models are installed (looked in %1/models).").arg(qstr(hsm::resources_dir())));
   });
+  file->addAction(tr("Open a &sweep folder…"), this, &MainWindow::openSweepDialog);
   recentMenu_ = file->addMenu(tr("Open &recent"));
   connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::refreshRecentMenu);
   file->addSeparator();
@@ -259,7 +264,7 @@ void MainWindow::buildMenus() {
   view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
   const QStringList names = {tr("&Architecture"), tr("&Training"), tr("&Weights"), tr("&Diagnostics"),
                              tr("&Playground"), tr("P&robe"),          tr("L&osses"),
-                             tr("&Lab")};
+                             tr("&Lab"),          tr("E&xperiments")};
   for (int i = 0; i < names.size(); ++i)
     view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
                     [this, i] { showView(static_cast<View>(i)); });
@@ -389,6 +394,14 @@ void MainWindow::openRunDialog() {
   const QString start = recent.isEmpty() ? StudioSettings::dialogFolder() : QFileInfo(recent.first()).path();
   const QString dir = QFileDialog::getExistingDirectory(this, tr("Open run folder"), start);
   if (!dir.isEmpty()) openRun(dir);
+}
+
+void MainWindow::openSweepDialog() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a sweep folder"), StudioSettings::dialogFolder());
+  if (dir.isEmpty()) return;
+  StudioSettings::setDialogFolder(dir);
+  showView(kExperiments);
+  experiments_->openSweep(dir);
 }
 
 void MainWindow::refreshRecentMenu() {

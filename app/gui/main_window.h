@@ -18,6 +18,7 @@ namespace studio {
 class ArchitectureView;
 class DiagnosticsView;
 class LabView;
+class ExperimentsView;
 class EngineHost;
 class PlaygroundView;
 class LossesView;
@@ -35,7 +36,7 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab };
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab, kExperiments };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -50,6 +51,7 @@ class MainWindow : public QMainWindow {
   ProbeView* probeView() const { return probe_; }
   LossesView* lossesView() const { return losses_; }
   LabView* labView() const { return lab_; }
+  ExperimentsView* experimentsView() const { return experiments_; }
   QTabWidget* tabs() const { return tabs_; }
   // The start page is a tab like the views (after them, so a view's tab index is its View),
   // closable, and back through View › Start page.
@@ -81,6 +83,7 @@ class MainWindow : public QMainWindow {
  private:
   void buildMenus();
   void openRunDialog();
+  void openSweepDialog();
   void exportDialog();
   void preferencesDialog();
   void aboutDialog();
@@ -106,6 +109,7 @@ class MainWindow : public QMainWindow {
   ProbeView* probe_;
   LossesView* losses_;
   LabView* lab_;
+  ExperimentsView* experiments_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;
