@@ -376,6 +376,16 @@ TEST(ExperimentsView, StartsASweepFromTheFormOffTheGuiThreadAndCancelLeavesItRes
       << s.view.sweepStatus()->text().toStdString();
   EXPECT_EQ(logsOnGui, 0);
   EXPECT_EQ(s.view.sweepDir(), QDir(out).absolutePath());
+  {
+    // The point trains in a process of its own (`hsm sweep run`), not in the studio's: its
+    // state names that process, and its output goes to the launcher's log file as well.
+    const hsm::Sweep running = hsm::load_sweep(out.toStdString());
+    const hsm::PointState state = hsm::read_point_state(out.toStdString(), running.points[0]);
+    EXPECT_EQ(state.state, "running");
+    EXPECT_GT(state.pid, 0);
+    EXPECT_NE(state.pid, QCoreApplication::applicationPid());
+    EXPECT_GT(QFileInfo(QDir(out).filePath(QStringLiteral("points/seed=1.log"))).size(), 0);
+  }
   s.view.cancelSweep();
   ASSERT_TRUE(wait_for([&] { return !s.view.runner()->isRunning(); }, 60000));
   ASSERT_TRUE(wait_for([&] { return s.view.sweepStatus()->text().contains("cancelled"); }, 10000))

@@ -1,12 +1,18 @@
 #include "gui/views/sweep_runner.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
+
 #include <QDir>
+#include <QFile>
+#include <QProcess>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMetaObject>
 #include <QStringList>
 
+#include "gui/engine/hsm_executable.h"
 #include "gui/engine_types.h"
 #include "hsm/errors.h"
 #include "hsm/sweep.h"
@@ -119,6 +125,62 @@ void SweepRunner::cancel() { stop_ = true; }
 
 bool SweepRunner::onRunnerThread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
+std::string SweepRunner::runPoint(const QString& exe, const std::string& dir, const hsm::SweepPoint& point,
+                                  QString* error) {
+  // The point's output goes where `hsm sweep`'s launcher puts it (points/NAME.log) and, line by
+  // line, to log().
+  QFile logFile(QDir(qstr(dir)).filePath(QStringLiteral("points/%1.log").arg(qstr(point.name))));
+  logFile.open(QIODevice::WriteOnly | QIODevice::Append);
+  QProcess process;
+  process.setProcessChannelMode(QProcess::MergedChannels);
+  // The studio gone (even killed) → the point stops at a step with its checkpoint.
+  process.setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGTERM); });
+  process.start(exe, {QStringLiteral("sweep"), QStringLiteral("run"), qstr(dir), QStringLiteral("--point"),
+                      QString::number(point.index)});
+  if (!process.waitForStarted(30000)) {
+    *error = tr("cannot start %1: %2").arg(exe, process.errorString());
+    return "failed";
+  }
+  QByteArray pending;
+  QString lastLine;
+  bool signalled = false;
+  auto readLines = [&] {
+    const QByteArray more = process.readAll();
+    if (more.isEmpty()) return;
+    logFile.write(more);
+    logFile.flush();
+    pending += more;
+    qsizetype end;
+    while ((end = pending.indexOf('\n')) >= 0) {
+      const QString line = QString::fromUtf8(pending.left(end)).trimmed();
+      pending.remove(0, end + 1);
+      if (line.isEmpty()) continue;
+      lastLine = line;
+      emit log(line);
+    }
+  };
+  while (process.state() != QProcess::NotRunning) {
+    process.waitForReadyRead(100);  // no event loop on this thread: the synchronous API
+    readLines();
+    if (stop_ && !signalled) {
+      ::kill(static_cast<pid_t>(process.processId()), SIGTERM);  // stops at a step, writes a checkpoint
+      signalled = true;
+    }
+  }
+  process.waitForFinished(-1);
+  readLines();
+  hsm::PointState state = hsm::read_point_state(dir, point);
+  const bool ended = process.exitStatus() == QProcess::NormalExit;
+  if (state.state == "done" || state.state == "stopped") return state.state;
+  if (state.state != "failed") {  // killed before it could say so: recorded here, as the launcher does
+    state.state = "failed";
+    state.error = ended ? lastLine.toStdString() : "killed (" + process.errorString().toStdString() + ")";
+    hsm::write_point_state(dir, point, state);
+  }
+  *error = qstr(state.error.empty() ? lastLine.toStdString() : state.error);
+  return state.state;
+}
+
 void SweepRunner::run(QString specJson, QString baseDir, QString outDir) {
   const std::string dir = sstr(QDir(outDir).absolutePath());
   hsm::Sweep sweep;
@@ -135,17 +197,19 @@ void SweepRunner::run(QString specJson, QString baseDir, QString outDir) {
   QStringList failures;
   for (const hsm::SweepPoint& p : sweep.points)
     done += hsm::read_point_state(dir, p).state == "done";
+  const QString exe = hsmExecutable();
   for (const hsm::SweepPoint& p : sweep.points) {
     if (stop_) break;
     if (hsm::read_point_state(dir, p).state == "done") continue;
     emit progress(done, points, qstr(p.name));
-    try {
-      const std::string state =
-          hsm::run_sweep_point(dir, p.index, 0, &stop_, [this](const std::string& line) { emit log(qstr(line)); });
-      done += state == "done";
-    } catch (const std::exception& e) {  // recorded in the point's state file; the others go on
-      failures << QStringLiteral("%1: %2").arg(qstr(p.name), qstr(hsm::error_text(e)));
+    if (exe.isEmpty()) {
+      failures << tr("cannot find the hsm program (beside the studio, or on PATH) that trains a point");
+      break;
     }
+    QString error;
+    const std::string state = runPoint(exe, dir, p, &error);
+    done += state == "done";
+    if (!error.isEmpty()) failures << QStringLiteral("%1: %2").arg(qstr(p.name), error);
   }
   const bool cancelled = stop_;
   emit progress(done, points, QString());

@@ -1,15 +1,24 @@
 #pragma once
 // Starting a sweep from the Experiments view (issue 39): the small form's fields made into a
 // spec (docs/sweeps.md, "The spec"), and the runner that checks it, makes the sweep folder and
-// trains its points one after another on a thread of its own (hsm::run_sweep_point, as each
-// `hsm sweep run --point K` does): not on an executor, since a sweep takes minutes and the
-// views' calls must not wait behind it. Cancel stops the point under way at a step with a
-// checkpoint ("stopped"), so the folder continues where it stopped when started again.
+// trains its points one after another, each in a process of its own (`hsm sweep run DIR
+// --point K`, what the launcher and each Slurm array task run), watched from a thread of the
+// runner's: not on an executor, since a sweep takes minutes and the views' calls must not wait
+// behind it, and not in the studio's process, where LibTorch's one random generator would be
+// shared with a run the Training view trains meanwhile (the point's bits would then depend on
+// it; the Lab view's workers are processes for the same reason). Cancel sends the point SIGTERM:
+// it stops at a step with a checkpoint ("stopped"), so the folder continues where it stopped
+// when started again; the point gets the same when the studio ends, even killed.
 #include <QObject>
 #include <QString>
 #include <atomic>
+#include <string>
 #include <memory>
 #include <thread>
+
+namespace hsm {
+struct SweepPoint;
+}
 
 namespace studio {
 
@@ -53,6 +62,9 @@ class SweepRunner : public QObject {
 
  private:
   void run(QString specJson, QString baseDir, QString outDir);
+  // Trains one point in a child process until it ends (or stop_: SIGTERM); returns its state,
+  // with *error set when it failed.
+  std::string runPoint(const QString& exe, const std::string& dir, const hsm::SweepPoint& point, QString* error);
 
   std::thread thread_;
   std::atomic<bool> stop_{false};
