@@ -34,6 +34,7 @@
 #include "gui/views/losses_view.h"
 #include "gui/views/lab_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/sweep_runner.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
@@ -504,6 +505,22 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     }
     event->ignore();  // closes when trainingFinished arrives
     return;
+  }
+  // A lab or a sweep trains in processes of its own: closing stops them (each run at its step,
+  // with its checkpoint), so ask first, as for training.
+  const bool labRunning = lab_->isRunning(), sweepRunning = experiments_->runner()->isRunning();
+  if (labRunning || sweepRunning) {
+    const auto answer = QMessageBox::question(
+        this, labRunning ? tr("A lab is running") : tr("A sweep is running"),
+        tr("Stop it now? Each run stops at its step and keeps its checkpoint; running the %1 again continues it.")
+            .arg(labRunning ? tr("lab") : tr("sweep")),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+    if (labRunning) lab_->cancelLab();
+    if (sweepRunning) experiments_->cancelSweep();
   }
   playground_->stop();
   StudioSettings::setGeometry(saveGeometry());

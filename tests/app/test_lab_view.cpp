@@ -8,7 +8,10 @@
 #include <qcustomplot.h>
 #include <QFile>
 #include <QLineEdit>
+#include <QApplication>
 #include <QLabel>
+#include <QMessageBox>
+#include <QTimer>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QThread>
@@ -251,4 +254,31 @@ TEST(LabView, IsATabAfterTheOtherViews) {
   ASSERT_NE(opened, nullptr);
   EXPECT_EQ(QFileInfo(opened->dir).canonicalFilePath(), QFileInfo(run).canonicalFilePath());
   EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kDiagnostics);
+}
+
+// Closing the studio while a lab runs asks first (Cancel: it goes on); Yes stops every worker
+// at its step with its checkpoint and closes.
+TEST(LabView, ClosingWhileALabRunsAsksThenStopsItsWorkers) {
+  MainWindow w;
+  w.show();
+  LabView& view = *w.labView();
+  const QString folder = test::temp_root() + QStringLiteral("/lab-close");
+  view.setFolder(folder);
+  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 100000);
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return view.progress()->value() > 0; }, 60000));
+  auto answer = [](QMessageBox::StandardButton button) {
+    QTimer::singleShot(100, [button] {
+      if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) box->button(button)->click();
+    });
+  };
+  answer(QMessageBox::Cancel);
+  EXPECT_FALSE(w.close());
+  EXPECT_TRUE(view.isRunning());
+  answer(QMessageBox::Yes);
+  EXPECT_TRUE(w.close());
+  ASSERT_TRUE(test::wait_for([&] { return !view.isRunning(); }, 60000));
+  const QStringList runs = QDir(folder + QStringLiteral("/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+  ASSERT_EQ(runs.size(), 1);
+  EXPECT_TRUE(QFileInfo::exists(folder + QStringLiteral("/runs/") + runs[0] + QStringLiteral("/model.safetensors")));
 }
