@@ -1,5 +1,6 @@
 // `hsm diagnose RUN_DIR --prompt TEXT [--layer L] [--json]`: attention / effective mixing
 // matrices of every layer and head for a prompt and DA §4.4's indicators (docs/diagnostics.md).
+// A task run (docs/lab.md) takes `--example N`: test example N of its task, tokens by its labels.
 // Text: a table per layer and head; --json adds the L×L matrices. Both name the run and the
 // prompt, so a saved output says what it is a diagnosis of.
 #include <cstdio>
@@ -23,6 +24,19 @@ nlohmann::json matrix_json(const std::vector<float>& m, int64_t L) {
   nlohmann::json rows = nlohmann::json::array();
   for (int64_t i = 0; i < L; ++i) rows.push_back(std::vector<float>(m.begin() + i * L, m.begin() + (i + 1) * L));
   return rows;
+}
+
+nlohmann::json example_json(const TaskPrompt& p) {
+  nlohmann::json answers = nlohmann::json::array();
+  for (size_t i = 0; i < p.answers.size(); ++i) {
+    const auto t = static_cast<size_t>(p.answers[i]);
+    answers.push_back({{"position", t},
+                       {"right", p.targets[t]},
+                       {"right_label", p.answer_labels[i]},
+                       {"predicted", p.predicted[i]},
+                       {"predicted_label", p.predicted_labels[i]}});
+  }
+  return {{"task", p.task}, {"split", "test"}, {"index", p.index}, {"answers", answers}, {"right", p.right()}};
 }
 
 nlohmann::json diagnosis_json(const std::string& run, const std::string& prompt, const Diagnosis& d,
@@ -95,13 +109,17 @@ Command add_diagnose_command(CLI::App& app) {
   struct Args {
     std::string run, prompt, device = "auto";
     int layer = -1;
-    int64_t max_tokens = 0;
+    int64_t max_tokens = 0, example = -1;
     int threads = 0;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--prompt", a->prompt, "Text to diagnose (cut to the context)")->required();
+  auto* prompt = cmd->add_option("--prompt", a->prompt, "Text to diagnose (cut to the context)");
+  cmd->add_option("--example", a->example,
+                  "A task run's test example N as the prompt (up to its last answer; docs/lab.md)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(prompt);
   cmd->add_option("--layer", a->layer, "Show this layer only (0-based)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
@@ -109,7 +127,22 @@ Command add_diagnose_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
-            const Diagnosis d = Prober(Model::load(a->run, a->device)).diagnose(a->prompt, a->max_tokens);
+            const auto model = Model::load(a->run, a->device);
+            const Prober prober(model);
+            if (model->task() && a->example < 0)
+              throw std::invalid_argument(a->run + " was trained on the task " + model->task()->name() +
+                                          " and reads no text: give --example N (a test example of its task)");
+            if (!model->task() && a->example >= 0)
+              throw std::invalid_argument(a->run + " was trained on a corpus, not a task: give --prompt TEXT");
+            if (!model->task() && a->prompt.empty())
+              throw std::invalid_argument("--prompt is required: the text to diagnose");
+            TaskPrompt example;
+            if (model->task()) {
+              example = prober.task_prompt(a->example);
+              a->prompt = "test example " + std::to_string(a->example) + " of " + example.task;
+            }
+            const Diagnosis d = model->task() ? prober.diagnose_tokens(example.tokens)
+                                              : prober.diagnose(a->prompt, a->max_tokens);
             std::vector<const LayerDiagnostics*> layers;
             for (const auto& l : d.layers)
               if (a->layer < 0 || l.layer == a->layer) layers.push_back(&l);
@@ -117,12 +150,16 @@ Command add_diagnose_command(CLI::App& app) {
               throw std::invalid_argument("--layer " + std::to_string(a->layer) + " is out of range: the model has " +
                                           std::to_string(d.layers.size()) + " layers (0.." +
                                           std::to_string(d.layers.size() - 1) + ")");
-            if (a->json)
-              std::cout << diagnosis_json(a->run, a->prompt, d, layers)
-                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                        << "\n";
-            else
+            if (a->json) {
+              nlohmann::json out = diagnosis_json(a->run, a->prompt, d, layers);
+              if (model->task()) out["task_example"] = example_json(example);
+              std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            } else {
               print_table(a->run, a->prompt, d, layers);
+              for (size_t i = 0; i < example.answers.size(); ++i)
+                std::printf("answer at %lld: predicted %s, right %s\n", static_cast<long long>(example.answers[i]),
+                            example.predicted_labels[i].c_str(), example.answer_labels[i].c_str());
+            }
             return 0;
           }};
 }

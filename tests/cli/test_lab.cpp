@@ -116,6 +116,14 @@ TEST(TaskCli, TrainOnATaskAndEvalScoresAFreshTestSet) {
   EXPECT_EQ(eval["answers"], 400);
   EXPECT_GE(eval["answer_accuracy"].get<double>(), 0.0);
   EXPECT_GE(eval["answer_accuracy"].get<double>(), eval["sequence_accuracy"].get<double>());
+  // Diagnosed on a test example of its task (it reads no text), the tokens by the task's labels.
+  const auto diag = json_of("diagnose " + dir + "/run --example 4 --json --device cpu");
+  EXPECT_EQ(diag["task_example"]["index"], 4);
+  EXPECT_EQ(diag["task_example"]["answers"].size(), 2u);
+  EXPECT_EQ(diag["tokens"][0].get<std::string>().front(), 'k');
+  const Result text = shell(hsm("diagnose " + dir + "/run --prompt hello --device cpu"));
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("reads no text: give --example N"), std::string::npos) << text.out;
   // Resumed on another task: refused in one line naming it.
   const Result other = shell(hsm("train --resume --out " + dir + "/run --task mqar:vocab=32,pairs=3,context=16 --steps 40"));
   EXPECT_EQ(other.exit_code, 1);

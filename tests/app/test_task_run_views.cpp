@@ -1,0 +1,201 @@
+// A run trained on a synthetic task (issue 38) in the studio's other views, driven through their
+// widgets: Diagnostics and Probe read a test example of its task instead of text (its tokens by
+// the task's labels, the answers marked, the model's answer beside the right one); Playground
+// and Losses say what a task run is instead of failing on its missing tokenizer; Weights shows
+// its mixers.
+#include <gtest/gtest.h>
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+
+#include "gui/engine/engine_host.h"
+#include "gui/run_list.h"
+#include "gui/views/diagnostics_view.h"
+#include "gui/views/losses_view.h"
+#include "gui/views/playground_view.h"
+#include "gui/views/probe_view.h"
+#include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/task_example_bar.h"
+#include "hsm/task_run.h"
+#include "hsm/trainer.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+namespace {
+
+constexpr const char* kTask = "mqar:vocab=64,pairs=4,context=32";
+
+// A two-layer attention model (d 32) trained 10 steps on kTask, once per process: a task run
+// (task.json, no tokenizer.model).
+QString task_run() {
+  static const QString dir = [] {
+    hsm::RunSpec spec;
+    spec.run_dir = (temp_root() + QStringLiteral("/task_run")).toStdString();
+    spec.task = kTask;
+    spec.model.name = "tiny-attn";
+    spec.model.d_model = 32;
+    spec.model.dropout = 0.0;
+    for (int l = 0; l < 2; ++l) spec.model.layers.push_back({"attn", 64, 4});
+    hsm::adopt_task_shape(spec.model, *hsm::parse_task(kTask));
+    spec.train.steps = 10;
+    spec.train.batch_size = 16;
+    spec.train.lr = 3e-3;
+    spec.train.eval_every = 10;
+    spec.train.eval_batches = 1;
+    spec.train.log_every = 5;
+    spec.train.checkpoint_every = 10;
+    spec.train.threads = 1;
+    spec.train.device = "cpu";
+    spec.train.probe_text.clear();
+    hsm::Trainer(spec).run();
+    return QString::fromStdString(spec.run_dir);
+  }();
+  return dir;
+}
+
+// Test example `index` of the run's task, read independently of the views.
+hsm::TaskPrompt expected_example(int index) {
+  return hsm::task_prompt(*hsm::parse_task(hsm::run_task(task_run().toStdString())), index);
+}
+
+QStringList labels_of(const hsm::TaskPrompt& p) {
+  QStringList out;
+  for (const std::string& l : p.labels) out << QString::fromStdString(l);
+  return out;
+}
+
+}  // namespace
+
+TEST(TaskRunViews, DiagnosticsShowsATestExampleByItsLabelsAndTheAnswers) {
+  RunList runs;
+  EngineHost engine;
+  DiagnosticsView view(&runs, &engine);
+  runs.setCurrent(runs.open(task_run()));
+  // The example picker stands where the prompt box stood.
+  EXPECT_TRUE(view.findChild<QLineEdit*>(QStringLiteral("diag_prompt"))->isHidden());
+  ASSERT_FALSE(view.exampleBar()->isHidden());
+  EXPECT_TRUE(view.findChild<QLabel*>(QStringLiteral("diag_task"))->text().contains(QStringLiteral("task: mqar:")));
+
+  view.findChild<QSpinBox*>(QStringLiteral("diag_example"))->setValue(2);  // runs it
+  ASSERT_TRUE(view.isRunning()) << view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !view.isRunning(); }));
+  ASSERT_EQ(view.lastError(), QString());
+  ASSERT_TRUE(view.hasResult(0));
+
+  const hsm::TaskPrompt want = expected_example(2);
+  const hsm::TaskPrompt& shown = view.example(0);
+  EXPECT_EQ(shown.index, 2);
+  EXPECT_EQ(view.diagnosis(0).token_ids, want.tokens);
+  EXPECT_EQ(view.diagnosis(0).tokens, want.labels);  // "k12", "v7", ...
+  ASSERT_EQ(shown.answers, want.answers);
+  ASSERT_EQ(shown.predicted.size(), want.answers.size());
+
+  // The map's keys are the labels; its query rows mark the answers.
+  HeatmapPanel* m = view.matrixPanel();
+  const int L = static_cast<int>(want.tokens.size());
+  ASSERT_EQ(m->rows(), L);
+  const QStringList labels = labels_of(want);
+  for (int64_t t : want.answers) {
+    const QString hover = m->hoverText(static_cast<int>(t), 0);
+    EXPECT_TRUE(hover.contains(QStringLiteral("▸") + labels[static_cast<int>(t)])) << hover.toStdString();
+  }
+  EXPECT_TRUE(m->hoverText(0, 0).contains(labels[0])) << m->hoverText(0, 0).toStdString();
+  EXPECT_FALSE(m->hoverText(0, 0).contains(QStringLiteral("▸")));
+
+  // The answers line says the model's answer and the right one at each answer position.
+  const QString answers = view.exampleBar()->answersText();
+  for (size_t i = 0; i < want.answers.size(); ++i) {
+    EXPECT_TRUE(answers.contains(QStringLiteral("right: %1").arg(QString::fromStdString(want.answer_labels[i]))))
+        << answers.toStdString();
+    EXPECT_TRUE(answers.contains(QString::fromStdString(shown.predicted_labels[i]))) << answers.toStdString();
+  }
+  EXPECT_TRUE(answers.contains(QStringLiteral("%1 of %2 right").arg(shown.right()).arg(want.answers.size())))
+      << answers.toStdString();
+
+  // "Next example" diagnoses the next test example.
+  view.findChild<QPushButton*>(QStringLiteral("diag_next"))->click();
+  ASSERT_TRUE(wait_for([&] { return !view.isRunning() && view.example(0).index == 3; }));
+  EXPECT_EQ(view.diagnosis(0).tokens, expected_example(3).labels);
+
+  // The exports name the example: its task, index, labels and answers.
+  const QString folder = temp_root() + QStringLiteral("/task_diag_export");
+  QString error;
+  const QStringList files = view.exportAll(folder, &error);
+  EXPECT_EQ(error, QString());
+  QFile about(QDir(folder).filePath(QStringLiteral("task_run-diagnostics.json")));
+  ASSERT_TRUE(about.open(QIODevice::ReadOnly)) << files.join(' ').toStdString();
+  const QJsonObject json = QJsonDocument::fromJson(about.readAll()).object();
+  const QJsonObject example = json[QStringLiteral("task_example")].toObject();
+  EXPECT_EQ(example[QStringLiteral("index")].toInt(), 3);
+  EXPECT_EQ(example[QStringLiteral("split")].toString(), QStringLiteral("test"));
+  EXPECT_EQ(example[QStringLiteral("answers")].toArray().size(), static_cast<int>(expected_example(3).answers.size()));
+  EXPECT_EQ(json[QStringLiteral("tokens")].toArray().first().toString(), labels_of(expected_example(3)).first());
+}
+
+TEST(TaskRunViews, ProbesLensAndRolloutWorkOnATaskExample) {
+  RunList runs;
+  EngineHost engine;
+  ProbeView view(&runs, &engine);
+  runs.setCurrent(runs.open(task_run()));
+  EXPECT_TRUE(view.findChild<QLineEdit*>(QStringLiteral("probe_prompt"))->isHidden());
+  ASSERT_FALSE(view.exampleBar()->isHidden());
+  ASSERT_TRUE(view.runProbe()) << view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !view.isProbing(); }));
+  ASSERT_TRUE(view.hasProbe()) << view.lastError().toStdString();
+
+  const hsm::TaskPrompt want = expected_example(0);
+  const hsm::Probe& p = view.probe();
+  EXPECT_EQ(p.token_ids, want.tokens);
+  EXPECT_EQ(p.tokens, want.labels);
+  ASSERT_EQ(view.example().answers, want.answers);
+  QTableWidget* lens = view.lensTable();
+  ASSERT_EQ(lens->columnCount(), static_cast<int>(want.tokens.size()));
+  const int last = lens->rowCount() - 1;  // after the last block: the model's own prediction
+  for (size_t i = 0; i < want.answers.size(); ++i) {
+    const int t = static_cast<int>(want.answers[i]);
+    EXPECT_EQ(lens->horizontalHeaderItem(t)->text(), QStringLiteral("▸") + labels_of(want)[t]);
+    EXPECT_EQ(lens->item(last, t)->text(), QString::fromStdString(view.example().predicted_labels[i]));
+    EXPECT_TRUE(view.lensTooltip(last, t).contains(QStringLiteral("right answer “%1”")
+                                                      .arg(QString::fromStdString(want.answer_labels[i]))))
+        << view.lensTooltip(last, t).toStdString();
+  }
+  EXPECT_EQ(view.rolloutPanel()->rows(), static_cast<int>(want.tokens.size()));
+
+  // The ablation scores a corpus: refused on a task run with the reason.
+  EXPECT_FALSE(view.runAblation());
+  EXPECT_TRUE(view.lastError().contains(QStringLiteral("trained on a task"))) << view.lastError().toStdString();
+
+  const QStringList files = view.exportAll(temp_root() + QStringLiteral("/task_probe_export"));
+  EXPECT_TRUE(files.contains(temp_root() + QStringLiteral("/task_probe_export/task_run-probe-example.json")))
+      << files.join(' ').toStdString();
+}
+
+TEST(TaskRunViews, PlaygroundAndLossesSayWhatATaskRunIs) {
+  RunList runs;
+  EngineHost engine;
+  PlaygroundView playground(&runs, &engine);
+  LossesView losses(&runs, &engine);
+  runs.setCurrent(runs.open(task_run()));
+
+  EXPECT_FALSE(playground.findChild<QPushButton*>(QStringLiteral("generate"))->isEnabled());
+  EXPECT_TRUE(playground.findChild<QLabel*>(QStringLiteral("hint"))->text().contains(QStringLiteral("generates no text")));
+  EXPECT_FALSE(playground.generate());
+  EXPECT_TRUE(playground.lastError().contains(QStringLiteral("Diagnostics"))) << playground.lastError().toStdString();
+
+  EXPECT_TRUE(losses.statusText().contains(QStringLiteral("reads no text"))) << losses.statusText().toStdString();
+  ASSERT_TRUE(losses.score()) << losses.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !losses.isScoring(); }));
+  const hsm::TaskScore s = hsm::score_task_run(task_run().toStdString(), 256);
+  EXPECT_TRUE(losses.statusText().contains(QStringLiteral("answer accuracy %1").arg(s.answer_accuracy, 0, 'f', 3)))
+      << losses.statusText().toStdString();
+}
