@@ -22,6 +22,7 @@
 #include "gui/views/losses_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/training_series.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/task_example_bar.h"
 #include "hsm/task_run.h"
@@ -172,6 +173,7 @@ TEST(TaskRunViews, ProbesLensAndRolloutWorkOnATaskExample) {
   EXPECT_EQ(view.rolloutPanel()->rows(), static_cast<int>(want.tokens.size()));
 
   // The ablation scores a corpus: refused on a task run with the reason.
+  EXPECT_FALSE(view.findChild<QPushButton*>(QStringLiteral("ablation_run"))->isEnabled());
   EXPECT_FALSE(view.runAblation());
   EXPECT_TRUE(view.lastError().contains(QStringLiteral("trained on a task"))) << view.lastError().toStdString();
 
@@ -193,9 +195,29 @@ TEST(TaskRunViews, PlaygroundAndLossesSayWhatATaskRunIs) {
   EXPECT_TRUE(playground.lastError().contains(QStringLiteral("Diagnostics"))) << playground.lastError().toStdString();
 
   EXPECT_TRUE(losses.statusText().contains(QStringLiteral("reads no text"))) << losses.statusText().toStdString();
+  EXPECT_EQ(losses.findChild<QPushButton*>(QStringLiteral("losses_score"))->text(), QStringLiteral("Score test examples"));
   ASSERT_TRUE(losses.score()) << losses.lastError().toStdString();
   ASSERT_TRUE(wait_for([&] { return !losses.isScoring(); }));
   const hsm::TaskScore s = hsm::score_task_run(task_run().toStdString(), 256);
   EXPECT_TRUE(losses.statusText().contains(QStringLiteral("answer accuracy %1").arg(s.answer_accuracy, 0, 'f', 3)))
       << losses.statusText().toStdString();
+}
+
+// The Training view's accuracy plot: a task run's validation accuracy is on its answers, and its
+// sequence accuracy (every answer of an example right) is drawn beside it.
+TEST(TaskRunViews, TrainingCurvesShowAnswerAndSequenceAccuracy) {
+  RunList runs;
+  const int row = runs.open(task_run());
+  const RunEntry& run = runs.at(row);
+  const TrainingCurves c = training_curves({&run}, 0, CurveOptions{});
+  ASSERT_EQ(c.accuracy.size(), 2);
+  EXPECT_EQ(c.accuracy[0].name, run.name() + QStringLiteral(" answers"));
+  EXPECT_EQ(c.accuracy[1].name, run.name() + QStringLiteral(" sequences"));
+  const hsm::MetricRecord* last = nullptr;
+  for (const hsm::MetricRecord& m : run.metrics)
+    if (m.kind == "eval") last = &m;
+  ASSERT_NE(last, nullptr);
+  ASSERT_FALSE(c.accuracy[1].y.isEmpty());
+  EXPECT_DOUBLE_EQ(c.accuracy[1].y.back(), last->sequence_accuracy);
+  EXPECT_DOUBLE_EQ(c.accuracy[0].y.back(), last->val_accuracy);
 }

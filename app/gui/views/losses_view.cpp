@@ -217,6 +217,12 @@ QStringList LossesView::comparedRuns() const {
 }
 
 void LossesView::updateButtons() {
+  // A task run scores its test examples: no corpus, windows or comparison to choose.
+  const RunEntry* run = currentRun();
+  const bool task = run && !run->task.empty();
+  scoreButton_->setText(task ? tr("Score test examples") : tr("Score every token"));
+  dataEdit_->setEnabled(!task);
+  maxWindows_->setEnabled(!task);
   scoreButton_->setEnabled(!isScoring());
   cancelButton_->setEnabled(isScoring());
   exportButton_->setEnabled(hasScores() && !isScoring());
@@ -464,7 +470,7 @@ void LossesView::leaveRun() {
   progress_->setValue(0);
   progress_->setFormat(tr("idle"));
   if (run && !run->task.empty())
-    status_->setText(taskRunLine(*run) + tr(" “Score every token” scores its test examples' answers."));
+    status_->setText(taskRunLine(*run) + tr(" “Score test examples” scores the answers of fresh ones."));
   else
     status_->setText(dir.isEmpty() ? tr("No run open.")
                                    : tr("No losses of %1 yet: press “Score every token”.").arg(runName(dir)));

@@ -292,6 +292,7 @@ void ProbeView::showPromptKind() {
   for (QWidget* w : {static_cast<QWidget*>(dataEdit_), static_cast<QWidget*>(browse_),
                      static_cast<QWidget*>(windowsBox_), static_cast<QWidget*>(maxWindows_)})
     w->setEnabled(!task);
+  updateButtons();
 }
 
 void ProbeView::leaveRun() {
@@ -333,8 +334,9 @@ void ProbeView::setDataPath(const QString& path) { dataEdit_->setText(path); }
 void ProbeView::setMaxWindows(int windows) { maxWindows_->setValue(windows); }
 
 void ProbeView::updateButtons() {
+  const RunEntry* run = currentRun();
   probeButton_->setEnabled(!isProbing());
-  ablateButton_->setEnabled(!isAblating());
+  ablateButton_->setEnabled(!isAblating() && !(run && !run->task.empty()));
   cancelButton_->setEnabled(isAblating());
 }
 
@@ -602,12 +604,16 @@ void ProbeView::drawAblation() {
   }
   bars_->setData(keys, values);  // keys descend: QCustomPlot sorts them
   p->yAxis->setTicker(ticker);
+  const RunEntry* run = currentRun();
   if (n == 0) {
     auto* text = new QCPItemText(p);
     text->position->setType(QCPItemPosition::ptAxisRectRatio);
     text->position->setCoords(0.5, 0.5);
     text->setText(
-        ablationRun_.isEmpty()
+        run && !run->task.empty()
+            ? tr("The ablation scores a corpus's validation windows;\na task run has none (its test accuracy: the "
+                 "Losses view, hsm eval).")
+        : ablationRun_.isEmpty()
             ? tr("Run the ablation: each layer's mixer, and each head,\nknocked out in turn on the validation split.")
             : tr("No ablation of %1 yet. Run it: each layer's mixer, and each head,\nknocked out in turn on "
                  "the validation split.")

@@ -88,7 +88,7 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     const bool task = !run.task.empty();
     c.accuracy << PlotSeries{task ? n + tr(" answers") : n, run.color, accX, accY, PlotSeries::Style::kLine};
     if (task && !qx.isEmpty())
-      c.accuracy << PlotSeries{n + tr(" sequences (every answer right)"), run.color.darker(130), qx, qy,
+      c.accuracy << PlotSeries{n + tr(" sequences"), run.color.darker(130), qx, qy,
                                PlotSeries::Style::kDashedLine};
     c.speed << PlotSeries{n, run.color, sx, smoothed(sy, weight), PlotSeries::Style::kLine};
     c.lr << PlotSeries{n, run.color, lx, ly, PlotSeries::Style::kLine};

@@ -51,7 +51,10 @@ int TaskExampleBar::example() const { return example_->value(); }
 
 void TaskExampleBar::setExample(int index) { example_->setValue(index); }
 
-void TaskExampleBar::clearAnswers() { answers_->clear(); }
+void TaskExampleBar::clearAnswers() {
+  answers_->clear();
+  answers_->setToolTip(QString());
+}
 
 QString TaskExampleBar::answersText() const { return answers_->text(); }
 
@@ -60,6 +63,8 @@ void TaskExampleBar::showAnswers(const hsm::TaskPrompt& p) {
     answers_->setText(tr("Test example %1 has no answer position (nothing in it asks for one).").arg(p.index));
     return;
   }
+  // The first answers on the line, every one in its tooltip: in-context recall asks dozens.
+  constexpr int kShown = 10;
   QStringList items;
   for (size_t i = 0; i < p.answers.size(); ++i) {
     const auto t = static_cast<size_t>(p.answers[i]);
@@ -72,10 +77,14 @@ void TaskExampleBar::showAnswers(const hsm::TaskPrompt& p) {
                  .arg(ok ? QStringLiteral("#2a7d2a") : QStringLiteral("#b03030"), said + (ok ? " ✓" : " ✗"))
                  .arg(QString::fromStdString(p.answer_labels[i]).toHtmlEscaped());
   }
-  answers_->setText(tr("<b>▸ answers</b> (the model's most likely token, %1 of %2 right): %3")
+  const int n = static_cast<int>(items.size());
+  answers_->setText(tr("<b>▸ answers</b> (the model's most likely token, %1 of %2 right%3): %4%5")
                         .arg(p.right())
-                        .arg(p.answers.size())
-                        .arg(items.join(QStringLiteral(" · "))));
+                        .arg(n)
+                        .arg(p.difficulty >= 0 ? tr("; distance %1").arg(p.difficulty) : QString())
+                        .arg(QStringList(items.mid(0, kShown)).join(QStringLiteral(" · ")))
+                        .arg(n > kShown ? tr(" · … %1 more (hover)").arg(n - kShown) : QString()));
+  answers_->setToolTip(n > kShown ? items.join(QStringLiteral("<br>")) : QString());
 }
 
 QStringList TaskExampleBar::markedLabels(const hsm::TaskPrompt& p, const std::vector<std::string>& labels) {
