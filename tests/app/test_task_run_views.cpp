@@ -10,6 +10,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -23,8 +24,12 @@
 #include "gui/views/playground_view.h"
 #include "gui/views/probe_view.h"
 #include "gui/views/training_series.h"
+#include "gui/views/weights_view.h"
+#include "gui/views/what_if_editor.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/task_example_bar.h"
+#include "hsm/evaluator.h"
+#include "hsm/model.h"
 #include "hsm/task_run.h"
 #include "hsm/trainer.h"
 #include "studio_test_util.h"
@@ -220,4 +225,28 @@ TEST(TaskRunViews, TrainingCurvesShowAnswerAndSequenceAccuracy) {
   ASSERT_FALSE(c.accuracy[1].y.isEmpty());
   EXPECT_DOUBLE_EQ(c.accuracy[1].y.back(), last->sequence_accuracy);
   EXPECT_DOUBLE_EQ(c.accuracy[0].y.back(), last->val_accuracy);
+}
+
+// The Weights view shows a task run's mixers, and a knock-out is scored on the task's test
+// examples (the run reads no text): trained against edited, as the engine scores them.
+TEST(TaskRunViews, WeightsViewScoresAKnockOutOnTheTestExamples) {
+  RunList runs;
+  EngineHost engine;
+  WeightsView view(&runs, &engine);
+  runs.setCurrent(runs.open(task_run()));
+  view.resize(1400, 900);
+  view.show();
+  ASSERT_TRUE(wait_for([&] { return !view.weights().empty() && !view.isWaiting(); }));
+  EXPECT_EQ(view.weights().size(), 2u);
+  view.whatIfEditor()->knockOutBox(0)->setChecked(true);
+  ASSERT_TRUE(wait_for([&] { return view.lossText().contains(QStringLiteral("→")); }, 60000))
+      << view.lossText().toStdString();
+  const auto model = hsm::Model::load(task_run().toStdString(), "cpu");
+  const hsm::TaskScore trained = hsm::Evaluator(model).score_task(256);
+  const hsm::TaskScore edited = hsm::Evaluator(model->edited(hsm::WhatIf{{hsm::KnockOut{0, -1}}, {}})).score_task(256);
+  EXPECT_TRUE(view.lossText().contains(QStringLiteral("test answer accuracy %1 → %2")
+                                           .arg(trained.answer_accuracy, 0, 'f', 3)
+                                           .arg(edited.answer_accuracy, 0, 'f', 3)))
+      << view.lossText().toStdString();
+  EXPECT_TRUE(view.lossText().contains(QString::number(edited.loss, 'f', 3))) << view.lossText().toStdString();
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "hsm/evaluator.h"
 #include "hsm/model.h"
 #include "hsm/prober.h"
 #include "hsm/task_run.h"
@@ -66,6 +67,7 @@ TEST(TaskProbe, TokenIdDiagnosisIsTheTextDiagnosis) {
     for (size_t h = 0; h < ids.layers[l].heads.size(); ++h)
       EXPECT_EQ(ids.layers[l].heads[h].matrix, text.layers[l].heads[h].matrix) << "layer " << l << " head " << h;
   EXPECT_THROW(Prober(model).task_prompt(0), std::invalid_argument);  // a corpus run has no task
+  EXPECT_THROW(Evaluator(model).score_task(10), std::invalid_argument);
   EXPECT_THROW(Prober(model).diagnose_tokens({}), std::invalid_argument);
   EXPECT_THROW(Prober(model).diagnose_tokens({0, 300}), std::invalid_argument);  // outside the vocabulary
 }
@@ -114,6 +116,17 @@ TEST(TaskProbe, ATaskRunIsDiagnosedAndProbedOnATestExample) {
     EXPECT_EQ(probe.lens.back().target_rank[t] == 1, p.predicted[i] == p.targets[t]) << "answer " << i;
   }
   EXPECT_GE(probe.lens.back().target_rank.back(), 1);  // the last position is an answer: ranked too
+
+  // Scored on its test set: the trained model as score_task_run (hsm eval) scores it; an edit
+  // (layer 0's mixer knocked out) is scored as edited.
+  const TaskScore trained = Evaluator(model).score_task(100);
+  const TaskScore run_score = score_task_run(run, 100);
+  EXPECT_EQ(trained.answers, 400);
+  EXPECT_DOUBLE_EQ(trained.loss, run_score.loss);
+  EXPECT_DOUBLE_EQ(trained.answer_accuracy, run_score.answer_accuracy);
+  const TaskScore edited = Evaluator(model->edited(WhatIf{{KnockOut{0, -1}}, {}})).score_task(100);
+  EXPECT_NE(edited.loss, trained.loss);
+  EXPECT_THROW(Evaluator(model).score_task(0), std::invalid_argument);
 
   // Saved as a new folder ("Save as…" of a what-if), it is still a task run.
   const std::string copy = std::filesystem::path(run).parent_path().string() + "/copy";

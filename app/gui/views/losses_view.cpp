@@ -365,24 +365,25 @@ void LossesView::scoreTask(const RunEntry& run) {
   updateButtons();
   const QString intro = taskRunLine(run);
   status_->setText(intro + tr(" Scoring %1 test examples…").arg(kExamples));
+  // The run's model as the other views read it: with its what-if edit (the Weights view), if any.
+  const bool edited = !engine_->whatIf(run.dir).empty();
   engine_->analysis()
       .call<hsm::TaskScore>(run.dir,
-                            [](const CallContext& c) {
-                              return hsm::score_task_run(sstr(c.runDir()), kExamples, c.device());
-                            })
+                            [](const CallContext& c) { return hsm::Evaluator(c.model()).score_task(kExamples); })
       .then(this,
-            [this, intro, dir = run.dir](const hsm::TaskScore& s) {
+            [this, intro, edited, dir = run.dir](const hsm::TaskScore& s) {
               taskScoring_ = false;
               updateButtons();
               if (dir != currentRunDir()) return;
-              status_->setText(intro + tr(" Its %1 test examples: answer accuracy %2 (%3 answers), sequence "
-                                          "accuracy %4, loss %5 nats on the answers (the trained weights, as hsm eval "
-                                          "scores them).")
+              status_->setText(intro + tr(" Its first %1 test examples: answer accuracy %2 (%3 answers), sequence "
+                                          "accuracy %4, loss %5 nats on the answers (%6).")
                                            .arg(s.examples)
                                            .arg(s.answer_accuracy, 0, 'f', 3)
                                            .arg(s.answers)
                                            .arg(s.sequence_accuracy, 0, 'f', 3)
-                                           .arg(s.loss, 0, 'f', 4));
+                                           .arg(s.loss, 0, 'f', 4)
+                                           .arg(edited ? tr("the edited model: its what-if edit is in")
+                                                       : tr("as hsm eval scores them")));
             })
       .onFailed(this, [this, intro, dir = run.dir](const CallFailed& e) {
         taskScoring_ = false;

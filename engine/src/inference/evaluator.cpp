@@ -13,6 +13,7 @@
 #include "hsm/token_scores.h"
 #include "hsm/tokenizer.h"
 #include "inference/model_impl.h"
+#include "tasks/task_data.h"
 
 namespace hsm {
 
@@ -313,6 +314,15 @@ AblationReport Evaluator::ablate(const EvalSet& set, const EvalOptions& options)
                    [](const Ablation& a, const Ablation& b) { return a.delta > b.delta; });
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
+}
+
+TaskScore Evaluator::score_task(int64_t examples, const CancelFlag* cancel) const {
+  const Model::Impl& m = impl_->m();
+  if (!m.task) throw std::invalid_argument(m.run_dir + " was trained on a corpus, not a task: evaluate it on text");
+  if (examples < 1) throw std::invalid_argument("score_task: " + std::to_string(examples) + " examples; use 1 or more");
+  // The shared model as it is (its knock-outs set when it was made, eval mode): read only.
+  const TaskData data(parse_task(m.task->spec()));
+  return data.score(m.gpt, TaskSplit::kTest, examples, 64, m.device, cancel);
 }
 
 }  // namespace hsm
