@@ -32,6 +32,7 @@
 #include "hsm/model.h"
 #include "hsm/task_run.h"
 #include "hsm/trainer.h"
+#include "../engine/training_test_util.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -41,28 +42,11 @@ namespace {
 
 constexpr const char* kTask = "mqar:vocab=64,pairs=4,context=32";
 
-// A two-layer attention model (d 32) trained 10 steps on kTask, once per process: a task run
-// (task.json, no tokenizer.model).
+// A task run of kTask (tests/engine/training_test_util.h: two attention layers, d 32, 10
+// steps), trained once per process.
 QString task_run() {
   static const QString dir = [] {
-    hsm::RunSpec spec;
-    spec.run_dir = (temp_root() + QStringLiteral("/task_run")).toStdString();
-    spec.task = kTask;
-    spec.model.name = "tiny-attn";
-    spec.model.d_model = 32;
-    spec.model.dropout = 0.0;
-    for (int l = 0; l < 2; ++l) spec.model.layers.push_back({"attn", 64, 4});
-    hsm::adopt_task_shape(spec.model, *hsm::parse_task(kTask));
-    spec.train.steps = 10;
-    spec.train.batch_size = 16;
-    spec.train.lr = 3e-3;
-    spec.train.eval_every = 10;
-    spec.train.eval_batches = 1;
-    spec.train.log_every = 5;
-    spec.train.checkpoint_every = 10;
-    spec.train.threads = 1;
-    spec.train.device = "cpu";
-    spec.train.probe_text.clear();
+    const hsm::RunSpec spec = hsm::test::tiny_task_run(temp_root().toStdString() + "/task_run", kTask);
     hsm::Trainer(spec).run();
     return QString::fromStdString(spec.run_dir);
   }();
@@ -138,7 +122,7 @@ TEST(TaskRunViews, DiagnosticsShowsATestExampleByItsLabelsAndTheAnswers) {
   QString error;
   const QStringList files = view.exportAll(folder, &error);
   EXPECT_EQ(error, QString());
-  QFile about(QDir(folder).filePath(QStringLiteral("task_run-diagnostics.json")));
+  QFile about(QDir(folder).filePath(QStringLiteral("run-diagnostics.json")));
   ASSERT_TRUE(about.open(QIODevice::ReadOnly)) << files.join(' ').toStdString();
   const QJsonObject json = QJsonDocument::fromJson(about.readAll()).object();
   const QJsonObject example = json[QStringLiteral("task_example")].toObject();
@@ -183,7 +167,7 @@ TEST(TaskRunViews, ProbesLensAndRolloutWorkOnATaskExample) {
   EXPECT_TRUE(view.lastError().contains(QStringLiteral("trained on a task"))) << view.lastError().toStdString();
 
   const QStringList files = view.exportAll(temp_root() + QStringLiteral("/task_probe_export"));
-  EXPECT_TRUE(files.contains(temp_root() + QStringLiteral("/task_probe_export/task_run-probe-example.json")))
+  EXPECT_TRUE(files.contains(temp_root() + QStringLiteral("/task_probe_export/run-probe-example.json")))
       << files.join(' ').toStdString();
 }
 

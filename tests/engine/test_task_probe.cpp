@@ -23,23 +23,9 @@ namespace {
 
 constexpr const char* kTask = "mqar:vocab=64,pairs=4,context=32";
 
-// A two-layer attention model trained a few steps on kTask (a task run: task.json, no tokenizer).
+// A task run of kTask (training_test_util.h), trained 10 steps.
 std::string task_run(const std::string& dir) {
-  RunSpec spec;
-  spec.run_dir = dir + "/run";
-  spec.task = kTask;
-  spec.model = tiny_model("attn", 2);
-  adopt_task_shape(spec.model, *parse_task(kTask));
-  spec.train.steps = 10;
-  spec.train.batch_size = 16;
-  spec.train.lr = 3e-3;
-  spec.train.eval_every = 10;
-  spec.train.eval_batches = 1;
-  spec.train.log_every = 5;
-  spec.train.checkpoint_every = 10;
-  spec.train.threads = 1;
-  spec.train.device = "cpu";
-  spec.train.probe_text.clear();
+  const RunSpec spec = tiny_task_run(dir, kTask);
   Trainer(spec).run();
   return spec.run_dir;
 }

@@ -215,11 +215,7 @@ void DiagnosticsView::clearColumn(Column& c, const QString& runDir) {
 
 void DiagnosticsView::showPromptKind() {
   const RunEntry* run = currentRun();
-  const bool task = run && !run->task.empty();
-  promptLabel_->setVisible(!task);
-  promptEdit_->setVisible(!task);
-  example_->setVisible(task);
-  if (task) example_->setTask(QString::fromStdString(run->task));
+  example_->follow(run ? run->task : std::string(), {promptLabel_, promptEdit_});
 }
 
 void DiagnosticsView::leaveRun() {

@@ -283,11 +283,7 @@ void ProbeView::connectSignals() {
 
 void ProbeView::showPromptKind() {
   const RunEntry* run = currentRun();
-  const bool task = run && !run->task.empty();
-  promptLabel_->setVisible(!task);
-  promptEdit_->setVisible(!task);
-  exampleBar_->setVisible(task);
-  if (task) exampleBar_->setTask(QString::fromStdString(run->task));
+  const bool task = exampleBar_->follow(run ? run->task : std::string(), {promptLabel_, promptEdit_});
   // The ablation scores a corpus's validation windows: a task run has none.
   for (QWidget* w : {static_cast<QWidget*>(dataEdit_), static_cast<QWidget*>(browse_),
                      static_cast<QWidget*>(windowsBox_), static_cast<QWidget*>(maxWindows_)})

@@ -43,8 +43,12 @@ TaskExampleBar::TaskExampleBar(const QString& objectPrefix, QWidget* parent) : Q
   connect(next_, &QPushButton::clicked, this, [this] { example_->setValue(example_->value() + 1); });
 }
 
-void TaskExampleBar::setTask(const QString& spec) {
-  task_->setText(tr("task: %1 · test examples").arg(spec));
+bool TaskExampleBar::follow(const std::string& task, std::initializer_list<QWidget*> textPrompt) {
+  const bool isTask = !task.empty();
+  for (QWidget* w : textPrompt) w->setVisible(!isTask);
+  setVisible(isTask);
+  if (isTask) task_->setText(tr("task: %1 · test examples").arg(QString::fromStdString(task)));
+  return isTask;
 }
 
 int TaskExampleBar::example() const { return example_->value(); }

@@ -5,6 +5,8 @@
 // against the right one at each answer position. Test examples only: never one it trained on.
 #include <QJsonObject>
 #include <QWidget>
+#include <initializer_list>
+#include <string>
 
 #include "hsm/tasks.h"
 
@@ -21,8 +23,10 @@ class TaskExampleBar : public QWidget {
   // each view's bar is found by its own names.
   explicit TaskExampleBar(const QString& objectPrefix, QWidget* parent = nullptr);
 
-  // The task of the run shown ("" hides nothing: the view hides the bar for a corpus run).
-  void setTask(const QString& spec);
+  // Follows the current run: for a task run (`task`, hsm::run_task's spec) the bar is shown
+  // with its task and the text prompt's widgets are hidden; for a corpus run ("") the reverse.
+  // Returns whether it is a task run.
+  bool follow(const std::string& task, std::initializer_list<QWidget*> textPrompt);
   int example() const;
   void setExample(int index);
   // The answers of a prompt the model read (or clears them when prompt has no predictions).
