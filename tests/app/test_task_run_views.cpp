@@ -19,6 +19,7 @@
 
 #include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
+#include "gui/views/diagnostics_timeline.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/losses_view.h"
 #include "gui/views/playground_view.h"
@@ -75,6 +76,7 @@ TEST(TaskRunViews, DiagnosticsShowsATestExampleByItsLabelsAndTheAnswers) {
   EXPECT_TRUE(view.findChild<QLineEdit*>(QStringLiteral("diag_prompt"))->isHidden());
   ASSERT_FALSE(view.exampleBar()->isHidden());
   EXPECT_TRUE(view.findChild<QLabel*>(QStringLiteral("diag_task"))->text().contains(QStringLiteral("task: mqar:")));
+  EXPECT_TRUE(view.timeline()->message().contains(QStringLiteral("A task run"))) << view.timeline()->message().toStdString();
 
   view.findChild<QSpinBox*>(QStringLiteral("diag_example"))->setValue(2);  // runs it
   ASSERT_TRUE(view.isRunning()) << view.lastError().toStdString();
