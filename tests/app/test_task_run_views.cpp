@@ -4,6 +4,7 @@
 // and Losses say what a task run is instead of failing on its missing tokenizer; Weights shows
 // its mixers.
 #include <gtest/gtest.h>
+#include <qcustomplot.h>
 
 #include <QDir>
 #include <QFile>
@@ -235,4 +236,21 @@ TEST(TaskRunViews, WeightsViewScoresAKnockOutOnTheTestExamples) {
                                            .arg(edited.answer_accuracy, 0, 'f', 3)))
       << view.lossText().toStdString();
   EXPECT_TRUE(view.lossText().contains(QString::number(edited.loss, 'f', 3))) << view.lossText().toStdString();
+}
+
+// A task example's answer rows keep their labels when a heatmap thins them out (say row 62 of
+// 64, which no thinning step under 31 keeps); the others stay thinned.
+TEST(TaskRunViews, HeatmapKeepsThePinnedRowLabels) {
+  HeatmapPanel panel(QStringLiteral("m"), QStringLiteral("key"), QStringLiteral("query"));
+  panel.resize(400, 260);
+  panel.show();
+  QStringList labels;
+  for (int i = 0; i < 64; ++i) labels << QStringLiteral("k%1").arg(i);
+  labels[62] = QStringLiteral("▸k62");
+  panel.setPinnedRows({62});
+  panel.setMatrix(64, 64, std::vector<double>(64 * 64, 0.5), labels, labels);
+  auto rows = [&] { return panel.plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>(); };
+  ASSERT_TRUE(wait_for([&] { return rows() && rows()->ticks().size() < 20; }, 5000));  // thinned to fit
+  EXPECT_EQ(rows()->ticks().value(62), QStringLiteral("▸k62"));
+  EXPECT_EQ(rows()->ticks().value(0), QStringLiteral("k0"));
 }

@@ -497,6 +497,7 @@ void DiagnosticsView::drawMatrices() {
     const QStringList queries =
         c.example.task.empty() ? tokens : TaskExampleBar::markedLabels(c.example, c.diagnosis.tokens);
     const int L = static_cast<int>(d.length);
+    c.matrix->setPinnedRows(TaskExampleBar::answerRows(c.example));
     c.matrix->setMatrix(L, L, std::vector<double>(hd.matrix.begin(), hd.matrix.end()), queries, tokens);
     c.kind->setText(tr("Layer %1 (%2), head %3%4 — <b>%5</b>: %6")
                         .arg(l)

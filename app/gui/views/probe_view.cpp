@@ -559,6 +559,7 @@ void ProbeView::drawRollout() {
   const int layer = std::clamp(layerSlider_->value(), 0, static_cast<int>(probe_.rollout.size()) - 1);
   const hsm::RolloutLayer& r = probe_.rollout[static_cast<size_t>(layer)];
   const int L = static_cast<int>(probe_.length);
+  rollout_->setPinnedRows(TaskExampleBar::answerRows(example_));
   rollout_->setMatrix(L, L, std::vector<double>(r.matrix.begin(), r.matrix.end()), tokenLabels(true),
                       tokenLabels(false));
   layerLabel_->setText(tr("after layer %1 of %2").arg(r.layer).arg(probe_.rollout.size()));

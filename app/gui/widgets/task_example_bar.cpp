@@ -99,6 +99,12 @@ QStringList TaskExampleBar::markedLabels(const hsm::TaskPrompt& p, const std::ve
   return out;
 }
 
+QVector<int> TaskExampleBar::answerRows(const hsm::TaskPrompt& p) {
+  QVector<int> rows;
+  for (int64_t t : p.answers) rows << static_cast<int>(t);
+  return rows;
+}
+
 QJsonObject TaskExampleBar::json(const hsm::TaskPrompt& p) {
   QJsonArray ids, labels, answers;
   for (int32_t id : p.tokens) ids.append(id);

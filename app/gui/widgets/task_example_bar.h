@@ -4,6 +4,7 @@
 // example is the prompt (a spin box and "Next example"), and after a run the model's answer
 // against the right one at each answer position. Test examples only: never one it trained on.
 #include <QJsonObject>
+#include <QVector>
 #include <QWidget>
 #include <initializer_list>
 #include <string>
@@ -36,6 +37,8 @@ class TaskExampleBar : public QWidget {
 
   // A task example's labels with each answer position marked "▸" (the query axis, the lens).
   static QStringList markedLabels(const hsm::TaskPrompt& prompt, const std::vector<std::string>& labels);
+  // The answer positions, as rows whose labels a heatmap always shows (HeatmapPanel::setPinnedRows).
+  static QVector<int> answerRows(const hsm::TaskPrompt& prompt);
   // What an export says of the example: the task, the test index, the token ids and labels,
   // and each answer's position, right token and prediction.
   static QJsonObject json(const hsm::TaskPrompt& prompt);
