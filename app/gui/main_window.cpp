@@ -26,12 +26,15 @@
 #include "gui/studio_settings.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/experiments_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
 #include "gui/views/losses_view.h"
+#include "gui/views/lab_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/sweep_runner.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
@@ -77,6 +80,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   diagnostics_ = new DiagnosticsView(runs_, engine_);
   probe_ = new ProbeView(runs_, engine_);
   losses_ = new LossesView(runs_, engine_);
+  lab_ = new LabView(runs_, engine_);
+  experiments_ = new ExperimentsView(runs_, engine_);
   tabs_->addTab(new Page(architecture_), tr("Architecture"));
   tabs_->addTab(new Page(training_), tr("Training"));
   tabs_->addTab(new Page(weights_), tr("Weights"));
@@ -84,17 +89,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(new Page(playground_), tr("Playground"));
   tabs_->addTab(new Page(probe_), tr("Probe"));
   tabs_->addTab(new Page(losses_), tr("Losses"));
+  tabs_->addTab(new Page(lab_), tr("Lab"));
+  tabs_->addTab(new Page(experiments_), tr("Experiments"));
   tabs_->setCurrentIndex(kTraining);
   // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
   // here, the current run below.
   const std::pair<QWidget*, const char*> exportViews[] = {
       {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
       {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
-      {losses_, "losses"}};
+      {losses_, "losses"},     {lab_, "lab"},               {experiments_, "experiments"}};
   for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
+  lab_->setArchitectureModel([this](const QString& path) { return architecture_->saveConfig(path); });
+  connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {
+    if (openRun(dir).isEmpty()) showView(kDiagnostics);
+  });
   connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
     if (training_->setModel(configPath)) showView(kTraining);
   });
+  connect(experiments_, &ExperimentsView::curvesRequested, this, [this] { showView(kTraining); });
 
   startTab_ = new Page(start_);
   addStartTab();
@@ -230,11 +242,16 @@ void MainWindow::buildMenus() {
     if (auto* box = training_->findChild<QComboBox*>(QStringLiteral("preset"))) box->setFocus();
   });
   file->addAction(tr("&Open run folder…"), QKeySequence::Open, this, &MainWindow::openRunDialog);
+  file->addAction(tr("Open a &lab folder…"), this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a lab folder"));
+    if (!dir.isEmpty() && lab_->openLab(dir)) showView(kLab);
+  });
   file->addAction(tr("Open the &demo models"), this, [this] {
     if (openBundledModels() == 0)
       QMessageBox::information(this, tr("Demo models"),
                                tr("No demo models are installed (looked in %1/models).").arg(qstr(hsm::resources_dir())));
   });
+  file->addAction(tr("Open a &sweep folder…"), this, &MainWindow::openSweepDialog);
   recentMenu_ = file->addMenu(tr("Open &recent"));
   connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::refreshRecentMenu);
   file->addSeparator();
@@ -247,7 +264,8 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
   const QStringList names = {tr("&Architecture"), tr("&Training"), tr("&Weights"), tr("&Diagnostics"),
-                             tr("&Playground"), tr("P&robe")};
+                             tr("&Playground"), tr("P&robe"),          tr("L&osses"),
+                             tr("&Lab"),          tr("E&xperiments")};
   for (int i = 0; i < names.size(); ++i)
     view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
                     [this, i] { showView(static_cast<View>(i)); });
@@ -379,6 +397,14 @@ void MainWindow::openRunDialog() {
   if (!dir.isEmpty()) openRun(dir);
 }
 
+void MainWindow::openSweepDialog() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a sweep folder"), StudioSettings::dialogFolder());
+  if (dir.isEmpty()) return;
+  StudioSettings::setDialogFolder(dir);
+  showView(kExperiments);
+  experiments_->openSweep(dir);
+}
+
 void MainWindow::refreshRecentMenu() {
   recentMenu_->clear();
   const QStringList recent = StudioSettings::recentRuns();
@@ -479,6 +505,22 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     }
     event->ignore();  // closes when trainingFinished arrives
     return;
+  }
+  // A lab or a sweep trains in processes of its own: closing stops them (each run at its step,
+  // with its checkpoint), so ask first, as for training.
+  const bool labRunning = lab_->isRunning(), sweepRunning = experiments_->runner()->isRunning();
+  if (labRunning || sweepRunning) {
+    const auto answer = QMessageBox::question(
+        this, labRunning ? tr("A lab is running") : tr("A sweep is running"),
+        tr("Stop it now? Each run stops at its step and keeps its checkpoint; running the %1 again continues it.")
+            .arg(labRunning ? tr("lab") : tr("sweep")),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+    if (labRunning) lab_->cancelLab();
+    if (sweepRunning) experiments_->cancelSweep();
   }
   playground_->stop();
   StudioSettings::setGeometry(saveGeometry());

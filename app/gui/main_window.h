@@ -17,6 +17,8 @@ namespace studio {
 
 class ArchitectureView;
 class DiagnosticsView;
+class LabView;
+class ExperimentsView;
 class EngineHost;
 class PlaygroundView;
 class LossesView;
@@ -34,7 +36,7 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses };
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab, kExperiments };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -48,6 +50,8 @@ class MainWindow : public QMainWindow {
   DiagnosticsView* diagnosticsView() const { return diagnostics_; }
   ProbeView* probeView() const { return probe_; }
   LossesView* lossesView() const { return losses_; }
+  LabView* labView() const { return lab_; }
+  ExperimentsView* experimentsView() const { return experiments_; }
   QTabWidget* tabs() const { return tabs_; }
   // The start page is a tab like the views (after them, so a view's tab index is its View),
   // closable, and back through View › Start page.
@@ -79,6 +83,7 @@ class MainWindow : public QMainWindow {
  private:
   void buildMenus();
   void openRunDialog();
+  void openSweepDialog();
   void exportDialog();
   void preferencesDialog();
   void aboutDialog();
@@ -103,6 +108,8 @@ class MainWindow : public QMainWindow {
   DiagnosticsView* diagnostics_;
   ProbeView* probe_;
   LossesView* losses_;
+  LabView* lab_;
+  ExperimentsView* experiments_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;

@@ -2,24 +2,24 @@
 // [--batch N] [--size tiny|as_is] [--json | --csv]`: the mixer lab (hsm/lab.h, docs/lab.md).
 // A folder that holds a lab continues it (`hsm lab --out DIR` alone); --table prints its table
 // without training.
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "hsm/lab.h"
-
-extern char** environ;  // posix_spawn hands it to the workers
 
 namespace hsm::cli {
 namespace {
@@ -29,12 +29,21 @@ extern "C" void on_lab_interrupt(int) { g_lab_interrupted = true; }
 
 // `jobs` workers, each this program on its share of the grid with one thread: a tiny model's
 // step is too small to keep two cores busy, two of them are not (docs/performance.md).
-// Returns false when a worker failed (its error is on stderr).
+// SIGINT or SIGTERM to the launcher reaches every worker as SIGINT (each stops at its step
+// and keeps its checkpoint) and the launcher returns when they have ended; the workers also
+// get SIGINT when the launcher dies (killed), so none trains on as an orphan.
+// Returns false when a worker failed (its error is on stderr) or the lab was stopped.
 bool run_workers(const std::string& out, int jobs) {
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) throw std::runtime_error("cannot find this program (/proc/self/exe) to start lab workers");
   exe[n] = '\0';
+  g_lab_interrupted = false;
+  struct sigaction on {}, old_int{}, old_term{};
+  on.sa_handler = on_lab_interrupt;
+  ::sigaction(SIGINT, &on, &old_int);
+  ::sigaction(SIGTERM, &on, &old_term);
+  const pid_t launcher = ::getpid();
   std::vector<pid_t> pids;
   for (int w = 0; w < jobs; ++w) {
     std::vector<std::string> args = {exe, "lab", "--out", out, "--worker", std::to_string(w), "--workers",
@@ -42,19 +51,37 @@ bool run_workers(const std::string& out, int jobs) {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    pid_t pid = 0;
-    if (::posix_spawn(&pid, exe, nullptr, nullptr, argv.data(), environ) != 0)
-      throw std::runtime_error("cannot start lab worker " + std::to_string(w));
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("cannot start lab worker " + std::to_string(w));
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGINT);
+      if (::getppid() != launcher) _exit(1);  // the launcher died before prctl
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      ::sigaction(SIGINT, &dfl, nullptr);
+      ::sigaction(SIGTERM, &dfl, nullptr);
+      ::execv(exe, argv.data());
+      _exit(127);
+    }
     pids.push_back(pid);
   }
-  bool ok = true;
-  for (pid_t pid : pids) {
+  bool ok = true, forwarded = false;
+  for (size_t i = 0; i < pids.size();) {
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (::waitpid(pids[i], &status, 0) < 0) {
+      if (errno != EINTR) ++i;
+      if (g_lab_interrupted && !forwarded) {  // Ctrl-C or SIGTERM: every worker stops at its step
+        for (size_t k = i; k < pids.size(); ++k) ::kill(pids[k], SIGINT);
+        forwarded = true;
+      }
+      continue;
     }
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    ++i;
   }
-  return ok;
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  return ok && !g_lab_interrupted;
 }
 
 }  // namespace
@@ -67,6 +94,7 @@ Command add_lab_command(CLI::App& app) {
     LabGrid grid;
     bool json = false, csv = false, table_only = false;
     int jobs = 0, worker = -1, workers = 1, threads = 0;
+    bool progress = false;
   };
   auto a = std::make_shared<Args>();
   a->grid = default_lab_grid();
@@ -95,6 +123,9 @@ Command add_lab_command(CLI::App& app) {
   cmd->add_option("--worker", a->worker)->group("")->check(CLI::Range(0, 255));
   cmd->add_option("--workers", a->workers)->group("")->check(CLI::Range(1, 256));
   cmd->add_option("--threads", a->threads)->group("")->check(CLI::Range(0, 256));
+  // For the studio's Lab view, which runs the workers: "progress<TAB>fraction<TAB>run" lines
+  // on stdout as a run trains (every 1 %), so its bar moves inside a run too.
+  cmd->add_flag("--progress", a->progress)->group("");
   const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, seeds, steps, batch, size, examples};
   return {cmd, [a, grid_options]() {
             bool grid_given = false;
@@ -106,28 +137,41 @@ Command add_lab_command(CLI::App& app) {
             Lab lab(a->out, grid);
             auto log = [](const std::string& line) { std::cerr << line << "\n"; };
             if (a->worker >= 0) {
-              std::signal(SIGINT, on_lab_interrupt);  // stop after the step, keep the checkpoint
-              lab.run(log, &g_lab_interrupted, a->worker, a->workers, a->threads);
+              // Stop after the step and keep the checkpoint: Ctrl-C, a stopping launcher or
+              // studio (SIGTERM), or the studio gone (its workers get SIGINT then).
+              std::signal(SIGINT, on_lab_interrupt);
+              std::signal(SIGTERM, on_lab_interrupt);
+              std::function<void(const std::string&, double)> on_step;
+              if (a->progress)
+                on_step = [shown = -1.0, last = std::string()](const std::string& run, double f) mutable {
+                  if (run == last && f < 1.0 && f - shown < 0.01) return;
+                  last = run;
+                  shown = f;
+                  std::printf("progress\t%.4f\t%s\n", f, run.c_str());
+                  std::fflush(stdout);
+                };
+              lab.run(log, &g_lab_interrupted, a->worker, a->workers, a->threads, on_step);
               return 0;
             }
             const int jobs = a->jobs > 0 ? a->jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
             if (!a->table_only && jobs > 1) {
-              // Ctrl-C reaches the workers too (one process group); each stops after its step.
-              auto previous = std::signal(SIGINT, SIG_IGN);
-              const bool ok = run_workers(a->out, jobs);
-              std::signal(SIGINT, previous);
-              if (!ok) throw std::runtime_error("a lab worker failed (see above); hsm lab --out " + a->out +
-                                                " continues the lab");
+              if (!run_workers(a->out, jobs))
+                throw std::runtime_error(std::string(g_lab_interrupted ? "stopped" : "a lab worker failed (see above)") +
+                                         "; hsm lab --out " + a->out + " continues the lab");
             } else if (!a->table_only) {
               g_lab_interrupted = false;
-              auto previous = std::signal(SIGINT, on_lab_interrupt);
+              auto previous_int = std::signal(SIGINT, on_lab_interrupt);
+              auto previous_term = std::signal(SIGTERM, on_lab_interrupt);
               try {
                 lab.run(log, &g_lab_interrupted);
               } catch (...) {
-                std::signal(SIGINT, previous);
+                std::signal(SIGINT, previous_int);
+                std::signal(SIGTERM, previous_term);
                 throw;
               }
-              std::signal(SIGINT, previous);
+              std::signal(SIGINT, previous_int);
+              std::signal(SIGTERM, previous_term);
+              if (g_lab_interrupted) throw std::runtime_error("stopped; hsm lab --out " + a->out + " continues the lab");
             }
             const std::vector<LabCell> cells = lab.table();
             const std::string csv = Lab::table_csv(cells);

@@ -152,7 +152,7 @@ TEST(Help, StartPageIsATabThatClosesAndComesBack) {
   w.show();
   EXPECT_TRUE(w.startPageShown());
   EXPECT_TRUE(w.startPageOpen());
-  EXPECT_EQ(w.tabs()->count(), 8);  // the seven views, then Start
+  EXPECT_EQ(w.tabs()->count(), 10);  // the nine views, then Start
   // Any view is one tab away, and back.
   w.tabs()->setCurrentIndex(MainWindow::kPlayground);
   EXPECT_FALSE(w.startPageShown());
@@ -162,14 +162,14 @@ TEST(Help, StartPageIsATabThatClosesAndComesBack) {
   ASSERT_NE(close, nullptr);
   close->click();
   EXPECT_FALSE(w.startPageOpen());
-  EXPECT_EQ(w.tabs()->count(), 7);
+  EXPECT_EQ(w.tabs()->count(), 9);
   EXPECT_FALSE(w.startPageShown());
   w.showStartPage();  // View › Start page
   EXPECT_TRUE(w.startPageShown());
-  EXPECT_EQ(w.tabs()->count(), 8);
+  EXPECT_EQ(w.tabs()->count(), 10);
   QTest::qWait(20);  // the closed tab's button is deleted later
   close = w.findChild<QToolButton*>(QStringLiteral("close_start_page"));
   ASSERT_NE(close, nullptr);
   close->click();
-  EXPECT_EQ(w.tabs()->count(), 7);
+  EXPECT_EQ(w.tabs()->count(), 9);
 }

@@ -146,6 +146,21 @@ TEST(LossesView, ScoresEveryTokenOffTheGuiThreadAsTheEvaluationDoes) {
     EXPECT_NEAR(position[0].y[i], at[static_cast<size_t>(position[0].x[i])] / n[static_cast<size_t>(position[0].x[i])],
                 1e-9);
   ASSERT_EQ(s.view.distancePlot()->series().size(), 1);
+  // Loss by training frequency: each decade's point the mean of its tokens' losses.
+  const QVector<PlotSeries>& frequency = s.view.frequencyPlot()->series();
+  ASSERT_EQ(frequency.size(), 1);
+  ASSERT_FALSE(frequency[0].x.isEmpty());
+  std::map<int, std::pair<double, int64_t>> byDecade;
+  for (const hsm::TokenScore& t : scores.tokens) {
+    auto& [sum, count] = byDecade[hsm::frequency_bucket(t.train_count)];
+    sum += t.loss;
+    ++count;
+  }
+  ASSERT_EQ(frequency[0].x.size(), static_cast<int>(byDecade.size()));
+  for (int i = 0; i < frequency[0].x.size(); ++i) {
+    const auto& [sum, count] = byDecade.at(static_cast<int>(frequency[0].x[i]));
+    EXPECT_NEAR(frequency[0].y[i], sum / static_cast<double>(count), 1e-9);
+  }
   // The histogram's shares add up to every token.
   const QVector<PlotSeries>& histogram = s.view.histogramPlot()->series();
   ASSERT_EQ(histogram.size(), 1);
@@ -158,7 +173,7 @@ TEST(LossesView, ScoresEveryTokenOffTheGuiThreadAsTheEvaluationDoes) {
   QString error;
   const QStringList files = s.view.exportPlots(folder, &error);
   EXPECT_EQ(error, QString());
-  EXPECT_EQ(files.size(), 12);
+  EXPECT_EQ(files.size(), 16);  // four plots
   for (const QString& f : files) EXPECT_GT(QFileInfo(f).size(), 0) << f.toStdString();
   // Every token as CSV, its loss column summing to the evaluation's loss × tokens.
   const QString csvPath = QDir(folder).filePath(QStringLiteral("tokens.csv"));

@@ -85,6 +85,19 @@ TEST(Playground, FixedSeedRepeatsAndMatchesTheCli) {
   EXPECT_TRUE(tip.contains(QStringLiteral("p = "))) << tip.toStdString();
   EXPECT_TRUE(tip.contains(QStringLiteral("<table>")));
   EXPECT_EQ(out->tooltipAt(0), QString());  // the prompt is not a generated token
+
+  // The tint is a toggle: off shows the same story as plain text, for this output and the next
+  // generation's, and the choice is remembered.
+  auto* tint = s.view.findChild<QCheckBox*>(QStringLiteral("playground_tint"));
+  ASSERT_NE(tint, nullptr);
+  EXPECT_TRUE(out->tinted());
+  tint->click();
+  EXPECT_FALSE(out->tinted());
+  EXPECT_EQ(generate_once(s.view), first);
+  EXPECT_FALSE(s.view.output(0)->tinted());
+  EXPECT_FALSE(QSettings().value(QStringLiteral("playground/tint"), true).toBool());
+  tint->click();
+  EXPECT_TRUE(s.view.output(0)->tinted());
 }
 
 TEST(Playground, RandomSeedIsShownAndCompareRunsEveryModel) {

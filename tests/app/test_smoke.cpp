@@ -60,6 +60,10 @@ TEST(Smoke, TrainsGeneratesExportsWithoutStallingTheGui) {
   EXPECT_EQ(exports.size(), 20);  // five plots × PNG, PDF, SVG, CSV
   for (const QJsonValue& f : exports) EXPECT_GT(QFileInfo(f.toString()).size(), 0) << f.toString().toStdString();
   EXPECT_GT(j.value(QStringLiteral("heartbeats")).toInt(), 10);
+  // The Lab view's tiny lab: its worker scored the one cell.
+  const double lab = j.value(QStringLiteral("lab_answer_accuracy")).toDouble(-1);
+  EXPECT_GE(lab, 0.0) << r.out.toStdString();
+  EXPECT_LE(lab, 1.0);
   expect_responsive(j, r.out);
 }
 
@@ -84,7 +88,7 @@ TEST(Smoke, PaperSizeModelKeepsTheGuiResponsiveInEveryPhase) {
   EXPECT_EQ(j.value(QStringLiteral("diagnosed_layers")).toInt(), 7);
   const QJsonObject busy = j.value(QStringLiteral("max_busy_ms_by_phase")).toObject();
   for (const char* phase :
-       {"train_b_and_generate", "training_view", "architecture", "weights", "diagnostics", "probe"}) {
+       {"train_b_and_generate", "training_view", "architecture", "weights", "diagnostics", "probe", "lab"}) {
     ASSERT_TRUE(busy.contains(QLatin1String(phase))) << phase << ": " << r.out.toStdString();
     std::printf("paper-size %-22s max_busy_ms %6.1f (budget 50)\n", phase, busy.value(QLatin1String(phase)).toDouble());
   }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -161,6 +163,53 @@ TEST(LabCli, AKilledLabContinuesWhereItStopped) {
     EXPECT_TRUE(c["best_lr"] == 0.001 || c["best_lr"] == 0.003);
   }
   EXPECT_NE(read_file(dir + "/lab/table.csv").find("task,model,best_lr,answer_accuracy"), std::string::npos);
+}
+
+// Workers of this lab folder still running (their command lines name it and --worker).
+int lab_workers_alive(const std::string& lab_dir) {
+  int alive = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(lab_dir + " --worker") != std::string::npos) ++alive;
+  }
+  return alive;
+}
+
+TEST(LabCli, SigtermStopsTheLauncherAndEveryWorkerWhichKeepTheirCheckpoints) {
+  const std::string dir = temp("lab_term");
+  const std::string lab = dir + "/lab";
+  ASSERT_EQ(shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir) +
+                      " --model " + write_config(dir, 32, "hsm_ab") + " --steps 100000 --size as_is --test-examples 64 --table"))
+                .exit_code,
+            0);
+  // The launcher in the background; SIGTERM to it alone (not its process group) once both
+  // workers are training (each run has metrics), so each writes its checkpoint at the stop.
+  const Result r = shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > " + dir +
+                         "/out.txt 2>&1 & pid=$!; for i in $(seq 600); do [ $(ls " + lab +
+                         "/runs/*/metrics.jsonl 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done; "
+                         "kill -TERM $pid; wait $pid; echo exit=$?)");
+  EXPECT_NE(r.out.find("exit=1"), std::string::npos) << r.out << read_file(dir + "/out.txt");
+  EXPECT_NE(read_file(dir + "/out.txt").find("continues the lab"), std::string::npos) << read_file(dir + "/out.txt");
+  // The launcher waited for its workers: none trains on as an orphan.
+  EXPECT_EQ(lab_workers_alive(lab), 0);
+  int checkpoints = 0;
+  for (const auto& run : fs::directory_iterator(lab + "/runs")) checkpoints += fs::exists(run.path() / "model.safetensors");
+  EXPECT_EQ(checkpoints, 2) << "each worker stopped at a step and kept its run";
+}
+
+TEST(LabCli, AKilledLauncherTakesItsWorkersWithIt) {
+  const std::string dir = temp("lab_kill");
+  const std::string lab = dir + "/lab";
+  ASSERT_EQ(shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir) +
+                      " --model " + write_config(dir, 32, "hsm_ab") + " --steps 100000 --size as_is --test-examples 64 --table"))
+                .exit_code,
+            0);
+  shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > /dev/null 2>&1 & pid=$!; sleep 3; kill -KILL $pid; wait $pid)");
+  // SIGKILL cannot be forwarded: the workers learn of it from the kernel (PR_SET_PDEATHSIG).
+  for (int i = 0; i < 100 && lab_workers_alive(lab) > 0; ++i) ::usleep(100000);
+  EXPECT_EQ(lab_workers_alive(lab), 0);
 }
 
 // The default grid is the issue's (every task x gpt, hsm_ab, hybrid_0_6, one DA and one EX

@@ -94,6 +94,29 @@ const ViewText kViews[] = {
                        "loss (pale: easy, dark orange: hard); hover a token for each run's loss, probability and "
                        "rank. The plots show the mean loss by position in the window, by how far back the token "
                        "last occurred (a copy is easy, a new word hard), and a histogram of the losses.</p>")},
+    {QT_TRANSLATE_NOOP("help", "Lab"),
+     QT_TRANSLATE_NOOP("help",
+                       "<p>Which mixer solves which synthetic task (docs/lab.md): tiny models trained on associative "
+                       "recall (MQAR), recall at a distance and MAD's tasks, scored on fresh test examples.</p>"
+                       "<p>Check tasks (double-click one to change its difficulty), models and a budget, choose a "
+                       "folder and Run; a cancelled or reopened lab continues where it stopped. Each cell is the test "
+                       "answer accuracy of its model on its task at the best learning rate (red: 0, green: "
+                       "1); hover for the numbers, double-click to open the cell's run in the other views.</p>")},
+    {QT_TRANSLATE_NOOP("help", "Experiments"),
+     QT_TRANSLATE_NOOP("help",
+                       "<p>Many runs compared at once: a <b>sweep</b> (one spec, a run per combination of its axes: "
+                       "mixers, layer placements, sizes, seeds; <code>hsm sweep</code>, or <b>New sweep</b> below), "
+                       "or the runs open in the studio.</p>"
+                       "<p>The table has a row per run with only the settings that differ, the model's parameters and "
+                       "MACs per token, its final and best validation loss and accuracy, its speed and its state. "
+                       "Click a header to sort; type in the filter to keep the rows with those words. <b>Group "
+                       "by</b> a setting (usually seed) to see each metric's mean ± standard deviation over it: is a "
+                       "difference larger than the noise between seeds?</p>"
+                       "<p>The <b>parallel coordinates</b> draw each run as a line through its settings and metrics, "
+                       "coloured by the chosen metric (dark purple low, yellow high); drag along an axis to keep only "
+                       "the runs in that range. The <b>scatter</b> plots any two columns (parameters against loss). "
+                       "<b>Show curves in Training</b> opens the selected runs there, overlaid. A running sweep is "
+                       "followed as it trains; Cancel stops it with a checkpoint, and starting it again continues.</p>")},
 };
 
 const char* kStartBody = QT_TRANSLATE_NOOP(

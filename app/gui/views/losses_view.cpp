@@ -148,6 +148,9 @@ void LossesView::build() {
   byDistance_ = new PlotPanel(tr("Loss by distance"), tr("tokens back to its previous occurrence"), tr("mean loss (nats)"));
   byDistance_->setObjectName(QStringLiteral("losses_by_distance"));
   byDistance_->setLegendAlignment(Qt::AlignBottom | Qt::AlignRight);  // the curves rise to the right
+  byFrequency_ = new PlotPanel(tr("Loss by frequency"), tr("times the token occurs in the training split"),
+                               tr("mean loss (nats)"));
+  byFrequency_->setObjectName(QStringLiteral("losses_by_frequency"));
   histogram_ = new PlotPanel(tr("Loss histogram"), tr("loss (nats)"), tr("share of tokens"));
   histogram_->setObjectName(QStringLiteral("losses_histogram"));
 
@@ -159,6 +162,7 @@ void LossesView::build() {
   auto* plotsRow = new QSplitter(Qt::Horizontal);
   plotsRow->addWidget(byPosition_);
   plotsRow->addWidget(byDistance_);
+  plotsRow->addWidget(byFrequency_);
   plotsRow->addWidget(histogram_);
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(top);
@@ -493,6 +497,7 @@ void LossesView::clearShown() {
   shownDocument_ = -1;
   byPosition_->setSeries({});
   byDistance_->setSeries({});
+  byFrequency_->setSeries({});
   histogram_->setSeries({});
 }
 
@@ -716,8 +721,8 @@ bool LossesView::eventFilter(QObject* watched, QEvent* event) {
 }
 
 void LossesView::drawPlots() {
-  QVector<PlotSeries> position, distance, histogram;
-  QStringList labels;
+  QVector<PlotSeries> position, distance, frequency, histogram;
+  QStringList labels, frequencyLabels;
   for (const QString& dir : order_) {
     const hsm::TokenScores* s = scoresOf(dir);
     if (!s) continue;
@@ -743,6 +748,15 @@ void LossesView::drawPlots() {
       }
     }
     distance << d;
+    PlotSeries f{runName(dir), color, {}, {}};
+    for (size_t i = 0; i < agg.by_frequency.size(); ++i) {
+      if (frequencyLabels.size() <= static_cast<int>(i)) frequencyLabels << qstr(agg.by_frequency[i].label);
+      if (agg.by_frequency[i].tokens > 0) {
+        f.x << static_cast<double>(i);
+        f.y << agg.by_frequency[i].mean_loss;
+      }
+    }
+    frequency << f;
     double top = 0;
     for (const hsm::TokenScore& t : s->tokens) top = std::max(top, t.loss);
     QVector<double> counts(static_cast<int>(std::floor(top / kHistogramBin)) + 1, 0.0);
@@ -754,15 +768,20 @@ void LossesView::drawPlots() {
     }
     histogram << h;
   }
-  // The buckets by name on the axis (1, 2-3, 4-7, …, never), not by index.
-  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-  for (int i = 0; i < labels.size(); ++i) ticker->addTick(i, labels[i]);
-  byDistance_->plot()->xAxis->setTicker(ticker);
   byPosition_->setSeries(position);
   byDistance_->setSeries(distance);
-  // Every bucket in view, "1" and "never" at the ends included, even where none has a token.
-  byDistance_->plot()->xAxis->setRange(-0.5, labels.size() - 0.5);
-  byDistance_->plot()->replot();
+  byFrequency_->setSeries(frequency);
+  // The buckets by name on the axis (1, 2-3, 4-7, …, never; 0, 1-9, 10-99, …), not by index,
+  // every bucket in view even where none has a token, slanted so that "32-63" and "64-127"
+  // do not run into each other at 1280 px.
+  for (const auto& [panel, names] : {std::pair{byDistance_, labels}, std::pair{byFrequency_, frequencyLabels}}) {
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (int i = 0; i < names.size(); ++i) ticker->addTick(i, names[i]);
+    panel->plot()->xAxis->setTicker(ticker);
+    panel->plot()->xAxis->setTickLabelRotation(-40);
+    panel->plot()->xAxis->setRange(-0.5, names.size() - 0.5);
+    panel->plot()->replot();
+  }
   histogram_->setSeries(histogram);
 }
 

@@ -95,8 +95,9 @@ class LossesView : public StudioView {
 
   PlotPanel* positionPlot() const { return byPosition_; }
   PlotPanel* distancePlot() const { return byDistance_; }
+  PlotPanel* frequencyPlot() const { return byFrequency_; }
   PlotPanel* histogramPlot() const { return histogram_; }
-  QList<PlotPanel*> plots() const override { return {byPosition_, byDistance_, histogram_}; }
+  QList<PlotPanel*> plots() const override { return {byPosition_, byDistance_, byFrequency_, histogram_}; }
   // Every scored token as CSV (window, position, input, target, text, document, distance, then
   // each run's loss, prob and rank); returns "" on success, else the reason. The Export…
   // button writes it beside the plots as <run>-losses-tokens.csv.
@@ -143,6 +144,7 @@ class LossesView : public StudioView {
   QTextEdit* text_;
   PlotPanel* byPosition_;
   PlotPanel* byDistance_;
+  PlotPanel* byFrequency_;  // mean loss by the target's count in the training split (decades)
   PlotPanel* histogram_;
 
   QString scoredRun_;

@@ -153,6 +153,15 @@ void PlaygroundView::build() {
          " · hover a token for the alternatives the model weighed")
           .arg(TokenText::tint(0.01).name(), TokenText::tint(0.1).name(), TokenText::tint(0.3).name(),
                TokenText::tint(1.0).name()));
+  // Tint on by default (what the view is for); off for reading a story as text, as the
+  // presentation's toggle does. Remembered across sessions.
+  tint_ = new QCheckBox(tr("Tint by probability"));
+  tint_->setObjectName(QStringLiteral("playground_tint"));
+  tint_->setToolTip(tr("Colour each token by the probability the model gave it; off shows plain text"));
+  tint_->setChecked(QSettings().value(QStringLiteral("playground/tint"), true).toBool());
+  auto* legendRow = new QHBoxLayout;
+  legendRow->addWidget(legend, 1);
+  legendRow->addWidget(tint_);
   compareTrained_ = new QCheckBox(tr("Compare with trained (same seed)"));
   compareTrained_->setObjectName(QStringLiteral("compare_trained"));
   compareTrained_->setToolTip(tr("Also generate with the run's trained model, side by side with the edited one"));
@@ -166,7 +175,7 @@ void PlaygroundView::build() {
   rightLayout->addWidget(whatIfBar_);
   rightLayout->addWidget(hint_);
   rightLayout->addWidget(scroll, 1);
-  rightLayout->addWidget(legend);
+  rightLayout->addLayout(legendRow);
 
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(left);
@@ -174,6 +183,10 @@ void PlaygroundView::build() {
 }
 
 void PlaygroundView::connectSignals() {
+  connect(tint_, &QCheckBox::toggled, this, [this](bool on) {
+    for (Column& c : columns_) c.text->setTinted(on);
+    QSettings().setValue(QStringLiteral("playground/tint"), on);
+  });
   connect(paperList_, &QListWidget::itemClicked, this,
           [this](QListWidgetItem* item) { setPrompt(item->data(Qt::UserRole).toString()); });
   connect(paperList_, &QListWidget::itemDoubleClicked, this, [this](QListWidgetItem* item) {
@@ -300,6 +313,7 @@ void PlaygroundView::rebuildColumns(const QVector<QPair<QString, bool>>& runDirs
                              .arg(run.color.name(), run.name().toHtmlEscaped(), qstr(run.model.name).toHtmlEscaped()) +
                          which);
     c.text = new TokenText;
+    c.text->setTinted(tint_->isChecked());
     c.text->setObjectName(QStringLiteral("output_%1").arg(columns_.size()));
     c.text->setTextSize(textSize_);
     connect(c.text, &TokenText::textSizeStep, this, [this](double step) { setTextSize(textSize_ + step); });

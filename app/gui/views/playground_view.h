@@ -122,6 +122,7 @@ class PlaygroundView : public StudioView {
   QSpinBox* maxTokens_;
   QCheckBox* compare_;
   QCheckBox* compareTrained_;
+  QCheckBox* tint_;  // tint the outputs by probability, or plain text
   NoticeBar* whatIfBar_;
   QPushButton* generateButton_;
   QPushButton* stopButton_;

@@ -65,8 +65,11 @@ class Lab {
   // one per core: tiny models leave a second core idle otherwise; docs/performance.md);
   // threads: LibTorch's and OpenBLAS's threads per run (0: one; OpenBLAS waking its threads costs a
   // tiny model more than its arithmetic, docs/performance.md).
+  // on_step: the run in training (its folder name under runs/) and how far it is, 0..1, after
+  // each step, so a caller can show progress inside a run as well as between runs.
   void run(const std::function<void(const std::string&)>& on_log = {}, const CancelFlag* cancel = nullptr,
-           int worker = 0, int workers = 1, int threads = 0);
+           int worker = 0, int workers = 1, int threads = 0,
+           const std::function<void(const std::string& run, double fraction)>& on_step = {});
 
   std::vector<LabRun> results() const;
   // Per task and model: the best learning rate and its accuracies.

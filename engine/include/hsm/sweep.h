@@ -100,6 +100,11 @@ struct SweepRow {
   std::string state, error;
 };
 std::vector<SweepRow> sweep_table(const std::string& dir);
+// The same for run folders not trained as one sweep (the studio's open runs as one experiment):
+// each run's model and training settings as axis paths ("model.layers.0.mixer", "train.lr"),
+// of which `settings` keeps those that differ between the runs; the state is "done" when the
+// run reached its steps, else "stopped". Throws naming a folder that is not a run folder.
+std::vector<SweepRow> runs_table(const std::vector<std::string>& run_dirs);
 
 // Rows grouped by every setting but `setting` (e.g. "seed"): mean, sample standard deviation
 // (n - 1; 0 for one row) and n of each metric over the rows with a value.

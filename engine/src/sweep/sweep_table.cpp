@@ -3,13 +3,98 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "hsm/cost.h"
 #include "hsm/params.h"
+#include "hsm/settings.h"
 #include "hsm/sweep.h"
 
 namespace hsm {
 namespace fs = std::filesystem;
+
+namespace {
+
+// The metrics of a row from its run folder's metrics.jsonl (none yet: left NaN). task: the
+// accuracy is a task run's answer accuracy, else next-token accuracy.
+void read_row_metrics(SweepRow& r, const std::string& run, bool task) {
+  if (!fs::exists(fs::path(run) / "metrics.jsonl")) return;
+  MetricsReader reader(run);
+  double tps_sum = 0;
+  int64_t tps_n = 0;
+  for (const MetricRecord& m : reader.poll()) {
+    r.step = std::max(r.step, m.step);
+    r.total_steps = m.total_steps;
+    if (m.wall_s > 0) r.wall_s = m.wall_s;
+    if (m.kind == "train" && std::isfinite(m.tokens_per_s)) tps_sum += m.tokens_per_s, ++tps_n;
+    if (m.kind != "eval") continue;
+    const double acc = task ? m.answer_accuracy : m.val_accuracy;
+    if (std::isfinite(m.val_loss)) {
+      r.final_val_loss = m.val_loss;
+      if (!(r.best_val_loss <= m.val_loss)) r.best_val_loss = m.val_loss;
+    }
+    if (std::isfinite(acc)) {
+      r.final_accuracy = acc;
+      if (!(r.best_accuracy >= acc)) r.best_accuracy = acc;
+    }
+  }
+  if (tps_n > 0) r.tokens_per_s = tps_sum / static_cast<double>(tps_n);
+}
+
+// A run's model and training settings as axis paths (as a sweep names them) -> compact JSON.
+std::vector<std::pair<std::string, std::string>> run_settings(const RunInfo& info) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const nlohmann::json flat = nlohmann::json::parse(to_json(info.model)).flatten();
+  for (const auto& [pointer, value] : flat.items()) {
+    std::string path = "model" + pointer;  // "/layers/0/mixer" -> "model.layers.0.mixer"
+    for (char& c : path)
+      if (c == '/') c = '.';
+    out.emplace_back(path, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  for (const SettingSpec& s : train_setting_specs()) out.emplace_back("train." + std::string(s.key), s.get(info.training));
+  return out;
+}
+
+}  // namespace
+
+std::vector<SweepRow> runs_table(const std::vector<std::string>& run_dirs) {
+  std::vector<RunInfo> infos;
+  std::vector<std::vector<std::pair<std::string, std::string>>> all;
+  std::map<std::string, std::set<std::string>> values;  // path -> the values the runs have
+  std::map<std::string, size_t> runs_with;               // path -> how many runs have it
+  for (const std::string& dir : run_dirs) {
+    infos.push_back(read_run_info(dir));
+    all.push_back(run_settings(infos.back()));
+    for (const auto& [path, value] : all.back()) values[path].insert(value), ++runs_with[path];
+  }
+  std::vector<SweepRow> rows;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const RunInfo& info = infos[i];
+    SweepRow r;
+    r.run = fs::path(run_dirs[i]).lexically_normal().filename().string();
+    if (r.run.empty()) r.run = fs::path(run_dirs[i]).lexically_normal().parent_path().filename().string();
+    for (const auto& kv : all[i]) {
+      // A path some run lacks (fewer layers) differs too.
+      if (values[kv.first].size() > 1 || runs_with[kv.first] < all.size()) r.settings.push_back(kv);
+    }
+    r.params = count_params(info.model).total();
+    r.macs_per_token = model_macs_per_token(info.model, info.model.context);
+    read_row_metrics(r, run_dirs[i], false);
+    bool task = false;
+    if (fs::exists(fs::path(run_dirs[i]) / "metrics.jsonl"))
+      for (const MetricRecord& m : MetricsReader(run_dirs[i]).poll()) task = task || std::isfinite(m.answer_accuracy);
+    if (task) {
+      SweepRow t;
+      read_row_metrics(t, run_dirs[i], true);
+      r.final_accuracy = t.final_accuracy, r.best_accuracy = t.best_accuracy;
+    }
+    const int64_t total = info.total_steps > 0 ? info.total_steps : r.total_steps;
+    r.state = total > 0 && std::max(info.step, r.step) >= total ? "done" : "stopped";
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
 
 std::vector<SweepRow> sweep_table(const std::string& dir) {
   const Sweep sweep = load_sweep(dir);
@@ -24,29 +109,7 @@ std::vector<SweepRow> sweep_table(const std::string& dir) {
     const PointState s = read_point_state(dir, p);
     r.state = s.state;
     r.error = s.error;
-    const std::string run = sweep_run_dir(dir, p);
-    if (fs::exists(fs::path(run) / "metrics.jsonl")) {
-      MetricsReader reader(run);
-      double tps_sum = 0;
-      int64_t tps_n = 0;
-      for (const MetricRecord& m : reader.poll()) {
-        r.step = std::max(r.step, m.step);
-        r.total_steps = m.total_steps;
-        if (m.wall_s > 0) r.wall_s = m.wall_s;
-        if (m.kind == "train" && std::isfinite(m.tokens_per_s)) tps_sum += m.tokens_per_s, ++tps_n;
-        if (m.kind != "eval") continue;
-        const double acc = task ? m.answer_accuracy : m.val_accuracy;
-        if (std::isfinite(m.val_loss)) {
-          r.final_val_loss = m.val_loss;
-          if (!(r.best_val_loss <= m.val_loss)) r.best_val_loss = m.val_loss;
-        }
-        if (std::isfinite(acc)) {
-          r.final_accuracy = acc;
-          if (!(r.best_accuracy >= acc)) r.best_accuracy = acc;
-        }
-      }
-      if (tps_n > 0) r.tokens_per_s = tps_sum / static_cast<double>(tps_n);
-    }
+    read_row_metrics(r, sweep_run_dir(dir, p), task);
     rows.push_back(std::move(r));
   }
   return rows;

@@ -174,7 +174,7 @@ std::vector<LabRun> Lab::results() const {
 }
 
 void Lab::run(const std::function<void(const std::string&)>& on_log, const CancelFlag* cancel, int worker,
-              int workers, int threads) {
+              int workers, int threads, const std::function<void(const std::string&, double)>& on_step) {
   auto log = [&](const std::string& l) {
     if (on_log) on_log(l);
   };
@@ -228,7 +228,13 @@ void Lab::run(const std::function<void(const std::string&)>& on_log, const Cance
           }
           const auto t0 = std::chrono::steady_clock::now();
           spec.threads = threads > 0 ? threads : 1;  // tiny models: one thread (docs/performance.md)
-          Trainer trainer(spec, {});
+          TrainCallbacks callbacks;
+          if (on_step)
+            callbacks.on_progress = [&on_step, &name](const std::string& stage, double f) {
+              if (stage == "training") on_step(name, f);
+            };
+          if (on_step) on_step(name, 0.0);
+          Trainer trainer(spec, callbacks);
           const TrainSummary s = train_until_stopped(trainer, cancel);
           if (s.stopped) return;
           const TaskScore score = score_task_run(run_dir, grid_.test_examples, "cpu");

@@ -1,0 +1,144 @@
+#pragma once
+// The Experiments view (issue 39, docs/sweeps.md "In the studio"): a sweep folder, or the open
+// runs taken as one experiment, as one table (only the settings that differ; sortable,
+// filterable; grouped by a setting with mean ± std), a parallel-coordinates plot whose brushes
+// filter the table, and a scatter of any two columns. It follows a running sweep (the table
+// re-read on the analysis executor when the folder changes), starts one from a small form
+// (SweepRunner, a thread of its own, with progress and Cancel), and opens the selected runs so
+// the Training view overlays their curves. Every plot exports PNG/PDF/SVG and CSV, the table CSV.
+#include <QFileSystemWatcher>
+#include <QStringList>
+#include <QTimer>
+#include <vector>
+
+#include "gui/views/experiment_table.h"
+#include "gui/views/studio_view.h"
+#include "hsm/sweep.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+class QTableView;
+
+namespace studio {
+
+class ParallelCoordinates;
+class PlotPanel;
+class SweepRunner;
+struct SweepForm;
+
+class ExperimentsView : public StudioView {
+  Q_OBJECT
+ public:
+  ExperimentsView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
+
+  // Shows the sweep in `dir` and follows it. False (the reason in the status line) when dir
+  // holds no sweep; its table arrives off the GUI thread (isReading()).
+  bool openSweep(const QString& dir);
+  // The studio's open runs as one experiment (hsm::runs_table). False when fewer than two.
+  bool useOpenRuns();
+  // Re-reads the table (what the folder watcher and the timer do while points are not finished).
+  void refresh();
+  bool isReading() const { return reading_; }
+  QString sweepDir() const { return sweepDir_; }
+  const std::vector<hsm::SweepRow>& rows() const { return rows_; }
+
+  // "" (no grouping) or a setting that differs.
+  void setGroup(const QString& setting);
+  QComboBox* groupBox() const { return group_; }
+  QLineEdit* filterEdit() const { return filter_; }
+  QTableView* table() const { return table_; }
+  ExperimentModel* model() const { return model_; }
+  ExperimentFilter* proxy() const { return proxy_; }
+  ParallelCoordinates* parallel() const { return parallel_; }
+  PlotPanel* scatter() const { return scatter_; }
+  QComboBox* colourBox() const { return colour_; }
+  QComboBox* scatterX() const { return scatterX_; }
+  QComboBox* scatterY() const { return scatterY_; }
+  QLabel* statusLabel() const { return status_; }
+  QList<PlotPanel*> plots() const override;
+  // The table as shown (filtered, sorted) as CSV; "" on success, else the reason.
+  QString exportTable(const QString& path) const;
+  // The plots and the table into a folder; the files written.
+  QStringList exportAll(const QString& folder, QString* error = nullptr) const;
+
+  // The run folders of the selected rows (a group's runs each).
+  QStringList selectedRunDirs() const;
+  // Opens the selected runs in the studio and asks for the Training view (curvesRequested),
+  // which overlays every open run's curves. Returns how many were opened.
+  int showSelectedCurves();
+
+  // The form: start a sweep into `outDir` (off the GUI thread); false when the form is refused
+  // (the reason in the status line, nothing started) or a sweep runs already.
+  void setForm(const SweepForm& form, const QString& outDir);
+  bool startSweep();
+  void cancelSweep();
+  SweepRunner* runner() const { return runner_; }
+  QProgressBar* sweepProgress() const { return progress_; }
+  QLabel* sweepStatus() const { return sweepStatus_; }  // the form's line: refusals, progress, the end
+
+ signals:
+  void curvesRequested();
+
+ private:
+  void build();
+  QWidget* buildForm();
+  void connectSignals();
+  void read(const QString& sweepDir, const QStringList& runDirs);
+  void showRows(std::vector<hsm::SweepRow> rows);
+  void rebuildTable();
+  void fillColumnBoxes();
+  void drawParallel();
+  void drawScatter();
+  void watch();
+  void setStatus(const QString& text);
+
+  QPushButton* openButton_;
+  QPushButton* openRunsButton_;
+  QComboBox* group_;
+  QLineEdit* filter_;
+  QPushButton* exportButton_;
+  QPushButton* curvesButton_;
+  QLabel* status_;
+  QTableView* table_;
+  ExperimentModel* model_;
+  ExperimentFilter* proxy_;
+  QTabWidget* tabs_;
+  ParallelCoordinates* parallel_;
+  QComboBox* colour_;
+  QPushButton* clearBrushes_;
+  PlotPanel* scatter_;
+  QComboBox* scatterX_;
+  QComboBox* scatterY_;
+  // The form.
+  QLineEdit* formName_;
+  QComboBox* formBase_;
+  QLineEdit* formData_;
+  QLineEdit* formTask_;
+  QSpinBox* formSteps_;
+  QSpinBox* formBatch_;
+  QSpinBox* formEval_;
+  QPlainTextEdit* formAxes_;
+  QLineEdit* formOut_;
+  QPushButton* startButton_;
+  QPushButton* cancelButton_;
+  QProgressBar* progress_;
+  QLabel* sweepStatus_;
+  SweepRunner* runner_;
+
+  QString trainingNow_;  // the runner's point under way, as the form's line says it
+  QString sweepDir_;    // the sweep shown ("" with open runs)
+  QStringList runDirs_;  // the open runs shown (when no sweep)
+  std::vector<hsm::SweepRow> rows_;
+  bool reading_ = false, readAgain_ = false;
+  QFileSystemWatcher watcher_;
+  QTimer poll_;    // while a point is not finished: metrics grow without the folder changing
+  QTimer reread_;  // one re-read after a burst of changes (the folder's, an open run's metrics)
+};
+
+}  // namespace studio

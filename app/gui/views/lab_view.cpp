@@ -1,0 +1,641 @@
+#include "gui/views/lab_view.h"
+
+#include <QColor>
+#include <QDir>
+#include <QComboBox>
+#include <qcustomplot.h>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QThread>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "gui/engine/engine_host.h"
+#include "gui/engine/lab_runner.h"
+#include "gui/engine_types.h"
+#include "gui/widgets/plot_panel.h"
+#include "gui/widgets/plot_series.h"
+#include "hsm/presets.h"
+#include "hsm/run_folder.h"
+#include "hsm/tasks.h"
+
+namespace studio {
+
+namespace {
+
+// The models list's item for the Architecture view's current model (its text is translated,
+// so it is told apart by this role).
+constexpr int kArchitectureRole = Qt::UserRole + 1;
+const char* kArchitectureFile = "models/architecture.json";
+
+void addCheckable(QListWidget* list, const QString& text, bool checked, bool editable) {
+  auto* item = new QListWidgetItem(text, list);
+  Qt::ItemFlags flags = item->flags() | Qt::ItemIsUserCheckable;
+  if (editable) flags |= Qt::ItemIsEditable;  // a task's difficulty is in its spec
+  item->setFlags(flags);
+  item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
+}
+
+QStringList checkedTexts(const QListWidget* list) {
+  QStringList out;
+  for (int i = 0; i < list->count(); ++i)
+    if (list->item(i)->checkState() == Qt::Checked) out << list->item(i)->text().trimmed();
+  return out;
+}
+
+// A lab run's folder name (t0_mqar__m3_da_static_emb_qk__lr0.003__s1, hsm::Lab) as a person
+// reads it: "mqar · da_static_emb_qk · lr 0.003 · seed 1".
+QString runTitle(const QString& folderName) {
+  const QStringList parts = folderName.split(QStringLiteral("__"));
+  if (parts.size() != 4) return folderName;
+  auto after = [](const QString& part, QChar sep) { return part.mid(part.indexOf(sep) + 1); };
+  return QStringLiteral("%1 · %2 · lr %3 · seed %4")
+      .arg(after(parts[0], QLatin1Char('_')), after(parts[1], QLatin1Char('_')), parts[2].mid(2), parts[3].mid(1));
+}
+
+// Red (chance) through yellow to green (solved): the cell's answer accuracy.
+QColor accuracyColour(double a) {
+  const double t = std::clamp(a, 0.0, 1.0);
+  return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.55f, 0.95f);
+}
+
+QColor seriesColour(int i) {
+  static const QColor kColours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
+                                    QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
+                                    QColor(227, 119, 194), QColor(127, 127, 127)};
+  return kColours[static_cast<size_t>(i) % std::size(kColours)];
+}
+
+// An accuracy's whole range, not the data's (the panel fits the data; Fit does again).
+void showAccuracyRange(PlotPanel* plot) {
+  plot->plot()->yAxis->setRange(-0.02, 1.02);
+  plot->plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// A model's name in the grid: a config file by its name.
+QString rowLabel(const std::string& model) {
+  const QFileInfo file(qstr(model));
+  return file.suffix() == QLatin1String("json") ? file.completeBaseName() : qstr(model);
+}
+
+}  // namespace
+
+LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : StudioView(runs, engine, parent), runner_(new LabRunner(this)) {
+  build();
+  connectSignals();
+  fillForm(hsm::default_lab_grid());
+  setRunning(false);
+}
+
+void LabView::build() {
+  tasks_ = new QListWidget;
+  tasks_->setObjectName(QStringLiteral("lab_tasks"));
+  tasks_->setToolTip(tr("Task specs (double-click to change the difficulty, e.g. mqar:pairs=8,context=64)"));
+  newTask_ = new QLineEdit;
+  newTask_->setObjectName(QStringLiteral("lab_new_task"));
+  newTask_->setPlaceholderText(tr("add a task spec, e.g. recall_at:max_distance=32"));
+  models_ = new QListWidget;
+  models_->setObjectName(QStringLiteral("lab_models"));
+  models_->setToolTip(tr("Presets and model configs, trained at lab size (d 64, at most 4 layers)"));
+  addConfig_ = new QPushButton(tr("Add a config…"));
+  addConfig_->setObjectName(QStringLiteral("lab_add_config"));
+  addConfig_->setToolTip(tr("A model config file (JSON, as the Architecture view saves): a row of the grid"));
+
+  steps_ = new QSpinBox;
+  steps_->setRange(1, 1000000);
+  steps_->setObjectName(QStringLiteral("lab_steps"));
+  batch_ = new QSpinBox;
+  batch_->setRange(1, 4096);
+  batch_->setObjectName(QStringLiteral("lab_batch"));
+  seeds_ = new QSpinBox;
+  seeds_->setRange(1, 100);
+  seeds_->setObjectName(QStringLiteral("lab_seeds"));
+  lrs_ = new QLineEdit;
+  lrs_->setObjectName(QStringLiteral("lab_lrs"));
+  lrs_->setToolTip(tr("Learning rates, comma-separated; each cell keeps the best (MAD's protocol)"));
+  folder_ = new QLineEdit;
+  folder_->setObjectName(QStringLiteral("lab_folder"));
+  folder_->setPlaceholderText(tr("lab folder (created if missing)"));
+  browse_ = new QPushButton(tr("Browse…"));
+  open_ = new QPushButton(tr("Open lab…"));
+  open_->setObjectName(QStringLiteral("lab_open"));
+  run_ = new QPushButton(tr("Run"));
+  run_->setObjectName(QStringLiteral("lab_run"));
+  cancel_ = new QPushButton(tr("Cancel"));
+  cancel_->setObjectName(QStringLiteral("lab_cancel"));
+  exportCsv_ = new QPushButton(tr("Export CSV…"));
+  exportCsv_->setObjectName(QStringLiteral("lab_export_csv"));
+  progress_ = new QProgressBar;
+  progress_->setObjectName(QStringLiteral("lab_progress"));
+  progress_->setRange(0, 1000);
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("lab_status"));
+  training_ = new QLabel;
+  training_->setObjectName(QStringLiteral("lab_training"));
+  training_->setWordWrap(true);
+  training_->hide();
+  status_->setWordWrap(true);
+  log_ = new QPlainTextEdit;
+  log_->setReadOnly(true);
+  log_->setObjectName(QStringLiteral("lab_log"));
+  log_->setMaximumBlockCount(2000);
+  grid_ = new QTableWidget;
+  grid_->setObjectName(QStringLiteral("lab_grid"));
+  grid_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  // Each task's settings a line, each column as wide as its header (stretched ones cut
+  // "in_context_recall" at 1280 px); the last column takes what is left.
+  grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  grid_->horizontalHeader()->setStretchLastSection(true);
+
+  axis_ = new QComboBox;
+  axis_->setObjectName(QStringLiteral("lab_difficulty_axis"));
+  axis_->addItem(tr("recall_at: accuracy against distance"), QStringLiteral("distance"));
+  axis_->addItem(tr("mqar: accuracy against pairs"), QStringLiteral("pairs"));
+  axis_->addItem(tr("mqar: accuracy against context"), QStringLiteral("context"));
+  difficultyPlot_ = new PlotPanel(tr("Lab accuracy against difficulty"), tr("distance"), tr("answer accuracy"));
+  difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
+  cellPlot_ = new PlotPanel(tr("Lab cell training"), tr("step"), tr("validation answer accuracy"));
+  cellPlot_->setObjectName(QStringLiteral("lab_cell_plot"));
+  showAccuracyRange(cellPlot_);
+  showAccuracyRange(difficultyPlot_);
+  grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
+  grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
+
+  auto* form = new QWidget;
+  auto* formLayout = new QVBoxLayout(form);
+  formLayout->setContentsMargins(0, 0, 0, 0);
+  auto* tasksBox = new QGroupBox(tr("Tasks"));
+  auto* tasksLayout = new QVBoxLayout(tasksBox);
+  tasksLayout->addWidget(tasks_);
+  tasksLayout->addWidget(newTask_);
+  auto* modelsBox = new QGroupBox(tr("Models"));
+  auto* modelsLayout = new QVBoxLayout(modelsBox);
+  modelsLayout->addWidget(models_);
+  modelsLayout->addWidget(addConfig_, 0, Qt::AlignLeft);
+  auto* budgetBox = new QGroupBox(tr("Budget"));
+  auto* budget = new QFormLayout(budgetBox);
+  budget->addRow(tr("Steps"), steps_);
+  budget->addRow(tr("Batch"), batch_);
+  budget->addRow(tr("Learning rates"), lrs_);
+  budget->addRow(tr("Seeds"), seeds_);
+  auto* folderRow = new QHBoxLayout;
+  folderRow->addWidget(folder_, 1);
+  folderRow->addWidget(browse_);
+  budget->addRow(tr("Folder"), folderRow);
+  formLayout->addWidget(tasksBox, 2);
+  formLayout->addWidget(modelsBox, 2);
+  formLayout->addWidget(budgetBox);
+
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(run_);
+  buttons->addWidget(cancel_);
+  buttons->addWidget(progress_, 1);
+  buttons->addWidget(open_);
+  buttons->addWidget(exportCsv_);
+  auto* right = new QWidget;
+  auto* rightLayout = new QVBoxLayout(right);
+  rightLayout->setContentsMargins(0, 0, 0, 0);
+  rightLayout->addLayout(buttons);
+  rightLayout->addWidget(status_);
+  rightLayout->addWidget(training_);
+  auto* lower = new QSplitter(Qt::Vertical);
+  lower->addWidget(grid_);
+  auto* plotBox = new QWidget;
+  auto* plotLayout = new QVBoxLayout(plotBox);
+  plotLayout->setContentsMargins(0, 0, 0, 0);
+  plotLayout->addWidget(axis_);
+  auto* plots = new QSplitter(Qt::Horizontal);
+  plots->addWidget(difficultyPlot_);
+  plots->addWidget(cellPlot_);
+  plotLayout->addWidget(plots, 1);
+  lower->addWidget(plotBox);
+  lower->addWidget(log_);
+  lower->setStretchFactor(0, 3);
+  lower->setStretchFactor(1, 3);
+  lower->setStretchFactor(2, 1);
+  rightLayout->addWidget(lower, 1);
+
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->addWidget(form);
+  splitter->addWidget(right);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 3);
+  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(splitter);
+}
+
+void LabView::connectSignals() {
+  connect(run_, &QPushButton::clicked, this, [this] { runLab(); });
+  connect(runner_, &LabRunner::line, this, [this](const QString& line) {
+    log_->appendPlainText(line);
+    status_->setText(line);
+  });
+  connect(runner_, &LabRunner::progress, this, [this](double fraction, const QString&) {
+    progress_->setValue(static_cast<int>(fraction * 1000));
+    QStringList training;
+    for (const auto& [run, f] : runner_->inTraining())
+      training << tr("%1 (%2 %)").arg(runTitle(run)).arg(static_cast<int>(f * 100));
+    training_->setText(training.isEmpty() ? QString() : tr("Training: %1").arg(training.join(QStringLiteral("; "))));
+    training_->setVisible(!training.isEmpty());
+  });
+  connect(runner_, &LabRunner::runScored, this, &LabView::refreshFromFolder);
+  connect(runner_, &LabRunner::finished, this, &LabView::onRunnerFinished);
+  connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
+  connect(grid_, &QTableWidget::cellDoubleClicked, this, [this](int row, int column) {
+    const QString dir = cellRun(row, column);
+    if (!dir.isEmpty()) emit runRequested(dir);
+  });
+  connect(grid_, &QTableWidget::cellEntered, this, &LabView::showCellCurve);
+  connect(grid_, &QTableWidget::currentCellChanged, this, [this](int row, int column) { showCellCurve(row, column); });
+  connect(axis_, &QComboBox::currentIndexChanged, this, [this] { showDifficulty(); });
+  connect(newTask_, &QLineEdit::returnPressed, this, [this] {
+    const QString spec = newTask_->text().trimmed();
+    if (spec.isEmpty()) return;
+    addCheckable(tasks_, spec, true, true);
+    newTask_->clear();
+  });
+  connect(addConfig_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("A model config"), folder(), tr("Model configs (*.json)"));
+    if (!path.isEmpty()) addModelConfig(path);
+  });
+  connect(browse_, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Lab folder"), folder_->text());
+    if (!dir.isEmpty()) folder_->setText(dir);
+  });
+  connect(open_, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a lab folder"), folder_->text());
+    if (!dir.isEmpty()) openLab(dir);
+  });
+  connect(exportCsv_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab table"),
+                                                      QFileInfo(folder_->text()).fileName() + QStringLiteral("-lab.csv"),
+                                                      tr("CSV (*.csv)"));
+    QString error;
+    if (!path.isEmpty() && !exportCsv(path, &error)) status_->setText(error);
+  });
+}
+
+void LabView::fillForm(const hsm::LabGrid& grid) {
+  tasks_->clear();
+  for (const std::string& t : grid.tasks) addCheckable(tasks_, qstr(t), true, true);
+  models_->clear();
+  QStringList models;
+  for (const std::string& m : grid.models) models << qstr(m);
+  for (const QString& m : models) addCheckable(models_, m, true, false);
+  for (const std::string& name : hsm::preset_names())
+    if (!models.contains(qstr(name))) addCheckable(models_, qstr(name), false, false);
+  addArchitectureItem();
+  steps_->setValue(static_cast<int>(grid.steps));
+  batch_->setValue(static_cast<int>(grid.batch));
+  seeds_->setValue(static_cast<int>(grid.seeds));
+  QStringList lrs;
+  for (double lr : grid.lrs) lrs << QString::number(lr);
+  lrs_->setText(lrs.join(QStringLiteral(", ")));
+}
+
+hsm::LabGrid LabView::formGrid() const {
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  grid.tasks.clear();
+  grid.models.clear();
+  grid.lrs.clear();
+  for (const QString& t : checkedTexts(tasks_)) grid.tasks.push_back(t.toStdString());
+  for (int i = 0; i < models_->count(); ++i) {
+    const QListWidgetItem* item = models_->item(i);
+    if (item->checkState() != Qt::Checked) continue;
+    grid.models.push_back(item->data(kArchitectureRole).toBool()
+                              ? QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString()
+                              : item->text().trimmed().toStdString());
+  }
+  for (const QString& part : lrs_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const double lr = part.trimmed().toDouble(&ok);
+    if (!ok || !(lr > 0))
+      throw std::invalid_argument("learning rate '" + part.trimmed().toStdString() +
+                                  "' is not a positive number; give e.g. 0.001, 0.003");
+    grid.lrs.push_back(lr);
+  }
+  if (grid.tasks.empty()) throw std::invalid_argument("no task checked; check at least one task");
+  if (grid.models.empty()) throw std::invalid_argument("no model checked; check at least one model");
+  if (grid.lrs.empty()) throw std::invalid_argument("no learning rate; give at least one, e.g. 0.003");
+  grid.steps = steps_->value();
+  grid.batch = batch_->value();
+  grid.seeds = seeds_->value();
+  return grid;
+}
+
+bool LabView::addModelConfig(const QString& path) {
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  try {
+    hsm::load_preset_or_config(absolute.toStdString());  // a file that is not a model is refused here
+  } catch (const std::exception& e) {
+    status_->setText(tr("Cannot add %1: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what())));
+    return false;
+  }
+  for (int i = 0; i < models_->count(); ++i)
+    if (models_->item(i)->text() == absolute) {
+      models_->item(i)->setCheckState(Qt::Checked);
+      return true;
+    }
+  addCheckable(models_, absolute, true, false);
+  models_->item(models_->count() - 1)->setToolTip(absolute);
+  status_->setText(tr("Added %1 (a row named %2)").arg(absolute, QFileInfo(path).completeBaseName()));
+  return true;
+}
+
+void LabView::setArchitectureModel(std::function<QString(const QString&)> save) {
+  saveArchitecture_ = std::move(save);
+  addArchitectureItem();
+}
+
+void LabView::addArchitectureItem() {
+  if (!saveArchitecture_) return;
+  addCheckable(models_, tr("the Architecture view's model"), false, false);
+  models_->item(models_->count() - 1)->setData(kArchitectureRole, true);
+}
+
+void LabView::setFolder(const QString& dir) { folder_->setText(dir); }
+QString LabView::folder() const { return folder_->text().trimmed(); }
+QString LabView::status() const { return status_->text(); }
+
+void LabView::setRunning(bool running) {
+  run_->setEnabled(!running);
+  cancel_->setEnabled(running);
+  open_->setEnabled(!running);
+  for (QWidget* w : std::initializer_list<QWidget*>{tasks_, newTask_, models_, addConfig_, steps_, batch_, seeds_, lrs_, folder_, browse_})
+    w->setEnabled(!running);  // the form is the running grid's until it stops
+}
+
+bool LabView::runLab() {
+  if (isRunning()) return false;
+  hsm::LabGrid grid;
+  std::unique_ptr<hsm::Lab> lab;
+  try {
+    if (folder().isEmpty()) throw std::invalid_argument("no lab folder; choose one (Browse…)");
+    grid = formGrid();
+    const std::string architecture = QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString();
+    if (saveArchitecture_ && std::count(grid.models.begin(), grid.models.end(), architecture) > 0 &&
+        !QFileInfo::exists(qstr(architecture))) {  // a reopened lab keeps the model it was run with
+      QDir(folder()).mkpath(QStringLiteral("models"));
+      const QString error = saveArchitecture_(qstr(architecture));
+      if (!error.isEmpty()) throw std::invalid_argument("the Architecture view's model: " + error.toStdString());
+    }
+    for (const std::string& t : grid.tasks) hsm::parse_task(t);  // a bad spec is refused here, not on the thread
+    lab = std::make_unique<hsm::Lab>(folder().toStdString(), grid);
+  } catch (const std::exception& e) {
+    status_->setText(tr("Cannot run: %1").arg(QString::fromUtf8(e.what())));
+    return false;
+  }
+  const qint64 total = static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds;
+  results_ = lab->results();
+  showTable(grid, lab->table());
+  const qint64 scored = static_cast<qint64>(results_.size());
+  runningDir_ = folder();
+  QString error;
+  // Worker processes, one per core (LabRunner says why): the analysis thread stays free.
+  if (!runner_->start(runningDir_, total, scored, std::max(1, QThread::idealThreadCount()), &error)) {
+    runningDir_.clear();
+    status_->setText(tr("Cannot run: %1").arg(error));
+    return false;
+  }
+  progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(scored) / static_cast<double>(std::max<qint64>(total, 1))));
+  progress_->setFormat(QStringLiteral("%p%"));
+  log_->appendPlainText(tr("Running the grid's %1 run(s) (%2 scored already) in %3").arg(total).arg(scored).arg(runningDir_));
+  status_->setText(tr("Running %1 run(s)…").arg(total - scored));
+  setRunning(true);
+  return true;
+}
+
+void LabView::refreshFromFolder() {
+  if (runningDir_.isEmpty() || folder() != runningDir_) return;
+  try {
+    const hsm::Lab lab(runningDir_.toStdString(), hsm::Lab::stored_grid(runningDir_.toStdString()));
+    results_ = lab.results();
+    showTable(lab.grid(), lab.table());
+  } catch (const std::exception&) {
+    // A results line half-written by a worker: the next scored run shows it.
+  }
+}
+
+void LabView::onRunnerFinished(bool cancelled, const QString& error) {
+  training_->clear();
+  training_->hide();
+  const QString dir = runningDir_;
+  runningDir_.clear();
+  setRunning(false);
+  openLab(dir);
+  const qint64 total = static_cast<qint64>(shownGrid_.tasks.size() * shownGrid_.models.size() * shownGrid_.lrs.size()) *
+                       shownGrid_.seeds;
+  const qint64 scored = static_cast<qint64>(results_.size());
+  if (!error.isEmpty())
+    status_->setText(tr("The lab stopped: %1 (%2 of %3 runs scored; Run continues it)").arg(error).arg(scored).arg(total));
+  else if (cancelled || scored < total)
+    status_->setText(tr("Cancelled: %1 of %2 runs scored; Run continues the lab.").arg(scored).arg(total));
+  else
+    status_->setText(tr("Done: %1 run(s) scored in %2.").arg(scored).arg(dir));
+  if (!error.isEmpty()) log_->appendPlainText(error);
+  emit labFinished(cancelled || !error.isEmpty() || scored < total);
+}
+
+bool LabView::isRunning() const { return runner_->running(); }
+
+void LabView::cancelLab() {
+  if (!isRunning()) return;
+  runner_->cancel();
+  status_->setText(tr("Cancelling (each run stops at its step and keeps its checkpoint)…"));
+}
+
+bool LabView::openLab(const QString& dir) {
+  try {
+    const hsm::LabGrid grid = hsm::Lab::stored_grid(dir.toStdString());
+    const hsm::Lab lab(dir.toStdString(), grid);
+    folder_->setText(dir);
+    fillForm(grid);
+    results_ = lab.results();
+    showTable(grid, lab.table());
+    status_->setText(tr("%1: %2 of %3 runs scored")
+                         .arg(QFileInfo(dir).fileName())
+                         .arg(lab.results().size())
+                         .arg(static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds));
+    return true;
+  } catch (const std::exception& e) {
+    status_->setText(tr("Cannot open %1: %2").arg(dir, QString::fromUtf8(e.what())));
+    return false;
+  }
+}
+
+void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
+  shownGrid_ = grid;
+  cells_ = cells;
+  grid_->clear();
+  grid_->setRowCount(static_cast<int>(grid.models.size()));
+  grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
+  QStringList rows, columns;
+  for (const std::string& m : grid.models) rows << rowLabel(m);
+  // A setting a line: eight specs side by side fit 900 px only so.
+  for (const std::string& t : grid.tasks)
+    columns << qstr(t).replace(QLatin1Char(':'), QStringLiteral("\n")).replace(QLatin1Char(','), QStringLiteral("\n"));
+  grid_->setVerticalHeaderLabels(rows);
+  grid_->setHorizontalHeaderLabels(columns);
+  for (int c = 0; c < columns.size(); ++c) grid_->horizontalHeaderItem(c)->setToolTip(qstr(grid.tasks[static_cast<size_t>(c)]));
+  for (const hsm::LabCell& c : cells) {
+    const auto ti = std::find(grid.tasks.begin(), grid.tasks.end(), c.task) - grid.tasks.begin();
+    const auto mi = std::find(grid.models.begin(), grid.models.end(), c.model) - grid.models.begin();
+    if (ti >= static_cast<long>(grid.tasks.size()) || mi >= static_cast<long>(grid.models.size())) continue;
+    auto* item = new QTableWidgetItem;
+    item->setTextAlignment(Qt::AlignCenter);
+    if (std::isfinite(c.answer_accuracy)) {
+      item->setText(QString::number(c.answer_accuracy, 'f', 3));
+      item->setBackground(accuracyColour(c.answer_accuracy));
+      item->setForeground(Qt::black);
+      QStringList seeds;
+      for (double a : c.seed_accuracy) seeds << QString::number(a, 'f', 3);
+      item->setToolTip(tr("%1 on %2\nanswer accuracy %3, sequence accuracy %4\nbest learning rate %5\n"
+                          "per seed: %6\nruns finished: %7")
+                           .arg(qstr(c.model), qstr(c.task))
+                           .arg(c.answer_accuracy, 0, 'f', 4)
+                           .arg(c.sequence_accuracy, 0, 'f', 4)
+                           .arg(c.best_lr)
+                           .arg(seeds.join(QStringLiteral(", ")))
+                           .arg(c.runs));
+    } else {
+      item->setText(QStringLiteral("–"));
+      item->setToolTip(tr("%1 on %2: not scored yet").arg(qstr(c.model), qstr(c.task)));
+    }
+    grid_->setItem(static_cast<int>(mi), static_cast<int>(ti), item);
+  }
+  grid_->resizeRowsToContents();
+  showDifficulty();
+  // Until a cell is hovered or chosen, the curve of the first one scored (an empty plot would
+  // look like a failure).
+  if (cellPlot_->series().isEmpty())
+    for (int r = 0; r < grid_->rowCount(); ++r)
+      for (int c = 0; c < grid_->columnCount(); ++c)
+        if (!cellRuns(r, c).empty()) return showCellCurve(r, c);
+}
+
+std::vector<const hsm::LabRun*> LabView::cellRuns(int row, int column) const {
+  if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
+      column >= static_cast<int>(shownGrid_.tasks.size()))
+    return {};
+  const std::string& model = shownGrid_.models[static_cast<size_t>(row)];
+  const std::string& task = shownGrid_.tasks[static_cast<size_t>(column)];
+  double bestLr = 0;
+  for (const hsm::LabCell& c : cells_)
+    if (c.model == model && c.task == task) bestLr = c.best_lr;
+  std::vector<const hsm::LabRun*> runs;
+  for (const hsm::LabRun& r : results_)
+    if (r.model == model && r.task == task && r.lr == bestLr) runs.push_back(&r);
+  std::sort(runs.begin(), runs.end(), [](const hsm::LabRun* a, const hsm::LabRun* b) { return a->seed < b->seed; });
+  return runs;
+}
+
+QString LabView::cellRun(int row, int column) const {
+  const std::vector<const hsm::LabRun*> runs = cellRuns(row, column);
+  return runs.empty() ? QString() : qstr(runs.front()->run_dir);
+}
+
+QList<PlotPanel*> LabView::plots() const { return {difficultyPlot_, cellPlot_}; }
+
+void LabView::showCellCurve(int row, int column) {
+  if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
+      column >= static_cast<int>(shownGrid_.tasks.size()))
+    return;
+  QVector<PlotSeries> series;
+  int colour = 0;
+  for (const hsm::LabRun* r : cellRuns(row, column)) {
+    PlotSeries s;
+    s.name = tr("seed %1").arg(r->seed);
+    s.color = seriesColour(colour++);
+    try {
+      for (const hsm::MetricRecord& m : hsm::read_metrics(r->run_dir))
+        if (m.kind == "eval" && std::isfinite(m.answer_accuracy)) {
+          s.x << static_cast<double>(m.step);
+          s.y << m.answer_accuracy;
+        }
+    } catch (const std::exception&) {
+      continue;  // a run folder removed since: its cell still has its score
+    }
+    series << s;
+  }
+  cellPlot_->setXLabel(tr("step · %1 on %2")
+                           .arg(rowLabel(shownGrid_.models[static_cast<size_t>(row)]),
+                                qstr(hsm::parse_task(shownGrid_.tasks[static_cast<size_t>(column)])->name())));
+  cellPlot_->setSeries(series);
+  showAccuracyRange(cellPlot_);
+}
+
+void LabView::showDifficulty() {
+  const QString axis = axis_->currentData().toString();
+  QVector<PlotSeries> series;
+  int colour = 0;
+  for (const std::string& model : shownGrid_.models) {
+    std::map<int64_t, std::pair<double, double>> points;  // x -> (sum, count)
+    if (axis == QLatin1String("distance")) {
+      for (const hsm::LabRun& r : results_) {
+        if (r.model != model || hsm::parse_task(r.task)->name() != "recall_at") continue;
+        for (const auto& [d, c] : r.score.by_difficulty) {
+          points[d].first += static_cast<double>(c.first);
+          points[d].second += static_cast<double>(c.second);
+        }
+      }
+    } else {
+      for (const hsm::LabCell& c : cells_) {
+        if (c.model != model || !std::isfinite(c.answer_accuracy)) continue;
+        const auto task = hsm::parse_task(c.task);
+        if (task->name() != "mqar") continue;
+        for (const hsm::TaskSetting& setting : task->settings())
+          if (qstr(setting.key) == axis) {
+            points[setting.value].first += c.answer_accuracy;
+            points[setting.value].second += 1;
+          }
+      }
+    }
+    if (points.empty()) continue;
+    PlotSeries s;
+    s.name = qstr(model);
+    s.color = seriesColour(colour++);
+    for (const auto& [x, p] : points) {
+      if (p.second <= 0) continue;
+      s.x << static_cast<double>(x);
+      s.y << p.first / p.second;
+    }
+    series << s;
+  }
+  // An empty plot says why instead of showing bare axes.
+  difficultyPlot_->setXLabel(series.isEmpty() ? tr("%1 (no %2 results in this lab yet)")
+                                                    .arg(axis, axis == QLatin1String("distance") ? QStringLiteral("recall_at")
+                                                                                                 : QStringLiteral("mqar"))
+                                              : axis);
+  difficultyPlot_->setSeries(series);
+  showAccuracyRange(difficultyPlot_);
+}
+
+bool LabView::exportCsv(const QString& path, QString* error) const {
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    if (error) *error = tr("Cannot write %1: %2").arg(path, file.errorString());
+    return false;
+  }
+  file.write(QByteArray::fromStdString(hsm::Lab::table_csv(cells_)));
+  return true;
+}
+
+}  // namespace studio

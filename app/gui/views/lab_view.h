@@ -1,0 +1,133 @@
+#pragma once
+// The Lab view (issue 38, docs/lab.md): the mixer lab of `hsm lab` in the studio. Pick task
+// specs (their difficulty is in the spec: mqar:pairs=8,context=64), models (presets) and a
+// budget (steps, batch, learning rates, seeds; `hsm lab`'s defaults), and a lab folder; Run
+// trains and scores the grid's runs in worker processes of `hsm lab`, one per core
+// (gui/engine/lab_runner.h: the analysis thread stays free for the other views); the bar moves
+// with every step of the runs in training; Cancel stops each at its step with its checkpoint and
+// the folder continues on the next Run, as `hsm lab` does.
+// The grid: rows models, columns tasks, each cell the best learning rate's test answer
+// accuracy on a colour scale, its numbers on hover. A lab folder reopens (Open…); Export CSV
+// writes the table `hsm lab --csv` prints. Below the grid, accuracy against difficulty per
+// model and the hovered cell's curve (PNG/PDF/SVG/CSV through each plot's Export… button).
+#include <QString>
+#include <QStringList>
+#include <functional>
+
+#include "gui/views/studio_view.h"
+#include "hsm/lab.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+
+namespace studio {
+
+class LabRunner;
+class PlotPanel;
+
+class LabView : public StudioView {
+  Q_OBJECT
+ public:
+  LabView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
+
+  // The grid the form describes (checked tasks and models, the budget). Throws
+  // std::invalid_argument with one line when the form cannot make one (nothing checked, a
+  // learning rate that is not a number).
+  hsm::LabGrid formGrid() const;
+  // Puts a grid into the form (what a reopened lab does; the smoke session's tiny lab).
+  void fillForm(const hsm::LabGrid& grid);
+  // Where "the Architecture view's model" comes from (MainWindow: ArchitectureView::saveConfig).
+  // Run saves it as a config in the lab folder (models/architecture.json) and trains that.
+  void setArchitectureModel(std::function<QString(const QString& path)> save);
+  // Adds a model config file (checked) to the models; false, with the reason shown, when the
+  // file is not a model config.
+  bool addModelConfig(const QString& path);
+  void setFolder(const QString& dir);
+  QString folder() const;
+  // Runs (or continues) the form's grid in folder(); false, with the reason shown, when it
+  // cannot start.
+  bool runLab();
+  void cancelLab();
+  bool isRunning() const;
+  // Reads a lab folder: its grid into the form and its results into the grid; false with the
+  // reason shown when the folder holds no lab.
+  bool openLab(const QString& dir);
+  // Writes the table (hsm::Lab::table_csv) to `path`.
+  bool exportCsv(const QString& path, QString* error = nullptr) const;
+
+  QTableWidget* grid() const { return grid_; }
+  QProgressBar* progress() const { return progress_; }
+  QListWidget* taskList() const { return tasks_; }
+  QListWidget* modelList() const { return models_; }
+  QPushButton* runButton() const { return run_; }
+  QPushButton* cancelButton() const { return cancel_; }
+  QString status() const;
+  // The run a cell opens (empty when the cell has none scored).
+  QString cellRun(int row, int column) const;
+  // Accuracy against difficulty per model: recall_at's accuracy by distance (its runs pooled),
+  // or each MQAR cell's accuracy against its pairs or its context.
+  PlotPanel* difficultyPlot() const { return difficultyPlot_; }
+  QComboBox* difficultyAxis() const { return axis_; }
+  // The hovered (or current) cell's curve: validation answer accuracy against step, one
+  // line per seed at the cell's best learning rate.
+  PlotPanel* cellPlot() const { return cellPlot_; }
+  void showCellCurve(int row, int column);
+  QList<PlotPanel*> plots() const override;
+  const std::vector<hsm::LabCell>& cells() const { return cells_; }
+
+ signals:
+  void labFinished(bool cancelled);
+  // A cell was double-clicked: its run at the best learning rate and the first seed, for the
+  // other views (MainWindow opens it).
+  void runRequested(const QString& runDir);
+
+ private:
+  void build();
+  void connectSignals();
+  void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
+  void setRunning(bool running);
+  void refreshFromFolder();  // a worker scored a run: the grid and plots follow
+  void onRunnerFinished(bool cancelled, const QString& error);
+  void showDifficulty();
+  void addArchitectureItem();
+  // The scored runs of a cell at its best learning rate, by seed.
+  std::vector<const hsm::LabRun*> cellRuns(int row, int column) const;
+
+  QListWidget* tasks_ = nullptr;
+  QListWidget* models_ = nullptr;
+  QLineEdit* newTask_ = nullptr;
+  QSpinBox* steps_ = nullptr;
+  QSpinBox* batch_ = nullptr;
+  QSpinBox* seeds_ = nullptr;
+  QLineEdit* lrs_ = nullptr;
+  QLineEdit* folder_ = nullptr;
+  QPushButton* browse_ = nullptr;
+  QPushButton* addConfig_ = nullptr;
+  QPushButton* open_ = nullptr;
+  QPushButton* run_ = nullptr;
+  QPushButton* cancel_ = nullptr;
+  QPushButton* exportCsv_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* status_ = nullptr;
+  QLabel* training_ = nullptr;  // the runs in training and how far each is
+  QPlainTextEdit* log_ = nullptr;
+  QTableWidget* grid_ = nullptr;
+  QComboBox* axis_ = nullptr;
+  PlotPanel* difficultyPlot_ = nullptr;
+  PlotPanel* cellPlot_ = nullptr;
+  std::function<QString(const QString&)> saveArchitecture_;
+  LabRunner* runner_ = nullptr;
+  QString runningDir_;  // the lab folder the workers train
+  std::vector<hsm::LabRun> results_;
+  std::vector<hsm::LabCell> cells_;
+  hsm::LabGrid shownGrid_;
+};
+
+}  // namespace studio

@@ -1,0 +1,262 @@
+#include "gui/widgets/parallel_coordinates.h"
+
+#include <QLocale>
+#include <QMouseEvent>
+#include <QToolButton>
+#include <algorithm>
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace studio {
+namespace {
+
+constexpr double kGrab = 0.3;  // how near an axis (in axis spacings) a drag brushes it
+
+// An axis's end as a label: thousands whole ("27,876"), others to 4 significant digits.
+QString tick_text(double x) { return std::abs(x) >= 1000 ? QLocale().toString(x, 'f', 0) : QString::number(x, 'g', 4); }
+
+QString csv_quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
+
+}  // namespace
+
+ParallelCoordinates::ParallelCoordinates(const QString& title, QWidget* parent)
+    : PlotPanel(title, QString(), QString(), parent) {
+  setLogOptionVisible(false);
+  // Its own scales: no zoom or pan, and no "Fit" (there is nothing to fit).
+  plot()->setInteractions(QCP::Interactions());
+  for (QToolButton* b : findChildren<QToolButton*>())
+    if (b->text() == tr("Fit")) b->hide();
+  plot()->xAxis->setVisible(false);
+  plot()->yAxis->setVisible(false);
+  plot()->axisRect()->setAutoMargins(QCP::msNone);
+  plot()->axisRect()->setMargins(QMargins(8, 8, 8, 8));
+  setCsvWriter([this] { return csv(); });
+  connect(plot(), &QCustomPlot::mousePress, this, &ParallelCoordinates::pressed);
+  connect(plot(), &QCustomPlot::mouseMove, this, &ParallelCoordinates::moved);
+  connect(plot(), &QCustomPlot::mouseRelease, this, &ParallelCoordinates::released);
+  // PlotPanel rescales on a double click; these scales are fixed.
+  connect(plot(), &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { draw(); });
+  setToolTip(tr("Drag along an axis to keep only the runs in that range (a click on the axis clears it)"));
+}
+
+QColor ParallelCoordinates::viridis(double t) {
+  // Viridis (matplotlib), 9 stops, interpolated.
+  static const QColor stops[] = {QColor(0x44, 0x01, 0x54), QColor(0x47, 0x2c, 0x7a), QColor(0x3b, 0x51, 0x8b),
+                                 QColor(0x2c, 0x71, 0x8e), QColor(0x21, 0x90, 0x8d), QColor(0x27, 0xad, 0x81),
+                                 QColor(0x5c, 0xc8, 0x63), QColor(0xaa, 0xdc, 0x32), QColor(0xfd, 0xe7, 0x25)};
+  t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * 8;
+  const int i = std::min(static_cast<int>(t), 7);
+  const double f = t - i;
+  const QColor& a = stops[i];
+  const QColor& b = stops[i + 1];
+  return QColor::fromRgbF(a.redF() + f * (b.redF() - a.redF()), a.greenF() + f * (b.greenF() - a.greenF()),
+                          a.blueF() + f * (b.blueF() - a.blueF()));
+}
+
+void ParallelCoordinates::setData(const QVector<Axis>& axes, const QStringList& rows, const QVector<double>& colour,
+                                  const QString& colourName) {
+  axes_ = axes;
+  rows_ = rows;
+  colour_ = colour;
+  colourName_ = colourName;
+  ranges_.clear();
+  for (const Axis& a : axes_) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (double v : a.values)
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (!std::isfinite(lo)) lo = hi = 0;
+    ranges_.push_back({lo, hi});
+  }
+  for (const QString& name : brushes_.keys())
+    if (axisOf(name) < 0) brushes_.remove(name);
+  draw();
+}
+
+int ParallelCoordinates::axisOf(const QString& name) const {
+  for (int i = 0; i < axes_.size(); ++i)
+    if (axes_[i].name == name) return i;
+  return -1;
+}
+
+double ParallelCoordinates::position(int axis, double value) const {
+  const auto [lo, hi] = ranges_[axis];
+  if (!std::isfinite(value)) return NAN;
+  return hi > lo ? (value - lo) / (hi - lo) : 0.5;
+}
+
+void ParallelCoordinates::setBrush(int axis, double lo, double hi) {
+  if (axis < 0 || axis >= axes_.size()) return;
+  if (lo > hi) std::swap(lo, hi);
+  brushes_[axes_[axis].name] = {lo, hi};
+  draw();
+  emit brushesChanged();
+}
+
+void ParallelCoordinates::clearBrush(int axis) {
+  if (axis < 0 || axis >= axes_.size() || !brushes_.remove(axes_[axis].name)) return;
+  draw();
+  emit brushesChanged();
+}
+
+void ParallelCoordinates::clearBrushes() {
+  if (brushes_.isEmpty()) return;
+  brushes_.clear();
+  draw();
+  emit brushesChanged();
+}
+
+QVector<bool> ParallelCoordinates::passing() const {
+  QVector<bool> pass(rows_.size(), true);
+  for (auto it = brushes_.begin(); it != brushes_.end(); ++it) {
+    const int a = axisOf(it.key());
+    if (a < 0) continue;
+    for (int r = 0; r < rows_.size(); ++r) {
+      const double v = axes_[a].values.value(r, NAN);
+      pass[r] = pass[r] && std::isfinite(v) && v >= it.value().first && v <= it.value().second;
+    }
+  }
+  return pass;
+}
+
+void ParallelCoordinates::draw() {
+  QCustomPlot* p = plot();
+  p->clearPlottables();
+  p->clearItems();
+  dragRect_ = nullptr;
+  const int n = static_cast<int>(axes_.size());
+  p->xAxis->setRange(-0.5, std::max(n, 1) - 0.5);
+  // Many axes: their names alternate between two heights so that neighbours do not overlap.
+  const bool stagger = n > 10;
+  p->yAxis->setRange(-0.16, stagger ? 1.22 : 1.14);
+  QFont small = font();
+  small.setPointSizeF(small.pointSizeF() * 0.85);
+
+  // The colour scale over the coloured rows.
+  double clo = INFINITY, chi = -INFINITY;
+  for (double c : colour_)
+    if (std::isfinite(c)) clo = std::min(clo, c), chi = std::max(chi, c);
+  const QVector<bool> pass = passing();
+  // Rows outside a brush first (faint, beneath), then the others.
+  for (int round = 0; round < 2; ++round)
+    for (int r = 0; r < rows_.size(); ++r) {
+      if (pass[r] != (round == 1)) continue;
+      auto* line = new QCPCurve(p->xAxis, p->yAxis);
+      QVector<double> xs, ys;
+      for (int a = 0; a < n; ++a) xs << a, ys << position(a, axes_[a].values.value(r, NAN));
+      line->setData(xs, ys);
+      line->setName(rows_[r]);
+      const double c = colour_.value(r, NAN);
+      QColor col = !pass[r] ? QColor(180, 180, 180, 90)
+                   : std::isfinite(c) ? viridis(chi > clo ? (c - clo) / (chi - clo) : 0.5)
+                                      : QColor(120, 120, 120);
+      line->setPen(QPen(col, pass[r] ? 1.8 : 1.0));
+      line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, col, col, pass[r] ? 4 : 2));
+    }
+
+  for (int a = 0; a < n; ++a) {
+    auto* axis = new QCPItemLine(p);
+    axis->start->setCoords(a, 0);
+    axis->end->setCoords(a, 1);
+    axis->setPen(QPen(QColor(60, 60, 60), 1.2));
+    auto* name = new QCPItemText(p);
+    name->position->setCoords(a, stagger && a % 2 == 1 ? 1.12 : 1.04);
+    name->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    name->setText(axes_[a].name);
+    name->setFont(font());
+    auto label = [&](double y, const QString& text) {
+      auto* t = new QCPItemText(p);
+      t->position->setCoords(a, y);
+      t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+      t->setPadding(QMargins(4, 0, 0, 0));
+      t->setText(text);
+      t->setFont(small);
+      t->setColor(QColor(70, 70, 70));
+      t->setBrush(QColor(255, 255, 255, 170));
+    };
+    const Axis& ax = axes_[a];
+    if (!ax.categories.isEmpty()) {
+      for (int k = 0; k < ax.categories.size(); ++k) label(position(a, k), ax.categories[k]);
+    } else {
+      const auto [lo, hi] = ranges_[a];
+      label(position(a, lo), tick_text(lo));
+      if (hi > lo) label(1, tick_text(hi));
+    }
+    if (brushes_.contains(ax.name)) {
+      const auto [lo, hi] = brushes_[ax.name];
+      auto* rect = new QCPItemRect(p);
+      rect->topLeft->setCoords(a - 0.06, std::min(position(a, hi), 1.0) + 0.01);
+      rect->bottomRight->setCoords(a + 0.06, std::max(position(a, lo), 0.0) - 0.01);
+      rect->setPen(QPen(QColor(33, 102, 172), 1.2));
+      rect->setBrush(QColor(33, 102, 172, 50));
+    }
+  }
+  if (std::isfinite(clo)) {
+    auto* legend = new QCPItemText(p);
+    legend->position->setType(QCPItemPosition::ptAxisRectRatio);
+    legend->position->setCoords(0.0, 1.0);
+    legend->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    legend->setFont(small);
+    legend->setText(tr("colour: %1, %2 (dark purple) to %3 (yellow)")
+                        .arg(colourName_, QString::number(clo, 'g', 4), QString::number(chi, 'g', 4)));
+  }
+  if (isVisible()) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ParallelCoordinates::pressed(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton || axes_.isEmpty()) return;
+  const double x = plot()->xAxis->pixelToCoord(e->position().x());
+  const int a = static_cast<int>(std::lround(x));
+  if (a < 0 || a >= axes_.size() || std::abs(x - a) > kGrab) return;
+  dragAxis_ = a;
+  dragFrom_ = std::clamp(plot()->yAxis->pixelToCoord(e->position().y()), 0.0, 1.0);
+  dragRect_ = new QCPItemRect(plot());
+  dragRect_->setPen(QPen(QColor(33, 102, 172), 1, Qt::DashLine));
+  dragRect_->setBrush(QColor(33, 102, 172, 40));
+  moved(e);
+}
+
+void ParallelCoordinates::moved(QMouseEvent* e) {
+  if (dragAxis_ < 0 || !dragRect_) return;
+  const double y = std::clamp(plot()->yAxis->pixelToCoord(e->position().y()), 0.0, 1.0);
+  dragRect_->topLeft->setCoords(dragAxis_ - 0.06, std::max(y, dragFrom_));
+  dragRect_->bottomRight->setCoords(dragAxis_ + 0.06, std::min(y, dragFrom_));
+  plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ParallelCoordinates::released(QMouseEvent* e) {
+  if (dragAxis_ < 0) return;
+  const int a = dragAxis_;
+  dragAxis_ = -1;
+  const double y = std::clamp(plot()->yAxis->pixelToCoord(e->position().y()), 0.0, 1.0);
+  if (std::abs(y - dragFrom_) < 0.02) {  // a click: clear the axis's brush
+    clearBrush(a);
+    draw();
+    return;
+  }
+  // Positions back to the axis's values.
+  const auto [lo, hi] = ranges_[a];
+  auto value = [&](double t) { return lo + t * (hi - lo); };
+  setBrush(a, value(std::min(y, dragFrom_)), value(std::max(y, dragFrom_)));
+}
+
+QString ParallelCoordinates::csv() const {
+  QString out = csv_quote(tr("run"));
+  for (const Axis& a : axes_) out += QLatin1Char(',') + csv_quote(a.name);
+  out += QLatin1Char(',') + csv_quote(tr("colour: %1").arg(colourName_)) + QStringLiteral(",in_brushes\n");
+  const QVector<bool> pass = passing();
+  for (int r = 0; r < rows_.size(); ++r) {
+    out += csv_quote(rows_[r]);
+    for (const Axis& a : axes_) {
+      const double v = a.values.value(r, NAN);
+      out += QLatin1Char(',');
+      if (!std::isfinite(v)) continue;
+      out += a.categories.isEmpty() ? QString::number(v, 'g', 17)
+                                    : csv_quote(a.categories.value(static_cast<int>(v)));
+    }
+    out += QLatin1Char(',') + QString::number(colour_.value(r, NAN), 'g', 17) +
+           (pass[r] ? QStringLiteral(",1\n") : QStringLiteral(",0\n"));
+  }
+  return out;
+}
+
+}  // namespace studio

@@ -1,0 +1,456 @@
+// The Experiments view (issue 39) driven through its widgets on a tiny sweep made here (2 mixers
+// x 2 seeds of the tiny model, 20 steps each): its rows are hsm::sweep_table's, only the
+// settings that differ are columns, sorting and filtering work, grouping by seed gives the mean
+// and standard deviation recomputed here, brushing an axis of the parallel coordinates filters
+// the table, the scatter's points are the table's columns, the plots and the table export, a
+// folder that is no sweep gives one line; a running sweep is followed; a sweep started from
+// the form trains off the GUI thread and Cancel stops it with the folder resumable; the
+// selected rows' curves appear in the Training view.
+#include <gtest/gtest.h>
+
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QTableView>
+#include <QTabWidget>
+#include <QThread>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <qcustomplot.h>
+#include <set>
+#include <thread>
+
+#include "gui/engine/engine_host.h"
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/experiments_view.h"
+#include "gui/views/sweep_runner.h"
+#include "gui/views/training_view.h"
+#include "gui/widgets/parallel_coordinates.h"
+#include "gui/widgets/plot_panel.h"
+#include "hsm/sweep.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+namespace {
+
+struct Studio {
+  RunList runs;
+  EngineHost engine;
+  ExperimentsView view{&runs, &engine};
+};
+
+// The spec of the tiny sweep: layer 1's mixer x seed, and a single-valued lr (not a setting
+// that differs). steps: each point's.
+std::string tiny_spec(const QString& dir, int steps) {
+  return QStringLiteral(R"({"name": "tiny", "base": {"config": "%1"}, "data": "%2",
+    "train": {"steps": %3, "batch": 8, "eval_every": 10, "eval_batches": 2, "checkpoint_every": 10, "log_every": 5,
+              "threads": 1, "device": "cpu"},
+    "axes": {"model.layers.1.mixer": ["attn", "hsm_ab"], "train.lr": [0.003], "seed": [1, 2]}})")
+      .arg(tiny_config(dir), make_corpus(dir))
+      .arg(steps)
+      .toStdString();
+}
+
+// A sweep folder of the tiny spec, its points not started.
+QString new_sweep(const QString& name, int steps) {
+  const QString dir = QDir(temp_root()).filePath(name);
+  QDir().mkpath(dir);
+  const QString sweep = QDir(dir).filePath(QStringLiteral("sweep"));
+  hsm::open_sweep_folder(sweep.toStdString(), hsm::parse_sweep_spec(tiny_spec(dir, steps), dir.toStdString()));
+  return sweep;
+}
+
+// The tiny sweep trained to the end, once per process.
+QString finished_sweep() {
+  static const QString sweep = [] {
+    const QString s = new_sweep(QStringLiteral("finished"), 20);
+    for (int64_t k = 0; k < 4; ++k) hsm::run_sweep_point(s.toStdString(), k, 1, nullptr);
+    return s;
+  }();
+  return sweep;
+}
+
+bool open_and_wait(ExperimentsView& view, const QString& dir) {
+  if (!view.openSweep(dir)) return false;
+  return wait_for([&] { return !view.isReading() && !view.rows().empty(); }, 60000);
+}
+
+// The proxy's rows (table order) as source rows.
+std::vector<int> shown_rows(const ExperimentsView& view) {
+  std::vector<int> rows;
+  for (int r = 0; r < view.proxy()->rowCount(); ++r)
+    rows.push_back(view.proxy()->mapToSource(view.proxy()->index(r, 0)).row());
+  return rows;
+}
+
+double number(const ExperimentsView& view, int row, const QString& column) {
+  const int c = view.model()->table().columnOf(column);
+  EXPECT_GE(c, 0) << column.toStdString();
+  return c < 0 ? NAN : view.model()->table().numbers[row][c];
+}
+
+QString text(const ExperimentsView& view, int row, const QString& column) {
+  const int c = view.model()->table().columnOf(column);
+  EXPECT_GE(c, 0) << column.toStdString();
+  return c < 0 ? QString() : view.model()->table().texts[row][c];
+}
+
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+}  // namespace
+
+TEST(ExperimentsView, RowsAreTheSweepTablesWithOnlyTheSettingsThatDiffer) {
+  Studio s;
+  const QString dir = finished_sweep();
+  ASSERT_TRUE(open_and_wait(s.view, dir)) << s.view.statusLabel()->text().toStdString();
+  const std::vector<hsm::SweepRow> expected = hsm::sweep_table(dir.toStdString());
+  ASSERT_EQ(expected.size(), 4u);
+  const ExperimentTable& t = s.view.model()->table();
+  QStringList headers;
+  for (const ExperimentColumn& c : t.columns) headers << c.name;
+  // lr is on an axis but the same everywhere: not a column.
+  EXPECT_EQ(headers, (QStringList{"run", "model.layers.1.mixer", "seed", "parameters", "MACs/token", "final val_loss",
+                                  "best val_loss", "final accuracy", "best accuracy", "tokens/s", "wall s", "step",
+                                  "state"}));
+  ASSERT_EQ(s.view.model()->rowCount(), 4);
+  for (int r = 0; r < 4; ++r) {
+    const hsm::SweepRow& e = expected[static_cast<size_t>(r)];
+    EXPECT_EQ(text(s.view, r, "run").toStdString(), e.run);
+    EXPECT_EQ(text(s.view, r, "state"), QStringLiteral("done"));
+    EXPECT_EQ(number(s.view, r, "parameters"), static_cast<double>(e.params));
+    EXPECT_EQ(number(s.view, r, "MACs/token"), static_cast<double>(e.macs_per_token));
+    EXPECT_TRUE(same(number(s.view, r, "final val_loss"), e.final_val_loss));
+    EXPECT_TRUE(same(number(s.view, r, "best val_loss"), e.best_val_loss));
+    EXPECT_TRUE(same(number(s.view, r, "final accuracy"), e.final_accuracy));
+    EXPECT_TRUE(same(number(s.view, r, "best accuracy"), e.best_accuracy));
+    EXPECT_TRUE(same(number(s.view, r, "tokens/s"), e.tokens_per_s));
+    EXPECT_TRUE(same(number(s.view, r, "wall s"), e.wall_s));
+    EXPECT_TRUE(std::isfinite(e.best_val_loss));
+    for (const auto& [axis, value] : e.settings)
+      EXPECT_EQ(text(s.view, r, QString::fromStdString(axis)), QString::fromStdString(value).remove('"'));
+  }
+  // The mixers differ in parameters: hsm_ab has none of attention's projections.
+  EXPECT_NE(number(s.view, 0, "parameters"), number(s.view, 2, "parameters"));
+}
+
+TEST(ExperimentsView, SortsAndFilters) {
+  Studio s;
+  ASSERT_TRUE(open_and_wait(s.view, finished_sweep()));
+  const int best = s.view.model()->table().columnOf("best val_loss");
+  s.view.table()->sortByColumn(best, Qt::AscendingOrder);
+  std::vector<double> sorted;
+  for (int r : shown_rows(s.view)) sorted.push_back(number(s.view, r, "best val_loss"));
+  ASSERT_EQ(sorted.size(), 4u);
+  EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end()));
+  s.view.table()->sortByColumn(best, Qt::DescendingOrder);
+  std::vector<double> down;
+  for (int r : shown_rows(s.view)) down.push_back(number(s.view, r, "best val_loss"));
+  EXPECT_TRUE(std::is_sorted(down.rbegin(), down.rend()));
+  EXPECT_NE(sorted, down);
+
+  s.view.filterEdit()->setText(QStringLiteral("hsm_ab"));
+  ASSERT_EQ(s.view.proxy()->rowCount(), 2);
+  for (int r : shown_rows(s.view)) EXPECT_EQ(text(s.view, r, "model.layers.1.mixer"), QStringLiteral("hsm_ab"));
+  s.view.filterEdit()->setText(QStringLiteral("HSM_AB seed=2"));  // every word must match a cell
+  EXPECT_EQ(s.view.proxy()->rowCount(), 1);
+  s.view.filterEdit()->clear();
+  EXPECT_EQ(s.view.proxy()->rowCount(), 4);
+}
+
+TEST(ExperimentsView, GroupsOverSeedsWithMeanAndStdRecomputedHere) {
+  Studio s;
+  ASSERT_TRUE(open_and_wait(s.view, finished_sweep()));
+  ASSERT_GE(s.view.groupBox()->findText("seed"), 0);
+  s.view.groupBox()->setCurrentText("seed");
+  const ExperimentTable& t = s.view.model()->table();
+  ASSERT_EQ(s.view.model()->rowCount(), 2);
+  EXPECT_EQ(t.columnOf("seed"), -1);
+  EXPECT_EQ(t.columnOf("run"), -1);
+  // Independently: the runs of each mixer, their sample mean and standard deviation.
+  std::map<QString, std::vector<double>> losses, accuracies;
+  for (const hsm::SweepRow& r : hsm::sweep_table(finished_sweep().toStdString()))
+    for (const auto& [axis, value] : r.settings)
+      if (axis == "model.layers.1.mixer")
+        losses[QString::fromStdString(value).remove('"')].push_back(r.best_val_loss),
+            accuracies[QString::fromStdString(value).remove('"')].push_back(r.final_accuracy);
+  auto mean_std = [](const std::vector<double>& xs) {
+    double m = 0, ss = 0;
+    for (double x : xs) m += x;
+    m /= static_cast<double>(xs.size());
+    for (double x : xs) ss += (x - m) * (x - m);
+    return std::pair{m, std::sqrt(ss / static_cast<double>(xs.size() - 1))};
+  };
+  const int bestCol = t.columnOf("best val_loss"), accCol = t.columnOf("final accuracy");
+  for (int r = 0; r < 2; ++r) {
+    const QString mixer = text(s.view, r, "model.layers.1.mixer");
+    ASSERT_EQ(losses[mixer].size(), 2u) << mixer.toStdString();
+    EXPECT_EQ(number(s.view, r, "runs"), 2);
+    const auto [m, sd] = mean_std(losses[mixer]);
+    EXPECT_NEAR(t.numbers[r][bestCol], m, 1e-12);
+    EXPECT_NEAR(t.stds[r][bestCol], sd, 1e-12);
+    EXPECT_GT(sd, 0) << "two seeds give two losses";
+    EXPECT_TRUE(t.texts[r][bestCol].contains(QStringLiteral("±"))) << t.texts[r][bestCol].toStdString();
+    const auto [am, asd] = mean_std(accuracies[mixer]);
+    EXPECT_NEAR(t.numbers[r][accCol], am, 1e-12);
+    EXPECT_NEAR(t.stds[r][accCol], asd, 1e-12);
+  }
+  s.view.groupBox()->setCurrentIndex(0);
+  EXPECT_EQ(s.view.model()->rowCount(), 4);
+}
+
+TEST(ExperimentsView, BrushingAnAxisFiltersTheTable) {
+  Studio s;
+  s.view.resize(1280, 720);
+  s.view.show();
+  ASSERT_TRUE(open_and_wait(s.view, finished_sweep()));
+  ParallelCoordinates* p = s.view.parallel();
+  const int axis = p->axisOf("best val_loss");
+  ASSERT_GE(axis, 0);
+  ASSERT_GE(p->axisOf("mixer1"), 0);  // the setting's short name, as in the run names
+  ASSERT_GE(p->axisOf("seed"), 0);
+  std::vector<double> losses;
+  for (int r = 0; r < 4; ++r) losses.push_back(number(s.view, r, "best val_loss"));
+  std::vector<double> order = losses;
+  std::sort(order.begin(), order.end());
+  // The two lowest losses, programmatically.
+  p->setBrush(axis, order[0], (order[1] + order[2]) / 2);
+  ASSERT_EQ(s.view.proxy()->rowCount(), 2);
+  for (int r : shown_rows(s.view)) EXPECT_LE(number(s.view, r, "best val_loss"), order[1]);
+  p->clearBrushes();
+  EXPECT_EQ(s.view.proxy()->rowCount(), 4);
+
+  // With the mouse: drag along the axis from above the highest loss to between the 3rd and 4th.
+  s.view.findChild<QTabWidget*>()->setCurrentIndex(0);
+  ASSERT_TRUE(wait_for([&] { return p->plot()->isVisible() && p->plot()->width() > 100; }, 5000));
+  p->plot()->replot();
+  QCustomPlot* plot = p->plot();
+  const double x = plot->xAxis->coordToPixel(axis);
+  const double top = plot->yAxis->coordToPixel(1.0);
+  const double cut = plot->yAxis->coordToPixel((p->position(axis, order[2]) + p->position(axis, order[3])) / 2);
+  send_mouse(plot, QEvent::MouseButtonPress, QPointF(x, top), Qt::LeftButton);
+  send_mouse(plot, QEvent::MouseMove, QPointF(x, cut), Qt::LeftButton);
+  send_mouse(plot, QEvent::MouseButtonRelease, QPointF(x, cut), Qt::NoButton);
+  ASSERT_EQ(s.view.proxy()->rowCount(), 1);
+  EXPECT_EQ(number(s.view, shown_rows(s.view)[0], "best val_loss"), order[3]);
+  // A click on the axis clears its brush.
+  send_mouse(plot, QEvent::MouseButtonPress, QPointF(x, top), Qt::LeftButton);
+  send_mouse(plot, QEvent::MouseButtonRelease, QPointF(x, top), Qt::NoButton);
+  EXPECT_EQ(s.view.proxy()->rowCount(), 4);
+}
+
+TEST(ExperimentsView, ScatterPointsAreTheTablesColumns) {
+  Studio s;
+  ASSERT_TRUE(open_and_wait(s.view, finished_sweep()));
+  s.view.scatterX()->setCurrentText("parameters");
+  s.view.scatterY()->setCurrentText("best val_loss");
+  auto points = [&] {
+    std::multiset<std::pair<double, double>> ps;
+    for (const PlotSeries& series : s.view.scatter()->series())
+      for (int i = 0; i < series.x.size(); ++i) ps.insert({series.x[i], series.y[i]});
+    return ps;
+  };
+  std::multiset<std::pair<double, double>> expected;
+  for (int r : shown_rows(s.view)) expected.insert({number(s.view, r, "parameters"), number(s.view, r, "best val_loss")});
+  EXPECT_EQ(points(), expected);
+  ASSERT_EQ(s.view.scatter()->series().size(), 2) << "a series per mixer";
+  EXPECT_EQ(s.view.scatter()->series()[0].name, QStringLiteral("mixer1=attn"));
+  s.view.scatterX()->setCurrentText("tokens/s");
+  expected.clear();
+  for (int r : shown_rows(s.view)) expected.insert({number(s.view, r, "tokens/s"), number(s.view, r, "best val_loss")});
+  EXPECT_EQ(points(), expected);
+  // The scatter shows the filtered rows.
+  s.view.filterEdit()->setText("attn");
+  EXPECT_EQ(points().size(), 2u);
+}
+
+TEST(ExperimentsView, ExportsThePlotsAndTheTable) {
+  Studio s;
+  ASSERT_TRUE(open_and_wait(s.view, finished_sweep()));
+  const QString folder = QDir(temp_root()).filePath(QStringLiteral("experiments-export"));
+  QString error;
+  const QStringList files = s.view.exportAll(folder, &error);
+  EXPECT_TRUE(error.isEmpty()) << error.toStdString();
+  EXPECT_EQ(files.size(), 9);  // two plots x PNG, PDF, SVG, CSV, and the table
+  for (const QString& f : files) EXPECT_GT(QFileInfo(f).size(), 0) << f.toStdString();
+  for (const char* ext : {".png", ".svg", ".csv"})
+    EXPECT_GE(files.filter(QLatin1String(ext)).size(), 2) << ext;
+  QFile table(files.filter("experiments-table").value(0));
+  ASSERT_TRUE(table.open(QIODevice::ReadOnly));
+  const QStringList lines = QString::fromUtf8(table.readAll()).split('\n', Qt::SkipEmptyParts);
+  ASSERT_EQ(lines.size(), 5);
+  EXPECT_TRUE(lines[0].startsWith("\"run\",\"model.layers.1.mixer\",\"seed\"")) << lines[0].toStdString();
+  // The parallel coordinates' CSV holds every run.
+  QFile parallel(files.filter("parallel-coordinates.csv").value(0));
+  ASSERT_TRUE(parallel.open(QIODevice::ReadOnly));
+  EXPECT_EQ(QString::fromUtf8(parallel.readAll()).split('\n', Qt::SkipEmptyParts).size(), 5);
+}
+
+TEST(ExperimentsView, AFolderThatIsNoSweepGivesOneClearLine) {
+  Studio s;
+  const QString empty = QDir(temp_root()).filePath(QStringLiteral("no-sweep"));
+  QDir().mkpath(empty);
+  EXPECT_FALSE(s.view.openSweep(empty));
+  EXPECT_TRUE(s.view.statusLabel()->text().contains("is not a sweep folder")) << s.view.statusLabel()->text().toStdString();
+  EXPECT_FALSE(s.view.statusLabel()->text().contains('\n'));
+  // A broken manifest: the read fails off the GUI thread, with the engine's line.
+  const QString broken = QDir(temp_root()).filePath(QStringLiteral("broken-sweep"));
+  QDir().mkpath(broken);
+  std::ofstream(QDir(broken).filePath("sweep.json").toStdString()) << "{\"name\": 3}";
+  EXPECT_TRUE(s.view.openSweep(broken));
+  ASSERT_TRUE(wait_for([&] { return !s.view.isReading(); }, 30000));
+  EXPECT_TRUE(s.view.statusLabel()->text().contains("is not a sweep folder")) << s.view.statusLabel()->text().toStdString();
+  EXPECT_EQ(s.view.model()->rowCount(), 0);
+}
+
+TEST(ExperimentsView, FollowsARunningSweep) {
+  Studio s;
+  const QString dir = new_sweep(QStringLiteral("live"), 10);
+  ASSERT_TRUE(open_and_wait(s.view, dir));
+  ASSERT_EQ(s.view.model()->rowCount(), 4);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(text(s.view, r, "state"), QStringLiteral("pending"));
+  // Another process's launcher, as far as the view knows: points trained beside it.
+  std::thread trainer([dir] {
+    for (int64_t k : {0, 1}) hsm::run_sweep_point(dir.toStdString(), k, 1, nullptr);
+  });
+  const bool followed = wait_for(
+      [&] {
+        int done = 0;
+        for (int r = 0; r < s.view.model()->rowCount(); ++r) done += text(s.view, r, "state") == "done";
+        return done == 2;
+      },
+      120000);
+  trainer.join();
+  EXPECT_TRUE(followed) << s.view.statusLabel()->text().toStdString();
+  EXPECT_TRUE(std::isfinite(number(s.view, 0, "best val_loss")));
+}
+
+TEST(ExperimentsView, StartsASweepFromTheFormOffTheGuiThreadAndCancelLeavesItResumable) {
+  Studio s;
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("form"));
+  QDir().mkpath(dir);
+  SweepForm form;
+  form.name = "form";
+  form.base = tiny_config(dir);
+  form.data = make_corpus(dir);
+  form.steps = 100000;  // long: cancelled below
+  form.batch = 8;
+  form.evalEvery = 10;
+  // Bad input: one line, nothing started.
+  const QString out = QDir(dir).filePath(QStringLiteral("sweep"));
+  form.axes = "seed 1, 2";
+  s.view.setForm(form, out);
+  EXPECT_FALSE(s.view.startSweep());
+  EXPECT_TRUE(s.view.sweepStatus()->text().contains("axes line 1")) << s.view.sweepStatus()->text().toStdString();
+  form.axes = "model.layers.9.mixer = hsm_ab\nseed = 1, 2";
+  s.view.setForm(form, out);
+  ASSERT_TRUE(s.view.startSweep());
+  ASSERT_TRUE(wait_for([&] { return !s.view.runner()->isRunning(); }, 30000));
+  QCoreApplication::processEvents();
+  EXPECT_TRUE(s.view.sweepStatus()->text().contains("nothing started")) << s.view.sweepStatus()->text().toStdString();
+  EXPECT_TRUE(s.view.sweepStatus()->text().contains("model.layers.9.mixer")) << s.view.sweepStatus()->text().toStdString();
+  EXPECT_FALSE(QFileInfo::exists(out)) << "a refused spec makes no folder";
+
+  form.axes = "train.threads = 1\ntrain.device = cpu\ntrain.checkpoint_every = 10\ntrain.log_every = 2\nseed = 1, 2";
+  s.view.setForm(form, out);
+  std::atomic<int> logsOffGui{0}, logsOnGui{0};
+  std::atomic<bool> resumed{false};
+  QObject::connect(
+      s.view.runner(), &SweepRunner::log, s.view.runner(),
+      [&](const QString& line) {
+        (QThread::currentThread() == qApp->thread() ? logsOnGui : logsOffGui)++;
+        if (line.startsWith("resuming")) resumed = true;
+      },
+      Qt::DirectConnection);
+  ASSERT_TRUE(s.view.startSweep()) << s.view.sweepStatus()->text().toStdString();
+  // The GUI thread keeps turning while the first point trains; the table shows the sweep.
+  ASSERT_TRUE(wait_for([&] { return logsOffGui > 3 && s.view.model()->rowCount() == 2; }, 120000))
+      << s.view.sweepStatus()->text().toStdString();
+  EXPECT_EQ(logsOnGui, 0);
+  EXPECT_EQ(s.view.sweepDir(), QDir(out).absolutePath());
+  {
+    // The point trains in a process of its own (`hsm sweep run`), not in the studio's: its
+    // state names that process, and its output goes to the launcher's log file as well.
+    const hsm::Sweep running = hsm::load_sweep(out.toStdString());
+    const hsm::PointState state = hsm::read_point_state(out.toStdString(), running.points[0]);
+    EXPECT_EQ(state.state, "running");
+    EXPECT_GT(state.pid, 0);
+    EXPECT_NE(state.pid, QCoreApplication::applicationPid());
+    EXPECT_GT(QFileInfo(QDir(out).filePath(QStringLiteral("points/seed=1.log"))).size(), 0);
+  }
+  s.view.cancelSweep();
+  ASSERT_TRUE(wait_for([&] { return !s.view.runner()->isRunning(); }, 60000));
+  ASSERT_TRUE(wait_for([&] { return s.view.sweepStatus()->text().contains("cancelled"); }, 10000))
+      << s.view.sweepStatus()->text().toStdString();
+  // The point under way stopped with a checkpoint, the other never started: resumable.
+  const hsm::Sweep sweep = hsm::load_sweep(out.toStdString());
+  ASSERT_EQ(sweep.points.size(), 2u);
+  EXPECT_EQ(hsm::read_point_state(out.toStdString(), sweep.points[0]).state, "stopped");
+  EXPECT_EQ(hsm::read_point_state(out.toStdString(), sweep.points[1]).state, "pending");
+  EXPECT_TRUE(QFileInfo::exists(QDir(out).filePath(QStringLiteral("runs/seed=1/checkpoints"))));
+  EXPECT_FALSE(resumed);
+
+  // The same form again continues the stopped point from its checkpoint.
+  const int before = logsOffGui;
+  ASSERT_TRUE(s.view.startSweep()) << s.view.sweepStatus()->text().toStdString();
+  ASSERT_TRUE(wait_for([&] { return resumed && logsOffGui > before + 3; }, 120000))
+      << s.view.sweepStatus()->text().toStdString();
+  s.view.cancelSweep();
+  ASSERT_TRUE(wait_for([&] { return !s.view.runner()->isRunning(); }, 60000));
+  EXPECT_EQ(logsOnGui, 0);
+}
+
+TEST(ExperimentsView, SelectedRowsOverlayTheirCurvesInTheTrainingView) {
+  MainWindow w;
+  ExperimentsView* view = w.experimentsView();
+  w.showView(MainWindow::kExperiments);
+  ASSERT_TRUE(open_and_wait(*view, finished_sweep()));
+  view->table()->selectRow(0);
+  view->table()->selectionModel()->select(view->proxy()->index(2, 0),
+                                          QItemSelectionModel::Select | QItemSelectionModel::Rows);
+  const QStringList dirs = view->selectedRunDirs();
+  ASSERT_EQ(dirs.size(), 2);
+  EXPECT_EQ(view->showSelectedCurves(), 2);
+  EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kTraining);
+  EXPECT_EQ(w.runs()->count(), 2);
+  // The Training view's loss plot draws both runs (the current one and the other overlaid).
+  ASSERT_TRUE(wait_for(
+      [&] {
+        QSet<QString> named;
+        for (const PlotSeries& series : w.trainingView()->lossPlot()->series())
+          for (const QString& d : dirs)
+            if (series.name.contains(QFileInfo(d).fileName())) named.insert(d);
+        return named.size() == 2;
+      },
+      30000));
+}
+
+TEST(ExperimentsView, TakesTheOpenRunsAsOneExperiment) {
+  Studio s;
+  EXPECT_FALSE(s.view.useOpenRuns());
+  EXPECT_TRUE(s.view.statusLabel()->text().contains("at least two"));
+  const hsm::Sweep sweep = hsm::load_sweep(finished_sweep().toStdString());
+  for (const hsm::SweepPoint& p : {sweep.points[0], sweep.points[3]})
+    s.runs.open(QString::fromStdString(hsm::sweep_run_dir(finished_sweep().toStdString(), p)));
+  ASSERT_TRUE(s.view.useOpenRuns());
+  ASSERT_TRUE(wait_for([&] { return !s.view.isReading() && s.view.model()->rowCount() == 2; }, 30000))
+      << s.view.statusLabel()->text().toStdString();
+  const ExperimentTable& t = s.view.model()->table();
+  // Only what differs between the two: layer 1's mixer and the seed (and its heads).
+  EXPECT_GE(t.columnOf("model.layers.1.mixer"), 0);
+  EXPECT_GE(t.columnOf("train.seed"), 0);
+  EXPECT_EQ(t.columnOf("train.lr"), -1);
+  EXPECT_EQ(t.columnOf("model.d_model"), -1);
+  const std::vector<hsm::SweepRow> rows = hsm::sweep_table(finished_sweep().toStdString());
+  EXPECT_TRUE(same(number(s.view, 0, "best val_loss"), rows[0].best_val_loss));
+  EXPECT_TRUE(same(number(s.view, 1, "best val_loss"), rows[3].best_val_loss));
+  EXPECT_EQ(text(s.view, 0, "state"), QStringLiteral("done"));
+}

@@ -1,0 +1,284 @@
+// The Lab view (issue 38): real widgets, a tiny grid (one small MQAR, two presets at lab size,
+// a few steps), run through the view's buttons; the lab's workers are `hsm lab` processes.
+#include <gtest/gtest.h>
+
+#include <QComboBox>
+#include <QDir>
+#include <QFileInfo>
+#include <qcustomplot.h>
+#include <QFile>
+#include <QLineEdit>
+#include <QApplication>
+#include <QLabel>
+#include <QMessageBox>
+#include <QTimer>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QThread>
+#include <QFuture>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+
+#include "gui/engine/engine_host.h"
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/lab_view.h"
+#include "gui/widgets/plot_panel.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+
+namespace {
+
+// Checks only `tasks` and `models` (adding the task specs not listed), and sets a tiny budget.
+void tinyForm(LabView& view, const QStringList& tasks, const QStringList& models, int steps) {
+  QListWidget* t = view.taskList();
+  for (int i = 0; i < t->count(); ++i) t->item(i)->setCheckState(Qt::Unchecked);
+  auto* add = view.findChild<QLineEdit*>(QStringLiteral("lab_new_task"));
+  for (const QString& spec : tasks) {
+    add->setText(spec);
+    QMetaObject::invokeMethod(add, "returnPressed");
+  }
+  QListWidget* m = view.modelList();
+  for (int i = 0; i < m->count(); ++i)
+    m->item(i)->setCheckState(models.contains(m->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
+  view.findChild<QSpinBox*>(QStringLiteral("lab_steps"))->setValue(steps);
+  view.findChild<QSpinBox*>(QStringLiteral("lab_batch"))->setValue(4);
+}
+
+}  // namespace
+
+TEST(LabView, DefaultsAreHsmLabsAndBadFormsAreRefused) {
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  const hsm::LabGrid grid = view.formGrid();
+  EXPECT_EQ(grid, hsm::default_lab_grid());
+  // Every preset is offered, the default grid's checked.
+  EXPECT_GT(view.modelList()->count(), static_cast<int>(grid.models.size()));
+  view.setFolder(QString());
+  EXPECT_FALSE(view.runLab());
+  EXPECT_TRUE(view.status().contains(QStringLiteral("folder"))) << view.status().toStdString();
+  view.setFolder(test::temp_root() + QStringLiteral("/lab-bad"));
+  view.findChild<QLineEdit*>(QStringLiteral("lab_lrs"))->setText(QStringLiteral("0.003, fast"));
+  EXPECT_FALSE(view.runLab());
+  EXPECT_TRUE(view.status().contains(QStringLiteral("'fast'"))) << view.status().toStdString();
+  view.findChild<QLineEdit*>(QStringLiteral("lab_lrs"))->setText(QStringLiteral("0.003"));
+  tinyForm(view, {QStringLiteral("mqar:pairs=999")}, {QStringLiteral("gpt")}, 2);
+  EXPECT_FALSE(view.runLab());
+  EXPECT_TRUE(view.status().contains(QStringLiteral("pairs"))) << view.status().toStdString();
+  EXPECT_FALSE(view.isRunning());
+  // A model config file is a row of the grid; a file that is not one is refused with the reason.
+  const QString bad = test::temp_root() + QStringLiteral("/not-a-model.json");
+  const QString good = test::temp_root() + QStringLiteral("/attn2.json");
+  auto write = [](const QString& path, const char* text) {
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(text);
+  };
+  write(bad, "{\"name\": \"x\", \"layers\": 3}");
+  write(good, "{\"name\": \"attn2\", \"vocab_size\": 256, \"d_model\": 64, \"context\": 64, \"dropout\": 0, "
+              "\"layers\": [{\"mixer\": \"attn\", \"ffn\": 1, \"heads\": 1}, {\"mixer\": \"attn\", \"ffn\": 1, \"heads\": 1}]}");
+  const int before = view.modelList()->count();
+  EXPECT_FALSE(view.addModelConfig(bad));
+  EXPECT_TRUE(view.status().contains(QStringLiteral("not-a-model.json"))) << view.status().toStdString();
+  EXPECT_EQ(view.modelList()->count(), before);
+  EXPECT_TRUE(view.addModelConfig(good)) << view.status().toStdString();
+  EXPECT_EQ(view.modelList()->count(), before + 1);
+  const hsm::LabGrid withConfig = view.formGrid();
+  EXPECT_EQ(withConfig.models.back(), QFileInfo(good).absoluteFilePath().toStdString());
+}
+
+TEST(LabView, RunsCancelsContinuesAndReopens) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab-run");
+  const QStringList tasks = {QStringLiteral("mqar:vocab=32,pairs=2,context=16")};
+  const QStringList models = {QStringLiteral("gpt"), QStringLiteral("hsm_ab")};
+  {
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    view.setFolder(dir);
+    // Long enough to cancel in the middle of the first run.
+    tinyForm(view, tasks, models, 100000);
+    view.runButton()->click();
+    ASSERT_TRUE(view.isRunning()) << view.status().toStdString();
+    EXPECT_FALSE(view.runButton()->isEnabled());
+    EXPECT_TRUE(view.cancelButton()->isEnabled());
+    bool finished = false, cancelled = false;
+    QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
+    // The bar moves inside a run (the workers report each step), long before one is scored.
+    ASSERT_TRUE(test::wait_for([&] { return view.progress()->value() > 0; }, 60000)) << view.status().toStdString();
+    auto* training = view.findChild<QLabel*>(QStringLiteral("lab_training"));
+    EXPECT_TRUE(training->text().startsWith(QStringLiteral("Training: mqar · gpt · lr 0.003 · seed 1 ("))) << training->text().toStdString();
+    // The lab trains in processes of its own: the analysis thread answers at once meanwhile
+    // (an ablation in the Probe view never waits behind a lab).
+    QFuture<int> other = engine.analysis().call<int>(QString(), [](const CallContext&) { return 7; });
+    ASSERT_TRUE(test::wait_for([&] { return other.isFinished(); }, 5000));
+    EXPECT_EQ(other.result(), 7);
+    EXPECT_TRUE(view.isRunning());
+    view.cancelButton()->click();
+    ASSERT_TRUE(test::wait_for([&] { return finished; }, 60000));
+    EXPECT_TRUE(cancelled);
+    EXPECT_FALSE(view.isRunning());
+    EXPECT_TRUE(view.runButton()->isEnabled());
+    EXPECT_TRUE(view.status().contains(QStringLiteral("Cancel"))) << view.status().toStdString();
+    // Each worker stopped at a step and kept its run's checkpoint, which the next Run continues.
+    const QStringList started = QDir(dir + QStringLiteral("/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    // One run per worker: a worker per core, at most one per run of the grid (2).
+    ASSERT_EQ(started.size(), std::min(2, QThread::idealThreadCount())) << started.join(QLatin1Char(' ')).toStdString();
+    for (const QString& run : started)
+      EXPECT_TRUE(QFileInfo::exists(dir + QStringLiteral("/runs/") + run + QStringLiteral("/model.safetensors")))
+          << run.toStdString();
+    finished = false;
+    ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+    auto* log = view.findChild<QPlainTextEdit*>();
+    ASSERT_TRUE(test::wait_for([&] { return log->toPlainText().contains(QStringLiteral("continuing t0_mqar")); }, 60000))
+        << log->toPlainText().toStdString();
+    view.cancelLab();
+    ASSERT_TRUE(test::wait_for([&] { return finished; }, 60000));
+  }
+  // Another view (a new studio) reopens the folder and finishes it at a few steps: the lab's
+  // own grid is kept (100000 steps), so this is a new folder's grid instead.
+  const QString dir2 = test::temp_root() + QStringLiteral("/lab-run2");
+  {
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    view.setFolder(dir2);
+    tinyForm(view, tasks + QStringList{QStringLiteral("recall_at:vocab=32,context=16,max_distance=15")}, models, 3);
+    bool finished = false, cancelled = true;
+    QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
+    double lastProgress = -1;
+    QObject::connect(view.progress(), &QProgressBar::valueChanged, [&](int v) { lastProgress = v; });
+    ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+    ASSERT_TRUE(test::wait_for([&] { return finished; }, 300000));
+    EXPECT_FALSE(cancelled) << view.status().toStdString();
+    EXPECT_EQ(lastProgress, 1000);  // all four runs scored
+    QTableWidget* grid = view.grid();
+    ASSERT_EQ(grid->rowCount(), 2);
+    ASSERT_EQ(grid->columnCount(), 2);
+    for (int r = 0; r < 2; ++r) {
+      QTableWidgetItem* cell = grid->item(r, 0);
+      ASSERT_NE(cell, nullptr);
+      bool ok = false;
+      const double a = cell->text().toDouble(&ok);
+      EXPECT_TRUE(ok && a >= 0 && a <= 1) << cell->text().toStdString();
+      EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("answer accuracy"))) << cell->toolTip().toStdString();
+      EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
+    }
+    // Accuracy against distance: one curve per model over recall_at's distances 2..15.
+    PlotPanel* plot = view.difficultyPlot();
+    ASSERT_EQ(plot->series().size(), 2);
+    EXPECT_EQ(plot->series()[0].name, models[0]);
+    EXPECT_EQ(plot->series()[0].x.front(), 2);
+    EXPECT_EQ(plot->series()[0].x.back(), 15);
+    for (double y : plot->series()[1].y) EXPECT_TRUE(y >= 0 && y <= 1);
+    EXPECT_LT(plot->plot()->yAxis->range().lower, 0.0);  // an accuracy's whole range, not the data's
+    EXPECT_GT(plot->plot()->yAxis->range().upper, 1.0);
+    // Against pairs: the one MQAR cell per model, at 2 pairs.
+    view.difficultyAxis()->setCurrentIndex(1);
+    ASSERT_EQ(plot->series().size(), 2);
+    EXPECT_EQ(plot->series()[0].x, QVector<double>{2});
+    EXPECT_NEAR(plot->series()[0].y[0], grid->item(0, 0)->text().toDouble(), 0.0006);
+    const QString png = dir2 + QStringLiteral("/difficulty.svg");
+    EXPECT_TRUE(plot->exportTo(png).isEmpty());
+    EXPECT_GT(QFileInfo(png).size(), 0);
+    // The current cell's curve: validation answer accuracy of its one seed.
+    grid->setCurrentCell(1, 0);
+    ASSERT_EQ(view.cellPlot()->series().size(), 1);
+    ASSERT_EQ(view.cellPlot()->series()[0].x.size(), 1);  // 3 steps: the final evaluation alone
+    EXPECT_EQ(view.cellPlot()->series()[0].x[0], 3);
+    EXPECT_GE(view.cellPlot()->series()[0].y[0], 0);
+    EXPECT_LE(view.cellPlot()->series()[0].y[0], 1);
+    // A cell names its run (the best learning rate's, first seed).
+    QString requested;
+    QObject::connect(&view, &LabView::runRequested, [&](const QString& d) { requested = d; });
+    emit grid->cellDoubleClicked(1, 1);
+    EXPECT_TRUE(requested.contains(QStringLiteral("recall_at"))) << requested.toStdString();
+    EXPECT_TRUE(requested.contains(QStringLiteral("hsm_ab"))) << requested.toStdString();
+    EXPECT_TRUE(QFileInfo::exists(requested + QStringLiteral("/task.json"))) << requested.toStdString();
+    const QString csv = dir2 + QStringLiteral("/export.csv");
+    ASSERT_TRUE(view.exportCsv(csv));
+    QFile f(csv);
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(f.readAll());
+    EXPECT_TRUE(text.startsWith(QStringLiteral("task,model,best_lr,answer_accuracy"))) << text.toStdString();
+    EXPECT_EQ(text.count(QLatin1Char('\n')), 5) << text.toStdString();
+  }
+  {
+    // Reopened in a fresh view: its grid and results come back.
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    ASSERT_TRUE(view.openLab(dir2)) << view.status().toStdString();
+    EXPECT_EQ(view.formGrid().steps, 3);
+    EXPECT_EQ(view.grid()->rowCount(), 2);
+    ASSERT_NE(view.grid()->item(1, 0), nullptr);
+    EXPECT_NE(view.grid()->item(1, 0)->text(), QStringLiteral("–"));
+    EXPECT_EQ(view.difficultyPlot()->series().size(), 2);
+    EXPECT_TRUE(view.status().contains(QStringLiteral("4 of 4"))) << view.status().toStdString();
+    EXPECT_FALSE(view.openLab(test::temp_root()));  // no lab there
+  }
+}
+
+TEST(LabView, IsATabAfterTheOtherViews) {
+  MainWindow w;
+  EXPECT_EQ(w.tabs()->tabText(MainWindow::kLab), QStringLiteral("Lab"));
+  EXPECT_TRUE(w.tabs()->widget(MainWindow::kLab)->isAncestorOf(w.labView()));
+  w.showView(MainWindow::kLab);
+  EXPECT_TRUE(w.tabs()->currentWidget()->isAncestorOf(w.labView()));
+  // The Architecture view's model is offered; checked, Run saves it into the lab and trains it.
+  LabView& view = *w.labView();
+  QListWidget* models = view.modelList();
+  QListWidgetItem* architecture = models->item(models->count() - 1);
+  ASSERT_TRUE(architecture->text().contains(QStringLiteral("Architecture"))) << architecture->text().toStdString();
+  const QString folder = test::temp_root() + QStringLiteral("/lab-tab");
+  view.setFolder(folder);
+  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {}, 2);
+  architecture->setCheckState(Qt::Checked);
+  ASSERT_EQ(view.formGrid().models.size(), 1u);
+  EXPECT_EQ(QString::fromStdString(view.formGrid().models[0]), QDir(folder).filePath(QStringLiteral("models/architecture.json")));
+  bool finished = false;
+  QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return finished; }, 120000));
+  EXPECT_TRUE(QFileInfo::exists(folder + QStringLiteral("/models/architecture.json")));
+  EXPECT_EQ(view.grid()->verticalHeaderItem(0)->text(), QStringLiteral("architecture"));
+  const QString run = view.cellRun(0, 0);
+  ASSERT_FALSE(run.isEmpty());
+  emit view.grid()->cellDoubleClicked(0, 0);
+  const RunEntry* opened = w.runs()->currentRun();
+  ASSERT_NE(opened, nullptr);
+  EXPECT_EQ(QFileInfo(opened->dir).canonicalFilePath(), QFileInfo(run).canonicalFilePath());
+  EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kDiagnostics);
+}
+
+// Closing the studio while a lab runs asks first (Cancel: it goes on); Yes stops every worker
+// at its step with its checkpoint and closes.
+TEST(LabView, ClosingWhileALabRunsAsksThenStopsItsWorkers) {
+  MainWindow w;
+  w.show();
+  LabView& view = *w.labView();
+  const QString folder = test::temp_root() + QStringLiteral("/lab-close");
+  view.setFolder(folder);
+  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 100000);
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return view.progress()->value() > 0; }, 60000));
+  auto answer = [](QMessageBox::StandardButton button) {
+    QTimer::singleShot(100, [button] {
+      if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) box->button(button)->click();
+    });
+  };
+  answer(QMessageBox::Cancel);
+  EXPECT_FALSE(w.close());
+  EXPECT_TRUE(view.isRunning());
+  answer(QMessageBox::Yes);
+  EXPECT_TRUE(w.close());
+  ASSERT_TRUE(test::wait_for([&] { return !view.isRunning(); }, 60000));
+  const QStringList runs = QDir(folder + QStringLiteral("/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+  ASSERT_EQ(runs.size(), 1);
+  EXPECT_TRUE(QFileInfo::exists(folder + QStringLiteral("/runs/") + runs[0] + QStringLiteral("/model.safetensors")));
+}
