@@ -19,9 +19,11 @@
 #include <QTableWidget>
 
 #include "gui/engine/engine_host.h"
+#include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/lab_view.h"
 #include "gui/views/losses_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/probe_view.h"
@@ -253,4 +255,19 @@ TEST(TaskRunViews, HeatmapKeepsThePinnedRowLabels) {
   ASSERT_TRUE(wait_for([&] { return rows() && rows()->ticks().size() < 20; }, 5000));  // thinned to fit
   EXPECT_EQ(rows()->ticks().value(62), QStringLiteral("▸k62"));
   EXPECT_EQ(rows()->ticks().value(0), QStringLiteral("k0"));
+}
+
+// The path: a Lab view cell asks for its run (runRequested, as a double-click does), the
+// window opens it in Diagnostics, which diagnoses a test example of its task at once.
+TEST(TaskRunViews, ALabCellOpensItsRunInDiagnosticsOnATestExample) {
+  MainWindow w;
+  w.resize(1280, 720);
+  w.show();
+  emit w.labView()->runRequested(task_run());
+  DiagnosticsView* view = w.diagnosticsView();
+  ASSERT_TRUE(wait_for([&] { return view->hasResult(0) && !view->isRunning(); })) << view->lastError().toStdString();
+  EXPECT_TRUE(view->isVisible());
+  EXPECT_EQ(view->example(0).index, 0);
+  EXPECT_EQ(view->diagnosis(0).tokens, expected_example(0).labels);
+  EXPECT_FALSE(view->exampleBar()->answersText().isEmpty());
 }
