@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "task_example.h"
 #include "hsm/diagnostics.h"
 #include "hsm/diagnostics_log.h"
 #include "hsm/model.h"
@@ -24,19 +25,6 @@ nlohmann::json matrix_json(const std::vector<float>& m, int64_t L) {
   nlohmann::json rows = nlohmann::json::array();
   for (int64_t i = 0; i < L; ++i) rows.push_back(std::vector<float>(m.begin() + i * L, m.begin() + (i + 1) * L));
   return rows;
-}
-
-nlohmann::json example_json(const TaskPrompt& p) {
-  nlohmann::json answers = nlohmann::json::array();
-  for (size_t i = 0; i < p.answers.size(); ++i) {
-    const auto t = static_cast<size_t>(p.answers[i]);
-    answers.push_back({{"position", t},
-                       {"right", p.targets[t]},
-                       {"right_label", p.answer_labels[i]},
-                       {"predicted", p.predicted[i]},
-                       {"predicted_label", p.predicted_labels[i]}});
-  }
-  return {{"task", p.task}, {"split", "test"}, {"index", p.index}, {"answers", answers}, {"right", p.right()}};
 }
 
 nlohmann::json diagnosis_json(const std::string& run, const std::string& prompt, const Diagnosis& d,
@@ -129,18 +117,7 @@ Command add_diagnose_command(CLI::App& app) {
             set_cpu_threads(a->threads);
             const auto model = Model::load(a->run, a->device);
             const Prober prober(model);
-            if (model->task() && a->example < 0)
-              throw std::invalid_argument(a->run + " was trained on the task " + model->task()->name() +
-                                          " and reads no text: give --example N (a test example of its task)");
-            if (!model->task() && a->example >= 0)
-              throw std::invalid_argument(a->run + " was trained on a corpus, not a task: give --prompt TEXT");
-            if (!model->task() && a->prompt.empty())
-              throw std::invalid_argument("--prompt is required: the text to diagnose");
-            TaskPrompt example;
-            if (model->task()) {
-              example = prober.task_prompt(a->example);
-              a->prompt = "test example " + std::to_string(a->example) + " of " + example.task;
-            }
+            const TaskPrompt example = task_example_prompt(*model, prober, a->run, a->example, a->prompt);
             const Diagnosis d = model->task() ? prober.diagnose_tokens(example.tokens)
                                               : prober.diagnose(a->prompt, a->max_tokens);
             std::vector<const LayerDiagnostics*> layers;
@@ -152,13 +129,11 @@ Command add_diagnose_command(CLI::App& app) {
                                           std::to_string(d.layers.size() - 1) + ")");
             if (a->json) {
               nlohmann::json out = diagnosis_json(a->run, a->prompt, d, layers);
-              if (model->task()) out["task_example"] = example_json(example);
+              if (model->task()) out["task_example"] = task_example_json(example);
               std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
             } else {
               print_table(a->run, a->prompt, d, layers);
-              for (size_t i = 0; i < example.answers.size(); ++i)
-                std::printf("answer at %lld: predicted %s, right %s\n", static_cast<long long>(example.answers[i]),
-                            example.predicted_labels[i].c_str(), example.answer_labels[i].c_str());
+              print_task_answers(example);
             }
             return 0;
           }};

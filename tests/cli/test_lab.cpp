@@ -123,6 +123,14 @@ TEST(TaskCli, TrainOnATaskAndEvalScoresAFreshTestSet) {
   EXPECT_EQ(diag["task_example"]["index"], 4);
   EXPECT_EQ(diag["task_example"]["answers"].size(), 2u);
   EXPECT_EQ(diag["tokens"][0].get<std::string>().front(), 'k');
+  // Probed on one: the lens ranks the right answer at each answer position.
+  const auto probe = json_of("probe " + dir + "/run --example 4 --json --device cpu");
+  EXPECT_EQ(probe["task_example"]["index"], 4);
+  EXPECT_EQ(probe["tokens"], diag["tokens"]);
+  for (const auto& answer : probe["task_example"]["answers"]) {
+    const auto rank = probe["lens"].back()["target_rank"][answer["position"].get<size_t>()].get<int64_t>();
+    EXPECT_EQ(rank == 1, answer["predicted"] == answer["right"]) << answer;
+  }
   const Result text = shell(hsm("diagnose " + dir + "/run --prompt hello --device cpu"));
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_NE(text.out.find("reads no text: give --example N"), std::string::npos) << text.out;
