@@ -24,6 +24,16 @@ qint64 stamp(const QString& path) {
   return f.exists() ? f.lastModified().toMSecsSinceEpoch() : 0;
 }
 
+// The run's task, "" for a corpus run or a damaged task.json (loading its model then says what
+// is wrong; its curves still show).
+std::string task_of(const QString& dir) {
+  try {
+    return hsm::run_task(dir.toStdString());
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 }  // namespace
 
 QString RunEntry::name() const { return QFileInfo(dir).fileName(); }
@@ -56,7 +66,7 @@ bool RunList::refreshInfo(RunEntry& run) {
   try {
     run.info = hsm::read_run_info(run.dir.toStdString());
     run.model = run.info.model;
-    run.task = hsm::run_task(run.dir.toStdString());
+    run.task = task_of(run.dir);
     run.has_info = true;
     run.config_stamp = s;
     return true;
@@ -72,7 +82,7 @@ int RunList::open(const QString& dir) {
   run->dir = abs;
   run->info = hsm::read_run_info(abs.toStdString());  // throws with the reason
   run->model = run->info.model;
-  run->task = hsm::run_task(abs.toStdString());
+  run->task = task_of(abs);
   run->has_info = true;
   run->config_stamp = stamp(abs + "/config.json");
   return insert(std::move(run));

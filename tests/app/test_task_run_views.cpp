@@ -7,6 +7,7 @@
 #include <qcustomplot.h>
 
 #include <QDir>
+#include <filesystem>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -270,4 +271,27 @@ TEST(TaskRunViews, ALabCellOpensItsRunInDiagnosticsOnATestExample) {
   EXPECT_EQ(view->example(0).index, 0);
   EXPECT_EQ(view->diagnosis(0).tokens, expected_example(0).labels);
   EXPECT_FALSE(view->exampleBar()->answersText().isEmpty());
+}
+
+// A damaged task.json does not keep the run from opening (its curves still show); diagnosing it
+// says what is wrong with the file.
+TEST(TaskRunViews, ADamagedTaskFileIsNamedWhenTheRunIsDiagnosed) {
+  const QString copy = temp_root() + QStringLiteral("/damaged_task_run");
+  std::filesystem::remove_all(copy.toStdString());
+  std::filesystem::copy(task_run().toStdString(), copy.toStdString(), std::filesystem::copy_options::recursive);
+  {
+    QFile f(copy + QStringLiteral("/task.json"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write("{\"no\": 1}");
+  }
+  RunList runs;
+  EngineHost engine;
+  DiagnosticsView view(&runs, &engine);
+  int row = -1;
+  ASSERT_NO_THROW(row = runs.open(copy));
+  EXPECT_FALSE(runs.at(row).metrics.empty());
+  runs.setCurrent(row);
+  ASSERT_TRUE(view.run()) << view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !view.isRunning(); }));
+  EXPECT_TRUE(view.lastError().contains(QStringLiteral("task.json is damaged"))) << view.lastError().toStdString();
 }
