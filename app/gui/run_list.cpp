@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "hsm/params.h"
+#include "hsm/task_run.h"
 
 namespace studio {
 
@@ -21,6 +22,16 @@ constexpr uint64_t kSliceBytes = 128 * 1024;
 qint64 stamp(const QString& path) {
   const QFileInfo f(path);
   return f.exists() ? f.lastModified().toMSecsSinceEpoch() : 0;
+}
+
+// The run's task, "" for a corpus run or a damaged task.json (loading its model then says what
+// is wrong; its curves still show).
+std::string task_of(const QString& dir) {
+  try {
+    return hsm::run_task(dir.toStdString());
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 }  // namespace
@@ -55,6 +66,7 @@ bool RunList::refreshInfo(RunEntry& run) {
   try {
     run.info = hsm::read_run_info(run.dir.toStdString());
     run.model = run.info.model;
+    run.task = task_of(run.dir);
     run.has_info = true;
     run.config_stamp = s;
     return true;
@@ -70,6 +82,7 @@ int RunList::open(const QString& dir) {
   run->dir = abs;
   run->info = hsm::read_run_info(abs.toStdString());  // throws with the reason
   run->model = run->info.model;
+  run->task = task_of(abs);
   run->has_info = true;
   run->config_stamp = stamp(abs + "/config.json");
   return insert(std::move(run));
@@ -185,7 +198,7 @@ QVariant RunList::data(const QModelIndex& index, int role) const {
 QString prompt_run_refusal(const RunEntry* run, const QString& prompt) {
   if (!run) return QObject::tr("Open a run first.");
   if (!run->has_info) return QObject::tr("%1 has no checkpoint yet.").arg(run->name());
-  if (prompt.trimmed().isEmpty()) return QObject::tr("Type a prompt.");
+  if (run->task.empty() && prompt.trimmed().isEmpty()) return QObject::tr("Type a prompt.");
   return {};
 }
 

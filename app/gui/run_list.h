@@ -17,6 +17,7 @@ struct RunEntry {
   bool has_info = false;              // config.json read (a new run has none until its first checkpoint)
   hsm::RunInfo info;                  // valid when has_info
   hsm::ModelConfig model;             // info.model, or the config a pending run was started with
+  std::string task;                   // a task run's task (hsm::run_task, "mqar:..."); "" for a corpus run
   std::vector<hsm::MetricRecord> metrics;
   std::unique_ptr<hsm::MetricsReader> reader;
   QColor color;                       // the run's colour in every plot
@@ -79,7 +80,8 @@ class RunList : public QAbstractListModel {
 };
 
 // Why a prompt cannot be run on `run` now ("Open a run first.", no checkpoint yet, an empty
-// prompt), or an empty string: the Diagnostics and Probe views refuse with the same words.
+// prompt), or an empty string: the Diagnostics and Probe views refuse with the same words. A
+// task run's prompt is a task example, never the text.
 QString prompt_run_refusal(const RunEntry* run, const QString& prompt);
 
 }  // namespace studio

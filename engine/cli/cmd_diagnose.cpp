@@ -1,5 +1,6 @@
 // `hsm diagnose RUN_DIR --prompt TEXT [--layer L] [--json]`: attention / effective mixing
 // matrices of every layer and head for a prompt and DA §4.4's indicators (docs/diagnostics.md).
+// A task run (docs/lab.md) takes `--example N`: test example N of its task, tokens by its labels.
 // Text: a table per layer and head; --json adds the L×L matrices. Both name the run and the
 // prompt, so a saved output says what it is a diagnosis of.
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "task_example.h"
 #include "hsm/diagnostics.h"
 #include "hsm/diagnostics_log.h"
 #include "hsm/model.h"
@@ -95,13 +97,17 @@ Command add_diagnose_command(CLI::App& app) {
   struct Args {
     std::string run, prompt, device = "auto";
     int layer = -1;
-    int64_t max_tokens = 0;
+    int64_t max_tokens = 0, example = -1;
     int threads = 0;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--prompt", a->prompt, "Text to diagnose (cut to the context)")->required();
+  auto* prompt = cmd->add_option("--prompt", a->prompt, "Text to diagnose (cut to the context)");
+  cmd->add_option("--example", a->example,
+                  "A task run's test example N as the prompt (up to its last answer; docs/lab.md)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(prompt);
   cmd->add_option("--layer", a->layer, "Show this layer only (0-based)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
@@ -109,7 +115,11 @@ Command add_diagnose_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
-            const Diagnosis d = Prober(Model::load(a->run, a->device)).diagnose(a->prompt, a->max_tokens);
+            const auto model = Model::load(a->run, a->device);
+            const Prober prober(model);
+            const TaskPrompt example = task_example_prompt(*model, prober, a->run, a->example, a->prompt);
+            const Diagnosis d = model->task() ? prober.diagnose_tokens(example.tokens)
+                                              : prober.diagnose(a->prompt, a->max_tokens);
             std::vector<const LayerDiagnostics*> layers;
             for (const auto& l : d.layers)
               if (a->layer < 0 || l.layer == a->layer) layers.push_back(&l);
@@ -117,12 +127,14 @@ Command add_diagnose_command(CLI::App& app) {
               throw std::invalid_argument("--layer " + std::to_string(a->layer) + " is out of range: the model has " +
                                           std::to_string(d.layers.size()) + " layers (0.." +
                                           std::to_string(d.layers.size() - 1) + ")");
-            if (a->json)
-              std::cout << diagnosis_json(a->run, a->prompt, d, layers)
-                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                        << "\n";
-            else
+            if (a->json) {
+              nlohmann::json out = diagnosis_json(a->run, a->prompt, d, layers);
+              if (model->task()) out["task_example"] = task_example_json(example);
+              std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            } else {
               print_table(a->run, a->prompt, d, layers);
+              print_task_answers(example);
+            }
             return 0;
           }};
 }

@@ -2,12 +2,14 @@
 // the residual stream after the embedding and after each block predicts through the final
 // LayerNorm and the tied output layer) and attention rollout (Abnar & Zuidema) of a prompt,
 // tokenised as `hsm diagnose` tokenises it, or with --story-start as `hsm generate` feeds it
-// (<|endoftext|> in front). docs/diagnostics.md, "Probe".
+// (<|endoftext|> in front). docs/diagnostics.md, "Probe". A task run (docs/lab.md) takes
+// `--example N`: test example N of its task, the lens ranking the right answer at each answer.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "task_example.h"
 #include "hsm/model.h"
 #include "hsm/probe.h"
 #include "hsm/prober.h"
@@ -84,14 +86,18 @@ Command add_probe_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("probe", "Logit lens and attention rollout of a prompt");
   struct Args {
     std::string run, prompt, device = "auto";
-    int64_t top = 5, max_tokens = 0;
+    int64_t top = 5, max_tokens = 0, example = -1;
     int threads = 0;
     bool json = false, story_start = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--prompt", a->prompt, "Text to probe (tokenised as `hsm diagnose` does, cut to the context)")
-      ->required();
+  auto* prompt =
+      cmd->add_option("--prompt", a->prompt, "Text to probe (tokenised as `hsm diagnose` does, cut to the context)");
+  cmd->add_option("--example", a->example,
+                  "A task run's test example N as the prompt (up to its last answer; docs/lab.md)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(prompt);
   cmd->add_option("--top", a->top, "Next tokens per position and layer (default 5)")->check(CLI::PositiveNumber);
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
@@ -104,8 +110,11 @@ Command add_probe_command(CLI::App& app) {
             set_cpu_threads(a->threads);
             const std::shared_ptr<const Model> model = Model::load(a->run, a->device);
             const Prober prober(model);
+            const TaskPrompt example = task_example_prompt(*model, prober, a->run, a->example, a->prompt);
             Probe p;
-            if (a->story_start) {  // as Generator::run starts: <|endoftext|>, then the prompt's last tokens
+            if (model->task()) {
+              p = prober.probe_tokens(example.tokens, a->top, example.targets);
+            } else if (a->story_start) {  // as Generator::run starts: <|endoftext|>, then the prompt's last tokens
               std::vector<int32_t> ids = {model->tokenizer().end_of_text_id()};
               for (int32_t id : model->tokenizer().encode(a->prompt)) ids.push_back(id);
               if (a->max_tokens > 0 && static_cast<int64_t>(ids.size()) > a->max_tokens) ids.resize(a->max_tokens);
@@ -114,10 +123,13 @@ Command add_probe_command(CLI::App& app) {
               p = prober.probe(a->prompt, a->top, a->max_tokens);
             }
             if (a->json) {
-              std::cout << probe_json(p).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+              nlohmann::json out = probe_json(p);
+              if (model->task()) out["task_example"] = task_example_json(example);
+              std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
             } else {
               print_lens(p);
               print_rollout(p);
+              print_task_answers(example);
             }
             return 0;
           }};

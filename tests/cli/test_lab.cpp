@@ -118,6 +118,22 @@ TEST(TaskCli, TrainOnATaskAndEvalScoresAFreshTestSet) {
   EXPECT_EQ(eval["answers"], 400);
   EXPECT_GE(eval["answer_accuracy"].get<double>(), 0.0);
   EXPECT_GE(eval["answer_accuracy"].get<double>(), eval["sequence_accuracy"].get<double>());
+  // Diagnosed on a test example of its task (it reads no text), the tokens by the task's labels.
+  const auto diag = json_of("diagnose " + dir + "/run --example 4 --json --device cpu");
+  EXPECT_EQ(diag["task_example"]["index"], 4);
+  EXPECT_EQ(diag["task_example"]["answers"].size(), 2u);
+  EXPECT_EQ(diag["tokens"][0].get<std::string>().front(), 'k');
+  // Probed on one: the lens ranks the right answer at each answer position.
+  const auto probe = json_of("probe " + dir + "/run --example 4 --json --device cpu");
+  EXPECT_EQ(probe["task_example"]["index"], 4);
+  EXPECT_EQ(probe["tokens"], diag["tokens"]);
+  for (const auto& answer : probe["task_example"]["answers"]) {
+    const auto rank = probe["lens"].back()["target_rank"][answer["position"].get<size_t>()].get<int64_t>();
+    EXPECT_EQ(rank == 1, answer["predicted"] == answer["right"]) << answer;
+  }
+  const Result text = shell(hsm("diagnose " + dir + "/run --prompt hello --device cpu"));
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("reads no text: give --example N"), std::string::npos) << text.out;
   // Resumed on another task: refused in one line naming it.
   const Result other = shell(hsm("train --resume --out " + dir + "/run --task mqar:vocab=32,pairs=3,context=16 --steps 40"));
   EXPECT_EQ(other.exit_code, 1);

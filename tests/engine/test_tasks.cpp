@@ -2,6 +2,7 @@
 // definition, the splits' disjoint seeds, and every bad setting refused with its range.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -226,4 +227,58 @@ TEST(Tasks, BadSettingsAreRefusedWithTheirRange) {
   EXPECT_NE(refusal("selective_copy:context=32,copy=16").find("use copy 1 to 15"), std::string::npos);
   EXPECT_NE(refusal("noisy_recall:vocab=20,noise_vocab=19").find("use noise_vocab 1 to 18"), std::string::npos);
   for (const char* ok : {"mqar", "mqar:pairs=16,context=64", "recall_at:max_distance=63"}) EXPECT_EQ(refusal(ok), "");
+}
+
+// Every token of every task's example has the task's own name: keys "k", values "v", the
+// special tokens by what they are; every label is of one kind of token, so a key is never
+// shown as a value.
+TEST(Tasks, TokenLabelsNameWhatEachTokenIs) {
+  const auto mqar = parse_task("mqar:vocab=64,pairs=4,context=32");
+  EXPECT_EQ(mqar->token_label(12), "k12");
+  EXPECT_EQ(mqar->token_label(32 + 7), "v7");
+  EXPECT_EQ(mqar->token_label(64), "#64");
+  const TaskExample ex = mqar->example(TaskSplit::kTest, 0);
+  for (size_t t = 0; t < ex.mask.size(); ++t)
+    if (ex.mask[t]) {
+      EXPECT_EQ(mqar->token_label(ex.tokens[t]).front(), 'k');   // a query is a key
+      EXPECT_EQ(mqar->token_label(ex.targets[t]).front(), 'v');  // its answer a value
+    }
+  const auto copy = parse_task("selective_copy:vocab=16,context=64,copy=4");
+  EXPECT_EQ(copy->token_label(14), "_");
+  EXPECT_EQ(copy->token_label(15), "copy");
+  EXPECT_EQ(copy->token_label(3), "t3");
+  EXPECT_EQ(parse_task("compress")->token_label(15), "zip");
+  EXPECT_EQ(parse_task("fuzzy_recall")->token_label(15), "pad");
+  EXPECT_EQ(parse_task("memorize")->token_label(255), "ins");
+  EXPECT_EQ(parse_task("noisy_recall")->token_label(16), "n0");  // vocab 32, 16 noise tokens
+  EXPECT_EQ(parse_task("noisy_recall")->token_label(8), "v0");
+  for (const std::string& name : task_names()) {
+    const auto task = make_task(name);
+    std::set<std::string> seen;
+    for (int32_t id = 0; id < task->vocab_size(); ++id)
+      EXPECT_TRUE(seen.insert(task->token_label(id)).second) << name << ": two tokens labelled " << task->token_label(id);
+  }
+}
+
+// A task prompt is a test example (never a training one) up to and including its last answer.
+TEST(Tasks, TaskPromptIsATestExampleUpToItsLastAnswer) {
+  const auto task = parse_task("mqar:vocab=64,pairs=4,context=32");
+  std::set<std::vector<int32_t>> training;
+  for (int64_t i = 0; i < 2000; ++i) training.insert(task->example(TaskSplit::kTrain, i).tokens);
+  for (int64_t i = 0; i < 20; ++i) {
+    const TaskPrompt p = task_prompt(*task, i);
+    const TaskExample ex = task->example(TaskSplit::kTest, i);
+    ASSERT_FALSE(p.answers.empty());
+    const auto last = static_cast<size_t>(p.answers.back());
+    EXPECT_EQ(p.tokens, std::vector<int32_t>(ex.tokens.begin(), ex.tokens.begin() + static_cast<long>(last) + 1));
+    EXPECT_EQ(p.targets, std::vector<int32_t>(ex.targets.begin(), ex.targets.begin() + static_cast<long>(last) + 1));
+    for (size_t t = 0; t <= last; ++t)
+      EXPECT_EQ(std::count(p.answers.begin(), p.answers.end(), static_cast<int64_t>(t)), ex.mask[t]) << t;
+    EXPECT_EQ(p.labels.size(), p.tokens.size());
+    EXPECT_EQ(p.labels[0], task->token_label(p.tokens[0]));
+    EXPECT_EQ(training.count(ex.tokens), 0u) << "test example " << i << " is a training example";
+    EXPECT_EQ(p.task, task->spec());
+    EXPECT_EQ(p.right(), 0);  // nothing predicted yet
+  }
+  EXPECT_THROW(task_prompt(*task, -1), TaskError);
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hsm/task_run.h"
 #include "hsm/trainer.h"
 #include "test_util.h"
 
@@ -60,6 +61,28 @@ inline RunSpec tiny_run(const std::string& dir, const std::string& data, int64_t
   spec.train.checkpoint_every = 10;
   spec.train.threads = 1;  // deterministic reduction order
   spec.train.device = "cpu";
+  return spec;
+}
+
+// A task run (task.json, no tokenizer.model) in DIR/run: two attention layers of tiny_model
+// trained `steps` steps on `task`, validated at the end. The engine's and the studio's tests of
+// task runs (test_task_probe.cpp, tests/app/test_task_run_views.cpp) train it.
+inline RunSpec tiny_task_run(const std::string& dir, const std::string& task, int64_t steps = 10) {
+  RunSpec spec;
+  spec.run_dir = dir + "/run";
+  spec.task = task;
+  spec.model = tiny_model("attn", 2);
+  adopt_task_shape(spec.model, *parse_task(task));
+  spec.train.steps = steps;
+  spec.train.batch_size = 16;
+  spec.train.lr = 3e-3;
+  spec.train.eval_every = steps;
+  spec.train.eval_batches = 1;
+  spec.train.log_every = 5;
+  spec.train.checkpoint_every = steps;
+  spec.train.threads = 1;
+  spec.train.device = "cpu";
+  spec.train.probe_text.clear();
   return spec;
 }
 

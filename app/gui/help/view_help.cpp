@@ -64,7 +64,11 @@ const ViewText kViews[] = {
                        "<b>ENTROPY</b> (spread out), <b>CONC</b> (focused), <b>HEADDIV</b> (heads differ), "
                        "<b>SINK</b> (weight on the first token), <b>LocFoc0-3</b> (weight on the token itself and "
                        "the 1-3 before it). Hover a column header for its definition. The radar draws them per layer; "
-                       "the timeline shows how they changed during training.</p>")},
+                       "the timeline shows how they changed during training.</p>"
+                       "<p>A run trained on a synthetic task (the Lab) reads no text: its prompt is a test example of "
+                       "its task, chosen by number. Its tokens are named by the task (k12 a key, v7 a value), "
+                       "▸ marks the positions where an answer is asked, and the line above says what the model "
+                       "answers there and what is right. The row of a ▸ shows where the model looks to answer.</p>")},
     {QT_TRANSLATE_NOOP("help", "Playground"),
      QT_TRANSLATE_NOOP("help",
                        "<p>Type the start of a story and let the model continue it, one token (a word or a piece "
@@ -83,7 +87,9 @@ const ViewText kViews[] = {
                        "stopped there. <b>Attention rollout</b>: how much each output draws on each input through all "
                        "layers together (Abnar &amp; Zuidema: R<sub>l</sub> = (½A<sub>l</sub> + ½I)·R<sub>l−1</sub>). "
                        "<b>Ablation</b>: switch one layer or head off and measure how much the validation loss rises: "
-                       "the bigger the rise, the more the model needs it.</p>")},
+                       "the bigger the rise, the more the model needs it.</p>"
+                       "<p>On a run trained on a synthetic task the lens and rollout read a test example of its task "
+                       "(as in Diagnostics); at a ▸ position the lens ranks the right answer.</p>")},
     {QT_TRANSLATE_NOOP("help", "Losses"),
      QT_TRANSLATE_NOOP("help",
                        "<p>Where a model loses. <b>Score every token</b> scores each predicted token of the current "

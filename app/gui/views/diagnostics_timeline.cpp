@@ -14,6 +14,7 @@
 #include "gui/views/diagnostics_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/radar_chart.h"
+#include "hsm/task_run.h"
 
 namespace studio {
 
@@ -113,6 +114,12 @@ DiagnosticsTimeline::~DiagnosticsTimeline() = default;
 void DiagnosticsTimeline::setRun(const QString& runDir) {
   if (reader_ && runDir == runDir_) return;
   runDir_ = runDir;
+  task_.clear();
+  try {
+    if (!runDir.isEmpty()) task_ = QString::fromStdString(hsm::run_task(runDir.toStdString()));
+  } catch (const std::exception&) {
+    // a damaged task.json: the run's other views say so
+  }
   records_.clear();
   reader_ = runDir.isEmpty() ? nullptr : std::make_unique<hsm::DiagnosticsLogReader>(runDir.toStdString());
   {
@@ -225,10 +232,14 @@ void DiagnosticsTimeline::updateLabels() {
   if (runDir_.isEmpty())
     message_->setText(tr("Open a run to see its diagnostics over time."));
   else if (records_.empty())
-    message_->setText(reader_ && reader_->exists()
-                          ? tr("Reading this run's diagnostics over time…")
-                          : tr("This run has no diagnostics over time: it was trained before they were recorded, or "
-                               "with an empty probe text. Train or resume it to record them."));
+    message_->setText(reader_ && reader_->exists() ? tr("Reading this run's diagnostics over time…")
+                      // The trainer records them on its probe text, and a task run reads no text.
+                      : !task_.isEmpty() ? tr("A task run (%1) records no diagnostics over time: they are taken on "
+                                              "a probe text. Below: a test example of its task.")
+                                               .arg(task_)
+                                         : tr("This run has no diagnostics over time: it was trained before they "
+                                              "were recorded, or with an empty probe text. Train or resume it to "
+                                              "record them."));
   else {
     QString text = tr("Recorded at %1 validations; probe text: “%2”")
                        .arg(records_.size())

@@ -75,6 +75,7 @@ class DiagnosticsTimeline : public QWidget {
   void updateLabels();
 
   QString runDir_;
+  QString task_;  // the run's task (a task run records no diagnostics over time); empty: a corpus run
   std::unique_ptr<hsm::DiagnosticsLogReader> reader_;
   std::vector<hsm::DiagnosticsRecord> records_;
   QComboBox* indicatorBox_;

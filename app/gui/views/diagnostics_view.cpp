@@ -29,6 +29,7 @@
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/radar_chart.h"
+#include "gui/widgets/task_example_bar.h"
 #include "gui/widgets/widget_export.h"
 #include "hsm/diagnostics_log.h"
 #include "hsm/prober.h"
@@ -116,9 +117,13 @@ void DiagnosticsView::build() {
   status_->setObjectName(QStringLiteral("diag_status"));
   status_->setWordWrap(true);
 
+  promptLabel_ = new QLabel(tr("Prompt"));
+  example_ = new TaskExampleBar(QStringLiteral("diag"));
+  example_->hide();
   auto* bar = new QHBoxLayout;
-  bar->addWidget(new QLabel(tr("Prompt")));
+  bar->addWidget(promptLabel_);
   bar->addWidget(promptEdit_, 1);
+  bar->addWidget(example_, 1);
   bar->addWidget(runButton_);
   auto* bar2 = new QHBoxLayout;
   bar2->addWidget(new QLabel(tr("Layer")));
@@ -171,6 +176,12 @@ void DiagnosticsView::build() {
 void DiagnosticsView::connectSignals() {
   connect(runButton_, &QPushButton::clicked, this, [this] { run(); });
   connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { run(); });
+  connect(example_, &TaskExampleBar::exampleChosen, this, [this] {
+    if (isRunning())
+      rerun_ = true;  // run when the one under way answers
+    else
+      run();
+  });
   connect(layerBox_, &QComboBox::currentIndexChanged, this, [this] {
     if (updating_) return;
     refreshHeads();
@@ -197,13 +208,20 @@ void DiagnosticsView::clearColumn(Column& c, const QString& runDir) {
   c.runDir = runDir;
   c.has = false;
   c.diagnosis = {};
+  c.example = {};
   c.title->setText(runDir.isEmpty() ? QString() : tr("<b>%1</b> · no diagnosis yet").arg(runName(runDir)));
   drawIndicators(c);
+}
+
+void DiagnosticsView::showPromptKind() {
+  const RunEntry* run = currentRun();
+  example_->follow(run ? run->task : std::string(), {promptLabel_, promptEdit_});
 }
 
 void DiagnosticsView::leaveRun() {
   // What column 0 shows is of the current run, or nothing: another run's diagnosis never stays
   // under this one's name. (A diagnosis of the run left still under way is dropped as it comes.)
+  showPromptKind();
   const QString dir = currentRunDir();
   if (columns_[0].runDir != dir || dir.isEmpty()) {
     clearColumn(columns_[0], dir);
@@ -227,7 +245,9 @@ void DiagnosticsView::followComparedRun() {
   if (dir.isEmpty() || columns_[1].runDir == dir) return;
   clearColumn(columns_[1], dir);
   drawMatrices();
-  if (isVisible() && !columns_[1].running && !prompt().trimmed().isEmpty()) diagnose(columns_[1]);
+  const RunEntry* current = currentRun();
+  const bool hasPrompt = (current && !current->task.empty()) || !prompt().trimmed().isEmpty();
+  if (isVisible() && !columns_[1].running && hasPrompt) diagnose(columns_[1]);
 }
 
 void DiagnosticsView::followCurrentRun() {
@@ -335,28 +355,50 @@ bool DiagnosticsView::run() {
 
 void DiagnosticsView::diagnose(Column& c) {
   c.running = true;
-  // A call of its own on the interactive thread, answered to this view alone.
+  // A call of its own on the interactive thread, answered to this view alone. The current
+  // run's kind says what the prompt is: its text, or for a task run test example N of its task
+  // (a compared run is diagnosed on the same example, so it must be a run of the same task).
+  const RunEntry* current = currentRun();
+  using Diagnosed = std::pair<hsm::Diagnosis, hsm::TaskPrompt>;
   engine_->interactive()
-      .call<hsm::Diagnosis>(c.runDir,
-                            [prompt = sstr(promptEdit_->text())](const CallContext& context) {
-                              return hsm::Prober(context.model()).diagnose(prompt);
-                            })
-      .then(this, [this, &c, dir = c.runDir](const hsm::Diagnosis& d) { onDiagnosed(c, dir, d); })
+      .call<Diagnosed>(c.runDir,
+                       [prompt = sstr(promptEdit_->text()), task = current ? current->task : std::string(),
+                        index = example_->example()](const CallContext& context) {
+                         const hsm::Prober prober(context.model());
+                         if (task.empty()) return Diagnosed{prober.diagnose(prompt), {}};
+                         const hsm::Task* own = context.model()->task();
+                         if (!own || own->spec() != task)
+                           throw std::invalid_argument(
+                               sstr(QFileInfo(context.runDir()).fileName()) + " was trained on " +
+                               (own ? "another task (" + own->spec() + ")" : std::string("a corpus")) +
+                               ": compare it with a run of the same task (" + task + ")");
+                         hsm::TaskPrompt example = prober.task_prompt(index);
+                         hsm::Diagnosis d = prober.diagnose_tokens(example.tokens);
+                         return Diagnosed{std::move(d), std::move(example)};
+                       })
+      .then(this, [this, &c, dir = c.runDir](const Diagnosed& d) { onDiagnosed(c, dir, d.first, d.second); })
       .onFailed(this, [this, &c](const CallFailed& e) { onFailed(c, e.message()); });
 }
 
-void DiagnosticsView::onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d) {
+void DiagnosticsView::onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d,
+                                  const hsm::TaskPrompt& example) {
   c.running = false;
   if (c.runDir != runDir) {
     // The column follows another run now: this answer is of the run it left.
     if (&c == &columns_[0] ? isVisible() : c.runDir == compareRun_->currentData().toString()) diagnose(c);
   } else {
     c.diagnosis = d;
+    c.example = example;
     c.has = true;
+    if (&c == &columns_[0]) example_->showAnswers(example);
     // A run with a what-if edit (the Weights view) is diagnosed as edited: say so.
     const hsm::WhatIf edits = engine_->whatIf(c.runDir);
     c.title->setText(
-        tr("<b>%1</b> · %2 tokens · %3 layers").arg(QFileInfo(c.runDir).fileName()).arg(d.length).arg(d.layers.size()) +
+        tr("<b>%1</b> · %2%3 tokens · %4 layers")
+            .arg(QFileInfo(c.runDir).fileName())
+            .arg(example.task.empty() ? QString() : tr("test example %1 · ").arg(example.index))
+            .arg(d.length)
+            .arg(d.layers.size()) +
         (edits.empty() ? QString()
                        : tr(" · <span style='color:#a05a00'>edited model (what-if: %1)</span>")
                              .arg(QString::fromStdString(hsm::what_if_label(edits)).toHtmlEscaped())));
@@ -367,10 +409,17 @@ void DiagnosticsView::onDiagnosed(Column& c, const QString& runDir, const hsm::D
     if (columns_[0].has)
       status_->setText(
           tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
-             "overview show every layer."));
+             "overview show every layer.") +
+          (columns_[0].example.task.empty()
+               ? QString()
+               : tr(" ▸ marks the answer positions: the row of each is where the model looks to answer.")));
     refreshSelectors();
     drawMatrices();
     emit finished();
+    if (rerun_) {
+      rerun_ = false;
+      run();
+    }
   }
 }
 
@@ -378,9 +427,14 @@ void DiagnosticsView::onFailed(Column& c, const QString& message) {
   c.running = false;
   lastError_ = message;
   status_->setText(tr("Diagnosis failed: %1").arg(message));
+  if (&c == &columns_[0]) example_->clearAnswers();
   if (!isRunning()) {
     runButton_->setEnabled(true);
     emit finished();
+    if (rerun_) {
+      rerun_ = false;
+      run();
+    }
   }
 }
 
@@ -438,8 +492,13 @@ void DiagnosticsView::drawMatrices() {
     const hsm::HeadDiagnostics& hd = ld.heads[h];
     QStringList tokens;
     for (const std::string& t : d.tokens) tokens << token_label(t);
+    // A task example's answer positions are marked on the query axis: their rows are where the
+    // model looks to answer.
+    const QStringList queries =
+        c.example.task.empty() ? tokens : TaskExampleBar::markedLabels(c.example, c.diagnosis.tokens);
     const int L = static_cast<int>(d.length);
-    c.matrix->setMatrix(L, L, std::vector<double>(hd.matrix.begin(), hd.matrix.end()), tokens, tokens);
+    c.matrix->setPinnedRows(TaskExampleBar::answerRows(c.example));
+    c.matrix->setMatrix(L, L, std::vector<double>(hd.matrix.begin(), hd.matrix.end()), queries, tokens);
     c.kind->setText(tr("Layer %1 (%2), head %3%4 — <b>%5</b>: %6")
                         .arg(l)
                         .arg(QString::fromStdString(ld.mixer))
@@ -523,11 +582,12 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
       QJsonArray tokens;
       for (const std::string& t : c.diagnosis.tokens) tokens.append(QString::fromStdString(t));
       QFile f(about);
-      const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("run"), c.runDir},
-                                                        {QStringLiteral("tokens"), tokens},
-                                                        {QStringLiteral("layer_shown"), layer()},
-                                                        {QStringLiteral("head_shown"), head()}})
-                                  .toJson();
+      QJsonObject what{{QStringLiteral("run"), c.runDir},
+                       {QStringLiteral("tokens"), tokens},
+                       {QStringLiteral("layer_shown"), layer()},
+                       {QStringLiteral("head_shown"), head()}};
+      if (!c.example.task.empty()) what.insert(QStringLiteral("task_example"), TaskExampleBar::json(c.example));
+      const QByteArray json = QJsonDocument(what).toJson();
       note(about, f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(json) == json.size()
                       ? QString()
                       : tr("cannot write %1").arg(about));

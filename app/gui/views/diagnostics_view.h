@@ -4,10 +4,14 @@
 // the matrix kind stated; the DA indicators per layer as a table (raw and normalised), a
 // radar chart (DA Figure 1) and a layer × indicator overview heatmap; a second open run
 // side by side on the same prompt; every plot exported as PNG/PDF/SVG and its numbers as CSV.
+// A run trained on a synthetic task is diagnosed on one of its test examples instead of text
+// (TaskExampleBar): its tokens by the task's labels, the answers marked, the model's answer
+// beside the right one.
 #include <QWidget>
 
 #include "gui/views/studio_view.h"
 #include "hsm/diagnostics.h"
+#include "hsm/tasks.h"
 
 class QCheckBox;
 class QComboBox;
@@ -23,6 +27,7 @@ class EngineHost;
 class HeatmapPanel;
 class RadarChart;
 class RunList;
+class TaskExampleBar;
 
 class DiagnosticsView : public StudioView {
   Q_OBJECT
@@ -47,6 +52,10 @@ class DiagnosticsView : public StudioView {
   // Side 0 is the current run, side 1 the compared one.
   bool hasResult(int side) const { return columns_[side].has; }
   const hsm::Diagnosis& diagnosis(int side) const { return columns_[side].diagnosis; }
+  // A task run's prompt: the test example diagnosed, with the model's answers (task "" for a
+  // corpus run), and the bar that chooses it (shown instead of the prompt box).
+  const hsm::TaskPrompt& example(int side = 0) const { return columns_[side].example; }
+  TaskExampleBar* exampleBar() const { return example_; }
   HeatmapPanel* matrixPanel(int side = 0) const { return columns_[side].matrix; }
   HeatmapPanel* overviewPanel(int side = 0) const { return columns_[side].overview; }
   RadarChart* radar(int side = 0) const { return columns_[side].radar; }
@@ -80,6 +89,7 @@ class DiagnosticsView : public StudioView {
     bool running = false;  // its diagnosis is under way
     bool has = false;
     hsm::Diagnosis diagnosis;
+    hsm::TaskPrompt example;  // a task run's: the example diagnosed
     QWidget* box = nullptr;
     QLabel* title = nullptr;
     QLabel* kind = nullptr;
@@ -94,7 +104,8 @@ class DiagnosticsView : public StudioView {
   void diagnose(Column& c);
   void clearColumn(Column& c, const QString& runDir);
   void followComparedRun();
-  void onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d);
+  void onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d, const hsm::TaskPrompt& example);
+  void showPromptKind();  // the prompt box for a corpus run, the example bar for a task run
   void onFailed(Column& c, const QString& message);
   void refreshSelectors();
   void refreshHeads();
@@ -104,7 +115,10 @@ class DiagnosticsView : public StudioView {
   void refreshRunChoices();
   void exportDialog();
 
+  QLabel* promptLabel_;
   QLineEdit* promptEdit_;
+  TaskExampleBar* example_;
+  bool rerun_ = false;  // another example was chosen while a diagnosis ran
   QPushButton* exportButton_;
   QComboBox* layerBox_;
   QComboBox* headBox_;

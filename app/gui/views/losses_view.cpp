@@ -39,6 +39,7 @@
 #include "hsm/evaluator.h"
 #include "hsm/model.h"
 #include "hsm/prober.h"
+#include "hsm/task_run.h"
 #include "hsm/tokenizer.h"
 
 namespace studio {
@@ -220,6 +221,12 @@ QStringList LossesView::comparedRuns() const {
 }
 
 void LossesView::updateButtons() {
+  // A task run scores its test examples: no corpus, windows or comparison to choose.
+  const RunEntry* run = currentRun();
+  const bool task = run && !run->task.empty();
+  scoreButton_->setText(task ? tr("Score test examples") : tr("Score every token"));
+  dataEdit_->setEnabled(!task);
+  maxWindows_->setEnabled(!task);
   scoreButton_->setEnabled(!isScoring());
   cancelButton_->setEnabled(isScoring());
   exportButton_->setEnabled(hasScores() && !isScoring());
@@ -234,6 +241,10 @@ bool LossesView::score() {
     lastError_ = tr("Open a run first.");
   else if (!run->has_info)
     lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+  if (lastError_.isEmpty() && !run->task.empty()) {
+    scoreTask(*run);
+    return true;
+  }
   QString data = dataEdit_->text().trimmed();
   if (data.isEmpty() && run && run->has_info) data = qstr(run->info.data_path);
   if (lastError_.isEmpty() && (data.isEmpty() || !QFileInfo::exists(data)))
@@ -253,8 +264,8 @@ bool LossesView::score() {
   scoredRun_ = run->dir;
   scoredStamp_ = run->config_stamp;
   order_ << run->dir;
-  for (int i = 0; i < runs_->count(); ++i)
-    if (runs_->at(i).dir != run->dir && runs_->at(i).has_info) order_ << runs_->at(i).dir;
+  for (int i = 0; i < runs_->count(); ++i)  // task runs read no text: not compared
+    if (runs_->at(i).dir != run->dir && runs_->at(i).has_info && runs_->at(i).task.empty()) order_ << runs_->at(i).dir;
   asked_ = static_cast<int>(order_.size());
   ask_ = {data, windows, maxWindows};
   ask(0);  // the others once its tokenizer is known
@@ -338,6 +349,54 @@ QString LossesView::exportTokens(const QString& path) const {
   return file.error() == QFile::NoError ? QString() : tr("Cannot write %1: %2").arg(path, file.errorString());
 }
 
+QString LossesView::statusText() const { return status_->text(); }
+
+QString LossesView::taskRunLine(const RunEntry& run) {
+  return tr("%1 was trained on a task (%2) and reads no text, so it has no losses per token of a corpus: see each "
+            "answer of a test example in the Diagnostics and Probe views.")
+      .arg(run.name(), qstr(run.task));
+}
+
+void LossesView::scoreTask(const RunEntry& run) {
+  // As `hsm eval RUN` on a task run: fresh test examples (never trained on), scored on the
+  // answers. Cheap for the tiny models a task trains: one batch pass over them.
+  constexpr int64_t kExamples = 256;
+  cancel();
+  scores_.clear();
+  clearShown();
+  scoredRun_ = run.dir;
+  taskScoring_ = true;
+  updateButtons();
+  const QString intro = taskRunLine(run);
+  status_->setText(intro + tr(" Scoring %1 test examples…").arg(kExamples));
+  // The run's model as the other views read it: with its what-if edit (the Weights view), if any.
+  const bool edited = !engine_->whatIf(run.dir).empty();
+  engine_->analysis()
+      .call<hsm::TaskScore>(run.dir,
+                            [](const CallContext& c) { return hsm::Evaluator(c.model()).score_task(kExamples); })
+      .then(this,
+            [this, intro, edited, dir = run.dir](const hsm::TaskScore& s) {
+              taskScoring_ = false;
+              updateButtons();
+              if (dir != currentRunDir()) return;
+              status_->setText(intro + tr(" Its first %1 test examples: answer accuracy %2 (%3 answers), sequence "
+                                          "accuracy %4, loss %5 nats on the answers (%6).")
+                                           .arg(s.examples)
+                                           .arg(s.answer_accuracy, 0, 'f', 3)
+                                           .arg(s.answers)
+                                           .arg(s.sequence_accuracy, 0, 'f', 3)
+                                           .arg(s.loss, 0, 'f', 4)
+                                           .arg(edited ? tr("the edited model: its what-if edit is in")
+                                                       : tr("as hsm eval scores them")));
+            })
+      .onFailed(this, [this, intro, dir = run.dir](const CallFailed& e) {
+        taskScoring_ = false;
+        updateButtons();
+        lastError_ = e.message();
+        if (dir == currentRunDir()) status_->setText(intro + tr(" Scoring its test examples failed: %1").arg(e.message()));
+      });
+}
+
 void LossesView::cancel() {
   for (const Reply<LossScoring>& r : scoring_) r.cancel();
 }
@@ -415,8 +474,11 @@ void LossesView::leaveRun() {
   clearShown();
   progress_->setValue(0);
   progress_->setFormat(tr("idle"));
-  status_->setText(dir.isEmpty() ? tr("No run open.")
-                                 : tr("No losses of %1 yet: press “Score every token”.").arg(runName(dir)));
+  if (run && !run->task.empty())
+    status_->setText(taskRunLine(*run) + tr(" “Score test examples” scores the answers of fresh ones."));
+  else
+    status_->setText(dir.isEmpty() ? tr("No run open.")
+                                   : tr("No losses of %1 yet: press “Score every token”.").arg(runName(dir)));
   updateButtons();
 }
 

@@ -48,7 +48,9 @@ class LossesView : public StudioView {
   // when nothing could start (reason in lastError()).
   bool score();
   void cancel();  // as the Cancel button
-  bool isScoring() const { return !scoring_.isEmpty(); }
+  bool isScoring() const { return !scoring_.isEmpty() || taskScoring_; }
+  // What the status line says (a task run: its test-set score, as `hsm eval` gives it).
+  QString statusText() const;
   QString lastError() const { return lastError_; }
 
   // The run whose scores the view shows (empty: none) and the scores of each run scored with it.
@@ -117,6 +119,9 @@ class LossesView : public StudioView {
   void onScored(const QString& dir, const LossScoring& s);
   void onFailed(const QString& dir, const CallFailed& e);
   void finishOne(const QString& dir);
+  // A task run has no text to score token by token: its test examples' answer accuracy and loss.
+  void scoreTask(const RunEntry& run);
+  static QString taskRunLine(const RunEntry& run);
   void clearShown();
   void fillCompareBox();
   void drawDocuments();
@@ -134,6 +139,7 @@ class LossesView : public StudioView {
   QComboBox* compare_;
   QProgressBar* progress_;
   QLabel* status_;
+  bool taskScoring_ = false;  // a task run's test set is being scored
   QTableWidget* documents_;
   QTextEdit* text_;
   PlotPanel* byPosition_;

@@ -362,9 +362,13 @@ bool PlaygroundView::generate() {
     if (compareTrained_->isChecked() && !engine_->whatIf(dir).empty()) dirs.append({dir, true});
   };
   if (compare_->isChecked()) {
-    for (int i = 0; i < runs_->count(); ++i)
-      if (runs_->at(i).has_info) add(runs_->at(i).dir);
-  } else if (const RunEntry* run = runs_->currentRun(); run && run->has_info) {
+    for (int i = 0; i < runs_->count(); ++i)  // a task run reads no text: left out
+      if (runs_->at(i).has_info && runs_->at(i).task.empty()) add(runs_->at(i).dir);
+  } else if (const RunEntry* run = runs_->currentRun(); run && run->has_info && !run->task.empty()) {
+    lastError_ = taskRunLine(*run);
+    hint_->setText(lastError_);
+    return false;
+  } else if (run && run->has_info) {
     if (story_) dirs.append({run->dir, false});  // a story: the current model alone
     else add(run->dir);
   }
@@ -532,14 +536,23 @@ void PlaygroundView::onFailed(const QString& message) {
   sendNext();
 }
 
+QString PlaygroundView::taskRunLine(const RunEntry& run) {
+  return tr("%1 was trained on a task (%2): a task run generates no text. See its answers on the task's test "
+            "examples in the Diagnostics and Probe views.")
+      .arg(run.name(), QString::fromStdString(run.task));
+}
+
 void PlaygroundView::updateButtons() {
   bool any = false;
-  for (int i = 0; i < runs_->count(); ++i) any = any || runs_->at(i).has_info;
+  for (int i = 0; i < runs_->count(); ++i) any = any || (runs_->at(i).has_info && runs_->at(i).task.empty());
   const RunEntry* current = runs_->currentRun();
-  const bool ready = compare_->isChecked() ? any : (current && current->has_info);
+  const bool task = current && !current->task.empty();
+  const bool ready = compare_->isChecked() ? any : (current && current->has_info && !task);
   generateButton_->setEnabled(ready && !isGenerating());
   stopButton_->setEnabled(isGenerating());
-  if (!isGenerating() && columns_.isEmpty())
+  if (!isGenerating() && !compare_->isChecked() && task)
+    hint_->setText(taskRunLine(*current));  // said whatever the columns show: they are of text runs
+  else if (!isGenerating() && columns_.isEmpty())
     hint_->setText(ready ? tr("Ready: %1. Type a prompt or pick one of the paper's, then Generate.")
                                .arg(compare_->isChecked() ? tr("every open model") : current->name())
                          : tr("No model yet: open a run folder (Ctrl+O) or train one in the Training view. A run "

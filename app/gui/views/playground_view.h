@@ -27,6 +27,7 @@ class EngineHost;
 class FieldError;
 class NoticeBar;
 class RunList;
+struct RunEntry;
 class TokenText;
 
 class PlaygroundView : public StudioView {
@@ -126,6 +127,8 @@ class PlaygroundView : public StudioView {
   QPushButton* generateButton_;
   QPushButton* stopButton_;
   QLabel* hint_;
+  // What the Playground says of a task run, which reads and writes no text.
+  static QString taskRunLine(const RunEntry& run);
   QHBoxLayout* columnsLayout_;
   QVector<Column> columns_;
   QStringList paperPrompts_;

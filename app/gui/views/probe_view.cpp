@@ -2,6 +2,8 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
@@ -9,6 +11,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -30,8 +33,10 @@
 #include "gui/studio_settings.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
+#include "gui/widgets/task_example_bar.h"
 #include "gui/widgets/token_text.h"
 #include "gui/widgets/widget_export.h"
+#include "hsm/prober.h"
 
 namespace studio {
 namespace {
@@ -211,9 +216,13 @@ void ProbeView::build() {
   ablationScroll->setFrameShape(QFrame::NoFrame);
   ablationLayout->addWidget(ablationScroll, 1);
 
+  promptLabel_ = new QLabel(tr("Prompt"));
+  exampleBar_ = new TaskExampleBar(QStringLiteral("probe"));
+  exampleBar_->hide();
   auto* bar = new QHBoxLayout;
-  bar->addWidget(new QLabel(tr("Prompt")));
+  bar->addWidget(promptLabel_);
   bar->addWidget(promptEdit_, 1);
+  bar->addWidget(exampleBar_, 1);
   bar->addWidget(probeButton_);
   bar->addWidget(exportButton_);
   auto* lower = new QSplitter(Qt::Horizontal);
@@ -240,6 +249,12 @@ void ProbeView::build() {
 void ProbeView::connectSignals() {
   connect(probeButton_, &QPushButton::clicked, this, [this] { runProbe(); });
   connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { runProbe(); });
+  connect(exampleBar_, &TaskExampleBar::exampleChosen, this, [this] {
+    if (isProbing())
+      reprobe_ = true;  // probed when the one under way answers
+    else
+      runProbe();
+  });
   connect(layerSlider_, &QSlider::valueChanged, this, [this] { drawRollout(); });
   connect(ablateButton_, &QPushButton::clicked, this, [this] { runAblation(); });
   connect(cancelButton_, &QPushButton::clicked, this, &ProbeView::cancelAblation);
@@ -266,14 +281,27 @@ void ProbeView::connectSignals() {
   });
 }
 
+void ProbeView::showPromptKind() {
+  const RunEntry* run = currentRun();
+  const bool task = exampleBar_->follow(run ? run->task : std::string(), {promptLabel_, promptEdit_});
+  // The ablation scores a corpus's validation windows: a task run has none.
+  for (QWidget* w : {static_cast<QWidget*>(dataEdit_), static_cast<QWidget*>(browse_),
+                     static_cast<QWidget*>(windowsBox_), static_cast<QWidget*>(maxWindows_)})
+    w->setEnabled(!task);
+  updateButtons();
+}
+
 void ProbeView::leaveRun() {
   // The lens and rollout shown are of the current run or gone; the ablation shown is the
   // current run's last one (kept per run while the studio runs) or none, and says whose.
+  showPromptKind();
   const QString dir = currentRunDir();
   if (probeRun_ != dir) {
     probeRun_ = dir;
     hasProbe_ = false;
     probe_ = {};
+    example_ = {};
+    exampleBar_->clearAnswers();
     drawLens();
     drawRollout();
     if (!isProbing())
@@ -292,7 +320,8 @@ void ProbeView::leaveRun() {
 void ProbeView::showRun() {
   // The lens and rollout of the prompt are cheap: computed for the run at once.
   const RunEntry* run = currentRun();
-  if (run && run->has_info && !hasProbe_ && !isProbing() && !promptEdit_->text().trimmed().isEmpty()) runProbe();
+  if (run && run->has_info && !hasProbe_ && !isProbing() && (!run->task.empty() || !promptEdit_->text().trimmed().isEmpty()))
+    runProbe();
 }
 
 void ProbeView::setPrompt(const QString& prompt) { promptEdit_->setText(prompt); }
@@ -301,8 +330,9 @@ void ProbeView::setDataPath(const QString& path) { dataEdit_->setText(path); }
 void ProbeView::setMaxWindows(int windows) { maxWindows_->setValue(windows); }
 
 void ProbeView::updateButtons() {
+  const RunEntry* run = currentRun();
   probeButton_->setEnabled(!isProbing());
-  ablateButton_->setEnabled(!isAblating());
+  ablateButton_->setEnabled(!isAblating() && !(run && !run->task.empty()));
   cancelButton_->setEnabled(isAblating());
 }
 
@@ -316,9 +346,25 @@ bool ProbeView::runProbe() {
   probing_ = true;
   probeRun_ = currentRunDir();
   status_->setText(tr("Reading every layer's prediction…"));
-  engine_->probe(run->dir, promptEdit_->text())
-      .then(this, [this, dir = probeRun_](const hsm::Probe& p) { onProbed(dir, p); })
-      .onFailed(this, [this](const CallFailed& e) { onProbeFailed(e.message()); });
+  auto failed = [this](const CallFailed& e) { onProbeFailed(e.message()); };
+  if (run->task.empty()) {
+    engine_->probe(run->dir, promptEdit_->text())
+        .then(this, [this, dir = probeRun_](const hsm::Probe& p) { onProbed(dir, p, {}); })
+        .onFailed(this, failed);
+  } else {
+    // A task run: test example N of its task, the lens ranking the right answer at each answer.
+    using Probed = std::pair<hsm::Probe, hsm::TaskPrompt>;
+    engine_->interactive()
+        .call<Probed>(run->dir,
+                      [index = exampleBar_->example()](const CallContext& c) {
+                        const hsm::Prober prober(c.model());
+                        hsm::TaskPrompt example = prober.task_prompt(index);
+                        hsm::Probe probe = prober.probe_tokens(example.tokens, 5, example.targets);
+                        return Probed{std::move(probe), std::move(example)};
+                      })
+        .then(this, [this, dir = probeRun_](const Probed& p) { onProbed(dir, p.first, p.second); })
+        .onFailed(this, failed);
+  }
   updateButtons();
   return true;
 }
@@ -334,6 +380,10 @@ bool ProbeView::runAblation() {
     lastError_ = tr("Open a run first.");
   else if (!run->has_info)
     lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+  else if (!run->task.empty())
+    lastError_ = tr("The ablation scores a corpus's validation windows; %1 was trained on a task (%2) and has none. "
+                    "Its test accuracy: hsm eval %1, or the Lab view.")
+                     .arg(run->name(), QString::fromStdString(run->task));
   else if (data.isEmpty() || !QFileInfo::exists(data))
     lastError_ = tr("Choose a corpus: %1").arg(data.isEmpty() ? tr("the run records none") : tr("%1 does not exist").arg(data));
   if (!lastError_.isEmpty()) {
@@ -359,7 +409,7 @@ bool ProbeView::runAblation() {
 
 void ProbeView::cancelAblation() { ablating_.cancel(); }
 
-void ProbeView::onProbed(const QString& runDir, const hsm::Probe& p) {
+void ProbeView::onProbed(const QString& runDir, const hsm::Probe& p, const hsm::TaskPrompt& example) {
   probing_ = false;
   if (runDir != probeRun_) {  // of a run left meanwhile: the current one's, when shown
     updateButtons();
@@ -367,8 +417,18 @@ void ProbeView::onProbed(const QString& runDir, const hsm::Probe& p) {
     if (isVisible()) showRun();
     return;
   }
+  if (reprobe_) {  // another example was chosen meanwhile: this one is not shown
+    reprobe_ = false;
+    runProbe();
+    return;
+  }
   probe_ = p;
+  example_ = example;
   hasProbe_ = true;
+  if (example.task.empty())
+    exampleBar_->clearAnswers();
+  else
+    exampleBar_->showAnswers(example);
   const int layers = static_cast<int>(p.rollout.size());
   layerSlider_->blockSignals(true);
   layerSlider_->setRange(0, std::max(0, layers - 1));
@@ -377,7 +437,9 @@ void ProbeView::onProbed(const QString& runDir, const hsm::Probe& p) {
   drawLens();
   drawRollout();
   status_->setText(tr("%1 tokens. Hover a lens cell for its top 5; move the slider to see the rollout build up.")
-                       .arg(p.length));
+                       .arg(p.length) +
+                   (example.task.empty() ? QString()
+                                         : tr(" ▸ marks the answer positions; there the lens ranks the right answer.")));
   updateButtons();
   emit probeFinished();
 }
@@ -412,8 +474,13 @@ void ProbeView::onProbeFailed(const QString& message) {
   probing_ = false;
   lastError_ = message;
   status_->setText(tr("Probe failed: %1").arg(message));
+  exampleBar_->clearAnswers();
   updateButtons();
   emit probeFinished();
+  if (reprobe_) {
+    reprobe_ = false;
+    runProbe();
+  }
 }
 
 void ProbeView::onAblationFailed(const CallFailed& failure) {
@@ -434,7 +501,15 @@ QString ProbeView::lensTooltip(int row, int column) const {
                      .arg(stream_name(l.layer), piece_label(probe_.tokens[c]).toHtmlEscaped())
                      .arg(column)
                      .arg(l.kl_to_final[c], 0, 'f', 4);
-  if (l.target_rank[c] > 0)
+  const bool answer = std::count(example_.answers.begin(), example_.answers.end(), column) > 0;
+  if (l.target_rank[c] > 0 && answer)  // a task example's answer: the lens ranks the right one
+    html += tr("<br>right answer “%1”: rank %2")
+                .arg(piece_label(example_.answer_labels[static_cast<size_t>(
+                                     std::find(example_.answers.begin(), example_.answers.end(), column) -
+                                     example_.answers.begin())])
+                         .toHtmlEscaped())
+                .arg(l.target_rank[c]);
+  else if (l.target_rank[c] > 0 && c + 1 < probe_.tokens.size())
     html += tr("<br>actual next “%1”: rank %2")
                 .arg(piece_label(probe_.tokens[c + 1]).toHtmlEscaped())
                 .arg(l.target_rank[c]);
@@ -456,8 +531,8 @@ void ProbeView::drawLens() {
   const int rows = static_cast<int>(probe_.lens.size()), cols = static_cast<int>(probe_.length);
   lensTable_->setRowCount(rows);
   lensTable_->setColumnCount(cols);
-  QStringList header, side;
-  for (int c = 0; c < cols; ++c) header << piece_label(probe_.tokens[static_cast<size_t>(c)]);
+  const QStringList header = tokenLabels(true);
+  QStringList side;
   for (const hsm::LensLayer& l : probe_.lens) side << stream_name(l.layer);
   lensTable_->setHorizontalHeaderLabels(header);
   lensTable_->setVerticalHeaderLabels(side);
@@ -484,11 +559,21 @@ void ProbeView::drawRollout() {
   const int layer = std::clamp(layerSlider_->value(), 0, static_cast<int>(probe_.rollout.size()) - 1);
   const hsm::RolloutLayer& r = probe_.rollout[static_cast<size_t>(layer)];
   const int L = static_cast<int>(probe_.length);
-  QStringList labels;
-  for (const std::string& t : probe_.tokens) labels << piece_label(t);
-  rollout_->setMatrix(L, L, std::vector<double>(r.matrix.begin(), r.matrix.end()), labels, labels);
+  rollout_->setPinnedRows(TaskExampleBar::answerRows(example_));
+  rollout_->setMatrix(L, L, std::vector<double>(r.matrix.begin(), r.matrix.end()), tokenLabels(true),
+                      tokenLabels(false));
   layerLabel_->setText(tr("after layer %1 of %2").arg(r.layer).arg(probe_.rollout.size()));
   rolloutKind_->setText(rollout_kind_text(probe_.matrix_kinds));
+}
+
+QStringList ProbeView::tokenLabels(bool marked) const {
+  // A task example's answer positions are marked (the lens's columns, the rollout's rows).
+  QStringList labels;
+  for (const std::string& t : probe_.tokens) labels << piece_label(t);
+  if (marked)
+    for (int64_t t : example_.answers)
+      if (t < labels.size()) labels[static_cast<int>(t)].prepend(QStringLiteral("▸"));
+  return labels;
 }
 
 QString ProbeView::ablationOf() const { return ablationOf_->text(); }
@@ -516,12 +601,16 @@ void ProbeView::drawAblation() {
   }
   bars_->setData(keys, values);  // keys descend: QCustomPlot sorts them
   p->yAxis->setTicker(ticker);
+  const RunEntry* run = currentRun();
   if (n == 0) {
     auto* text = new QCPItemText(p);
     text->position->setType(QCPItemPosition::ptAxisRectRatio);
     text->position->setCoords(0.5, 0.5);
     text->setText(
-        ablationRun_.isEmpty()
+        run && !run->task.empty()
+            ? tr("The ablation scores a corpus's validation windows;\na task run has none (its test accuracy: the "
+                 "Losses view, hsm eval).")
+        : ablationRun_.isEmpty()
             ? tr("Run the ablation: each layer's mixer, and each head,\nknocked out in turn on the validation split.")
             : tr("No ablation of %1 yet. Run it: each layer's mixer, and each head,\nknocked out in turn on "
                  "the validation split.")
@@ -583,6 +672,15 @@ QStringList ProbeView::exportAll(const QString& folder, QString* error) {
   one(stem + QStringLiteral("-lens"), [this](const QString& path) { return exportLens(path); });
   one(stem + QStringLiteral("-rollout"), [this](const QString& path) { return rollout_->exportTo(path); });
   one(stem + QStringLiteral("-ablation"), [this](const QString& path) { return ablationPlot_->exportTo(path); });
+  if (hasProbe_ && !example_.task.empty()) {  // what the lens and rollout are of: the task example
+    const QString path = QDir(folder).filePath(stem + QStringLiteral("-example.json"));
+    QFile f(path);
+    const QByteArray json = QJsonDocument(TaskExampleBar::json(example_)).toJson();
+    if (f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(json) == json.size())
+      written << path;
+    else if (error && error->isEmpty())
+      *error = tr("cannot write %1").arg(path);
+  }
   return written;
 }
 

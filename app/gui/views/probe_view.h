@@ -4,13 +4,15 @@
 // (hover: the top 5, the KL to the final layer, the rank of the actual next token); attention
 // rollout as a heatmap with token labels and a layer slider, the kind of matrix stated; and
 // importance by ablation as ranked bars, run off the GUI thread with progress and cancel.
-// Every plot exports PNG/PDF/SVG and CSV.
+// Every plot exports PNG/PDF/SVG and CSV. A run trained on a synthetic task is probed on one of
+// its test examples (TaskExampleBar), its tokens by the task's labels and the answers marked.
 #include <QMap>
 #include <QWidget>
 
 #include "gui/engine/executor.h"
 #include "gui/views/studio_view.h"
 #include "hsm/probe.h"
+#include "hsm/tasks.h"
 
 class QComboBox;
 class QCPBars;
@@ -29,6 +31,7 @@ class HeatmapPanel;
 class NoticeBar;
 class PlotPanel;
 class RunList;
+class TaskExampleBar;
 
 // What a rollout through these matrices (one kind per layer) is a rollout of, in one sentence:
 // the Probe view and the Playground's provenance say it beside what they show.
@@ -47,6 +50,10 @@ class ProbeView : public StudioView {
   bool isProbing() const { return probing_; }
   bool hasProbe() const { return hasProbe_; }
   const hsm::Probe& probe() const { return probe_; }
+  // A task run's prompt: the test example probed, with the model's answers (task "" for a
+  // corpus run), and the bar that chooses it (shown instead of the prompt box).
+  const hsm::TaskPrompt& example() const { return example_; }
+  TaskExampleBar* exampleBar() const { return exampleBar_; }
 
   // The corpus whose validation split the ablation evaluates (default: the run's own).
   void setDataPath(const QString& path);
@@ -89,7 +96,9 @@ class ProbeView : public StudioView {
  private:
   void build();
   void connectSignals();
-  void onProbed(const QString& runDir, const hsm::Probe& p);
+  void onProbed(const QString& runDir, const hsm::Probe& p, const hsm::TaskPrompt& example);
+  void showPromptKind();  // the prompt box for a corpus run, the example bar for a task run
+  QStringList tokenLabels(bool marked) const;
   void onAblated(const QString& runDir, const hsm::AblationReport& r);
   void onProbeFailed(const QString& message);
   void onAblationFailed(const CallFailed& failure);
@@ -101,7 +110,11 @@ class ProbeView : public StudioView {
   void exportDialog();
   void updateButtons();
 
+  QLabel* promptLabel_;
   QLineEdit* promptEdit_;
+  TaskExampleBar* exampleBar_;
+  hsm::TaskPrompt example_;  // a task run's: the example probe_ is of
+  bool reprobe_ = false;     // another example was chosen while a probe ran
   QPushButton* probeButton_;
   QPushButton* exportButton_;
   QPushButton* lensExport_;

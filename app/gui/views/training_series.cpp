@@ -33,7 +33,7 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
   for (int i = 0; i < runs.size(); ++i) {
     const RunEntry& run = *runs[i];
     const bool isCurrent = i == current;
-    QVector<double> tx, ty, vx, vy, ax, sx, sy, lx, ly;
+    QVector<double> tx, ty, vx, vy, ax, qx, qy, sx, sy, lx, ly;
     for (const hsm::MetricRecord& m : run.metrics) {
       const double x = wall ? m.wall_s : static_cast<double>(m.step);
       if (m.kind == "train") {
@@ -53,6 +53,10 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
         vx << x;
         vy << m.val_loss;
         ax << (std::isfinite(m.val_accuracy) ? m.val_accuracy : NAN);
+        if (std::isfinite(m.sequence_accuracy)) {  // a task run: examples whose every answer is right
+          qx << x;
+          qy << m.sequence_accuracy;
+        }
       }
     }
     // Scatter: every validation of every open run (HSM Fig. 8).
@@ -79,7 +83,13 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
         accX << vx[k];
         accY << ax[k];
       }
-    c.accuracy << PlotSeries{n, run.color, accX, accY, PlotSeries::Style::kLine};
+    // A task run's validation accuracy is on its answers (answer_accuracy); beside it the share
+    // of examples with every answer right.
+    const bool task = !run.task.empty();
+    c.accuracy << PlotSeries{task ? n + tr(" answers") : n, run.color, accX, accY, PlotSeries::Style::kLine};
+    if (task && !qx.isEmpty())
+      c.accuracy << PlotSeries{n + tr(" sequences"), run.color.darker(130), qx, qy,
+                               PlotSeries::Style::kDashedLine};
     c.speed << PlotSeries{n, run.color, sx, smoothed(sy, weight), PlotSeries::Style::kLine};
     c.lr << PlotSeries{n, run.color, lx, ly, PlotSeries::Style::kLine};
   }

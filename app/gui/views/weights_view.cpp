@@ -27,6 +27,7 @@
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
+#include "hsm/evaluator.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/presets.h"
 
@@ -152,12 +153,14 @@ void WeightsView::build() {
   windows_->setRange(1, 100000);
   windows_->setValue(32);
   windows_->setToolTip(tr("Validation windows the loss is computed on (the first N, windows as the run trained)"));
-  auto* wl = new QHBoxLayout;
+  windowsRow_ = new QWidget;  // a task run is scored on its test examples instead (evaluateTask)
+  auto* wl = new QHBoxLayout(windowsRow_);
+  wl->setContentsMargins(0, 0, 0, 0);
   wl->addWidget(new QLabel(tr("Loss on the first")));
   wl->addWidget(windows_);
   wl->addWidget(new QLabel(tr("validation windows")));
   wl->addStretch(1);
-  el->addLayout(wl);
+  el->addWidget(windowsRow_);
   el->addWidget(editorScroll, 1);
 
   diagram_ = new ReceptiveFieldDiagram;
@@ -335,10 +338,53 @@ void WeightsView::resetEdits() {
 
 void WeightsView::setEvalWindows(int windows) { windows_->setValue(windows); }
 
+void WeightsView::evaluateTask() {
+  // A task run reads no text: the edit is scored on the task's test examples, trained against
+  // edited, as the Losses view and `hsm eval` score them.
+  constexpr int64_t kExamples = 256;
+  const int ticket = ++taskEvaluation_;
+  loss_->setText(tr("computing the test accuracy…"));
+  using Scores = std::pair<hsm::TaskScore, hsm::TaskScore>;
+  engine_->analysis()
+      .call<Scores>(editorRun_,
+                    [](const CallContext& c) {
+                      return Scores{hsm::Evaluator(c.trained()).score_task(kExamples),
+                                    hsm::Evaluator(c.model()).score_task(kExamples)};
+                    })
+      .then(this,
+            [this, ticket](const Scores& s) {
+              if (ticket != taskEvaluation_) return;  // a newer edit's answers the view
+              const auto& [trained, edited] = s;
+              const bool same = engine_->whatIf(editorRun_).empty();
+              loss_->setText(same ? tr("test answer accuracy %1, loss %2 (trained, %3 test examples)")
+                                        .arg(trained.answer_accuracy, 0, 'f', 3)
+                                        .arg(trained.loss, 0, 'f', 3)
+                                        .arg(trained.examples)
+                                  : tr("test answer accuracy %1 → %2, loss %3 → %4 (%5 test examples)")
+                                        .arg(trained.answer_accuracy, 0, 'f', 3)
+                                        .arg(edited.answer_accuracy, 0, 'f', 3)
+                                        .arg(trained.loss, 0, 'f', 3)
+                                        .arg(edited.loss, 0, 'f', 3)
+                                        .arg(edited.examples));
+              emit evaluationFinished();
+            })
+      .onFailed(this, [this, ticket](const CallFailed& e) {
+        if (ticket != taskEvaluation_) return;
+        lastError_ = e.message();
+        loss_->setText(tr("test accuracy: %1").arg(e.message()));
+        emit evaluationFinished();
+      });
+}
+
 void WeightsView::evaluate() {
   const RunEntry* run = runs_->currentRun();
   QString data = run && run->has_info ? QString::fromStdString(run->info.data_path) : QString();
   if (!run || same_dir(run->dir) != editorRun_) return;
+  windowsRow_->setVisible(run->task.empty());
+  if (!run->task.empty()) {
+    evaluateTask();
+    return;
+  }
   lossNote_.clear();
   if (data.isEmpty() || !QFileInfo::exists(data)) {
     // A run trained elsewhere (the bundled demo models, a copied folder) scores its edits on

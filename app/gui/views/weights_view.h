@@ -99,6 +99,7 @@ class WeightsView : public StudioView {
   void fillHeadTable();
   void onEdits(const hsm::WhatIf& edits);
   void evaluate();
+  void evaluateTask();  // evaluate() for a task run: its test examples' accuracy and loss
   // The edit of the run the editor shows, held by the engine host (EngineHost::setWhatIf).
   void setWhatIf(const hsm::WhatIf& edits);
   void updateBanner();
@@ -137,6 +138,8 @@ class WeightsView : public StudioView {
   Reply<WhatIfEvaluation> evaluating_;  // the what-if loss under way (none: no feed)
   bool saving_ = false;
   QString lossNote_;  // where the loss was taken, when not on the run's own corpus
+  QWidget* windowsRow_;     // "Loss on the first N validation windows" (not for a task run)
+  int taskEvaluation_ = 0;  // the newest task evaluation asked (older answers are dropped)
   bool hasEval_ = false;
   WhatIfEvaluation eval_;
   QString saveFolder_, savedRun_, lastError_;

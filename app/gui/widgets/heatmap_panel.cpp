@@ -5,6 +5,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <qcustomplot.h>
 
@@ -38,14 +39,27 @@ QCPColorGradient diverging_gradient() {
 QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 
 // Tick labels: every label when they fit, else every k-th (the rest on hover).
-QSharedPointer<QCPAxisTickerText> text_ticker(const QStringList& labels, int n, int maxLabels) {
+// Every step-th label, plus the pinned ones (a task example's answers), which push aside the
+// thinned labels that would overlap them; more pinned rows than fit are thinned like the rest.
+QSharedPointer<QCPAxisTickerText> text_ticker(const QStringList& labels, int n, int maxLabels,
+                                              const QVector<int>& pinned = {}) {
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   const int step = std::max(1, (n + maxLabels - 1) / maxLabels);
-  for (int i = 0; i < n; i += step) {
+  auto add = [&](int i) {
     QString label = i < labels.size() ? labels[i] : QString::number(i);
     if (label.size() > 14) label = label.left(13) + QChar(0x2026);
     ticker->addTick(i, label);
-  }
+  };
+  if (pinned.size() > maxLabels / 2) return text_ticker(labels, n, maxLabels);
+  auto near_pinned = [&](int i) {
+    for (int p : pinned)
+      if (p != i && std::abs(p - i) < step) return true;
+    return false;
+  };
+  for (int i = 0; i < n; i += step)
+    if (!near_pinned(i)) add(i);
+  for (int p : pinned)
+    if (p >= 0 && p < n && p % step != 0) add(p);
   return ticker;
 }
 
@@ -156,7 +170,8 @@ void HeatmapPanel::applyLabels() {
   p->yAxis->setTickLabelFont(f);
   labelsShown_ = labelsThatFit();
   p->xAxis->setTicker(text_ticker(colLabels_, cols_, std::min(colLabels_.isEmpty() ? 16 : 40, labelsShown_.first)));
-  p->yAxis->setTicker(text_ticker(rowLabels_, rows_, std::min(rowLabels_.isEmpty() ? 16 : 40, labelsShown_.second)));
+  p->yAxis->setTicker(
+      text_ticker(rowLabels_, rows_, std::min(rowLabels_.isEmpty() ? 16 : 40, labelsShown_.second), pinnedRows_));
   p->xAxis->setTickLabelRotation(colLabels_.isEmpty() ? 0 : -60);
 }
 
@@ -168,6 +183,8 @@ QPair<int, int> HeatmapPanel::labelsThatFit() const {
   auto fit = [&](int pixels, double per) { return pixels > 0 ? std::max(2, static_cast<int>(pixels / per)) : 1000; };
   return {fit(a.width(), line * 1.25), fit(a.height(), line * 1.05)};
 }
+
+void HeatmapPanel::setPinnedRows(const QVector<int>& rows) { pinnedRows_ = rows; }
 
 void HeatmapPanel::clearWithMessage(const QString& message) {
   rows_ = cols_ = 0;

@@ -5,6 +5,7 @@
 // a cell shows its row, column and exact value. Used for attention / mixing matrices, the
 // layer × indicator overview and the layer × channel a/b vectors.
 #include <QStringList>
+#include <QVector>
 #include <vector>
 
 #include "gui/widgets/plot_panel.h"
@@ -28,6 +29,9 @@ class HeatmapPanel : public PlotPanel {
   // values: row-major rows × cols. Empty label lists number the rows / columns.
   void setMatrix(int rows, int cols, const std::vector<double>& values, const QStringList& rowLabels = {},
                  const QStringList& colLabels = {}, Palette palette = Palette::kSequential);
+  // Rows whose labels are shown however many are thinned out (a task example's answer rows),
+  // for the next setMatrix; empty: none.
+  void setPinnedRows(const QVector<int>& rows);
   // No data: an empty plot saying why.
   void clearWithMessage(const QString& message);
   void setScaleLabel(const QString& label);
@@ -57,6 +61,7 @@ class HeatmapPanel : public PlotPanel {
   int rows_ = 0, cols_ = 0;
   std::vector<double> values_;
   QStringList rowLabels_, colLabels_;
+  QVector<int> pinnedRows_;
   QString message_;
   QPair<int, int> labelsShown_{0, 0};  // what applyLabels() last fitted
 };

@@ -11,6 +11,7 @@
 #include "hsm/knock_out.h"
 #include "hsm/probe.h"
 #include "hsm/progress.h"
+#include "hsm/task_run.h"
 
 namespace hsm {
 
@@ -108,6 +109,11 @@ class Evaluator {
   // whole; the cancel flag is checked between batches (Cancelled).
   AblationReport ablate(const std::string& data_path, const EvalOptions& options);
   AblationReport ablate(const EvalSet& set, const EvalOptions& options);
+  // A task run's model (Model::task()) on test examples [0, examples) of its task (test seeds:
+  // never trained on), with the model's own what-if edit: for the trained model what
+  // score_task_run and `hsm eval` give. The cancel flag is checked between batches (Cancelled).
+  // Throws std::invalid_argument for a corpus run's model or examples < 1.
+  TaskScore score_task(int64_t examples, const CancelFlag* cancel = nullptr) const;
 
  private:
   struct Impl;

@@ -15,12 +15,14 @@
 
 namespace hsm {
 
+class Task;
 class Tokenizer;
 
 class Model {
  public:
   // Loads config.json, model.safetensors and tokenizer.model from a run folder; every file is
-  // checked and a mismatch is refused with a message naming the file. A folder written by
+  // checked and a mismatch is refused with a message naming the file. A task run (one with
+  // task.json, hsm/task_run.h) has no tokenizer: its task names its tokens instead. A folder written by
   // save_as() comes back with its knock-outs (its a/b edits are in its weights).
   static std::shared_ptr<const Model> load(const std::string& run_dir, const std::string& device = "auto");
   ~Model();
@@ -50,7 +52,14 @@ class Model {
   // "story_start"; "packed" for a run that records none, as runs were trained before the
   // setting existed): what an evaluation scores unless told otherwise (EvalOptions::windows).
   const std::string& trained_windows() const;
+  // Throws std::invalid_argument for a task run, which has no tokenizer and reads no text.
   const Tokenizer& tokenizer() const;
+  // A task run's task (its prompts are the task's examples: Prober::task_prompt); null for a
+  // run trained on a corpus.
+  const Task* task() const;
+  // What token `id` is called wherever tokens are shown: the tokenizer's piece, or for a task
+  // run the task's label ("k12", "v7", ...: Task::token_label).
+  std::string token_label(int32_t id) const;
   std::string device() const;
   std::string run_dir() const;
   // The address of every parameter's and buffer's values, by name: what tells an edited

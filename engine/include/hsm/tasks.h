@@ -77,6 +77,11 @@ class Task {
   // order, any thread).
   TaskExample example(TaskSplit split, int64_t index) const;
 
+  // What token `id` stands for in this task, as the studio labels a task example: "k12" (key
+  // 12), "v7" (value 7), "_" (a blank), "copy", "pad", ... ; a task without names for its
+  // tokens shows the id. An id outside the vocabulary is "#id".
+  virtual std::string token_label(int32_t id) const;
+
  protected:
   void add_setting(std::string key, int64_t value, int64_t min, int64_t max, std::string help);
   // The settings every task ends with: train (the training set's size) and seed (the data's).
@@ -88,6 +93,28 @@ class Task {
  private:
   std::vector<TaskSetting> settings_;
 };
+
+// A test example as a prompt for the studio's Diagnostics and Probe views (issue 38): its
+// tokens up to and including its last answer position (the model is causal, so what it does
+// at every answer is as in the whole window), with the task's labels and the right answers.
+struct TaskPrompt {
+  std::string task;                 // Task::spec()
+  int64_t index = 0;                // example `index` of TaskSplit::kTest: never a training example
+  std::vector<int32_t> tokens;      // the prompt
+  std::vector<int32_t> targets;     // the example's targets at those positions
+  std::vector<std::string> labels;  // Task::token_label of each token
+  std::vector<int64_t> answers;     // the answer positions (mask 1), ascending
+  std::vector<std::string> answer_labels;  // the right answer's label at each
+  // The model's most likely token at each answer position (Prober::task_prompt fills it).
+  std::vector<int32_t> predicted;
+  std::vector<std::string> predicted_labels;
+  int64_t difficulty = -1;  // TaskExample::difficulty
+  // How many of the answers the model predicts right (0 before predicted is filled).
+  int64_t right() const;
+};
+// Test example `index` (>= 0) of `task` as a prompt, nothing predicted yet; the whole window
+// when the example has no answer.
+TaskPrompt task_prompt(const Task& task, int64_t index);
 
 // The tasks, in the order `hsm task list` shows them.
 std::vector<std::string> task_names();

@@ -23,11 +23,11 @@ torch::Tensor token_tensor(const std::vector<int32_t>& ids, const torch::Device&
   return torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).view({1, -1}).to(device);
 }
 
-Diagnosis diagnose_tokens(Gpt& model, const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
+Diagnosis diagnose_tokens(Gpt& model, const std::function<std::string(int32_t)>& label, const std::vector<int32_t>& ids,
                           const torch::Device& device) {
   Diagnosis d;
   d.token_ids = ids;
-  for (int32_t id : d.token_ids) d.tokens.push_back(tokenizer.piece(id));
+  for (int32_t id : d.token_ids) d.tokens.push_back(label(id));
   d.length = static_cast<int64_t>(d.token_ids.size());
   d.layers = diagnose_model(model, token_tensor(d.token_ids, device));
   return d;
@@ -36,7 +36,7 @@ Diagnosis diagnose_tokens(Gpt& model, const Tokenizer& tokenizer, const std::vec
 DiagnosticsRecord diagnostics_record(Gpt& model, const Tokenizer& tokenizer, const std::string& prompt, int64_t step,
                                      const torch::Device& device) {
   const std::vector<int32_t> ids = prompt_token_ids(tokenizer, prompt, model->config.context, 0, "diagnostics record");
-  const Diagnosis d = diagnose_tokens(model, tokenizer, ids, device);
+  const Diagnosis d = diagnose_tokens(model, [&](int32_t id) { return tokenizer.piece(id); }, ids, device);
   // top_k 1: the record keeps only the KL, and the pieces cost nothing to look up.
   const std::vector<LensLayer> lens =
       logit_lens(model, token_tensor(ids, device), 1, [&](int32_t id) { return tokenizer.piece(id); });

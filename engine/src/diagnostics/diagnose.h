@@ -4,6 +4,7 @@
 // record and `hsm diagnose` on the same weights and prompt agree bit for bit.
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,9 @@ std::vector<int32_t> prompt_token_ids(const Tokenizer& tokenizer, const std::str
                                       int64_t max_tokens, const char* what);
 // Token ids as a [1, L] tensor on `device`.
 torch::Tensor token_tensor(const std::vector<int32_t>& ids, const torch::Device& device);
-// The diagnosis of token ids (the model in eval mode, on `device`).
-Diagnosis diagnose_tokens(Gpt& model, const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
+// The diagnosis of token ids (the model in eval mode, on `device`), each token shown as
+// label(id): a tokenizer's piece, or a task's label (Model::token_label).
+Diagnosis diagnose_tokens(Gpt& model, const std::function<std::string(int32_t)>& label, const std::vector<int32_t>& ids,
                           const torch::Device& device);
 // The diagnostics.jsonl record of `prompt` at `step`: diagnose_tokens' indicators, the mixer
 // weights and each layer's mean logit-lens KL to the final output (the model in eval mode).

@@ -5,7 +5,8 @@
 namespace hsm {
 
 std::vector<LensLayer> logit_lens(Gpt& model, const torch::Tensor& idx, int64_t top_k,
-                                  const std::function<std::string(int32_t)>& piece) {
+                                  const std::function<std::string(int32_t)>& piece,
+                                  const std::vector<int32_t>& targets) {
   c10::InferenceMode inference;
   const int64_t L = idx.size(1), V = model->config.vocab_size;
   const int64_t k = std::clamp<int64_t>(top_k, 1, V);
@@ -15,7 +16,10 @@ std::vector<LensLayer> logit_lens(Gpt& model, const torch::Tensor& idx, int64_t 
     return torch::matmul(model->ln_f->forward(h), model->tok_emb->weight.t())[0].to(torch::kCPU, torch::kDouble);
   };
   const auto final_logp = torch::log_softmax(logits_of(streams.back()), -1);  // [L, V]
-  const auto targets = idx[0].to(torch::kCPU);
+  const auto next = idx[0].to(torch::kCPU);
+  if (!targets.empty() && static_cast<int64_t>(targets.size()) != L)
+    throw std::invalid_argument("logit lens: " + std::to_string(targets.size()) + " targets for " + std::to_string(L) +
+                                " positions");
   std::vector<LensLayer> out;
   for (size_t s = 0; s < streams.size(); ++s) {
     const auto logits = logits_of(streams[s]);
@@ -35,9 +39,10 @@ std::vector<LensLayer> logit_lens(Gpt& model, const torch::Tensor& idx, int64_t 
         top.push_back({id, piece(id), static_cast<float>(p_acc[t][j])});
       }
       layer.top.push_back(std::move(top));
-      if (t + 1 < L) {  // 1 + the tokens this layer puts strictly above the one that comes next
+      if (!targets.empty() || t + 1 < L) {  // 1 + the tokens this layer puts strictly above the target
         const auto row = logits[t];
-        layer.target_rank.push_back(1 + (row > row[targets[t + 1].item<int64_t>()]).sum().item<int64_t>());
+        const int64_t target = targets.empty() ? next[t + 1].item<int64_t>() : targets[static_cast<size_t>(t)];
+        layer.target_rank.push_back(1 + (row > row[target]).sum().item<int64_t>());
       } else {
         layer.target_rank.push_back(-1);
       }

@@ -14,9 +14,11 @@ namespace hsm {
 
 // For token ids idx [1, L] (the model in eval mode): L+1 entries, after the embedding and after
 // each block, each with the top_k next tokens per position (pieces from `piece`), the KL of the
-// model's own distribution to this one and the rank of the actual next token. The last
+// model's own distribution to this one and the rank of the actual next token (or of
+// targets[t] at each position t, when given: a task example's answers; L of them). The last
 // entry's distribution is computed exactly as forward(idx) computes the model's.
 std::vector<LensLayer> logit_lens(Gpt& model, const torch::Tensor& idx, int64_t top_k,
-                                  const std::function<std::string(int32_t)>& piece);
+                                  const std::function<std::string(int32_t)>& piece,
+                                  const std::vector<int32_t>& targets = {});
 
 }  // namespace hsm

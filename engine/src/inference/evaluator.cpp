@@ -13,6 +13,7 @@
 #include "hsm/token_scores.h"
 #include "hsm/tokenizer.h"
 #include "inference/model_impl.h"
+#include "tasks/task_data.h"
 
 namespace hsm {
 
@@ -83,7 +84,7 @@ EvalSet Evaluator::read(const std::string& data_path, const EvalOptions& options
   d.cache_dir = options.cache_dir;
   d.progress = options.progress;
   d.cancel = options.cancel;
-  const TokenDataset data = load_dataset(data_path, *m.tokenizer, d);
+  const TokenDataset data = load_dataset(data_path, m.text_tokenizer(), d);
   auto w = std::make_shared<EvalSet::Data>();
   EvalResult& r = w->described;
   r.split = options.split;
@@ -99,7 +100,7 @@ EvalSet Evaluator::read(const std::string& data_path, const EvalOptions& options
     r.documents = data.train_documents + data.val_documents;
   }
   const int64_t T = m.config.context;
-  w->starts = window_starts(w->tokens, T, layout, static_cast<uint16_t>(m.tokenizer->end_of_text_id()));
+  w->starts = window_starts(w->tokens, T, layout, static_cast<uint16_t>(m.text_tokenizer().end_of_text_id()));
   if (options.max_windows > 0 && static_cast<int64_t>(w->starts.size()) > options.max_windows)
     w->starts.resize(static_cast<size_t>(options.max_windows));
   // Unigram baseline over the targets evaluate_windows scores (each window's last T tokens).
@@ -121,7 +122,7 @@ EvalSet Evaluator::read(const std::string& data_path, const EvalOptions& options
   r.windows = windows;
   w->context = T;
   w->vocab_size = m.config.vocab_size;
-  w->tokenizer_hash = m.tokenizer->hash();
+  w->tokenizer_hash = m.text_tokenizer().hash();
   EvalSet set;
   set.data_ = std::move(w);
   return set;
@@ -132,7 +133,7 @@ const EvalSet::Data& Evaluator::Impl::fitting(const EvalSet& set) const {
   const EvalSet::Data& w = *set.data_;
   const Model::Impl& mi = m();
   if (w.context != mi.config.context || w.vocab_size != mi.config.vocab_size ||
-      w.tokenizer_hash != mi.tokenizer->hash())
+      w.tokenizer_hash != mi.text_tokenizer().hash())
     throw std::invalid_argument(
         "evaluate: the evaluation set was read for another model (context " + std::to_string(w.context) +
         ", vocabulary " + std::to_string(w.vocab_size) + ", another tokenizer or not); read it again for this one");
@@ -210,10 +211,10 @@ TokenScores Evaluator::Impl::score_tokens(const EvalSet::Data& w, const EvalOpti
   TokenScores s;
   s.result = evaluate_on(w, options, options.progress, &losses);
   s.run = mi.run_dir;
-  s.tokenizer_hash = mi.tokenizer->hash();
+  s.tokenizer_hash = mi.text_tokenizer().hash();
   s.vocab_size = mi.config.vocab_size;
   const int64_t T = s.context = mi.config.context;
-  const auto eot = static_cast<uint16_t>(mi.tokenizer->end_of_text_id());
+  const auto eot = static_cast<uint16_t>(mi.text_tokenizer().end_of_text_id());
   const auto windows = static_cast<int64_t>(losses.loss.size()) / T;
   // Documents: a token's document is the count of end-of-text tokens before it (an
   // end-of-text target ends, and belongs to, the document before it). Windows start in order.
@@ -313,6 +314,15 @@ AblationReport Evaluator::ablate(const EvalSet& set, const EvalOptions& options)
                    [](const Ablation& a, const Ablation& b) { return a.delta > b.delta; });
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
+}
+
+TaskScore Evaluator::score_task(int64_t examples, const CancelFlag* cancel) const {
+  const Model::Impl& m = impl_->m();
+  if (!m.task) throw std::invalid_argument(m.run_dir + " was trained on a corpus, not a task: evaluate it on text");
+  if (examples < 1) throw std::invalid_argument("score_task: " + std::to_string(examples) + " examples; use 1 or more");
+  // The shared model as it is (its knock-outs set when it was made, eval mode): read only.
+  const TaskData data(parse_task(m.task->spec()));
+  return data.score(m.gpt, TaskSplit::kTest, examples, 64, m.device, cancel);
 }
 
 }  // namespace hsm

@@ -159,7 +159,7 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
   const int64_t context = m.config.context;
   const int64_t slide = options.slide > 0 ? std::min(options.slide, context - 1) : std::max<int64_t>(1, context / 4);
   Sampler sampler(options.sampling);
-  const Tokenizer& tok = *m.tokenizer;
+  const Tokenizer& tok = m.text_tokenizer();
   const int32_t eot = tok.end_of_text_id();
 
   GenerationResult result;

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "hsm/task_run.h"
+
 #include "diagnostics/mixing_matrix.h"
 #include "inference/model_impl.h"
 #include "io/io_util.h"
@@ -40,7 +42,14 @@ std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::
   m.config = config_from_json(run["model"].dump(), paths.config);
   if (auto t = run.find("training"); t != run.end() && t->is_object())
     if (auto w = t->find("windows"); w != t->end() && w->is_string()) m.trained_windows = w->get<std::string>();
-  m.tokenizer = load_run_tokenizer(run_dir, run);  // the one the model was trained with, or refused
+  // A task run reads no text: its task (RUN/task.json) names its tokens. A corpus run keeps
+  // the tokenizer it was trained with, or is refused.
+  if (const std::string task = run_task(run_dir); !task.empty()) {
+    m.task = parse_task(task);
+    check_model_fits_task(m.config, *m.task);
+  } else {
+    m.tokenizer = load_run_tokenizer(run_dir, run);
+  }
   m.device = compat::parse_device(device);
   check_weights_fit(m.config, paths.weights, paths.config);  // before a model of the config's size is built
   m.gpt = Gpt(m.config);
@@ -66,6 +75,7 @@ std::shared_ptr<const Model> Model::edited(const WhatIf& edits) const {
   m.config = src.config;
   m.trained_windows = src.trained_windows;
   m.tokenizer = src.tokenizer;
+  m.task = src.task;
   m.device = src.device;
   m.gpt = share_weights(src.gpt, m.config, m.device);
   const auto layers = static_cast<int64_t>(m.gpt->blocks.size());
@@ -117,7 +127,10 @@ void Model::save_as(const std::string& run_dir) const {
   try {
     const RunPaths dst(staged);
     save_weights(m.gpt, dst.weights);  // the edited weights (knock-outs are no weights: what_if has them)
-    fs::copy_file(src.tokenizer, dst.tokenizer);
+    if (m.task)
+      fs::copy_file(task_file(m.run_dir), task_file(staged));  // a task run: its task, no tokenizer
+    else
+      fs::copy_file(src.tokenizer, dst.tokenizer);
     if (fs::exists(src.metrics)) fs::copy_file(src.metrics, dst.metrics);
     write_file_atomic(dst.config, config.dump(2) + "\n");
     publish_folder(staged, run_dir);
@@ -129,7 +142,19 @@ void Model::save_as(const std::string& run_dir) const {
 
 std::vector<MixerWeights> Model::mixer_weights() const { return hsm::mixer_weights(impl_->gpt); }
 const ModelConfig& Model::config() const { return impl_->config; }
-const Tokenizer& Model::tokenizer() const { return *impl_->tokenizer; }
+const Tokenizer& Model::tokenizer() const { return impl_->text_tokenizer(); }
+const Task* Model::task() const { return impl_->task.get(); }
+std::string Model::token_label(int32_t id) const { return impl_->token_label(id); }
+
+const Tokenizer& Model::Impl::text_tokenizer() const {
+  if (!tokenizer)
+    throw std::invalid_argument(run_dir + " was trained on the task " + (task ? task->name() : std::string("?")) +
+                                ": it has no tokenizer and reads no text; its prompts are the task's examples "
+                                "(the Diagnostics and Probe views show them)");
+  return *tokenizer;
+}
+
+std::string Model::Impl::token_label(int32_t id) const { return task ? task->token_label(id) : tokenizer->piece(id); }
 std::string Model::device() const { return impl_->device.str(); }
 std::string Model::run_dir() const { return impl_->run_dir; }
 

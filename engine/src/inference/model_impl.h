@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hsm/model.h"
+#include "hsm/tasks.h"
 #include "hsm/tokenizer.h"
 #include "inference/fast_decoder.h"
 #include "model/model.h"
@@ -19,7 +20,8 @@ struct Model::Impl {
   std::string run_dir;
   ModelConfig config;
   std::string trained_windows = "packed";  // Model::trained_windows()
-  std::optional<Tokenizer> tokenizer;
+  std::optional<Tokenizer> tokenizer;  // none for a task run
+  std::shared_ptr<const Task> task;    // a task run's task (RUN/task.json); null for a corpus run
   torch::Device device{torch::kCPU};
   // Eval mode; its knock-outs are edits.knock_out, set once when the model is made. mutable:
   // LibTorch's forward is not a const method, but in eval mode without gradients it changes
@@ -29,6 +31,11 @@ struct Model::Impl {
   // fast path does not apply: a GPU, a mixer it lacks). The knock-outs are not in it.
   std::shared_ptr<const FastWeights> fast;
   WhatIf edits;
+
+  // The tokenizer, or for a task run (which reads no text) an exception saying so.
+  const Tokenizer& text_tokenizer() const;
+  // Model::token_label.
+  std::string token_label(int32_t id) const;
 };
 
 // A new module graph over `model`'s weights: every parameter and buffer of the result shares

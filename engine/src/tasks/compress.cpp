@@ -24,6 +24,7 @@ class Compress : public Task {
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, compression.yml), adapted";
   }
+  std::string token_label(int32_t id) const override { return blank_and_marker_label(*this, id, "zip"); }
 
  protected:
   void generate(TaskRng& rng, bool, TaskExample& ex) const override {

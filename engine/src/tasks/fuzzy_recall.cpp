@@ -30,6 +30,10 @@ class FuzzyRecall : public Task {
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, fuzzy-in-context-recall.yml)";
   }
+  std::string token_label(int32_t id) const override {
+    const auto ns = static_cast<int32_t>(get("vocab") - 1);
+    return id == ns ? "pad" : key_value_label(*this, id, ns / 2, ns);
+  }
   void check() const override {
     const int64_t ns = get("vocab") - 1, k = get("key_size"), v = get("value_size"), T = get("context");
     if (ns / 2 < k || ns - ns / 2 < v)

@@ -74,6 +74,9 @@ class InContextRecall : public Task {
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, in-context-recall.yml)";
   }
+  std::string token_label(int32_t id) const override {
+    return key_value_label(*this, id, static_cast<int32_t>(get("vocab") / 2), static_cast<int32_t>(get("vocab")));
+  }
 
  protected:
   void generate(TaskRng& rng, bool, TaskExample& ex) const override {

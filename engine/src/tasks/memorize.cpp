@@ -25,6 +25,10 @@ class Memorize : public Task {
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, memorization.yml)";
   }
+  std::string token_label(int32_t id) const override {
+    const auto ns = static_cast<int32_t>(get("vocab") - 1);
+    return id == ns ? "ins" : key_value_label(*this, id, ns / 2, ns);  // the insert token
+  }
   void check() const override {
     if (get("context") % 2 != 0)
       refuse(*this, "context=" + std::to_string(get("context")) + " must be even; use an even context 2 to 65536");

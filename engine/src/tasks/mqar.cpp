@@ -27,6 +27,9 @@ class Mqar : public Task {
   std::string source() const override {
     return "Arora et al. 2023, Zoology (zoology/data/multiquery_ar.py)";
   }
+  std::string token_label(int32_t id) const override {
+    return key_value_label(*this, id, static_cast<int32_t>(get("vocab") / 2), static_cast<int32_t>(get("vocab")));
+  }
   void check() const override {
     const int64_t V = get("vocab"), P = get("pairs"), T = get("context");
     if (T % 2 != 0) refuse(*this, "context=" + std::to_string(T) + " must be even; use an even context 4 to 65536");

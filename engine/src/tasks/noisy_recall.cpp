@@ -23,6 +23,11 @@ class NoisyRecall : public Task {
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, noisy-in-context-recall.yml)";
   }
+  std::string token_label(int32_t id) const override {
+    const auto ns = static_cast<int32_t>(get("vocab") - get("noise_vocab"));
+    if (id >= ns && id < vocab_size()) return "n" + std::to_string(id - ns);  // a noise token
+    return key_value_label(*this, id, ns / 2, ns);
+  }
   void check() const override {
     const int64_t V = get("vocab"), N = get("noise_vocab");
     if (V - N < 2)

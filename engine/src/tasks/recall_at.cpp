@@ -21,6 +21,9 @@ class RecallAt : public Task {
     return "A B, filler, A again at distance d (a range): answer B; accuracy against distance";
   }
   std::string source() const override { return "this project (issue 38): the 2^l path question of HSM"; }
+  std::string token_label(int32_t id) const override {
+    return key_value_label(*this, id, static_cast<int32_t>(get("vocab") / 2), static_cast<int32_t>(get("vocab")));
+  }
   void check() const override {
     const int64_t T = get("context"), lo = get("min_distance"), hi = get("max_distance");
     if (hi > T - 1)

@@ -23,6 +23,7 @@ class SelectiveCopy : public Task {
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, selective-copying.yml)";
   }
+  std::string token_label(int32_t id) const override { return blank_and_marker_label(*this, id, "copy"); }
   void check() const override {
     const int64_t T = get("context"), n = get("copy");
     if (T <= 2 * n + 1)

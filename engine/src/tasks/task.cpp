@@ -114,6 +114,37 @@ TaskExample Task::example(TaskSplit split, int64_t index) const {
   return ex;
 }
 
+std::string Task::token_label(int32_t id) const {
+  return id < 0 || id >= vocab_size() ? "#" + std::to_string(id) : std::to_string(id);
+}
+
+int64_t TaskPrompt::right() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < predicted.size() && i < answers.size(); ++i)
+    n += predicted[i] == targets[static_cast<size_t>(answers[i])] ? 1 : 0;
+  return n;
+}
+
+TaskPrompt task_prompt(const Task& task, int64_t index) {
+  if (index < 0) throw TaskError(task.name() + ": example " + std::to_string(index) + " does not exist; use 0 or more");
+  const TaskExample ex = task.example(TaskSplit::kTest, index);
+  TaskPrompt p;
+  p.task = task.spec();
+  p.index = index;
+  p.difficulty = ex.difficulty;
+  size_t end = ex.tokens.size();
+  for (size_t t = 0; t < ex.mask.size(); ++t)
+    if (ex.mask[t]) {
+      p.answers.push_back(static_cast<int64_t>(t));
+      end = t + 1;
+    }
+  p.tokens.assign(ex.tokens.begin(), ex.tokens.begin() + static_cast<long>(end));
+  p.targets.assign(ex.targets.begin(), ex.targets.begin() + static_cast<long>(end));
+  for (int32_t id : p.tokens) p.labels.push_back(task.token_label(id));
+  for (int64_t t : p.answers) p.answer_labels.push_back(task.token_label(p.targets[static_cast<size_t>(t)]));
+  return p;
+}
+
 std::vector<std::string> task_names() {
   std::vector<std::string> names;
   for (const Entry& e : registry()) names.emplace_back(e.name);
@@ -164,6 +195,21 @@ std::vector<int32_t> distinct(TaskRng& rng, int32_t first, int32_t n, int64_t k)
 }
 
 void refuse(const Task& task, const std::string& problem) { throw TaskError(task.name() + ": " + problem); }
+
+std::string key_value_label(const Task& task, int32_t id, int32_t values_from, int32_t values_end) {
+  if (id < 0 || id >= task.vocab_size()) return "#" + std::to_string(id);
+  if (id < values_from) return "k" + std::to_string(id);
+  if (id < values_end) return "v" + std::to_string(id - values_from);
+  return std::to_string(id);
+}
+
+std::string blank_and_marker_label(const Task& task, int32_t id, const char* marker) {
+  const auto V = static_cast<int32_t>(task.vocab_size());
+  if (id < 0 || id >= V) return "#" + std::to_string(id);
+  if (id == V - 2) return "_";
+  if (id == V - 1) return marker;
+  return "t" + std::to_string(id);
+}
 
 void fill_unmasked_targets(TaskExample& ex) {
   const size_t T = ex.tokens.size();

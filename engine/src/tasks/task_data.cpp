@@ -35,7 +35,7 @@ torch::Tensor TaskData::loss(Gpt& model, const TaskBatch& b) {
 TaskScore TaskData::score(Gpt& model, TaskSplit split, int64_t count, int64_t batch_size, const torch::Device& device,
                           const CancelFlag* cancel) const {
   const bool was_training = model->is_training();
-  model->eval();
+  if (was_training) model->eval();  // a model in eval mode is left untouched: other threads may read it
   torch::NoGradGuard no_grad;
   TaskScore s;
   double loss_sum = 0;

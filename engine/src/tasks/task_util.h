@@ -31,6 +31,15 @@ std::vector<int32_t> distinct(TaskRng& rng, int32_t first, int32_t n, int64_t k)
 void in_context_recall(TaskRng& rng, int64_t vocab, int64_t context, int64_t noise_vocab, double frac_noise,
                        TaskExample& ex);
 
+// The label of a task whose keys are [0, values_from) and values [values_from, values_end):
+// "k<id>", "v<id - values_from>"; other ids in the vocabulary as numbers, outside it "#<id>".
+// The task labels its special tokens (blank, pad, ...) before asking this.
+std::string key_value_label(const Task& task, int32_t id, int32_t values_from, int32_t values_end);
+
+// The label of a task whose last two tokens are a blank ("_") and a marker (`marker`: the copy
+// or compression token) and whose others are data tokens ("t<id>").
+std::string blank_and_marker_label(const Task& task, int32_t id, const char* marker);
+
 // Sets targets where the mask is 0: the next input token, 0 past the end (tasks.h).
 void fill_unmasked_targets(TaskExample& ex);
 
