@@ -1,6 +1,10 @@
 // Model configs: validation names the field and the problem; JSON round-trips exactly;
 // every preset loads and validates.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "hsm/config.h"
 #include "hsm/cost.h"
@@ -237,6 +241,24 @@ TEST(Presets, UnknownNameListsKnownOnes) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("hybrid_0_6"), std::string::npos);
   }
+}
+
+// A preset's name is the preset even where the working directory holds a folder of that name
+// (a run called ex_he in /tmp made `hsm lab` refuse "ex_he/config.json" there); `./name` is the
+// folder.
+TEST(Presets, ANameIsThePresetWhateverTheWorkingDirectoryHolds) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("hsm_preset_cwd_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "ex_he");
+  std::ofstream(dir / "ex_he" / "config.json") << "{}";
+  const fs::path before = fs::current_path();
+  fs::current_path(dir);
+  ModelConfig preset;
+  EXPECT_NO_THROW(preset = load_preset_or_config("ex_he"));
+  EXPECT_EQ(preset.name, load_preset("ex_he").name);
+  EXPECT_THROW(load_preset_or_config("./ex_he"), std::exception);  // the folder, which is no run
+  fs::current_path(before);
+  fs::remove_all(dir);
 }
 
 TEST(Shifts, SingleShiftFollowsStackPosition) {

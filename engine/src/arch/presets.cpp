@@ -85,10 +85,16 @@ TrainSettings training_block(const fs::path& file, const char* what) {
   return settings;
 }
 
+// A path when written as one (a '/', a .json name); a preset's name is the preset even where the
+// working directory holds a file or folder of that name (`./gpt` names that one): otherwise a
+// run folder called gpt beside the user would silently replace the preset.
 bool names_a_file(const std::string& name_or_path) {
-  return name_or_path.find('/') != std::string::npos ||
-         (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json") ||
-         fs::exists(name_or_path);
+  if (name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json"))
+    return true;
+  const std::vector<std::string> presets = preset_names();
+  if (std::find(presets.begin(), presets.end(), name_or_path) != presets.end()) return false;
+  return fs::exists(name_or_path);
 }
 
 }  // namespace
