@@ -7,6 +7,7 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QTemporaryDir>
@@ -22,6 +23,7 @@
 #include "gui/studio_application.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/experiments_view.h"
 #include "gui/views/lab_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/probe_view.h"
@@ -103,6 +105,7 @@ QJsonObject SmokeDriver::run() {
   int generated = 0;
   int weightLayers = 0, diagnosedLayers = 0;
   double labAccuracy = -1;  // the smoke lab's one cell (-1: not reached)
+  int experimentRows = 0;   // the Experiments view's rows for the open runs
   StallMonitor stalls;
   auto* app = dynamic_cast<StudioApplication*>(QCoreApplication::instance());
   if (app) app->setEventObserver(&stalls);
@@ -268,6 +271,19 @@ QJsonObject SmokeDriver::run() {
     }
     labAccuracy = lab->cells()[0].answer_accuracy;
     screenshot(QStringLiteral("lab"));
+    // The Experiments view takes the open runs (the two trained above, the bundled ones) as one
+    // experiment: its table is read off the GUI thread and drawn with both plots.
+    stalls.setPhase(QStringLiteral("experiments"));
+    window_->showView(MainWindow::kExperiments);
+    ExperimentsView* experiments = window_->experimentsView();
+    if (!experiments->useOpenRuns()) {
+      error = QStringLiteral("the Experiments view did not take the open runs: %1").arg(experiments->statusLabel()->text());
+      return false;
+    }
+    if (!waitFor([&] { return !experiments->isReading(); }, error)) return false;
+    experimentRows = static_cast<int>(experiments->rows().size());
+    settle();
+    screenshot(QStringLiteral("experiments"));
     // The Training view's curves, exported as from File › Export plots.
     QString exportError;
     for (const QString& f : window_->exportPlots(QDir(out).filePath(QStringLiteral("exports")), &exportError))
@@ -297,6 +313,7 @@ QJsonObject SmokeDriver::run() {
   report.insert(QStringLiteral("weight_layers"), weightLayers);
   report.insert(QStringLiteral("diagnosed_layers"), diagnosedLayers);
   report.insert(QStringLiteral("lab_answer_accuracy"), labAccuracy);
+  report.insert(QStringLiteral("experiment_rows"), experimentRows);
   report.insert(QStringLiteral("max_stall_ms"), stalls.maxStallMs());
   report.insert(QStringLiteral("max_busy_ms"), stalls.maxBusyMs());
   auto by_phase = [](const QMap<QString, double>& values) {

@@ -13,7 +13,7 @@ TaskPrompt task_example_prompt(const Model& model, const Prober& prober, const s
   if (!model.task() && example >= 0)
     throw std::invalid_argument(run + " was trained on a corpus, not a task: give --prompt TEXT");
   if (!model.task()) {
-    if (prompt.empty()) throw std::invalid_argument("--prompt is required: the text to look at");
+    if (prompt.empty()) throw std::invalid_argument("no prompt, or an empty one: give --prompt TEXT, the text to look at");
     return {};
   }
   TaskPrompt p = prober.task_prompt(example);

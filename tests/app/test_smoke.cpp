@@ -64,6 +64,8 @@ TEST(Smoke, TrainsGeneratesExportsWithoutStallingTheGui) {
   const double lab = j.value(QStringLiteral("lab_answer_accuracy")).toDouble(-1);
   EXPECT_GE(lab, 0.0) << r.out.toStdString();
   EXPECT_LE(lab, 1.0);
+  // The Experiments view took the open runs (the two trained here) as one experiment.
+  EXPECT_EQ(j.value(QStringLiteral("experiment_rows")).toInt(), 2) << r.out.toStdString();
   expect_responsive(j, r.out);
 }
 
@@ -88,7 +90,7 @@ TEST(Smoke, PaperSizeModelKeepsTheGuiResponsiveInEveryPhase) {
   EXPECT_EQ(j.value(QStringLiteral("diagnosed_layers")).toInt(), 7);
   const QJsonObject busy = j.value(QStringLiteral("max_busy_ms_by_phase")).toObject();
   for (const char* phase :
-       {"train_b_and_generate", "training_view", "architecture", "weights", "diagnostics", "probe", "lab"}) {
+       {"train_b_and_generate", "training_view", "architecture", "weights", "diagnostics", "probe", "lab", "experiments"}) {
     ASSERT_TRUE(busy.contains(QLatin1String(phase))) << phase << ": " << r.out.toStdString();
     std::printf("paper-size %-22s max_busy_ms %6.1f (budget 50)\n", phase, busy.value(QLatin1String(phase)).toDouble());
   }
