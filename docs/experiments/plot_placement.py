@@ -1,5 +1,7 @@
 # Bar chart (SVG) of best val_loss per placement, mean ± std over seeds, from `hsm sweep table --json --group seed`.
+# python3 plot_placement.py groups.json out.svg [title]
 import json, sys
+title = sys.argv[3] if len(sys.argv) > 3 else "best validation loss by placement (mean ± std over 2 seeds)"
 g = json.load(open(sys.argv[1]))["groups"]
 rows = []
 for x in g:
@@ -8,6 +10,7 @@ for x in g:
     m = x["metrics"]["best_val_loss"]
     if m["mean"] is None: continue
     rows.append((name, m["mean"], m["std"] or 0, m["n"]))
+rows.sort(key=lambda r: r[1])
 W, H, L, B, T = 760, 420, 70, 110, 40
 lo = min(r[1] - r[2] for r in rows); hi = max(r[1] + r[2] for r in rows)
 pad = (hi - lo) * 0.15 or 0.05; lo -= pad; hi += pad
@@ -15,7 +18,7 @@ y = lambda v: T + (H - T - B) * (hi - v) / (hi - lo)
 bw = (W - L - 20) / len(rows)
 out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
        f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{W/2}" y="22" text-anchor="middle" font-size="14">best validation loss by placement (mean ± std over 2 seeds; reduced run)</text>']
+       f'<text x="{W/2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
 for k in range(6):
     v = lo + (hi - lo) * k / 5
     out.append(f'<line x1="{L}" x2="{W-20}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/><text x="{L-6}" y="{y(v)+4:.1f}" text-anchor="end">{v:.3f}</text>')
