@@ -185,19 +185,26 @@ int lab_workers_alive(const std::string& lab_dir) {
   return alive;
 }
 
+// A lab of two runs too long to finish (made with --table: nothing trained yet); 0 when made.
+int make_long_lab(const std::string& dir, const std::string& lab) {
+  return shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir) +
+                   " --model " + write_config(dir, 32, "hsm_ab") + " --steps 100000 --size as_is --test-examples 64 --table"))
+      .exit_code;
+}
+
+// Shell: wait (up to a minute) until both of the lab's runs are training (each has metrics).
+std::string wait_until_both_train(const std::string& lab) {
+  return "for i in $(seq 600); do [ $(ls " + lab + "/runs/*/metrics.jsonl 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done; ";
+}
+
 TEST(LabCli, SigtermStopsTheLauncherAndEveryWorkerWhichKeepTheirCheckpoints) {
   const std::string dir = temp("lab_term");
   const std::string lab = dir + "/lab";
-  ASSERT_EQ(shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir) +
-                      " --model " + write_config(dir, 32, "hsm_ab") + " --steps 100000 --size as_is --test-examples 64 --table"))
-                .exit_code,
-            0);
+  ASSERT_EQ(make_long_lab(dir, lab), 0);
   // The launcher in the background; SIGTERM to it alone (not its process group) once both
   // workers are training (each run has metrics), so each writes its checkpoint at the stop.
-  const Result r = shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > " + dir +
-                         "/out.txt 2>&1 & pid=$!; for i in $(seq 600); do [ $(ls " + lab +
-                         "/runs/*/metrics.jsonl 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done; "
-                         "kill -TERM $pid; wait $pid; echo exit=$?)");
+  const Result r = shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > " + dir + "/out.txt 2>&1 & pid=$!; " +
+                         wait_until_both_train(lab) + "kill -TERM $pid; wait $pid; echo exit=$?)");
   EXPECT_NE(r.out.find("exit=1"), std::string::npos) << r.out << read_file(dir + "/out.txt");
   EXPECT_NE(read_file(dir + "/out.txt").find("continues the lab"), std::string::npos) << read_file(dir + "/out.txt");
   // The launcher waited for its workers: none trains on as an orphan.
@@ -210,11 +217,10 @@ TEST(LabCli, SigtermStopsTheLauncherAndEveryWorkerWhichKeepTheirCheckpoints) {
 TEST(LabCli, AKilledLauncherTakesItsWorkersWithIt) {
   const std::string dir = temp("lab_kill");
   const std::string lab = dir + "/lab";
-  ASSERT_EQ(shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir) +
-                      " --model " + write_config(dir, 32, "hsm_ab") + " --steps 100000 --size as_is --test-examples 64 --table"))
-                .exit_code,
-            0);
-  shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > /dev/null 2>&1 & pid=$!; sleep 3; kill -KILL $pid; wait $pid)");
+  ASSERT_EQ(make_long_lab(dir, lab), 0);
+  shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > /dev/null 2>&1 & pid=$!; " + wait_until_both_train(lab) +
+        "kill -KILL $pid; wait $pid)");
+  ASSERT_EQ(std::distance(fs::directory_iterator(lab + "/runs"), fs::directory_iterator{}), 2) << "both workers started";
   // SIGKILL cannot be forwarded: the workers learn of it from the kernel (PR_SET_PDEATHSIG).
   for (int i = 0; i < 100 && lab_workers_alive(lab) > 0; ++i) ::usleep(100000);
   EXPECT_EQ(lab_workers_alive(lab), 0);

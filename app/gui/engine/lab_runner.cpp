@@ -73,10 +73,11 @@ bool LabRunner::start(const QString& dir, qint64 total, qint64 scored, int worke
         error_ = w.lastError.isEmpty() ? tr("a lab worker ended with code %1").arg(code) : w.lastError;
       if (--live_ == 0) emit finished(cancelled_, error_);
     });
-    connect(p, &QProcess::errorOccurred, this, [this, i, exe](QProcess::ProcessError e) {
-      if (e == QProcess::FailedToStart && error_.isEmpty()) error_ = tr("cannot start %1").arg(exe);
-      if (e == QProcess::FailedToStart && --live_ == 0) emit finished(cancelled_, error_);
-      Q_UNUSED(i);
+    // A worker that never started emits no finished(): it is counted out here.
+    connect(p, &QProcess::errorOccurred, this, [this, exe](QProcess::ProcessError e) {
+      if (e != QProcess::FailedToStart) return;
+      if (error_.isEmpty()) error_ = tr("cannot start %1").arg(exe);
+      if (--live_ == 0) emit finished(cancelled_, error_);
     });
     ++live_;
     p->start(exe, {QStringLiteral("lab"), QStringLiteral("--out"), folder, QStringLiteral("--worker"), QString::number(i),
