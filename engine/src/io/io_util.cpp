@@ -2,6 +2,7 @@
 #include "hsm/dataset.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,12 +18,84 @@
 
 namespace hsm {
 
-std::string read_text_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + what + " file '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+namespace {
+
+// What a non-regular file is, for the error that refuses it.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+std::string read_text_file(const std::string& path, const std::string& what, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + what + " file '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot read " + what + " file '" + path + "': " + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error("the " + what + " file '" + path + "' is " + kind_of(st.st_mode) +
+                             ", not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw std::runtime_error("the " + what + " file '" + path + "' holds " + std::to_string(st.st_size) +
+                             " bytes, more than the " + std::to_string(max_bytes) + " such a file may hold");
+  }
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw std::runtime_error("cannot read " + what + " file '" + path + "': " + std::strerror(e));
+    }
+    if (n == 0) break;
+    if (bytes.size() + static_cast<size_t>(n) > max_bytes) {  // it grew while being read
+      ::close(fd);
+      throw std::runtime_error("the " + what + " file '" + path + "' grew past the " +
+                               std::to_string(max_bytes) + " bytes such a file may hold");
+    }
+    bytes.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
+}
+
+void append_file_no_follow(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ELOOP)
+      throw std::runtime_error("'" + path + "' is a symbolic link: refusing to write through it");
+    throw std::runtime_error("cannot append to '" + path + "': " + std::strerror(e));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error("'" + path + "' is not a regular file: refusing to append to it");
+  }
+  int err = 0;
+  for (size_t done = 0; done < text.size() && err == 0;) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) throw std::runtime_error("appending to '" + path + "' failed (" + std::strerror(err) + ")");
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes, bool shared) {
