@@ -1,6 +1,8 @@
 #include "studio_test_util.h"
 
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMouseEvent>
 #include <QTextStream>
 #include <QThread>
@@ -110,6 +112,24 @@ ProcessResult run_program(const QString& program, const QStringList& args, int t
   r.out = p.readAllStandardOutput();
   r.err = p.readAllStandardError();
   return r;
+}
+
+qint64 run_state_step(const QString& runDir) {
+  QFile f(QDir(runDir).filePath(QStringLiteral("config.json")));
+  if (!f.open(QIODevice::ReadOnly)) return -1;
+  const QJsonObject state = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("state")).toObject();
+  return state.contains(QStringLiteral("step")) ? state.value(QStringLiteral("step")).toInteger() : -1;
+}
+
+qint64 last_train_step(const QString& runDir) {
+  QFile f(QDir(runDir).filePath(QStringLiteral("metrics.jsonl")));
+  qint64 step = -1;
+  if (!f.open(QIODevice::ReadOnly)) return step;
+  while (!f.atEnd()) {
+    const QJsonObject j = QJsonDocument::fromJson(f.readLine()).object();
+    if (j.value(QStringLiteral("kind")).toString() == QLatin1String("train")) step = j.value(QStringLiteral("step")).toInteger();
+  }
+  return step;
 }
 
 }  // namespace studio::test

@@ -37,6 +37,13 @@ void send_mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButtons held
 // A left click (press and release) at a point of a widget.
 void click(QWidget* w, QPointF at);
 
+// The step a run folder's weights are at (config.json's "state"), -1 when unreadable; and the
+// step of its curve's latest "train" record (metrics.jsonl), -1 when none. A run stopped by a
+// signal or Cancel keeps a checkpoint of the step it stopped at: the first is then at least the
+// second, where the checkpoint of step 0 (written before any training) is not.
+qint64 run_state_step(const QString& runDir);
+qint64 last_train_step(const QString& runDir);
+
 struct ProcessResult {
   int exit_code = -1;
   QByteArray out, err;

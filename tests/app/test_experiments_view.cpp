@@ -11,6 +11,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QRegularExpression>
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
@@ -395,7 +396,17 @@ TEST(ExperimentsView, StartsASweepFromTheFormOffTheGuiThreadAndCancelLeavesItRes
   ASSERT_EQ(sweep.points.size(), 2u);
   EXPECT_EQ(hsm::read_point_state(out.toStdString(), sweep.points[0]).state, "stopped");
   EXPECT_EQ(hsm::read_point_state(out.toStdString(), sweep.points[1]).state, "pending");
-  EXPECT_TRUE(QFileInfo::exists(QDir(out).filePath(QStringLiteral("runs/seed=1/checkpoints"))));
+  // Its checkpoint is the stop's: of the step its log says it stopped at (not the latest
+  // periodic one, every 10 steps), at or after the last step its curve records.
+  const QString stopped = QDir(out).filePath(QStringLiteral("runs/seed=1"));
+  QFile pointLog(QDir(out).filePath(QStringLiteral("points/seed=1.log")));
+  ASSERT_TRUE(pointLog.open(QIODevice::ReadOnly));
+  const QString logText = QString::fromUtf8(pointLog.readAll());
+  const QRegularExpressionMatch stop = QRegularExpression(QStringLiteral("stopped at step (\\d+)")).match(logText);
+  ASSERT_TRUE(stop.hasMatch()) << logText.toStdString();
+  EXPECT_GT(last_train_step(stopped), 0);
+  EXPECT_EQ(run_state_step(stopped), stop.captured(1).toLongLong()) << "no checkpoint at the stop";
+  EXPECT_GE(run_state_step(stopped), last_train_step(stopped)) << "no checkpoint at the stop";
   EXPECT_FALSE(resumed);
 
   // The same form again continues the stopped point from its checkpoint.

@@ -124,15 +124,25 @@ TEST(Help, TourWalksTheViewsAndIsReopenable) {
   ASSERT_TRUE(tour->isVisible());
   EXPECT_EQ(tour->step(), 0);
   EXPECT_TRUE(w.startPageShown());
+  // Every view: each tab of the main window but the start page, by its index.
+  QSet<int> tabs;
+  for (int i = 0; i < w.tabs()->count(); ++i)
+    if (w.tabs()->tabText(i) != QStringLiteral("Start")) tabs << i;
+  ASSERT_GE(tabs.size(), 9);  // Architecture ... Experiments
+  ASSERT_EQ(tour->stepCount(), tabs.size() + 1) << "the start page, then one step per view";
   QSet<int> views;
+  int steps = 0;
   auto* next = tour->findChild<QPushButton*>(QStringLiteral("tour_next"));
   for (int i = 1; i < tour->stepCount(); ++i) {
     next->click();
+    ++steps;
+    EXPECT_EQ(tour->step(), i);
     EXPECT_EQ(w.tabs()->currentIndex(), tour->stepView()) << "step " << i;
     views << tour->stepView();
     EXPECT_FALSE(tour->stepText().isEmpty());
   }
-  EXPECT_EQ(views.size(), 6) << "every view is visited";
+  EXPECT_EQ(steps, tabs.size());
+  EXPECT_EQ(views, tabs) << "every view is visited";
   tour->findChild<QPushButton*>(QStringLiteral("tour_skip"))->click();
   EXPECT_FALSE(tour->isVisible());
   EXPECT_TRUE(help::Tour::seen());

@@ -2,11 +2,16 @@
 // a few steps), run through the view's buttons; the lab's workers are `hsm lab` processes.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
 #include <qcustomplot.h>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLineEdit>
 #include <QApplication>
 #include <QLabel>
@@ -47,6 +52,57 @@ void tinyForm(LabView& view, const QStringList& tasks, const QStringList& models
     m->item(i)->setCheckState(models.contains(m->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
   view.findChild<QSpinBox*>(QStringLiteral("lab_steps"))->setValue(steps);
   view.findChild<QSpinBox*>(QStringLiteral("lab_batch"))->setValue(4);
+}
+
+// Each run stopped at a step with a checkpoint of it: past step 0's (written before any
+// training), at or after the last step its curve records.
+void expectStoppedWithACheckpoint(const QString& runDir) {
+  const qint64 step = test::run_state_step(runDir);
+  EXPECT_GT(step, 0) << runDir.toStdString() << ": no checkpoint at the stop";
+  EXPECT_GE(step, test::last_train_step(runDir)) << runDir.toStdString() << ": no checkpoint at the stop";
+  EXPECT_GT(test::last_train_step(runDir), 0) << runDir.toStdString() << ": it never trained";
+}
+
+// A lab's results.jsonl, read here (not by hsm::Lab).
+QList<QJsonObject> labResults(const QString& lab) {
+  QList<QJsonObject> out;
+  QFile f(lab + QStringLiteral("/results.jsonl"));
+  if (!f.open(QIODevice::ReadOnly)) return out;
+  while (!f.atEnd()) out << QJsonDocument::fromJson(f.readLine()).object();
+  return out;
+}
+
+// The cell (row `model`, column `task`: the grid's order, lab.json) of the lab's table computed
+// from its results: the best learning rate's (the first in the grid's order on a tie) mean
+// answer accuracy over seeds, and its run of the lowest seed.
+struct ExpectedCell {
+  double accuracy = -1;
+  QString run;
+};
+ExpectedCell expectedCell(const QString& lab, int task_index, int model_index) {
+  QFile f(lab + QStringLiteral("/lab.json"));
+  EXPECT_TRUE(f.open(QIODevice::ReadOnly));
+  const QJsonObject grid = QJsonDocument::fromJson(f.readAll()).object();
+  const QJsonArray lrs = grid.value(QStringLiteral("lrs")).toArray();
+  const QString task = grid.value(QStringLiteral("tasks")).toArray().at(task_index).toString();
+  const QString model = grid.value(QStringLiteral("models")).toArray().at(model_index).toString();
+  const QList<QJsonObject> results = labResults(lab);
+  ExpectedCell best;
+  for (const QJsonValue lr : lrs) {
+    double sum = 0;
+    int n = 0, lowest = 1 << 30;
+    QString run;
+    for (const QJsonObject& r : results)
+      if (r.value(QStringLiteral("task")).toString() == task && r.value(QStringLiteral("model")).toString() == model &&
+          r.value(QStringLiteral("lr")).toDouble() == lr.toDouble()) {
+        sum += r.value(QStringLiteral("answer_accuracy")).toDouble();
+        ++n;
+        if (r.value(QStringLiteral("seed")).toInt() < lowest)
+          lowest = r.value(QStringLiteral("seed")).toInt(), run = r.value(QStringLiteral("run_dir")).toString();
+      }
+    if (n > 0 && sum / n > best.accuracy) best = {sum / n, run};
+  }
+  return best;
 }
 
 }  // namespace
@@ -129,9 +185,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     const QStringList started = QDir(dir + QStringLiteral("/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     // One run per worker: a worker per core, at most one per run of the grid (2).
     ASSERT_EQ(started.size(), std::min(2, QThread::idealThreadCount())) << started.join(QLatin1Char(' ')).toStdString();
-    for (const QString& run : started)
-      EXPECT_TRUE(QFileInfo::exists(dir + QStringLiteral("/runs/") + run + QStringLiteral("/model.safetensors")))
-          << run.toStdString();
+    for (const QString& run : started) expectStoppedWithACheckpoint(dir + QStringLiteral("/runs/") + run);
     finished = false;
     ASSERT_TRUE(view.runLab()) << view.status().toStdString();
     auto* log = view.findChild<QPlainTextEdit*>();
@@ -160,45 +214,80 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     QTableWidget* grid = view.grid();
     ASSERT_EQ(grid->rowCount(), 2);
     ASSERT_EQ(grid->columnCount(), 2);
-    for (int r = 0; r < 2; ++r) {
-      QTableWidgetItem* cell = grid->item(r, 0);
-      ASSERT_NE(cell, nullptr);
-      bool ok = false;
-      const double a = cell->text().toDouble(&ok);
-      EXPECT_TRUE(ok && a >= 0 && a <= 1) << cell->text().toStdString();
-      EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("answer accuracy"))) << cell->toolTip().toStdString();
-      EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
-    }
-    // Accuracy against distance: one curve per model over recall_at's distances 2..15.
+    // Each cell is the one results.jsonl gives (read here).
+    ASSERT_EQ(labResults(dir2).size(), 4);
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c) {
+        QTableWidgetItem* cell = grid->item(r, c);
+        ASSERT_NE(cell, nullptr);
+        const ExpectedCell expected = expectedCell(dir2, c, r);
+        ASSERT_GE(expected.accuracy, 0) << "no result for cell " << r << ", " << c;
+        EXPECT_EQ(cell->text(), QString::number(expected.accuracy, 'f', 3)) << r << ", " << c;
+        EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("answer accuracy ") + QString::number(expected.accuracy, 'f', 4)))
+            << cell->toolTip().toStdString();
+        EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
+      }
+    // Accuracy against distance: one curve per model over recall_at's distances 2..15, each
+    // point the model's recall_at answers at that distance (results.jsonl's by_distance:
+    // [right, all]) pooled over its runs.
     PlotPanel* plot = view.difficultyPlot();
     ASSERT_EQ(plot->series().size(), 2);
     EXPECT_EQ(plot->series()[0].name, models[0]);
+    for (int m = 0; m < 2; ++m) {
+      std::map<int, std::pair<double, double>> pooled;
+      for (const QJsonObject& r : labResults(dir2)) {
+        if (r.value(QStringLiteral("model")).toString() != models[m] ||
+            !r.value(QStringLiteral("task")).toString().startsWith(QLatin1String("recall_at:")))
+          continue;
+        const QJsonObject by = r.value(QStringLiteral("by_distance")).toObject();
+        for (auto it = by.begin(); it != by.end(); ++it) {
+          pooled[it.key().toInt()].first += it.value().toArray().at(0).toDouble();
+          pooled[it.key().toInt()].second += it.value().toArray().at(1).toDouble();
+        }
+      }
+      ASSERT_EQ(static_cast<size_t>(plot->series()[m].x.size()), pooled.size()) << models[m].toStdString();
+      int i = 0;
+      for (const auto& [d, p] : pooled) {
+        EXPECT_EQ(plot->series()[m].x[i], d);
+        EXPECT_NEAR(plot->series()[m].y[i], p.first / p.second, 1e-7) << "distance " << d;  // a plot holds floats
+        ++i;
+      }
+    }
     EXPECT_EQ(plot->series()[0].x.front(), 2);
     EXPECT_EQ(plot->series()[0].x.back(), 15);
-    for (double y : plot->series()[1].y) EXPECT_TRUE(y >= 0 && y <= 1);
     EXPECT_LT(plot->plot()->yAxis->range().lower, 0.0);  // an accuracy's whole range, not the data's
     EXPECT_GT(plot->plot()->yAxis->range().upper, 1.0);
     // Against pairs: the one MQAR cell per model, at 2 pairs.
     view.difficultyAxis()->setCurrentIndex(1);
     ASSERT_EQ(plot->series().size(), 2);
     EXPECT_EQ(plot->series()[0].x, QVector<double>{2});
-    EXPECT_NEAR(plot->series()[0].y[0], grid->item(0, 0)->text().toDouble(), 0.0006);
+    EXPECT_NEAR(plot->series()[0].y[0], expectedCell(dir2, 0, 0).accuracy, 1e-7);  // a plot holds floats
     const QString png = dir2 + QStringLiteral("/difficulty.svg");
     EXPECT_TRUE(plot->exportTo(png).isEmpty());
     EXPECT_GT(QFileInfo(png).size(), 0);
-    // The current cell's curve: validation answer accuracy of its one seed.
+    // The current cell's curve: validation answer accuracy of its one seed, its run's record.
     grid->setCurrentCell(1, 0);
     ASSERT_EQ(view.cellPlot()->series().size(), 1);
     ASSERT_EQ(view.cellPlot()->series()[0].x.size(), 1);  // 3 steps: the final evaluation alone
     EXPECT_EQ(view.cellPlot()->series()[0].x[0], 3);
-    EXPECT_GE(view.cellPlot()->series()[0].y[0], 0);
-    EXPECT_LE(view.cellPlot()->series()[0].y[0], 1);
+    {
+      QFile metrics(expectedCell(dir2, 0, 1).run + QStringLiteral("/metrics.jsonl"));
+      ASSERT_TRUE(metrics.open(QIODevice::ReadOnly)) << metrics.fileName().toStdString();
+      double recorded = -1;
+      while (!metrics.atEnd()) {
+        const QJsonObject j = QJsonDocument::fromJson(metrics.readLine()).object();
+        if (j.value(QStringLiteral("kind")).toString() == QLatin1String("eval"))
+          recorded = j.value(QStringLiteral("answer_accuracy")).toDouble();
+      }
+      EXPECT_NEAR(view.cellPlot()->series()[0].y[0], recorded, 1e-7);  // a plot holds floats
+    }
     // A cell names its run (the best learning rate's, first seed).
     QString requested;
     QObject::connect(&view, &LabView::runRequested, [&](const QString& d) { requested = d; });
     emit grid->cellDoubleClicked(1, 1);
-    EXPECT_TRUE(requested.contains(QStringLiteral("recall_at"))) << requested.toStdString();
-    EXPECT_TRUE(requested.contains(QStringLiteral("hsm_ab"))) << requested.toStdString();
+    const ExpectedCell recall = expectedCell(dir2, 1, 1);
+    ASSERT_FALSE(recall.run.isEmpty());
+    EXPECT_EQ(requested, recall.run);
     EXPECT_TRUE(QFileInfo::exists(requested + QStringLiteral("/task.json"))) << requested.toStdString();
     const QString csv = dir2 + QStringLiteral("/export.csv");
     ASSERT_TRUE(view.exportCsv(csv));
@@ -280,5 +369,5 @@ TEST(LabView, ClosingWhileALabRunsAsksThenStopsItsWorkers) {
   ASSERT_TRUE(test::wait_for([&] { return !view.isRunning(); }, 60000));
   const QStringList runs = QDir(folder + QStringLiteral("/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
   ASSERT_EQ(runs.size(), 1);
-  EXPECT_TRUE(QFileInfo::exists(folder + QStringLiteral("/runs/") + runs[0] + QStringLiteral("/model.safetensors")));
+  expectStoppedWithACheckpoint(folder + QStringLiteral("/runs/") + runs[0]);
 }

@@ -1,12 +1,14 @@
 // The `hsm` command-line tool, run as a user would: exit codes, JSON that parses, errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -590,9 +592,72 @@ TEST(CliPipeline, PerTokenFileAndCompare) {
   EXPECT_EQ(c["loss_b"], eval_gpt["loss"]);
   EXPECT_EQ(c["by_position"].size(), 128u);
   EXPECT_EQ(c["by_distance"].back()["bin"], "never");
-  EXPECT_LE(c["b_better"].size(), 3u);
   ASSERT_FALSE(c["documents"].empty());
   EXPECT_LE(c["documents"].front()["difference"].get<double>(), c["documents"].back()["difference"].get<double>());
+  // compare's differences against the two --per-token files, read here: each token's B - A,
+  // the three largest each way, the mean per position and per document.
+  const std::string file_gpt = dir + "/tokens-gpt.jsonl";
+  run_json("eval " + models + "gpt" + windows + " --per-token " + file_gpt + " --json");
+  std::vector<nlohmann::json> ta, tb;
+  for (const auto& [path, into] : {std::pair{file, &ta}, std::pair{file_gpt, &tb}}) {
+    std::ifstream f(path);
+    for (std::string l; std::getline(f, l);) into->push_back(nlohmann::json::parse(l));
+  }
+  ASSERT_EQ(ta.size(), tb.size());
+  struct Diff {
+    int64_t window, position;
+    double difference;
+  };
+  std::vector<Diff> diffs;
+  std::map<int64_t, std::pair<double, double>> doc_a_b;  // per document: the sums of A's and B's losses
+  std::map<int64_t, int64_t> doc_tokens;
+  double total = 0;
+  for (size_t i = 0; i < ta.size(); ++i) {
+    ASSERT_EQ(ta[i]["target"], tb[i]["target"]) << "the same windows";
+    ASSERT_EQ(ta[i]["window"], tb[i]["window"]);
+    ASSERT_EQ(ta[i]["position"], tb[i]["position"]);
+    const double d = tb[i]["loss"].get<double>() - ta[i]["loss"].get<double>();
+    diffs.push_back({ta[i]["window"].get<int64_t>(), ta[i]["position"].get<int64_t>(), d});
+    total += d;
+    const int64_t doc = ta[i]["document"].get<int64_t>();
+    doc_a_b[doc].first += ta[i]["loss"].get<double>();
+    doc_a_b[doc].second += tb[i]["loss"].get<double>();
+    ++doc_tokens[doc];
+  }
+  EXPECT_NEAR(c["mean_difference"].get<double>(), total / static_cast<double>(ta.size()), 1e-9);
+  std::vector<Diff> sorted = diffs;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Diff& x, const Diff& y) { return x.difference < y.difference; });
+  ASSERT_LT(sorted[2].difference, 0) << "fewer than 3 tokens where gpt beats hsm_ab: pick other windows";
+  ASSERT_GT(sorted[sorted.size() - 3].difference, 0) << "fewer than 3 tokens where hsm_ab beats gpt";
+  ASSERT_EQ(c["b_better"].size(), 3u);
+  ASSERT_EQ(c["a_better"].size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    const Diff& b = sorted[k];
+    const Diff& a = sorted[sorted.size() - 1 - k];
+    EXPECT_EQ(c["b_better"][k]["window"], b.window) << k;
+    EXPECT_EQ(c["b_better"][k]["position"], b.position) << k;
+    EXPECT_NEAR(c["b_better"][k]["difference"].get<double>(), b.difference, 1e-12) << k;
+    EXPECT_EQ(c["a_better"][k]["window"], a.window) << k;
+    EXPECT_EQ(c["a_better"][k]["position"], a.position) << k;
+    EXPECT_NEAR(c["a_better"][k]["difference"].get<double>(), a.difference, 1e-12) << k;
+  }
+  for (const auto& row : c["by_position"]) {
+    const int64_t p = std::stoll(row["bin"].get<std::string>());
+    double sum = 0;
+    int64_t n = 0;
+    for (const Diff& d : diffs)
+      if (d.position == p) sum += d.difference, ++n;
+    EXPECT_EQ(row["tokens"].get<int64_t>(), n) << "position " << p;
+    EXPECT_NEAR(row["difference"].get<double>(), sum / static_cast<double>(n), 1e-9) << "position " << p;
+  }
+  ASSERT_EQ(c["documents"].size(), doc_tokens.size());
+  for (const auto& row : c["documents"]) {
+    const int64_t doc = row["document"].get<int64_t>();
+    ASSERT_TRUE(doc_tokens.count(doc)) << row;
+    EXPECT_EQ(row["tokens"].get<int64_t>(), doc_tokens[doc]);
+    const double n = static_cast<double>(doc_tokens[doc]);
+    EXPECT_NEAR(row["difference"].get<double>(), doc_a_b[doc].second / n - doc_a_b[doc].first / n, 1e-9) << row;
+  }
   auto table = run("compare " + models + "hsm_ab " + models + "gpt" + windows);
   EXPECT_EQ(table.status, 0) << table.out;
   EXPECT_NE(table.out.find("Loss by distance"), std::string::npos) << table.out;

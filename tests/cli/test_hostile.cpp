@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -76,6 +77,11 @@ class Hostile : public ::testing::Test {
 
 std::string Hostile::dir_;
 
+// The exit status of an option's value out of its range: CLI11's (ValidationError), refused
+// before the command runs; every other refusal here exits 1. A crash is neither (shell()
+// gives -1 for a signal).
+constexpr int kValueOutOfRange = 105;
+
 // 1. A .lock, checkpoints/ or metrics.jsonl that is a symbolic link out of the folder: resume
 // refuses the folder and nothing outside it changes.
 TEST_F(Hostile, LinksOutOfTheRunFolderAreNeverFollowed) {
@@ -85,7 +91,7 @@ TEST_F(Hostile, LinksOutOfTheRunFolderAreNeverFollowed) {
   fs::remove(lock_run + "/.lock");
   fs::create_symlink(victim, lock_run + "/.lock");
   Result r = shell(resume_command(lock_run, 16));
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("symbolic link"), std::string::npos) << r.out;
   EXPECT_EQ(read_file(victim), "keep\n") << "the lock's link target was written";
 
@@ -96,7 +102,7 @@ TEST_F(Hostile, LinksOutOfTheRunFolderAreNeverFollowed) {
   std::ofstream(outside + "/precious.tmp") << "keep\n";
   fs::create_directory_symlink(outside, ckpt_run + "/checkpoints");
   r = shell(resume_command(ckpt_run, 16));
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("symbolic link"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(outside + "/precious.tmp")) << "resume removed a file outside the folder";
   EXPECT_TRUE(fs::exists(outside + "/step-000000000001")) << "resume pruned a folder outside the run";
@@ -107,7 +113,8 @@ TEST_F(Hostile, LinksOutOfTheRunFolderAreNeverFollowed) {
   fs::remove(metrics_run + "/metrics.jsonl");
   fs::create_symlink(metrics_victim, metrics_run + "/metrics.jsonl");
   r = shell(resume_command(metrics_run, 16));
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("metrics.jsonl' is a symbolic link"), std::string::npos) << r.out;
   EXPECT_EQ(read_file(metrics_victim), "keep\n") << "metrics were written through the link";
 }
 
@@ -163,7 +170,7 @@ TEST_F(Hostile, ResumeSaysWhyItPassedOverACheckpointAndKeepsItsWeights) {
     const std::string run = copy_of_base("stray");
     fs::create_directories(run + "/checkpoints/step-99999999999999999999");
     const Result r = shell(resume_command(run, 16));
-    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_NE(r.out.find("step-99999999999999999999"), std::string::npos) << r.out;
   }
 }
@@ -176,7 +183,8 @@ TEST_F(Hostile, ExportIsOneUnitAndRefusesWhatDoesNotLoad) {
   config["model"]["layers"] = nlohmann::json::array();
   std::ofstream(bad + "/config.json") << config.dump(2);
   Result r = shell(hsm() + " export '" + bad + "' --out '" + dir_ + "/bad-export'");
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("layers: a model needs at least one layer"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ + "/bad-export")) << "an export of a folder that does not load was written";
 
   if (!strace_works()) GTEST_SKIP() << "strace cannot trace here";
@@ -270,24 +278,60 @@ TEST_F(Hostile, SigtermAndSighupStopAtAStepWithACheckpoint) {
   }
 }
 
-// A stop signal sent to the `--nproc` launcher alone (not to its process group) reaches the
-// ranks: rank 0 writes the stop checkpoint and the launcher exits 130.
+// The `hsm` processes (this build's binary) whose command line names `path`: a launcher and
+// its ranks (not the shells around them).
+int hsm_processes_naming(const std::string& path) {
+  std::error_code ec;
+  const fs::path hsm_exe = fs::canonical(HSM_CLI_PATH, ec);
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    if (fs::read_symlink(entry.path() / "exe", ec) != hsm_exe) continue;
+    std::string cmdline = read_file((entry.path() / "cmdline").string());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(path) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// A stop signal (SIGINT, SIGTERM) sent to the `--nproc` launcher alone (not to its process
+// group) reaches both ranks, which were training: rank 0 writes the stop checkpoint (at the
+// step it stopped, not step 0's), every rank exits, and the launcher exits 130.
 TEST_F(Hostile, TheLauncherPassesAStopSignalOnToItsRanks) {
-  const std::string run = dir_ + "/launcher-signal";
-  const std::string rc = run + ".rc", pid = run + ".pid";
-  shell("(" + hsm() + " train --nproc 2 --config '" + dir_ + "/tiny.json' --out '" + run + "'" + common() +
-        " --steps 100000 --batch 8 --eval-every 0 --log-every 2 > '" + run + ".log' 2>&1 & echo $! > '" + pid +
-        "'; wait $!; echo $? > '" + rc + "') > /dev/null 2>&1 &");
-  for (int i = 0; i < 900 && read_file(run + "/metrics.jsonl").find("\"train\"") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_NE(read_file(run + "/metrics.jsonl").find("\"train\""), std::string::npos) << read_file(run + ".log");
-  const int launcher = std::stoi(read_file(pid));
-  ASSERT_EQ(::kill(launcher, SIGINT), 0);
-  for (int i = 0; i < 600 && read_file(rc).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (read_file(rc).empty()) ::kill(launcher, SIGKILL);  // the ranks follow it (PR_SET_PDEATHSIG)
-  const std::string out = read_file(run + ".log");
-  EXPECT_EQ(std::atoi(read_file(rc).c_str()), 130) << out;
-  EXPECT_NE(out.find("stopped at step"), std::string::npos) << out;
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const std::string run = dir_ + "/launcher-signal-" + std::to_string(sig);
+    const std::string rc = run + ".rc", pid = run + ".pid";
+    shell("(" + hsm() + " train --nproc 2 --config '" + dir_ + "/tiny.json' --out '" + run + "'" + common() +
+          " --steps 100000 --batch 8 --eval-every 0 --checkpoint-every 0 --log-every 2 > '" + run +
+          ".log' 2>&1 & echo $! > '" + pid + "'; wait $!; echo $? > '" + rc + "') > /dev/null 2>&1 &");
+    for (int i = 0; i < 900 && read_file(run + "/metrics.jsonl").find("\"train\"") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int launcher = std::stoi(read_file(pid));
+    // Before the signal: it trains, and the launcher and its two ranks are running.
+    const bool training = read_file(run + "/metrics.jsonl").find("\"train\"") != std::string::npos;
+    const int before = hsm_processes_naming(run);
+    if (!training || before != 3) ::kill(launcher, SIGKILL);
+    ASSERT_TRUE(training) << read_file(run + ".log");
+    ASSERT_EQ(before, 3) << "the launcher and 2 ranks";
+    ASSERT_EQ(::kill(launcher, sig), 0);
+    for (int i = 0; i < 600 && read_file(rc).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (read_file(rc).empty()) ::kill(launcher, SIGKILL);  // the ranks follow it (PR_SET_PDEATHSIG)
+    const std::string out = read_file(run + ".log");
+    EXPECT_EQ(std::atoi(read_file(rc).c_str()), 130) << strsignal(sig) << "\n" << out;
+    EXPECT_NE(out.find("stopped at step"), std::string::npos) << strsignal(sig) << "\n" << out;
+    for (int i = 0; i < 100 && hsm_processes_naming(run) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(hsm_processes_naming(run), 0) << "a rank outlived the launcher after " << strsignal(sig);
+    // The stop checkpoint: at a step past every record of the curve (step 0's is the only other).
+    const nlohmann::json c = json_file(run + "/config.json");
+    ASSERT_TRUE(c.is_object()) << out;
+    int64_t last_record = 0;
+    std::ifstream in(run + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object()) last_record = std::max(last_record, j.value("step", int64_t{0}));
+    }
+    EXPECT_GT(last_record, 0);
+    EXPECT_GE(c["state"]["step"].get<int64_t>(), last_record) << "no stop checkpoint after " << strsignal(sig) << "\n" << out;
+  }
 }
 
 // 7. No silent zeros or NaNs: numeric options have ranges, an evaluation of nothing is an
@@ -297,10 +341,11 @@ TEST_F(Hostile, NoSilentZerosOrNaNs) {
   for (const std::string& options : {" --batch 9223372036854775807", " --batch 99999999999999999999",
                                      " --max-batches -1", " --max-batches 4611686018427387904"}) {
     const Result r = shell(eval + options);
-    EXPECT_NE(r.exit_code, 0) << options << "\n" << r.out;
+    EXPECT_EQ(r.exit_code, kValueOutOfRange) << options << "\n" << r.out;
+    EXPECT_NE(r.out.find("not in range"), std::string::npos) << options << "\n" << r.out;
   }
   Result r = shell(eval + " --max-batches 1 --set-ab 0:-1e38:1");
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("not finite"), std::string::npos) << r.out;
 
   // Finite but huge weights (an embedding of 3e38, the final norm's bias 1) pass the load
@@ -320,10 +365,10 @@ TEST_F(Hostile, NoSilentZerosOrNaNs) {
   fs::remove(run + "/model.safetensors");  // a hard link to the checkpoint's
   std::ofstream(run + "/model.safetensors", std::ios::binary) << bytes;
   r = shell(hsm() + " eval '" + run + "' --max-batches 1" + common());
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("not finite"), std::string::npos) << r.out;
   r = shell(hsm() + " generate '" + run + "' --prompt 'Once upon' --max-tokens 4 --seed 1");
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("not finite"), std::string::npos) << r.out;
 }
 
@@ -381,7 +426,7 @@ TEST_F(Hostile, ResourceLimitsEndInAnErrorNeverASpin) {
   const Result r = shell(as_user + hsm() + " tokenizer train --data '" + corpus + "' --out '" + out +
                          "/t.model' --vocab 300");
   fs::permissions(corpus + "/locked", fs::perms::owner_all);
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("locked"), std::string::npos) << r.out;
 }
 

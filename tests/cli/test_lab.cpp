@@ -2,14 +2,17 @@
 // (issue 38): JSON that parses, examples that match the definitions, one-line refusals, and a
 // lab killed half-way that continues where it stopped.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "tiny_run.h"
@@ -144,33 +147,202 @@ TEST(TaskCli, TrainOnATaskAndEvalScoresAFreshTestSet) {
   EXPECT_NE(read_file(dir + "/preset/config.json").find("\"vocab_size\": 32"), std::string::npos);
 }
 
+namespace {
+
+// Lines of a file, in order.
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> out;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The step of a run's newest checkpoint (checkpoints/step-N, not one still being written:
+// step-N.tmp), -1 when it has none.
+int64_t newest_checkpoint(const std::string& run) {
+  int64_t newest = -1;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run + "/checkpoints", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 5 && name.rfind("step-", 0) == 0 && name.find_first_not_of("0123456789", 5) == std::string::npos)
+      newest = std::max<int64_t>(newest, std::stoll(name.substr(5)));
+  }
+  return newest;
+}
+
+// The step a run folder's weights are at (config.json's state), -1 when it has none.
+int64_t run_step(const std::string& run) {
+  const auto c = nlohmann::json::parse(read_file(run + "/config.json"), nullptr, false);
+  return c.is_object() ? c.value("state", nlohmann::json::object()).value("step", int64_t{-1}) : -1;
+}
+
+// The step of a run's latest "train" record in metrics.jsonl, -1 when it has none.
+int64_t last_train_step(const std::string& run) {
+  int64_t step = -1;
+  for (const std::string& line : lines_of(run + "/metrics.jsonl")) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "train") step = j["step"].get<int64_t>();
+  }
+  return step;
+}
+
+// The lab's run folders.
+std::vector<std::string> lab_runs(const std::string& lab) {
+  std::vector<std::string> runs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(lab + "/runs", ec)) runs.push_back(e.path().string());
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
+template <class F>
+bool wait_until(F ready, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (ready()) return true;
+    ::usleep(20000);
+  }
+  return ready();
+}
+
+// `hsm lab --out LAB ARGS` in the background, its output in LAB.log: its pid and, once it
+// ended, its exit status.
+struct BackgroundLab {
+  std::string lab;
+  pid_t pid = 0;
+  std::string log() const { return read_file(lab + ".log"); }
+  bool ended() const { return !read_file(lab + ".rc").empty(); }
+  int exit_code() const { return std::atoi(read_file(lab + ".rc").c_str()); }
+};
+
+BackgroundLab start_lab(const std::string& lab, const std::string& args) {
+  BackgroundLab b{lab};
+  fs::remove(lab + ".rc");
+  fs::remove(lab + ".pid");
+  shell("(" + hsm("lab --out " + lab + " " + args) + " > '" + lab + ".log' 2>&1 & echo $! > '" + lab +
+        ".pid'; wait $!; echo $? > '" + lab + ".rc') > /dev/null 2>&1 &");
+  EXPECT_TRUE(wait_until([&] { return !read_file(lab + ".pid").empty(); }, 10));
+  b.pid = std::atoi(read_file(lab + ".pid").c_str());
+  return b;
+}
+
+// A half-trained run of `steps`: its newest checkpoint after step 0 and before the last (so
+// not in results.jsonl). Empty when none.
+std::string half_trained_run(const std::string& lab, int64_t steps) {
+  for (const std::string& run : lab_runs(lab)) {
+    const int64_t step = newest_checkpoint(run);
+    if (step > 0 && step < steps) return run;
+  }
+  return "";
+}
+
+}  // namespace
+
+// A lab SIGKILLed while a run is half-trained (a run scored, the next one past its checkpoint
+// after step 0 and short of its end), then continued by `hsm lab --out DIR` on two workers: the
+// half-trained run resumes from that checkpoint (its curve up to it kept as it was, then
+// going on from there), the finished runs are not trained again, and the table is the one
+// results.jsonl gives (best learning rate by the mean over two seeds).
 TEST(LabCli, AKilledLabContinuesWhereItStopped) {
   const std::string dir = temp("lab");
-  const std::string grid = "--task mqar:vocab=32,pairs=2,context=16 --task recall_at:vocab=32,context=16,max_distance=15 --model " +
-                           write_config(dir) + " --model " + write_config(dir, 32, "hsm_ab") + " --lr 0.001 --lr 0.003 --steps 60 "
-                           "--size as_is --test-examples 64";
+  const std::string lab = dir + "/lab";
+  // 1 task x 1 model x 2 lrs x 2 seeds = 4 runs of 150 steps: a lab run checkpoints every
+  // max(100, steps / 3) steps, so each has a checkpoint at step 100, 50 steps before its end.
+  const std::string grid = "--task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir, 32, "hsm_ab") +
+                           " --lr 0.001 --lr 0.003 --seeds 2 --steps 150 --batch 8 --size as_is --test-examples 64";
   // --table makes the folder (lab.json) and trains nothing.
-  ASSERT_EQ(shell(hsm("lab --out " + dir + "/lab " + grid + " --table")).exit_code, 0);
-  EXPECT_FALSE(fs::exists(dir + "/lab/results.jsonl"));
-  // Killed after a few seconds, somewhere in the grid (runs done, one half-trained, or none
-  // yet on a busy machine).
-  shell("timeout -s KILL 6 " + hsm("lab --out " + dir + "/lab --jobs 1"));
-  const std::string before = read_file(dir + "/lab/results.jsonl");
+  ASSERT_EQ(shell(hsm("lab --out " + lab + " " + grid + " --table")).exit_code, 0);
+  EXPECT_FALSE(fs::exists(lab + "/results.jsonl"));
+  // One process (--jobs 1 trains in the launcher): killed once a run is scored and the next
+  // one has a checkpoint after step 0.
+  const BackgroundLab first = start_lab(lab, "--jobs 1");
+  std::string half;
+  const bool half_way = wait_until(
+      [&] { return !lines_of(lab + "/results.jsonl").empty() && !(half = half_trained_run(lab, 150)).empty(); }, 300);
+  ASSERT_EQ(::kill(first.pid, SIGKILL), 0);
+  ASSERT_TRUE(half_way) << first.log();
+  ASSERT_TRUE(wait_until([&] { return first.ended(); }, 30));
+  const std::vector<std::string> before = lines_of(lab + "/results.jsonl");
+  ASSERT_GE(before.size(), 1u);
+  ASSERT_LT(before.size(), 4u) << "the kill came after the end";
+  const int64_t stopped_at = newest_checkpoint(half);
+  ASSERT_GT(stopped_at, 0);
+  ASSERT_LT(stopped_at, 150);
+  ASSERT_EQ(read_file(lab + "/results.jsonl").find("\"" + half + "\""), std::string::npos)
+      << half << " was scored before the kill: not half-trained";
+  // What the kill left: the finished runs' curves, and the half-trained run's up to its checkpoint.
+  std::map<std::string, std::string> finished_metrics;
+  for (const std::string& line : before) {
+    const std::string run = nlohmann::json::parse(line)["run_dir"];
+    finished_metrics[run] = read_file(run + "/metrics.jsonl");
+  }
+  std::vector<std::string> kept;
+  for (const std::string& line : lines_of(half + "/metrics.jsonl"))
+    if (nlohmann::json::parse(line)["step"].get<int64_t>() <= stopped_at) kept.push_back(line);
+  ASSERT_FALSE(kept.empty());
+
   // Another grid in the same folder is refused.
-  const Result other = shell(hsm("lab --out " + dir + "/lab --task compress --model gpt"));
+  const Result other = shell(hsm("lab --out " + lab + " --task compress --model gpt"));
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_NE(other.out.find("holds another lab grid"), std::string::npos) << other.out;
-  // `hsm lab --out DIR` alone continues it.
-  const auto table = json_of("lab --out " + dir + "/lab --json --jobs 2");  // two workers share the rest
-  const std::string after = read_file(dir + "/lab/results.jsonl");
-  EXPECT_EQ(after.compare(0, before.size(), before), 0) << "finished runs are kept, not trained again";
-  EXPECT_EQ(std::count(after.begin(), after.end(), '\n'), 8) << "every run of 2 tasks x 2 models x 2 lrs, once";
-  ASSERT_EQ(table["cells"].size(), 4u);
-  for (const auto& c : table["cells"]) {
-    EXPECT_EQ(c["runs"], 2);
-    EXPECT_TRUE(c["best_lr"] == 0.001 || c["best_lr"] == 0.003);
+  // `hsm lab --out DIR` alone continues it, on two workers that share the rest.
+  const Result cont = shell("{ " + hsm("lab --out " + lab + " --json --jobs 2") + " 2> '" + dir + "/continue.log'; }");
+  ASSERT_EQ(cont.exit_code, 0) << cont.out << read_file(dir + "/continue.log");
+  const auto table = nlohmann::json::parse(cont.out);
+  const std::string log = read_file(dir + "/continue.log");
+  EXPECT_NE(log.find("continuing " + fs::path(half).filename().string()), std::string::npos) << log;
+  const std::vector<std::string> after = lines_of(lab + "/results.jsonl");
+  ASSERT_EQ(after.size(), 4u) << "every run of 1 task x 1 model x 2 lrs x 2 seeds, once";
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), after.begin())) << "finished runs are kept";
+  for (const auto& [run, metrics] : finished_metrics)
+    EXPECT_EQ(read_file(run + "/metrics.jsonl"), metrics) << run << " was trained again";
+  // The half-trained run went on from its checkpoint: its curve up to it is the first
+  // process's, record for record (a run started again would write new times), and the rest
+  // follows it once, to the end.
+  const std::vector<std::string> resumed = lines_of(half + "/metrics.jsonl");
+  ASSERT_GT(resumed.size(), kept.size());
+  for (size_t i = 0; i < kept.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(resumed[i]), nlohmann::json::parse(kept[i]))
+        << "the curve up to step " << stopped_at << " was not kept: the run started again";
+  int64_t previous = -1;
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    const auto j = nlohmann::json::parse(resumed[i]);
+    if (j["kind"] != "train") continue;
+    EXPECT_GT(j["step"].get<int64_t>(), previous) << resumed[i];
+    previous = j["step"].get<int64_t>();
   }
-  EXPECT_NE(read_file(dir + "/lab/table.csv").find("task,model,best_lr,answer_accuracy"), std::string::npos);
+  EXPECT_EQ(previous, 150);
+  EXPECT_EQ(run_step(half), 150);
+
+  // The table against results.jsonl: per cell, each lr's mean answer accuracy over the two
+  // seeds; the best lr has the highest mean (the first lr on a tie).
+  std::map<std::pair<std::string, std::string>, std::map<double, std::vector<double>>> by_cell;
+  for (const std::string& line : after) {
+    const auto j = nlohmann::json::parse(line);
+    by_cell[{j["task"].get<std::string>(), j["model"].get<std::string>()}][j["lr"].get<double>()].push_back(
+        j["answer_accuracy"].get<double>());
+  }
+  ASSERT_EQ(table["cells"].size(), 1u);
+  for (const auto& c : table["cells"]) {
+    EXPECT_EQ(c["runs"], 4);
+    const auto& lrs = by_cell[{c["task"].get<std::string>(), c["model"].get<std::string>()}];
+    ASSERT_EQ(lrs.size(), 2u) << c;
+    double best_lr = 0, best = -1;
+    std::vector<double> best_seeds;
+    for (const double lr : {0.001, 0.003}) {
+      const std::vector<double>& acc = lrs.at(lr);
+      ASSERT_EQ(acc.size(), 2u) << "two seeds at lr " << lr;
+      const double mean = (acc[0] + acc[1]) / 2;
+      if (mean > best) best = mean, best_lr = lr, best_seeds = acc;
+    }
+    EXPECT_EQ(c["best_lr"].get<double>(), best_lr) << c;
+    EXPECT_NEAR(c["answer_accuracy"].get<double>(), best, 1e-12) << c;
+    std::vector<double> seeds = c["seed_accuracy"].get<std::vector<double>>();
+    std::sort(seeds.begin(), seeds.end());
+    std::sort(best_seeds.begin(), best_seeds.end());
+    EXPECT_EQ(seeds, best_seeds) << c;
+  }
+  EXPECT_NE(read_file(lab + "/table.csv").find("task,model,best_lr,answer_accuracy"), std::string::npos);
 }
 
 // Workers of this lab folder still running (their command lines name it and --worker).
@@ -192,38 +364,59 @@ int make_long_lab(const std::string& dir, const std::string& lab) {
       .exit_code;
 }
 
-// Shell: wait (up to a minute) until both of the lab's runs are training (each has metrics).
-std::string wait_until_both_train(const std::string& lab) {
-  return "for i in $(seq 600); do [ $(ls " + lab + "/runs/*/metrics.jsonl 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done; ";
+// How many of the lab's runs have trained (a "train" record in metrics.jsonl).
+int runs_training(const std::string& lab) {
+  int n = 0;
+  for (const std::string& run : lab_runs(lab)) n += last_train_step(run) > 0;
+  return n;
+}
+
+// The long lab on two workers, in the background, once both train (the positive control for
+// a signal: both workers alive, each with a run past its first records). Fails the test otherwise.
+BackgroundLab start_long_lab_until_both_train(const std::string& lab) {
+  const BackgroundLab b = start_lab(lab, "--jobs 2");
+  EXPECT_TRUE(wait_until([&] { return runs_training(lab) == 2; }, 120)) << "the workers never both trained\n" << b.log();
+  EXPECT_EQ(lab_workers_alive(lab), 2) << "two workers before the signal";
+  return b;
 }
 
 TEST(LabCli, SigtermStopsTheLauncherAndEveryWorkerWhichKeepTheirCheckpoints) {
   const std::string dir = temp("lab_term");
   const std::string lab = dir + "/lab";
   ASSERT_EQ(make_long_lab(dir, lab), 0);
-  // The launcher in the background; SIGTERM to it alone (not its process group) once both
-  // workers are training (each run has metrics), so each writes its checkpoint at the stop.
-  const Result r = shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > " + dir + "/out.txt 2>&1 & pid=$!; " +
-                         wait_until_both_train(lab) + "kill -TERM $pid; wait $pid; echo exit=$?)");
-  EXPECT_NE(r.out.find("exit=1"), std::string::npos) << r.out << read_file(dir + "/out.txt");
-  EXPECT_NE(read_file(dir + "/out.txt").find("continues the lab"), std::string::npos) << read_file(dir + "/out.txt");
+  // SIGTERM to the launcher alone (not its process group) once both workers train: each
+  // writes its checkpoint at the step it stops at.
+  const BackgroundLab b = start_long_lab_until_both_train(lab);
+  if (HasFailure()) ::kill(b.pid, SIGKILL);  // its workers follow it
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(::kill(b.pid, SIGTERM), 0);
+  ASSERT_TRUE(wait_until([&] { return b.ended(); }, 120)) << b.log();
+  EXPECT_EQ(b.exit_code(), 1) << b.log();
+  EXPECT_NE(b.log().find("continues the lab"), std::string::npos) << b.log();
   // The launcher waited for its workers: none trains on as an orphan.
   EXPECT_EQ(lab_workers_alive(lab), 0);
-  int checkpoints = 0;
-  for (const auto& run : fs::directory_iterator(lab + "/runs")) checkpoints += fs::exists(run.path() / "model.safetensors");
-  EXPECT_EQ(checkpoints, 2) << "each worker stopped at a step and kept its run";
+  // Each stopped at a step and kept it: a checkpoint at that step (at least the last step its
+  // curve records; the only other checkpoint of a 100000-step run is step 0's).
+  ASSERT_EQ(lab_runs(lab).size(), 2u);
+  for (const std::string& run : lab_runs(lab)) {
+    const int64_t step = run_step(run);
+    EXPECT_GE(step, last_train_step(run)) << run << ": no checkpoint at the stop";
+    EXPECT_GT(step, 0) << run << ": no checkpoint at the stop";
+    EXPECT_EQ(newest_checkpoint(run), step) << run;
+  }
 }
 
 TEST(LabCli, AKilledLauncherTakesItsWorkersWithIt) {
   const std::string dir = temp("lab_kill");
   const std::string lab = dir + "/lab";
   ASSERT_EQ(make_long_lab(dir, lab), 0);
-  shell("(" + hsm("lab --out " + lab + " --jobs 2") + " > /dev/null 2>&1 & pid=$!; " + wait_until_both_train(lab) +
-        "kill -KILL $pid; wait $pid)");
-  ASSERT_EQ(std::distance(fs::directory_iterator(lab + "/runs"), fs::directory_iterator{}), 2) << "both workers started";
+  const BackgroundLab b = start_long_lab_until_both_train(lab);
+  if (HasFailure()) ::kill(b.pid, SIGKILL);  // its workers follow it
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(::kill(b.pid, SIGKILL), 0);
+  ASSERT_TRUE(wait_until([&] { return b.ended(); }, 30));
   // SIGKILL cannot be forwarded: the workers learn of it from the kernel (PR_SET_PDEATHSIG).
-  for (int i = 0; i < 100 && lab_workers_alive(lab) > 0; ++i) ::usleep(100000);
-  EXPECT_EQ(lab_workers_alive(lab), 0);
+  EXPECT_TRUE(wait_until([&] { return lab_workers_alive(lab) == 0; }, 10)) << lab_workers_alive(lab) << " alive";
 }
 
 // The default grid is the issue's (every task x gpt, hsm_ab, hybrid_0_6, one DA and one EX

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -126,15 +127,33 @@ TEST(Sweep, KilledTwiceContinuesToFourRunsWhoseTableMatchesTheirMetrics) {
   const std::string log2 = read_file(dir + "/2.log");
   EXPECT_EQ(log2.find("4 points, 0 done"), std::string::npos) << log2;
 
+  // The points the SIGTERM stopped: each log says at which step (the periodic checkpoints are
+  // every 10 steps; the one before the kill -9 is older). Their logs so far.
+  std::map<std::string, std::pair<size_t, std::string>> stopped;  // log -> (its length, the step)
+  for (const auto& e : fs::directory_iterator(sweep + "/points")) {
+    if (e.path().extension() != ".log") continue;
+    const std::string text = read_file(e.path().string());
+    const size_t at = text.rfind("stopped at step ");
+    if (at == std::string::npos) continue;
+    const size_t from = at + std::strlen("stopped at step ");
+    stopped[e.path().string()] = {text.size(), text.substr(from, text.find_first_not_of("0123456789", from) - from)};
+  }
+  EXPECT_GE(stopped.size(), 1u) << "no point was training when the SIGTERM came";
+
   // 3: to the end.
   const Result r = shell("cd '" + dir + "' && " + hsm("sweep spec.json --out sw --jobs 2"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(done_points(sweep), 4);
-  // The points the SIGTERM stopped (each with a checkpoint) continued from it.
-  int resumed = 0;
-  for (const auto& e : fs::directory_iterator(sweep + "/points"))
-    if (e.path().extension() == ".log" && read_file(e.path().string()).find("resuming") != std::string::npos) ++resumed;
-  EXPECT_GE(resumed, 1);
+  // Each point the SIGTERM stopped continued from that stop's checkpoint, at the step it
+  // stopped at (not from the older checkpoint the kill -9 left).
+  for (const auto& [log, before_and_step] : stopped) {
+    const std::string added = read_file(log).substr(before_and_step.first);
+    const size_t resuming = added.find("resuming ");
+    ASSERT_NE(resuming, std::string::npos) << log << "\n" << added;
+    const std::string line = added.substr(resuming, added.find('\n', resuming) - resuming);
+    EXPECT_NE((line + " ").find(" at step " + before_and_step.second + " "), std::string::npos)
+        << line << ": not the step it stopped at, " << before_and_step.second;
+  }
 
   const Result t = shell(hsm("sweep table '" + sweep + "' --json 2>/dev/null"));
   ASSERT_EQ(t.exit_code, 0) << t.out;

@@ -6,11 +6,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "hsm/evaluator.h"
 #include "hsm/model.h"
 #include "hsm/prober.h"
+#include "hsm/safetensors.h"
 #include "hsm/task_run.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
@@ -34,21 +37,63 @@ int32_t argmax(const std::vector<float>& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
+// A weight of a run's model.safetensors as a tensor (F32 as the trainer writes them).
+torch::Tensor weight(const SafetensorsFile& f, const std::string& name) {
+  const TensorBlob* t = f.find(name);
+  if (!t || t->dtype != "F32") throw std::runtime_error("no F32 tensor " + name);
+  return torch::from_blob(const_cast<char*>(t->data.data()), t->shape, torch::kFloat32).clone();
+}
+
+// Layer 0's attention weights for `ids`, computed here from the weights file alone (GPT-2,
+// pre-layer-norm: h = tok_emb[x] + pos_emb[t]; LN1; q, k from qkv; causal softmax(q kᵀ/√hd)
+// per head): [heads, L, L].
+torch::Tensor first_layer_attention(const std::string& run, const std::vector<int32_t>& ids, int64_t heads) {
+  const SafetensorsFile f = read_safetensors(run + "/model.safetensors");
+  const int64_t L = static_cast<int64_t>(ids.size());
+  const auto x = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong);
+  const auto h = weight(f, "tok_emb.weight").index_select(0, x) + weight(f, "pos_emb.weight").narrow(0, 0, L);
+  const int64_t d = h.size(1), hd = d / heads;
+  const auto n = torch::layer_norm(h, {d}, weight(f, "blocks.0.ln1.weight"), weight(f, "blocks.0.ln1.bias"), 1e-5);
+  const auto qkv = torch::matmul(n, weight(f, "blocks.0.mixer.qkv.weight").t()) + weight(f, "blocks.0.mixer.qkv.bias");
+  const auto q = qkv.narrow(1, 0, d).view({L, heads, hd}).transpose(0, 1);
+  const auto k = qkv.narrow(1, d, d).view({L, heads, hd}).transpose(0, 1);
+  auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(hd));
+  scores = scores.masked_fill(torch::ones({L, L}, torch::kBool).triu(1), -std::numeric_limits<float>::infinity());
+  return torch::softmax(scores, -1);
+}
+
 }  // namespace
 
-// On a corpus run, the diagnosis of a prompt's token ids is the diagnosis of the prompt.
+// On a corpus run, the diagnosis of a prompt's token ids is the diagnosis of the prompt, and
+// both are the model's: the token ids are the tokenizer's for the text, and layer 0's attention
+// weights are the ones computed here from the weights file (not by the engine's code).
 TEST(TaskProbe, TokenIdDiagnosisIsTheTextDiagnosis) {
   const std::string dir = temp_dir("task_probe_text");
   RunSpec spec = tiny_run(dir, make_corpus(dir, 200), 10);
+  spec.model = tiny_model("attn", 2);  // attention: the matrices depend on the tokens
   spec.train.probe_text.clear();
   Trainer(spec).run();
   const auto model = Model::load(spec.run_dir, "cpu");
   const std::string prompt = "Once upon a time, Lily saw a red ball.";
+  const std::vector<int32_t> encoded = model->tokenizer().encode(prompt);
+  ASSERT_GT(encoded.size(), 4u);
   const Diagnosis text = Prober(model).diagnose(prompt);
-  const Diagnosis ids = Prober(model).diagnose_tokens(model->tokenizer().encode(prompt));
-  ASSERT_EQ(ids.token_ids, text.token_ids);
-  EXPECT_EQ(ids.tokens, text.tokens);  // a corpus run's labels are its pieces
-  ASSERT_EQ(ids.layers.size(), text.layers.size());
+  const Diagnosis ids = Prober(model).diagnose_tokens(encoded);
+  for (const Diagnosis* d : {&text, &ids}) {
+    ASSERT_EQ(d->token_ids, encoded);
+    ASSERT_EQ(d->tokens.size(), encoded.size());
+    for (size_t i = 0; i < encoded.size(); ++i) EXPECT_EQ(d->tokens[i], model->tokenizer().piece(encoded[i]));
+    ASSERT_EQ(d->layers.size(), 2u);
+    const torch::Tensor expected = first_layer_attention(spec.run_dir, encoded, 4);
+    ASSERT_EQ(d->layers[0].heads.size(), 4u);
+    for (int64_t h = 0; h < 4; ++h) {
+      const std::vector<float>& m = d->layers[0].heads[static_cast<size_t>(h)].matrix;
+      ASSERT_EQ(static_cast<int64_t>(m.size()), expected.size(1) * expected.size(2));
+      const auto got = torch::from_blob(const_cast<float*>(m.data()), {expected.size(1), expected.size(2)});
+      EXPECT_TRUE(torch::allclose(got, expected[h], 1e-4, 1e-5))
+          << "layer 0 head " << h << ": largest difference " << (got - expected[h]).abs().max().item<float>();
+    }
+  }
   for (size_t l = 0; l < ids.layers.size(); ++l)
     for (size_t h = 0; h < ids.layers[l].heads.size(); ++h)
       EXPECT_EQ(ids.layers[l].heads[h].matrix, text.layers[l].heads[h].matrix) << "layer " << l << " head " << h;

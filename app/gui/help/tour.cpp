@@ -22,7 +22,7 @@ struct Step {
   const char* text;
 };
 // The order a newcomer meets the ideas: what a model is, what it says, how it learns, what it
-// learned, how it mixes, what drives it.
+// learned, how it mixes, what drives it; then comparing models and running experiments.
 const Step kSteps[] = {
     {-1, QT_TRANSLATE_NOOP("tour",
                            "Welcome. HSM Studio shows small language models that continue stories. Some use GPT's "
@@ -48,6 +48,17 @@ const Step kSteps[] = {
                           "Probe: what each layer would predict, what an output drew on through all layers, and which "
                           "layers the model needs most. Help › What am I looking at? (F1) explains any view; this tour "
                           "is under Help too.")},
+    {6, QT_TRANSLATE_NOOP("tour",
+                          "Losses: the loss of each open model token by token on the same text: where one model "
+                          "beats the other, by position, by distance back to a token's last occurrence and by "
+                          "document.")},
+    {7, QT_TRANSLATE_NOOP("tour",
+                          "Lab: a grid of small models trained on synthetic tasks (recall, copying, compression), "
+                          "one row per model, one column per task; each cell is the best accuracy over the learning "
+                          "rates. Double-click a cell to open its run in the other views.")},
+    {8, QT_TRANSLATE_NOOP("tour",
+                          "Experiments: a sweep's runs in one table, its settings beside their results, the mean "
+                          "and spread over seeds; select rows to overlay their curves in Training.")},
 };
 
 }  // namespace

@@ -256,7 +256,7 @@ QString PlaygroundView::seedText() const { return seedEdit_->text(); }
 
 quint64 PlaygroundView::drawSeed() {
   quint64 seed = 0;
-  while (seed == 0) seed = QRandomGenerator::global()->generate64() >> 1;  // 1 .. 2^63 - 1, as --seed takes
+  while (seed == 0) seed = seedDraws_.generate64() >> 1;  // 1 .. 2^63 - 1, as --seed takes
   return seed;
 }
 void PlaygroundView::setCompare(bool on) { compare_->setChecked(on); }

@@ -4,6 +4,7 @@
 // paper's Table 3 prompts one click away, and a compare mode that runs the same prompt
 // and seed on every open model side by side.
 #include <QMap>
+#include <QRandomGenerator>
 #include <optional>
 #include <QWidget>
 
@@ -40,6 +41,9 @@ class PlaygroundView : public StudioView {
   void setSeed(quint64 seed);       // also turns the random toggle off
   void setRandomSeed(bool random);  // on by default: a new seed at every Generate, shown
   bool randomSeed() const;
+  // The random seeds drawn from now on follow from `seed` (the same stories again: tests,
+  // rehearsed demos); by default they follow from the system's random source.
+  void setSeedDraws(quint32 seed) { seedDraws_.seed(seed); }
   QString seedText() const;  // the seed shown: the last story's, or the next one's when fixed
   void setCompare(bool on);
   // What-if (issue 23): a run with an edit (EngineHost::setWhatIf) generates with the edited
@@ -86,7 +90,8 @@ class PlaygroundView : public StudioView {
   void columnFinished(int column, const hsm::GenerationResult& result);
 
  private:
-  static quint64 drawSeed();  // a fresh seed for the next story
+  quint64 drawSeed();  // a fresh seed for the next story, from seedDraws_
+  QRandomGenerator seedDraws_{QRandomGenerator::global()->generate()};
   struct Column {
     QString runDir;
     bool trained = false;  // the trained model of a run with a what-if edit
