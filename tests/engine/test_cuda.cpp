@@ -201,7 +201,7 @@ TEST(Cuda, FusedAdamWMatchesTheCpuKernel) {
       EXPECT_TRUE(close_to(pg[i].second, pc[i].second, 1e-5)) << pc[i].first << " step " << step;
   }
   std::printf("fused AdamW on CUDA: %s\n",
-              compat::fused_adamw_supported({pg[0].second}) ? "yes (at::_fused_adamw_)" : "no (a loop per tensor)");
+              compat::fused_adamw_supported({pg[0].second}, {pg[0].second.grad()}) ? "yes (at::_fused_adamw_)" : "no (a loop per tensor)");
 }
 
 // A few training steps on CUDA follow the CPU's losses (fp32, no dropout; the CUDA side takes

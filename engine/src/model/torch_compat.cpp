@@ -71,16 +71,22 @@ torch::Tensor global_norm(const std::vector<torch::Tensor>& tensors) {
 #define HSM_HAVE_FUSED_ADAMW 1
 #endif
 
-bool fused_adamw_supported(const std::vector<torch::Tensor>& params) {
+bool fused_adamw_supported(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads) {
 #ifdef HSM_HAVE_FUSED_ADAMW
-  if (params.empty()) return false;
+  if (params.empty() || params.size() != grads.size()) return false;
   const auto device = params.front().device();
   if (!device.is_cuda()) return false;
-  for (const auto& p : params)
-    if (p.device() != device || p.scalar_type() != torch::kFloat) return false;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto &p = params[i], &g = grads[i];
+    if (!g.defined() || p.device() != device || g.device() != device || p.scalar_type() != torch::kFloat ||
+        g.scalar_type() != torch::kFloat || p.numel() == 0 || !p.is_non_overlapping_and_dense() ||
+        p.sizes() != g.sizes() || p.strides() != g.strides())
+      return false;
+  }
   return true;
 #else
   (void)params;
+  (void)grads;
   return false;
 #endif
 }
@@ -90,7 +96,7 @@ void fused_adamw(const std::vector<torch::Tensor>& params, const std::vector<tor
                  const torch::Tensor& step, double lr, double beta1, double beta2, double weight_decay, double eps,
                  const torch::Tensor& grad_scale, const torch::Tensor& found_inf) {
   if (params.empty()) return;
-  if (!fused_adamw_supported(params))
+  if (!fused_adamw_supported(params, grads))
     throw std::logic_error("fused_adamw: not available for these tensors with this LibTorch (" + torch_version() + ")");
 #ifdef HSM_HAVE_FUSED_ADAMW
   // The kernel reads one step count per tensor (a float on the device): the same one for all.

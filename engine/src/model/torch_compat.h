@@ -46,9 +46,10 @@ bool autocast_supported();
 // there, no host sync (2.x: one _foreach_norm; 1.13: a norm per tensor). Undefined when empty.
 torch::Tensor global_norm(const std::vector<torch::Tensor>& tensors);
 
-// Whether fused_adamw can update these parameters: LibTorch 2.x built with HSM_CUDA_FAST (the
-// CMake option), every tensor fp32 on one CUDA device. The CPU keeps its own kernel (adamw.cpp).
-bool fused_adamw_supported(const std::vector<torch::Tensor>& params);
+// Whether fused_adamw can update these parameters with these gradients: LibTorch 2.x built with
+// HSM_CUDA_FAST (the CMake option), every tensor fp32, dense, on one CUDA device, each gradient
+// shaped and strided as its parameter. The CPU keeps its own kernel (adamw.cpp).
+bool fused_adamw_supported(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads);
 
 // One AdamW update of every tensor in one launch (at::_fused_adamw_), as adamw.cpp's loop does
 // it: decoupled weight decay `weight_decay` (pass 0 for a group without), bias corrections from

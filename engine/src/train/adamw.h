@@ -45,6 +45,7 @@ class AdamW {
   };
   std::vector<Slot> slots_;
   torch::Tensor step_tensor_, one_, zero_;  // the fused path's step count, and its defaults (device)
+  bool fused_off_ = false;                   // the fused update failed once: the loop from then on
   AdamWOptions options_;
   int64_t step_ = 0;
 };

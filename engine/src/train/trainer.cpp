@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -572,7 +573,13 @@ void Trainer::Impl::Run::build_model() {
   set_cpu_threads(spec.threads > 0 ? spec.threads : ts.threads);
   device = compat::parse_device(ts.device);
   bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
+  // HSM_STEP_SYNC (docs/performance.md, "On a GPU"): "every" reads each step's loss on the host (a
+  // divergence's exact step on CUDA), "deferred" keeps it on the device on the CPU too (the tests).
   deferred = device.is_cuda() && !dp;
+  if (const char* env = std::getenv("HSM_STEP_SYNC"); env && !dp) {
+    if (std::string(env) == "every") deferred = false;
+    if (std::string(env) == "deferred") deferred = true;
+  }
   torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
   if (spec.resume)  // the config against the weights' header, before a model of its size is built
     check_weights_fit(model_config, resume_from ? resume_from->weights : paths.weights,
@@ -801,8 +808,8 @@ void Trainer::Impl::Run::settle() {
   const double sum = both[0].item<double>();
   if (both[1].item<double>() != 0 || !std::isfinite(sum))
     throw Diverged("training diverged at step " + std::to_string(step) + " or earlier (after step " +
-                   std::to_string(settled_step) + "): the loss or the gradient is not finite; the weights keep "
-                   "the last finite update");
+                   std::to_string(settled_step) + "): the loss or the gradient is not finite (HSM_STEP_SYNC=every "
+                   "finds the step)");
   loss_sum += sum;
   settled_step = step;
 }
@@ -840,7 +847,7 @@ void Trainer::Impl::Run::log_training(double lr) {
 // ---- the loop: steps, curve points, validations, checkpoints; pause and stop --------------------
 void Trainer::Impl::Run::loop() {
   timer = Clock::now();
-  step = start_step;
+  step = settled_step = start_step;
   try {
     while (step < total_steps) {
       if (trainer.pause_flag) {
