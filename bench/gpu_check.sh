@@ -172,6 +172,13 @@ if [ -z "$torch_dir" ] && [ "$device" != cpu ]; then
 fi
 launcher=""
 command -v ccache > /dev/null && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+# ninja may live beside the Python that has torch (a venv's bin/), off PATH.
+if ! command -v ninja > /dev/null; then
+  py_bin=$(dirname "$(readlink -f "$(command -v python3)")")
+  for d in "$(dirname "$(command -v python3)")" "$py_bin"; do
+    [ -x "$d/ninja" ] && PATH=$PATH:$d && break
+  done
+fi
 generator="-G Ninja"
 command -v ninja > /dev/null || generator=""
 keep_going="-k 0"
