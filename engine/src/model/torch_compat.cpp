@@ -53,11 +53,17 @@ std::string torch_version() {
 
 bool autocast_supported() { return TORCH_VERSION_MAJOR >= 2; }
 
+// The CUDA step's LibTorch 2.x calls, behind the CMake option HSM_CUDA_FAST (gpu_check.sh builds
+// without them if a LibTorch refuses them).
+#if TORCH_VERSION_MAJOR >= 2 && defined(HSM_CUDA_FAST)
+#define HSM_HAVE_FUSED_ADAMW 1
+#endif
+
 torch::Tensor global_norm(const std::vector<torch::Tensor>& tensors) {
   if (tensors.empty()) return {};
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> norms;
-#if TORCH_VERSION_MAJOR >= 2
+#ifdef HSM_HAVE_FUSED_ADAMW
   norms = at::_foreach_norm(tensors, 2);
 #else
   norms.reserve(tensors.size());
@@ -66,10 +72,6 @@ torch::Tensor global_norm(const std::vector<torch::Tensor>& tensors) {
   for (auto& n : norms) n = n.to(torch::kFloat);
   return torch::stack(norms).norm();
 }
-
-#if TORCH_VERSION_MAJOR >= 2 && defined(HSM_CUDA_FAST)
-#define HSM_HAVE_FUSED_ADAMW 1
-#endif
 
 bool fused_adamw_supported(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads) {
 #ifdef HSM_HAVE_FUSED_ADAMW

@@ -43,7 +43,8 @@ class AutocastGuard {
 bool autocast_supported();
 
 // The global 2-norm of `tensors` (a gradient), as a 0-dim fp32 tensor on their device: computed
-// there, no host sync (2.x: one _foreach_norm; 1.13: a norm per tensor). Undefined when empty.
+// there, no host sync (2.x with HSM_CUDA_FAST: one _foreach_norm; else a norm per tensor).
+// Undefined when empty.
 torch::Tensor global_norm(const std::vector<torch::Tensor>& tensors);
 
 // Whether fused_adamw can update these parameters with these gradients: LibTorch 2.x built with
