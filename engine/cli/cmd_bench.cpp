@@ -76,6 +76,7 @@ Command add_bench_command(CLI::App& app) {
                                 {"device", options.device},
                                 {"baseline", report.results.front().name},
                                 {"sgemm_peak_gflops", report.sgemm_peak_gflops},
+                                {"peak_kind", report.peak_kind},
                                 {"sgemm_peak_by_backend", report.sgemm_peak_by_backend},
                                 {"models", nlohmann::json::array()}};
           for (const auto& r : report.results) {
@@ -132,10 +133,10 @@ Command add_bench_command(CLI::App& app) {
           by_backend += (by_backend.empty() ? " (" : ", ") + name + " " + std::to_string(static_cast<int>(peak + 0.5));
         if (!by_backend.empty()) by_backend += ")";
         std::printf(
-            "(%s; sgemm peak %.1f GFLOP/s%s; rate vs = training FLOP/s against the baseline's, FLOPs = 6 x the MACs "
+            "(%s; %s peak %.1f GFLOP/s%s; rate vs = training FLOP/s against the baseline's, FLOPs = 6 x the MACs "
             "`hsm inspect` prints (context terms at the last position, so a causal step can read above 100%% MFU); "
             "vs T0 = speed at T / speed at the first context, FLOPs ok = what the FLOP count allows; all in one run)\n",
-            cpu_threads_note().c_str(), report.sgemm_peak_gflops, by_backend.c_str());
+            cpu_threads_note().c_str(), report.peak_kind.c_str(), report.sgemm_peak_gflops, by_backend.c_str());
         return 0;
       }};
 }

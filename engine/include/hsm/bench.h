@@ -42,7 +42,7 @@ struct BenchResult {
   double decode_fast_tokens_per_s = 0;      // the hand-written fp32 path (CPU; 0 where it does not apply)
   double train_peak_mb = 0;                 // peak resident memory of the process during training steps (CPU)
   double train_flops_per_token = 0;         // 6 × model_macs_per_token (hsm/cost.h, `hsm inspect`)
-  double mfu = 0;                           // train FLOP/s / measured sgemm peak (0 when not measured)
+  double mfu = 0;                           // train FLOP/s / measured peak (report's peak_kind; 0 when not measured)
   // Training FLOP/s against the first model's at the same context: the ratio of their MFUs,
   // defined without a measured peak too. A mixer far below the others has a cliff (issue 26).
   double train_rate_vs_baseline = 0;
@@ -50,7 +50,10 @@ struct BenchResult {
 
 struct BenchReport {
   std::vector<BenchResult> results;  // model-major, then context
-  double sgemm_peak_gflops = 0;      // best of the model's matmul shapes on this device/threads
+  // The MFU's peak: on a CPU, the best fp32 sgemm over the model's matmul shapes on these threads;
+  // on CUDA, where training runs in bf16 autocast, the best bf16 matrix product of large squares.
+  double sgemm_peak_gflops = 0;
+  std::string peak_kind = "fp32 sgemm";  // which of the two ("bf16 matmul" on CUDA)
   // The same per CPU matrix-product backend ("onednn", "libtorch"; kernels/gemm.h), all measured
   // in this run, so which one is faster on a CPU can be read off; the peak above is the best.
   std::map<std::string, double> sgemm_peak_by_backend;

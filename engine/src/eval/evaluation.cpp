@@ -47,11 +47,16 @@ std::vector<int64_t> window_starts(const std::vector<uint16_t>& tokens, int64_t 
 
 torch::Tensor make_batch(const std::vector<uint16_t>& tokens, const std::vector<int64_t>& starts, int64_t context,
                          const torch::Device& device) {
-  auto batch = torch::empty({static_cast<int64_t>(starts.size()), context + 1}, torch::kLong);
+  // For a GPU: page-locked memory (LibTorch's caching host allocator) and an asynchronous copy. A
+  // copy from ordinary memory waits for the GPU to finish everything queued before it: a training
+  // step would wait for the previous one (issue 49).
+  const bool gpu = device.is_cuda();
+  auto batch = torch::empty({static_cast<int64_t>(starts.size()), context + 1},
+                            torch::TensorOptions().dtype(torch::kLong).pinned_memory(gpu));
   auto* out = batch.data_ptr<int64_t>();
   for (size_t b = 0; b < starts.size(); ++b)
     for (int64_t t = 0; t <= context; ++t) *out++ = tokens[starts[b] + t];
-  return batch.to(device);
+  return batch.to(device, torch::kLong, /*non_blocking=*/gpu);
 }
 
 namespace {

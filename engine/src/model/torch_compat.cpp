@@ -53,6 +53,65 @@ std::string torch_version() {
 
 bool autocast_supported() { return TORCH_VERSION_MAJOR >= 2; }
 
+// The CUDA step's LibTorch 2.x calls, behind the CMake option HSM_CUDA_FAST (gpu_check.sh builds
+// without them if a LibTorch refuses them).
+#if TORCH_VERSION_MAJOR >= 2 && defined(HSM_CUDA_FAST)
+#define HSM_HAVE_FUSED_ADAMW 1
+#endif
+
+torch::Tensor global_norm(const std::vector<torch::Tensor>& tensors) {
+  if (tensors.empty()) return {};
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;
+#ifdef HSM_HAVE_FUSED_ADAMW
+  norms = at::_foreach_norm(tensors, 2);
+#else
+  norms.reserve(tensors.size());
+  for (const auto& t : tensors) norms.push_back(t.norm());
+#endif
+  for (auto& n : norms) n = n.to(torch::kFloat);
+  return torch::stack(norms).norm();
+}
+
+bool fused_adamw_supported(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads) {
+#ifdef HSM_HAVE_FUSED_ADAMW
+  if (params.empty() || params.size() != grads.size()) return false;
+  const auto device = params.front().device();
+  if (!device.is_cuda()) return false;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto &p = params[i], &g = grads[i];
+    if (!g.defined() || p.device() != device || g.device() != device || p.scalar_type() != torch::kFloat ||
+        g.scalar_type() != torch::kFloat || p.numel() == 0 || !p.is_non_overlapping_and_dense() ||
+        p.sizes() != g.sizes() || p.strides() != g.strides())
+      return false;
+  }
+  return true;
+#else
+  (void)params;
+  (void)grads;
+  return false;
+#endif
+}
+
+void fused_adamw(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads,
+                 const std::vector<torch::Tensor>& exp_avgs, const std::vector<torch::Tensor>& exp_avg_sqs,
+                 const torch::Tensor& step, double lr, double beta1, double beta2, double weight_decay, double eps,
+                 const torch::Tensor& grad_scale, const torch::Tensor& found_inf) {
+  if (params.empty()) return;
+  if (!fused_adamw_supported(params, grads))
+    throw std::logic_error("fused_adamw: not available for these tensors with this LibTorch (" + torch_version() + ")");
+#ifdef HSM_HAVE_FUSED_ADAMW
+  // The kernel reads one step count per tensor (a float on the device): the same one for all.
+  const std::vector<torch::Tensor> steps(params.size(), step);
+  const std::vector<torch::Tensor> no_max_exp_avg_sqs;  // amsgrad off: the list is not read
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, lr, beta1, beta2, weight_decay,
+                    eps, /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
+#else
+  (void)grads, (void)exp_avgs, (void)exp_avg_sqs, (void)step, (void)lr, (void)beta1, (void)beta2;
+  (void)weight_decay, (void)eps, (void)grad_scale, (void)found_inf;
+#endif
+}
+
 AutocastGuard::AutocastGuard(const torch::Device& device, bool enable) {
 #if TORCH_VERSION_MAJOR >= 2
   if (!enable || !device.is_cuda()) return;

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #ifndef TORCH_VERSION_MAJOR
 #include <torch/version.h>
@@ -40,5 +41,26 @@ class AutocastGuard {
 
 // Whether AutocastGuard can do anything with this LibTorch.
 bool autocast_supported();
+
+// The global 2-norm of `tensors` (a gradient), as a 0-dim fp32 tensor on their device: computed
+// there, no host sync (2.x with HSM_CUDA_FAST: one _foreach_norm; else a norm per tensor).
+// Undefined when empty.
+torch::Tensor global_norm(const std::vector<torch::Tensor>& tensors);
+
+// Whether fused_adamw can update these parameters with these gradients: LibTorch 2.x built with
+// HSM_CUDA_FAST (the CMake option), every tensor fp32, dense, on one CUDA device, each gradient
+// shaped and strided as its parameter. The CPU keeps its own kernel (adamw.cpp).
+bool fused_adamw_supported(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads);
+
+// One AdamW update of every tensor in one launch (at::_fused_adamw_), as adamw.cpp's loop does
+// it: decoupled weight decay `weight_decay` (pass 0 for a group without), bias corrections from
+// `step` (a 0-dim fp32 tensor on the device holding the step number, 1 on the first update).
+// grad_scale (0-dim fp32): each gradient is divided by it first (gradient clipping without a host
+// sync); found_inf (0-dim fp32, 1 or 0): the update is skipped on the device when it is 1. All
+// on the parameters' device; nothing waits for the GPU. Throws where !fused_adamw_supported.
+void fused_adamw(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads,
+                 const std::vector<torch::Tensor>& exp_avgs, const std::vector<torch::Tensor>& exp_avg_sqs,
+                 const torch::Tensor& step, double lr, double beta1, double beta2, double weight_decay, double eps,
+                 const torch::Tensor& grad_scale, const torch::Tensor& found_inf);
 
 }  // namespace hsm::compat

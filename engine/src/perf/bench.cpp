@@ -64,6 +64,27 @@ double sgemm_peak_gflops(const ModelConfig& config, const torch::Device& device)
   return best;
 }
 
+// The bf16 matrix-product peak of a CUDA GPU (GFLOP/s), where training runs in bf16 autocast:
+// the best of large square products, each timed over several launches.
+double bf16_matmul_peak_gflops(const torch::Device& device) {
+  double best = 0;
+  torch::NoGradGuard no_grad;
+  for (const int64_t n : {4096, 8192}) {
+    auto o = torch::TensorOptions().dtype(torch::kBFloat16).device(device);
+    auto a = torch::randn({n, n}, o), b = torch::randn({n, n}, o);
+    auto c = torch::mm(a, b);
+    for (int rep = 0; rep < 3; ++rep) {
+      sync(device);
+      const auto t0 = Clock::now();
+      constexpr int kLaunches = 10;
+      for (int i = 0; i < kLaunches; ++i) torch::mm_out(c, a, b);
+      sync(device);
+      best = std::max(best, kLaunches * 2.0 * n * n * n / seconds_since(t0) / 1e9);
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 double train_flops_per_token(const ModelConfig& c, int64_t T) {
@@ -81,8 +102,11 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
   };
   BenchReport report;
   if (o.measure_peak && !models.empty()) {
-    say("sgemm peak");
-    if (device.is_cpu() && onednn_available()) {  // each backend on the same shapes, the one in use restored
+    say(device.is_cuda() ? "bf16 matmul peak" : "sgemm peak");
+    if (device.is_cuda()) {
+      report.sgemm_peak_gflops = bf16_matmul_peak_gflops(device);
+      report.peak_kind = "bf16 matmul";
+    } else if (device.is_cpu() && onednn_available()) {  // each backend on the same shapes, the one in use restored
       const GemmBackend in_use = gemm_backend();
       for (const GemmBackend b : {GemmBackend::kOneDnn, GemmBackend::kLibTorch}) {
         set_gemm_backend(b);
@@ -122,17 +146,32 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
       std::vector<std::pair<std::string, torch::Tensor>> named;
       for (const auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
       AdamW optimizer(named, {});
+      // A step as `hsm train` takes it. On CUDA: bf16 autocast, the gradient clipped to norm 1 and
+      // the update fused, without a host sync (AdamW::clip_and_step); three untimed warm-up steps
+      // (cuBLAS handles, autocast's weight casts). On the CPU: the unclipped step timed since issue 9.
+      const bool cuda = device.is_cuda();
+      auto train_once = [&] {
+        torch::Tensor loss;
+        {
+          compat::AutocastGuard autocast(device, cuda);
+          loss = model->loss(x, y);
+        }
+        optimizer.zero_grad();
+        loss.backward();
+        if (cuda)
+          optimizer.clip_and_step(1e-4, 1.0, loss);
+        else
+          optimizer.step(1e-4);
+      };
+      const int64_t warm_up = cuda ? 3 : 1;
       Clock::time_point t0;
       reset_peak_memory();
-      for (int64_t s = 0; s <= o.train_steps; ++s) {
-        if (s == 1) {
+      for (int64_t s = 0; s < o.train_steps + warm_up; ++s) {
+        if (s == warm_up) {
           sync(device);
           t0 = Clock::now();
         }
-        auto loss = model->loss(x, y);
-        optimizer.zero_grad();
-        loss.backward();
-        optimizer.step(1e-4);
+        train_once();
       }
       sync(device);
       r.train_tokens_per_s = static_cast<double>(o.train_steps * B * T) / seconds_since(t0);
@@ -140,10 +179,7 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
         const std::string path = o.profile_prefix + r.name + "_" + std::to_string(T) + ".trace.json";
         say(tag + "profiling one step into " + path);
         torch::autograd::profiler::RecordProfile profile(path);
-        auto loss = model->loss(x, y);
-        optimizer.zero_grad();
-        loss.backward();
-        optimizer.step(1e-4);
+        train_once();
       }
       r.train_peak_mb = device.is_cpu() ? peak_memory_mb() : 0;
       if (report.sgemm_peak_gflops > 0)

@@ -1,9 +1,11 @@
 #include "train/adamw.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "kernels/fast_kernels.h"
 #include "kernels/parallel_gemm.h"
+#include "model/torch_compat.h"
 #include <unordered_map>
 
 namespace hsm {
@@ -19,15 +21,72 @@ void AdamW::zero_grad() {
     if (s.param.grad().defined()) s.param.mutable_grad() = torch::Tensor();
 }
 
-void AdamW::step(double lr) {
+torch::Tensor AdamW::clip_and_step(double lr, double max_norm, const torch::Tensor& loss) {
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& s : slots_)
+    if (s.param.grad().defined()) grads.push_back(s.param.grad());
+  if (grads.empty()) throw std::logic_error("AdamW::clip_and_step: no parameter has a gradient");
+  const auto norm = compat::global_norm(grads);
+  // Not finite when either is (inf - inf is NaN too).
+  const auto bad = torch::isfinite(norm + loss.detach().to(torch::kFloat).reshape({})).logical_not();
+  // As torch::nn::utils::clip_grad_norm_: g * max_norm / (norm + 1e-6) where that is below 1.
+  const auto scale = max_norm > 0 ? ((norm + 1e-6) / max_norm).clamp_min(1.0) : torch::ones_like(norm);
+  step(lr, scale, bad.to(torch::kFloat));
+  return bad;
+}
+
+void AdamW::step(double lr, const torch::Tensor& grad_scale, const torch::Tensor& found_inf) {
+  torch::NoGradGuard no_grad;
+  bool done[2] = {false, false};  // a group the fused path updated ([0] no decay, [1] decay)
+  auto group = [&](const Slot& s) { return s.decay && options_.weight_decay > 0 ? 1 : 0; };
+  if (!fused_off_) {
+    std::vector<torch::Tensor> params[2], grads[2], exp_avgs[2], exp_avg_sqs[2], all_params, all_grads;
+    for (auto& s : slots_) {
+      if (!s.param.grad().defined()) continue;
+      const int g = group(s);
+      params[g].push_back(s.param);
+      grads[g].push_back(s.param.grad());
+      exp_avgs[g].push_back(s.exp_avg);
+      exp_avg_sqs[g].push_back(s.exp_avg_sq);
+      all_params.push_back(s.param);
+      all_grads.push_back(s.param.grad());
+    }
+    if (compat::fused_adamw_supported(all_params, all_grads)) {
+      const auto dev = all_params.front().device();
+      if (!step_tensor_.defined() || step_tensor_.device() != dev) {
+        const auto o = torch::TensorOptions().dtype(torch::kFloat).device(dev);
+        step_tensor_ = torch::zeros({}, o);
+        one_ = torch::ones({}, o);
+        zero_ = torch::zeros({}, o);
+      }
+      step_tensor_.fill_(static_cast<double>(step_ + 1));
+      const auto& scale = grad_scale.defined() ? grad_scale : one_;
+      const auto& inf = found_inf.defined() ? found_inf : zero_;
+      try {
+        for (int g = 0; g < 2; ++g) {
+          compat::fused_adamw(params[g], grads[g], exp_avgs[g], exp_avg_sqs[g], step_tensor_, lr, options_.beta1,
+                              options_.beta2, g == 1 ? options_.weight_decay : 0.0, options_.eps, scale, inf);
+          done[g] = true;
+        }
+        ++step_;
+        return;
+      } catch (const std::exception& e) {  // a LibTorch that refuses it: the loop from now on
+        fused_off_ = true;
+        const std::string what = e.what();
+        std::fprintf(stderr, "hsm: warning: the fused AdamW step failed (%s); using the per-tensor update\n",
+                     what.substr(0, what.find('\n')).c_str());
+      }
+    }
+  }
+  if (found_inf.defined() && found_inf.item<double>() != 0) return;  // the loop's path: a host read
   ++step_;
   const double b1 = options_.beta1, b2 = options_.beta2;
   const double bias1 = 1 - std::pow(b1, static_cast<double>(step_));
   const double bias2 = 1 - std::pow(b2, static_cast<double>(step_));
   for (auto& s : slots_) {
-    if (!s.param.grad().defined()) continue;
-    const auto& g = s.param.grad();
+    if (!s.param.grad().defined() || done[group(s)]) continue;
+    const auto g = grad_scale.defined() ? s.param.grad() / grad_scale : s.param.grad();
     const bool fused = s.param.is_cpu() && s.param.scalar_type() == torch::kFloat32 && s.param.is_contiguous() &&
                        g.scalar_type() == torch::kFloat32 && g.is_contiguous();
     if (fused) {  // one pass over the four tensors (fast_kernels.h) instead of nine

@@ -19,7 +19,18 @@ class AdamW {
  public:
   AdamW(std::vector<std::pair<std::string, torch::Tensor>> named_params, AdamWOptions options);
   void zero_grad();
-  void step(double lr);  // one update with this step's learning rate
+  // One update with this step's learning rate. grad_scale (0-dim fp32, optional): each gradient
+  // is divided by it first; found_inf (0-dim fp32, optional): the update is skipped when it is 1.
+  // On CUDA with LibTorch 2.x, one fused launch for every tensor (at::_fused_adamw_, reading both
+  // on the device, no host sync; a skipped update still counts in steps()); elsewhere a loop per
+  // tensor (the CPU's own kernel), which reads found_inf on the host.
+  void step(double lr, const torch::Tensor& grad_scale = {}, const torch::Tensor& found_inf = {});
+  // The training step's update without a host sync (CUDA): the global gradient norm computed on
+  // the device, the gradients clipped to max_norm (> 0; 0 = no clipping) through grad_scale, and
+  // the update skipped on the device when the loss or the gradient norm is not finite. Returns
+  // that flag as a 0-dim bool tensor (true = not finite, skipped); the caller reads it when it
+  // syncs anyway (the trainer: at its log, validation and checkpoint steps).
+  torch::Tensor clip_and_step(double lr, double max_norm, const torch::Tensor& loss);
   int64_t steps() const { return step_; }
 
   // State as named tensors: "exp_avg.<param>", "exp_avg_sq.<param>"; plus the step count.
@@ -33,6 +44,8 @@ class AdamW {
     bool decay;
   };
   std::vector<Slot> slots_;
+  torch::Tensor step_tensor_, one_, zero_;  // the fused path's step count, and its defaults (device)
+  bool fused_off_ = false;                   // the fused update failed once: the loop from then on
   AdamWOptions options_;
   int64_t step_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -180,6 +181,12 @@ struct Trainer::Impl::Run {
   int64_t order_epoch = -1, step = 0;
   double loss_sum = 0;
   int64_t loss_count = 0, tokens_since = 0;
+  // On CUDA (one process) a step does not wait for the GPU: its loss is summed on the device and
+  // a non-finite loss or gradient is flagged there (the update is then skipped, AdamW::clip_and_step);
+  // settle() reads both at the steps that log, validate or checkpoint.
+  bool deferred = false;
+  torch::Tensor pending_loss_sum, pending_bad;
+  int64_t settled_step = 0;  // the last step whose loss and gradient are known to be finite
   Clock::time_point timer;
   double excluded_s = 0;  // evaluation and checkpoint time, kept out of tokens/s
   bool warned_far_off = false;
@@ -227,6 +234,7 @@ struct Trainer::Impl::Run {
   double run_validation(int64_t at, bool full);
   void shuffle_for_epoch(int64_t epoch);
   double train_step(double lr);
+  void settle();
   void log_training(double lr);
   void loop();
   TrainSummary finish();
@@ -565,6 +573,13 @@ void Trainer::Impl::Run::build_model() {
   set_cpu_threads(spec.threads > 0 ? spec.threads : ts.threads);
   device = compat::parse_device(ts.device);
   bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
+  // HSM_STEP_SYNC (docs/performance.md, "On a GPU"): "every" reads each step's loss on the host (a
+  // divergence's exact step on CUDA), "deferred" keeps it on the device on the CPU too (the tests).
+  deferred = device.is_cuda() && !dp;
+  if (const char* env = std::getenv("HSM_STEP_SYNC"); env && !dp) {
+    if (std::string(env) == "every") deferred = false;
+    if (std::string(env) == "deferred") deferred = true;
+  }
   torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
   if (spec.resume)  // the config against the weights' header, before a model of its size is built
     check_weights_fit(model_config, resume_from ? resume_from->weights : paths.weights,
@@ -757,6 +772,15 @@ double Trainer::Impl::Run::train_step(double lr) {
   forward_s += seconds_since(t0);
   ++timed_steps;
   if (dp) dp->at_step(step);
+  if (deferred) {  // no host sync: clipped, updated (or skipped) and summed on the device
+    optimizer->zero_grad();
+    backward(loss);
+    auto bad = optimizer->clip_and_step(lr, ts.grad_clip, loss);
+    auto l = loss.detach().to(torch::kDouble).reshape({});
+    pending_loss_sum = pending_loss_sum.defined() ? pending_loss_sum + l : l;
+    pending_bad = pending_bad.defined() ? pending_bad.logical_or(bad) : bad;
+    return 0.0;  // settle() adds the sum to loss_sum
+  }
   const double loss_value = global_mean_loss(loss.item<double>());
   if (!std::isfinite(loss_value))
     throw Diverged("training diverged at step " + std::to_string(step + 1) + ": the loss is " +
@@ -774,6 +798,20 @@ double Trainer::Impl::Run::train_step(double lr) {
                    std::to_string(loss_value) + ")");
   optimizer->step(lr);
   return loss_value;
+}
+
+// The deferred steps' losses into loss_sum, and a Diverged for a non-finite one (one host sync).
+void Trainer::Impl::Run::settle() {
+  if (!pending_loss_sum.defined()) return;
+  const auto both = torch::stack({pending_loss_sum, pending_bad.to(torch::kDouble)}).cpu();
+  pending_loss_sum = pending_bad = torch::Tensor();
+  const double sum = both[0].item<double>();
+  if (both[1].item<double>() != 0 || !std::isfinite(sum))
+    throw Diverged("training diverged at step " + std::to_string(step) + " or earlier (after step " +
+                   std::to_string(settled_step) + "): the loss or the gradient is not finite (HSM_STEP_SYNC=every "
+                   "finds the step)");
+  loss_sum += sum;
+  settled_step = step;
 }
 
 // A train point of the curve: the mean loss and tokens/s since the last one.
@@ -809,7 +847,7 @@ void Trainer::Impl::Run::log_training(double lr) {
 // ---- the loop: steps, curve points, validations, checkpoints; pause and stop --------------------
 void Trainer::Impl::Run::loop() {
   timer = Clock::now();
-  step = start_step;
+  step = settled_step = start_step;
   try {
     while (step < total_steps) {
       if (trainer.pause_flag) {
@@ -826,16 +864,21 @@ void Trainer::Impl::Run::loop() {
       tokens_since += batch * T;
       ++step;
 
-      if (step % ts.log_every == 0 || step == total_steps) log_training(lr);
+      const bool log_now = step % ts.log_every == 0 || step == total_steps;
       const bool epoch_end = step % steps_per_epoch == 0;
-      if ((ts.eval_every > 0 && step % ts.eval_every == 0) || epoch_end || step == total_steps) {
+      const bool eval_now = (ts.eval_every > 0 && step % ts.eval_every == 0) || epoch_end || step == total_steps;
+      const bool checkpoint_now = (ts.checkpoint_every > 0 && step % ts.checkpoint_every == 0) || epoch_end ||
+                                  step == total_steps;
+      if (log_now || eval_now || checkpoint_now || trainer.stop_flag || trainer.pause_flag) settle();
+      if (log_now) log_training(lr);
+      if (eval_now) {
         try {
           excluded_s += run_validation(step, epoch_end);
         } catch (const Cancelled&) {
           break;  // stop() during validation: keep the trained weights
         }
       }
-      if ((ts.checkpoint_every > 0 && step % ts.checkpoint_every == 0) || epoch_end || step == total_steps) {
+      if (checkpoint_now) {
         const auto t0 = Clock::now();
         checkpoint(step);
         excluded_s += seconds_since(t0);
@@ -843,6 +886,7 @@ void Trainer::Impl::Run::loop() {
       trainer.progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
     }
     if (stop_now() && step < total_steps) {
+      settle();
       checkpoint(step);
       log("stopped at step " + std::to_string(step) + "; continue with --resume");
     }

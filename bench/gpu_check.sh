@@ -1,0 +1,543 @@
+#!/usr/bin/env bash
+# The engine on a GPU machine, checked and timed in one go (issue 49); one JSON report.
+#
+#   bench/gpu_check.sh [--debs DIR] [--data FILE] [--out DIR] [--device cuda|cpu] [--quick]
+#                      [--budget SECONDS] [--jobs N] [--build DIR] [--torch-dir DIR] [--force-debs]
+#
+# Run from the repository root on a machine with a GPU and a Python PyTorch 2.x, where nothing can
+# be installed or downloaded. Needs: g++ (C++17), cmake, ninja, python3 with torch, and DIR
+# (default .gpu-debs/) holding Debian 12 .debs of what the machine lacks, unpacked with dpkg -x:
+# nlohmann-json3-dev, libcli11-dev, libsentencepiece-dev, libsentencepiece0, pkgconf, pkgconf-bin,
+# libpkgconf3, libgtest-dev, libgmock-dev; and DIR/data/tinystories-sample.txt (the corpus).
+#
+# Stages, each time-boxed and independent (a failed one is recorded and the next runs):
+#   env       GPU, compiler, PyTorch
+#   deps      the .debs unpacked into a prefix (skipped when the system has the packages)
+#   build     hsm + test_cuda + test_cuda_cli against the machine's PyTorch LibTorch
+#             (TORCH_DIR from torch.utils.cmake_prefix_path), going on past a test that fails
+#             to compile; if hsm fails, again with -DHSM_CUDA_FAST=OFF (the fused optimizer off);
+#             without the tests where GTest is missing
+#   bindings  cmake/check_std_bindings.sh on every binary built (issue 49's crash)
+#   tests     the suites labelled cuda (test_cuda: CUDA against the CPU; test_cuda_cli: a
+#             400-step run on CUDA, its checkpoint evaluated on the CPU)
+#   train     400 x 32 x 128 hsm_ab, seeds 1-4, and gpt, seed 1, on the device, TinyStories
+#             sample, the bundled tokenizer (resources/models/hsm_ab/tokenizer.model)
+#   eval      each run evaluated on the device (and hsm_ab seed 1 on the CPU too)
+#   bench     `hsm bench gpt hsm_ab hybrid_0_6` at batch 32 and 256 (training tokens/s, MFU)
+#   peer      bench/gpu_reference_speed.py: plain PyTorch, eager, the same models and batches
+#   decode    hsm generate of 200 tokens, cached and uncached; hsm bench's decoding rates
+#   compiled  the peer under torch.compile at batch 256: compiled in the background from the
+#             build on (a minute or more per model, on the CPU), held before the timed stages,
+#             timed last
+# Report: OUT/gpu_check.json (OUT: --out, else $OUT, else gpu_check_out/), logs in OUT/logs/.
+# Whole run on one H100/H200: about 6 minutes (build about 90-100 s with 16 cores); --budget
+# (default 400 s) skips what would start too late (and stops a stage at it), saying so.
+# --quick (for trying the script on a CPU): 20 steps of batch 4, two hsm_ab seeds, small bench.
+# --force-debs: unpack the .debs even where the system has the packages (to try that path).
+set -u
+# Every variable is exported and every function too (export -f below): stage runs its command
+# under timeout(1), in a new bash, which must see them.
+set -a
+export LC_ALL=C
+
+debs=.gpu-debs
+data=""
+out=${OUT:-gpu_check_out}
+device=cuda
+quick=0
+budget=400
+jobs=$(nproc 2> /dev/null || echo 4)
+build=""
+torch_dir=""
+force_debs=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --debs) debs=$2; shift 2 ;;
+    --data) data=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --budget) budget=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --torch-dir) torch_dir=$2; shift 2 ;;
+    --force-debs) force_debs=1; shift ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ ! -f CMakeLists.txt ] || [ ! -d engine ]; then
+  echo "gpu_check: run from the repository root" >&2
+  exit 2
+fi
+repo=$(pwd)
+[ -n "$data" ] || data=$debs/data/tinystories-sample.txt
+# OUT's logs/, results/ and status/ are this script's: a previous report's are replaced, anything
+# else there is left alone (and stops the script).
+if [ -e "$out/gpu_check.json" ]; then
+  rm -rf "$out/logs" "$out/results" "$out/status" "$out/gpu_check.json"
+elif [ -e "$out/logs" ] || [ -e "$out/results" ] || [ -e "$out/status" ]; then
+  echo "gpu_check: '$out' holds logs/, results/ or status/ but no gpu_check.json: not a report of this script" >&2
+  exit 2
+fi
+mkdir -p "$out/logs" "$out/results" || exit 2
+out=$(cd "$out" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/hsm_gpu_check.XXXXXX") || exit 2
+[ -n "$build" ] || build=$work/build
+status_dir=$out/status
+mkdir -p "$status_dir"
+t_start=$(date +%s)
+deadline=$((t_start + budget))
+
+log() { echo "[gpu_check $(($(date +%s) - t_start))s] $*"; }
+left() { echo $((deadline - $(date +%s))); }
+
+# record NAME STATUS SECONDS [NOTE]: one line per stage, read back into the report.
+record() { printf '%s\t%s\t%s\n' "$2" "$3" "${4:-}" > "$status_dir/$1"; }
+
+# stage NAME LIMIT_S COMMAND...: runs COMMAND (its output in logs/NAME.log) for at most LIMIT_S
+# seconds and no later than the budget allows; skipped when under 10 s of the budget are left.
+stage() {
+  local name=$1 limit=$2
+  shift 2
+  local l
+  l=$(left)
+  if [ "$l" -lt 10 ]; then
+    record "$name" skipped 0 "out of the time budget"
+    log "$name: skipped (out of the time budget)"
+    return 99
+  fi
+  [ "$limit" -gt "$l" ] && limit=$l
+  log "$name (at most ${limit}s)"
+  local fn
+  # shellcheck disable=SC2163
+  for fn in $(declare -F | awk '{print $3}'); do export -f "$fn"; done
+  local t0 rc
+  t0=$(date +%s.%N)
+  # timeout(1) kills the command's whole process group when the limit passes.
+  timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >> "$out/logs/$name.log" 2>&1
+  rc=$?
+  local secs
+  secs=$(python3 -c "import sys; print(round($(date +%s.%N) - $t0, 2))" 2> /dev/null || echo 0)
+  if [ $rc -eq 0 ]; then
+    record "$name" ok "$secs"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    record "$name" timeout "$secs" "killed after ${limit}s"
+  else
+    record "$name" failed "$secs" "exit $rc: $(tail -3 "$out/logs/$name.log" | tr '\t\n' '  ' | cut -c1-400)"
+  fi
+  log "$name: $(cut -f1 "$status_dir/$name") in ${secs}s"
+  return $rc
+}
+
+# The sizes: the issue's (400 x 32 x 128, four seeds, batch 32 and 256), or --quick's for a CPU.
+steps=400 batch=32 seeds="1 2 3 4" bench_batches="32 256" bench_steps=20 eval_max="" bench_limit=120
+if [ $quick -eq 1 ]; then  # a CPU takes minutes for hsm bench's peaks and evaluations alone
+  steps=20 batch=4 seeds="1 2" bench_batches="4 8" bench_steps=2 eval_max="--max-windows 64" bench_limit=400
+fi
+bench_batches_all=$bench_batches
+
+# ---- env -----------------------------------------------------------------------------------------
+env_info() {
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 || echo "no nvidia-smi"
+  g++ --version | head -1
+  cmake --version | head -1
+  ninja --version 2>&1 | head -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())'
+  nproc
+}
+stage env 30 env_info
+cp "$out/logs/env.log" "$out/results/env.txt" 2> /dev/null
+
+# ---- deps ----------------------------------------------------------------------------------------
+prefix=$work/deps
+unpack_debs() {
+  shopt -s nullglob
+  local d n=0
+  for d in "$debs"/*.deb; do
+    dpkg -x "$d" "$prefix" || return 1
+    n=$((n + 1))
+  done
+  [ $n -gt 0 ] || { echo "no .deb in '$debs'"; return 1; }
+  # Debian's sentencepiece.pc names /usr: point it at the unpacked prefix.
+  local pc
+  for pc in "$prefix"/usr/lib/*/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc; do
+    sed -i "s#^prefix=/usr\$#prefix=$prefix/usr#" "$pc"
+  done
+  echo "unpacked $n packages into $prefix"
+  ls "$prefix"/usr/lib/x86_64-linux-gnu | head -40
+}
+have_system_deps() {
+  pkg-config --exists sentencepiece 2> /dev/null && [ -d /usr/include/nlohmann ] && [ -d /usr/include/CLI ] &&
+    [ -d /usr/include/gtest ]
+}
+cmake_prefix=""
+if [ $force_debs -eq 0 ] && have_system_deps; then
+  record deps ok 0 "the system has the packages"
+  log "deps: the system has them"
+elif stage deps 60 unpack_debs; then
+  export PATH=$prefix/usr/bin:$PATH
+  export PKG_CONFIG_PATH=$prefix/usr/lib/x86_64-linux-gnu/pkgconfig:$prefix/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  cmake_prefix=$prefix/usr
+fi
+
+# ---- build ---------------------------------------------------------------------------------------
+if [ -z "$torch_dir" ] && [ "$device" != cpu ]; then
+  torch_dir=$(python3 -c 'import torch.utils, os; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))' 2> /dev/null)
+fi
+launcher=""
+command -v ccache > /dev/null && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+# ninja may live beside the Python that has torch (a venv's bin/), off PATH.
+if ! command -v ninja > /dev/null; then
+  py_bin=$(dirname "$(readlink -f "$(command -v python3)")")
+  for d in "$(dirname "$(command -v python3)")" "$py_bin"; do
+    [ -x "$d/ninja" ] && PATH=$PATH:$d && break
+  done
+fi
+generator="-G Ninja"
+command -v ninja > /dev/null || generator=""
+keep_going="-k 0"
+[ -n "$generator" ] || keep_going="-k"
+# configure FAST TESTS: HSM_CUDA_FAST and HSM_BUILD_TESTS as given.
+configure() {
+  echo "== configure: HSM_CUDA_FAST=$1 HSM_BUILD_TESTS=$2 TORCH_DIR=${torch_dir:-<default>}"
+  # shellcheck disable=SC2086
+  cmake -S "$repo" -B "$build" $generator -DCMAKE_BUILD_TYPE=Release -DHSM_BUILD_APP=OFF -DHSM_BUILD_TESTS="$2" \
+    -DHSM_CUDA_FAST="$1" ${torch_dir:+-DTORCH_DIR="$torch_dir"} ${cmake_prefix:+-DCMAKE_PREFIX_PATH="$cmake_prefix"} \
+    $launcher
+}
+# is_built TARGET: up to date (a dry run with nothing to do).
+is_built() {
+  if [ -n "$generator" ]; then
+    cmake --build "$build" --target "$1" -- -n 2> /dev/null | grep -q "no work to do"
+  else
+    make -C "$build" -q "$1" > /dev/null 2>&1
+  fi
+}
+# build_targets TARGET...: all of them, going on past a failing one (hsm is built even when a
+# test does not compile); the exit says whether every one is built.
+build_targets() {
+  # shellcheck disable=SC2086
+  cmake --build "$build" -j "$jobs" --target "$@" -- $keep_going
+  local t rc=0
+  for t in "$@"; do
+    is_built "$t" || { echo "== $t did not build"; rc=1; }
+  done
+  return $rc
+}
+hsm=$build/engine/cli/hsm
+tests=ON
+stage configure 120 configure ON ON || { tests=OFF; stage configure_without_tests 120 configure ON OFF; }
+targets="hsm"
+[ $tests = ON ] && targets="hsm test_cuda test_cuda_cli"
+# shellcheck disable=SC2086
+stage build 420 build_targets $targets
+build_note="HSM_CUDA_FAST=ON HSM_BUILD_TESTS=$tests"
+if ! is_built hsm; then
+  # The fused CUDA code is what this machine's LibTorch may refuse: without it, the rest still runs.
+  build_note="HSM_CUDA_FAST=OFF HSM_BUILD_TESTS=$tests"
+  # shellcheck disable=SC2086
+  stage configure_fast_off 120 configure OFF $tests && stage build_fast_off 300 build_targets $targets
+fi
+if is_built hsm && [ -x "$hsm" ]; then
+  record build_result ok 0 "$build_note"
+else
+  record build_result failed 0 "hsm did not build (logs/build*.log)"
+  hsm=""
+fi
+
+# ---- bindings ------------------------------------------------------------------------------------
+check_bindings() {
+  local libstdcxx objects=()
+  libstdcxx=$(g++ -print-file-name=libstdc++.so.6)
+  local f
+  # hsm, the tokenizer plugin and one LibTorch test program (the others are linked the same way).
+  for f in "$hsm" "$build"/lib/libhsm_sentencepiece.so "$build/tests/test_cuda"; do
+    [ -f "$f" ] && objects+=("$f")
+  done
+  echo "== readelf -d $hsm (NEEDED)"
+  readelf -d "$hsm" | grep NEEDED
+  bash "$repo/cmake/check_std_bindings.sh" "$libstdcxx" "${objects[@]}"
+}
+if [ -n "$hsm" ]; then
+  stage bindings 120 check_bindings
+  cp "$out/logs/bindings.log" "$out/results/bindings.txt" 2> /dev/null
+else
+  record bindings skipped 0 "nothing built"
+fi
+
+# ---- the compiled peer, compiled in the background -------------------------------------------------
+# torch.compile takes a minute or more per model, on the CPU: it compiles and warms up while the
+# tests, the trainings and the evaluations run (nothing timed), holds before the timed stages,
+# and times its 20 steps at the end, when the GPU is free again.
+compile_models="hsm_ab gpt"
+[ $quick -eq 1 ] && compile_models="hsm_ab"
+compile_ready=$work/compile_ready
+compile_go=$work/compile_go
+compile_pid=""
+compile_t0=$(date +%s)
+if [ "$(left)" -gt 60 ]; then
+  log "peer_compile: compiling in the background"
+  # shellcheck disable=SC2086
+  timeout --kill-after=10 "$(left)" python3 "$repo/bench/gpu_reference_speed.py" --compile --device "$device" \
+    --models $compile_models --batch "${bench_batches_all##* }" --steps 20 --deadline "$deadline" \
+    --ready "$compile_ready" --go "$compile_go" > "$out/results/peer_compile.jsonl" 2> "$out/logs/peer_compile.log" &
+  compile_pid=$!
+fi
+
+# ---- tests ---------------------------------------------------------------------------------------
+# The suites labelled cuda (`ctest -L cuda` runs the same), each binary once, side by side: one
+# CUDA start-up per binary instead of one per test.
+run_tests() {
+  local t rc=0
+  for t in test_cuda test_cuda_cli; do
+    "$build/tests/$t" --gtest_color=no > "$out/results/$t.txt" 2>&1 &
+  done
+  for t in test_cuda test_cuda_cli; do
+    wait -n || rc=1
+  done
+  for t in test_cuda test_cuda_cli; do
+    echo "== $t"
+    grep -E "^\[  (FAILED|SKIPPED|PASSED) |^\[==========\]|Failure|fused AdamW|no CUDA" "$out/results/$t.txt" | head -60
+  done
+  return $rc
+}
+if [ -x "$build/tests/test_cuda" ] && [ -x "$build/tests/test_cuda_cli" ] && [ -n "$hsm" ]; then
+  stage tests 180 run_tests
+  cp "$out/logs/tests.log" "$out/results/tests.txt" 2> /dev/null
+else
+  record tests skipped 0 "the CUDA tests were not built (logs/build*.log)"
+fi
+
+# ---- train and eval ------------------------------------------------------------------------------
+tokenizer=$repo/resources/models/hsm_ab/tokenizer.model
+cache=$work/cache
+runs=$work/runs
+mkdir -p "$runs"
+train_one() {  # MODEL SEED
+  "$hsm" train --preset "$1" --steps "$steps" --batch "$batch" --seed "$2" --device "$device" --data "$data" \
+    --tokenizer "$tokenizer" --cache-dir "$cache" --out "$runs/$1_s$2" --json > "$out/results/train_$1_s$2.out"
+  local rc=$?
+  cat "$out/results/train_$1_s$2.out"
+  return $rc
+}
+eval_one() {  # MODEL SEED DEVICE
+  # shellcheck disable=SC2086
+  "$hsm" eval "$runs/$1_s$2" --device "$3" --cache-dir "$cache" $eval_max --json > "$out/results/eval_$1_s$2_$3.out"
+  local rc=$?
+  cat "$out/results/eval_$1_s$2_$3.out"
+  return $rc
+}
+if [ -n "$hsm" ] && [ -f "$data" ]; then
+  for run in $(for s in $seeds; do echo "hsm_ab:$s"; done) gpt:1; do
+    stage "train_${run%%:*}_s${run##*:}" 90 train_one "${run%%:*}" "${run##*:}"
+  done
+  for run in $(for s in $seeds; do echo "hsm_ab:$s"; done) gpt:1; do
+    [ -d "$runs/${run%%:*}_s${run##*:}" ] && stage "eval_${run%%:*}_s${run##*:}_$device" 60 eval_one "${run%%:*}" "${run##*:}" "$device"
+  done
+  [ "$device" != cpu ] && [ -d "$runs/hsm_ab_s1" ] && stage eval_hsm_ab_s1_cpu 60 eval_one hsm_ab 1 cpu
+else
+  record train skipped 0 "no hsm built, or no corpus at '$data'"
+fi
+
+# ---- bench, peer ---------------------------------------------------------------------------------
+bench_one() {  # BATCH
+  "$hsm" bench gpt hsm_ab hybrid_0_6 --batch "$1" --steps "$bench_steps" --no-decode --device "$device" --json \
+    > "$out/results/bench_b$1.json"
+  local rc=$?
+  cat "$out/results/bench_b$1.json"
+  return $rc
+}
+peer() {  # MODE(eager|compile) MODELS...
+  local mode=$1
+  shift
+  local flag=""
+  [ "$mode" = compile ] && flag=--compile
+  # shellcheck disable=SC2086
+  python3 "$repo/bench/gpu_reference_speed.py" --device "$device" --models "$@" --batch $peer_batches \
+    --steps "$bench_steps" $flag --deadline "$deadline" | tee -a "$out/results/peer_$mode.jsonl"
+  return "${PIPESTATUS[0]}"
+}
+# wait_compile_ready: the background compile done (or given up on), so it does not share the CPU
+# with what is timed next; at most 150 s and never past the budget.
+wait_compile_ready() {
+  [ -n "$compile_pid" ] || return 0
+  local limit=$(( $(left) - 60 ))
+  [ $limit -gt 150 ] && limit=150
+  local t0
+  t0=$(date +%s)
+  log "waiting for the background compile (at most ${limit}s)"
+  while [ ! -f "$compile_ready" ] && kill -0 "$compile_pid" 2> /dev/null && [ $(($(date +%s) - t0)) -lt $limit ]; do
+    sleep 1
+  done
+  if [ -f "$compile_ready" ]; then
+    log "compiled"
+  elif kill -0 "$compile_pid" 2> /dev/null; then
+    log "not compiled yet: the timed stages share the CPU with it"
+  else
+    log "the background compile ended without being ready (logs/peer_compile.log)"
+  fi
+}
+wait_compile_ready
+peer_batches=$bench_batches
+if [ -n "$hsm" ]; then
+  for b in $bench_batches; do stage "bench_b$b" "$bench_limit" bench_one "$b"; done
+fi
+rm -f "$out/results/peer_eager.jsonl"
+stage peer_eager 150 peer eager gpt hsm_ab hybrid_0_6
+
+# ---- decode --------------------------------------------------------------------------------------
+generate_one() {  # DEVICE CACHE(cached|uncached)
+  local extra=""
+  [ "$2" = uncached ] && extra=--no-cache
+  # shellcheck disable=SC2086
+  "$hsm" generate "$runs/hsm_ab_s1" --prompt "Once upon a time" --max-tokens 200 --no-stop --temperature 0 \
+    --device "$1" $extra --json > "$out/results/generate_$1_$2.json"
+}
+bench_decode() {
+  "$hsm" bench hsm_ab gpt --batch 1 --steps 1 --tokens 200 --device "$device" --json > "$out/results/bench_decode.json"
+  local rc=$?
+  cat "$out/results/bench_decode.json"
+  return $rc
+}
+if [ -n "$hsm" ] && [ -d "$runs/hsm_ab_s1" ]; then
+  for c in cached uncached; do stage "generate_${device}_$c" 60 generate_one "$device" "$c"; done
+  [ "$device" != cpu ] && stage generate_cpu_cached 60 generate_one cpu cached
+  stage bench_decode 90 bench_decode
+fi
+
+# ---- the compiled peer's timing (last) ------------------------------------------------------------
+if [ -n "$compile_pid" ]; then
+  touch "$compile_go"
+  log "peer_compile: timing"
+  t0=$(date +%s)
+  wait "$compile_pid"
+  rc=$?
+  cat "$out/results/peer_compile.jsonl" >> "$out/logs/peer_compile.log"
+  secs=$(($(date +%s) - compile_t0))
+  if [ $rc -eq 0 ]; then
+    record peer_compile ok "$secs" "compiled in the background from ${compile_t0}; timed at the end"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    record peer_compile timeout "$secs" "stopped at the time budget"
+  else
+    record peer_compile failed "$secs" "exit $rc: $(tail -3 "$out/logs/peer_compile.log" | tr '\t\n' '  ' | cut -c1-400)"
+  fi
+  log "peer_compile: $(cut -f1 "$status_dir/peer_compile") after $(($(date +%s) - t0))s of timing"
+else
+  record peer_compile skipped 0 "out of the time budget"
+fi
+
+# ---- the report ----------------------------------------------------------------------------------
+log "report"
+python3 - "$out" "$status_dir" "$device" "$quick" "$budget" "$t_start" << 'PY'
+import glob, json, os, statistics, sys, time
+out, status_dir, device, quick, budget, t_start = sys.argv[1:7]
+res = os.path.join(out, "results")
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+        at = text.rfind("\n{")
+        return json.loads(text[at + 1:] if at >= 0 else text[text.index("{"):])
+    except Exception as e:  # noqa: BLE001
+        return {"error": "%s: %s" % (os.path.basename(path), e)}
+
+def load_lines(path):
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    rows.append(json.loads(line))
+    except Exception:  # noqa: BLE001
+        pass
+    return rows
+
+stages = {}
+for p in sorted(glob.glob(os.path.join(status_dir, "*"))):
+    with open(p) as f:
+        parts = f.read().rstrip("\n").split("\t")
+    stages[os.path.basename(p)] = {"status": parts[0], "seconds": float(parts[1] or 0),
+                                   **({"note": parts[2]} if len(parts) > 2 and parts[2] else {})}
+
+report = {"device": device, "quick": quick == "1", "budget_s": int(budget),
+          "wall_s": round(time.time() - int(t_start), 1), "stages": stages}
+try:
+    report["env"] = open(os.path.join(res, "env.txt")).read().splitlines()
+except OSError:
+    pass
+
+train = {}
+for p in sorted(glob.glob(os.path.join(res, "train_*.out"))):
+    name = os.path.basename(p)[len("train_"):-len(".out")]
+    train[name] = load_json(p)
+    for dev in ("cuda", "cpu"):
+        e = os.path.join(res, "eval_%s_%s.out" % (name, dev))
+        if os.path.exists(e):
+            ej = load_json(e)
+            train[name]["eval_" + dev] = {k: ej.get(k) for k in ("loss", "accuracy", "tokens", "seconds", "error")
+                                          if k in ej}
+report["train"] = train
+losses = [v.get("val_loss") for k, v in train.items() if k.startswith("hsm_ab_") and v.get("val_loss") is not None]
+if losses:
+    report["hsm_ab_val_loss"] = {"seeds": len(losses), "min": min(losses), "max": max(losses),
+                                 "mean": statistics.mean(losses)}
+
+peers = {}
+for mode in ("eager", "compile"):
+    for row in load_lines(os.path.join(res, "peer_%s.jsonl" % mode)):
+        peers[(row.get("model"), row.get("batch"), mode)] = row
+speed = []
+bench = {}
+for p in sorted(glob.glob(os.path.join(res, "bench_b*.json"))):
+    j = load_json(p)
+    bench[os.path.basename(p)[:-5]] = {k: j.get(k) for k in ("sgemm_peak_gflops", "peak_kind", "error") if k in j}
+    for m in j.get("models", []):
+        row = {"model": m["name"], "batch": m["batch"], "hsm_tokens_per_s": m["train_tokens_per_s"],
+               "mfu": m.get("mfu")}
+        for mode in ("eager", "compile"):
+            peer = peers.get((m["name"], m["batch"], mode), {})
+            if "train_tokens_per_s" in peer:
+                row[mode + "_tokens_per_s"] = peer["train_tokens_per_s"]
+                row["hsm_vs_" + mode] = m["train_tokens_per_s"] / peer["train_tokens_per_s"]
+            elif peer:
+                row[mode + "_note"] = peer.get("error") or peer.get("skipped")
+        speed.append(row)
+report["bench"] = bench
+report["speed"] = speed
+report["peer_rows"] = [dict(r) for r in peers.values()]
+
+decode = {}
+for p in sorted(glob.glob(os.path.join(res, "generate_*.json"))):
+    j = load_json(p)
+    decode[os.path.basename(p)[len("generate_"):-5]] = {k: j.get(k) for k in ("seconds", "tokens_per_s", "decoder",
+                                                                               "cached", "error") if k in j}
+bd = load_json(os.path.join(res, "bench_decode.json")) if os.path.exists(os.path.join(res, "bench_decode.json")) else {}
+decode["bench"] = [{k: m.get(k) for k in ("name", "decode_cached_tokens_per_s", "decode_uncached_tokens_per_s",
+                                          "cached_vs_uncached")} for m in bd.get("models", [])]
+c, u = decode.get(device + "_cached", {}), decode.get(device + "_uncached", {})
+if c.get("tokens_per_s") and u.get("tokens_per_s"):
+    decode["generate_cached_vs_uncached"] = c["tokens_per_s"] / u["tokens_per_s"]
+report["decode"] = decode
+for name in ("bindings.txt", "tests.txt"):
+    try:
+        lines = open(os.path.join(res, name)).read().splitlines()
+        report[name[:-4] + "_tail"] = lines[-25:]
+    except OSError:
+        pass
+
+path = os.path.join(out, "gpu_check.json")
+with open(path + ".tmp", "w") as f:
+    json.dump(report, f, indent=2)
+os.replace(path + ".tmp", path)
+print(json.dumps({k: report[k] for k in ("wall_s", "hsm_ab_val_loss", "speed") if k in report}, indent=1))
+print("stages:", ", ".join("%s=%s" % (k, v["status"]) for k, v in stages.items()))
+print("report:", path)
+PY
+rc=$?
+rm -rf "$work"
+log "done"
+exit $rc

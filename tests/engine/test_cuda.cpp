@@ -1,0 +1,276 @@
+// The engine on CUDA against the CPU (issue 49), and the training step that does not wait for
+// the GPU (AdamW::clip_and_step), which the CPU can check too.
+//
+// Cuda.*: skipped, saying so, where this LibTorch or machine has no CUDA GPU (ctest label cuda;
+// bench/gpu_check.sh runs them on a GPU). DeviceStep.*: everywhere.
+//
+// Tolerances. fp32 on the GPU against fp32 on the CPU: the same operations in another summation
+// order (cuBLAS, our CPU kernels), so a few ulps per sum; 1e-4 of the largest magnitude covers
+// it with room and is 1000x below what a wrong kernel (a missing term, a wrong shift, a wrong
+// bias correction) does. bf16 autocast: bf16 keeps 8 significant bits (unit roundoff 2^-9, about
+// 0.2%); a mixer's output goes through two or three rounded matrix products whose d-term sums
+// (d = 32 here) add error of about sqrt(d) x 0.2% of their terms' size, about 1%; we allow 5% of
+// the largest magnitude, still far below the O(100%) of a wrong result.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "hsm/mixer_kind.h"
+#include "model/mixers/mixer.h"
+#include "model/model.h"
+#include "model/torch_compat.h"
+#include "train/adamw.h"
+
+using namespace hsm;
+
+namespace {
+
+constexpr int64_t kD = 32, kT = 24, kB = 2;
+
+#define HSM_REQUIRE_CUDA()                                                                      \
+  do {                                                                                          \
+    if (!torch::cuda::is_available())                                                           \
+      GTEST_SKIP() << "no CUDA GPU here (this LibTorch " << compat::torch_version()            \
+                   << (torch::hasCUDA() ? " has CUDA, but no GPU is visible)" : " has no CUDA)"); \
+  } while (0)
+
+// |a - b| <= tol x max|b|, elementwise; the message names the worst element.
+::testing::AssertionResult close_to(const torch::Tensor& a, const torch::Tensor& b, double tol) {
+  const auto A = a.detach().to(torch::kCPU, torch::kDouble), B = b.detach().to(torch::kCPU, torch::kDouble);
+  if (A.sizes() != B.sizes()) return ::testing::AssertionFailure() << "shapes differ";
+  const double scale = std::max(B.abs().max().item<double>(), 1e-12);
+  const double worst = (A - B).abs().max().item<double>();
+  if (std::isfinite(worst) && worst <= tol * scale) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "largest difference " << worst << " > " << tol << " x " << scale;
+}
+
+// bf16 gradients are compared in norm: bf16 keeps 8 significant bits (rounding 2^-9, ~0.2%), and
+// through two matrix products and a ReLU (hsm_fusion, hsm_gate1) an input within rounding of zero
+// can switch its ReLU on one device and not the other, so a single entry of a weight's gradient
+// was seen 8% of the largest apart on an H200 while the whole gradient agrees to a few percent.
+::testing::AssertionResult close_in_norm(const torch::Tensor& a, const torch::Tensor& b, double tol) {
+  const auto A = a.detach().to(torch::kCPU, torch::kDouble), B = b.detach().to(torch::kCPU, torch::kDouble);
+  if (A.sizes() != B.sizes()) return ::testing::AssertionFailure() << "shapes differ";
+  const double scale = std::max(B.norm().item<double>(), 1e-12);
+  const double diff = (A - B).norm().item<double>();
+  if (std::isfinite(diff) && diff <= tol * scale) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "difference in norm " << diff << " > " << tol << " x " << scale;
+}
+
+ModelConfig tiny_config(const std::string& mixer_a = "hsm_ab", const std::string& mixer_b = "attn") {
+  ModelConfig c;
+  c.name = "tiny";
+  c.vocab_size = 64;
+  c.d_model = kD;
+  c.context = kT;
+  c.dropout = 0.0;
+  c.layers = {LayerSpec{mixer_a, 64, mixer_info(mixer_a).multi_head ? 4 : 1},
+              LayerSpec{mixer_b, 64, mixer_info(mixer_b).multi_head ? 4 : 1}};
+  return c;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> named(torch::nn::Module& m) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : m.named_parameters()) out.emplace_back(p.key(), p.value());
+  return out;
+}
+
+// Every registered mixer (hsm/mixer_kind.h).
+std::vector<std::string> every_mixer_id() {
+  std::vector<std::string> ids;
+  for (const MixerInfo& m : all_mixers()) ids.push_back(m.id);
+  return ids;
+}
+
+class CudaMixer : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+// ---- the step without a host sync, on any device ----------------------------------------------
+
+// clip_and_step = torch::nn::utils::clip_grad_norm_ then step: the clip as a gradient scale on the
+// device gives the weights the host-side clip gives (here with the norm far above the limit).
+// Adam's update is nearly blind to a gradient's scale (m / sqrt(v)), so an eps of 1 makes it
+// about lr x gradient here: a clip that is off (or missing) moves the weights by as much.
+TEST(DeviceStep, ClipAndStepEqualsClipGradNormThenStep) {
+  const auto config = tiny_config();
+  torch::manual_seed(0);
+  Gpt a(config);
+  torch::manual_seed(0);
+  Gpt b(config);
+  auto x = torch::randint(0, config.vocab_size, {kB, kT}), y = torch::randint(0, config.vocab_size, {kB, kT});
+  AdamWOptions o;
+  o.eps = 1.0;
+  AdamW opt_a(named(*a), o), opt_b(named(*b), o);
+  for (int step = 0; step < 3; ++step) {
+    auto la = a->loss(x, y) * 50, lb = b->loss(x, y) * 50;  // a gradient norm well above 1
+    opt_a.zero_grad();
+    opt_b.zero_grad();
+    la.backward();
+    lb.backward();
+    const double norm = torch::nn::utils::clip_grad_norm_(a->parameters(), 1.0);
+    ASSERT_GT(norm, 2.0) << "the clip must act for this test to mean something";
+    opt_a.step(0.01);
+    const auto bad = opt_b.clip_and_step(0.01, 1.0, lb);
+    EXPECT_FALSE(bad.item<bool>());
+  }
+  // Against each tensor's update (its change over the steps), not its size.
+  torch::manual_seed(0);
+  Gpt start(config);
+  const auto pa = a->parameters(), pb = b->parameters(), p0 = start->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(close_to(pb[i] - p0[i], pa[i] - p0[i], 1e-4)) << i;
+}
+
+// A non-finite loss or gradient: flagged, and the update skipped (the weights stay finite).
+TEST(DeviceStep, NonFiniteLossOrGradientSkipsTheUpdate) {
+  torch::manual_seed(1);
+  Gpt model(tiny_config());
+  auto x = torch::randint(0, 64, {kB, kT}), y = torch::randint(0, 64, {kB, kT});
+  AdamW opt(named(*model), {});
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
+  auto loss = model->loss(x, y) * std::numeric_limits<double>::quiet_NaN();
+  opt.zero_grad();
+  loss.backward();
+  EXPECT_TRUE(opt.clip_and_step(0.01, 1.0, loss).item<bool>());
+  const auto after = model->parameters();
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(torch::equal(after[i], before[i])) << i;
+  // A finite loss then updates as usual.
+  loss = model->loss(x, y);
+  opt.zero_grad();
+  loss.backward();
+  EXPECT_FALSE(opt.clip_and_step(0.01, 1.0, loss).item<bool>());
+  EXPECT_FALSE(torch::equal(model->parameters().front(), before.front()));
+}
+
+TEST(DeviceStep, GlobalNormIsTheNormOfEveryElement) {
+  auto a = torch::randn({3, 4}), b = torch::randn({5}), c = torch::randn({});
+  const double expected = torch::cat({a.flatten(), b.flatten(), c.flatten()}).norm().item<double>();
+  EXPECT_NEAR(compat::global_norm({a, b, c}).item<double>(), expected, 1e-5 * expected);
+}
+
+// ---- CUDA against the CPU ----------------------------------------------------------------------
+
+// Each mixer's forward and backward on CUDA against the CPU: fp32, then bf16 autocast.
+TEST_P(CudaMixer, ForwardAndBackwardMatchTheCpu) {
+  HSM_REQUIRE_CUDA();
+  const std::string id = GetParam();
+  LayerSpec spec{id, 64, mixer_info(id).multi_head ? 4 : 1};
+  torch::manual_seed(3);
+  auto cpu = make_mixer(spec, 1, kD, 0.0, kT);
+  torch::manual_seed(3);
+  auto gpu = make_mixer(spec, 1, kD, 0.0, kT);
+  gpu->to(torch::kCUDA);
+  cpu->train();
+  gpu->train();
+  const auto x = torch::randn({kB, kT, kD});
+  const auto w = torch::randn({kB, kT, kD});  // a loss that weighs every output differently
+  for (const bool bf16 : {false, true}) {
+    if (bf16 && !compat::autocast_supported()) continue;
+    const double tol = bf16 ? 5e-2 : 1e-4;
+    auto xc = x.clone().requires_grad_(true), xg = x.to(torch::kCUDA).requires_grad_(true);
+    cpu->zero_grad();
+    gpu->zero_grad();
+    auto yc = cpu->forward(xc);
+    torch::Tensor yg;
+    {
+      compat::AutocastGuard autocast(torch::Device(torch::kCUDA), bf16);
+      yg = gpu->forward(xg);
+    }
+    EXPECT_TRUE(close_to(yg.to(torch::kFloat), yc, tol)) << id << (bf16 ? " bf16" : " fp32") << " forward";
+    (yc * w).sum().backward();
+    (yg.to(torch::kFloat) * w.to(torch::kCUDA)).sum().backward();
+    EXPECT_TRUE(bf16 ? close_in_norm(xg.grad(), xc.grad(), tol) : close_to(xg.grad(), xc.grad(), tol)) << id << (bf16 ? " bf16" : " fp32") << " input gradient";
+    const auto pc = cpu->named_parameters(), pg = gpu->named_parameters();
+    for (const auto& p : pc) {
+      const auto& g = pg[p.key()];
+      ASSERT_TRUE(g.grad().defined()) << id << " " << p.key();
+      EXPECT_TRUE(bf16 ? close_in_norm(g.grad(), p.value().grad(), tol) : close_to(g.grad(), p.value().grad(), tol))
+          << id << (bf16 ? " bf16 " : " fp32 ") << p.key();
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Registry, CudaMixer, ::testing::ValuesIn(every_mixer_id()),
+                         [](const auto& info) { return info.param; });
+
+// The fused update (one at::_fused_adamw_ on LibTorch 2.x) against the CPU's own kernel, on the
+// same gradients: weight decay on matrices only, bias corrections, the clip as a gradient scale.
+TEST(Cuda, FusedAdamWMatchesTheCpuKernel) {
+  HSM_REQUIRE_CUDA();
+  torch::manual_seed(4);
+  std::vector<std::pair<std::string, torch::Tensor>> pc = {{"w", torch::randn({16, 8}).requires_grad_()},
+                                                           {"b", torch::randn({8}).requires_grad_()},
+                                                           {"s", torch::randn({}).requires_grad_()}};
+  std::vector<std::pair<std::string, torch::Tensor>> pg;
+  for (const auto& [n, t] : pc) pg.emplace_back(n, t.detach().to(torch::kCUDA).requires_grad_());
+  AdamWOptions o;
+  o.weight_decay = 0.1;
+  AdamW cpu(pc, o), gpu(pg, o);
+  for (int step = 0; step < 4; ++step) {
+    for (size_t i = 0; i < pc.size(); ++i) {
+      auto g = torch::randn(pc[i].second.sizes());
+      pc[i].second.mutable_grad() = g;
+      pg[i].second.mutable_grad() = g.to(torch::kCUDA);
+    }
+    const auto scale = torch::full({}, 1.0 + step, torch::kFloat);
+    cpu.step(0.01, scale);
+    gpu.step(0.01, scale.to(torch::kCUDA));
+    for (size_t i = 0; i < pc.size(); ++i)
+      EXPECT_TRUE(close_to(pg[i].second, pc[i].second, 1e-5)) << pc[i].first << " step " << step;
+  }
+  std::printf("fused AdamW on CUDA: %s\n",
+              compat::fused_adamw_supported({pg[0].second}, {pg[0].second.grad()}) ? "yes (at::_fused_adamw_)" : "no (a loop per tensor)");
+}
+
+// A few training steps on CUDA follow the CPU's losses (fp32, no dropout; the CUDA side takes
+// the trainer's step: clip_and_step, fused where it can be).
+TEST(Cuda, TrainingStepsFollowTheCpusLosses) {
+  HSM_REQUIRE_CUDA();
+  const auto config = tiny_config();
+  torch::manual_seed(5);
+  Gpt cpu(config);
+  torch::manual_seed(5);
+  Gpt gpu(config);
+  gpu->to(torch::kCUDA);
+  AdamW oc(named(*cpu), {}), og(named(*gpu), {});
+  auto x = torch::randint(0, config.vocab_size, {4, kT}), y = torch::randint(0, config.vocab_size, {4, kT});
+  auto xg = x.to(torch::kCUDA), yg = y.to(torch::kCUDA);
+  for (int step = 0; step < 8; ++step) {
+    auto lc = cpu->loss(x, y);
+    auto lg = gpu->loss(xg, yg);
+    EXPECT_NEAR(lg.item<double>(), lc.item<double>(), 2e-3 * lc.item<double>()) << "step " << step;
+    oc.zero_grad();
+    og.zero_grad();
+    lc.backward();
+    lg.backward();
+    torch::nn::utils::clip_grad_norm_(cpu->parameters(), 1.0);
+    oc.step(3e-3);
+    EXPECT_FALSE(og.clip_and_step(3e-3, 1.0, lg).item<bool>());
+  }
+}
+
+// Decoding on CUDA with caches (prefill, then a token at a time) gives the logits of running the
+// whole window again for every token.
+TEST(Cuda, CachedDecodingEqualsUncached) {
+  HSM_REQUIRE_CUDA();
+  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{{"hsm_ab", "attn"}, {"attn", "hsm_ab"}}) {
+    torch::manual_seed(6);
+    Gpt model(tiny_config(a, b));
+    model->to(torch::kCUDA);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    auto seq = torch::randint(0, 64, {1, 4}, torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA));
+    DecodeState state;
+    auto logits = model->prefill(seq, state).reshape({-1});
+    for (int i = 0; i < 12; ++i) {
+      const auto full = model->forward(seq).select(1, -1).reshape({-1});
+      EXPECT_TRUE(close_to(logits, full, 1e-4)) << a << "+" << b << " token " << i;
+      auto next = full.argmax().view({1, 1});
+      seq = torch::cat({seq, next}, 1);
+      logits = model->step(next.view({1}), state).reshape({-1});
+    }
+  }
+}
