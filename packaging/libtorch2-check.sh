@@ -90,6 +90,9 @@ else
   mv "$partial" "$root"
   say "debootstrap took $(elapsed "$t0"); $(du -sh --one-file-system "$root" | cut -f1)"
 fi
+# One run per root at a time: a second one would unmount the first one's /proc, /dev and /src.
+exec 9>"$root/$marker.lock"
+flock -n 9 || die "another run is using '$root' (lock $root/$marker.lock)"
 # apt in the root: the same mirror, with contrib and non-free (libtorch-cuda-dev, the CUDA toolkit).
 printf 'deb %s %s main contrib non-free non-free-firmware\n' "$mirror" "$suite" "$mirror" "$suite-updates" \
   >"$root/etc/apt/sources.list.tmp"
@@ -104,6 +107,7 @@ cleanup() {
   done
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP  # so that the EXIT trap unmounts on a signal too
 mnt() {  # mnt TARGET-IN-ROOT mount-args...
   local target="$root$1"; shift
   mkdir -p "$target"
