@@ -18,12 +18,14 @@
 
 #include "commands.h"
 #include "eval_args.h"
+#include "output_file.h"
 #include "hsm/evaluator.h"
 #include "hsm/model.h"
 #include "hsm/task_run.h"
 #include "hsm/token_scores.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
+#include "hsm/files.h"
 
 namespace hsm::cli {
 namespace {
@@ -40,27 +42,31 @@ std::vector<std::string> ab_labels(const std::vector<AbEdit>& edits) {
   return labels;
 }
 
-// One JSON object per line and predicted token (docs/diagnostics.md §8).
+// One JSON object per line and predicted token (docs/diagnostics.md §8), written whole: a
+// temporary beside the file, then one rename (a link or a hard link at `path` is replaced,
+// never written through).
 void write_per_token(const std::string& path, const TokenScores& s, const Tokenizer& tokenizer) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("--per-token: cannot write " + path + " (is the folder there and writable?)");
+  std::string text;
   for (const TokenScore& t : s.tokens) {
-    out << nlohmann::json{{"window", t.window},
-                          {"position", t.position},
-                          {"input", t.input},
-                          {"target", t.target},
-                          {"loss", t.loss},
-                          {"prob", t.prob},
-                          {"rank", t.rank},
-                          {"distance", t.distance > 0 ? nlohmann::json(t.distance) : nlohmann::json()},
-                          {"document", t.document},
-                          {"train_count", t.train_count},
-                          {"target_text", tokenizer.piece(t.target)}}
-               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-        << '\n';
+    text += nlohmann::json{{"window", t.window},
+                           {"position", t.position},
+                           {"input", t.input},
+                           {"target", t.target},
+                           {"loss", t.loss},
+                           {"prob", t.prob},
+                           {"rank", t.rank},
+                           {"distance", t.distance > 0 ? nlohmann::json(t.distance) : nlohmann::json()},
+                           {"document", t.document},
+                           {"train_count", t.train_count},
+                           {"target_text", tokenizer.piece(t.target)}}
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    text += '\n';
   }
-  out.flush();
-  if (!out) throw std::runtime_error("--per-token: writing " + path + " failed (disk full?)");
+  try {
+    write_file_atomic(path, text, /*shared=*/true);  // a temporary of its own name, never <path>.tmp
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("--per-token: ") + e.what() + " (is the folder there and writable?)");
+  }
 }
 
 // Several runs, one table: refuses what would make the table meaningless (see the top).
@@ -130,6 +136,7 @@ Command add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Evaluate trained runs on a corpus (loss, accuracy), several in one table");
   struct Args : EvalArgs {
     std::string knock_out, set_ab, per_token;
+    bool force = false;
     int64_t examples = 1280;
   };
   auto a = std::make_shared<Args>();
@@ -156,7 +163,8 @@ Command add_eval_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_option("--per-token", a->per_token,
                   "Also write every predicted token's loss, prob, rank, position and distance to this JSONL file "
-                  "(docs/diagnostics.md §8)");
+                  "(docs/diagnostics.md §8); a new file unless --force");
+  cmd->add_flag("--force", a->force, "Replace an existing --per-token file (never one in the run folder or the corpus)");
   return {cmd, [a]() {
             a->run = a->runs.front();
             const bool several = a->runs.size() > 1;
@@ -171,6 +179,7 @@ Command add_eval_command(CLI::App& app) {
             if (several) return print_several(*a, setup);
             const EvalOptions& options = setup.options;
             const std::string& data = setup.data;
+            if (!a->per_token.empty()) check_output_file("--per-token", a->per_token, {a->run, data}, a->force);
             WhatIf edits;
             if (!a->knock_out.empty()) edits.knock_out = parse_knock_outs(a->knock_out);
             if (!a->set_ab.empty()) edits.ab = parse_ab_edits(a->set_ab);

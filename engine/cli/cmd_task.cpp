@@ -14,6 +14,10 @@
 namespace hsm::cli {
 namespace {
 
+// The most tokens `hsm task sample` makes in one call (--n x the task's context): 16M, about
+// 150 MB of JSON.
+constexpr int64_t kMaxSampleTokens = int64_t{1} << 24;
+
 nlohmann::json task_json(const Task& t) {
   nlohmann::json settings = nlohmann::json::array();
   for (const TaskSetting& s : t.settings())
@@ -91,13 +95,22 @@ Command add_task_command(CLI::App& app) {
             auto task = parse_task(a->spec);
             if (a->seed >= 0) task->set("seed", a->seed);
             const TaskSplit split = split_named(a->split);
-            nlohmann::json examples = nlohmann::json::array();
+            // Checked before anything is made (issue 46: 100,000 examples of 32,768 tokens were
+            // built as one JSON value and ended in an uncaught std::bad_alloc).
+            if (a->n > kMaxSampleTokens / task->context())
+              throw std::invalid_argument(
+                  "--n " + std::to_string(a->n) + " examples of " + std::to_string(task->context()) +
+                  " tokens each is more than the " + std::to_string(kMaxSampleTokens) +
+                  " tokens `hsm task sample` prints at once: give --n " +
+                  std::to_string(std::max<int64_t>(1, kMaxSampleTokens / task->context())) + " or fewer (and --first to go on)");
+            // --json: one example at a time, as it is made (the whole array is never held).
+            if (a->json) std::cout << "{\"task\":" << nlohmann::json(task->spec()).dump() << ",\"examples\":[";
             for (int64_t i = a->first; i < a->first + a->n; ++i) {
               const TaskExample ex = task->example(split, i);
               nlohmann::json j = {{"tokens", ex.tokens}, {"targets", ex.targets}, {"mask", ex.mask}};
               if (ex.difficulty >= 0) j["distance"] = ex.difficulty;
               if (a->json) {
-                examples.push_back(std::move(j));
+                std::cout << (i > a->first ? "," : "") << j.dump();
                 continue;
               }
               std::printf("example %lld:\n  tokens ", static_cast<long long>(i));
@@ -107,7 +120,7 @@ Command add_task_command(CLI::App& app) {
                 if (ex.mask[t]) std::printf(" @%zu->%d", t, ex.targets[t]);
               std::printf("\n");
             }
-            if (a->json) std::cout << nlohmann::json{{"task", task->spec()}, {"examples", examples}}.dump() << "\n";
+            if (a->json) std::cout << "]}\n";
             return 0;
           }};
 }

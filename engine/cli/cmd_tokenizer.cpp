@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "output_file.h"
 #include "hsm/tokenizer.h"
 
 namespace hsm::cli {
@@ -47,7 +48,7 @@ Command add_tokenizer_command(CLI::App& app) {
     int max_sentence_length = TokenizerTrainOptions{}.max_sentence_length;
     int threads = std::max(1u, std::thread::hardware_concurrency());
     uint64_t seed = TokenizerTrainOptions{}.seed;
-    bool json = false;
+    bool json = false, force = false;
   };
   auto args = std::make_shared<Args>();
   train->add_option("--data", args->data, "Corpus: TinyStories .txt, .json, .jsonl, a plain text file or a folder")
@@ -66,8 +67,11 @@ Command add_tokenizer_command(CLI::App& app) {
   train->add_option("--threads", args->threads, "Training threads")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--seed", args->seed, "Seed of the line sample")->capture_default_str();
   train->add_flag("--json", args->json, "Print the result as JSON");
+  train->add_flag("--force", args->force,
+                  "Replace an existing --out file (never one in a run folder, nor the corpus)");
 
   return {cmd, [args]() {
+            check_output_file("--out", args->out, {args->data}, args->force);  // before the training
             TokenizerTrainOptions o;
             o.vocab_size = args->vocab;
             o.input_sentence_size = args->input_sentence_size;

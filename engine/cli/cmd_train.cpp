@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <thread>
 
@@ -36,6 +37,32 @@ std::string duration_text(double s) {
   else
     std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
   return buf;
+}
+
+// The step of the run's last validation (metrics.jsonl), -1 when it has none: after a stop
+// during a validation it is an earlier step than the summary's (issue 46).
+int64_t val_step(const TrainSummary& s) {
+  int64_t at = -1;
+  try {
+    for (const MetricRecord& m : read_metrics(s.run_dir))
+      if (m.kind == "eval" && m.step <= s.steps && std::isfinite(m.val_loss)) at = m.step;
+  } catch (const std::exception&) {
+  }
+  return at;
+}
+
+// The summary's numbers, each only when known (a run stopped before its first validation has
+// no val loss; a resumed finished run trained nothing): never "nan" or an undefined tok/s.
+std::string summary_numbers(const TrainSummary& s) {
+  std::ostringstream out;
+  if (std::isfinite(s.val_loss)) {
+    out << "val loss " << s.val_loss << ", val accuracy " << s.val_accuracy;
+    if (const int64_t at = val_step(s); at >= 0 && at != s.steps) out << " (of step " << at << ")";
+  } else {
+    out << "no validation yet";
+  }
+  if (std::isfinite(s.tokens_per_s)) out << ", " << static_cast<long long>(s.tokens_per_s) << " tok/s";
+  return out.str();
 }
 
 // This process's arguments after the program name (/proc/self/cmdline), for the ranks the
@@ -259,13 +286,14 @@ Command add_train_command(CLI::App& app) {
                 j["answer_accuracy"] = s.answer_accuracy, j["sequence_accuracy"] = s.sequence_accuracy;
               if (std::isfinite(s.train_loss)) j["train_loss"] = s.train_loss;
               if (std::isfinite(s.tokens_per_s)) j["tokens_per_s"] = s.tokens_per_s;
+              if (const int64_t at = val_step(s); at >= 0) j["val_step"] = at;
               if (!s.warning.empty()) j["warning"] = s.warning;
               std::cout << j.dump(2) << "\n";
             } else {
-              std::cout << (s.stopped ? "stopped" : "finished") << " at step " << s.steps << "/" << s.total_steps
-                        << " (" << s.epochs << " epochs) in " << duration_text(s.wall_s) << ": val loss " << s.val_loss
-                        << ", val accuracy " << s.val_accuracy << ", " << static_cast<long long>(s.tokens_per_s)
-                        << " tok/s\n  run folder: " << s.run_dir << "\n";
+              std::cout << (s.stopped ? "stopped" : "finished") << " at step "
+                        << s.steps << "/" << s.total_steps << " (" << s.epochs << " epochs) in "
+                        << duration_text(s.wall_s) << ": " << summary_numbers(s) << "\n  run folder: " << s.run_dir
+                        << "\n";
             }
             if (!s.warning.empty()) std::cerr << "hsm: warning: " << s.warning << "\n";
             return s.stopped ? 130 : 0;

@@ -6,7 +6,14 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <QDir>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <filesystem>
 #include <QFile>
 #include <QJsonArray>
@@ -294,4 +301,43 @@ TEST(TaskRunViews, ADamagedTaskFileIsNamedWhenTheRunIsDiagnosed) {
   ASSERT_TRUE(view.run()) << view.lastError().toStdString();
   ASSERT_TRUE(wait_for([&] { return !view.isRunning(); }));
   EXPECT_TRUE(view.lastError().contains(QStringLiteral("task.json is damaged"))) << view.lastError().toStdString();
+}
+
+// Issue 46: a task.json that is a FIFO once blocked the GUI thread in RunList::open (the
+// studio's own --smoke --timeout never fired). The run opens at once (its curves show), and
+// diagnosing it names the file. A watchdog feeds the FIFO an end of file if the open waits on it.
+TEST(TaskRunViews, AFifoTaskFileNeverBlocksTheGuiThread) {
+  const QString copy = temp_root() + QStringLiteral("/fifo_task_run");
+  std::filesystem::remove_all(copy.toStdString());
+  std::filesystem::copy(task_run().toStdString(), copy.toStdString(), std::filesystem::copy_options::recursive);
+  const std::string fifo = copy.toStdString() + "/task.json";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  std::atomic<bool> opened{false}, fed{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 200 && !opened; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (!opened) {  // the open waits on the FIFO: a writer that closes at once lets it go on
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) {
+        fed = true;
+        ::close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  RunList runs;
+  EngineHost engine;
+  DiagnosticsView view(&runs, &engine);
+  int row = -1;
+  EXPECT_NO_THROW(row = runs.open(copy));
+  opened = true;
+  watchdog.join();
+  EXPECT_FALSE(fed) << "RunList::open waited on the FIFO task.json (the GUI thread was blocked)";
+  ASSERT_GE(row, 0);
+  EXPECT_FALSE(runs.at(row).metrics.empty());
+  runs.setCurrent(row);
+  ASSERT_TRUE(view.run()) << view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !view.isRunning(); }));
+  EXPECT_TRUE(view.lastError().contains(QStringLiteral("task.json"))) << view.lastError().toStdString();
+  EXPECT_TRUE(view.lastError().contains(QStringLiteral("FIFO"))) << view.lastError().toStdString();
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -133,6 +134,61 @@ TEST(Training, StopFromAnotherThreadCheckpointsAndResumes) {
   more.resume = true;
   more.train.steps = s.steps + 5;
   EXPECT_EQ(Trainer(more).run().steps, s.steps + 5);
+}
+
+// Issue 46: a stop that lands in the last step's validation. The step's weights are
+// checkpointed, the run says it stopped (with the validation it has, of an earlier step), and a
+// resume runs that validation and finishes the run without training a step more.
+TEST(Training, AStopDuringTheLastValidationKeepsTheLastStep) {
+  const std::string dir = temp_dir("stop_last_validation");
+  RunSpec spec = tiny_run(dir, make_corpus(dir), 20);
+  spec.train.checkpoint_every = 0;  // only the end's checkpoint holds step 20
+  TrainCallbacks cb;
+  Trainer* self = nullptr;
+  double val_loss_10 = NAN;
+  cb.on_metric = [&](const MetricRecord& m) {  // the last train point comes just before its validation
+    if (m.kind == "eval" && m.step == 10) val_loss_10 = m.val_loss;
+    if (m.kind == "train" && m.step == 20) std::thread([self] { self->stop(); }).join();
+  };
+  Trainer trainer(spec, cb);
+  self = &trainer;
+  const TrainSummary s = trainer.run();
+  EXPECT_TRUE(s.stopped) << "a stop during the last validation was reported as the end of the run";
+  EXPECT_EQ(s.steps, 20);
+  EXPECT_DOUBLE_EQ(s.val_loss, val_loss_10);  // the last validation there is: step 10's
+  const auto j = nlohmann::json::parse(std::ifstream(spec.run_dir + "/config.json"));
+  EXPECT_EQ(j["state"]["step"], 20) << "the last steps' training was lost";
+  EXPECT_EQ(j["metrics"]["val_step"], 10);
+  EXPECT_TRUE(fs::exists(spec.run_dir + "/checkpoints/step-000000000020"));
+  for (const auto& m : read_metrics_json(spec.run_dir)) EXPECT_FALSE(m["kind"] == "eval" && m["step"] == 20);
+
+  RunSpec again = spec;
+  again.resume = true;
+  const TrainSummary r = Trainer(again).run();
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(r.steps, 20);
+  EXPECT_TRUE(std::isfinite(r.val_loss));
+  EXPECT_NE(r.val_loss, val_loss_10);
+  int evals_at_20 = 0, trains_after_20 = 0;
+  for (const auto& m : read_metrics_json(spec.run_dir)) {
+    evals_at_20 += m["kind"] == "eval" && m["step"] == 20;
+    trains_after_20 += m["kind"] == "train" && m["step"] > 20;
+  }
+  EXPECT_EQ(evals_at_20, 1);
+  EXPECT_EQ(trains_after_20, 0);
+  const auto k = nlohmann::json::parse(std::ifstream(spec.run_dir + "/config.json"));
+  EXPECT_EQ(k["metrics"]["val_step"], 20);
+  EXPECT_DOUBLE_EQ(k["metrics"]["val_loss"].get<double>(), r.val_loss);
+  const auto c = nlohmann::json::parse(std::ifstream(spec.run_dir + "/checkpoints/step-000000000020/config.json"));
+  EXPECT_EQ(c["metrics"]["val_step"], 20);
+
+  // A third resume: finished, with its own numbers (issue 46: not NaN).
+  const TrainSummary f = Trainer(again).run();
+  EXPECT_FALSE(f.stopped);
+  EXPECT_EQ(f.steps, 20);
+  EXPECT_DOUBLE_EQ(f.val_loss, r.val_loss);
+  EXPECT_TRUE(std::isfinite(f.tokens_per_s));
+  EXPECT_TRUE(std::isfinite(f.train_loss));
 }
 
 TEST(Training, PauseHoldsTheLoopUntilResume) {

@@ -4,7 +4,6 @@
 
 #include <QCheckBox>
 #include <QDoubleSpinBox>
-#include <QFile>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -30,6 +29,7 @@
 #include "gui/views/probe_view.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/token_text.h"
+#include "hsm/files.h"
 #include "hsm/presets.h"
 
 namespace studio {
@@ -225,9 +225,15 @@ bool PlaygroundView::generateStory(const QString& prompt, int minTokens, int max
 void PlaygroundView::setCompareTrained(bool on) { compareTrained_->setChecked(on); }
 
 void PlaygroundView::loadPaperPrompts() {
-  QFile f(qstr(hsm::resources_dir()) + QStringLiteral("/prompts/hsm_table3.json"));
-  if (!f.open(QIODevice::ReadOnly)) return;
-  const QJsonArray prompts = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("prompts")).toArray();
+  // Read as every small file is (hsm/files.h): a FIFO or a device there never holds the GUI thread.
+  std::string text;
+  try {
+    text = hsm::read_text_file(hsm::resources_dir() + "/prompts/hsm_table3.json", "prompt set");
+  } catch (const std::exception&) {
+    return;
+  }
+  const QJsonArray prompts =
+      QJsonDocument::fromJson(QByteArray::fromStdString(text)).object().value(QStringLiteral("prompts")).toArray();
   for (const QJsonValue& v : prompts) {
     const QJsonObject o = v.toObject();
     const QString prompt = o.value(QStringLiteral("prompt")).toString();

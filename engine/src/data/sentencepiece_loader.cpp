@@ -62,7 +62,13 @@ const Library* open_library() {
     // its own copy first (kOpenFlags).
     void* handle = ::dlopen(file.c_str(), kOpenFlags);
     if (!handle) {
-      tried += "\n  " + file.string() + " (" + ::dlerror() + ")";
+      const std::string why = ::dlerror();
+      // The plugin is there but cannot be mapped: memory ran out (an address-space limit, ulimit
+      // -v), and another HSM_PLUGIN_DIR would not help (issue 46: the hint said it would).
+      if (why.find("map segment") != std::string::npos || why.find("allocate memory") != std::string::npos)
+        throw std::runtime_error("out of memory loading the tokenizer plugin " + file.string() + " (" + why +
+                                 "): raise the memory limit (ulimit -v) or free memory");
+      tried += "\n  " + file.string() + " (" + why + ")";
       continue;
     }
     using Entry = const Library* (*)();

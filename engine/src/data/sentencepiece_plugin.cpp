@@ -4,6 +4,9 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <new>
+#include <system_error>
+
 namespace hsm::spm {
 namespace {
 
@@ -15,6 +18,14 @@ template <typename Call>
 std::string guarded(Call&& call) {
   try {
     return call();
+  } catch (const std::bad_alloc&) {
+    return "sentencepiece ran out of memory (the machine's, or a limit such as ulimit -v): raise the limit or "
+           "free memory";
+  } catch (const std::system_error& e) {  // its trainer's threads under an address-space limit (issue 46)
+    if (e.code() == std::errc::resource_unavailable_try_again)
+      return std::string("sentencepiece could not start a thread (") + e.what() +
+             "): out of memory or processes; raise the memory limit (ulimit -v) or the process limit (ulimit -u)";
+    return std::string("sentencepiece failed: ") + e.what();
   } catch (const std::exception& e) {
     return std::string("sentencepiece failed: ") + e.what();
   } catch (...) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "hsm/cpu_threads.h"
@@ -200,6 +201,19 @@ struct FastDecoder::Impl {
     L.proj_w.mv(u.data(), L.proj_b.data(), y.data());
   }
 
+  // The residual stream as LibTorch's float32 LayerNorm would sum it: past FLT_MAX (or NaN) its
+  // mean overflows and every score is NaN, while this path's double sums stay finite and gave
+  // equal scores, a uniform draw that looked like generation (issue 46: embeddings of 3e38).
+  void check_stream(size_t layer) const {
+    double sum = 0;
+    for (int64_t i = 0; i < d; ++i) sum += std::fabs(static_cast<double>(h[i]));
+    if (!(sum < static_cast<double>(std::numeric_limits<float>::max())))
+      throw std::runtime_error("the model's next-token scores are not finite: its residual stream overflows float32 "
+                               "before layer " + std::to_string(layer) + " at position " + std::to_string(pos) +
+                               " (its weights overflow in computation); generate from an earlier checkpoint or "
+                               "without the edit");
+  }
+
   const float* step(int32_t token) {
     if (pos >= context) throw std::logic_error("decode state is full (" + std::to_string(context) + " positions)");
     if (token < 0 || token >= V)
@@ -208,18 +222,21 @@ struct FastDecoder::Impl {
     for (int64_t i = 0; i < d; ++i) h[i] = w.tok_emb[token * d + i] + w.pos_emb[pos * d + i];
     for (size_t l = 0; l < w.layers.size(); ++l) {
       const Layer& L = w.layers[l];
+      check_stream(l);
       fast::layer_norm(h.data(), L.ln1_w.data(), L.ln1_b.data(), xn.data(), d, kLayerNormEps);
       if (L.form == FastDecodeForm::kAttention)
         mix_attention(L, states[l]);
       else
         mix_shift(L, states[l]);
       for (int64_t i = 0; i < d; ++i) h[i] += y[i];
+      check_stream(l);
       fast::layer_norm(h.data(), L.ln2_w.data(), L.ln2_b.data(), xn.data(), d, kLayerNormEps);
       L.fc1_w.mv(xn.data(), L.fc1_b.data(), hidden.data());
       fast::gelu(hidden.data(), L.ffn);
       L.fc2_w.mv(hidden.data(), L.fc2_b.data(), y.data());
       for (int64_t i = 0; i < d; ++i) h[i] += y[i];
     }
+    check_stream(w.layers.size());
     fast::layer_norm(h.data(), w.lnf_w.data(), w.lnf_b.data(), xn.data(), d, kLayerNormEps);
     w.lm_head.mv(xn.data(), nullptr, logits.data());  // tied output layer
     ++pos;

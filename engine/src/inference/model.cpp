@@ -13,6 +13,7 @@
 #include "model/torch_compat.h"
 #include "io/run_json.h"
 #include "model/weights_io.h"
+#include "tasks/task_data.h"
 
 namespace fs = std::filesystem;
 
@@ -46,7 +47,7 @@ std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::
   // the tokenizer it was trained with, or is refused.
   if (const std::string task = run_task(run_dir); !task.empty()) {
     m.task = parse_task(task);
-    check_model_fits_task(m.config, *m.task);
+    check_run_fits_task(run_dir, m.config, *m.task);
   } else {
     m.tokenizer = load_run_tokenizer(run_dir, run);
   }

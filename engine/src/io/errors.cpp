@@ -1,6 +1,7 @@
 #include "hsm/errors.h"
 
 #include <new>
+#include <system_error>
 
 namespace hsm {
 namespace {
@@ -15,13 +16,19 @@ std::string without_tag(std::string s) {
 }
 
 const char* const kOutOfMemory =
-    "out of memory: the model or the batch needs more memory than this machine has; use a smaller --batch "
-    "or a smaller model";
+    "out of memory: this needs more memory than the process may use (the machine's, or a limit such as ulimit -v); "
+    "use a smaller --batch or a smaller model, or raise the limit";
 
 }  // namespace
 
 std::string error_text(const std::exception& e) {
   if (dynamic_cast<const std::bad_alloc*>(&e)) return kOutOfMemory;
+  // A thread that cannot get its stack (pthread_create: EAGAIN) under an address-space limit
+  // said only "Resource temporarily unavailable" (issue 46).
+  if (const auto* se = dynamic_cast<const std::system_error*>(&e);
+      se && se->code() == std::errc::resource_unavailable_try_again)
+    return std::string("out of memory or processes: a worker thread could not be started (") + se->what() +
+           "); raise the memory limit (ulimit -v) or the process limit (ulimit -u), or use fewer --threads";
   std::string s = e.what();
   const size_t nl = s.find('\n');
   if (nl != std::string::npos) s.erase(nl);

@@ -177,6 +177,9 @@ class Reader {
   SafetensorsFile read(bool header_only = false) {
     std::error_code ec;
     if (std::filesystem::is_directory(path_, ec)) fail("is a directory; expected a .safetensors file");
+    // A FIFO would hold the open until a writer came, a device would never end (issue 46).
+    if (std::filesystem::exists(path_, ec) && !std::filesystem::is_regular_file(path_, ec))
+      fail("is not a regular file (a FIFO, a device or a socket); expected a .safetensors file");
     std::ifstream in(path_, std::ios::binary);
     if (!in) fail(std::string("cannot open: ") + std::strerror(errno));
     in.seekg(0, std::ios::end);

@@ -38,12 +38,12 @@ class FuzzyRecall : public Task {
     const int64_t ns = get("vocab") - 1, k = get("key_size"), v = get("value_size"), T = get("context");
     if (ns / 2 < k || ns - ns / 2 < v)
       refuse(*this, "vocab=" + std::to_string(get("vocab")) + " is too small for keys of " + std::to_string(k) +
-                        " and values of " + std::to_string(v) + " distinct tokens; use vocab " +
-                        std::to_string(2 * std::max(k, v) + 1) + " to 65536");
+                        " and values of " + std::to_string(v) + " distinct tokens; " +
+                        use_at_least(*this, "vocab", 2 * std::max(k, v) + 1, "use shorter keys and values"));
     if (T < 4 * (k + v))
       refuse(*this, "context=" + std::to_string(T) + " is too short for keys of " + std::to_string(k) +
-                        " and values of " + std::to_string(v) + " tokens; use context " + std::to_string(4 * (k + v)) +
-                        " to 65536");
+                        " and values of " + std::to_string(v) + " tokens; " +
+                        use_at_least(*this, "context", 4 * (k + v), "use shorter keys and values"));
   }
 
  protected:

@@ -38,10 +38,11 @@ class Mqar : public Task {
                         "); use pairs 1 to " + std::to_string(T / 4) + " at context " + std::to_string(T));
     if (V <= T)
       refuse(*this, "vocab=" + std::to_string(V) + " must exceed the context (" + std::to_string(T) +
-                        ", as Zoology asks); use vocab " + std::to_string(T + 1) + " to 65536");
+                        ", as Zoology asks); " +
+                        use_at_least(*this, "vocab", T + 1, "use a context below it"));
     if (V / 2 - 1 < P)
       refuse(*this, "vocab=" + std::to_string(V) + " holds " + std::to_string(V / 2 - 1) + " keys, fewer than pairs=" +
-                        std::to_string(P) + "; use vocab " + std::to_string(2 * P + 2) + " to 65536");
+                        std::to_string(P) + "; " + use_at_least(*this, "vocab", 2 * P + 2, "use fewer pairs"));
   }
 
  protected:

@@ -196,6 +196,15 @@ std::vector<int32_t> distinct(TaskRng& rng, int32_t first, int32_t n, int64_t k)
 
 void refuse(const Task& task, const std::string& problem) { throw TaskError(task.name() + ": " + problem); }
 
+std::string use_at_least(const Task& task, const std::string& key, int64_t least, const std::string& otherwise) {
+  for (const TaskSetting& s : task.settings())
+    if (s.key == key) {
+      if (least <= s.max) return "use " + key + " " + std::to_string(std::max(least, s.min)) + " to " + std::to_string(s.max);
+      return key + " is at most " + std::to_string(s.max) + ": " + otherwise;
+    }
+  throw TaskError(task.name() + ": no setting '" + key + "'");
+}
+
 std::string key_value_label(const Task& task, int32_t id, int32_t values_from, int32_t values_end) {
   if (id < 0 || id >= task.vocab_size()) return "#" + std::to_string(id);
   if (id < values_from) return "k" + std::to_string(id);

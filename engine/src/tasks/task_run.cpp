@@ -43,13 +43,24 @@ void check_model_fits_task(const ModelConfig& model, const Task& task) {
                     " in the task");
 }
 
+void check_run_fits_task(const std::string& run_dir, const ModelConfig& model, const Task& task) {
+  try {
+    check_model_fits_task(model, task);
+  } catch (const TaskError& e) {
+    throw TaskError(task_file(run_dir) + " does not match the run's model (config.json): " + e.what() +
+                    "; a task run's task.json must be the one it was trained on");
+  }
+}
+
 TaskScore score_task_run(const std::string& run_dir, int64_t examples, const std::string& device_name) {
   const std::string spec = run_task(run_dir);
   if (spec.empty())
     throw std::invalid_argument("'" + run_dir + "' was not trained on a task (no task.json): score it with hsm eval");
   if (examples < 1) throw std::invalid_argument("--examples " + std::to_string(examples) + ": use 1 or more");
-  TaskData data(parse_task(spec));
+  auto task = parse_task(spec);
   const RunInfo info = read_run_info(run_dir);
+  check_run_fits_task(run_dir, info.model, *task);
+  TaskData data(std::move(task));
   torch::manual_seed(0);
   Gpt model(info.model);
   load_weights(model, RunPaths(run_dir).weights);

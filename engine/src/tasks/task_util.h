@@ -24,6 +24,11 @@ std::vector<int32_t> distinct(TaskRng& rng, int32_t first, int32_t n, int64_t k)
 // "task: problem; use RANGE" as one line.
 [[noreturn]] void refuse(const Task& task, const std::string& problem);
 
+// The fix a refusal names for a setting that must be at least `least`: "use vocab 33 to 65536",
+// or, when no value of its range is enough (issue 46: "use vocab 65537 to 65536"), "vocab is at
+// most 65536: <otherwise>".
+std::string use_at_least(const Task& task, const std::string& key, int64_t least, const std::string& otherwise);
+
 // MAD's in-context recall (mad/data/instances.py, generate_in_context_recall_instance) with
 // multi_query on, as MAD's benchmark runs it: keys and values from disjoint vocabularies, pairs
 // back to back; the value of every key seen before is an answer. noise_vocab tokens after the

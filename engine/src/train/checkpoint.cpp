@@ -7,8 +7,11 @@
 
 #include "hsm/safetensors.h"
 #include "hsm/params.h"
+#include "hsm/task_run.h"
+#include "hsm/tasks.h"
 #include "io/io_util.h"
 #include "model/weights_io.h"
+#include "tasks/task_data.h"
 
 namespace fs = std::filesystem;
 
@@ -154,8 +157,10 @@ void write_checkpoint(const RunPaths& paths, int64_t step, Gpt& model, const Ada
   std::error_code ec;
   fs::remove_all(tmp_dir, ec);
   if (fs::exists(final_dir)) {
-    // This step is published already (a stop right after a periodic checkpoint): it holds
-    // the same weights and moments; only the top-level view is refreshed.
+    // This step is published already (a stop right after a periodic checkpoint, or a resume
+    // that ran the validation a stop interrupted): it holds the same weights and moments; its
+    // record is rewritten (the same step, the newer curve points), then the top-level view.
+    write_file_atomic(checkpoint_at(final_dir, step).config, config_text);
   } else {
     try {
       fs::create_directories(tmp_dir);
@@ -214,22 +219,97 @@ void load_optimizer(AdamW& optimizer, const std::string& path, int64_t expected_
   optimizer.load_state(state, step);
 }
 
+namespace {
+
+// What an export writes into its folder (besides nothing): an earlier export holds these only.
+bool is_export_file(const std::string& name) {
+  return name == "model.safetensors" || name == "config.json" || name == "tokenizer.model" ||
+         name == "metrics.jsonl" || name == "task.json";
+}
+
+// An earlier export (what `hsm export` wrote, which it may replace): a config.json with an
+// "export" record, and nothing but regular files an export writes. Throws nothing.
+bool is_earlier_export(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_export_file(name) || !fs::is_regular_file(fs::symlink_status(entry.path(), ec))) return false;
+  }
+  if (ec) return false;
+  try {
+    const auto j = nlohmann::json::parse(read_text_file((fs::path(dir) / "config.json").string(), "export config"),
+                                         nullptr, false);
+    return j.is_object() && j.contains("export") && j["export"].is_object();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Why `out` is never replaced by an export, even with --force (issue 46), or "": it is or holds
+// the run being exported, or a training run's checkpoints (its only copy of the weights and
+// the optimizer state). The folder is walked without following links, up to a bound.
+std::string never_replaced(const std::string& out, const std::string& run_dir) {
+  std::error_code ec;
+  const fs::path o = fs::weakly_canonical(fs::absolute(out), ec), r = fs::weakly_canonical(fs::absolute(run_dir), ec);
+  const auto [mismatch, rest] = std::mismatch(o.begin(), o.end(), r.begin(), r.end());
+  (void)rest;
+  if (mismatch == o.end()) return "it is or holds the run being exported ('" + run_dir + "')";
+  constexpr int kMaxEntries = 100000;
+  int seen = 0;
+  for (fs::recursive_directory_iterator it(out, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (++seen > kMaxEntries)
+      return "it holds more than " + std::to_string(kMaxEntries) + " entries, too many to check that none is a run's";
+    const std::string name = it->path().filename().string();
+    std::error_code st;
+    const bool dir = fs::is_directory(fs::symlink_status(it->path(), st));
+    if ((name == "checkpoints" && dir) || name == "optimizer.safetensors")
+      return "it holds a training run's checkpoints or optimizer state ('" + it->path().string() + "')";
+  }
+  if (ec) return "it cannot be read whole (" + ec.message() + ")";
+  return {};
+}
+
+// Throws std::invalid_argument when the export may not be published at `out_dir` (issue 46: an
+// export once replaced any folder holding a config.json, a run and its checkpoints included).
+void check_export_target(const std::string& run_dir, const std::string& out_dir, bool force) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(out_dir, ec);
+  if (!fs::exists(st)) return;  // a new folder
+  const std::string at = "export to '" + out_dir + "': ";
+  if (fs::is_symlink(st))
+    throw std::invalid_argument(at + "it is a symbolic link (an export never writes through one): choose another --out");
+  if (!fs::is_directory(st))
+    throw std::invalid_argument(at + "it exists and is not a folder: choose another --out");
+  if (fs::equivalent(run_dir, out_dir, ec))
+    throw std::invalid_argument("export into the run folder itself: choose another --out");
+  if (fs::is_empty(out_dir, ec) || is_earlier_export(out_dir)) return;  // nothing of anyone else's is replaced
+  const std::string why = never_replaced(out_dir, run_dir);
+  if (!why.empty()) throw std::invalid_argument(at + "the folder is never replaced, even with --force: " + why);
+  if (!force)
+    throw std::invalid_argument(at + "the folder exists and holds files that are not an earlier export; an export "
+                                "replaces its folder whole, so it would delete them: choose a new --out, or give "
+                                "--force to replace that folder and everything in it");
+}
+
+}  // namespace
+
 void export_run(const std::string& run_dir, const std::string& out_dir, const ExportOptions& options) {
   const torch::ScalarType target = scalar_type(options.dtype);
-  const RunPaths from(run_dir), to(out_dir);
+  const RunPaths from(run_dir);
   const std::string weights = options.best && fs::exists(from.best) ? from.best : from.weights;
   nlohmann::json config = read_run_config(run_dir);  // checks it is a run folder
   std::error_code ec;
-  if (fs::exists(out_dir, ec) && fs::equivalent(run_dir, out_dir, ec))
-    throw std::invalid_argument("export into the run folder itself: choose another --out");
-  // The export replaces `out` whole (publish_folder): only an earlier export or run may be there.
-  if (fs::exists(fs::symlink_status(out_dir, ec)) &&
-      !(fs::is_directory(fs::symlink_status(out_dir, ec)) && (fs::is_empty(out_dir, ec) || fs::exists(to.config, ec))))
-    throw std::invalid_argument("export to '" + out_dir + "': it exists and is not a run folder (an export replaces "
-                                "the folder it writes whole): choose another --out");
+  check_export_target(run_dir, out_dir, options.force);
+  // A task run has its task (task.json) and no tokenizer: the export carries what it has.
+  const std::string task = run_task(run_dir);
+  const bool task_run = !task.empty();
   // The source loads as every other command loads it, or nothing is exported (issue 34).
   const ModelConfig model_config = config_from_json(config["model"].dump(), from.config);
-  load_run_tokenizer(run_dir, config);  // the export carries the model's own tokenizer, or none
+  if (task_run)
+    check_run_fits_task(run_dir, model_config, *parse_task(task));
+  else
+    load_run_tokenizer(run_dir, config);  // the export carries the model's own tokenizer, or none
   check_weights_fit(model_config, weights, from.config);
   {
     Gpt model(model_config);
@@ -260,7 +340,10 @@ void export_run(const std::string& run_dir, const std::string& out_dir, const Ex
   try {
     const RunPaths stage(staged);
     write_safetensors(stage.weights, blobs, file.metadata);
-    fs::copy_file(from.tokenizer, stage.tokenizer);
+    if (task_run)
+      write_file_atomic(task_file(staged), read_text_file(task_file(run_dir), "task record"));
+    else
+      fs::copy_file(from.tokenizer, stage.tokenizer);
     if (fs::exists(from.metrics)) fs::copy_file(from.metrics, stage.metrics);
     write_file_atomic(stage.config, config.dump(2) + "\n");
     publish_folder(staged, out_dir);

@@ -190,6 +190,7 @@ struct Trainer::Impl::Run {
   Clock::time_point timer;
   double excluded_s = 0;  // evaluation and checkpoint time, kept out of tokens/s
   bool warned_far_off = false;
+  bool validation_stopped = false;  // stop() came during the validation of `step`: it has no val point
   TrainSummary summary;
   // data parallel (train/distributed.h): this rank's share of each batch, the stop every rank
   // agreed on, and where a step's time went (docs/distributed.md: the overlap)
@@ -221,7 +222,13 @@ struct Trainer::Impl::Run {
   void lock_folder();
   void load_previous_state_or_tokenizer();
   void prepare_data();
-  bool finished_already() const { return spec.resume && total_steps == start_step; }
+  // A resume at the last step whose validation a stop interrupted (issue 46): that validation
+  // is run now, not skipped.
+  bool final_validation_missing() const {
+    return spec.resume && total_steps == start_step && start_step > 0 && last_eval.step != start_step;
+  }
+  bool finished_already() const { return spec.resume && total_steps == start_step && !final_validation_missing(); }
+  void restore_last_metrics(const nlohmann::json& metrics);
   TrainSummary finished_summary() const;
   void build_model();
   void open_metrics();
@@ -406,6 +413,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
     const nlohmann::json state = at.value("state", nlohmann::json::object());
     start_step = state.value("step", int64_t{0});
     wall_offset = state.value("wall_s", 0.0);
+    restore_last_metrics(at.value("metrics", nlohmann::json::object()));
     if (spec.data_path.empty()) spec.data_path = at.value("data", nlohmann::json::object()).value("path", "");
     if (!open_task()) tokenizer = load_run_tokenizer(spec.run_dir, at);
     if (writer && resume_from && run.value("state", nlohmann::json::object()).value("step", int64_t{-1}) != start_step)
@@ -557,12 +565,36 @@ void Trainer::Impl::Run::split_batches() {
         " steps: nothing to train. Give --steps above " + std::to_string(start_step) + " (or more --epochs) to continue it");
 }
 
+// The last curve points a checkpoint recorded (config.json's "metrics", io/run_json.h): a resumed
+// run reports them until it makes its own, and writes them on in its checkpoints.
+void Trainer::Impl::Run::restore_last_metrics(const nlohmann::json& metrics) {
+  auto number = [&](const char* key) {
+    const auto it = metrics.find(key);
+    return it != metrics.end() && it->is_number() ? it->get<double>() : NAN;
+  };
+  last_train_loss = number("train_loss");
+  last_tokens_per_s = number("tokens_per_s");
+  last_eval.kind = "eval";
+  last_eval.val_loss = number("val_loss");
+  last_eval.val_accuracy = number("val_accuracy");
+  const auto val_step = metrics.find("val_step");
+  last_eval.step = std::isfinite(last_eval.val_loss) && val_step != metrics.end() && val_step->is_number_integer()
+                       ? val_step->get<int64_t>()
+                       : -1;
+}
+
+// A resume of a finished run: nothing to train; its own last numbers (issue 46: not NaN and an
+// undefined tokens/s).
 TrainSummary Trainer::Impl::Run::finished_summary() const {
   trainer.log("the run is finished at step " + std::to_string(start_step) + "; give --steps above it to train on");
   TrainSummary done;
   done.steps = done.total_steps = start_step;
   done.epochs = static_cast<double>(start_step) / steps_per_epoch;
   done.wall_s = wall_offset;
+  done.val_loss = last_eval.val_loss;
+  done.val_accuracy = last_eval.val_accuracy;
+  done.train_loss = last_train_loss;
+  done.tokens_per_s = last_tokens_per_s;
   done.started = true;
   done.run_dir = spec.run_dir;
   return done;
@@ -849,6 +881,15 @@ void Trainer::Impl::Run::loop() {
   timer = Clock::now();
   step = settled_step = start_step;
   try {
+    if (final_validation_missing()) {  // the validation a stop interrupted, then its checkpoint again
+      log("step " + std::to_string(step) + " was trained but its validation was interrupted: validating it now");
+      try {
+        excluded_s += run_validation(step, step % steps_per_epoch == 0);
+        checkpoint(step);
+      } catch (const Cancelled&) {
+        validation_stopped = true;
+      }
+    }
     while (step < total_steps) {
       if (trainer.pause_flag) {
         std::unique_lock<std::mutex> wait_lock(trainer.mu);
@@ -875,7 +916,10 @@ void Trainer::Impl::Run::loop() {
         try {
           excluded_s += run_validation(step, epoch_end);
         } catch (const Cancelled&) {
-          break;  // stop() during validation: keep the trained weights
+          // stop() during validation: the trained weights are checkpointed below, and the run
+          // says it stopped (issue 46: at the last step this once skipped both).
+          validation_stopped = true;
+          break;
         }
       }
       if (checkpoint_now) {
@@ -885,10 +929,13 @@ void Trainer::Impl::Run::loop() {
       }
       trainer.progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
     }
-    if (stop_now() && step < total_steps) {
+    if (validation_stopped || (stop_now() && step < total_steps)) {
       settle();
       checkpoint(step);
-      log("stopped at step " + std::to_string(step) + "; continue with --resume");
+      log("stopped at step " + std::to_string(step) +
+          (validation_stopped ? " during its validation (the checkpoint has the step's weights; --resume validates it)"
+                              : "") +
+          "; continue with --resume");
     }
   } catch (const Diverged& e) {
     throw std::runtime_error(std::string(e.what()) + ". The run folder keeps the checkpoint of step " +
@@ -926,7 +973,7 @@ TrainSummary Trainer::Impl::Run::finish() {
   summary.train_loss = last_train_loss;
   summary.tokens_per_s = last_tokens_per_s;
   summary.wall_s = wall();
-  summary.stopped = step < total_steps;
+  summary.stopped = step < total_steps || validation_stopped;
   summary.started = true;
   summary.run_dir = spec.run_dir;
   return summary;
