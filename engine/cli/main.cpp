@@ -52,10 +52,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Out without the libraries' exit handlers, as for an error below (an OpenBLAS worker that
     // could not map its buffer under ulimit -v would keep a plain return from ever exiting).
+    // Every refusal exits 1, a usage error too (CLI11's own codes, 105 for a value out of range,
+    // 106 for a missing option..., told a script nothing more than "refused"); help exits 0.
     const int status = app.exit(e);
     std::cout.flush();
     std::cerr.flush();
-    std::_Exit(status);
+    std::_Exit(status == 0 ? 0 : 1);
   }
   try {
     for (const auto& c : commands)

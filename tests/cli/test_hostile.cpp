@@ -77,10 +77,10 @@ class Hostile : public ::testing::Test {
 
 std::string Hostile::dir_;
 
-// The exit status of an option's value out of its range: CLI11's (ValidationError), refused
-// before the command runs; every other refusal here exits 1. A crash is neither (shell()
-// gives -1 for a signal).
-constexpr int kValueOutOfRange = 105;
+// The exit status of an option's value out of its range, refused by the parser before the
+// command runs: 1, as every other refusal (engine/cli/main.cpp). A crash is not (shell() gives
+// -1 for a signal).
+constexpr int kValueOutOfRange = 1;
 
 // 1. A .lock, checkpoints/ or metrics.jsonl that is a symbolic link out of the folder: resume
 // refuses the folder and nothing outside it changes.
