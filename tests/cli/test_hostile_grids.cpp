@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tiny_run.h"
@@ -30,7 +31,7 @@ namespace {
 const char* kTask = "mqar:vocab=32,pairs=2,context=16";
 
 std::string hsm(const std::string& args) {
-  return std::string("HSM_RESOURCES='") + HSM_RESOURCES_PATH + "' '" + HSM_CLI_PATH + "' " + args;
+  return std::string("env HSM_RESOURCES='") + HSM_RESOURCES_PATH + "' '" + HSM_CLI_PATH + "' " + args;
 }
 
 std::string temp(const std::string& name) {
@@ -172,11 +173,12 @@ TEST(HostileGrids, SlurmRefusesShellTextInNameTimeAndPartition) {
   const std::string dir = temp("slurm_inject");
   const std::string marker = dir + "/PWNED";
   const std::string evil = "\"x\\ntouch " + marker + "\\n#\"";
-  for (const auto& [field, spec] : std::vector<std::pair<std::string, std::string>>{
-           {"name", write_spec(dir, 2, "", evil)},
-           {"resources.time", write_spec(dir, 2, ", \"resources\": {\"time\": " + evil + "}")},
-           {"resources.partition", write_spec(dir, 2, ", \"resources\": {\"partition\": \"a;touch " + marker + "\"}")},
+  for (const auto& [field, fields, name] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"name", "", evil},
+           {"resources.time", ", \"resources\": {\"time\": " + evil + "}", "\"g\""},
+           {"resources.partition", ", \"resources\": {\"partition\": \"a;touch " + marker + "\"}", "\"g\""},
        }) {
+    const std::string spec = write_spec(dir, 2, fields, name);
     const std::string out = dir + "/out_" + field;
     const Result r = shell(hsm("sweep '" + spec + "' --out '" + out + "' --slurm"));
     EXPECT_EQ(r.exit_code, 1) << field << "\n" << r.out;
