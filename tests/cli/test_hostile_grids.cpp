@@ -403,6 +403,8 @@ TEST(HostileGrids, AnIllTypedResultLineIsSkippedNamingIt) {
   EXPECT_EQ(table.exit_code, 0) << table.out;
   EXPECT_NE(table.out.find("results.jsonl line 1: not a lab result"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("results.jsonl line 2: not a lab result"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("(\"answer_accuracy\" is not a number)"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("stoll"), std::string::npos) << table.out;
   const Result go_on = shell(hsm("lab --out '" + lab + "' --jobs 1"));
   EXPECT_EQ(go_on.exit_code, 0) << go_on.out;
   EXPECT_EQ(count_lines(read_file(lab + "/results.jsonl")), 3);

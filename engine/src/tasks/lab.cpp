@@ -157,7 +157,7 @@ Lab::Lab(std::string dir, LabGrid grid) : dir_(std::move(dir)), grid_(std::move(
       if (j.contains("model_configs"))
         for (const auto& [m, c] : j.at("model_configs").items()) model_snapshots_[m] = c.dump();
     } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(file.string() + " is damaged: " + e.what());
+      throw std::runtime_error(file.string() + " is damaged: " + json_error_text(e.what()));
     }
     for (const std::string& m : grid_.models) model_config(m);  // an old lab without snapshots: read now
     return;
@@ -186,7 +186,7 @@ LabGrid Lab::stored_grid(const std::string& dir) {
   try {
     return grid_from_json(nlohmann::json::parse(read_text_file(file, "lab grid")));
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(file + " is damaged: " + e.what());
+    throw std::runtime_error(file + " is damaged: " + json_error_text(e.what()));
   }
 }
 
@@ -202,24 +202,43 @@ std::vector<LabRun> Lab::results(std::vector<std::string>* warnings) const {
     if (!j.is_object() || !j.contains("answer_accuracy")) continue;  // a line a kill cut short
     LabRun r;
     try {
-      r.task = j.value("task", "");
-      r.model = j.value("model", "");
-      r.run_dir = j.value("run_dir", "");
-      r.lr = j.value("lr", 0.0);
-      r.seed = j.value("seed", int64_t{0});
-      r.steps = j.value("steps", int64_t{0});
-      r.wall_s = j.value("wall_s", 0.0);
-      r.score.answer_accuracy = j.value("answer_accuracy", NAN);
-      r.score.sequence_accuracy = j.value("sequence_accuracy", NAN);
-      r.score.loss = j.value("loss", NAN);
-      r.score.examples = j.value("examples", int64_t{0});
-      r.score.answers = j.value("answers", int64_t{0});
-      if (j.contains("by_distance"))
-        for (const auto& [d, c] : j.at("by_distance").items()) {
-          size_t used = 0;
-          const int64_t distance = std::stoll(d, &used);
-          if (used != d.size()) throw std::invalid_argument("distance '" + d + "' is not a number");
-          r.score.by_difficulty[distance] = {c.at(0).get<int64_t>(), c.at(1).get<int64_t>()};
+      // Each field checked for its type, so a refusal names the field, not the JSON library.
+      auto field = [&](const char* key, bool (nlohmann::json::*is)() const, const char* what) -> const nlohmann::json* {
+        if (!j.contains(key) || j[key].is_null()) return nullptr;
+        if (!(j[key].*is)()) throw std::invalid_argument(std::string("\"") + key + "\" is not " + what);
+        return &j[key];
+      };
+      auto text = [&](const char* key) {
+        const auto* v = field(key, &nlohmann::json::is_string, "a text");
+        return v ? v->get<std::string>() : std::string();
+      };
+      auto number = [&](const char* key, double fallback) {
+        const auto* v = field(key, &nlohmann::json::is_number, "a number");
+        return v ? v->get<double>() : fallback;
+      };
+      auto whole = [&](const char* key) {
+        const auto* v = field(key, &nlohmann::json::is_number_integer, "a whole number");
+        return v ? v->get<int64_t>() : int64_t{0};
+      };
+      r.task = text("task");
+      r.model = text("model");
+      r.run_dir = text("run_dir");
+      r.lr = number("lr", 0.0);
+      r.seed = whole("seed");
+      r.steps = whole("steps");
+      r.wall_s = number("wall_s", 0.0);
+      if (!j["answer_accuracy"].is_number()) throw std::invalid_argument("\"answer_accuracy\" is not a number");
+      r.score.answer_accuracy = number("answer_accuracy", NAN);
+      r.score.sequence_accuracy = number("sequence_accuracy", NAN);
+      r.score.loss = number("loss", NAN);
+      r.score.examples = whole("examples");
+      r.score.answers = whole("answers");
+      if (const auto* by = field("by_distance", &nlohmann::json::is_object, "an object"))
+        for (const auto& [d, c] : by->items()) {
+          const bool digits = !d.empty() && d.size() < 18 && d.find_first_not_of("0123456789") == std::string::npos;
+          if (!digits || !c.is_array() || c.size() != 2 || !c[0].is_number_integer() || !c[1].is_number_integer())
+            throw std::invalid_argument("\"by_distance\" entry \"" + d + "\" is not a distance with two counts");
+          r.score.by_difficulty[std::stoll(d)] = {c[0].get<int64_t>(), c[1].get<int64_t>()};
         }
     } catch (const std::exception& e) {
       // An ill-typed record (issue 46): skipped, named; the lab goes on (the run trains again).
