@@ -14,74 +14,69 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <algorithm>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "hsm/grid_workers.h"
 #include "hsm/lab.h"
 
 namespace hsm::cli {
 namespace {
 
-std::atomic<bool> g_lab_interrupted{false};
-extern "C" void on_lab_interrupt(int) { g_lab_interrupted = true; }
-
 // `jobs` workers, each this program on its share of the grid with one thread: a tiny model's
 // step is too small to keep two cores busy, two of them are not (docs/performance.md).
-// SIGINT or SIGTERM to the launcher reaches every worker as SIGINT (each stops at its step
-// and keeps its checkpoint) and the launcher returns when they have ended; the workers also
-// get SIGINT when the launcher dies (killed), so none trains on as an orphan.
-// Returns false when a worker failed (its error is on stderr) or the lab was stopped.
-bool run_workers(const std::string& out, int jobs) {
+// SIGINT, SIGTERM or SIGHUP to the launcher reaches every worker as SIGTERM (each stops at its
+// step and keeps its checkpoint) and the launcher returns when they have ended; the workers also
+// get SIGTERM when the launcher dies (killed), so none trains on as an orphan (hsm/grid_workers.h).
+// Returns what went wrong with each worker that did not end well (empty: none); stopped: a stop
+// signal reached the launcher.
+std::vector<std::string> run_workers(const std::string& out, int jobs, bool& stopped) {
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) throw std::runtime_error("cannot find this program (/proc/self/exe) to start lab workers");
   exe[n] = '\0';
-  g_lab_interrupted = false;
-  struct sigaction on {}, old_int{}, old_term{};
-  on.sa_handler = on_lab_interrupt;
-  ::sigaction(SIGINT, &on, &old_int);
-  ::sigaction(SIGTERM, &on, &old_term);
-  const pid_t launcher = ::getpid();
-  std::vector<pid_t> pids;
-  for (int w = 0; w < jobs; ++w) {
-    std::vector<std::string> args = {exe, "lab", "--out", out, "--worker", std::to_string(w), "--workers",
-                                     std::to_string(jobs), "--threads", "1"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("cannot start lab worker " + std::to_string(w));
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGINT);
-      if (::getppid() != launcher) _exit(1);  // the launcher died before prctl
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      ::sigaction(SIGINT, &dfl, nullptr);
-      ::sigaction(SIGTERM, &dfl, nullptr);
-      ::execv(exe, argv.data());
-      _exit(127);
+  GridStopSignals stop(false);
+  std::vector<pid_t> running;
+  std::map<pid_t, int> worker_of;
+  std::vector<std::string> problems;
+  for (int w = 0; w < jobs && !GridStopSignals::raised(); ++w) {
+    try {
+      const pid_t pid = start_grid_worker({exe, "lab", "--out", out, "--worker", std::to_string(w), "--workers",
+                                           std::to_string(jobs), "--threads", "1"});
+      running.push_back(pid);
+      worker_of[pid] = w;
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+      for (pid_t p : running) ::kill(p, SIGTERM);  // the others stop at their step
+      break;
     }
-    pids.push_back(pid);
   }
-  bool ok = true, forwarded = false;
-  for (size_t i = 0; i < pids.size();) {
-    int status = 0;
-    if (::waitpid(pids[i], &status, 0) < 0) {
-      if (errno != EINTR) ++i;
-      if (g_lab_interrupted && !forwarded) {  // Ctrl-C or SIGTERM: every worker stops at its step
-        for (size_t k = i; k < pids.size(); ++k) ::kill(pids[k], SIGINT);
-        forwarded = true;
-      }
-      continue;
-    }
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    ++i;
+  bool forwarded = false;
+  while (!running.empty()) {
+    const WorkerEnd end = wait_grid_worker(running, forwarded);
+    if (end.pid < 0) break;
+    running.erase(std::find(running.begin(), running.end(), end.pid));
+    if (!WIFEXITED(end.status) || WEXITSTATUS(end.status) != 0)
+      problems.push_back("worker " + std::to_string(worker_of[end.pid]) + ": " + worker_status_text(end.status));
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  return ok && !g_lab_interrupted;
+  stopped = GridStopSignals::raised();
+  return problems;
+}
+
+// The cells of the lab some of whose runs are not finished, in words (at most five named).
+std::string unfinished_cells(const std::vector<LabCell>& cells) {
+  std::string names;
+  int64_t count = 0;
+  for (const LabCell& c : cells)
+    if (!c.finished() && ++count <= 5)
+      names += (names.empty() ? "" : ", ") + c.task + " x " + c.model + " (" + std::to_string(c.runs) + "/" +
+               std::to_string(c.expected_runs) + " runs)";
+  if (count > 5) names += " and " + std::to_string(count - 5) + " more";
+  return std::to_string(count) + " of " + std::to_string(cells.size()) + " cells unfinished: " + names;
 }
 
 }  // namespace
@@ -138,9 +133,8 @@ Command add_lab_command(CLI::App& app) {
             auto log = [](const std::string& line) { std::cerr << line << "\n"; };
             if (a->worker >= 0) {
               // Stop after the step and keep the checkpoint: Ctrl-C, a stopping launcher or
-              // studio (SIGTERM), or the studio gone (its workers get SIGINT then).
-              std::signal(SIGINT, on_lab_interrupt);
-              std::signal(SIGTERM, on_lab_interrupt);
+              // studio (SIGTERM), a closed terminal (SIGHUP), or the launcher gone (SIGTERM).
+              GridStopSignals stop(true);
               std::function<void(const std::string&, double)> on_step;
               if (a->progress)
                 on_step = [shown = -1.0, last = std::string()](const std::string& run, double f) mutable {
@@ -150,41 +144,48 @@ Command add_lab_command(CLI::App& app) {
                   std::printf("progress\t%.4f\t%s\n", f, run.c_str());
                   std::fflush(stdout);
                 };
-              lab.run(log, &g_lab_interrupted, a->worker, a->workers, a->threads, on_step);
-              return 0;
+              lab.run(log, GridStopSignals::flag(), a->worker, a->workers, a->threads, on_step);
+              return GridStopSignals::raised() ? 130 : 0;  // stopped: its share is unfinished
             }
             const int jobs = a->jobs > 0 ? a->jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+            bool stopped = false;
+            std::vector<std::string> problems;
             if (!a->table_only && jobs > 1) {
-              if (!run_workers(a->out, jobs))
-                throw std::runtime_error(std::string(g_lab_interrupted ? "stopped" : "a lab worker failed (see above)") +
-                                         "; hsm lab --out " + a->out + " continues the lab");
+              problems = run_workers(a->out, jobs, stopped);
             } else if (!a->table_only) {
-              g_lab_interrupted = false;
-              auto previous_int = std::signal(SIGINT, on_lab_interrupt);
-              auto previous_term = std::signal(SIGTERM, on_lab_interrupt);
-              try {
-                lab.run(log, &g_lab_interrupted);
-              } catch (...) {
-                std::signal(SIGINT, previous_int);
-                std::signal(SIGTERM, previous_term);
-                throw;
-              }
-              std::signal(SIGINT, previous_int);
-              std::signal(SIGTERM, previous_term);
-              if (g_lab_interrupted) throw std::runtime_error("stopped; hsm lab --out " + a->out + " continues the lab");
+              GridStopSignals stop(true);
+              lab.run(log, GridStopSignals::flag());
+              stopped = GridStopSignals::raised();
             }
-            const std::vector<LabCell> cells = lab.table();
+            std::vector<std::string> warnings;
+            const std::vector<LabCell> cells = lab.table(&warnings);
+            for (const std::string& w : warnings) std::cerr << "hsm: warning: " << w << "\n";
             const std::string csv = Lab::table_csv(cells);
-            {
-              std::ofstream f(std::filesystem::path(a->out) / "table.csv");
-              f << csv;
+            if (!a->table_only) {
+              // The exit status says whether every cell finished (issue 46): a stop, a failed or
+              // stopped worker, leaves cells unfinished and the launcher names them.
+              bool all = true;
+              for (const LabCell& c : cells) all = all && c.finished();
+              if (!all) {
+                std::string why = stopped ? "stopped" : "not every run finished";
+                for (const std::string& p : problems) why += "; " + p;
+                throw std::runtime_error(why + "; " + unfinished_cells(cells) + "; hsm lab --out " + a->out +
+                                         " continues the lab");
+              }
+              for (const std::string& p : problems) std::cerr << "hsm: warning: " << p << "\n";
+              // --table only reads; a training lab writes its table whole, never through a link.
+              lab.write_table_csv(csv);
             }
             if (a->csv) {
               std::cout << csv;
             } else if (a->json) {
               nlohmann::json rows = nlohmann::json::array();
               for (const LabCell& c : cells) {
-                nlohmann::json r = {{"task", c.task}, {"model", c.model}, {"runs", c.runs}};
+                nlohmann::json r = {{"task", c.task},
+                                     {"model", c.model},
+                                     {"runs", c.runs},
+                                     {"expected_runs", c.expected_runs},
+                                     {"finished", c.finished()}};
                 if (c.runs > 0)
                   r.update({{"best_lr", c.best_lr},
                             {"answer_accuracy", c.answer_accuracy},
@@ -195,11 +196,20 @@ Command add_lab_command(CLI::App& app) {
               std::cout << nlohmann::json{{"lab", a->out}, {"cells", rows}}.dump(2) << "\n";
             } else {
               std::printf("%-48s %-18s %8s %8s %8s\n", "task", "model", "best lr", "answer", "sequence");
-              for (const LabCell& c : cells)
-                std::printf("%-48s %-18s %8g %8.3f %8.3f\n", c.task.c_str(), c.model.c_str(), c.best_lr,
-                            c.answer_accuracy, c.sequence_accuracy);
+              for (const LabCell& c : cells) {
+                if (c.runs == 0) {  // never "best lr 0, answer nan"
+                  std::printf("%-48s %-18s %8s\n", c.task.c_str(), c.model.c_str(), "unfinished");
+                  continue;
+                }
+                std::printf("%-48s %-18s %8g %8.3f %8.3f%s\n", c.task.c_str(), c.model.c_str(), c.best_lr,
+                            c.answer_accuracy, c.sequence_accuracy,
+                            c.finished() ? ""
+                                         : ("  unfinished (" + std::to_string(c.runs) + "/" +
+                                            std::to_string(c.expected_runs) + " runs)")
+                                               .c_str());
+              }
             }
-            return g_lab_interrupted ? 130 : 0;
+            return 0;
           }};
 }
 

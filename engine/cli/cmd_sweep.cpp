@@ -15,15 +15,13 @@
 #include <sstream>
 
 #include "commands.h"
+#include "hsm/grid_workers.h"
 #include "hsm/sweep.h"
 
 namespace hsm::cli {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::atomic<bool> g_point_stop{false};
-extern "C" void on_point_signal(int) { g_point_stop = true; }
 
 std::string own_exe() {
   std::error_code ec;
@@ -177,21 +175,18 @@ Command add_sweep_command(CLI::App& app) {
   return {cmd, [a, run, table]() {
             if (table->parsed()) return print_table(a->dir, a->json, a->csv, a->group);
             if (run->parsed()) {
-              g_point_stop = false;
-              std::signal(SIGINT, on_point_signal);
-              std::signal(SIGTERM, on_point_signal);
-              const std::string state = run_sweep_point(a->dir, a->point, a->threads, &g_point_stop,
+              // SIGINT, SIGTERM (the launcher, Slurm) and SIGHUP (a closed terminal): the point
+              // stops at a step with a checkpoint.
+              GridStopSignals stop(true);
+              const std::string state = run_sweep_point(a->dir, a->point, a->threads, GridStopSignals::flag(),
                                                         [](const std::string& line) { std::cerr << line << "\n"; });
               std::cerr << "point " << a->point << ": " << state << "\n";
               return state == "done" ? 0 : 130;
             }
             if (a->spec.empty()) throw std::invalid_argument("give a sweep spec: hsm sweep SPEC.json --out SWEEP");
-            std::ifstream in(a->spec, std::ios::binary);
-            std::ostringstream text;
-            text << in.rdbuf();
             // --data is taken from the working directory, the spec's own paths from beside it.
             const std::string data = a->data.empty() ? "" : fs::absolute(a->data).lexically_normal().string();
-            const Sweep sweep = parse_sweep_spec(text.str(), fs::path(a->spec).parent_path().string(), data);
+            const Sweep sweep = parse_sweep_spec_file(a->spec, data);
             if (a->check) {
               // Each point's model, so a path or a placement can be seen to do what was meant.
               for (const SweepPoint& p : sweep.points) {
@@ -207,11 +202,9 @@ Command add_sweep_command(CLI::App& app) {
             if (a->out.empty()) throw std::invalid_argument("give the sweep folder: --out SWEEP");
             open_sweep_folder(a->out, sweep);
             if (a->slurm) {
-              const fs::path script = fs::path(a->out) / "sweep.sbatch";
-              std::ofstream(script) << sweep_sbatch_script(a->out, own_exe());
-              fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
-              std::cout << "wrote " << script.string() << " (" << sweep.points.size()
-                        << " array tasks); submit it with: sbatch " << script.string() << "\n";
+              const std::string script = write_sweep_sbatch(a->out, own_exe());
+              std::cout << "wrote " << script << " (" << sweep.points.size() << " array tasks); submit it with: sbatch "
+                        << script << "\n";
               return 0;
             }
             const int rc = run_sweep_local(a->out, a->jobs, own_exe(),

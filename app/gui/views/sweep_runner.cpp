@@ -1,7 +1,13 @@
 #include "gui/views/sweep_runner.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <QDir>
 #include <QFile>
@@ -129,8 +135,23 @@ std::string SweepRunner::runPoint(const QString& exe, const std::string& dir, co
                                   QString* error) {
   // The point's output goes where `hsm sweep`'s launcher puts it (points/NAME.log) and, line by
   // line, to log().
-  QFile logFile(QDir(qstr(dir)).filePath(QStringLiteral("points/%1.log").arg(qstr(point.name))));
-  logFile.open(QIODevice::WriteOnly | QIODevice::Append);
+  // Opened without following a link (issue 46): a linked log would grow its target elsewhere.
+  const QString logPath = QDir(qstr(dir)).filePath(QStringLiteral("points/%1.log").arg(qstr(point.name)));
+  const int fd = ::open(QFile::encodeName(logPath).constData(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int e = errno;
+    if (fd >= 0) ::close(fd);
+    *error = fd >= 0 || e == ELOOP ? tr("'%1' is a symbolic link or not a regular file: refusing to write the log to it").arg(logPath)
+                                   : tr("cannot write the log '%1': %2").arg(logPath, QString::fromLocal8Bit(std::strerror(e)));
+    try {
+      hsm::write_point_state(dir, point, hsm::PointState{"failed", error->toStdString(), 0});
+    } catch (const std::exception&) {  // the error above is shown all the same
+    }
+    return "failed";
+  }
+  QFile logFile;
+  logFile.open(fd, QIODevice::WriteOnly | QIODevice::Append, QFileDevice::AutoCloseHandle);
   QProcess process;
   process.setProcessChannelMode(QProcess::MergedChannels);
   // The studio gone (even killed) → the point stops at a step with its checkpoint.

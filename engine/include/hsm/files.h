@@ -30,6 +30,9 @@ void append_file_no_follow(const std::string& path, const std::string& text);
 // shared: `path` is in a folder several processes fill at once (a cache): the temporary gets a
 // name of its own, `<path>.<n>.tmp.<pid>` (remove_dead_temporaries removes a killed writer's),
 // so two writers never take each other's (issue 34).
-void write_file_atomic(const std::string& path, const std::string& bytes, bool shared = false);
+// mode: the new file's permissions (less the umask), e.g. 0755 for a script; set on the new file
+// itself, so a link that stood at `path` is replaced, never followed or chmod-ed.
+void write_file_atomic(const std::string& path, const std::string& bytes, bool shared = false,
+                       unsigned mode = 0644);
 
 }  // namespace hsm

@@ -6,6 +6,7 @@
 // (one line per finished run), so a killed lab continues where it stopped. Plain C++.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,17 @@ struct LabCell {
   double answer_accuracy = NAN, sequence_accuracy = NAN;  // mean over seeds at best_lr
   std::vector<double> seed_accuracy;                      // answer accuracy per seed at best_lr
   int64_t runs = 0;                                       // finished runs of the cell (all lrs)
+  int64_t expected_runs = 0;                              // the grid's runs of the cell (lrs x seeds)
+  bool finished() const { return runs >= expected_runs; }
 };
 
 class Lab {
  public:
   // Opens dir (created if missing). A folder holding another grid is refused (TaskError-like
-  // std::invalid_argument naming the folder); give the grid it holds, or another folder.
+  // std::invalid_argument naming the folder); give the grid it holds, or another folder. So is a
+  // grid with a value twice (--lr 0.003 twice), a sweep's or a run's folder, and a folder whose
+  // runs/ is a link. A new lab keeps each model's config in lab.json (a snapshot taken once):
+  // editing a config file later changes no run of the lab.
   Lab(std::string dir, LabGrid grid);
   // The grid a lab folder holds; throws when it holds none.
   static LabGrid stored_grid(const std::string& dir);
@@ -71,17 +77,35 @@ class Lab {
            int worker = 0, int workers = 1, int threads = 0,
            const std::function<void(const std::string& run, double fraction)>& on_step = {});
 
-  std::vector<LabRun> results() const;
+  // The finished runs, each once (keyed by its run folder's name, not the lab's path). A line
+  // that is not a whole record (cut short by a kill, ill-typed) is skipped; warnings (not null)
+  // gets a line naming the file and the line number for each ill-typed one.
+  std::vector<LabRun> results(std::vector<std::string>* warnings = nullptr) const;
   // Per task and model: the best learning rate and its accuracies.
-  std::vector<LabCell> table() const;
+  std::vector<LabCell> table(std::vector<std::string>* warnings = nullptr) const;
+  // The grid's runs (their folder names under runs/) not in results.jsonl yet.
+  std::vector<std::string> unfinished() const;
   static std::string table_csv(const std::vector<LabCell>& cells);
+  // Writes dir/table.csv whole (a temporary renamed over it): a link there is replaced, never
+  // written through.
+  void write_table_csv(const std::string& csv) const;
 
   const LabGrid& grid() const { return grid_; }
   const std::string& dir() const { return dir_; }
 
  private:
+  struct PlannedRun {
+    size_t task, model;
+    double lr;
+    int64_t seed, index;
+    std::string name;  // the run folder's name under runs/
+  };
+  std::vector<PlannedRun> plan() const;
+  ModelConfig model_config(const std::string& model) const;
+
   std::string dir_;
   LabGrid grid_;
+  std::map<std::string, std::string> model_snapshots_;  // model -> its config JSON, from lab.json
 };
 
 }  // namespace hsm

@@ -39,6 +39,9 @@ struct Sweep {
   std::string name;
   std::string spec_json;   // the spec as stored in the manifest (paths made absolute)
   std::string data, task;  // a corpus path, or a task spec (hsm/tasks.h)
+  // The base config file as read once, when the sweep started (issue 46): the manifest keeps it
+  // and every point trains from it, whatever the file holds later. Empty for a preset.
+  std::string base_config_json;
   SweepResources resources;
   std::vector<SweepPoint> points;
 };
@@ -47,12 +50,17 @@ struct Sweep {
 // base_dir first, then from the working directory. data_override (not empty) replaces the
 // spec's data. Throws std::invalid_argument with one line naming the field, or the axis and
 // value, and what to use: an unknown field, an unknown axis path, an empty axis, a point whose
-// model or settings are out of range.
+// model or settings are out of range, a model that does not fit the task, a name or a Slurm
+// resource with text Slurm does not accept (a newline, a quote, a shell metacharacter).
+// base_config_json (not empty): the base config's snapshot, used instead of reading its file.
 Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir = ".",
-                       const std::string& data_override = "");
+                       const std::string& data_override = "", const std::string& base_config_json = "");
+// The same for a spec file (a regular file of bounded size), its paths taken from beside it.
+Sweep parse_sweep_spec_file(const std::string& path, const std::string& data_override = "");
 
-// Creates dir/sweep.json for `sweep`, or checks that dir already holds this sweep (a folder
-// holding another one is refused, naming it). Returns the sweep as stored.
+// Creates dir/sweep.json for `sweep` (with the snapshot of its base config), or checks that dir
+// already holds this sweep (a folder holding another one, a lab, a run, or whose runs/ is a link
+// is refused, naming it). Returns the sweep as stored.
 Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep);
 // The sweep a folder holds (its manifest); throws naming the folder when it holds none.
 Sweep load_sweep(const std::string& dir);
@@ -86,8 +94,14 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
 int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
                     const std::function<void(const std::string&)>& report);
 
-// The Slurm array job of the sweep in dir (one array task per point); written to dir/sweep.sbatch.
+// The Slurm array job of the sweep in dir (one array task per point). Every value in it was
+// checked against what Slurm accepts (parse_sweep_spec); the folder and the program are shell
+// quoted, never pasted as shell text, so a quote or a newline in a path neither breaks nor
+// injects.
 std::string sweep_sbatch_script(const std::string& dir, const std::string& exe);
+// Writes it to dir/sweep.sbatch (executable) whole: a link there is replaced, never followed.
+// Returns the script's path.
+std::string write_sweep_sbatch(const std::string& dir, const std::string& exe);
 
 struct SweepRow {
   std::string run;  // the point's name

@@ -98,14 +98,15 @@ void append_file_no_follow(const std::string& path, const std::string& text) {
   if (err != 0) throw std::runtime_error("appending to '" + path + "' failed (" + std::strerror(err) + ")");
 }
 
-void write_file_atomic(const std::string& path, const std::string& bytes, bool shared) {
+void write_file_atomic(const std::string& path, const std::string& bytes, bool shared, unsigned mode) {
   static std::atomic<uint64_t> next{0};
   const std::string tmp =
       shared ? path + "." + std::to_string(next++) + ".tmp." + std::to_string(::getpid()) : path + ".tmp";
   // A new file, never one found there: a planted link named like the temporary would
   // otherwise be followed and its target overwritten (issue 34).
   (void)::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        static_cast<mode_t>(mode));
   if (fd < 0) throw std::runtime_error("cannot write '" + tmp + "': " + std::strerror(errno));
   int err = 0;
   for (size_t done = 0; done < bytes.size() && err == 0;) {

@@ -12,14 +12,17 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <regex>
 #include <stdexcept>
 
 #include "hsm/errors.h"
+#include "hsm/grid_workers.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/presets.h"
 #include "hsm/settings.h"
 #include "hsm/task_run.h"
 #include "hsm/tasks.h"
+#include "io/io_util.h"
 
 namespace hsm {
 namespace fs = std::filesystem;
@@ -28,22 +31,24 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::invalid_argument(p.string() + ": cannot read it");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A spec's text that becomes part of the Slurm job script (issue 46): only what Slurm accepts
+// for the field, so no newline, quote or shell metacharacter ever reaches the script.
+void check_slurm_text(const std::string& field, const std::string& value, const std::regex& accepted,
+                      const std::string& use) {
+  if (!std::regex_match(value, accepted))
+    throw std::invalid_argument("sweep spec: " + field + " " + json(value).dump() + ": " + use);
 }
 
-void write_text_atomic(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot write it");
-  }
-  fs::rename(tmp, p);
+const std::regex kNameText("[A-Za-z0-9._+=,@-]{1,100}");
+const std::regex kTimeText("[0-9]{1,9}(-[0-9]{1,4})?(:[0-9]{1,4}){0,2}|UNLIMITED|INFINITE|unlimited|infinite");
+const std::regex kPartitionText("[A-Za-z0-9._-]{1,64}(,[A-Za-z0-9._-]{1,64}){0,31}");
+
+// A whole number of a resource in [lo, hi], or a refusal naming it.
+int64_t resource_count(const std::string& key, const json& v, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    throw std::invalid_argument("sweep spec: resources." + key + " " + v.dump() + ": use a whole number from " +
+                                std::to_string(lo) + " to " + std::to_string(hi));
+  return v.get<int64_t>();
 }
 
 // A path from the spec: absolute as given; else beside the spec when it is there, else from
@@ -234,9 +239,22 @@ std::string folder_safe(std::string s) {
   return s;
 }
 
+// Whether `pid` is a live process that can be a point of this user's sweep: a pid of 1 or less
+// never is (0, -1 would signal a group), nor one not ours (EPERM), nor a program whose command
+// line names no sweep (a pid reused after a kill -9).
+bool point_process_alive(int64_t pid) {
+  if (pid <= 1 || pid > 0x3fffffff) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return false;  // gone (ESRCH) or not ours (EPERM)
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  if (!in) return true;  // no /proc: trust the signal
+  const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return cmdline.find(std::string("sweep") + '\0' + "run") != std::string::npos;
+}
+
 }  // namespace
 
-Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir, const std::string& data_override) {
+Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir, const std::string& data_override,
+                       const std::string& base_config_json) {
   json spec;
   try {
     spec = json::parse(json_text);
@@ -250,7 +268,11 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
       throw std::invalid_argument("sweep spec: unknown field '" + k +
                                   "'; use name, base, data, task, train, axes, points, resources");
   Sweep sweep;
+  if (spec.contains("name") && !spec["name"].is_string())
+    throw std::invalid_argument("sweep spec: name " + spec["name"].dump() + " is not a text");
   sweep.name = spec.value("name", "sweep");
+  check_slurm_text("name", sweep.name, kNameText,
+                   "a name holds 1 to 100 letters, digits and . _ - + = , @ (it names the Slurm job), e.g. \"placement\"");
   // The base model and its training settings.
   if (!spec.contains("base") || !spec["base"].is_object())
     throw std::invalid_argument("sweep spec: base is missing; give {\"preset\": NAME} or {\"config\": FILE}");
@@ -265,9 +287,14 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     if (preset) {
       base_model = load_preset_or_config(base["preset"].get<std::string>());
       base_train = preset_train_settings(base["preset"].get<std::string>());
+    } else if (base.contains("config") && !base_config_json.empty()) {
+      // The snapshot the sweep's folder took at its start (issue 46), not the file as it is now.
+      base_model = config_from_json(base_config_json, "the sweep's snapshot of its base config");
+      sweep.base_config_json = base_config_json;
     } else if (base.contains("config")) {
       spec["base"]["config"] = resolve_path(base["config"].get<std::string>(), base_dir);
       base_model = load_config(spec["base"]["config"].get<std::string>());
+      sweep.base_config_json = to_json(base_model);
     } else {
       throw std::invalid_argument("give {\"preset\": NAME} or {\"config\": FILE}");
     }
@@ -280,10 +307,11 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
   if (!data_override.empty()) spec["data"] = data_override;
   if (spec.contains("data") && spec.contains("task"))
     throw std::invalid_argument("sweep spec: data and task both given; a sweep trains on a corpus or on a task");
+  std::unique_ptr<Task> task;
   if (spec.contains("task")) {
-    sweep.task = spec["task"].get<std::string>();
     try {
-      const auto task = parse_task(sweep.task);
+      sweep.task = spec["task"].get<std::string>();
+      task = parse_task(sweep.task);
       if (preset) adopt_task_shape(base_model, *task);
     } catch (const std::exception& e) {
       throw std::invalid_argument("sweep spec: task: " + error_text(e));
@@ -312,23 +340,29 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
   }
   if (spec.contains("resources")) {
     const json& r = spec["resources"];
+    if (!r.is_object()) throw std::invalid_argument("sweep spec: resources is not an object; use cpus, gpus, mem_gb, time, partition");
     for (const auto& [k, v] : r.items()) {
       if (k == "cpus")
-        sweep.resources.cpus = v.get<int64_t>();
+        sweep.resources.cpus = resource_count(k, v, 1, 4096);
       else if (k == "gpus")
-        sweep.resources.gpus = v.get<int64_t>();
+        sweep.resources.gpus = resource_count(k, v, 0, 64);
       else if (k == "mem_gb")
-        sweep.resources.mem_gb = v.get<int64_t>();
-      else if (k == "time")
-        sweep.resources.time = v.get<std::string>();
-      else if (k == "partition")
-        sweep.resources.partition = v.get<std::string>();
-      else
+        sweep.resources.mem_gb = resource_count(k, v, 1, 1 << 20);
+      else if (k == "time" || k == "partition") {
+        if (!v.is_string()) throw std::invalid_argument("sweep spec: resources." + k + " " + v.dump() + " is not a text");
+        if (k == "time") {
+          sweep.resources.time = v.get<std::string>();
+          check_slurm_text("resources.time", sweep.resources.time, kTimeText,
+                           "use a Slurm time limit: MINUTES, H:MM:SS, DAYS-HH, DAYS-HH:MM:SS or UNLIMITED");
+        } else {
+          sweep.resources.partition = v.get<std::string>();
+          check_slurm_text("resources.partition", sweep.resources.partition, kPartitionText,
+                           "use a partition's name (letters, digits, . _ -), or several separated by commas");
+        }
+      } else
         throw std::invalid_argument("sweep spec: resources: unknown field '" + k +
                                     "'; use cpus, gpus, mem_gb, time, partition");
     }
-    if (sweep.resources.cpus < 1 || sweep.resources.mem_gb < 1 || sweep.resources.gpus < 0)
-      throw std::invalid_argument("sweep spec: resources: cpus and mem_gb must be at least 1, gpus at least 0");
   }
 
   // The points: the product of the axes, or the list given.
@@ -382,6 +416,7 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
         if (std::find(axis_order.begin(), axis_order.end(), axis) == axis_order.end()) axis_order.push_back(axis);
       }
       points.push_back(std::move(q));
+      if (points.size() > 100000) throw std::invalid_argument("sweep spec: more than 100000 points; use fewer");
     }
   }
   // What differs: the axes with more than one value over the points (absent = the base's).
@@ -413,6 +448,7 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     try {
       pt.model = config_from_json(m.dump(), "the model");
       validate_train_settings(pt.train);
+      if (task) check_model_fits_task(pt.model, *task);  // --check refuses what training would
     } catch (const std::exception& e) {
       throw std::invalid_argument("sweep spec: " + what + ": " + error_text(e));
     }
@@ -429,6 +465,12 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
 
 Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep) {
   const fs::path manifest = fs::path(dir) / "sweep.json";
+  // Another kind of folder is not made a sweep (its files would mix with the sweep's).
+  if (fs::exists(fs::path(dir) / "lab.json"))
+    throw std::invalid_argument("'" + dir + "' holds a lab (lab.json), not a sweep; give the sweep a folder of its own");
+  if (is_run_folder(dir))
+    throw std::invalid_argument("'" + dir + "' is a run folder, not a sweep; give the sweep a folder of its own");
+  check_grid_folder(dir, "sweep");
   if (fs::exists(manifest)) {
     const Sweep stored = load_sweep(dir);
     if (json::parse(stored.spec_json) != json::parse(sweep.spec_json))
@@ -444,10 +486,10 @@ Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep) {
     for (const auto& [a, v] : p.settings) settings[a] = json::parse(v);
     points.push_back({{"index", p.index}, {"name", p.name}, {"run", "runs/" + p.name}, {"settings", settings}});
   }
-  write_text_atomic(
-      manifest,
-      json{{"format", 1}, {"name", sweep.name}, {"spec", json::parse(sweep.spec_json)}, {"points", points}}.dump(2) +
-          "\n");
+  json m = {{"format", 1}, {"name", sweep.name}, {"spec", json::parse(sweep.spec_json)}, {"points", points}};
+  // The snapshot (issue 46): the base config as it is now, what every point trains.
+  if (!sweep.base_config_json.empty()) m["base_config"] = json::parse(sweep.base_config_json);
+  write_file_atomic(manifest.string(), m.dump(2) + "\n");
   return sweep;
 }
 
@@ -457,8 +499,8 @@ Sweep load_sweep(const std::string& dir) {
     throw std::invalid_argument(dir + " holds no sweep (no sweep.json); start one with hsm sweep SPEC --out " + dir);
   json j;
   try {
-    j = json::parse(read_text(manifest));
-    return parse_sweep_spec(j.at("spec").dump(), dir);
+    j = json::parse(read_text_file(manifest.string(), "sweep manifest"));
+    return parse_sweep_spec(j.at("spec").dump(), dir, "", j.contains("base_config") ? j["base_config"].dump() : "");
   } catch (const json::exception& e) {
     throw std::invalid_argument(manifest.string() + ": " + json_error_text(e.what()));
   }
@@ -471,18 +513,18 @@ std::string sweep_run_dir(const std::string& dir, const SweepPoint& p) {
 PointState read_point_state(const std::string& dir, const SweepPoint& p) {
   PointState s;
   const fs::path f = fs::path(dir) / "points" / (p.name + ".json");
-  if (!fs::exists(f)) return s;
+  if (!fs::exists(fs::symlink_status(f))) return s;
   try {
-    const json j = json::parse(read_text(f));
+    const json j = json::parse(read_text_file(f.string(), "point state"));
     s.state = j.value("state", "pending");
     s.error = j.value("error", "");
     s.pid = j.value("pid", int64_t{0});
   } catch (const std::exception&) {
-    return s;  // half-written by a killed process: as if never started
+    return s;  // half-written by a killed process (before issue 46's whole writes): as if never started
   }
-  // "running" by a process that is gone (killed with no time to say so): interrupted.
-  if (s.state == "running" && s.pid > 0 && ::kill(static_cast<pid_t>(s.pid), 0) != 0 && errno == ESRCH)
-    s.state = "stopped";
+  // "running" by a process that is gone (killed with no time to say so), or by a pid that is
+  // no point of ours (0, -1, init, another user's, another program's): interrupted.
+  if (s.state == "running" && !point_process_alive(s.pid)) s.state = "stopped";
   return s;
 }
 
@@ -490,7 +532,12 @@ void write_point_state(const std::string& dir, const SweepPoint& p, const PointS
   fs::create_directories(fs::path(dir) / "points");
   json j = {{"state", s.state}, {"pid", s.pid}};
   if (!s.error.empty()) j["error"] = s.error;
-  write_text_atomic(fs::path(dir) / "points" / (p.name + ".json"), j.dump() + "\n");
+  // Whole or not at all (a full disk keeps the old state and throws naming the file).
+  write_file_atomic((fs::path(dir) / "points" / (p.name + ".json")).string(), j.dump() + "\n");
+}
+
+Sweep parse_sweep_spec_file(const std::string& path, const std::string& data_override) {
+  return parse_sweep_spec(read_text_file(path, "sweep spec"), fs::path(path).parent_path().string(), data_override);
 }
 
 }  // namespace hsm

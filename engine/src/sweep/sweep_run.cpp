@@ -16,9 +16,11 @@
 #include <thread>
 
 #include "hsm/errors.h"
+#include "hsm/grid_workers.h"
 #include "hsm/sweep.h"
 #include "hsm/train_until_stopped.h"
 #include "hsm/trainer.h"
+#include "io/io_util.h"
 
 namespace hsm {
 namespace fs = std::filesystem;
@@ -32,8 +34,10 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
   const SweepPoint& p = sweep.points[static_cast<size_t>(index)];
   // A done point is not trained again (an array job submitted again after a stop).
   if (read_point_state(dir, p).state == "done") return "done";
+  check_grid_folder(dir, "sweep");
   RunSpec spec;
   spec.run_dir = sweep_run_dir(dir, p);
+  check_grid_run_dir(spec.run_dir);
   spec.data_path = sweep.data;
   spec.task = sweep.task;
   spec.model = p.model;
@@ -62,24 +66,21 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
   } catch (const std::exception& e) {
     state.state = "failed";
     state.error = error_text(e);
-    write_point_state(dir, p, state);
+    try {
+      write_point_state(dir, p, state);
+    } catch (const std::exception& w) {
+      throw std::runtime_error(state.error + "; and its state could not be recorded: " + error_text(w));
+    }
     throw;
   }
   write_point_state(dir, p, state);
   return state.state;
 }
 
-namespace {
-
-// The signal the launcher got (a handler can only set a flag); read by its wait loop.
-std::atomic<int> g_signal{0};
-extern "C" void on_sweep_signal(int sig) { g_signal = sig; }
-
-}  // namespace
-
 int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
                     const std::function<void(const std::string&)>& report) {
   const Sweep sweep = load_sweep(dir);
+  check_grid_folder(dir, "sweep");
   jobs = std::max(1, jobs);
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int threads = std::max(1, cores / jobs);
@@ -96,95 +97,95 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
          " done; running " + std::to_string(todo.size()) + ", " + std::to_string(jobs) + " at a time, " +
          std::to_string(threads) + " thread(s) each");
 
-  // SIGINT/SIGTERM: forwarded to the points (each stops at a step with a checkpoint), no new
-  // point starts, and the launcher returns when they have ended.
-  g_signal = 0;
-  struct sigaction on {
-  }, old_int{}, old_term{};
-  on.sa_handler = on_sweep_signal;
-  ::sigaction(SIGINT, &on, &old_int);
-  ::sigaction(SIGTERM, &on, &old_term);
-  const pid_t launcher = ::getpid();
+  // SIGINT, SIGTERM, SIGHUP: passed on to the points (each stops at a step with a checkpoint),
+  // no new point starts, and the launcher returns when they have ended (hsm/grid_workers.h).
+  GridStopSignals stop(false);
   std::map<pid_t, size_t> running;
-  bool failed = false, forwarded = false;
+  bool forwarded = false, reported = false;
   size_t next = 0;
   while (next < todo.size() || !running.empty()) {
-    if (g_signal && !forwarded) {
-      for (const auto& [pid, k] : running) ::kill(pid, SIGTERM);
-      forwarded = true;
+    while (!GridStopSignals::raised() && next < todo.size() && static_cast<int>(running.size()) < jobs) {
+      const SweepPoint& p = sweep.points[todo[next++]];
+      const std::string log = (fs::path(dir) / "points" / (p.name + ".log")).string();
+      try {
+        const pid_t pid = start_grid_worker({exe, "sweep", "run", dir, "--point", std::to_string(p.index), "--threads",
+                                             std::to_string(threads)},
+                                            log);
+        running[pid] = static_cast<size_t>(p.index);
+        report("started " + p.name);
+      } catch (const std::exception& e) {
+        write_point_state(dir, p, PointState{"failed", error_text(e), 0});
+        report("failed " + p.name + ": " + error_text(e));
+      }
+    }
+    if (running.empty()) break;
+    std::vector<pid_t> pids;
+    for (const auto& [pid, k] : running) pids.push_back(pid);
+    const WorkerEnd end = wait_grid_worker(pids, forwarded);
+    if (forwarded && !reported) {
+      reported = true;
       report("stopping: " + std::to_string(running.size()) +
              " point(s) write a checkpoint; start the sweep again to continue");
     }
-    while (!g_signal && next < todo.size() && static_cast<int>(running.size()) < jobs) {
-      const SweepPoint& p = sweep.points[todo[next++]];
-      const std::string log = (fs::path(dir) / "points" / (p.name + ".log")).string();
-      std::vector<std::string> args = {
-          exe, "sweep", "run", dir, "--point", std::to_string(p.index), "--threads", std::to_string(threads)};
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      const pid_t pid = ::fork();
-      if (pid < 0) throw std::runtime_error(std::string("cannot start a point: ") + std::strerror(errno));
-      if (pid == 0) {
-        // The point ends with its launcher (killed, a terminal closed): no orphan training on.
-        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (::getppid() != launcher) _exit(1);  // the launcher died before prctl
-        struct sigaction dfl {};
-        dfl.sa_handler = SIG_DFL;
-        ::sigaction(SIGINT, &dfl, nullptr);
-        ::sigaction(SIGTERM, &dfl, nullptr);
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-          ::dup2(fd, STDOUT_FILENO);
-          ::dup2(fd, STDERR_FILENO);
-          ::close(fd);
-        }
-        if (!std::getenv("HSM_BLAS_THREADS")) ::setenv("HSM_BLAS_THREADS", "1", 1);
-        ::execv(argv[0], argv.data());
-        _exit(127);
-      }
-      running[pid] = static_cast<size_t>(p.index);
-      report("started " + p.name);
-    }
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    const auto it = running.find(pid);
-    if (it == running.end()) continue;
-    const SweepPoint& p = sweep.points[it->second];
-    running.erase(it);
+    if (end.pid < 0) break;
+    const SweepPoint& p = sweep.points[running.at(end.pid)];
+    running.erase(end.pid);
+    const int status = end.status;
     const PointState s = read_point_state(dir, p);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && s.state == "done") {
       report("done " + p.name);
-    } else if (s.state == "stopped" || (g_signal && WIFSIGNALED(status))) {
+    } else if (s.state == "stopped" || (GridStopSignals::raised() && WIFSIGNALED(status))) {
       report("stopped " + p.name);
     } else {
-      failed = true;
       PointState f = s;
       f.state = "failed";
-      if (f.error.empty())
-        f.error = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                      : "exit status " + std::to_string(WEXITSTATUS(status));
+      if (f.error.empty()) f.error = worker_status_text(status);
       write_point_state(dir, p, f);
       report("failed " + p.name + ": " + f.error);
     }
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  if (g_signal) return 130;
-  return failed ? 1 : 0;
+  // The exit status says whether every point finished (issue 46), naming those that did not.
+  std::string left;
+  size_t unfinished = 0;
+  for (const SweepPoint& p : sweep.points)
+    if (read_point_state(dir, p).state != "done" && ++unfinished <= 5) left += (left.empty() ? "" : ", ") + p.name;
+  if (unfinished > 5) left += " and " + std::to_string(unfinished - 5) + " more";
+  if (unfinished > 0)
+    report(std::to_string(unfinished) + " of " + std::to_string(sweep.points.size()) + " points unfinished: " + left +
+           "; hsm sweep SPEC --out " + dir + " continues the sweep");
+  if (GridStopSignals::raised()) return 130;
+  return unfinished > 0 ? 1 : 0;
 }
+
+namespace {
+
+// `s` as one word of shell text: in single quotes, a quote in it as '\'' (a newline inside the
+// quotes is part of the word).
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A path that can stand in an #SBATCH line as it is: no space, quote, newline, % (a Slurm
+// file pattern) or other character Slurm's or the shell's parsing would take apart.
+bool sbatch_safe_path(const std::string& p) {
+  return !p.empty() && p.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._+,=@-") ==
+                           std::string::npos;
+}
+
+}  // namespace
 
 std::string sweep_sbatch_script(const std::string& dir, const std::string& exe) {
   const Sweep sweep = load_sweep(dir);
   const std::string abs_dir = fs::absolute(dir).lexically_normal().string();
+  const bool safe = sbatch_safe_path(abs_dir);
   const SweepResources& r = sweep.resources;
   std::string s = "#!/bin/bash\n";
+  // The name, time and partition were checked against what Slurm accepts (parse_sweep_spec).
   s += "# The sweep " + sweep.name + " as a Slurm array job: one array task per point (docs/sweeps.md).\n";
-  s += "# Submit: sbatch " + abs_dir + "/sweep.sbatch   (again after a stop: done points are skipped)\n";
+  s += "# Submit: sbatch " + (safe ? abs_dir + "/sweep.sbatch" : std::string("sweep.sbatch (in the sweep's folder)")) +
+       "   (again after a stop: done points are skipped)\n";
   s += "#SBATCH --job-name=hsm-" + sweep.name + "\n";
   s += "#SBATCH --array=0-" + std::to_string(sweep.points.size() - 1) + "\n";
   s += "#SBATCH --cpus-per-task=" + std::to_string(r.cpus) + "\n";
@@ -192,13 +193,25 @@ std::string sweep_sbatch_script(const std::string& dir, const std::string& exe) 
   s += "#SBATCH --time=" + r.time + "\n";
   if (r.gpus > 0) s += "#SBATCH --gres=gpu:" + std::to_string(r.gpus) + "\n";
   if (!r.partition.empty()) s += "#SBATCH --partition=" + r.partition + "\n";
-  s += "#SBATCH --output=" + abs_dir + "/points/slurm-%A_%a.log\n";
+  // A folder whose path an #SBATCH line cannot hold: the task's output goes there from the
+  // script (below), the path quoted.
+  s += "#SBATCH --output=" + (safe ? abs_dir + "/points/slurm-%A_%a.log" : std::string("/dev/null")) + "\n";
   s += "# Slurm stops a task with SIGTERM: the point writes a checkpoint and resumes from it next time.\n";
   s += "#SBATCH --signal=TERM@60\n";
+  s += "sweep_dir=" + shell_quoted(abs_dir) + "\n";
+  s += "hsm_exe=" + shell_quoted(exe) + "\n";
+  if (!safe)
+    s += "exec >>\"$sweep_dir/points/slurm-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.log\" 2>&1\n";
   s += "export HSM_BLAS_THREADS=${HSM_BLAS_THREADS:-1}\n";
-  s += "exec '" + exe + "' sweep run '" + abs_dir +
-       "' --point \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-" + std::to_string(r.cpus) + "}\"\n";
+  s += "exec \"$hsm_exe\" sweep run \"$sweep_dir\" --point \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-" +
+       std::to_string(r.cpus) + "}\"\n";
   return s;
+}
+
+std::string write_sweep_sbatch(const std::string& dir, const std::string& exe) {
+  const std::string script = (fs::path(dir) / "sweep.sbatch").string();
+  write_file_atomic(script, sweep_sbatch_script(dir, exe), false, 0755);
+  return script;
 }
 
 }  // namespace hsm
