@@ -583,6 +583,37 @@ TEST(CliPipeline, PerTokenFileAndCompare) {
   }
   EXPECT_EQ(lines, eval["tokens"].get<int64_t>());
   EXPECT_EQ(lines, 6 * 128);
+  {
+    // The target, distance, document and training-count fields against each other, recomputed
+    // here (issue 52): a window's targets are its inputs shifted by one; a distance is found by a
+    // plain backward scan of the window's inputs (not the engine's map); a token's training
+    // count is the same wherever it is the target; documents never go back.
+    std::ifstream again(file);
+    std::vector<nlohmann::json> rows;
+    while (std::getline(again, line)) rows.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(static_cast<int64_t>(rows.size()), lines);
+    std::map<int64_t, int64_t> count_of;
+    int64_t last_document = -1;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      const int64_t pos = r["position"].get<int64_t>(), target = r["target"].get<int64_t>();
+      if (pos + 1 < 128) EXPECT_EQ(rows[i + 1]["input"].get<int64_t>(), target) << "row " << i;
+      int64_t distance = 0;
+      for (int64_t q = pos; q >= 0; --q)
+        if (rows[i - static_cast<size_t>(pos - q)]["input"].get<int64_t>() == target) {
+          distance = pos + 1 - q;
+          break;
+        }
+      EXPECT_EQ(r["distance"].is_null() ? 0 : r["distance"].get<int64_t>(), distance) << "row " << i;
+      const auto [it, fresh] = count_of.emplace(target, r["train_count"].get<int64_t>());
+      if (!fresh) EXPECT_EQ(it->second, r["train_count"].get<int64_t>()) << "token " << target;
+      EXPECT_GE(r["train_count"].get<int64_t>(), 0);
+      EXPECT_GE(r["document"].get<int64_t>(), last_document) << "row " << i;
+      last_document = r["document"].get<int64_t>();
+    }
+    EXPECT_GT(count_of.size(), 50u) << "a real corpus has many distinct targets";
+    EXPECT_GT(last_document, 0) << "six windows of the starter corpus span several documents";
+  }
   EXPECT_NEAR(sum / static_cast<double>(lines), eval["loss"].get<double>(), 1e-12);
   EXPECT_EQ(static_cast<double>(top1) / static_cast<double>(lines), eval["accuracy"].get<double>());
 
