@@ -27,7 +27,8 @@ const Step kSteps[] = {
     {-1, QT_TRANSLATE_NOOP("tour",
                            "Welcome. HSM Studio shows small language models that continue stories. Some use GPT's "
                            "attention (every token looks at every earlier one); others use Hierarchical Shift "
-                           "Mixing (layer l looks just 2^l tokens back). Two demo models are open: gpt and hsm_ab.")},
+                           "Mixing (layer l looks just 2^l tokens back). The bundled demo models are gpt, hsm_ab and "
+                           "hybrid_0_6; the Run selector above switches between the open ones.")},
     {4, QT_TRANSLATE_NOOP("tour",
                           "The Playground: pick one of the paper's prompts and press Generate. Each token is tinted "
                           "by how likely the model found it; hover one for the alternatives. Tick “Compare every open "
