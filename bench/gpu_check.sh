@@ -497,7 +497,9 @@ for p in sorted(glob.glob(os.path.join(res, "bench_b*.json"))):
     bench[os.path.basename(p)[:-5]] = {k: j.get(k) for k in ("sgemm_peak_gflops", "peak_kind", "error") if k in j}
     for m in j.get("models", []):
         row = {"model": m["name"], "batch": m["batch"], "hsm_tokens_per_s": m["train_tokens_per_s"],
-               "mfu": m.get("mfu")}
+               "mfu": m.get("mfu"), "cuda_graph": m.get("train_cuda_graph"),
+               "hsm_eager_step_tokens_per_s": m.get("train_eager_tokens_per_s"),
+               "graph_vs_eager_step": m.get("graph_vs_eager")}
         for mode in ("eager", "compile"):
             peer = peers.get((m["name"], m["batch"], mode), {})
             if "train_tokens_per_s" in peer:
