@@ -32,8 +32,8 @@
 #   train_cpu_seeds  the hsm_ab recipe, seeds 1-4, on the machine's CPU (in parallel, after every
 #             timing): the spread the CUDA seeds' held-out losses are compared with
 # Report: OUT/gpu_check.json (OUT: --out, else $OUT, else gpu_check_out/), logs in OUT/logs/.
-# Whole run on one H100/H200: about 6 minutes (build about 90-100 s with 16 cores); --budget
-# (default 400 s) skips what would start too late (and stops a stage at it), saying so.
+# Whole run on one H100/H200: about 8 minutes (build 70-100 s with 16 cores, the CPU seeds ~270 s); --budget
+# (default 470 s) skips what would start too late (and stops a stage at it), saying so.
 # --quick (for trying the script on a CPU): 20 steps of batch 4, two hsm_ab seeds, small bench.
 # --force-debs: unpack the .debs even where the system has the packages (to try that path).
 set -u
@@ -47,7 +47,7 @@ data=""
 out=${OUT:-gpu_check_out}
 device=cuda
 quick=0
-budget=400
+budget=470
 jobs=$(nproc 2> /dev/null || echo 4)
 build=""
 torch_dir=""
@@ -448,7 +448,7 @@ train_cpu_seeds() {
   return $rc
 }
 if [ "$device" != cpu ] && [ -n "$hsm" ] && [ -f "$data" ]; then
-  stage train_cpu_seeds 240 train_cpu_seeds
+  stage train_cpu_seeds 300 train_cpu_seeds
 fi
 
 # ---- the report ----------------------------------------------------------------------------------
