@@ -29,9 +29,11 @@
 #   compiled  the peer under torch.compile at batch 256: compiled in the background from the
 #             build on (a minute or more per model, on the CPU), held before the timed stages,
 #             timed last
+#   train_cpu_seeds  the hsm_ab recipe, seeds 1-4, on the machine's CPU (in parallel, after every
+#             timing): the spread the CUDA seeds' held-out losses are compared with
 # Report: OUT/gpu_check.json (OUT: --out, else $OUT, else gpu_check_out/), logs in OUT/logs/.
-# Whole run on one H100/H200: about 6 minutes (build about 90-100 s with 16 cores); --budget
-# (default 400 s) skips what would start too late (and stops a stage at it), saying so.
+# Whole run on one H100/H200: about 8 minutes (build 70-100 s with 16 cores, the CPU seeds ~270 s); --budget
+# (default 470 s) skips what would start too late (and stops a stage at it), saying so.
 # --quick (for trying the script on a CPU): 20 steps of batch 4, two hsm_ab seeds, small bench.
 # --force-debs: unpack the .debs even where the system has the packages (to try that path).
 set -u
@@ -45,7 +47,7 @@ data=""
 out=${OUT:-gpu_check_out}
 device=cuda
 quick=0
-budget=400
+budget=470
 jobs=$(nproc 2> /dev/null || echo 4)
 build=""
 torch_dir=""
@@ -428,6 +430,27 @@ else
   record peer_compile skipped 0 "out of the time budget"
 fi
 
+# ---- the same recipe on the CPU: four seeds, for the loss spread -----------------------------------
+# Runs that differ only in rounding leave the loss plateau up to 100 steps apart, so one seed says
+# little: the CUDA seeds' held-out losses are compared with the spread of four CPU seeds (issue 49).
+# Last, so that the CPU load touches no timing; the seeds in parallel, the cores shared out.
+train_cpu_seeds() {
+  local s pids=() rc=0 threads=$((jobs / 4))
+  [ "$threads" -ge 1 ] || threads=1
+  for s in $seeds; do
+    HSM_RANK_THREADS=$threads "$hsm" train --preset hsm_ab --steps "$steps" --batch "$batch" --seed "$s" --device cpu \
+      --data "$data" --tokenizer "$tokenizer" --cache-dir "$cache" --out "$runs/hsm_ab_cpu_s$s" --json \
+      > "$out/results/train_cpu_hsm_ab_s$s.out" 2> "$out/logs/train_cpu_hsm_ab_s$s.err" &
+    pids+=($!)
+  done
+  for s in "${pids[@]}"; do wait "$s" || rc=1; done
+  tail -n 3 "$out"/results/train_cpu_hsm_ab_s*.out
+  return $rc
+}
+if [ "$device" != cpu ] && [ -n "$hsm" ] && [ -f "$data" ]; then
+  stage train_cpu_seeds 300 train_cpu_seeds
+fi
+
 # ---- the report ----------------------------------------------------------------------------------
 log "report"
 python3 - "$out" "$status_dir" "$device" "$quick" "$budget" "$t_start" << 'PY'
@@ -484,7 +507,19 @@ report["train"] = train
 losses = [v.get("val_loss") for k, v in train.items() if k.startswith("hsm_ab_") and v.get("val_loss") is not None]
 if losses:
     report["hsm_ab_val_loss"] = {"seeds": len(losses), "min": min(losses), "max": max(losses),
-                                 "mean": statistics.mean(losses)}
+                                 "mean": statistics.mean(losses), "values": losses}
+cpu_losses = []
+for p in sorted(glob.glob(os.path.join(res, "train_cpu_hsm_ab_s*.out"))):
+    j = load_json(p)
+    if j.get("val_loss") is not None and j.get("steps") == j.get("total_steps"):
+        cpu_losses.append(j["val_loss"])
+if cpu_losses:
+    spread = {"seeds": len(cpu_losses), "min": min(cpu_losses), "max": max(cpu_losses),
+              "mean": statistics.mean(cpu_losses), "values": cpu_losses}
+    report["hsm_ab_val_loss_cpu"] = spread
+    if losses:
+        # The check: the CUDA seeds' mean inside the CPU seeds' range (and each CUDA seed's value listed).
+        report["cuda_mean_within_cpu_spread"] = spread["min"] <= statistics.mean(losses) <= spread["max"]
 
 peers = {}
 for mode in ("eager", "compile"):
@@ -497,7 +532,9 @@ for p in sorted(glob.glob(os.path.join(res, "bench_b*.json"))):
     bench[os.path.basename(p)[:-5]] = {k: j.get(k) for k in ("sgemm_peak_gflops", "peak_kind", "error") if k in j}
     for m in j.get("models", []):
         row = {"model": m["name"], "batch": m["batch"], "hsm_tokens_per_s": m["train_tokens_per_s"],
-               "mfu": m.get("mfu")}
+               "mfu": m.get("mfu"), "cuda_graph": m.get("train_cuda_graph"),
+               "hsm_eager_step_tokens_per_s": m.get("train_eager_tokens_per_s"),
+               "graph_vs_eager_step": m.get("graph_vs_eager")}
         for mode in ("eager", "compile"):
             peer = peers.get((m["name"], m["batch"], mode), {})
             if "train_tokens_per_s" in peer:

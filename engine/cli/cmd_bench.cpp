@@ -87,6 +87,10 @@ Command add_bench_command(CLI::App& app) {
                  {"context", r.context},
                  {"batch", r.batch},
                  {"train_tokens_per_s", r.train_tokens_per_s},
+                 {"train_cuda_graph", r.train_cuda_graph},
+                 {"train_eager_tokens_per_s", r.train_eager_tokens_per_s},
+                 {"graph_vs_eager",
+                  r.train_eager_tokens_per_s > 0 ? r.train_tokens_per_s / r.train_eager_tokens_per_s : 0.0},
                  {"eval_tokens_per_s", r.eval_tokens_per_s},
                  {"forward_tokens_per_s", r.forward_tokens_per_s},
                  {"decode_cached_tokens_per_s", r.decode_cached_tokens_per_s},
@@ -128,6 +132,11 @@ Command add_bench_command(CLI::App& app) {
               r.decode_fast_tokens_per_s,
               r.decode_uncached_tokens_per_s > 0 ? r.decode_fast_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0);
         }
+        for (const auto& r : report.results)
+          if (r.train_cuda_graph)
+            std::printf("%s @%lld: training step as a CUDA graph %.0f tokens/s, its eager step %.0f (%.2fx)\n",
+                        r.name.c_str(), static_cast<long long>(r.context), r.train_tokens_per_s,
+                        r.train_eager_tokens_per_s, r.train_tokens_per_s / r.train_eager_tokens_per_s);
         std::string by_backend;
         for (const auto& [name, peak] : report.sgemm_peak_by_backend)
           by_backend += (by_backend.empty() ? " (" : ", ") + name + " " + std::to_string(static_cast<int>(peak + 0.5));

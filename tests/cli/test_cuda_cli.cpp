@@ -62,6 +62,37 @@ TEST(CudaCli, FourHundredStepsExitZeroAndTheCheckpointEvaluatesOnTheCpu) {
   fs::remove_all(dir);
 }
 
+// The step recorded as a CUDA graph (train/cuda_graph_step.h) trains as the eager step does:
+// the same run with HSM_CUDA_GRAPH=0 ends at the same held-out loss (bf16 autocast on both, the
+// same kernels; 1% covers cuBLAS choosing another algorithm, a wrong graph is far off), and the
+// log says which step ran.
+TEST(CudaCli, TheGraphedStepTrainsAsTheEagerOne) {
+  const fs::path dir = fs::temp_directory_path() / ("hsm_cuda_graph_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  write_tiny_run_inputs(dir.string(), 7, 0.0);
+  auto train = [&](const std::string& env, const std::string& name) {
+    return shell(env + " " + hsm("train --config '" + (dir / "tiny.json").string() + "' --data '" +
+                                 (dir / "stories.txt").string() + "' --out '" + (dir / name).string() +
+                                 "' --device cuda --steps 120 --batch 8 --log-every 20 --eval-every 60 --seed 3 --json"));
+  };
+  const Result graphed = train("", "graphed");
+  if (graphed.exit_code != 0 && graphed.out.find("asked for, but") != std::string::npos) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "no CUDA here";
+  }
+  ASSERT_EQ(graphed.exit_code, 0) << graphed.out;
+  EXPECT_NE(graphed.out.find("runs as a CUDA graph from step 4"), std::string::npos) << graphed.out;
+  const Result eager = train("HSM_CUDA_GRAPH=0", "eager");
+  ASSERT_EQ(eager.exit_code, 0) << eager.out;
+  EXPECT_EQ(eager.out.find("CUDA graph"), std::string::npos) << eager.out;
+  const auto g = last_json(graphed.out), e = last_json(eager.out);
+  ASSERT_EQ(g["steps"].get<int64_t>(), 120);
+  EXPECT_NEAR(g["val_loss"].get<double>(), e["val_loss"].get<double>(), 0.01 * e["val_loss"].get<double>())
+      << graphed.out << "\n" << eager.out;
+  fs::remove_all(dir);
+}
+
 // ---- the CUDA step's bookkeeping, on the CPU (HSM_STEP_SYNC=deferred) ---------------------------
 // On CUDA a step reads nothing back: the loss is summed on the device and a non-finite loss or
 // gradient flagged there, both read at the steps that log, validate or checkpoint. The same code

@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
+#include "train/cuda_graph_step.h"
 
 using namespace hsm;
 
@@ -250,6 +251,67 @@ TEST(Cuda, TrainingStepsFollowTheCpusLosses) {
     oc.step(3e-3);
     EXPECT_FALSE(og.clip_and_step(3e-3, 1.0, lg).item<bool>());
   }
+}
+
+// The training step recorded once as a CUDA graph and replayed (train/cuda_graph_step.h) takes
+// the same steps as the eager one: a new batch and a new learning rate each step, clipped, fused
+// AdamW. fp32, no dropout: the same kernels in the same order, so 1e-5 of the largest weight.
+TEST(Cuda, GraphedStepsEqualTheEagerSteps) {
+  HSM_REQUIRE_CUDA();
+  if (!CudaGraphStep::available(torch::kCUDA)) GTEST_SKIP() << "this build records no CUDA graph (HSM_CUDA_GRAPHS)";
+  const auto config = tiny_config();
+  torch::manual_seed(7);
+  Gpt eager(config);
+  torch::manual_seed(7);
+  Gpt graphed(config);
+  eager->to(torch::kCUDA);
+  graphed->to(torch::kCUDA);
+  AdamW oe(named(*eager), {}), og(named(*graphed), {});
+  const auto opts = torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA);
+  auto batch = [&](int step) {
+    torch::manual_seed(100 + step);
+    return torch::randint(0, config.vocab_size, {4, kT + 1}, opts);
+  };
+  auto eager_step = [](Gpt& m, AdamW& o, const torch::Tensor& tokens, double lr) {
+    auto loss = m->loss(tokens.narrow(1, 0, kT), tokens.narrow(1, 1, kT));
+    o.zero_grad();
+    loss.backward();
+    o.clip_and_step(lr, 1.0, loss);
+    return loss.item<double>();
+  };
+  for (int step = 0; step < 2; ++step) {  // warm-up, both eager (cuBLAS handles outside the recording)
+    eager_step(eager, oe, batch(step), 1e-3);
+    eager_step(graphed, og, batch(step), 1e-3);
+  }
+  og.zero_grad();
+  og.prepare_recorded_steps();
+  CudaGraphStep graph({batch(0)}, [&](const std::vector<torch::Tensor>& in, const torch::Tensor& lr) {
+    auto loss = graphed->loss(in[0].narrow(1, 0, kT), in[0].narrow(1, 1, kT));
+    loss.backward();
+    auto bad = og.clip_and_step_recorded(lr, 1.0, loss);
+    return std::make_pair(loss.detach(), bad);
+  });
+  // Recording computed nothing: the weights are still the eager model's.
+  for (const auto& [n, p] : named(*graphed))
+    EXPECT_TRUE(close_to(p, eager->named_parameters()[n], 0)) << n << " changed while recording";
+  for (int step = 2; step < 10; ++step) {
+    const double lr = 1e-3 * (1 + step % 3);  // the rate changes: it is read on the device
+    const auto tokens = batch(step);
+    const double le = eager_step(eager, oe, tokens, lr);
+    auto [loss, bad] = graph.replay({tokens}, lr);
+    og.count_recorded_step();
+    EXPECT_NEAR(loss.item<double>(), le, 1e-5 * std::abs(le)) << "step " << step;
+    EXPECT_FALSE(bad.item<bool>());
+  }
+  EXPECT_EQ(og.steps(), oe.steps());
+  for (const auto& [n, p] : named(*graphed))
+    EXPECT_TRUE(close_to(p, eager->named_parameters()[n], 1e-5)) << n;
+  for (const auto& [n, m] : og.state()) {
+    const auto es = oe.state();
+    for (const auto& [en, em] : es)
+      if (en == n) EXPECT_TRUE(close_to(m, em, 1e-5)) << n;
+  }
+  EXPECT_FALSE(graph.fits({torch::zeros({2, kT + 1}, opts)})) << "another batch shape must not replay";
 }
 
 // Decoding on CUDA with caches (prefill, then a token at a time) gives the logits of running the

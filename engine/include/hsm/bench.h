@@ -35,6 +35,11 @@ struct BenchResult {
   int64_t context = 0;
   int64_t batch = 0;                        // sequences per training step at this context
   double train_tokens_per_s = 0;            // forward + loss + backward + AdamW, batch × context tokens per step
+  // CUDA: the step as `hsm train` takes it, recorded once as a CUDA graph and replayed
+  // (train/cuda_graph_step.h); then train_tokens_per_s is the graph's, and this the same step
+  // launched operator by operator, timed in the same run. 0 where no graph was recorded.
+  double train_eager_tokens_per_s = 0;
+  bool train_cuda_graph = false;
   double eval_tokens_per_s = 0;             // forward + loss without gradients (InferenceMode), eval_batch sequences
   double forward_tokens_per_s = 0;          // = eval_tokens_per_s (kept for older readers)
   double decode_cached_tokens_per_s = 0;    // incremental: KV cache / shift ring

@@ -112,6 +112,26 @@ void fused_adamw(const std::vector<torch::Tensor>& params, const std::vector<tor
 #endif
 }
 
+void fused_adamw(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads,
+                 const std::vector<torch::Tensor>& exp_avgs, const std::vector<torch::Tensor>& exp_avg_sqs,
+                 const torch::Tensor& step, const torch::Tensor& lr, double beta1, double beta2, double weight_decay,
+                 double eps, const torch::Tensor& grad_scale, const torch::Tensor& found_inf) {
+  if (params.empty()) return;
+  if (!fused_adamw_supported(params, grads))
+    throw std::logic_error("fused_adamw: not available for these tensors with this LibTorch (" + torch_version() + ")");
+#if defined(HSM_HAVE_FUSED_ADAMW) && (TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 2)
+  const std::vector<torch::Tensor> steps(params.size(), step);
+  const std::vector<torch::Tensor> no_max_exp_avg_sqs;
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, lr, beta1, beta2, weight_decay,
+                    eps, /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
+#else
+  (void)step, (void)lr, (void)beta1, (void)beta2, (void)weight_decay, (void)eps, (void)grad_scale, (void)found_inf;
+  (void)exp_avgs, (void)exp_avg_sqs;
+  throw std::logic_error("fused_adamw: a learning rate on the device needs LibTorch 2.2 or later (" + torch_version() +
+                         ")");
+#endif
+}
+
 AutocastGuard::AutocastGuard(const torch::Device& device, bool enable) {
 #if TORCH_VERSION_MAJOR >= 2
   if (!enable || !device.is_cuda()) return;

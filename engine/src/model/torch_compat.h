@@ -63,4 +63,11 @@ void fused_adamw(const std::vector<torch::Tensor>& params, const std::vector<tor
                  const torch::Tensor& step, double lr, double beta1, double beta2, double weight_decay, double eps,
                  const torch::Tensor& grad_scale, const torch::Tensor& found_inf);
 
+// As fused_adamw, with the learning rate read on the device (`lr`, 0-dim fp32 there): what a CUDA
+// graph replays with a new rate each step (train/cuda_graph_step.h). LibTorch 2.2 and later.
+void fused_adamw(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads,
+                 const std::vector<torch::Tensor>& exp_avgs, const std::vector<torch::Tensor>& exp_avg_sqs,
+                 const torch::Tensor& step, const torch::Tensor& lr, double beta1, double beta2, double weight_decay,
+                 double eps, const torch::Tensor& grad_scale, const torch::Tensor& found_inf);
+
 }  // namespace hsm::compat

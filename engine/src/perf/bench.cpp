@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
+#include "train/cuda_graph_step.h"
 #include "kernels/gemm.h"
 #include "eval/evaluation.h"
 
@@ -166,15 +167,41 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
       const int64_t warm_up = cuda ? 3 : 1;
       Clock::time_point t0;
       reset_peak_memory();
-      for (int64_t s = 0; s < o.train_steps + warm_up; ++s) {
-        if (s == warm_up) {
-          sync(device);
-          t0 = Clock::now();
+      auto time_steps = [&](const std::function<void()>& one_step) {
+        sync(device);
+        const auto start = Clock::now();
+        for (int64_t s = 0; s < o.train_steps; ++s) one_step();
+        sync(device);
+        return static_cast<double>(o.train_steps * B * T) / seconds_since(start);
+      };
+      for (int64_t s = 0; s < warm_up; ++s) train_once();
+      r.train_tokens_per_s = time_steps(train_once);
+      if (CudaGraphStep::available(device)) {  // the step `hsm train` takes on CUDA: one graph
+        try {
+          optimizer.zero_grad();
+          optimizer.prepare_recorded_steps();
+          CudaGraphStep graph({tokens}, [&](const std::vector<torch::Tensor>& in, const torch::Tensor& lr) {
+            torch::Tensor loss;
+            {
+              compat::AutocastGuard autocast(device, true);
+              loss = model->loss(in[0].narrow(1, 0, T), in[0].narrow(1, 1, T));
+            }
+            loss.backward();
+            auto bad = optimizer.clip_and_step_recorded(lr, 1.0, loss);
+            return std::make_pair(loss.detach(), bad);
+          });
+          auto replay = [&] {
+            graph.replay({tokens}, 1e-4);
+            optimizer.count_recorded_step();
+          };
+          replay();  // the first replay uploads the graph
+          r.train_eager_tokens_per_s = r.train_tokens_per_s;
+          r.train_tokens_per_s = time_steps(replay);
+          r.train_cuda_graph = true;
+        } catch (const std::exception& e) {
+          say(tag + "no CUDA graph (" + e.what() + "): the eager step's speed");
         }
-        train_once();
       }
-      sync(device);
-      r.train_tokens_per_s = static_cast<double>(o.train_steps * B * T) / seconds_since(t0);
       if (!o.profile_prefix.empty()) {
         const std::string path = o.profile_prefix + r.name + "_" + std::to_string(T) + ".trace.json";
         say(tag + "profiling one step into " + path);

@@ -21,45 +21,81 @@ void AdamW::zero_grad() {
     if (s.param.grad().defined()) s.param.mutable_grad() = torch::Tensor();
 }
 
-torch::Tensor AdamW::clip_and_step(double lr, double max_norm, const torch::Tensor& loss) {
-  torch::NoGradGuard no_grad;
+AdamW::Clip AdamW::clip(double max_norm, const torch::Tensor& loss) const {
   std::vector<torch::Tensor> grads;
   for (const auto& s : slots_)
     if (s.param.grad().defined()) grads.push_back(s.param.grad());
   if (grads.empty()) throw std::logic_error("AdamW::clip_and_step: no parameter has a gradient");
   const auto norm = compat::global_norm(grads);
   // Not finite when either is (inf - inf is NaN too).
-  const auto bad = torch::isfinite(norm + loss.detach().to(torch::kFloat).reshape({})).logical_not();
+  auto bad = torch::isfinite(norm + loss.detach().to(torch::kFloat).reshape({})).logical_not();
   // As torch::nn::utils::clip_grad_norm_: g * max_norm / (norm + 1e-6) where that is below 1.
-  const auto scale = max_norm > 0 ? ((norm + 1e-6) / max_norm).clamp_min(1.0) : torch::ones_like(norm);
-  step(lr, scale, bad.to(torch::kFloat));
-  return bad;
+  auto scale = max_norm > 0 ? ((norm + 1e-6) / max_norm).clamp_min(1.0) : torch::ones_like(norm);
+  return {bad, scale};
+}
+
+torch::Tensor AdamW::clip_and_step(double lr, double max_norm, const torch::Tensor& loss) {
+  torch::NoGradGuard no_grad;
+  const auto c = clip(max_norm, loss);
+  step(lr, c.scale, c.bad.to(torch::kFloat));
+  return c.bad;
+}
+
+AdamW::FusedLists AdamW::fused_lists() const {
+  FusedLists t;
+  for (const auto& s : slots_) {
+    if (!s.param.grad().defined()) continue;
+    const int g = group(s);
+    t.params[g].push_back(s.param);
+    t.grads[g].push_back(s.param.grad());
+    t.exp_avgs[g].push_back(s.exp_avg);
+    t.exp_avg_sqs[g].push_back(s.exp_avg_sq);
+    t.all_params.push_back(s.param);
+    t.all_grads.push_back(s.param.grad());
+  }
+  return t;
+}
+
+void AdamW::make_step_tensors(const torch::Device& device) {
+  if (step_tensor_.defined() && step_tensor_.device() == device) return;
+  const auto o = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  step_tensor_ = torch::zeros({}, o);
+  one_ = torch::ones({}, o);
+  zero_ = torch::zeros({}, o);
+}
+
+void AdamW::prepare_recorded_steps() {
+  if (slots_.empty()) return;
+  torch::NoGradGuard no_grad;
+  make_step_tensors(slots_.front().param.device());
+  step_tensor_.fill_(static_cast<double>(step_));
+}
+
+torch::Tensor AdamW::clip_and_step_recorded(const torch::Tensor& lr, double max_norm, const torch::Tensor& loss) {
+  torch::NoGradGuard no_grad;
+  const auto c = clip(max_norm, loss);
+  const auto t = fused_lists();
+  auto &params = t.params, &grads = t.grads, &exp_avgs = t.exp_avgs, &exp_avg_sqs = t.exp_avg_sqs;
+  if (!compat::fused_adamw_supported(t.all_params, t.all_grads))
+    throw std::runtime_error("AdamW: the recorded update needs the fused CUDA step (LibTorch 2.x, fp32 parameters)");
+  if (!step_tensor_.defined()) throw std::logic_error("AdamW::clip_and_step_recorded before prepare_recorded_steps");
+  step_tensor_.add_(1);  // on the device: each replay counts its own step (a skipped one too, as in step())
+  const auto found_inf = c.bad.to(torch::kFloat);
+  for (int g = 0; g < 2; ++g)
+    compat::fused_adamw(params[g], grads[g], exp_avgs[g], exp_avg_sqs[g], step_tensor_, lr, options_.beta1,
+                        options_.beta2, g == 1 ? options_.weight_decay : 0.0, options_.eps, c.scale, found_inf);
+  return c.bad;
 }
 
 void AdamW::step(double lr, const torch::Tensor& grad_scale, const torch::Tensor& found_inf) {
   torch::NoGradGuard no_grad;
   bool done[2] = {false, false};  // a group the fused path updated ([0] no decay, [1] decay)
-  auto group = [&](const Slot& s) { return s.decay && options_.weight_decay > 0 ? 1 : 0; };
   if (!fused_off_) {
-    std::vector<torch::Tensor> params[2], grads[2], exp_avgs[2], exp_avg_sqs[2], all_params, all_grads;
-    for (auto& s : slots_) {
-      if (!s.param.grad().defined()) continue;
-      const int g = group(s);
-      params[g].push_back(s.param);
-      grads[g].push_back(s.param.grad());
-      exp_avgs[g].push_back(s.exp_avg);
-      exp_avg_sqs[g].push_back(s.exp_avg_sq);
-      all_params.push_back(s.param);
-      all_grads.push_back(s.param.grad());
-    }
-    if (compat::fused_adamw_supported(all_params, all_grads)) {
-      const auto dev = all_params.front().device();
-      if (!step_tensor_.defined() || step_tensor_.device() != dev) {
-        const auto o = torch::TensorOptions().dtype(torch::kFloat).device(dev);
-        step_tensor_ = torch::zeros({}, o);
-        one_ = torch::ones({}, o);
-        zero_ = torch::zeros({}, o);
-      }
+    const auto t = fused_lists();
+    auto &params = t.params, &grads = t.grads, &exp_avgs = t.exp_avgs, &exp_avg_sqs = t.exp_avg_sqs;
+    const auto& all_params = t.all_params;
+    if (compat::fused_adamw_supported(all_params, t.all_grads)) {
+      make_step_tensors(all_params.front().device());
       step_tensor_.fill_(static_cast<double>(step_ + 1));
       const auto& scale = grad_scale.defined() ? grad_scale : one_;
       const auto& inf = found_inf.defined() ? found_inf : zero_;

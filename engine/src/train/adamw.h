@@ -33,6 +33,15 @@ class AdamW {
   torch::Tensor clip_and_step(double lr, double max_norm, const torch::Tensor& loss);
   int64_t steps() const { return step_; }
 
+  // The same update as clip_and_step, recordable in a CUDA graph (train/cuda_graph_step.h): the
+  // learning rate read from `lr` (0-dim fp32 on the device) and the step count incremented on the
+  // device, nothing read or written on the host. Only the fused path (throws where
+  // compat::fused_adamw_supported is false). Before recording: prepare_recorded_steps() (the
+  // device's count from steps()); after each replay: count_recorded_step().
+  torch::Tensor clip_and_step_recorded(const torch::Tensor& lr, double max_norm, const torch::Tensor& loss);
+  void prepare_recorded_steps();
+  void count_recorded_step() { ++step_; }
+
   // State as named tensors: "exp_avg.<param>", "exp_avg_sq.<param>"; plus the step count.
   std::vector<std::pair<std::string, torch::Tensor>> state() const;
   void load_state(const std::vector<std::pair<std::string, torch::Tensor>>& state, int64_t step);
@@ -44,6 +53,18 @@ class AdamW {
     bool decay;
   };
   std::vector<Slot> slots_;
+  // The global norm, the not-finite flag and the clip scale, on the device (both update paths).
+  struct Clip {
+    torch::Tensor bad, scale;
+  };
+  Clip clip(double max_norm, const torch::Tensor& loss) const;
+  // The fused update's tensor lists: per group ([0] no weight decay, [1] decay), and all of them.
+  int group(const Slot& s) const { return s.decay && options_.weight_decay > 0 ? 1 : 0; }
+  struct FusedLists {
+    std::vector<torch::Tensor> params[2], grads[2], exp_avgs[2], exp_avg_sqs[2], all_params, all_grads;
+  };
+  FusedLists fused_lists() const;
+  void make_step_tensors(const torch::Device& device);
   torch::Tensor step_tensor_, one_, zero_;  // the fused path's step count, and its defaults (device)
   bool fused_off_ = false;                   // the fused update failed once: the loop from then on
   AdamWOptions options_;

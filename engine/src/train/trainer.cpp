@@ -16,6 +16,7 @@
 #include "kernels/gemm.h"
 #include "kernels/parallel_gemm.h"
 #include "train/adamw.h"
+#include "train/cuda_graph_step.h"
 #include "kernels/blas_threads.h"
 #include "diagnostics/mixing_matrix.h"
 #include "train/checkpoint.h"
@@ -242,6 +243,16 @@ struct Trainer::Impl::Run {
   void shuffle_for_epoch(int64_t epoch);
   double train_step(double lr);
   void settle();
+  // The deferred step's loss and not-finite flag, added to those not yet settled.
+  void add_pending(const torch::Tensor& loss, const torch::Tensor& bad);
+  // The step as a CUDA graph (train/cuda_graph_step.h): recorded once after kEagerStepsFirst
+  // eager steps (cuBLAS handles and autocast's first casts happen outside the recording), then
+  // replayed; a step it cannot take (another batch shape) and a recording that fails stay eager.
+  static constexpr int64_t kEagerStepsFirst = 3;
+  bool graph_wanted = false;
+  int64_t eager_steps = 0;
+  std::unique_ptr<CudaGraphStep> graph;
+  void record_graph(const std::vector<torch::Tensor>& example);
   void log_training(double lr);
   void loop();
   TrainSummary finish();
@@ -612,6 +623,7 @@ void Trainer::Impl::Run::build_model() {
     if (std::string(env) == "every") deferred = false;
     if (std::string(env) == "deferred") deferred = true;
   }
+  graph_wanted = deferred && !dp && CudaGraphStep::available(device);
   torch::manual_seed(ts.seed + static_cast<uint64_t>(start_step));
   if (spec.resume)  // the config against the weights' header, before a model of its size is built
     check_weights_fit(model_config, resume_from ? resume_from->weights : paths.weights,
@@ -783,12 +795,12 @@ double Trainer::Impl::Run::train_step(double lr) {
   const int64_t first = index * batch + (dp ? dp->rank() : 0) * rank_batch;
   std::vector<int64_t> starts(rank_batch);
   for (int64_t b = 0; b < rank_batch; ++b) starts[b] = train_starts[static_cast<size_t>(order[first + b])];
-  torch::Tensor x, y;
+  torch::Tensor tokens, x, y;
   std::optional<TaskBatch> answers;  // a task: its examples `starts`, the loss on their answers
   if (task) {
     answers = task->batch(TaskSplit::kTrain, starts, device);
   } else {
-    auto tokens = make_batch(data.train, starts, T, device);
+    tokens = make_batch(data.train, starts, T, device);
     x = tokens.narrow(1, 0, T);
     y = tokens.narrow(1, 1, T);
   }
@@ -796,6 +808,20 @@ double Trainer::Impl::Run::train_step(double lr) {
   // This step's dropout masks, whatever came before; each rank its own (rank 0 as one process).
   torch::manual_seed(step_seed(ts.seed, step) ^ (static_cast<uint64_t>(dp ? dp->rank() : 0) * 0x94d049bb133111ebULL));
   const auto t0 = Clock::now();
+  if (graph_wanted) {
+    const std::vector<torch::Tensor> inputs =
+        answers ? std::vector<torch::Tensor>{answers->x, answers->y, answers->rows} : std::vector<torch::Tensor>{tokens};
+    if (!graph && eager_steps >= kEagerStepsFirst) record_graph(inputs);
+    if (graph && graph->fits(inputs)) {  // the whole step in one launch: forward, backward, clip, AdamW
+      auto [loss, bad] = graph->replay(inputs, lr);
+      optimizer->count_recorded_step();
+      forward_s += seconds_since(t0);
+      ++timed_steps;
+      add_pending(loss, bad);
+      return 0.0;  // settle() adds the sum to loss_sum
+    }
+    ++eager_steps;
+  }
   torch::Tensor loss;
   {
     compat::AutocastGuard autocast(device, bf16);
@@ -807,10 +833,7 @@ double Trainer::Impl::Run::train_step(double lr) {
   if (deferred) {  // no host sync: clipped, updated (or skipped) and summed on the device
     optimizer->zero_grad();
     backward(loss);
-    auto bad = optimizer->clip_and_step(lr, ts.grad_clip, loss);
-    auto l = loss.detach().to(torch::kDouble).reshape({});
-    pending_loss_sum = pending_loss_sum.defined() ? pending_loss_sum + l : l;
-    pending_bad = pending_bad.defined() ? pending_bad.logical_or(bad) : bad;
+    add_pending(loss, optimizer->clip_and_step(lr, ts.grad_clip, loss));
     return 0.0;  // settle() adds the sum to loss_sum
   }
   const double loss_value = global_mean_loss(loss.item<double>());
@@ -830,6 +853,41 @@ double Trainer::Impl::Run::train_step(double lr) {
                    std::to_string(loss_value) + ")");
   optimizer->step(lr);
   return loss_value;
+}
+
+void Trainer::Impl::Run::add_pending(const torch::Tensor& loss, const torch::Tensor& bad) {
+  // New tensors, never the step's own: a graph's outputs are overwritten by its next replay.
+  auto l = loss.detach().to(torch::kDouble, /*non_blocking=*/false, /*copy=*/true).reshape({});
+  pending_loss_sum = pending_loss_sum.defined() ? pending_loss_sum + l : l;
+  pending_bad = pending_bad.defined() ? pending_bad.logical_or(bad) : bad.clone();
+}
+
+void Trainer::Impl::Run::record_graph(const std::vector<torch::Tensor>& example) {
+  graph_wanted = false;  // one attempt: a recording that fails stays eager for the run
+  optimizer->zero_grad();  // the recording's backward allocates the gradients it then rewrites
+  optimizer->prepare_recorded_steps();
+  const bool on_task = task.has_value();
+  try {
+    graph = std::make_unique<CudaGraphStep>(
+        example, [&](const std::vector<torch::Tensor>& in, const torch::Tensor& lr_on_device) {
+          torch::Tensor loss;
+          {
+            compat::AutocastGuard autocast(device, bf16);
+            loss = on_task ? TaskData::loss(model, TaskBatch{in[0], in[1], in[2]})
+                           : model->loss(in[0].narrow(1, 0, T), in[0].narrow(1, 1, T));
+          }
+          loss.backward();
+          auto bad = optimizer->clip_and_step_recorded(lr_on_device, ts.grad_clip, loss);
+          return std::make_pair(loss.detach(), bad);
+        });
+    graph_wanted = true;
+    log("the training step runs as a CUDA graph from step " + std::to_string(step + 1) +
+        " (HSM_CUDA_GRAPH=0 turns it off)");
+  } catch (const std::exception& e) {
+    graph.reset();
+    optimizer->zero_grad();
+    log(std::string("note: ") + e.what() + "; the steps stay eager");
+  }
 }
 
 // The deferred steps' losses into loss_sum, and a Diverged for a non-finite one (one host sync).
