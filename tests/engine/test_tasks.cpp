@@ -27,7 +27,7 @@ TEST(Tasks, RegistryHoldsEveryTaskAndSpecsRoundTrip) {
   const auto names = task_names();
   ASSERT_GE(names.size(), 6u);
   for (const char* want : {"mqar", "recall_at", "in_context_recall", "fuzzy_recall", "noisy_recall", "selective_copy",
-                           "compress", "memorize"})
+                           "compress", "memorize", "parity", "permutation"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   for (const std::string& n : names) {
     const auto t = make_task(n);
@@ -281,4 +281,109 @@ TEST(Tasks, TaskPromptIsATestExampleUpToItsLastAnswer) {
     EXPECT_EQ(p.right(), 0);  // nothing predicted yet
   }
   EXPECT_THROW(task_prompt(*task, -1), TaskError);
+}
+
+// Parity read independently: the bits are the word, each answer is the sum of the bits so far
+// mod 2, and a test word is four times a training one (the length-generalisation split).
+TEST(Tasks, ParityAnswersAreTheRunningParityAndTestWordsAreFourTimesLonger) {
+  const auto t = parse_task("parity:length=8,test_length=32,context=32");
+  for (const auto split : {TaskSplit::kTrain, TaskSplit::kValidation, TaskSplit::kTest}) {
+    const int64_t n = split == TaskSplit::kTest ? 32 : 8;
+    int ones_seen = 0;
+    for (int64_t i = 0; i < 40; ++i) {
+      const TaskExample ex = t->example(split, i);
+      int sum = 0;
+      for (size_t p = 0; p < ex.tokens.size(); ++p) {
+        if (static_cast<int64_t>(p) < n) {
+          ASSERT_TRUE(ex.tokens[p] == 0 || ex.tokens[p] == 1) << "a bit at " << p;
+          sum += ex.tokens[p];
+          ones_seen += ex.tokens[p];
+          EXPECT_EQ(ex.mask[p], 1);
+          EXPECT_EQ(ex.targets[p], sum % 2) << "example " << i << " position " << p;
+        } else {
+          EXPECT_EQ(ex.tokens[p], 2) << "padding after the word";
+          EXPECT_EQ(ex.mask[p], 0);
+        }
+      }
+      EXPECT_EQ(ex.difficulty, n);
+    }
+    EXPECT_GT(ones_seen, 40 * n / 4) << "the bits are not drawn evenly";
+  }
+  EXPECT_EQ(t->token_label(2), "pad");
+  EXPECT_THROW(parse_task("parity:test_length=100,context=64"), TaskError);
+}
+
+namespace {
+// S_n (or A_n) listed independently of the task: every n-digit string of distinct digits 0..n-1
+// in increasing numeric order (which is lexicographic order), kept when even if `even_only`.
+std::vector<std::vector<int>> permutations_by_counting(int n, bool even_only) {
+  std::vector<std::vector<int>> out;
+  int limit = 1;
+  for (int i = 0; i < n; ++i) limit *= n;
+  for (int code = 0; code < limit; ++code) {
+    std::vector<int> digits(static_cast<size_t>(n));
+    int c = code;
+    for (int i = n - 1; i >= 0; --i, c /= n) digits[static_cast<size_t>(i)] = c % n;
+    std::vector<bool> used(static_cast<size_t>(n), false);
+    bool distinct = true;
+    for (int d : digits) distinct = distinct && !used[static_cast<size_t>(d)], used[static_cast<size_t>(d)] = true;
+    if (!distinct) continue;
+    // Parity by counting the cycles: a permutation is even when n - cycles is even.
+    std::vector<bool> seen(static_cast<size_t>(n), false);
+    int cycles = 0;
+    for (int s = 0; s < n; ++s) {
+      if (seen[static_cast<size_t>(s)]) continue;
+      ++cycles;
+      for (int x = s; !seen[static_cast<size_t>(x)]; x = digits[static_cast<size_t>(x)]) seen[static_cast<size_t>(x)] = true;
+    }
+    if (!even_only || (n - cycles) % 2 == 0) out.push_back(digits);
+  }
+  return out;
+}
+}  // namespace
+
+// Permutation composition read independently: the answer at t is the id of x -> g_t(...g_1(x)),
+// ids in lexicographic order of the one-line notation (S5: 120, A5: 60 elements).
+TEST(Tasks, PermutationAnswersAreTheCompositionSoFar) {
+  for (const bool even_only : {false, true}) {
+    const auto t = parse_task(std::string("permutation:length=6,test_length=24,context=24,alternating=") +
+                              (even_only ? "1" : "0"));
+    const auto group = permutations_by_counting(5, even_only);
+    ASSERT_EQ(group.size(), even_only ? 60u : 120u);
+    EXPECT_EQ(t->token_label(0), "12345");
+    EXPECT_EQ(t->token_label(static_cast<int32_t>(group.size()) - 1), "54321");
+    EXPECT_EQ(t->token_label(static_cast<int32_t>(group.size())), "pad");
+    std::vector<int> drawn(group.size(), 0);
+    for (const auto split : {TaskSplit::kTrain, TaskSplit::kTest}) {
+      const size_t n = split == TaskSplit::kTest ? 24 : 6;
+      for (int64_t i = 0; i < 30; ++i) {
+        const TaskExample ex = t->example(split, i);
+        std::vector<int> state = {0, 1, 2, 3, 4};
+        for (size_t p = 0; p < ex.tokens.size(); ++p) {
+          if (p >= n) {
+            EXPECT_EQ(ex.tokens[p], static_cast<int32_t>(group.size()));
+            EXPECT_EQ(ex.mask[p], 0);
+            continue;
+          }
+          ASSERT_GE(ex.tokens[p], 0);
+          ASSERT_LT(ex.tokens[p], static_cast<int32_t>(group.size()));
+          ++drawn[static_cast<size_t>(ex.tokens[p])];
+          const auto& g = group[static_cast<size_t>(ex.tokens[p])];
+          std::vector<int> next(5);
+          for (int x = 0; x < 5; ++x) next[static_cast<size_t>(x)] = g[static_cast<size_t>(state[static_cast<size_t>(x)])];
+          state = next;
+          const auto id = std::find(group.begin(), group.end(), state) - group.begin();
+          ASSERT_LT(static_cast<size_t>(id), group.size()) << "the product left the group";
+          EXPECT_EQ(ex.targets[p], id) << "example " << i << " position " << p;
+          EXPECT_EQ(ex.mask[p], 1);
+        }
+        EXPECT_EQ(ex.difficulty, static_cast<int64_t>(n));
+      }
+    }
+    EXPECT_GT(std::count_if(drawn.begin(), drawn.end(), [](int c) { return c > 0; }),
+              static_cast<long>(group.size() * 3 / 4))
+        << "most of the group's elements are drawn";
+  }
+  EXPECT_THROW(parse_task("permutation:vocab=100"), TaskError) << "S5 needs 121 tokens";
+  EXPECT_NO_THROW(parse_task("permutation:vocab=61,alternating=1"));
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Synthetic tasks that tell token mixers apart (issue 38; docs/lab.md): multi-query associative
-// recall (Zoology, Arora et al. 2023), recall at a set distance, and the MAD suite (Poli et al.
-// 2024). Each task is one file in src/tasks/ behind the registry below; an example is a
+// recall (Zoology, Arora et al. 2023), recall at a set distance, the MAD suite (Poli et al.
+// 2024), and state tracking (parity and permutation composition, Merrill et al. 2024). Each task is one file in src/tasks/ behind the registry below; an example is a
 // function of the task's settings, a seed, a split and an index alone, so every split is
 // reproducible and the splits share no seed. Plain C++ (no LibTorch): the CLI and the studio
 // list, check and sample tasks without the engine.
@@ -89,6 +89,11 @@ class Task {
   // Fills ex.tokens / targets / mask (context() long each) from rng. `training`: a train split
   // example (MAD varies some tasks between training and test, e.g. fuzzy recall's key sizes).
   virtual void generate(TaskRng& rng, bool training, TaskExample& ex) const = 0;
+  // The same for a split: a task whose test split differs from its validation split overrides it
+  // (parity and permutation test at four times their training length); the others generate.
+  virtual void generate_split(TaskRng& rng, TaskSplit split, TaskExample& ex) const {
+    generate(rng, split == TaskSplit::kTrain, ex);
+  }
 
  private:
   std::vector<TaskSetting> settings_;

@@ -31,6 +31,8 @@ const std::vector<Entry>& registry() {
       {"selective_copy", tasks::make_selective_copy},
       {"compress", tasks::make_compress},
       {"memorize", tasks::make_memorize},
+      {"parity", tasks::make_parity},
+      {"permutation", tasks::make_permutation},
   };
   return entries;
 }
@@ -109,7 +111,7 @@ TaskExample Task::example(TaskSplit split, int64_t index) const {
   ex.tokens.assign(T, 0);
   ex.targets.assign(T, 0);
   ex.mask.assign(T, 0);
-  generate(rng, split == TaskSplit::kTrain, ex);
+  generate_split(rng, split, ex);
   tasks::fill_unmasked_targets(ex);
   return ex;
 }

@@ -17,6 +17,8 @@ std::unique_ptr<Task> make_noisy_recall();
 std::unique_ptr<Task> make_selective_copy();
 std::unique_ptr<Task> make_compress();
 std::unique_ptr<Task> make_memorize();
+std::unique_ptr<Task> make_parity();
+std::unique_ptr<Task> make_permutation();
 
 // k distinct values of [first, first + n), in random order (numpy's choice without replacement).
 std::vector<int32_t> distinct(TaskRng& rng, int32_t first, int32_t n, int64_t k);
