@@ -10,7 +10,7 @@ engine=${1:?usage: check_layers.sh ENGINE_DIR}
 cd "$engine" || exit 2
 
 # Lowest first: a layer includes its own and the ones before it, never one after it.
-layers=(kernels io arch data tasks diagnostics run model eval train inference perf sweep)
+layers=(kernels io arch data tasks run diagnostics model eval train inference perf sweep)
 
 declare -A public=(
   [cpu_threads.h]=kernels
@@ -19,12 +19,12 @@ declare -A public=(
   [receptive_field.h]=arch [settings.h]=arch [train_settings.h]=arch
   [corpus.h]=data [dataset.h]=data [tokenizer.h]=data
   [tasks.h]=tasks
-  [diagnostics.h]=diagnostics [diagnostics_log.h]=diagnostics [knock_out.h]=diagnostics
-  [what_if.h]=diagnostics [probe.h]=diagnostics
+  [diagnostics.h]=diagnostics [diagnostics_log.h]=diagnostics [knock_out.h]=arch
+  [what_if.h]=arch [probe.h]=diagnostics
   [run_folder.h]=run [export.h]=run
   [distributed.h]=train [trainer.h]=train [train_until_stopped.h]=train
   [model.h]=inference [generator.h]=inference [evaluator.h]=inference [prober.h]=inference
-  [sampling.h]=inference [system_info.h]=inference [token_scores.h]=inference [task_run.h]=inference [session.h]=inference
+  [sampling.h]=inference [system_info.h]=inference [token_scores.h]=inference [task_run.h]=inference
   [bench.h]=perf
   [sweep.h]=sweep [lab.h]=sweep [grid_workers.h]=sweep
 )
