@@ -43,6 +43,7 @@
 #include "hsm/errors.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "hsm/version.h"
 
 namespace studio {

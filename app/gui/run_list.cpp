@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "hsm/params.h"
-#include "hsm/task_run.h"
+#include "hsm/run_folder.h"
 
 namespace studio {
 
@@ -61,7 +61,7 @@ int RunList::indexOf(const QString& dir) const {
 }
 
 bool RunList::refreshInfo(RunEntry& run) {
-  const qint64 s = stamp(run.dir + "/config.json");
+  const qint64 s = stamp(QString::fromStdString(hsm::RunFolder(run.dir.toStdString()).config));
   if (s == 0 || s == run.config_stamp) return false;
   try {
     run.info = hsm::read_run_info(run.dir.toStdString());
@@ -84,7 +84,7 @@ int RunList::open(const QString& dir) {
   run->model = run->info.model;
   run->task = task_of(abs);
   run->has_info = true;
-  run->config_stamp = stamp(abs + "/config.json");
+  run->config_stamp = stamp(QString::fromStdString(hsm::RunFolder(abs.toStdString()).config));
   return insert(std::move(run));
 }
 

@@ -158,7 +158,7 @@ QJsonObject SmokeDriver::run() {
     stalls.setPhase(QStringLiteral("train_b_and_generate"));
     const QString second = QDir(out).filePath(QStringLiteral("run-b"));
     // (with the first model's tokenizer, as a user comparing two models on one corpus would)
-    if (!train(second, model, QDir(source).filePath(QStringLiteral("tokenizer.model")), error)) return false;
+    if (!train(second, model, QString::fromStdString(hsm::RunFolder(source.toStdString()).tokenizer), error)) return false;
     runs.append(second);
     window_->runs()->setCurrent(window_->runs()->indexOf(source));
     window_->showView(MainWindow::kPlayground);

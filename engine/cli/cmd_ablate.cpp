@@ -9,7 +9,7 @@
 
 #include "commands.h"
 #include "eval_args.h"
-#include "hsm/session.h"
+#include "hsm/evaluator.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
@@ -22,7 +22,7 @@ Command add_ablate_command(CLI::App& app) {
             EvalSetup setup = open_eval(*a);
             const EvalOptions& options = setup.options;
             const std::string& data = setup.data;
-            const AblationReport r = setup.session->ablate(data, options);
+            const AblationReport r = Evaluator(setup.model).ablate(data, options);
             end_progress(setup);
             if (a->json) {
               nlohmann::json rows = nlohmann::json::array();

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "hsm/bench.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {

@@ -76,7 +76,7 @@ Command add_compare_command(CLI::App& app) {
   cmd->add_option("--top", a->top, "Documents and tokens listed each way (default 10)")->check(CLI::PositiveNumber);
   return {cmd, [a]() {
             EvalSetup setup = open_eval(*a);
-            const std::shared_ptr<const Model> model_a = setup.session->model();
+            const std::shared_ptr<const Model> model_a = setup.model;
             const std::shared_ptr<const Model> model_b = Model::load(a->run_b, a->device);
             const Tokenizer& tokenizer = model_a->tokenizer();
             require_same_tokenizer(a->run, tokenizer.hash(), model_a->config().vocab_size, a->run_b,

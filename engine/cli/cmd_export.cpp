@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "hsm/export.h"
+#include "hsm/run_folder.h"
 
 namespace hsm::cli {
 
@@ -29,7 +30,7 @@ Command add_export_command(CLI::App& app) {
             o.best = a->best;
             o.force = a->force;
             export_run(a->run, a->out, o);
-            const auto bytes = std::filesystem::file_size(std::filesystem::path(a->out) / "model.safetensors");
+            const auto bytes = std::filesystem::file_size(RunFolder(a->out).weights);
             std::cout << "exported " << a->run << " to " << a->out << " (" << o.dtype << " weights, "
                       << (bytes + 512 * 1024) / (1024 * 1024) << " MB)\n";
             return 0;

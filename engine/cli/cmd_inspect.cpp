@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "hsm/receptive_field.h"
 #include "layer_report.h"
 

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "hsm/distributed.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "hsm/settings.h"
 #include "hsm/task_run.h"
 #include "hsm/tasks.h"

@@ -46,7 +46,6 @@ EvalSetup open_eval(const EvalArgs& a) {
   set_cpu_threads(a.threads);
   EvalSetup s;
   s.model = Model::load(a.run, a.device);
-  s.session = Session::over(s.model);
   s.data = a.data.empty() ? stored_data_path(a.run) : a.data;
   s.options = a.options;
   s.options.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;  // training's tokens, not encoded again

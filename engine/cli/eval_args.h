@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hsm/model.h"
-#include "hsm/session.h"
+#include "hsm/evaluator.h"
 
 namespace hsm::cli {
 
@@ -40,7 +40,6 @@ std::string windows_source(const EvalArgs& a);
 // `options` (the cache folder; on a terminal, a progress line on stderr).
 struct EvalSetup {
   std::shared_ptr<const Model> model;
-  std::unique_ptr<Session> session;  // over model
   std::string data;
   EvalOptions options;
   bool progress_line = false;

@@ -1,6 +1,6 @@
 // The Architecture, Weights and Diagnostics views driven through their controls on the
 // tiny trained model (hsm_ab, attn, hsm_ab): what they show is checked against the engine
-// (count_params, match_ffn, receptive_field, Session::mixer_weights, Session::diagnose).
+// (count_params, match_ffn, receptive_field, Model::mixer_weights, Prober::diagnose).
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
@@ -22,10 +22,13 @@
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/radar_chart.h"
 #include "gui/widgets/receptive_field_diagram.h"
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
+#include "hsm/prober.h"
 #include "hsm/receptive_field.h"
-#include "hsm/session.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -138,7 +141,7 @@ TEST(ArchitectureView, DiagramLightsExactlyTheReceptiveField) {
   EXPECT_TRUE(grab_is_drawn(view));
 }
 
-TEST(WeightsView, BarsEqualTheSessionsMixerWeights) {
+TEST(WeightsView, BarsEqualTheModelsMixerWeights) {
   RunList runs;
   EngineHost engine;
   WeightsView view(&runs, &engine);
@@ -146,7 +149,7 @@ TEST(WeightsView, BarsEqualTheSessionsMixerWeights) {
   view.resize(1400, 900);
   view.show();  // a shown view fetches the current run's weights
   ASSERT_TRUE(wait_for([&] { return !view.weights().empty() && !view.isWaiting(); }));
-  const std::vector<hsm::MixerWeights> expect = hsm::Session::open(trained_run().toStdString(), "cpu")->mixer_weights();
+  const std::vector<hsm::MixerWeights> expect = hsm::Model::load(trained_run().toStdString(), "cpu")->mixer_weights();
   ASSERT_EQ(view.weights().size(), expect.size());
   QCPBars* a = view.barsA();
   QCPBars* b = view.barsB();
@@ -206,7 +209,7 @@ TEST(WeightsView, BarsEqualTheSessionsMixerWeights) {
   EXPECT_TRUE(grab_is_drawn(view));
 }
 
-TEST(DiagnosticsView, HeatmapAndTableShowTheSessionsDiagnosis) {
+TEST(DiagnosticsView, HeatmapAndTableShowTheModelsDiagnosis) {
   RunList runs;
   EngineHost engine;
   DiagnosticsView view(&runs, &engine);
@@ -220,7 +223,7 @@ TEST(DiagnosticsView, HeatmapAndTableShowTheSessionsDiagnosis) {
   ASSERT_EQ(view.lastError(), QString());
   ASSERT_TRUE(view.hasResult(0));
 
-  const hsm::Diagnosis expect = hsm::Session::open(run.toStdString(), "cpu")->diagnose(prompt.toStdString());
+  const hsm::Diagnosis expect = hsm::Prober(hsm::Model::load(run.toStdString(), "cpu")).diagnose(prompt.toStdString());
   const int L = static_cast<int>(expect.length);
   ASSERT_EQ(view.diagnosis(0).length, L);
   ASSERT_EQ(expect.layers.size(), 3u);

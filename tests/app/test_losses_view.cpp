@@ -19,8 +19,11 @@
 #include "gui/run_list.h"
 #include "gui/views/losses_view.h"
 #include "gui/widgets/plot_panel.h"
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/run_folder.h"
-#include "hsm/session.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -65,11 +68,11 @@ TEST(LossesView, ScoresEveryTokenOffTheGuiThreadAsTheEvaluationDoes) {
 
   // The mean of the view's per-token losses is the evaluation's loss on the same windows (the
   // ones the run was trained on, as hsm eval without --windows).
-  auto session = hsm::Session::open(run.toStdString(), "cpu");
+  auto model = hsm::Model::load(run.toStdString(), "cpu");
   hsm::EvalOptions o;
   o.max_windows = 8;
   const hsm::RunInfo info = hsm::read_run_info(run.toStdString());
-  const hsm::EvalResult expected = session->evaluate(info.data_path, o);
+  const hsm::EvalResult expected = hsm::Evaluator(model).evaluate(info.data_path, o);
   const hsm::TokenScores& scores = s.view.scores();
   ASSERT_EQ(static_cast<int64_t>(scores.tokens.size()), expected.tokens);
   EXPECT_EQ(scores.result.loss, expected.loss);

@@ -1,6 +1,6 @@
 // The Probe view and the Playground's provenance driven through their widgets on the tiny
 // trained model (hsm_ab, attn, hsm_ab): the lens grid, the rollout heatmap and the ablation
-// bars show what the engine computes (Session::probe, Session::evaluate), the ablation runs
+// bars show what the engine computes (Prober::probe, Evaluator::evaluate), the ablation runs
 // off the GUI thread and cancels, every plot exports; a clicked generated token tints the
 // text by its rollout row, a shift-click adds a row.
 #include <gtest/gtest.h>
@@ -23,7 +23,10 @@
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/token_text.h"
-#include "hsm/session.h"
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/tokenizer.h"
 #include "studio_test_util.h"
 
@@ -58,7 +61,7 @@ TEST(ProbeView, ShowsTheEnginesLensAndRollout) {
   ASSERT_TRUE(wait_for([&] { return !s.view.isProbing(); }));
   ASSERT_TRUE(s.view.hasProbe()) << s.view.lastError().toStdString();
 
-  const hsm::Probe expected = hsm::Session::open(run.toStdString(), "cpu")->probe(kPrompt.toStdString());
+  const hsm::Probe expected = hsm::Prober(hsm::Model::load(run.toStdString(), "cpu")).probe(kPrompt.toStdString());
   const int L = static_cast<int>(expected.length), layers = 3;
   QTableWidget* lens = s.view.lensTable();
   ASSERT_EQ(lens->rowCount(), layers + 1);
@@ -103,11 +106,11 @@ TEST(ProbeView, AblationRunsOffTheGuiThreadRanksEveryLayerAndHeadAndExports) {
   ASSERT_TRUE(s.view.hasAblation()) << s.view.lastError().toStdString();
   EXPECT_EQ(s.view.ablationProgress()->value(), 1000);
 
-  auto session = hsm::Session::open(run.toStdString(), "cpu");
+  auto model = hsm::Model::load(run.toStdString(), "cpu");
   hsm::EvalOptions o;
   o.max_windows = 8;
   const hsm::RunInfo info = hsm::read_run_info(run.toStdString());
-  EXPECT_EQ(s.view.ablation().base_loss, session->evaluate(info.data_path, o).loss);
+  EXPECT_EQ(s.view.ablation().base_loss, hsm::Evaluator(model).evaluate(info.data_path, o).loss);
   // 3 layers, and the attention layer's 4 heads; ranked, one bar each.
   ASSERT_EQ(s.view.ablation().ablations.size(), 7u);
   auto* bars = qobject_cast<QCPBars*>(s.view.ablationPanel()->plot()->plottable(0));
@@ -148,13 +151,13 @@ TEST(ProbeView, TheAblationBaseIsScoredOnTheWindowsTheRunWasTrainedOn) {
   ASSERT_TRUE(s.view.hasAblation()) << s.view.lastError().toStdString();
   EXPECT_EQ(s.view.ablation().windows, "story_start");
   EXPECT_EQ(s.view.ablation().window_count, 8);
-  auto session = hsm::Session::open(spec.run_dir, "cpu");
+  auto model = hsm::Model::load(spec.run_dir, "cpu");
   hsm::EvalOptions o;
   o.max_windows = 8;
   o.windows = "story_start";
-  EXPECT_EQ(s.view.ablation().base_loss, session->evaluate(spec.data_path, o).loss);
+  EXPECT_EQ(s.view.ablation().base_loss, hsm::Evaluator(model).evaluate(spec.data_path, o).loss);
   o.windows = "packed";
-  EXPECT_NE(s.view.ablation().base_loss, session->evaluate(spec.data_path, o).loss);  // else this proves nothing
+  EXPECT_NE(s.view.ablation().base_loss, hsm::Evaluator(model).evaluate(spec.data_path, o).loss);  // else this proves nothing
 }
 
 TEST(ProbeView, AblationCancels) {
@@ -182,12 +185,12 @@ TEST(ProbeView, SaysWhenTheRunIsEditedAndAblatesTheEditedModel) {
   ASSERT_TRUE(wait_for([&] { return !s.view.isAblating(); }));
   ASSERT_TRUE(s.view.hasAblation()) << s.view.lastError().toStdString();
   // The base is the edited model's loss; layer 1 and its heads have no rows (3 of 7 left).
-  auto session = hsm::Session::open(run.toStdString(), "cpu");
+  auto model = hsm::Model::load(run.toStdString(), "cpu");
   hsm::EvalOptions o;
   o.max_windows = 8;
   o.knock_out = {{1, -1}};
   const hsm::RunInfo info = hsm::read_run_info(run.toStdString());
-  EXPECT_EQ(s.view.ablation().base_loss, session->evaluate(info.data_path, o).loss);
+  EXPECT_EQ(s.view.ablation().base_loss, hsm::Evaluator(model).evaluate(info.data_path, o).loss);
   EXPECT_EQ(s.view.ablation().ablations.size(), 2u);  // layers 0 and 2
   for (const hsm::Ablation& a : s.view.ablation().ablations) EXPECT_NE(a.knock_out.layer, 1);
   s.engine.setWhatIf(run, {});
@@ -318,14 +321,14 @@ TEST(Playground, AClickedTokenTintsTheTextByItsRolloutRowAndShiftClickAddsRows) 
   ASSERT_TRUE(out->provenanceShown()) << view.lastError().toStdString();
 
   // Independently: the rollout of <|endoftext|>, the prompt and tokens 0..5, its last row.
-  auto session = hsm::Session::open(run.toStdString(), "cpu");
-  std::vector<int32_t> ids = {session->tokenizer().end_of_text_id()};
-  for (int32_t id : session->tokenizer().encode(kPrompt.toStdString())) ids.push_back(id);
+  auto model = hsm::Model::load(run.toStdString(), "cpu");
+  std::vector<int32_t> ids = {model->tokenizer().end_of_text_id()};
+  for (int32_t id : model->tokenizer().encode(kPrompt.toStdString())) ids.push_back(id);
   const QVector<int> generated = out->tokenIds();
   const auto upTo = [&](int last) {
     std::vector<int32_t> seq = ids;
     seq.insert(seq.end(), generated.begin(), generated.begin() + last + 1);
-    return session->probe_tokens(seq);
+    return hsm::Prober(model).probe_tokens(seq);
   };
   const hsm::Probe p5 = upTo(5);
   const std::vector<double> row5 = rollout_row(p5, p5.length - 1);

@@ -1,6 +1,6 @@
 // Issue 23 in the studio: the what-if edits of the Weights view and the Playground, driven
 // through their widgets on the tiny trained model (hsm_ab, attn, hsm_ab) and checked against
-// Session::edited; the run folder stays byte-identical.
+// Model::edited; the run folder stays byte-identical.
 #include <gtest/gtest.h>
 
 #include <QCheckBox>
@@ -34,8 +34,11 @@
 #include "gui/widgets/receptive_field_diagram.h"
 #include "gui/widgets/token_text.h"
 #include "hsm/diagnostics_log.h"
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/run_folder.h"
-#include "hsm/session.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -102,9 +105,9 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   hsm::EvalOptions options;
   options.windows = info.training.windows;
   options.max_windows = 32;
-  auto session = hsm::Session::open(run.toStdString(), "cpu");
-  const double trainedLoss = session->evaluate(info.data_path, options).loss;
-  const double editedLoss = session->edited(view.edits())->evaluate(info.data_path, options).loss;
+  auto model = hsm::Model::load(run.toStdString(), "cpu");
+  const double trainedLoss = hsm::Evaluator(model).evaluate(info.data_path, options).loss;
+  const double editedLoss = hsm::Evaluator(model->edited(view.edits())).evaluate(info.data_path, options).loss;
   EXPECT_NEAR(view.lastEvaluation().trained.loss, trainedLoss, 1e-6);
   EXPECT_NEAR(view.lastEvaluation().edited.loss, editedLoss, 1e-6);
   EXPECT_TRUE(view.lossText().contains(QStringLiteral("→"))) << view.lossText().toStdString();
@@ -118,7 +121,7 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   ASSERT_TRUE(wait_for([&] { return view.edits().knock_out.size() == 1 && !view.isEvaluating(); }, 60000));
   EXPECT_NE(view.lastEvaluation().edited.loss, editedLoss);
   EXPECT_NEAR(view.lastEvaluation().edited.loss,
-              session->edited(view.edits())->evaluate(info.data_path, options).loss, 1e-6);
+              hsm::Evaluator(model->edited(view.edits())).evaluate(info.data_path, options).loss, 1e-6);
   EXPECT_TRUE(view.bannerText().contains(QStringLiteral("knocked out"))) << view.bannerText().toStdString();
   EXPECT_EQ(view.receptiveField()->litOffsets(), (std::vector<int64_t>{0, 1, 4, 5}));
 
@@ -128,8 +131,8 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   ASSERT_TRUE(view.saveAs()) << view.lastError().toStdString();
   ASSERT_TRUE(wait_for([&] { return !view.isSaving(); }, 60000));
   ASSERT_EQ(view.savedRun(), QDir(saved).absolutePath()) << view.lastError().toStdString();
-  auto reopened = hsm::Session::open(saved.toStdString(), "cpu");
-  EXPECT_NEAR(reopened->evaluate(info.data_path, options).loss, view.lastEvaluation().edited.loss, 1e-5);
+  auto reopened = hsm::Model::load(saved.toStdString(), "cpu");
+  EXPECT_NEAR(hsm::Evaluator(reopened).evaluate(info.data_path, options).loss, view.lastEvaluation().edited.loss, 1e-5);
   QPushButton* open = view.findChild<QPushButton*>(QStringLiteral("whatif_open_saved"));
   ASSERT_TRUE(open->isVisibleTo(&view));
   const hsm::WhatIf made = view.edits();
@@ -266,7 +269,7 @@ TEST(WhatIf, PlaygroundGeneratesWithTheEditedModelAndComparesWithTrained) {
   EXPECT_EQ(view.output(1)->generatedText(), trained);
 
   // An edit that sets the trained values again gives the trained story.
-  const std::vector<hsm::MixerWeights> w = hsm::Session::open(run.toStdString(), "cpu")->mixer_weights();
+  const std::vector<hsm::MixerWeights> w = hsm::Model::load(run.toStdString(), "cpu")->mixer_weights();
   engine.setWhatIf(run, hsm::WhatIf{{}, {hsm::AbEdit{0, w[0].a, w[0].b}}});
   view.setCompareTrained(false);
   generate();

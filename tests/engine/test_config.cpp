@@ -11,6 +11,7 @@
 #include "hsm/mixer_kind.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 
 using namespace hsm;
 

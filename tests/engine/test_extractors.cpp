@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "diagnostics/mixing_matrix.h"
+#include "eval/mixing_matrix.h"
 #include "hsm/cost.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"

@@ -1,6 +1,6 @@
 // The hand-written fp32 decoding path (inference/fast_decoder.h) computes what LibTorch's
 // cached step computes: logits equal to ~1e-4 for every mixer it supports and for hybrids,
-// across a full context and the restarts of a sliding window; and a session samples the same
+// across a full context and the restarts of a sliding window; and a model samples the same
 // text from the same seed on either path.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
 #include "hsm/mixer_kind.h"
-#include "hsm/session.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "inference/fast_decoder.h"
 #include "kernels/fast_kernels.h"
 #include "model/model.h"
@@ -55,7 +58,7 @@ double max_diff(const float* fast, const torch::Tensor& ref) {
   return (f - r).abs().max().item<double>();
 }
 
-// Steps both paths through a full context, restarts as the session does when its window
+// Steps both paths through a full context, restarts as the model does when its window
 // slides (a fresh state fed the last tokens), and continues from a LibTorch prefill.
 void expect_fast_equals_libtorch(const ModelConfig& c, const std::string& what_base, bool half_weights = false) {
   ASSERT_TRUE(FastDecoder::supports(c)) << FastDecoder::unsupported_reason(c);
@@ -381,21 +384,21 @@ TEST(FastDecoder, MatvecMatchesReferenceOnRaggedShapesOnEveryKernelSet) {
   fast::limit_kernel_set(best);
 }
 
-// A session decodes on the fast path by default on the CPU, says so, and samples the same
+// A model decodes on the fast path by default on the CPU, says so, and samples the same
 // text from the same seed as LibTorch's steps, past the context (the window slides twice).
-TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
+TEST(FastDecoder, ModelSamplesTheSameTextOnBothPaths) {
   for (const std::string name : {"hsm_ab", "hybrid_0_6"}) {
     const std::string dir = std::string(HSM_RESOURCES_PATH) + "/models/" + name;
     if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << dir << " is missing";
-    auto session = Session::open(dir, "cpu");
+    auto model = Model::load(dir, "cpu");
     GenerateOptions o;
     o.sampling.seed = 17;
     o.sampling.max_new_tokens = 160;
     o.sampling.stop_at_end = false;
     o.sampling.temperature = 1.0;
-    const auto fast = session->generate("Once upon a time", o);
+    const auto fast = Generator(model).run("Once upon a time", o);
     o.fast_path = false;
-    const auto slow = session->generate("Once upon a time", o);
+    const auto slow = Generator(model).run("Once upon a time", o);
     EXPECT_EQ(fast.decoder, "fast");
     EXPECT_EQ(slow.decoder, "libtorch");
     for (const auto* r : {&fast, &slow}) {
@@ -418,16 +421,16 @@ TEST(FastDecoder, SessionSamplesTheSameTextOnBothPaths) {
 TEST(Generator, EndsAtASentenceEndAfterTheMinimumLength) {
   const std::string dir = std::string(HSM_RESOURCES_PATH) + "/models/hsm_ab";
   if (!std::filesystem::exists(dir + "/model.safetensors")) GTEST_SKIP() << dir << " is missing";
-  auto session = Session::open(dir, "cpu");
+  auto model = Model::load(dir, "cpu");
   int sentence_ends = 0;
   for (uint64_t seed : {3, 5, 8}) {
     GenerateOptions o;
     o.sampling.seed = seed;
     o.sampling.max_new_tokens = 300;
     o.sampling.stop_at_end = false;
-    const auto whole = session->generate("Once upon a time", o);
+    const auto whole = Generator(model).run("Once upon a time", o);
     o.sampling.end_at_sentence_after = 20;
-    const auto story = session->generate("Once upon a time", o);
+    const auto story = Generator(model).run("Once upon a time", o);
     ASSERT_GE(story.tokens.size(), 20u) << "seed " << seed;
     ASSERT_LE(story.tokens.size(), whole.tokens.size());
     EXPECT_EQ(whole.text.substr(0, story.text.size()), story.text) << "seed " << seed;
@@ -445,5 +448,5 @@ TEST(Generator, EndsAtASentenceEndAfterTheMinimumLength) {
   EXPECT_GT(sentence_ends, 0) << "none of the stories reached a sentence end";
   GenerateOptions bad;
   bad.sampling.end_at_sentence_after = -1;
-  EXPECT_THROW(session->generate("x", bad), std::invalid_argument);
+  EXPECT_THROW(Generator(model).run("x", bad), std::invalid_argument);
 }

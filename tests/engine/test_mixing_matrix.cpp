@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "diagnostics/mixing_matrix.h"
+#include "eval/mixing_matrix.h"
 #include "model/mixers/attention.h"
 #include "model/model.h"
 

@@ -9,10 +9,13 @@
 #include <cmath>
 #include <random>
 
-#include "diagnostics/mixing_matrix.h"
+#include "eval/mixing_matrix.h"
+#include "hsm/evaluator.h"
+#include "hsm/generator.h"
 #include "hsm/knock_out.h"
+#include "hsm/model.h"
 #include "hsm/probe.h"
-#include "hsm/session.h"
+#include "hsm/prober.h"
 #include "hsm/trainer.h"
 #include "model/mixers/attention.h"
 #include "model/mixers/shift.h"
@@ -221,7 +224,7 @@ TEST(Rollout, ProvenanceSumsTheLastLayersRows) {
   EXPECT_THROW(rollout_provenance(p, {2}), std::out_of_range);
 }
 
-// ---- a trained session: lens, rollout, ablation -----------------------------------------------
+// ---- a trained model: lens, rollout, ablation -----------------------------------------------
 class ProbedRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -239,17 +242,17 @@ std::string* ProbedRun::dir_ = nullptr;
 std::string* ProbedRun::run_ = nullptr;
 
 TEST_F(ProbedRun, TheLensLastEntryIsTheModelsOwnDistribution) {
-  auto session = Session::open(*run_, "cpu");
-  const Probe p = session->probe(kPrompt, 5);
+  auto model = Model::load(*run_, "cpu");
+  const Probe p = Prober(model).probe(kPrompt, 5);
   const int64_t L = p.length, layers = 3;
   ASSERT_GT(L, 5);
   ASSERT_EQ(p.lens.size(), static_cast<size_t>(layers + 1));
   for (int64_t i = 0; i <= layers; ++i) EXPECT_EQ(p.lens[static_cast<size_t>(i)].layer, i - 1);
-  EXPECT_EQ(p.token_ids, session->diagnose(kPrompt).token_ids);  // tokenised as diagnose does
+  EXPECT_EQ(p.token_ids, Prober(model).diagnose(kPrompt).token_ids);  // tokenised as diagnose does
   const LensLayer& last = p.lens.back();
   for (int64_t t = 0; t < L; ++t) {
     // The model's own next-token distribution after tokens 0..t.
-    const auto logits = session->logits(std::vector<int32_t>(p.token_ids.begin(), p.token_ids.begin() + t + 1));
+    const auto logits = Prober(model).logits(std::vector<int32_t>(p.token_ids.begin(), p.token_ids.begin() + t + 1));
     const auto probs = torch::softmax(torch::tensor(logits).to(torch::kFloat64), 0);
     const auto [top_p, top_id] = torch::topk(probs, 5);
     for (int64_t j = 0; j < 5; ++j) {
@@ -271,9 +274,9 @@ TEST_F(ProbedRun, TheLensLastEntryIsTheModelsOwnDistribution) {
 }
 
 TEST_F(ProbedRun, RolloutIsTheProductOfTheDiagnosedMatrices) {
-  auto session = Session::open(*run_, "cpu");
-  const Probe p = session->probe(kPrompt);
-  const Diagnosis d = session->diagnose(kPrompt);
+  auto model = Model::load(*run_, "cpu");
+  const Probe p = Prober(model).probe(kPrompt);
+  const Diagnosis d = Prober(model).diagnose(kPrompt);
   const auto reference = reference_rollout(d.layers, d.length);
   ASSERT_EQ(p.rollout.size(), reference.size());
   for (size_t l = 0; l < reference.size(); ++l) {
@@ -283,11 +286,11 @@ TEST_F(ProbedRun, RolloutIsTheProductOfTheDiagnosedMatrices) {
   // Rows of R are distributions: every A_l row sums to 1.
   const auto row_sums = as_tensor(p.rollout.back().matrix, p.length).sum(1);
   EXPECT_TRUE(torch::allclose(row_sums, torch::ones_like(row_sums), 1e-5, 1e-5));
-  EXPECT_THROW(session->probe(""), std::invalid_argument);
+  EXPECT_THROW(Prober(model).probe(""), std::invalid_argument);
 }
 
 TEST_F(ProbedRun, AblatingNothingIsEvaluateAndEachKnockOutIsItsOwnEvaluation) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   EvalOptions o;
   o.cache_dir = *dir_ + "/cache";
   o.max_windows = 24;
@@ -297,9 +300,9 @@ TEST_F(ProbedRun, AblatingNothingIsEvaluateAndEachKnockOutIsItsOwnEvaluation) {
     if (stage.find("knocking out") != std::string::npos || stage.find("nothing knocked out") != std::string::npos)
       fractions.push_back(f);
   };
-  const AblationReport r = session->ablate(*dir_ + "/stories.txt", o);
+  const AblationReport r = Evaluator(model).ablate(*dir_ + "/stories.txt", o);
   o.progress = {};
-  const EvalResult plain = session->evaluate(*dir_ + "/stories.txt", o);
+  const EvalResult plain = Evaluator(model).evaluate(*dir_ + "/stories.txt", o);
   EXPECT_EQ(r.base_loss, plain.loss);
   EXPECT_EQ(r.tokens, 24 * 32);
   EXPECT_EQ(plain.tokens, 24 * 32);
@@ -315,18 +318,18 @@ TEST_F(ProbedRun, AblatingNothingIsEvaluateAndEachKnockOutIsItsOwnEvaluation) {
   for (const Ablation& a : {r.ablations.front(), r.ablations.back()}) {
     EvalOptions k = o;
     k.knock_out = {a.knock_out};
-    EXPECT_EQ(session->evaluate(*dir_ + "/stories.txt", k).loss, a.loss) << knock_out_label(a.knock_out);
+    EXPECT_EQ(Evaluator(model).evaluate(*dir_ + "/stories.txt", k).loss, a.loss) << knock_out_label(a.knock_out);
   }
-  EXPECT_EQ(session->evaluate(*dir_ + "/stories.txt", o).loss, plain.loss);  // nothing left knocked out
+  EXPECT_EQ(Evaluator(model).evaluate(*dir_ + "/stories.txt", o).loss, plain.loss);  // nothing left knocked out
   ASSERT_FALSE(fractions.empty());
   EXPECT_NEAR(fractions.back(), 1.0, 1e-9);
   EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
   o.knock_out = {{0, -1}};
-  EXPECT_THROW(session->ablate(*dir_ + "/stories.txt", o), std::invalid_argument);
+  EXPECT_THROW(Evaluator(model).ablate(*dir_ + "/stories.txt", o), std::invalid_argument);
 }
 
 TEST_F(ProbedRun, AblationStopsWhenCancelled) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   CancelFlag cancel{false};
   EvalOptions o;
   o.cache_dir = *dir_ + "/cache";
@@ -336,5 +339,5 @@ TEST_F(ProbedRun, AblationStopsWhenCancelled) {
   o.progress = [&](const std::string& stage, double) {
     if (stage.find("knocking out") != std::string::npos) cancel = true;
   };
-  EXPECT_THROW(session->ablate(*dir_ + "/stories.txt", o), Cancelled);
+  EXPECT_THROW(Evaluator(model).ablate(*dir_ + "/stories.txt", o), Cancelled);
 }

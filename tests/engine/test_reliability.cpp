@@ -18,14 +18,17 @@
 #include <thread>
 
 #include "hsm/corpus.h"
+#include "hsm/evaluator.h"
 #include "hsm/export.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/safetensors.h"
-#include "hsm/session.h"
 #include "hsm/settings.h"
 #include "hsm/trainer.h"
 #include "train/checkpoint.h"
 #include "io/io_util.h"
-#include "io/run_lock.h"
+#include "hsm/run_folder.h"
 #include "training_test_util.h"
 
 using namespace hsm;
@@ -69,7 +72,7 @@ TEST(Checkpoints, ResumeTakesTheNewestWholeCheckpointWhateverAKillLeft) {
   RunSpec first = tiny_run(dir + "/split", data, 20);
   first.model.dropout = 0.1;
   Trainer(first).run();
-  const RunPaths paths(first.run_dir);
+  const RunFolder paths(first.run_dir);
   const auto newest = latest_checkpoint(first.run_dir);
   ASSERT_TRUE(newest.has_value());
   EXPECT_EQ(newest->step, 20);
@@ -85,7 +88,7 @@ TEST(Checkpoints, ResumeTakesTheNewestWholeCheckpointWhateverAKillLeft) {
   EXPECT_EQ(Trainer(second).run().steps, 40);
   EXPECT_FALSE(fs::exists(paths.checkpoints + "/step-000000000030.tmp"));
   EXPECT_FALSE(fs::exists(paths.weights + ".tmp"));
-  EXPECT_EQ(weights_of(paths.weights), weights_of(RunPaths(straight.run_dir).weights))
+  EXPECT_EQ(weights_of(paths.weights), weights_of(RunFolder(straight.run_dir).weights))
       << "the resumed run ends on the uninterrupted run's weights, bit for bit";
 }
 
@@ -95,7 +98,7 @@ TEST(Checkpoints, ARunOfTheOldLayoutResumes) {
   const std::string dir = temp_dir("ckpt-legacy");
   RunSpec spec = tiny_run(dir, make_corpus(dir), 10);
   Trainer(spec).run();
-  const RunPaths paths(spec.run_dir);
+  const RunFolder paths(spec.run_dir);
   const Checkpoint c = *latest_checkpoint(spec.run_dir);
   fs::copy_file(c.optimizer, paths.optimizer);
   fs::remove_all(paths.checkpoints);
@@ -126,8 +129,8 @@ TEST(Divergence, TheLastFiniteCheckpointIsKeptAndTheMessageSaysWhatToChange) {
   const auto kept = latest_checkpoint(spec.run_dir);
   ASSERT_TRUE(kept.has_value());
   EXPECT_TRUE(has(message, "step " + std::to_string(kept->step) + ",")) << message;
-  auto session = Session::open(spec.run_dir, "cpu");  // finite weights: loads
-  EXPECT_FALSE(session->generate("Once", GenerateOptions{}).tokens.empty());
+  auto model = Model::load(spec.run_dir, "cpu");  // finite weights: loads
+  EXPECT_FALSE(Generator(model).run("Once", GenerateOptions{}).tokens.empty());
 
   RunSpec sane = spec;
   sane.resume = true;
@@ -143,7 +146,7 @@ TEST(Divergence, NonFiniteWeightsAreRefusedOnLoad) {
   const std::string dir = temp_dir("nan-weights");
   RunSpec spec = tiny_run(dir, make_corpus(dir), 5);
   Trainer(spec).run();
-  const RunPaths paths(spec.run_dir);
+  const RunFolder paths(spec.run_dir);
   SafetensorsFile file = read_safetensors(paths.weights);
   for (TensorBlob& b : file.tensors)
     if (b.name == "blocks.1.ffn.fc1.weight") {
@@ -152,7 +155,7 @@ TEST(Divergence, NonFiniteWeightsAreRefusedOnLoad) {
     }
   fs::remove(paths.weights);  // a link to the checkpoint's file: write a file of its own
   write_safetensors(paths.weights, file.tensors, file.metadata);
-  const std::string message = error_of([&] { Session::open(spec.run_dir, "cpu"); });
+  const std::string message = error_of([&] { Model::load(spec.run_dir, "cpu"); });
   EXPECT_TRUE(has(message, "'blocks.1.ffn.fc1.weight' holds NaN or infinite values")) << message;
   EXPECT_TRUE(has(message, "diverged")) << message;
   ExportOptions options;
@@ -210,7 +213,7 @@ TEST(RunLockTest, ASecondTrainerIsRefusedWithTheHoldersPid) {
 // ---- tokenizer --------------------------------------------------------------------------------
 
 // Another run's tokenizer.model in a run folder (the same vocabulary size) is refused by every
-// load (session, resume, export) with what differs; the hash recorded is never overwritten.
+// load (model, resume, export) with what differs; the hash recorded is never overwritten.
 TEST(Tokenizer, ASwappedTokenizerIsRefusedAtEveryLoad) {
   const std::string dir = temp_dir("swap");
   const std::string data = make_corpus(dir);
@@ -224,7 +227,7 @@ TEST(Tokenizer, ASwappedTokenizerIsRefusedAtEveryLoad) {
   Trainer(b).run();
   fs::copy_file(b.run_dir + "/tokenizer.model", a.run_dir + "/tokenizer.model", fs::copy_options::overwrite_existing);
   const std::string recorded = read_text_file(a.run_dir + "/config.json", "config");
-  const std::string message = error_of([&] { Session::open(a.run_dir, "cpu"); });
+  const std::string message = error_of([&] { Model::load(a.run_dir, "cpu"); });
   EXPECT_TRUE(has(message, "is not the tokenizer this model was trained with")) << message;
   EXPECT_TRUE(has(message, "Put the run's own tokenizer.model back")) << message;
   RunSpec resume = a;

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "hsm/task_run.h"
-#include "tasks/task_data.h"
+#include "eval/task_data.h"
 #include "training_test_util.h"
 
 using namespace hsm;

@@ -12,9 +12,12 @@
 #include <thread>
 
 #include "hsm/corpus.h"
+#include "hsm/evaluator.h"
 #include "hsm/export.h"
+#include "hsm/generator.h"
+#include "hsm/model.h"
+#include "hsm/prober.h"
 #include "hsm/safetensors.h"
-#include "hsm/session.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "test_util.h"
@@ -238,11 +241,11 @@ TEST(Training, ClearErrors) {
   EXPECT_THROW(Trainer(zero).run(), std::invalid_argument);
 }
 
-// ---- checkpoints and sessions ---------------------------------------------------------------
+// ---- checkpoints and loaded models ---------------------------------------------------------------
 class TrainedRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(temp_dir("session"));
+    dir_ = new std::string(temp_dir("model"));
     RunSpec spec = tiny_run(*dir_, make_corpus(*dir_), 40);
     spec.model = tiny_model("attn", 1);
     spec.model.layers.push_back({"hsm_ab_mh_ext", 64, 4});
@@ -257,15 +260,15 @@ std::string* TrainedRun::dir_ = nullptr;
 std::string* TrainedRun::run_ = nullptr;
 
 TEST_F(TrainedRun, CachedAndUncachedGenerationAgree) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   GenerateOptions o;
   o.sampling.seed = 9;
   o.sampling.max_new_tokens = 80;  // past the 32-token context: the window slides
   o.sampling.stop_at_end = false;
   o.use_cache = true;
-  const auto cached = session->generate("Once upon a time", o);
+  const auto cached = Generator(model).run("Once upon a time", o);
   o.use_cache = false;
-  const auto uncached = session->generate("Once upon a time", o);
+  const auto uncached = Generator(model).run("Once upon a time", o);
   ASSERT_EQ(cached.tokens.size(), 80u);
   ASSERT_EQ(cached.tokens.size(), uncached.tokens.size());
   for (size_t i = 0; i < cached.tokens.size(); ++i) {
@@ -276,44 +279,44 @@ TEST_F(TrainedRun, CachedAndUncachedGenerationAgree) {
 }
 
 TEST_F(TrainedRun, SeedsReproduceAndStreamAddsUp) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   GenerateOptions o;
   o.sampling.seed = 5;
   o.sampling.max_new_tokens = 30;
   o.sampling.temperature = 1.2;
   std::string streamed;
-  const auto a = session->generate("Tom saw", o, [&](const GeneratedToken& t) {
+  const auto a = Generator(model).run("Tom saw", o, [&](const GeneratedToken& t) {
     streamed += t.text;
     EXPECT_GT(t.prob, 0.0f);
     EXPECT_FALSE(t.top.empty());
     return true;
   });
-  const auto b = session->generate("Tom saw", o);
+  const auto b = Generator(model).run("Tom saw", o);
   EXPECT_EQ(a.text, b.text);
   EXPECT_EQ(streamed, a.text);  // the streamed pieces are exactly the decoded text
   o.sampling.seed = 6;
-  EXPECT_NE(session->generate("Tom saw", o).text, a.text);
+  EXPECT_NE(Generator(model).run("Tom saw", o).text, a.text);
   // top-k 1 is greedy
   o.sampling.top_k = 1;
   GenerateOptions greedy = o;
   greedy.sampling.temperature = 0;
   greedy.sampling.top_k = 0;
-  EXPECT_EQ(session->generate("Tom saw", o).text, session->generate("Tom saw", greedy).text);
+  EXPECT_EQ(Generator(model).run("Tom saw", o).text, Generator(model).run("Tom saw", greedy).text);
 }
 
 TEST_F(TrainedRun, EvaluateMatchesTraining) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   EvalOptions e;
   e.cache_dir = *dir_ + "/cache";
   e.batch_size = 16;  // the training run's last validation: 4 batches of 16 windows
   e.max_batches = 4;
-  const EvalResult r = session->evaluate(*dir_ + "/stories.txt", e);
+  const EvalResult r = Evaluator(model).evaluate(*dir_ + "/stories.txt", e);
   const auto j = nlohmann::json::parse(std::ifstream(*run_ + "/config.json"));
   EXPECT_EQ(r.tokens, 4 * 16 * 32);
   EXPECT_NEAR(r.loss, j["metrics"]["val_loss"].get<double>(), 1e-4);
   EXPECT_NEAR(r.accuracy, j["metrics"]["val_accuracy"].get<double>(), 1e-6);
   e.max_batches = 0;
-  const EvalResult all = session->evaluate(*dir_ + "/stories.txt", e);
+  const EvalResult all = Evaluator(model).evaluate(*dir_ + "/stories.txt", e);
   EXPECT_GT(all.tokens, r.tokens);
   EXPECT_GT(all.accuracy, 0.1);
   // Unigram statistics of a structured corpus beat a uniform guess over the vocabulary.
@@ -328,7 +331,7 @@ TEST_F(TrainedRun, CorruptCheckpointsAreRefused) {
   const std::string weights = copy + "/model.safetensors";
   auto expect_refused = [&](const std::string& needle) {
     try {
-      Session::open(copy, "cpu");
+      Model::load(copy, "cpu");
       ADD_FAILURE() << "accepted a checkpoint that should fail with: " << needle;
     } catch (const std::exception& e) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
@@ -349,7 +352,7 @@ TEST_F(TrainedRun, CorruptCheckpointsAreRefused) {
 }
 
 // ---- diagnostics: live weights and a trained run's diagnosis ---------------------------------
-TEST(Training, OnWeightsFollowsTheRunAndTheSessionDiagnosesIt) {
+TEST(Training, OnWeightsFollowsTheRunAndTheModelDiagnosesIt) {
   const std::string dir = temp_dir("weights");
   RunSpec spec = tiny_run(dir, make_corpus(dir, 200), 20);
   spec.model.context = 16;
@@ -368,9 +371,9 @@ TEST(Training, OnWeightsFollowsTheRunAndTheSessionDiagnosesIt) {
   EXPECT_NE(seen.back().second[0].a, first[0].a);   // and then trained
   EXPECT_EQ(first[3].a.size(), 4u);
 
-  // The saved run: the session reads the same weights back.
-  auto session = Session::open(spec.run_dir, "cpu");
-  const auto loaded = session->mixer_weights();
+  // The saved run: the model reads the same weights back.
+  auto model = Model::load(spec.run_dir, "cpu");
+  const auto loaded = model->mixer_weights();
   ASSERT_EQ(loaded.size(), 4u);
   for (size_t l = 0; l < loaded.size(); ++l) {
     EXPECT_EQ(loaded[l].a, seen.back().second[l].a) << l;
@@ -380,11 +383,11 @@ TEST(Training, OnWeightsFollowsTheRunAndTheSessionDiagnosesIt) {
 
   std::string prompt;
   for (int i = 0; i < 4; ++i) prompt += "Once upon a time, Lily saw a big red ball and a little cat in the box. ";
-  const Diagnosis d = session->diagnose(prompt);
+  const Diagnosis d = Prober(model).diagnose(prompt);
   EXPECT_EQ(d.length, 16);  // cut to the context
   EXPECT_EQ(d.token_ids.size(), 16u);
   EXPECT_EQ(d.tokens.size(), 16u);
-  EXPECT_EQ(d.tokens[0], session->tokenizer().piece(d.token_ids[0]));
+  EXPECT_EQ(d.tokens[0], model->tokenizer().piece(d.token_ids[0]));
   ASSERT_EQ(d.layers.size(), 4u);
   const MatrixKind kinds[] = {MatrixKind::kLinear, MatrixKind::kAttention, MatrixKind::kJacobian, MatrixKind::kLinear};
   const size_t heads[] = {1, 4, 4, 4};
@@ -393,8 +396,8 @@ TEST(Training, OnWeightsFollowsTheRunAndTheSessionDiagnosesIt) {
     EXPECT_EQ(d.layers[l].heads.size(), heads[l]) << l;
     for (const auto& h : d.layers[l].heads) EXPECT_EQ(h.matrix.size(), 256u);
   }
-  EXPECT_EQ(session->diagnose("Once upon a time", 2).length, 2);
-  EXPECT_THROW(session->diagnose(""), std::invalid_argument);
+  EXPECT_EQ(Prober(model).diagnose("Once upon a time", 2).length, 2);
+  EXPECT_THROW(Prober(model).diagnose(""), std::invalid_argument);
 
   // Resuming reports the weights at the resumed step first.
   RunSpec more = spec;
@@ -411,7 +414,7 @@ TEST(Training, ExportedF16AndBf16RunsLoadAndAgreeWithF32) {
   RunSpec spec = tiny_run(dir, make_corpus(dir), 20);
   Trainer(spec).run();
   const std::vector<int32_t> tokens = {5, 17, 42, 8, 99, 3, 12};
-  const std::vector<float> ref = Session::open(spec.run_dir, "cpu")->logits(tokens);
+  const std::vector<float> ref = Prober(Model::load(spec.run_dir, "cpu")).logits(tokens);
   for (const std::string dtype : {"F16", "BF16"}) {
     const std::string out = dir + "/export-" + dtype;
     ExportOptions o;
@@ -421,7 +424,7 @@ TEST(Training, ExportedF16AndBf16RunsLoadAndAgreeWithF32) {
     EXPECT_FALSE(fs::exists(out + "/optimizer.safetensors"));
     const SafetensorsFile f = read_safetensors(out + "/model.safetensors");
     for (const auto& t : f.tensors) EXPECT_EQ(t.dtype, dtype) << t.name;
-    const std::vector<float> got = Session::open(out, "cpu")->logits(tokens);
+    const std::vector<float> got = Prober(Model::load(out, "cpu")).logits(tokens);
     ASSERT_EQ(got.size(), ref.size());
     double worst = 0;
     for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - ref[i])));
@@ -466,16 +469,16 @@ TEST(Training, StoryStartWindowsBeginAtStoriesAndKeepBestKeepsTheLowestValidatio
   o.best = true;
   o.dtype = "F32";
   export_run(spec.run_dir, dir + "/best", o);
-  auto session = Session::open(dir + "/best", "cpu");
+  auto model = Model::load(dir + "/best", "cpu");
   EvalOptions eo;
   eo.cache_dir = spec.cache_dir;
   eo.windows = "story_start";
-  const EvalResult story = session->evaluate(spec.data_path, eo);
+  const EvalResult story = Evaluator(model).evaluate(spec.data_path, eo);
   eo.windows = "packed";
-  const EvalResult packed = session->evaluate(spec.data_path, eo);
+  const EvalResult packed = Evaluator(model).evaluate(spec.data_path, eo);
   EXPECT_GT(story.tokens, 0);
   EXPECT_GT(packed.tokens, 0);
   EXPECT_NE(story.loss, packed.loss);
   eo.windows = "diagonal";
-  EXPECT_THROW(session->evaluate(spec.data_path, eo), std::invalid_argument);
+  EXPECT_THROW(Evaluator(model).evaluate(spec.data_path, eo), std::invalid_argument);
 }

@@ -1,6 +1,6 @@
 // Diagnostics over time and what-if edits (issue 23): RUN/diagnostics.jsonl written at every
 // validation (one record each, equal to `hsm diagnose` on the final weights, continued on
-// resume), and Session::edited / save_as (a/b set, layers and heads knocked out, in memory;
+// resume), and Model::edited / save_as (a/b set, layers and heads knocked out, in memory;
 // the run folder never written). One shared hsm::Model (issue 35): calls never change it, an
 // edited model shares what it does not change, two threads use one model at once.
 #include <gtest/gtest.h>
@@ -18,11 +18,10 @@
 #include "hsm/generator.h"
 #include "hsm/model.h"
 #include "hsm/prober.h"
-#include "hsm/session.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 #include "hsm/what_if.h"
-#include "io/run_json.h"
+#include "run/run_json.h"
 #include "training_test_util.h"
 
 using namespace hsm;
@@ -80,8 +79,8 @@ double max_difference(const Indicators& a, const Indicators& b) {
 class WhatIfRun : public ::testing::Test {
  public:
   // kPrompt's tokens, at most the context.
-  template <class SessionOrModel>
-  static std::vector<int32_t> prompt_ids(const SessionOrModel& s) {
+  template <class M>
+  static std::vector<int32_t> prompt_ids(const M& s) {
     std::vector<int32_t> ids = s.tokenizer().encode(kPrompt);
     ids.resize(std::min(ids.size(), static_cast<size_t>(s.config().context)));
     return ids;
@@ -138,10 +137,10 @@ TEST_F(WhatIfRun, OneRecordPerValidationWithFiniteIndicators) {
 
 TEST_F(WhatIfRun, TheLastRecordEqualsDiagnoseOnTheFinalWeights) {
   const DiagnosticsRecord last = read_diagnostics_log(*run_).back();
-  auto session = Session::open(*run_, "cpu");
-  const Diagnosis d = session->diagnose(last.prompt);
-  const Probe p = session->probe(last.prompt, 1);
-  const auto weights = session->mixer_weights();
+  auto model = Model::load(*run_, "cpu");
+  const Diagnosis d = Prober(model).diagnose(last.prompt);
+  const Probe p = Prober(model).probe(last.prompt, 1);
+  const auto weights = model->mixer_weights();
   ASSERT_EQ(d.layers.size(), last.layers.size());
   double worst = 0;
   for (size_t l = 0; l < d.layers.size(); ++l) {
@@ -193,63 +192,63 @@ TEST(DiagnosticsRecord, ResumeContinuesTheFileWithoutDuplicateSteps) {
   EXPECT_EQ(read_run_info(spec.run_dir).training.probe_text, TrainSettings{}.probe_text);
 }
 
-// ---- what-if: Session::edited -----------------------------------------------------------------
+// ---- what-if: Model::edited -----------------------------------------------------------------
 TEST_F(WhatIfRun, TrainedAAndBChangeNothing) {
-  auto session = Session::open(*run_, "cpu");
-  const auto weights = session->mixer_weights();
+  auto model = Model::load(*run_, "cpu");
+  const auto weights = model->mixer_weights();
   WhatIf same;
   same.ab = {{0, weights[0].a, weights[0].b}, {2, weights[2].a, weights[2].b}};
-  auto copy = session->edited(same);
+  auto copy = model->edited(same);
   EXPECT_EQ(copy->edits(), same);
-  const std::vector<int32_t> tokens = prompt_ids(*session);
-  EXPECT_EQ(copy->logits(tokens), session->logits(tokens));  // bit for bit
+  const std::vector<int32_t> tokens = prompt_ids(*model);
+  EXPECT_EQ(Prober(copy).logits(tokens), Prober(model).logits(tokens));  // bit for bit
   GenerateOptions g;
   g.sampling.seed = 7;
   g.sampling.max_new_tokens = 20;
   g.sampling.stop_at_end = false;
-  const GenerationResult a = session->generate("Once upon", g), b = copy->generate("Once upon", g);
+  const GenerationResult a = Generator(model).run("Once upon", g), b = Generator(copy).run("Once upon", g);
   EXPECT_EQ(a.text, b.text);
   EXPECT_EQ(b.decoder, a.decoder);
-  EXPECT_EQ(session->evaluate(*data_, few_windows()).loss, copy->evaluate(*data_, few_windows()).loss);
+  EXPECT_EQ(Evaluator(model).evaluate(*data_, few_windows()).loss, Evaluator(copy).evaluate(*data_, few_windows()).loss);
   // An empty edit is an exact copy too.
-  EXPECT_EQ(session->edited({})->logits(tokens), session->logits(tokens));
+  EXPECT_EQ(Prober(model->edited({})).logits(tokens), Prober(model).logits(tokens));
 }
 
-TEST_F(WhatIfRun, AnEditedAAndBChangeTheCopyAndNotTheSession) {
-  auto session = Session::open(*run_, "cpu");
-  const std::vector<int32_t> tokens = prompt_ids(*session);
-  const auto before = session->logits(tokens);
-  const auto trained = session->mixer_weights();
+TEST_F(WhatIfRun, AnEditedAAndBChangeTheCopyAndNotTheModel) {
+  auto model = Model::load(*run_, "cpu");
+  const std::vector<int32_t> tokens = prompt_ids(*model);
+  const auto before = Prober(model).logits(tokens);
+  const auto trained = model->mixer_weights();
   WhatIf edit;
   edit.ab = parse_ab_edits("0:0.5:1.5");
   edit.ab.push_back({2, {0.1f, 0.2f, 0.3f, 0.4f}, {1}});
-  auto copy = session->edited(edit);
-  EXPECT_NE(copy->logits(tokens), before);
+  auto copy = model->edited(edit);
+  EXPECT_NE(Prober(copy).logits(tokens), before);
   EXPECT_EQ(copy->mixer_weights()[0].a, std::vector<float>{0.5f});
   EXPECT_EQ(copy->mixer_weights()[0].b, std::vector<float>{1.5f});
   EXPECT_EQ(copy->mixer_weights()[2].a, (std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f}));
   EXPECT_EQ(copy->mixer_weights()[2].b, std::vector<float>(4, 1.0f));
-  // The session is as it was.
-  EXPECT_EQ(session->logits(tokens), before);
-  EXPECT_EQ(session->mixer_weights()[0].a, trained[0].a);
-  EXPECT_EQ(session->mixer_weights()[2].b, trained[2].b);
+  // The model is as it was.
+  EXPECT_EQ(Prober(model).logits(tokens), before);
+  EXPECT_EQ(model->mixer_weights()[0].a, trained[0].a);
+  EXPECT_EQ(model->mixer_weights()[2].b, trained[2].b);
   // The fast decoder of the copy decodes the edited model: its text is LibTorch's.
   GenerateOptions g;
   g.sampling.seed = 3;
   g.sampling.max_new_tokens = 16;
   g.sampling.stop_at_end = false;
-  const GenerationResult fast = copy->generate("Once upon", g);
+  const GenerationResult fast = Generator(copy).run("Once upon", g);
   g.fast_path = false;
-  const GenerationResult slow = copy->generate("Once upon", g);
+  const GenerationResult slow = Generator(copy).run("Once upon", g);
   EXPECT_EQ(fast.text, slow.text);
-  EXPECT_NE(fast.text, session->generate("Once upon", g).text);
+  EXPECT_NE(fast.text, Generator(model).run("Once upon", g).text);
 }
 
 TEST_F(WhatIfRun, EditsTheModelCannotTakeAreRefusedByName) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   auto error_of = [&](const WhatIf& w) {
     try {
-      session->edited(w);
+      model->edited(w);
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
@@ -265,20 +264,20 @@ TEST_F(WhatIfRun, EditsTheModelCannotTakeAreRefusedByName) {
 }
 
 TEST_F(WhatIfRun, KnockOutsOfACopyStayAndEqualTheEvaluationsKnockOut) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   const EvalOptions o = few_windows();
   WhatIf w;
   w.knock_out = {{2, -1}};
-  auto copy = session->edited(w);
-  const EvalResult first = copy->evaluate(*data_, o), second = copy->evaluate(*data_, o);
+  auto copy = model->edited(w);
+  const EvalResult first = Evaluator(copy).evaluate(*data_, o), second = Evaluator(copy).evaluate(*data_, o);
   EXPECT_EQ(first.loss, second.loss);  // still knocked out after an evaluation
   EvalOptions k = o;
   k.knock_out = {{2, -1}};
-  EXPECT_EQ(session->evaluate(*data_, k).loss, first.loss);
-  EXPECT_NE(session->evaluate(*data_, o).loss, first.loss);
+  EXPECT_EQ(Evaluator(model).evaluate(*data_, k).loss, first.loss);
+  EXPECT_NE(Evaluator(model).evaluate(*data_, o).loss, first.loss);
   EXPECT_EQ(first.knock_out, w.knock_out);
   // `hsm eval --knock-out 2` is `hsm ablate`'s entry for layer 2: the same windows, the same loss.
-  const AblationReport report = session->ablate(*data_, o);
+  const AblationReport report = Evaluator(model).ablate(*data_, o);
   bool found = false;
   for (const Ablation& a : report.ablations)
     if (a.knock_out == KnockOut{2, -1}) {
@@ -288,30 +287,30 @@ TEST_F(WhatIfRun, KnockOutsOfACopyStayAndEqualTheEvaluationsKnockOut) {
   EXPECT_TRUE(found);
   // The copy's own ablation starts from its knock-out, and has no rows for what it already
   // knocks out (layer 2 and its heads); after it the knock-out is still there.
-  const AblationReport of_copy = copy->ablate(*data_, o);
+  const AblationReport of_copy = Evaluator(copy).ablate(*data_, o);
   EXPECT_EQ(of_copy.base_loss, first.loss);
   EXPECT_EQ(of_copy.ablations.size(), report.ablations.size() - 5);  // layer 2 whole and its 4 heads
   for (const Ablation& a : of_copy.ablations) EXPECT_NE(a.knock_out.layer, 2) << knock_out_label(a.knock_out);
-  EXPECT_EQ(copy->evaluate(*data_, o).loss, first.loss);
+  EXPECT_EQ(Evaluator(copy).evaluate(*data_, o).loss, first.loss);
   // A head knock-out through edited() and the generation of a copy that has one.
-  auto head = session->edited({{{2, 1}}, {}});
+  auto head = model->edited({{{2, 1}}, {}});
   EvalOptions kh = o;
   kh.knock_out = {{2, 1}};
-  EXPECT_EQ(head->evaluate(*data_, o).loss, session->evaluate(*data_, kh).loss);
-  const AblationReport of_head = head->ablate(*data_, o);  // no row for head 2:1; layer 2 whole stays
+  EXPECT_EQ(Evaluator(head).evaluate(*data_, o).loss, Evaluator(model).evaluate(*data_, kh).loss);
+  const AblationReport of_head = Evaluator(head).ablate(*data_, o);  // no row for head 2:1; layer 2 whole stays
   EXPECT_EQ(of_head.ablations.size(), report.ablations.size() - 1);
   for (const Ablation& a : of_head.ablations) EXPECT_FALSE(a.knock_out == (KnockOut{2, 1}));
   GenerateOptions g;
   g.sampling.max_new_tokens = 4;
-  EXPECT_EQ(copy->generate("Once", g).decoder, "libtorch");  // the fast path knows no knock-outs
+  EXPECT_EQ(Generator(copy).run("Once", g).decoder, "libtorch");  // the fast path knows no knock-outs
 }
 
 TEST_F(WhatIfRun, DiagnosisMarksWhatACopyKnockedOut) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   WhatIf w;
   w.knock_out = {{1, -1}, {2, 1}};  // the attention layer whole, head 1 of the multihead (a,b) layer
-  auto copy = session->edited(w);
-  const Diagnosis trained = session->diagnose(kPrompt), edited = copy->diagnose(kPrompt);
+  auto copy = model->edited(w);
+  const Diagnosis trained = Prober(model).diagnose(kPrompt), edited = Prober(copy).diagnose(kPrompt);
   ASSERT_EQ(edited.layers.size(), 3u);
   for (const LayerDiagnostics& l : trained.layers) {
     EXPECT_FALSE(l.knocked_out) << l.layer;
@@ -332,18 +331,18 @@ TEST_F(WhatIfRun, TheRunFolderIsByteIdenticalAfterEdits) {
   const auto before = folder_bytes(*run_);
   ASSERT_GT(before.size(), 4u);
   {
-    auto session = Session::open(*run_, "cpu");
+    auto model = Model::load(*run_, "cpu");
     WhatIf w;
     w.knock_out = {{1, 2}};
     w.ab = parse_ab_edits("0:0.25:2,2:0:1");
-    auto copy = session->edited(w);
-    copy->evaluate(*data_, few_windows());
-    copy->ablate(*data_, few_windows());
+    auto copy = model->edited(w);
+    Evaluator(copy).evaluate(*data_, few_windows());
+    Evaluator(copy).ablate(*data_, few_windows());
     GenerateOptions g;
     g.sampling.max_new_tokens = 8;
-    copy->generate("Once upon a time", g);
-    copy->diagnose(kPrompt);
-    copy->probe(kPrompt);
+    Generator(copy).run("Once upon a time", g);
+    Prober(copy).diagnose(kPrompt);
+    Prober(copy).probe(kPrompt);
     copy->save_as(*dir_ + "/saved_elsewhere");
     EXPECT_THROW(copy->save_as(*run_), std::invalid_argument);
   }
@@ -351,11 +350,11 @@ TEST_F(WhatIfRun, TheRunFolderIsByteIdenticalAfterEdits) {
 }
 
 TEST_F(WhatIfRun, SaveAsWritesARunThatOpensAsTheEditedCopy) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   WhatIf w;
   w.knock_out = {{1, -1}, {2, 0}};
   w.ab = parse_ab_edits("0:0.75:-0.5");
-  auto copy = session->edited(w);
+  auto copy = model->edited(w);
   const std::string out = *dir_ + "/saved";
   fs::create_directories(out);  // an empty folder is fine
   copy->save_as(out);
@@ -368,14 +367,14 @@ TEST_F(WhatIfRun, SaveAsWritesARunThatOpensAsTheEditedCopy) {
   EXPECT_EQ(what_if_knock_outs(config["what_if"], "config.json"), w.knock_out);
   EXPECT_EQ(read_run_info(out).step, read_run_info(*run_).step);
 
-  auto reopened = Session::open(out, "cpu");
+  auto reopened = Model::load(out, "cpu");
   EXPECT_EQ(reopened->edits().knock_out, w.knock_out);
   EXPECT_TRUE(reopened->edits().ab.empty());  // in the weights
-  const std::vector<int32_t> tokens = prompt_ids(*session);
-  EXPECT_EQ(reopened->logits(tokens), copy->logits(tokens));
-  EXPECT_NE(reopened->logits(tokens), session->logits(tokens));
+  const std::vector<int32_t> tokens = prompt_ids(*model);
+  EXPECT_EQ(Prober(reopened).logits(tokens), Prober(copy).logits(tokens));
+  EXPECT_NE(Prober(reopened).logits(tokens), Prober(model).logits(tokens));
   EXPECT_EQ(reopened->mixer_weights()[0].a, std::vector<float>{0.75f});
-  EXPECT_EQ(reopened->evaluate(*data_, few_windows()).loss, copy->evaluate(*data_, few_windows()).loss);
+  EXPECT_EQ(Evaluator(reopened).evaluate(*data_, few_windows()).loss, Evaluator(copy).evaluate(*data_, few_windows()).loss);
   // Never over a folder with something in it.
   try {
     copy->save_as(out);
@@ -404,30 +403,30 @@ void expect_same_result(const EvalResult& a, const EvalResult& b, const std::str
 }
 
 TEST_F(WhatIfRun, AnEvalSetScoresAsReadingTheCorpusDoes) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   EvalOptions o = few_windows();
-  const EvalSet set = session->eval_set(*data_, o);
+  const EvalSet set = Evaluator(model).read(*data_, o);
   EXPECT_EQ(set.windows(), 16);
   EXPECT_EQ(set.split(), "val");
   EXPECT_EQ(set.layout(), "packed");
-  EXPECT_GT(set.tokens(), 16 * session->config().context);
-  expect_same_result(session->evaluate(set, o), session->evaluate(*data_, o), "whole set");
+  EXPECT_GT(set.tokens(), 16 * model->config().context);
+  expect_same_result(Evaluator(model).evaluate(set, o), Evaluator(model).evaluate(*data_, o), "whole set");
   // max_batches takes a prefix of the windows: the loss and the unigram baseline of that prefix.
   EvalOptions two = o;
   two.max_batches = 1;
-  const EvalResult prefix = session->evaluate(set, two);
-  expect_same_result(prefix, session->evaluate(*data_, two), "one batch");
-  EXPECT_EQ(prefix.tokens, 8 * session->config().context);
+  const EvalResult prefix = Evaluator(model).evaluate(set, two);
+  expect_same_result(prefix, Evaluator(model).evaluate(*data_, two), "one batch");
+  EXPECT_EQ(prefix.tokens, 8 * model->config().context);
   // An edited copy and a knock-out on the same set, and ablation.
   WhatIf w;
   w.knock_out = {{1, 2}};
   w.ab = parse_ab_edits("0:0.25:2");
-  auto copy = session->edited(w);
-  expect_same_result(copy->evaluate(set, o), copy->evaluate(*data_, o), "edited copy");
+  auto copy = model->edited(w);
+  expect_same_result(Evaluator(copy).evaluate(set, o), Evaluator(copy).evaluate(*data_, o), "edited copy");
   EvalOptions k = o;
   k.knock_out = {{2, -1}};
-  expect_same_result(session->evaluate(set, k), session->evaluate(*data_, k), "knock-out");
-  const AblationReport from_set = session->ablate(set, o), from_corpus = session->ablate(*data_, o);
+  expect_same_result(Evaluator(model).evaluate(set, k), Evaluator(model).evaluate(*data_, k), "knock-out");
+  const AblationReport from_set = Evaluator(model).ablate(set, o), from_corpus = Evaluator(model).ablate(*data_, o);
   EXPECT_EQ(from_set.base_loss, from_corpus.base_loss);
   ASSERT_EQ(from_set.ablations.size(), from_corpus.ablations.size());
   for (size_t i = 0; i < from_set.ablations.size(); ++i) {
@@ -437,9 +436,9 @@ TEST_F(WhatIfRun, AnEvalSetScoresAsReadingTheCorpusDoes) {
   // Story-start windows are a layout of their own.
   EvalOptions story = o;
   story.windows = "story_start";
-  const EvalSet stories = session->eval_set(*data_, story);
+  const EvalSet stories = Evaluator(model).read(*data_, story);
   EXPECT_EQ(stories.layout(), "story_start");
-  expect_same_result(session->evaluate(stories, story), session->evaluate(*data_, story), "story starts");
+  expect_same_result(Evaluator(model).evaluate(stories, story), Evaluator(model).evaluate(*data_, story), "story starts");
 }
 
 // Without EvalOptions::windows an evaluation scores the windows the run was trained on
@@ -487,7 +486,7 @@ TEST_F(WhatIfRun, AnEvaluationScoresTheWindowsTheRunWasTrainedOn) {
   EXPECT_EQ(Evaluator(story).evaluate(*data_, batches).window_count, 8);
 }
 
-TEST_F(WhatIfRun, AnEvalSetNeedsNoCorpusAndOutlivesItsSession) {
+TEST_F(WhatIfRun, AnEvalSetNeedsNoCorpusAndOutlivesItsModel) {
   const std::string moved = *dir_ + "/moved_corpus.txt";
   fs::copy_file(*data_, moved, fs::copy_options::overwrite_existing);
   EvalOptions o = few_windows();
@@ -495,22 +494,22 @@ TEST_F(WhatIfRun, AnEvalSetNeedsNoCorpusAndOutlivesItsSession) {
   EvalResult expected;
   EvalSet set;
   {
-    auto first = Session::open(*run_, "cpu");
-    set = first->eval_set(moved, o);
-    expected = first->evaluate(moved, o);
+    auto first = Model::load(*run_, "cpu");
+    set = Evaluator(first).read(moved, o);
+    expected = Evaluator(first).evaluate(moved, o);
   }
   fs::remove(moved);
-  auto second = Session::open(*run_, "cpu");
-  EXPECT_THROW(second->evaluate(moved, o), std::exception);  // the corpus is gone
-  expect_same_result(second->evaluate(set, o), expected, "after the corpus and the first session went");
+  auto second = Model::load(*run_, "cpu");
+  EXPECT_THROW(Evaluator(second).evaluate(moved, o), std::exception);  // the corpus is gone
+  expect_same_result(Evaluator(second).evaluate(set, o), expected, "after the corpus and the first model went");
 }
 
 TEST_F(WhatIfRun, AnEvalSetOfAnotherModelOrNoneIsRefused) {
-  auto session = Session::open(*run_, "cpu");
+  auto model = Model::load(*run_, "cpu");
   const EvalOptions o = few_windows();
   auto message = [&](const EvalSet& set) {
     try {
-      session->evaluate(set, o);
+      Evaluator(model).evaluate(set, o);
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
@@ -521,17 +520,17 @@ TEST_F(WhatIfRun, AnEvalSetOfAnotherModelOrNoneIsRefused) {
   RunSpec other = tiny_run(*dir_ + "/other_context", *data_, 1);
   other.model.context = 16;
   Trainer(other).run();
-  auto short_context = Session::open(other.run_dir, "cpu");
-  const std::string refused = message(short_context->eval_set(*data_, o));
+  auto short_context = Model::load(other.run_dir, "cpu");
+  const std::string refused = message(Evaluator(short_context).read(*data_, o));
   EXPECT_NE(refused.find("another model"), std::string::npos) << refused;
   EXPECT_NE(refused.find("context 16"), std::string::npos) << refused;
-  EXPECT_THROW(short_context->ablate(session->eval_set(*data_, o), o), std::invalid_argument);
+  EXPECT_THROW(Evaluator(short_context).ablate(Evaluator(model).read(*data_, o), o), std::invalid_argument);
   EvalOptions bad = o;
   bad.windows = "diagonal";
-  EXPECT_THROW(session->eval_set(*data_, bad), std::invalid_argument);
+  EXPECT_THROW(Evaluator(model).read(*data_, bad), std::invalid_argument);
   bad = o;
   bad.split = "test";
-  EXPECT_THROW(session->eval_set(*data_, bad), std::invalid_argument);
+  EXPECT_THROW(Evaluator(model).read(*data_, bad), std::invalid_argument);
 }
 
 // ---- one shared Model (hsm/model.h, issue 35) ---------------------------------------------------

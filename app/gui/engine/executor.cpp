@@ -13,6 +13,7 @@
 #include "hsm/cpu_threads.h"
 #include "hsm/dataset.h"
 #include "hsm/errors.h"
+#include "hsm/run_folder.h"
 #include "hsm/tokenizer.h"
 
 namespace studio {
@@ -39,7 +40,7 @@ struct ExecutorState {
   // The run's model as loaded now: reloaded when its checkpoint changed (it trains on).
   Loaded& run(const QString& runDir) {
     const QString key = QDir(runDir).absolutePath();
-    const qint64 stamp = QFileInfo(key + "/model.safetensors").lastModified().toMSecsSinceEpoch();
+    const qint64 stamp = QFileInfo(QString::fromStdString(hsm::RunFolder(key.toStdString()).weights)).lastModified().toMSecsSinceEpoch();
     auto it = loaded.find(key);
     if (it == loaded.end() || it->second.stamp != stamp)
       it = loaded.insert_or_assign(key, Loaded{stamp, models->model(sstr(key), stamp, device), {}}).first;

@@ -23,6 +23,7 @@
 #include "gui/widgets/field_error.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "hsm/settings.h"
 
 namespace studio {
@@ -372,7 +373,7 @@ bool TrainingForm::buildSpec(hsm::RunSpec& spec, QString* firstRefusal) {
   // Run folder
   const QString dir = runDirEdit_->text().trimmed();
   if (dir.isEmpty()) refuse(QStringLiteral("run_dir"), tr("choose a folder for the run"));
-  else if (QFileInfo::exists(dir + QStringLiteral("/config.json")))
+  else if (QFileInfo::exists(QString::fromStdString(hsm::RunFolder(sstr(dir)).config)))
     refuse(QStringLiteral("run_dir"), tr("already holds a run: open it and use Continue, or choose another folder"));
   spec.run_dir = sstr(dir);
   spec.resume = false;

@@ -3,7 +3,7 @@
 // effective mixing matrix of a prompt and the indicators computed from it; the learned
 // mixer weights for the Weights view; the end-to-end offset weights of an (a,b) stack
 // (HSM §3). Plain C++: the pure functions here live in hsm_core (no LibTorch); the
-// matrices themselves come from Session::diagnose (session.h). docs/diagnostics.md has
+// matrices themselves come from Prober::diagnose (hsm/prober.h). docs/diagnostics.md has
 // the formulas and the matrix choices.
 #include <array>
 #include <cstdint>

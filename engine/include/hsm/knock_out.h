@@ -1,7 +1,7 @@
 #pragma once
 // Knock-outs: a layer's mixer, or one head of it, replaced by zero (importance by ablation,
 // Michel et al. 2019, "Are sixteen heads really better than one?"). `hsm ablate` ranks every
-// layer and head by what its knock-out costs in validation loss (Session::ablate); `hsm eval
+// layer and head by what its knock-out costs in validation loss (Evaluator::ablate); `hsm eval
 // --knock-out` and the studio's what-if edits evaluate a model with some knocked out. The
 // model applies them in memory (GptImpl::set_knock_outs); nothing is written.
 #include <cstdint>

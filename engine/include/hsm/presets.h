@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "hsm/config.h"
-#include "hsm/run_folder.h"
+#include "hsm/train_settings.h"
 
 namespace hsm {
 
@@ -23,10 +23,14 @@ inline constexpr const char* kStarterPreset = "starter";
 // one. Each value is read by its setting's declaration (hsm/settings.h); throws
 // std::invalid_argument naming the preset file and the setting for a bad one.
 TrainSettings preset_train_settings(const std::string& name);
-// The same for what load_preset_or_config accepts: a preset's, a config file's own "training"
-// object, or a run folder's config.json's (the settings it was trained with); the paper's
-// defaults where there is none. What `hsm train --preset/--config` start from.
-TrainSettings preset_or_config_train_settings(const std::string& name_or_path);
+// A config file's optional "training" object (keys and values as in config.json's "training")
+// over the paper's defaults, read the same way; `what` names the file in errors ("config").
+TrainSettings config_file_train_settings(const std::string& path, const char* what);
+// Whether `name_or_path` names a file rather than a preset: a path when written as one (a '/',
+// a .json name); a preset's name is the preset even where the working directory holds a file or
+// folder of that name (`./gpt` names that one): otherwise a run folder called gpt beside the user
+// would silently replace the preset.
+bool names_a_file(const std::string& name_or_path);
 
 // The starter corpus (<resources>/corpus/tinystories-starter.txt: 1,728 TinyStories stories,
 // CDLA-Sharing-1.0, see the README beside it); empty when it is not installed.
@@ -38,12 +42,7 @@ std::vector<std::string> preset_names();
 // Loads a preset by name; throws std::invalid_argument listing the known names.
 ModelConfig load_preset(const std::string& name);
 
-// The run folders bundled in <resources>/models/ (the demo models), in the order of
-// models/index.json when present, else by name; empty when none are installed.
-std::vector<std::string> bundled_models();
-
-// A preset name, a path to a config JSON file, or a run folder (its model): what the CLI and
-// the app accept.
-ModelConfig load_preset_or_config(const std::string& name_or_path);
+// What also takes a run folder (load_preset_or_config, preset_or_config_train_settings) and
+// the bundled demo runs (bundled_models) read run folders: hsm/run_folder.h.
 
 }  // namespace hsm

@@ -6,8 +6,8 @@
 //     A_l the layer's row-normalised mixing matrix as `hsm diagnose` reports it, mean over heads;
 //   importance by ablation (Michel et al. 2019): the validation loss with each layer's mixer
 //     output, and each separable head, zeroed (hsm/knock_out.h).
-// Plain C++: the rollout is a pure function here (hsm_core); Session::probe and
-// Session::ablate (session.h) compute the rest.
+// Plain C++: the rollout is a pure function here (hsm_core); Prober::probe and
+// Evaluator::ablate compute the rest.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -66,7 +66,7 @@ struct Ablation {
 };
 
 struct AblationReport {
-  double base_loss = 0;     // nothing knocked out: Session::evaluate's loss on the same windows
+  double base_loss = 0;     // nothing knocked out: Evaluator::evaluate's loss on the same windows
   double base_accuracy = 0;
   int64_t tokens = 0;       // predicted tokens per evaluation
   std::string split;

@@ -1,46 +1,125 @@
 #pragma once
-// A run folder as the tools read it (docs/checkpoint-format.md): config.json (model,
-// training settings, data, state) and metrics.jsonl (one MetricRecord per line). Plain
-// C++ and no LibTorch, so the studio can list, compare and follow runs (also runs that
-// another process is still writing) without loading a model.
+// A run folder (docs/checkpoint-format.md) and its one owner, RunFolder: its files' names, its
+// lock, its checkpoints and their pruning, and the one recipe that copies its model into a new
+// folder (an export, a "save as"). The trainer, the diagnostics recorder, the CLI and the
+// studio reach the folder through it, and its files' names are spelled in one place
+// (run/run_folder_files.cpp). Also how the tools read it: config.json (model, training
+// settings, data, state) and metrics.jsonl (one MetricRecord per line). Plain C++ and no
+// LibTorch (the callers write the tensors), so the studio can list, compare and follow runs
+// (also runs another process is still writing) without loading a model.
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "hsm/config.h"
 #include "hsm/jsonl_tail.h"
+#include "hsm/tasks.h"
+#include "hsm/train_settings.h"
 namespace hsm {
 
-// Saved in config.json as "training"; every field has the paper's value as default
-// (HSM §7: batch 256, lr 0.002, dropout 0.1 (in ModelConfig), 20 epochs, AdamW).
-struct TrainSettings {
-  int64_t steps = 0;           // optimizer steps to run in total; 0 = use epochs
-  double epochs = 20;          // passes over the training split (fractions allowed)
-  int64_t batch_size = 256;
-  double lr = 0.002;
-  double weight_decay = 0.01;  // AdamW decoupled decay, on weight matrices only
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double grad_clip = 1.0;      // max global gradient norm; 0 = off
-  int64_t warmup_steps = 0;    // linear warm-up from 0
-  bool cosine = false;         // cosine decay from lr to min_lr over the run
-  double min_lr = 0.0;
-  int64_t eval_every = 200;    // steps between validations (and at every epoch end); 0 = epoch ends only
-  int64_t eval_batches = 20;   // batches per periodic validation; epoch-end validation uses the whole split
-  int64_t checkpoint_every = 500;  // steps between checkpoints (also at epoch ends, on stop, at the end)
-  int64_t log_every = 10;      // steps between train-loss records
-  uint64_t seed = 1337;
-  std::string device = "auto"; // cpu, cuda, cuda:N, auto
-  int threads = 0;             // CPU threads for LibTorch; 0 = the measured default
-  bool bf16 = true;            // bf16 autocast on CUDA where LibTorch supports it
-  // How the training split is cut into windows: "packed" (every `context` tokens across
-  // documents) or "story_start" (windows start at document starts; none mixes stories).
-  std::string windows = "packed";
-  bool keep_best = false;      // also keep best.safetensors: the weights of the lowest validation loss
-  // Diagnosed at every validation into RUN/diagnostics.jsonl (hsm/diagnostics_log.h); empty:
-  // no record. The default is the first prompt of HSM Table 3 (resources/prompts/hsm_table3.json).
-  std::string probe_text = "Alice was so tired when she got home so she went";
+// A run folder's files and what is done to it as a whole. Run folders are things people
+// download, so nothing in one is trusted to stay inside it: the trainer refuses a folder whose
+// own files are symbolic links (check_no_links), and the lock, records and temporaries are
+// opened without following one.
+struct RunFolder {
+  explicit RunFolder(std::string dir);
+  std::string dir;
+  std::string config;       // config.json: model, training settings, data, state
+  std::string weights;      // model.safetensors: the newest checkpoint's weights (F32; an export's may be F16/BF16)
+  std::string tokenizer;    // tokenizer.model: a corpus run's sentencepiece model
+  std::string task;         // task.json: a task run's task ({"task": "NAME:key=value,..."}), no tokenizer
+  std::string metrics;      // metrics.jsonl: one MetricRecord per line
+  std::string diagnostics;  // diagnostics.jsonl: one diagnosis per validation (hsm/diagnostics_log.h)
+  std::string best;         // best.safetensors: the weights of the lowest validation (keep_best)
+  std::string checkpoints;  // checkpoints/step-N/: the newest kKeptCheckpoints, each whole
+  std::string lock;         // .lock: held by the one trainer of the folder (RunLock)
+  std::string optimizer;    // optimizer.safetensors at the top: runs written before step folders (resume reads it)
+
+  // Checkpoints kept: the newest and the one before it.
+  static constexpr int kKeptCheckpoints = 2;
+  struct Checkpoint {
+    int64_t step = 0;
+    std::string dir, weights, optimizer, config;
+  };
+  // Whether config.json and model.safetensors are there (a loadable run, without reading them).
+  bool has_model() const;
+
+  // The newest whole and valid checkpoint (a folder checkpoints/step-N with its three files,
+  // each readable and of step N), if there is one. A folder named step-<digits> whose number is
+  // out of range throws std::runtime_error naming it.
+  std::optional<Checkpoint> latest_checkpoint() const;
+  // What resume starts from (issue 34): latest_checkpoint(), and each newer checkpoint it passed
+  // over is set aside as checkpoints/damaged-step-N (never pruned, never overwritten; the run's
+  // top-level weights and config of that step are kept in it when its own are missing), with a
+  // line to `log` saying which, why, and where it went.
+  std::optional<Checkpoint> resume_checkpoint(const std::function<void(const std::string&)>& log) const;
+  // Writes the checkpoint of `step` as one unit (issue 19): its folder is made under a temporary
+  // name, `write_tensors` writes the weights and the optimizer state into the files it is given,
+  // config_text goes beside them, and the folder is flushed and published by one rename; then the
+  // top-level model.safetensors and config.json become its (refresh_view) and the newest
+  // kKeptCheckpoints are kept. A step already published keeps its tensors and gets the new
+  // config. A failure (a full disk) throws std::runtime_error naming the file and leaves the
+  // previous checkpoint whole.
+  void write_checkpoint(int64_t step, const std::string& config_text,
+                        const std::function<void(const Checkpoint& staged)>& write_tensors) const;
+  // Makes the top-level model.safetensors and config.json those of `checkpoint` (after a kill
+  // between a checkpoint's publication and their update they are a step behind).
+  void refresh_view(const Checkpoint& checkpoint) const;
+  // Removes what a writer killed mid-write left: temporary files and unpublished checkpoint
+  // folders. Call it holding the lock (RunLock).
+  void remove_stale_temporaries() const;
+  // Throws std::runtime_error naming the first of the folder's own entries (the files above,
+  // checkpoints/ and what it holds) that is a symbolic link: writing through it would change a
+  // file outside the folder.
+  void check_no_links() const;
+
+  // The one recipe for a copy of this run's model in a new folder `out_dir` (`hsm export`,
+  // Model::save_as): written whole into a temporary sibling and published by one rename.
+  // `write_weights` writes model.safetensors at the path it is given; the copy gets config_text
+  // as its config.json, the run's task.json (a task run) or tokenizer.model, and its
+  // metrics.jsonl. An existing `out_dir` is replaced whole (the callers check it may be).
+  void publish_copy(const std::string& out_dir, const std::string& config_text,
+                    const std::function<void(const std::string& weights)>& write_weights) const;
+  // Throws std::invalid_argument when an export of this run may not replace `out_dir` (issue 46):
+  // a link, a file, the run itself, a folder holding it or a training run's checkpoints; a folder
+  // with files other than an earlier export's unless `force`.
+  void check_export_target(const std::string& out_dir, bool force) const;
 };
+
+// Thrown when another trainer holds the folder; the message names it and what to do.
+struct RunBusy : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One trainer per run folder (issue 19): an OS file lock on the folder's .lock, held while a run
+// trains. The OS releases it when the process ends, however it ends (a kill -9 never leaves a
+// stale lock), and it is taken without waiting: a second trainer, from the CLI or the studio, in
+// this process or another, is refused at once with the holder's PID. Readers (eval, generate, the
+// studio following a run) do not take it and are never blocked.
+class RunLock {
+ public:
+  // Creates run_dir's .lock file (RunFolder::lock) if needed and locks it; throws RunBusy, or
+  // std::runtime_error when the folder cannot hold the file (the message names the path and the reason).
+  explicit RunLock(const std::string& run_dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// The run's task spec (Task::spec(), from task.json), "" for a corpus run.
+std::string run_task(const std::string& run_dir);
+// check_model_fits_task (hsm/tasks.h) for a trained run's model and its task.json, the error
+// naming the file (issue 46: a task.json of a bigger vocabulary once ended in "index out of
+// range in self"). Loading, scoring and exporting a task run ask it.
+void check_run_fits_task(const std::string& run_dir, const ModelConfig& model, const Task& task);
+
 
 // One line of metrics.jsonl and one callback to the studio.
 struct MetricRecord {
@@ -113,5 +192,21 @@ class MetricsReader {
 
 // Every record of a run folder's metrics.jsonl (empty when there is none yet).
 std::vector<MetricRecord> read_metrics(const std::string& run_dir);
+
+// Models and training settings named where a run folder may be given as well as a preset or a
+// config file (hsm/presets.h), and the bundled demo runs.
+// The same for what load_preset_or_config accepts: a preset's, a config file's own "training"
+// object, or a run folder's config.json's (the settings it was trained with); the paper's
+// defaults where there is none. What `hsm train --preset/--config` start from.
+TrainSettings preset_or_config_train_settings(const std::string& name_or_path);
+
+// The run folders bundled in <resources>/models/ (the demo models), in the order of
+// models/index.json when present, else by name; empty when none are installed.
+std::vector<std::string> bundled_models();
+
+// A preset name, a path to a config JSON file, or a run folder (its model): what the CLI and
+// the app accept.
+ModelConfig load_preset_or_config(const std::string& name_or_path);
+
 
 }  // namespace hsm

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "hsm/run_folder.h"
+#include "hsm/train_settings.h"
 
 namespace hsm {
 

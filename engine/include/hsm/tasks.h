@@ -5,11 +5,16 @@
 // function of the task's settings, a seed, a split and an index alone, so every split is
 // reproducible and the splits share no seed. Plain C++ (no LibTorch): the CLI and the studio
 // list, check and sample tasks without the engine.
+#include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "hsm/config.h"
 
 namespace hsm {
 
@@ -129,5 +134,21 @@ std::unique_ptr<Task> make_task(const std::string& name);
 // (unknown task or setting, a value that is not a whole number, out of range, settings that do
 // not go together).
 std::unique_ptr<Task> parse_task(const std::string& spec);
+
+// A task run's score on fresh test examples (Evaluator::score_task, score_task_run).
+struct TaskScore {
+  double loss = NAN;               // mean cross-entropy over the answer tokens (nats)
+  double answer_accuracy = NAN;    // answer tokens predicted exactly (top-1)
+  double sequence_accuracy = NAN;  // examples whose every answer is right
+  int64_t answers = 0, examples = 0;
+  // recall_at: distance -> (right, answers), for accuracy against distance.
+  std::map<int64_t, std::pair<int64_t, int64_t>> by_difficulty;
+};
+
+// A preset is a shape, not a vocabulary: the model takes the task's vocabulary and context.
+void adopt_task_shape(ModelConfig& model, const Task& task);
+// Throws TaskError when a model cannot train on the task (another vocabulary or context): a
+// config is never changed behind its author's back.
+void check_model_fits_task(const ModelConfig& model, const Task& task);
 
 }  // namespace hsm

@@ -71,7 +71,7 @@ class Trainer {
   Trainer(RunSpec spec, TrainCallbacks callbacks = {});
   ~Trainer();
   // Prepares data and model, then trains; blocks the calling thread (run it on a worker:
-  // LibTorch's thread-local state lives there). Holds the run folder's lock (io/run_lock.h)
+  // LibTorch's thread-local state lives there). Holds the run folder's lock (hsm/run_folder.h)
   // while it runs: a second trainer of the folder is refused (RunBusy). Throws on bad input
   // (a SettingError for a setting, hsm/settings.h), and when training diverges (the message
   // names the step, the last finite checkpoint the folder keeps, and what to change). A new

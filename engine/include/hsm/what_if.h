@@ -1,8 +1,8 @@
 #pragma once
 // What-if edits (issue 23): a trained model changed in memory to see what a weight or a layer
 // does: a layer's learned a and b set to other values, layers or heads knocked out
-// (hsm/knock_out.h). Session::edited (session.h) makes an edited copy of a session; its run
-// folder is never written (Session::save_as writes a new one). Plain C++ (hsm_core).
+// (hsm/knock_out.h). Model::edited (hsm/model.h) makes an edited copy of a model; its run
+// folder is never written (Model::save_as writes a new one). Plain C++ (hsm_core).
 #include <cstdint>
 #include <string>
 #include <vector>

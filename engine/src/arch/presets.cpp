@@ -1,6 +1,5 @@
 #include "hsm/presets.h"
 
-#include "hsm/run_folder.h"
 #include "hsm/settings.h"
 
 #include <cstdlib>
@@ -59,10 +58,8 @@ ModelConfig load_preset(const std::string& name) {
   return load_config((fs::path(resources_dir()) / "presets" / (name + ".json")).string());
 }
 
-namespace {
-
-// A config file's optional "training" object over the paper's defaults (preset_train_settings).
-TrainSettings training_block(const fs::path& file, const char* what) {
+TrainSettings config_file_train_settings(const std::string& path, const char* what) {
+  const fs::path file(path);
   const auto j = nlohmann::json::parse(read_text_file(file.string(), what), nullptr, false);
   TrainSettings settings;
   if (j.is_discarded() || !j.contains("training")) return settings;
@@ -85,9 +82,6 @@ TrainSettings training_block(const fs::path& file, const char* what) {
   return settings;
 }
 
-// A path when written as one (a '/', a .json name); a preset's name is the preset even where the
-// working directory holds a file or folder of that name (`./gpt` names that one): otherwise a
-// run folder called gpt beside the user would silently replace the preset.
 bool names_a_file(const std::string& name_or_path) {
   if (name_or_path.find('/') != std::string::npos ||
       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json"))
@@ -97,56 +91,15 @@ bool names_a_file(const std::string& name_or_path) {
   return fs::exists(name_or_path);
 }
 
-}  // namespace
-
 TrainSettings preset_train_settings(const std::string& name) {
   load_preset(name);  // a known preset, or the list of known ones
-  return training_block(fs::path(resources_dir()) / "presets" / (name + ".json"), "preset");
-}
-
-TrainSettings preset_or_config_train_settings(const std::string& name_or_path) {
-  if (!names_a_file(name_or_path)) return preset_train_settings(name_or_path);
-  if (fs::is_directory(name_or_path)) return stored_settings(name_or_path);  // as --resume reads them
-  return training_block(name_or_path, "config");
+  return config_file_train_settings((fs::path(resources_dir()) / "presets" / (name + ".json")).string(), "preset");
 }
 
 std::string starter_corpus() {
   const fs::path file = fs::path(resources_dir()) / "corpus" / "tinystories-starter.txt";
   std::error_code ec;
   return fs::is_regular_file(file, ec) ? file.string() : std::string();
-}
-
-ModelConfig load_preset_or_config(const std::string& name_or_path) {
-  if (names_a_file(name_or_path)) {
-    if (!fs::exists(name_or_path)) throw std::invalid_argument("config file '" + name_or_path + "' does not exist");
-    if (fs::is_directory(name_or_path)) {
-      if (fs::exists(fs::path(name_or_path) / "config.json")) return read_run_info(name_or_path).model;  // a run's
-      throw std::invalid_argument("'" + name_or_path + "' is a folder but not a run folder: give a preset, a config JSON "
-                                  "file or a run folder");
-    }
-    return load_config(name_or_path);
-  }
-  return load_preset(name_or_path);
-}
-
-std::vector<std::string> bundled_models() {
-  const fs::path root = fs::path(resources_dir()) / "models";
-  std::vector<std::string> out;
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) return out;
-  auto is_run = [](const fs::path& dir) { return fs::exists(dir / "config.json") && fs::exists(dir / "model.safetensors"); };
-  const fs::path index = root / "index.json";
-  if (fs::exists(index)) {
-    const auto j = nlohmann::json::parse(read_text_file(index.string(), "bundled model index"), nullptr, false);
-    if (j.is_array())
-      for (const auto& name : j)
-        if (name.is_string() && is_run(root / name.get<std::string>())) out.push_back((root / name.get<std::string>()).string());
-    return out;
-  }
-  for (const auto& entry : fs::directory_iterator(root, ec))
-    if (entry.is_directory() && is_run(entry.path())) out.push_back(entry.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace hsm

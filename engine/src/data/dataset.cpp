@@ -4,6 +4,7 @@
 #include "hsm/dataset.h"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <filesystem>
@@ -226,6 +227,13 @@ TokenDataset load_dataset(const std::string& path, const Tokenizer& tokenizer, c
                       std::to_string(options.val_fraction) + "); add more documents or change val_fraction");
   if (!cache_file.empty()) write_token_cache(cache_file, d.cache_key, d);
   return d;
+}
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("HSM_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/hsm-studio";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/hsm-studio";
+  return ".hsm-cache";
 }
 
 }  // namespace hsm

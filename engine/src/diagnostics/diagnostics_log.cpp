@@ -1,6 +1,7 @@
 // RUN/diagnostics.jsonl (hsm/diagnostics_log.h, docs/checkpoint-format.md): one record per
 // validation, its line format and an incremental reader. No LibTorch (hsm_core).
 #include "hsm/diagnostics_log.h"
+#include "hsm/run_folder.h"
 
 #include <cmath>
 #include <filesystem>
@@ -181,7 +182,7 @@ std::vector<LayerDiagnostics> layers_of(const DiagnosticsRecord& r) {
 }
 
 DiagnosticsLogReader::DiagnosticsLogReader(std::string run_dir)
-    : tail_((fs::path(run_dir) / "diagnostics.jsonl").string()) {}
+    : tail_(RunFolder(run_dir).diagnostics) {}
 
 bool DiagnosticsLogReader::exists() const {
   std::error_code ec;

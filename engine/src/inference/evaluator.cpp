@@ -3,6 +3,8 @@
 // (share_weights: the same weights), never on the shared model.
 #include "hsm/evaluator.h"
 
+#include "hsm/task_run.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,7 +15,7 @@
 #include "hsm/token_scores.h"
 #include "hsm/tokenizer.h"
 #include "inference/model_impl.h"
-#include "tasks/task_data.h"
+#include "eval/task_data.h"
 
 namespace hsm {
 
@@ -323,6 +325,15 @@ TaskScore Evaluator::score_task(int64_t examples, const CancelFlag* cancel) cons
   // The shared model as it is (its knock-outs set when it was made, eval mode): read only.
   const TaskData data(parse_task(m.task->spec()));
   return data.score(m.gpt, TaskSplit::kTest, examples, 64, m.device, cancel);
+}
+
+// One loader for a task run's score: the run's Model (Model::load: its checks, its what-if
+// knock-outs) and Evaluator::score_task.
+TaskScore score_task_run(const std::string& run_dir, int64_t examples, const std::string& device_name) {
+  if (run_task(run_dir).empty())
+    throw std::invalid_argument("'" + run_dir + "' was not trained on a task (no task.json): score it with hsm eval");
+  if (examples < 1) throw std::invalid_argument("--examples " + std::to_string(examples) + ": use 1 or more");
+  return Evaluator(Model::load(run_dir, device_name)).score_task(examples);
 }
 
 }  // namespace hsm

@@ -6,14 +6,13 @@
 
 #include "hsm/task_run.h"
 
-#include "diagnostics/mixing_matrix.h"
+#include "eval/mixing_matrix.h"
 #include "inference/model_impl.h"
 #include "io/io_util.h"
-#include "io/run_paths.h"
 #include "model/torch_compat.h"
-#include "io/run_json.h"
+#include "run/run_json.h"
 #include "model/weights_io.h"
-#include "tasks/task_data.h"
+#include "eval/task_data.h"
 
 namespace fs = std::filesystem;
 
@@ -38,7 +37,7 @@ std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::
   std::shared_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.run_dir = run_dir;
-  const RunPaths paths(run_dir);
+  const RunFolder paths(run_dir);
   const nlohmann::json run = read_run_config(run_dir);
   m.config = config_from_json(run["model"].dump(), paths.config);
   if (auto t = run.find("training"); t != run.end() && t->is_object())
@@ -120,23 +119,14 @@ void Model::save_as(const std::string& run_dir) const {
   std::error_code ec;
   if (fs::exists(run_dir, ec) && !(fs::is_directory(run_dir, ec) && fs::is_empty(run_dir, ec)))
     throw std::invalid_argument("save as '" + run_dir + "': the folder exists and is not empty (choose a new one)");
-  const RunPaths src(m.run_dir);
   nlohmann::json config = read_run_config(m.run_dir);
   config["what_if"] = what_if_to_json(m.edits, fs::absolute(m.run_dir).lexically_normal().string());
-  // Written whole, then published by one rename (io/run_paths.h), as an export is.
-  const std::string staged = stage_folder(run_dir);
+  // The run folder's one recipe for a copy, as an export's (RunFolder::publish_copy): the edited
+  // weights (knock-outs are no weights: what_if has them), its task or tokenizer, its metrics.
   try {
-    const RunPaths dst(staged);
-    save_weights(m.gpt, dst.weights);  // the edited weights (knock-outs are no weights: what_if has them)
-    if (m.task)
-      fs::copy_file(task_file(m.run_dir), task_file(staged));  // a task run: its task, no tokenizer
-    else
-      fs::copy_file(src.tokenizer, dst.tokenizer);
-    if (fs::exists(src.metrics)) fs::copy_file(src.metrics, dst.metrics);
-    write_file_atomic(dst.config, config.dump(2) + "\n");
-    publish_folder(staged, run_dir);
+    RunFolder(m.run_dir).publish_copy(run_dir, config.dump(2) + "\n",
+                                      [&](const std::string& weights) { save_weights(m.gpt, weights); });
   } catch (const std::exception& e) {
-    fs::remove_all(staged, ec);
     throw std::runtime_error("save as '" + run_dir + "': " + e.what());
   }
 }

@@ -2,9 +2,9 @@
 // model (docs/diagnostics.md).
 #include "hsm/prober.h"
 
-#include "diagnostics/diagnose.h"
-#include "diagnostics/logit_lens.h"
-#include "diagnostics/mixing_matrix.h"
+#include "eval/diagnose.h"
+#include "eval/logit_lens.h"
+#include "eval/mixing_matrix.h"
 #include "inference/model_impl.h"
 
 namespace hsm {
@@ -36,7 +36,7 @@ void check_ids(const Model::Impl& m, const std::vector<int32_t>& ids, const char
 
 Diagnosis Prober::diagnose(const std::string& prompt, int64_t max_tokens) const {
   const Model::Impl& m = model_->impl();
-  // The trainer's diagnostics.jsonl records go the same way (diagnostics/diagnose.h).
+  // The trainer's diagnostics.jsonl records go the same way (eval/diagnose.h).
   return diagnose_tokens(prompt_token_ids(m.text_tokenizer(), prompt, m.config.context, max_tokens, "diagnose"));
 }
 

@@ -1,5 +1,4 @@
 #include "io/io_util.h"
-#include "hsm/dataset.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -160,13 +159,6 @@ std::string executable_dir() {
   if (n <= 0) return {};
   buf[n] = '\0';
   return std::filesystem::path(buf).parent_path().string();
-}
-
-std::string default_cache_dir() {
-  if (const char* d = std::getenv("HSM_CACHE_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/hsm-studio";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/hsm-studio";
-  return ".hsm-cache";
 }
 
 }  // namespace hsm

@@ -19,6 +19,4 @@ int remove_dead_temporaries(const std::string& dir);
 // data and plugins are looked for relative to it.
 std::string executable_dir();
 
-// default_cache_dir() is public: hsm/dataset.h.
-
 }  // namespace hsm

@@ -109,7 +109,7 @@ struct GptImpl : torch::nn::Module {
 
   // The residual stream after the embedding (and its dropout) and after each block: L+1
   // tensors [B, T, d], the last one what the final LayerNorm receives in forward(idx). The
-  // logit lens reads them (diagnostics/logit_lens.h).
+  // logit lens reads them (eval/logit_lens.h).
   std::vector<torch::Tensor> residual_streams(const torch::Tensor& idx);
 
   // Module::to(dtype) converts every buffer; qk_tokens stays int64 (token ids).

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "hsm/params.h"
-#include "io/run_json.h"
+#include "run/run_json.h"
 
 namespace hsm {
 

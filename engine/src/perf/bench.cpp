@@ -246,7 +246,7 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
         r.decode_cached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
         if (device.is_cpu() && FastDecoder::supports(config)) {
           say(tag + "decoding on the fast path");
-          FastDecoder fast(*model);  // as a Session, which builds it when it loads the model
+          FastDecoder fast(*model);  // as Model::load, which builds it when it loads the model
           t0 = Clock::now();
           const float* logits = nullptr;
           for (int64_t i = 0; i < prompt.size(1); ++i)

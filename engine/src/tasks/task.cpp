@@ -229,4 +229,24 @@ void fill_unmasked_targets(TaskExample& ex) {
 }
 
 }  // namespace tasks
+void adopt_task_shape(ModelConfig& model, const Task& task) {
+  model.vocab_size = task.vocab_size();
+  model.context = task.context();
+}
+
+void check_model_fits_task(const ModelConfig& model, const Task& task) {
+  if (model.vocab_size != task.vocab_size())
+    throw TaskError("vocab_size " + std::to_string(model.vocab_size) + " of the model does not fit task " +
+                    task.name() + ", whose vocabulary is " + std::to_string(task.vocab_size()) + " tokens; set " +
+                    "vocab_size " + std::to_string(task.vocab_size()) + " in the config, or vocab=" +
+                    std::to_string(model.vocab_size) + " in the task");
+  // Equal, not merely long enough: the model's windows are the task's (fixed_seq_qk takes its
+  // fixed sequence, `context` tokens, from a validation example).
+  if (model.context != task.context())
+    throw TaskError("context " + std::to_string(model.context) + " of the model does not fit task " + task.name() +
+                    "'s windows of " + std::to_string(task.context()) + " tokens; set context " +
+                    std::to_string(task.context()) + " in the config, or context=" + std::to_string(model.context) +
+                    " in the task");
+}
+
 }  // namespace hsm

@@ -3,8 +3,9 @@
 #include <chrono>
 #include <filesystem>
 
-#include "diagnostics/diagnose.h"
+#include "eval/diagnose.h"
 #include "hsm/diagnostics_log.h"
+#include "hsm/run_folder.h"
 #include "io/io_util.h"
 
 namespace fs = std::filesystem;
@@ -13,7 +14,7 @@ namespace hsm {
 
 DiagnosticsRecorder::DiagnosticsRecorder(const std::string& run_dir, const std::string& prompt, bool resume,
                                          int64_t start_step, const std::function<void(const std::string&)>& log)
-    : path_((fs::path(run_dir) / "diagnostics.jsonl").string()), prompt_(prompt) {
+    : path_(RunFolder(run_dir).diagnostics), prompt_(prompt) {
   std::error_code ec;
   if (resume && fs::exists(path_, ec)) {  // as the metrics: records past the checkpoint go
     std::string kept;

@@ -18,11 +18,13 @@
 #include "train/adamw.h"
 #include "train/cuda_graph_step.h"
 #include "kernels/blas_threads.h"
-#include "diagnostics/mixing_matrix.h"
+#include "eval/mixing_matrix.h"
 #include "train/checkpoint.h"
+#include "model/weights_io.h"
+#include "run/run_json.h"
 #include "train/distributed.h"
 #include "eval/evaluation.h"
-#include "tasks/task_data.h"
+#include "eval/task_data.h"
 #include "io/hash_util.h"
 #include "hsm/corpus.h"
 #include "hsm/dataset.h"
@@ -31,7 +33,7 @@
 #include "train/diagnostics_recorder.h"
 #include "io/io_util.h"
 #include "io/record_log.h"
-#include "io/run_lock.h"
+#include "hsm/run_folder.h"
 #include "model/model.h"
 #include "kernels/fast_kernels.h"
 #include "model/torch_compat.h"
@@ -143,7 +145,7 @@ struct Trainer::Impl::Run {
   RunSpec& spec;
   const Clock::time_point started = Clock::now();
   TrainSettings ts;
-  RunPaths paths;
+  RunFolder paths;
   std::string cache_dir;
 
   // the folder
@@ -156,8 +158,8 @@ struct Trainer::Impl::Run {
   int64_t start_step = 0;
   double wall_offset = 0;
   std::optional<Tokenizer> tokenizer;
-  std::optional<Checkpoint> resume_from;
-  // data: a corpus, or a synthetic task (tasks/task_data.h)
+  std::optional<RunFolder::Checkpoint> resume_from;
+  // data: a corpus, or a synthetic task (eval/task_data.h)
   std::optional<TaskData> task;
   TokenDataset data;
   int64_t T = 0, windows = 0, batch = 0, steps_per_epoch = 1, total_steps = 0;
@@ -385,7 +387,7 @@ void Trainer::Impl::Run::lock_folder() {
   if (mkdir_error)
     throw std::runtime_error("cannot create the run folder '" + spec.run_dir + "': " + mkdir_error.message());
   try {
-    check_no_links(paths);  // nothing written through a link out of the folder (issue 34)
+    paths.check_no_links();  // nothing written through a link out of the folder (issue 34)
     lock.emplace(spec.run_dir);
   } catch (...) {
     if (made_folder) fs::remove(spec.run_dir, mkdir_error);
@@ -393,7 +395,7 @@ void Trainer::Impl::Run::lock_folder() {
   }
   started_run = spec.resume;
   cleanup_armed = true;
-  remove_stale_temporaries(spec.run_dir);
+  paths.remove_stale_temporaries();
 }
 
 void Trainer::Impl::Run::clean_up_failed_start() {
@@ -403,8 +405,8 @@ void Trainer::Impl::Run::clean_up_failed_start() {
     fs::remove_all(paths.dir, ec);
     return;
   }
-  for (const std::string& f : {paths.tokenizer, task_file(paths.dir), paths.metrics, paths.diagnostics, paths.config, paths.weights,
-                               (fs::path(paths.dir) / ".lock").string()})
+  for (const std::string& f : {paths.tokenizer, paths.task, paths.metrics, paths.diagnostics, paths.config, paths.weights,
+                               paths.lock})
     fs::remove(f, ec);
   fs::remove_all(paths.checkpoints, ec);
 }
@@ -415,7 +417,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
     // The newest complete checkpoint, whatever the top-level files say (a kill between its
     // publication and their update leaves them a step behind); a run written before step
     // folders resumes from its top-level files.
-    resume_from = resume_checkpoint(spec.run_dir, [this](const std::string& l) { log(l); });
+    resume_from = paths.resume_checkpoint([this](const std::string& l) { log(l); });
     const std::string config_file = resume_from ? resume_from->config : paths.config;
     const nlohmann::json run = read_run_config(spec.run_dir);  // checks the format
     const nlohmann::json at =
@@ -428,7 +430,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
     if (spec.data_path.empty()) spec.data_path = at.value("data", nlohmann::json::object()).value("path", "");
     if (!open_task()) tokenizer = load_run_tokenizer(spec.run_dir, at);
     if (writer && resume_from && run.value("state", nlohmann::json::object()).value("step", int64_t{-1}) != start_step)
-      refresh_run_view(paths, *resume_from);  // what eval and the studio read catches up
+      paths.refresh_view(*resume_from);  // what eval and the studio read catches up
     log("resuming " + spec.run_dir + " at step " + std::to_string(start_step) +
         (resume_from ? " (checkpoint " + resume_from->dir + ")" : ""));
     return;
@@ -491,7 +493,7 @@ bool Trainer::Impl::Run::open_task() {
   task.emplace(parse_task(name));
   check_model_fits_task(model_config, task->task());
   if (writer && !spec.resume)
-    write_file_atomic(task_file(spec.run_dir), nlohmann::json{{"task", task->task().spec()}}.dump(2) + "\n");
+    write_file_atomic(paths.task, nlohmann::json{{"task", task->task().spec()}}.dump(2) + "\n");
   return true;
 }
 
@@ -576,7 +578,7 @@ void Trainer::Impl::Run::split_batches() {
         " steps: nothing to train. Give --steps above " + std::to_string(start_step) + " (or more --epochs) to continue it");
 }
 
-// The last curve points a checkpoint recorded (config.json's "metrics", io/run_json.h): a resumed
+// The last curve points a checkpoint recorded (config.json's "metrics", run/run_json.h): a resumed
 // run reports them until it makes its own, and writes them on in its checkpoints.
 void Trainer::Impl::Run::restore_last_metrics(const nlohmann::json& metrics) {
   auto number = [&](const char* key) {
@@ -700,7 +702,7 @@ void Trainer::Impl::Run::emit(MetricRecord m) {
 // Keep-best: the weights of the lowest validation loss so far, beside the latest ones (which
 // resume needs). A resumed run continues from the best it had.
 void Trainer::Impl::Run::restore_best() {
-  best_weights = (fs::path(spec.run_dir) / "best.safetensors").string();
+  best_weights = paths.best;
   last_checkpoint = start_step;
   if (spec.resume && ts.keep_best && fs::exists(best_weights)) {
     const auto state = read_run_config(spec.run_dir).value("state", nlohmann::json::object());
@@ -709,7 +711,7 @@ void Trainer::Impl::Run::restore_best() {
   }
 }
 
-// ---- a checkpoint: config.json's record (io/run_json.h, beside its reader) with the weights ----
+// ---- a checkpoint: config.json's record (run/run_json.h, beside its reader) with the weights ----
 void Trainer::Impl::Run::checkpoint(int64_t at) {
   // Non-finite weights never reach the disk: the last finite checkpoint stays the newest.
   const std::string bad = first_non_finite(model);
@@ -740,7 +742,10 @@ void Trainer::Impl::Run::checkpoint(int64_t at) {
   record.train_loss = last_train_loss;
   record.last_eval = last_eval;
   record.tokens_per_s = last_tokens_per_s;
-  write_checkpoint(paths, at, model, *optimizer, run_config_text(record));
+  paths.write_checkpoint(at, run_config_text(record), [&](const RunFolder::Checkpoint& c) {
+    save_weights(model, c.weights);
+    save_optimizer(*optimizer, c.optimizer);
+  });
   last_checkpoint = at;
 }
 

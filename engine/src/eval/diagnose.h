@@ -1,5 +1,5 @@
 #pragma once
-// One path from a prompt to its diagnosis (docs/diagnostics.md), shared by Session::diagnose and the
+// One path from a prompt to its diagnosis (docs/diagnostics.md), shared by Prober::diagnose and the
 // trainer's diagnostics record (RUN/diagnostics.jsonl, hsm/diagnostics_log.h), so that a
 // record and `hsm diagnose` on the same weights and prompt agree bit for bit.
 #include <torch/torch.h>

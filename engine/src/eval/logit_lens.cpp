@@ -1,4 +1,4 @@
-#include "diagnostics/logit_lens.h"
+#include "eval/logit_lens.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "tasks/task_data.h"
+#include "eval/task_data.h"
 
 namespace hsm {
 

@@ -1,4 +1,4 @@
-// Run folders without LibTorch (hsm/run_folder.h, io/run_json.h): config.json's settings
+// Run folders without LibTorch (hsm/run_folder.h, run/run_json.h): config.json's settings
 // and state, and metrics.jsonl, written by the trainer and read by the CLI and the studio.
 #include <algorithm>
 #include <cstdio>
@@ -8,10 +8,11 @@
 
 #include "hsm/errors.h"
 #include "hsm/run_folder.h"
+#include "hsm/tasks.h"
 #include "hsm/tokenizer.h"
 #include "io/io_util.h"
-#include "io/run_json.h"
-#include "io/run_paths.h"
+#include "run/run_json.h"
+#include "run/staging.h"
 
 namespace fs = std::filesystem;
 
@@ -148,7 +149,7 @@ std::vector<KnockOut> what_if_knock_outs(const nlohmann::json& what_if, const st
 }
 
 nlohmann::json read_run_config(const std::string& run_dir) {
-  const std::string config = (fs::path(run_dir) / "config.json").string();
+  const std::string config = RunFolder(run_dir).config;
   if (!fs::exists(config))
     throw std::runtime_error("'" + run_dir + "' is not a run folder: no config.json (train one with `hsm train`)");
   return parse_run_config(read_text_file(config, "run config"), config);
@@ -219,7 +220,7 @@ MetricRecord metric_from_json_line(const std::string& line) {
 
 RunInfo read_run_info(const std::string& run_dir) {
   const nlohmann::json run = read_run_config(run_dir);
-  const std::string config = (fs::path(run_dir) / "config.json").string();
+  const std::string config = RunFolder(run_dir).config;
   RunInfo info;
   info.dir = run_dir;
   info.model = config_from_json(run["model"].dump(), config);
@@ -244,7 +245,7 @@ bool is_run_folder(const std::string& dir) {
   }
 }
 
-MetricsReader::MetricsReader(std::string run_dir) : tail_((fs::path(run_dir) / "metrics.jsonl").string()) {}
+MetricsReader::MetricsReader(std::string run_dir) : tail_(RunFolder(run_dir).metrics) {}
 
 std::vector<MetricRecord> MetricsReader::poll(uint64_t max_bytes) {
   std::vector<MetricRecord> out;
@@ -256,7 +257,7 @@ std::vector<MetricRecord> MetricsReader::poll(uint64_t max_bytes) {
 std::vector<MetricRecord> read_metrics(const std::string& run_dir) { return MetricsReader(run_dir).poll(); }
 
 Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& run_config) {
-  const RunPaths paths(run_dir);
+  const RunFolder paths(run_dir);
   if (!fs::exists(paths.tokenizer))
     throw std::runtime_error(paths.tokenizer + " is missing: a run folder keeps the tokenizer it was trained with");
   Tokenizer tokenizer = Tokenizer::load(paths.tokenizer);
@@ -272,6 +273,15 @@ Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& r
     throw std::runtime_error(paths.tokenizer + " has " + std::to_string(tokenizer.vocab_size()) +
                              " tokens, but config.json's model has vocab_size " + std::to_string(vocab));
   return tokenizer;
+}
+
+void check_run_fits_task(const std::string& run_dir, const ModelConfig& model, const Task& task) {
+  try {
+    check_model_fits_task(model, task);
+  } catch (const TaskError& e) {
+    throw TaskError(RunFolder(run_dir).task + " does not match the run's model (config.json): " + e.what() +
+                    "; a task run's task.json must be the one it was trained on");
+  }
 }
 
 }  // namespace hsm

@@ -1,4 +1,4 @@
-#include "io/run_lock.h"
+#include "hsm/run_folder.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,8 +11,6 @@
 
 namespace hsm {
 namespace {
-
-std::string lock_path(const std::string& run_dir) { return (std::filesystem::path(run_dir) / ".lock").string(); }
 
 // This process, as the lock file records it: "pid 1234 (hsm)".
 std::string this_process() {
@@ -33,7 +31,7 @@ std::string recorded_holder(int fd) {
 }  // namespace
 
 RunLock::RunLock(const std::string& run_dir) {
-  const std::string path = lock_path(run_dir);
+  const std::string path = RunFolder(run_dir).lock;
   // Never through a link: a downloaded folder's .lock pointing elsewhere would have that file
   // truncated and overwritten (issue 34).
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);

@@ -51,7 +51,7 @@ Tokenizer load_run_tokenizer(const std::string& run_dir, const nlohmann::json& r
 // value the tools read of the right type; throws std::runtime_error naming `path` and the value.
 nlohmann::json parse_run_config(const std::string& text, const std::string& path);
 
-// config.json's "what_if" (Session::save_as, docs/checkpoint-format.md): the edits a folder's
+// config.json's "what_if" (Model::save_as, docs/checkpoint-format.md): the edits a folder's
 // model was saved with and the folder it came from. The a/b edits are already in its weights;
 // the knock-outs are applied when it is opened. what_if_knock_outs reads (and checks) those,
 // throwing std::runtime_error naming `path` for a damaged entry.

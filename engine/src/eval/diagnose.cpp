@@ -1,10 +1,10 @@
-#include "diagnostics/diagnose.h"
+#include "eval/diagnose.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "diagnostics/logit_lens.h"
-#include "diagnostics/mixing_matrix.h"
+#include "eval/logit_lens.h"
+#include "eval/mixing_matrix.h"
 
 namespace hsm {
 

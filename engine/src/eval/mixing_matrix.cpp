@@ -1,4 +1,4 @@
-#include "diagnostics/mixing_matrix.h"
+#include "eval/mixing_matrix.h"
 
 namespace hsm {
 namespace {

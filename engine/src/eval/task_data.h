@@ -10,16 +10,10 @@
 #include <vector>
 
 #include "hsm/progress.h"
-#include "hsm/task_run.h"
 #include "hsm/tasks.h"
 #include "model/model.h"
 
 namespace hsm {
-
-// check_model_fits_task (hsm/task_run.h) for a trained run's model and its task.json, the error
-// naming the file (issue 46: a task.json of a bigger vocabulary once ended in "index out of
-// range in self"). Loading, scoring and exporting a task run ask it.
-void check_run_fits_task(const std::string& run_dir, const ModelConfig& model, const Task& task);
 
 struct TaskBatch {
   torch::Tensor x, y;  // [B, T] int64: inputs, targets

@@ -1,0 +1,40 @@
+#pragma once
+// A run's training settings (config.json's "training"), a value type of its own so that the
+// layers that declare settings (hsm/settings.h, hsm/presets.h) need nothing of the run
+// folder (docs/architecture.md, "Layers"). Plain C++.
+#include <cstdint>
+#include <string>
+
+namespace hsm {
+
+// Saved in config.json as "training"; every field has the paper's value as default
+// (HSM §7: batch 256, lr 0.002, dropout 0.1 (in ModelConfig), 20 epochs, AdamW).
+struct TrainSettings {
+  int64_t steps = 0;           // optimizer steps to run in total; 0 = use epochs
+  double epochs = 20;          // passes over the training split (fractions allowed)
+  int64_t batch_size = 256;
+  double lr = 0.002;
+  double weight_decay = 0.01;  // AdamW decoupled decay, on weight matrices only
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double grad_clip = 1.0;      // max global gradient norm; 0 = off
+  int64_t warmup_steps = 0;    // linear warm-up from 0
+  bool cosine = false;         // cosine decay from lr to min_lr over the run
+  double min_lr = 0.0;
+  int64_t eval_every = 200;    // steps between validations (and at every epoch end); 0 = epoch ends only
+  int64_t eval_batches = 20;   // batches per periodic validation; epoch-end validation uses the whole split
+  int64_t checkpoint_every = 500;  // steps between checkpoints (also at epoch ends, on stop, at the end)
+  int64_t log_every = 10;      // steps between train-loss records
+  uint64_t seed = 1337;
+  std::string device = "auto"; // cpu, cuda, cuda:N, auto
+  int threads = 0;             // CPU threads for LibTorch; 0 = the measured default
+  bool bf16 = true;            // bf16 autocast on CUDA where LibTorch supports it
+  // How the training split is cut into windows: "packed" (every `context` tokens across
+  // documents) or "story_start" (windows start at document starts; none mixes stories).
+  std::string windows = "packed";
+  bool keep_best = false;      // also keep best.safetensors: the weights of the lowest validation loss
+  // Diagnosed at every validation into RUN/diagnostics.jsonl (hsm/diagnostics_log.h); empty:
+  // no record. The default is the first prompt of HSM Table 3 (resources/prompts/hsm_table3.json).
+  std::string probe_text = "Alice was so tired when she got home so she went";
+};
+
+}  // namespace hsm
