@@ -580,4 +580,9 @@ TEST(LabCli, SlurmAndDeviceWorkAsForASweep) {
   const Result table = shell("{ " + hsm("lab --out " + lab + " --table --json") + " 2>/dev/null; }");
   ASSERT_EQ(table.exit_code, 0) << table.out;
   EXPECT_EQ(nlohmann::json::parse(table.out)["cells"][0]["runs"], 1);
+  // hsm sweep --device sets the same setting of every point (the spec's train.device).
+  std::ofstream(dir + "/spec.json") << R"({"name": "d", "base": {"config": ")" << write_config(dir)
+                                    << R"("}, "task": "mqar:vocab=32,pairs=2,context=16", "axes": {"seed": [1, 2]}})";
+  ASSERT_EQ(shell(hsm("sweep " + dir + "/spec.json --out " + dir + "/sw --device cpu --slurm")).exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/sw/sweep.json"))["spec"]["train"]["device"], "cpu");
 }

@@ -40,7 +40,7 @@ pid_t start_grid_worker(const std::vector<std::string>& argv, const std::string&
 // standard output (`hsm sweep run DIR --point K --events`) and, with --events, its launcher's:
 //   {"event": "grid", "points": N, "done": D}                      the launcher, first
 //   {"event": "started", "point": K, "name": NAME, "resumed": B}
-//   {"event": "step", "point": K, "name": NAME, "step": S, "steps": T}   (every 1 % of a run)
+//   {"event": "step", "point": K, "name": NAME, "fraction": F}   (every 1 % of a run, or 0.5 s)
 //   {"event": "finished", "point": K, "name": NAME, "state": "done" | "stopped" | "failed",
 //    "error": TEXT, "answer_accuracy": X, "sequence_accuracy": X, "val_loss": X}
 // What the studio reads (GridRunner); a grid's log text is for people, never parsed.

@@ -82,9 +82,13 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
   };
   if (on_log) cb.on_log = on_log;
   if (on_event)
-    cb.on_progress = [&, shown = -1.0](const std::string& stage, double f) mutable {
-      if (stage != "training" || (f < 1.0 && f - shown < 0.01)) return;  // every 1 %
+    cb.on_progress = [&, shown = -1.0, last = std::chrono::steady_clock::time_point()](const std::string& stage,
+                                                                                       double f) mutable {
+      // Every 1 % of the run, and at least every half second of a long one.
+      const auto now = std::chrono::steady_clock::now();
+      if (stage != "training" || (f < 1.0 && f - shown < 0.01 && now - last < std::chrono::milliseconds(500))) return;
       shown = f;
+      last = now;
       event({{"event", "step"}, {"fraction", f}});
     };
   try {
