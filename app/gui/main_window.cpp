@@ -34,7 +34,7 @@
 #include "gui/views/losses_view.h"
 #include "gui/views/lab_view.h"
 #include "gui/views/probe_view.h"
-#include "gui/views/sweep_runner.h"
+#include "gui/engine/grid_runner.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
@@ -509,7 +509,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   }
   // A lab or a sweep trains in processes of its own: closing stops them (each run at its step,
   // with its checkpoint), so ask first, as for training.
-  const bool labRunning = lab_->isRunning(), sweepRunning = experiments_->runner()->isRunning();
+  const bool labRunning = lab_->isRunning(), sweepRunning = experiments_->runner()->running();
   if (labRunning || sweepRunning) {
     const auto answer = QMessageBox::question(
         this, labRunning ? tr("A lab is running") : tr("A sweep is running"),

@@ -1,7 +1,8 @@
-// `hsm sweep SPEC.json --out SWEEP [--jobs N] [--slurm]`: a sweep over models, placements,
-// training settings and seeds (hsm/sweep.h, docs/sweeps.md); `hsm sweep run SWEEP --point K`
-// trains one point (what the launcher's children and each Slurm array task run);
-// `hsm sweep table SWEEP [--json|--csv] [--group SETTING]` compares the runs.
+// `hsm sweep SPEC.json --out SWEEP [--jobs N] [--slurm] [--device D] [--events]`: a grid of runs
+// over models, placements, training settings, seeds, tasks (hsm/sweep.h, docs/sweeps.md); `hsm
+// sweep --out SWEEP` alone continues the grid there (a lab's too); `hsm sweep run SWEEP --point
+// K` trains one point (what the launcher's children and each Slurm array task run); `hsm sweep
+// table SWEEP [--json|--csv] [--group SETTING]` compares the runs.
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "hsm/files.h"
 #include "hsm/grid_workers.h"
 #include "hsm/sweep.h"
 
@@ -22,12 +24,6 @@ namespace hsm::cli {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string own_exe() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "hsm" : p.string();
-}
 
 json number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
@@ -140,7 +136,28 @@ int print_table(const std::string& dir, bool as_json, bool as_csv, const std::st
   return 0;
 }
 
+std::string with_device(const std::string& spec_text, const std::string& device) {
+  nlohmann::ordered_json spec = nlohmann::ordered_json::parse(spec_text, nullptr, false);
+  if (!spec.is_object()) return spec_text;  // the parser names what is wrong with it
+  if (!spec.contains("train") || !spec["train"].is_object()) spec["train"] = nlohmann::ordered_json::object();
+  spec["train"]["device"] = device;
+  return spec.dump();
+}
+
 }  // namespace
+
+int write_grid_slurm(const std::string& dir) {
+  const std::string script = write_sweep_sbatch(dir, own_exe());
+  std::cout << "wrote " << script << " (" << load_sweep(dir).points.size()
+            << " array tasks); submit it with: sbatch " << script << "\n";
+  return 0;
+}
+
+std::string own_exe() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "hsm" : p.string();
+}
 
 Command add_sweep_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("sweep",
@@ -150,7 +167,8 @@ Command add_sweep_command(CLI::App& app) {
     std::string spec, out, data, dir, group;
     int jobs = 1, threads = 0;
     int64_t point = -1;
-    bool slurm = false, check = false, json = false, csv = false;
+    std::string device;
+    bool slurm = false, check = false, json = false, csv = false, events = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("spec", a->spec, "The sweep spec (JSON; docs/sweeps.md)")->check(CLI::ExistingFile);
@@ -162,10 +180,14 @@ Command add_sweep_command(CLI::App& app) {
                 "Write SWEEP/sweep.sbatch, a Slurm array job (one task per point), instead of "
                 "training here");
   cmd->add_flag("--check", a->check, "Check the spec and list its points; train nothing");
+  cmd->add_option("--device", a->device, "Train every point on this device (cpu, cuda, cuda:N, auto): the spec's train.device");
+  cmd->add_flag("--events", a->events,
+                "Print the workers' progress events on stdout, one JSON object a line (hsm/grid_workers.h)");
   auto* run = cmd->add_subcommand("run", "Train one point of a sweep here (a Slurm array task runs this)");
   run->add_option("sweep", a->dir, "The sweep folder")->required()->check(CLI::ExistingDirectory);
   run->add_option("--point", a->point, "The point's index (SLURM_ARRAY_TASK_ID)")->required();
   run->add_option("--threads", a->threads, "LibTorch threads (0: the default)")->check(CLI::Range(0, 1024));
+  run->add_flag("--events", a->events, "Print the point's progress events on stdout (hsm/grid_workers.h)");
   auto* table = cmd->add_subcommand("table", "A row per run of a sweep: the settings that differ and the metrics");
   table->add_option("sweep", a->dir, "The sweep folder")->required()->check(CLI::ExistingDirectory);
   auto* js = table->add_flag("--json", a->json, "As JSON");
@@ -178,15 +200,36 @@ Command add_sweep_command(CLI::App& app) {
               // SIGINT, SIGTERM (the launcher, Slurm) and SIGHUP (a closed terminal): the point
               // stops at a step with a checkpoint.
               GridStopSignals stop(true);
-              const std::string state = run_sweep_point(a->dir, a->point, a->threads, GridStopSignals::flag(),
-                                                        [](const std::string& line) { std::cerr << line << "\n"; });
+              // A reader of the events gone (a studio closed) is no reason to die without a checkpoint.
+              if (a->events) std::signal(SIGPIPE, SIG_IGN);
+              std::function<void(const std::string&)> on_event;
+              if (a->events) on_event = write_grid_event;
+              const std::string state = run_sweep_point(
+                  a->dir, a->point, a->threads, GridStopSignals::flag(),
+                  [](const std::string& line) { std::cerr << line << "\n"; }, on_event);
               std::cerr << "point " << a->point << ": " << state << "\n";
               return state == "done" ? 0 : 130;
+            }
+            if (a->events) std::signal(SIGPIPE, SIG_IGN);  // as its workers do
+            auto launch = [&]() {
+              const int rc = run_sweep_local(
+                  a->out, a->jobs, own_exe(), [](const std::string& line) { std::cerr << "hsm sweep: " << line << "\n"; },
+                  a->events);
+              if (rc == 0 && !a->events) print_table(a->out, false, false, "");
+              return rc;
+            };
+            // A folder that holds a grid continues it (a lab's too).
+            if (a->spec.empty() && !a->out.empty() && a->data.empty() && a->device.empty() && !a->check) {
+              load_sweep(a->out);  // refuses a folder holding none, naming it
+              if (a->slurm) return write_grid_slurm(a->out);
+              return launch();
             }
             if (a->spec.empty()) throw std::invalid_argument("give a sweep spec: hsm sweep SPEC.json --out SWEEP");
             // --data is taken from the working directory, the spec's own paths from beside it.
             const std::string data = a->data.empty() ? "" : fs::absolute(a->data).lexically_normal().string();
-            const Sweep sweep = parse_sweep_spec_file(a->spec, data);
+            std::string spec_text = read_text_file(a->spec, "sweep spec");
+            if (!a->device.empty()) spec_text = with_device(spec_text, a->device);
+            const Sweep sweep = parse_sweep_spec(spec_text, fs::path(a->spec).parent_path().string(), data);
             if (a->check) {
               // Each point's model, so a path or a placement can be seen to do what was meant.
               for (const SweepPoint& p : sweep.points) {
@@ -201,16 +244,8 @@ Command add_sweep_command(CLI::App& app) {
             }
             if (a->out.empty()) throw std::invalid_argument("give the sweep folder: --out SWEEP");
             open_sweep_folder(a->out, sweep);
-            if (a->slurm) {
-              const std::string script = write_sweep_sbatch(a->out, own_exe());
-              std::cout << "wrote " << script << " (" << sweep.points.size() << " array tasks); submit it with: sbatch "
-                        << script << "\n";
-              return 0;
-            }
-            const int rc = run_sweep_local(a->out, a->jobs, own_exe(),
-                                           [](const std::string& line) { std::cerr << "hsm sweep: " << line << "\n"; });
-            if (rc == 0) print_table(a->out, false, false, "");
-            return rc;
+            if (a->slurm) return write_grid_slurm(a->out);
+            return launch();
           }};
 }
 

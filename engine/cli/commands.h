@@ -36,5 +36,9 @@ Command add_sweep_command(CLI::App& app);
 
 // `hsm eval` of a task run: its answer and sequence accuracy on fresh test examples (cmd_task.cpp).
 int print_task_score(const std::string& run, int64_t examples, const std::string& device, bool json);
+// This program's path (/proc/self/exe), what a grid's launcher starts its workers with.
+std::string own_exe();
+// Writes DIR/sweep.sbatch, the Slurm array job of the grid in DIR (a lab's or a sweep's), and says so.
+int write_grid_slurm(const std::string& dir);
 
 }  // namespace hsm::cli

@@ -28,6 +28,8 @@
 #include <QTableWidget>
 
 #include "gui/engine/engine_host.h"
+#include "gui/engine/grid_runner.h"
+#include "gui/engine/hsm_executable.h"
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/lab_view.h"
@@ -63,16 +65,42 @@ void expectStoppedWithACheckpoint(const QString& runDir) {
   EXPECT_GT(test::last_train_step(runDir), 0) << runDir.toStdString() << ": it never trained";
 }
 
-// A lab's results.jsonl, read here (not by hsm::Lab).
+QJsonObject jsonFile(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+// A lab's scored runs, read here (not by hsm::Lab) from its grid's files: each point of the
+// manifest (sweep.json) whose state file (points/NAME.json) holds a score, as one object with
+// its task, model, learning rate and seed (the spec's axes, the point's settings) and its score.
 QList<QJsonObject> labResults(const QString& lab) {
   QList<QJsonObject> out;
-  QFile f(lab + QStringLiteral("/results.jsonl"));
-  if (!f.open(QIODevice::ReadOnly)) return out;
-  while (!f.atEnd()) out << QJsonDocument::fromJson(f.readLine()).object();
+  const QJsonObject manifest = jsonFile(lab + QStringLiteral("/sweep.json"));
+  const QJsonObject axes = manifest.value(QStringLiteral("spec")).toObject().value(QStringLiteral("axes")).toObject();
+  for (const QJsonValue pv : manifest.value(QStringLiteral("points")).toArray()) {
+    const QJsonObject p = pv.toObject();
+    const QString name = p.value(QStringLiteral("name")).toString();
+    const QJsonObject state = jsonFile(lab + QStringLiteral("/points/") + name + QStringLiteral(".json"));
+    if (state.value(QStringLiteral("state")).toString() != QLatin1String("done")) continue;
+    QJsonObject r = state.value(QStringLiteral("score")).toObject();
+    const QJsonObject settings = p.value(QStringLiteral("settings")).toObject();
+    // An axis of one value is not among a point's settings: it is the axis' value.
+    auto value = [&](const char* axis) {
+      return settings.contains(QLatin1String(axis)) ? settings.value(QLatin1String(axis))
+                                                    : axes.value(QLatin1String(axis)).toArray().first();
+    };
+    r[QStringLiteral("task")] = value("task");
+    r[QStringLiteral("model")] = value("model");
+    r[QStringLiteral("lr")] = value("train.lr");
+    r[QStringLiteral("seed")] = value("seed");
+    r[QStringLiteral("run_dir")] = lab + QStringLiteral("/runs/") + name;
+    out << r;
+  }
   return out;
 }
 
-// The cell (row `model`, column `task`: the grid's order, lab.json) of the lab's table computed
+// The cell (row `model`, column `task`: the grid's order, its axes) of the lab's table computed
 // from its results: the best learning rate's (the first in the grid's order on a tie) mean
 // answer accuracy over seeds, and its run of the lowest seed.
 struct ExpectedCell {
@@ -80,12 +108,12 @@ struct ExpectedCell {
   QString run;
 };
 ExpectedCell expectedCell(const QString& lab, int task_index, int model_index) {
-  QFile f(lab + QStringLiteral("/lab.json"));
-  EXPECT_TRUE(f.open(QIODevice::ReadOnly));
-  const QJsonObject grid = QJsonDocument::fromJson(f.readAll()).object();
-  const QJsonArray lrs = grid.value(QStringLiteral("lrs")).toArray();
-  const QString task = grid.value(QStringLiteral("tasks")).toArray().at(task_index).toString();
-  const QString model = grid.value(QStringLiteral("models")).toArray().at(model_index).toString();
+  const QJsonObject grid =
+      jsonFile(lab + QStringLiteral("/sweep.json")).value(QStringLiteral("spec")).toObject().value(QStringLiteral("axes")).toObject();
+  EXPECT_FALSE(grid.isEmpty()) << lab.toStdString();
+  const QJsonArray lrs = grid.value(QStringLiteral("train.lr")).toArray();
+  const QString task = grid.value(QStringLiteral("task")).toArray().at(task_index).toString();
+  const QString model = grid.value(QStringLiteral("model")).toArray().at(model_index).toString();
   const QList<QJsonObject> results = labResults(lab);
   ExpectedCell best;
   for (const QJsonValue lr : lrs) {
@@ -189,7 +217,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     finished = false;
     ASSERT_TRUE(view.runLab()) << view.status().toStdString();
     auto* log = view.findChild<QPlainTextEdit*>();
-    ASSERT_TRUE(test::wait_for([&] { return log->toPlainText().contains(QStringLiteral("continuing t0_mqar")); }, 60000))
+    ASSERT_TRUE(test::wait_for([&] { return log->toPlainText().contains(QStringLiteral("continuing mqar · ")); }, 60000))
         << log->toPlainText().toStdString();
     view.cancelLab();
     ASSERT_TRUE(test::wait_for([&] { return finished; }, 60000));
@@ -214,7 +242,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     QTableWidget* grid = view.grid();
     ASSERT_EQ(grid->rowCount(), 2);
     ASSERT_EQ(grid->columnCount(), 2);
-    // Each cell is the one results.jsonl gives (read here).
+    // Each cell is the one the points' scores give (read here).
     ASSERT_EQ(labResults(dir2).size(), 4);
     for (int r = 0; r < 2; ++r)
       for (int c = 0; c < 2; ++c) {
@@ -228,7 +256,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
         EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
       }
     // Accuracy against distance: one curve per model over recall_at's distances 2..15, each
-    // point the model's recall_at answers at that distance (results.jsonl's by_distance:
+    // point the model's recall_at answers at that distance (the scores' by_distance:
     // [right, all]) pooled over its runs.
     PlotPanel* plot = view.difficultyPlot();
     ASSERT_EQ(plot->series().size(), 2);
@@ -370,4 +398,80 @@ TEST(LabView, ClosingWhileALabRunsAsksThenStopsItsWorkers) {
   const QStringList runs = QDir(folder + QStringLiteral("/runs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
   ASSERT_EQ(runs.size(), 1);
   expectStoppedWithACheckpoint(folder + QStringLiteral("/runs/") + runs[0]);
+}
+
+// The studio's one grid runner (issue 47) reports what the workers' structured events say and
+// nothing its log text says: a stand-in launcher whose lines on stderr claim runs scored (the
+// older runner counted "answer accuracy" lines) and whose stdout holds an older progress line
+// and the events. The runner's counts, fractions and failures are the events' alone; the text
+// reaches line() for people, unparsed. It starts the one launcher: `hsm sweep --out DIR --jobs
+// N --events`.
+TEST(GridRunner, ProgressComesFromTheWorkersEventsNeverTheirLogText) {
+  const QString dir = test::temp_root() + QStringLiteral("/grid-runner");
+  QDir().mkpath(dir);
+  const QString script = dir + QStringLiteral("/fake-hsm");
+  {
+    QFile f(script);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(R"SH(#!/bin/sh
+echo "$@" > "$(dirname "$0")/args"
+echo "[1/4] t0_mqar: answer accuracy 0.900, sequence accuracy 0.500 (1.0 s)" >&2
+echo 'hsm-grid-event {"event":"grid","points":4,"done":1,"jobs":1}'
+echo 'hsm-grid-event {"event":"started","point":1,"name":"b","resumed":true}'
+echo 'hsm-grid-event {"event":"step","point":1,"name":"b","fraction":0.5}'
+printf 'progress\t0.9000\tb\n'
+echo "[2/4] b: answer accuracy 0.800, sequence accuracy 0.500 (1.0 s)" >&2
+sleep 0.3
+echo 'hsm-grid-event {"event":"finished","point":1,"name":"b","state":"done","answer_accuracy":0.25}'
+echo 'hsm-grid-event {"event":"started","point":2,"name":"c","resumed":false}'
+echo 'hsm-grid-event {"event":"finished","point":2,"name":"c","state":"failed","error":"boom"}'
+echo "[3/4] c: answer accuracy 0.700, sequence accuracy 0.500 (1.0 s)" >&2
+exit 1
+)SH");
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  }
+  setHsmExecutable(script);
+  GridRunner runner;
+  int points = -1, doneAtStart = -1;
+  bool resumed = false;
+  QStringList finishedPoints, lines;
+  QList<double> fractions;
+  bool ended = false, cancelled = true;
+  QString failures;
+  QObject::connect(&runner, &GridRunner::started, [&](int p, int d) { points = p, doneAtStart = d; });
+  QObject::connect(&runner, &GridRunner::pointStarted, [&](int, const QString& name, bool r) {
+    if (name == QLatin1String("b")) resumed = r;
+  });
+  QObject::connect(&runner, &GridRunner::progress, [&](double f) { fractions << f; });
+  QObject::connect(&runner, &GridRunner::pointFinished,
+                   [&](int, const QString& name, const QString& state, const QJsonObject& e) {
+                     finishedPoints << name + QLatin1Char(':') + state + QLatin1Char(':') +
+                                           QString::number(e.value(QStringLiteral("answer_accuracy")).toDouble());
+                   });
+  QObject::connect(&runner, &GridRunner::line, [&](const QString& l) { lines << l; });
+  QObject::connect(&runner, &GridRunner::finished, [&](bool c, const QString& f) { ended = true, cancelled = c, failures = f; });
+  QString error;
+  ASSERT_TRUE(runner.start(dir, 3, &error)) << error.toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return ended; }, 30000));
+  setHsmExecutable(QString());
+  QFile args(dir + QStringLiteral("/args"));
+  ASSERT_TRUE(args.open(QIODevice::ReadOnly));
+  EXPECT_EQ(QString::fromUtf8(args.readAll()).trimmed(),
+            QStringLiteral("sweep --out %1 --jobs 3 --events").arg(QFileInfo(dir).absoluteFilePath()));
+  EXPECT_EQ(points, 4);
+  EXPECT_EQ(doneAtStart, 1);
+  EXPECT_TRUE(resumed);
+  EXPECT_EQ(finishedPoints, (QStringList{QStringLiteral("b:done:0.25"), QStringLiteral("c:failed:0")}));
+  EXPECT_EQ(runner.done(), 2) << "the log's three 'answer accuracy' lines are no scored runs";
+  EXPECT_EQ(runner.points(), 4);
+  EXPECT_TRUE(runner.inTraining().isEmpty());
+  // 1 done of 4, then b half-way (the older "progress 0.9" line is no event), then b done.
+  ASSERT_GE(fractions.size(), 3);
+  EXPECT_DOUBLE_EQ(fractions[0], 0.25);
+  EXPECT_DOUBLE_EQ(*std::max_element(fractions.begin(), fractions.end()), 0.5);
+  EXPECT_TRUE(fractions.contains(0.375)) << "b at half its run: (1 + 0.5) / 4";
+  EXPECT_FALSE(cancelled);
+  EXPECT_EQ(failures, QStringLiteral("c: boom"));
+  EXPECT_EQ(lines.size(), 3);  // shown to people as they are
+  EXPECT_TRUE(lines.value(0).contains(QStringLiteral("answer accuracy 0.900")));
 }

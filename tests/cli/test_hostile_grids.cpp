@@ -160,6 +160,15 @@ void expect_stop_checkpoints(const std::string& runs, int expected) {
   EXPECT_EQ(checked, expected);
 }
 
+// The points of a grid whose state file holds a score (a lab's scored runs).
+int scored_points(const std::string& grid) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(grid + "/points", ec))
+    n += e.path().extension() == ".json" && read_file(e.path().string()).find("\"score\"") != std::string::npos;
+  return n;
+}
+
 std::string first_point_name(const std::string& sweep) {
   const auto m = nlohmann::json::parse(read_file(sweep + "/sweep.json"));
   return m["points"][0]["name"].get<std::string>();
@@ -245,7 +254,7 @@ TEST(HostileGrids, SighupToALabsGroupStopsEveryWorkerWithACheckpoint) {
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("stopped"), std::string::npos) << out;
   EXPECT_NE(out.find("continues the lab"), std::string::npos) << out;
-  EXPECT_TRUE(processes_with(lab + " --worker").empty());
+  EXPECT_TRUE(processes_with(lab + " --point").empty());
   expect_stop_checkpoints(lab + "/runs", 2);
 }
 
@@ -274,12 +283,12 @@ TEST(HostileGrids, ALabWorkerStoppedAloneLeavesTheLauncherFailingNamingTheCell) 
   ASSERT_EQ(shell(lab_command(dir, lab, 100000, "--model '" + write_config(dir, "hsm_ab") + "' --table")).exit_code, 0);
   const pid_t launcher = spawn_group(hsm("lab --out '" + lab + "' --jobs 2"), dir + "/out.txt");
   ASSERT_TRUE(wait_until([&] { return runs_training(lab + "/runs") >= 2; }, 120)) << read_file(dir + "/out.txt");
-  for (pid_t w : processes_with(lab + " --worker")) ::kill(w, SIGTERM);  // the workers, not the launcher
+  for (pid_t w : processes_with(lab + " --point")) ::kill(w, SIGTERM);  // the workers, not the launcher
   const int rc = wait_exit(launcher, 120);
   const std::string out = read_file(dir + "/out.txt");
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("2 of 2 cells unfinished: " + std::string(kTask) + " x "), std::string::npos) << out;
-  EXPECT_NE(out.find("worker 0: stopped by a signal"), std::string::npos) << out;
+  EXPECT_NE(out.find("stopped m0_attn"), std::string::npos) << out;
   EXPECT_EQ(out.find("nan"), std::string::npos) << out;
   const Result table = shell(hsm("lab --out '" + lab + "' --table"));
   EXPECT_EQ(table.exit_code, 0) << table.out;
@@ -327,27 +336,29 @@ TEST(HostileGrids, ASweepTrainsItsSnapshotOfTheBaseConfig) {
 TEST(HostileGrids, LabResultsAreKeyedByTheRunNotThePath) {
   const std::string dir = temp("lab_key");
   ASSERT_EQ(shell("cd '" + dir + "' && " + lab_command(dir, "lab", 4, "--jobs 1")).exit_code, 0);
-  ASSERT_EQ(count_lines(read_file(dir + "/lab/results.jsonl")), 1);
+  ASSERT_EQ(scored_points(dir + "/lab"), 1);
+  const std::string state = dir + "/lab/points/" + first_point_name(dir + "/lab") + ".json";
+  const std::string scored = read_file(state);
   const Result again = shell("cd '" + dir + "' && " + hsm("lab --out ./lab --jobs 1 --json"));
   EXPECT_EQ(again.exit_code, 0) << again.out;
-  EXPECT_EQ(count_lines(read_file(dir + "/lab/results.jsonl")), 1) << "re-scored";
+  EXPECT_EQ(read_file(state), scored) << "re-scored";
   fs::copy(dir + "/lab", dir + "/copy", fs::copy_options::recursive);
   EXPECT_EQ(shell(hsm("lab --out '" + dir + "/copy' --jobs 1")).exit_code, 0);
-  EXPECT_EQ(count_lines(read_file(dir + "/copy/results.jsonl")), 1) << "re-scored";
+  EXPECT_EQ(read_file(dir + "/copy/points/" + first_point_name(dir + "/copy") + ".json"), scored) << "re-scored";
   const auto table = nlohmann::json::parse(shell(hsm("lab --out '" + dir + "/copy' --table --json 2>/dev/null")).out);
   EXPECT_EQ(table["cells"][0]["runs"], 1);
 
   const Result alike = shell(lab_command(dir, dir + "/alike", 4, "--lr 0.003 --lr 0.0030000001 --jobs 2"));
   EXPECT_EQ(alike.exit_code, 0) << alike.out;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir + "/alike/runs"), fs::directory_iterator{}), 2);
-  EXPECT_EQ(count_lines(read_file(dir + "/alike/results.jsonl")), 2);
+  EXPECT_EQ(scored_points(dir + "/alike"), 2);
   const Result twice = shell(lab_command(dir, dir + "/twice", 4, "--lr 0.003 --lr 0.003"));
   EXPECT_EQ(twice.exit_code, 1);
   EXPECT_NE(twice.out.find("--lr 0.003 is given twice"), std::string::npos) << twice.out;
 }
 
 // 7. A lab and a sweep write nothing through a link: --table writes no table.csv, a linked
-// results.jsonl or point log is refused (its target untouched), a linked runs/ is refused.
+// point log is refused (its target untouched), a linked runs/ is refused.
 TEST(HostileGrids, GridFilesAreNeverWrittenThroughLinks) {
   const std::string dir = temp("links");
   std::ofstream(dir + "/victim") << "mine\n";
@@ -355,10 +366,10 @@ TEST(HostileGrids, GridFilesAreNeverWrittenThroughLinks) {
   fs::create_symlink(dir + "/victim", dir + "/lab/table.csv");
   EXPECT_EQ(shell(hsm("lab --out '" + dir + "/lab' --table")).exit_code, 0);
   EXPECT_EQ(read_file(dir + "/victim"), "mine\n");
-  fs::create_symlink(dir + "/victim", dir + "/lab/results.jsonl");
+  fs::create_symlink(dir + "/victim", dir + "/lab/points/" + first_point_name(dir + "/lab") + ".log");
   const Result results = shell(hsm("lab --out '" + dir + "/lab' --jobs 1"));
   EXPECT_EQ(results.exit_code, 1) << results.out;
-  EXPECT_NE(results.out.find("results.jsonl' is a symbolic link"), std::string::npos) << results.out;
+  EXPECT_NE(results.out.find(".log' is a symbolic link"), std::string::npos) << results.out;
   EXPECT_EQ(read_file(dir + "/victim"), "mine\n");
 
   fs::create_directories(dir + "/elsewhere");
@@ -387,27 +398,33 @@ TEST(HostileGrids, GridFilesAreNeverWrittenThroughLinks) {
   EXPECT_TRUE(fs::is_empty(dir + "/elsewhere"));
 }
 
-// 8. An ill-typed line in results.jsonl is skipped with a warning naming the file and line;
-// the table prints and the lab continues (that run trains again).
-TEST(HostileGrids, AnIllTypedResultLineIsSkippedNamingIt) {
+// 8. An ill-typed score in a point's state file is skipped with a warning naming the file;
+// the table prints and the lab continues (that run is scored again, not trained again).
+TEST(HostileGrids, AnIllTypedScoreIsSkippedNamingItsFile) {
   const std::string dir = temp("ill_typed");
   const std::string lab = dir + "/lab";
   ASSERT_EQ(shell(lab_command(dir, lab, 2, "--jobs 1")).exit_code, 0);
-  const std::string good = read_file(lab + "/results.jsonl");
-  auto bad = nlohmann::json::parse(good);
-  bad["answer_accuracy"] = "high";
-  auto bad_distance = nlohmann::json::parse(good);
-  bad_distance["by_distance"] = {{"far", {1, 2}}};
-  std::ofstream(lab + "/results.jsonl") << bad.dump() << "\n" << bad_distance.dump() << "\n";
-  const Result table = shell(hsm("lab --out '" + lab + "' --table"));
-  EXPECT_EQ(table.exit_code, 0) << table.out;
-  EXPECT_NE(table.out.find("results.jsonl line 1: not a lab result"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("results.jsonl line 2: not a lab result"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("(\"answer_accuracy\" is not a number)"), std::string::npos) << table.out;
-  EXPECT_EQ(table.out.find("stoll"), std::string::npos) << table.out;
-  const Result go_on = shell(hsm("lab --out '" + lab + "' --jobs 1"));
-  EXPECT_EQ(go_on.exit_code, 0) << go_on.out;
-  EXPECT_EQ(count_lines(read_file(lab + "/results.jsonl")), 3);
+  const std::string state = lab + "/points/" + first_point_name(lab) + ".json";
+  const std::string metrics = read_file(lab + "/runs/" + first_point_name(lab) + "/metrics.jsonl");
+  for (const char* field : {"answer_accuracy", "by_distance"}) {
+    auto bad = nlohmann::json::parse(read_file(state));
+    if (std::string(field) == "answer_accuracy")
+      bad["score"]["answer_accuracy"] = "high";
+    else
+      bad["score"]["by_distance"] = {{"far", {1, 2}}};
+    std::ofstream(state) << bad.dump() << "\n";
+    const Result table = shell(hsm("lab --out '" + lab + "' --table"));
+    EXPECT_EQ(table.exit_code, 0) << table.out;
+    EXPECT_NE(table.out.find(state + ": not a score ("), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find(std::string("\"") + field + "\""), std::string::npos) << table.out;
+    EXPECT_EQ(table.out.find("stoll"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("unfinished"), std::string::npos) << table.out;
+    const Result go_on = shell(hsm("lab --out '" + lab + "' --jobs 1"));
+    EXPECT_EQ(go_on.exit_code, 0) << go_on.out;
+    EXPECT_TRUE(nlohmann::json::parse(read_file(state))["score"]["answer_accuracy"].is_number()) << read_file(state);
+    EXPECT_EQ(read_file(lab + "/runs/" + first_point_name(lab) + "/metrics.jsonl").substr(0, metrics.size()), metrics)
+        << "trained again";
+  }
 }
 
 // 12. A point "running" under pid 0, -1 or 1 (no point of ours) does not block the sweep.
@@ -467,24 +484,31 @@ TEST(HostileGrids, ChecksAndFoldersRefuseWhatCannotWork) {
   ASSERT_EQ(shell(hsm("sweep '" + spec + "' --out '" + dir + "/sw' --slurm")).exit_code, 0);
   const Result lab_in_sweep = shell(lab_command(dir, dir + "/sw", 2, "--table"));
   EXPECT_EQ(lab_in_sweep.exit_code, 1) << lab_in_sweep.out;
-  EXPECT_NE(lab_in_sweep.out.find("holds a sweep (sweep.json), not a lab"), std::string::npos) << lab_in_sweep.out;
+  EXPECT_NE(lab_in_sweep.out.find("holds a sweep, not a lab"), std::string::npos) << lab_in_sweep.out;
   EXPECT_FALSE(fs::exists(dir + "/sw/lab.json"));
   ASSERT_EQ(shell(lab_command(dir, dir + "/lab", 2, "--table")).exit_code, 0);
+  const std::string lab_manifest = read_file(dir + "/lab/sweep.json");
   const Result sweep_in_lab = shell(hsm("sweep '" + spec + "' --out '" + dir + "/lab' --slurm"));
   EXPECT_EQ(sweep_in_lab.exit_code, 1) << sweep_in_lab.out;
-  EXPECT_NE(sweep_in_lab.out.find("holds a lab (lab.json), not a sweep"), std::string::npos) << sweep_in_lab.out;
-  EXPECT_FALSE(fs::exists(dir + "/lab/sweep.json"));
+  EXPECT_NE(sweep_in_lab.out.find("holds another grid (lab)"), std::string::npos) << sweep_in_lab.out;
+  EXPECT_EQ(read_file(dir + "/lab/sweep.json"), lab_manifest);
+  EXPECT_FALSE(fs::exists(dir + "/lab/sweep.sbatch"));
 }
 
-// 10 (grid part). /dev/zero where a lab.json, a sweep.json or a sweep spec is expected: a
+// 10 (grid part). /dev/zero where a sweep.json, an older lab's lab.json or a sweep spec is expected: a
 // one-line error naming the file, not "the model or the batch needs more memory".
 TEST(HostileGrids, ADeviceForAGridFileIsRefusedNamingIt) {
   const std::string dir = temp("devzero");
   fs::create_directories(dir + "/lab");
-  fs::create_symlink("/dev/zero", dir + "/lab/lab.json");
+  fs::create_symlink("/dev/zero", dir + "/lab/sweep.json");
   const Result lab = shell("ulimit -v 4000000; timeout 60 " + hsm("lab --out '" + dir + "/lab' --table"));
   EXPECT_EQ(lab.exit_code, 1) << lab.out;
-  EXPECT_NE(lab.out.find("lab.json' is a device, not a regular file"), std::string::npos) << lab.out;
+  EXPECT_NE(lab.out.find("sweep.json' is a device, not a regular file"), std::string::npos) << lab.out;
+  fs::create_directories(dir + "/old");
+  fs::create_symlink("/dev/zero", dir + "/old/lab.json");
+  const Result old = shell("ulimit -v 4000000; timeout 60 " + hsm("lab convert '" + dir + "/old'"));
+  EXPECT_EQ(old.exit_code, 1) << old.out;
+  EXPECT_NE(old.out.find("lab.json' is a device, not a regular file"), std::string::npos) << old.out;
   fs::create_directories(dir + "/sw");
   fs::create_symlink("/dev/zero", dir + "/sw/sweep.json");
   const Result table = shell("ulimit -v 4000000; timeout 60 " + hsm("sweep table '" + dir + "/sw'"));

@@ -227,7 +227,7 @@ BackgroundLab start_lab(const std::string& lab, const std::string& args) {
 }
 
 // A half-trained run of `steps`: its newest checkpoint after step 0 and before the last (so
-// not in results.jsonl). Empty when none.
+// not scored). Empty when none.
 std::string half_trained_run(const std::string& lab, int64_t steps) {
   for (const std::string& run : lab_runs(lab)) {
     const int64_t step = newest_checkpoint(run);
@@ -236,46 +236,80 @@ std::string half_trained_run(const std::string& lab, int64_t steps) {
   return "";
 }
 
+// The lab's scored runs: run folder -> its point's state file as written (the score in it).
+std::map<std::string, std::string> scored_runs(const std::string& lab) {
+  std::map<std::string, std::string> scored;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(lab + "/points", ec)) {
+    if (e.path().extension() != ".json") continue;
+    const std::string text = read_file(e.path().string());
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.value("state", "") == "done" && j.contains("score"))
+      scored[lab + "/runs/" + e.path().stem().string()] = text;
+  }
+  return scored;
+}
+
+uintmax_t metrics_bytes(const std::string& lab) {
+  uintmax_t n = 0;
+  for (const std::string& run : lab_runs(lab))
+    if (fs::exists(run + "/metrics.jsonl")) n += fs::file_size(run + "/metrics.jsonl");
+  return n;
+}
+
 }  // namespace
 
-// A lab SIGKILLed while a run is half-trained (a run scored, the next one past its checkpoint
-// after step 0 and short of its end), then continued by `hsm lab --out DIR` on two workers: the
-// half-trained run resumes from that checkpoint (its curve up to it kept as it was, then
-// going on from there), the finished runs are not trained again, and the table is the one
-// results.jsonl gives (best learning rate by the mean over two seeds).
-TEST(LabCli, AKilledLabContinuesWhereItStopped) {
+// Workers of this lab folder still running (their command lines name it and --point).
+int lab_workers_alive(const std::string& lab_dir) {
+  int alive = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(lab_dir + " --point") != std::string::npos) ++alive;
+  }
+  return alive;
+}
+
+// A lab killed twice (issue 47: as Sweep.KilledTwice... does for a sweep): kill -9 of the
+// launcher while a run is half-trained (a run scored, the next one past its checkpoint after
+// step 0), then SIGTERM to a launcher on two workers once the runs train again, then
+// continued by `hsm lab --out DIR` to the end: no worker outlives a launcher, the scored runs
+// are neither trained nor scored again, each interrupted run goes on from its checkpoint (its
+// curve up to it kept record for record), and the table's rows are the ones the runs' scores
+// give (best learning rate by the mean over two seeds, recomputed here).
+TEST(LabCli, KilledTwiceContinuesToFourRunsWhoseTableMatchesTheirScores) {
   const std::string dir = temp("lab");
   const std::string lab = dir + "/lab";
-  // 1 task x 1 model x 2 lrs x 2 seeds = 4 runs of 150 steps: a lab run checkpoints every
-  // max(100, steps / 3) steps, so each has a checkpoint at step 100, 50 steps before its end.
+  // 1 task x 1 model x 2 lrs x 2 seeds = 4 runs of 300 steps: a lab run checkpoints every
+  // max(100, steps / 3) steps, so each has a checkpoint at step 100, 200 steps before its end.
   const std::string grid = "--task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir, 32, "hsm_ab") +
-                           " --lr 0.001 --lr 0.003 --seeds 2 --steps 150 --batch 8 --size as_is --test-examples 64";
-  // --table makes the folder (lab.json) and trains nothing.
+                           " --lr 0.001 --lr 0.003 --seeds 2 --steps 300 --batch 8 --size as_is --test-examples 64";
+  // --table makes the folder (its grid) and trains nothing.
   ASSERT_EQ(shell(hsm("lab --out " + lab + " " + grid + " --table")).exit_code, 0);
-  EXPECT_FALSE(fs::exists(lab + "/results.jsonl"));
-  // One process (--jobs 1 trains in the launcher): killed once a run is scored and the next
-  // one has a checkpoint after step 0.
+  EXPECT_TRUE(scored_runs(lab).empty());
+  EXPECT_TRUE(lab_runs(lab).empty());
+
+  // 1: kill -9 of the launcher (one worker) once a run is scored and the next one has a
+  // checkpoint after step 0; its worker ends with it.
   const BackgroundLab first = start_lab(lab, "--jobs 1");
   std::string half;
-  const bool half_way = wait_until(
-      [&] { return !lines_of(lab + "/results.jsonl").empty() && !(half = half_trained_run(lab, 150)).empty(); }, 300);
+  const bool half_way =
+      wait_until([&] { return !scored_runs(lab).empty() && !(half = half_trained_run(lab, 300)).empty(); }, 300);
   ASSERT_EQ(::kill(first.pid, SIGKILL), 0);
   ASSERT_TRUE(half_way) << first.log();
   ASSERT_TRUE(wait_until([&] { return first.ended(); }, 30));
-  const std::vector<std::string> before = lines_of(lab + "/results.jsonl");
+  EXPECT_TRUE(wait_until([&] { return lab_workers_alive(lab) == 0; }, 60)) << "a worker outlived its launcher";
+  const std::map<std::string, std::string> before = scored_runs(lab);
   ASSERT_GE(before.size(), 1u);
   ASSERT_LT(before.size(), 4u) << "the kill came after the end";
   const int64_t stopped_at = newest_checkpoint(half);
   ASSERT_GT(stopped_at, 0);
-  ASSERT_LT(stopped_at, 150);
-  ASSERT_EQ(read_file(lab + "/results.jsonl").find("\"" + half + "\""), std::string::npos)
-      << half << " was scored before the kill: not half-trained";
-  // What the kill left: the finished runs' curves, and the half-trained run's up to its checkpoint.
+  ASSERT_LT(stopped_at, 300);
+  ASSERT_EQ(before.count(half), 0u) << half << " was scored before the kill: not half-trained";
+  // What the kill left: the scored runs' curves, and the half-trained run's up to its checkpoint.
   std::map<std::string, std::string> finished_metrics;
-  for (const std::string& line : before) {
-    const std::string run = nlohmann::json::parse(line)["run_dir"];
-    finished_metrics[run] = read_file(run + "/metrics.jsonl");
-  }
+  for (const auto& [run, state] : before) finished_metrics[run] = read_file(run + "/metrics.jsonl");
   std::vector<std::string> kept;
   for (const std::string& line : lines_of(half + "/metrics.jsonl"))
     if (nlohmann::json::parse(line)["step"].get<int64_t>() <= stopped_at) kept.push_back(line);
@@ -285,52 +319,68 @@ TEST(LabCli, AKilledLabContinuesWhereItStopped) {
   const Result other = shell(hsm("lab --out " + lab + " --task compress --model gpt"));
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_NE(other.out.find("holds another lab grid"), std::string::npos) << other.out;
-  // `hsm lab --out DIR` alone continues it, on two workers that share the rest.
+
+  // 2: SIGTERM to a launcher on two workers once the runs train again: each worker stops at a
+  // step with a checkpoint, the launcher waits for them and says how to continue.
+  const BackgroundLab second = start_lab(lab, "--jobs 2");
+  const uintmax_t bytes = metrics_bytes(lab);
+  ASSERT_TRUE(wait_until([&] { return metrics_bytes(lab) > bytes + 200 || second.ended(); }, 120)) << second.log();
+  ::kill(second.pid, SIGTERM);
+  ASSERT_TRUE(wait_until([&] { return second.ended(); }, 120)) << second.log();
+  EXPECT_EQ(lab_workers_alive(lab), 0);
+  EXPECT_LT(scored_runs(lab).size(), 4u) << "the second kill came after the end";
+  EXPECT_EQ(second.exit_code(), 1) << second.log();
+  EXPECT_NE(second.log().find("continues the lab"), std::string::npos) << second.log();
+
+  // 3: `hsm lab --out DIR` alone continues it, on two workers that share the rest.
   const Result cont = shell("{ " + hsm("lab --out " + lab + " --json --jobs 2") + " 2> '" + dir + "/continue.log'; }");
   ASSERT_EQ(cont.exit_code, 0) << cont.out << read_file(dir + "/continue.log");
   const auto table = nlohmann::json::parse(cont.out);
-  const std::string log = read_file(dir + "/continue.log");
-  EXPECT_NE(log.find("continuing " + fs::path(half).filename().string()), std::string::npos) << log;
-  const std::vector<std::string> after = lines_of(lab + "/results.jsonl");
+  EXPECT_NE(read_file(lab + "/points/" + fs::path(half).filename().string() + ".log").find("continuing "),
+            std::string::npos);
+  const std::map<std::string, std::string> after = scored_runs(lab);
   ASSERT_EQ(after.size(), 4u) << "every run of 1 task x 1 model x 2 lrs x 2 seeds, once";
-  EXPECT_TRUE(std::equal(before.begin(), before.end(), after.begin())) << "finished runs are kept";
+  for (const auto& [run, state] : before) EXPECT_EQ(after.at(run), state) << run << " was scored again";
   for (const auto& [run, metrics] : finished_metrics)
     EXPECT_EQ(read_file(run + "/metrics.jsonl"), metrics) << run << " was trained again";
   // The half-trained run went on from its checkpoint: its curve up to it is the first
   // process's, record for record (a run started again would write new times), and the rest
-  // follows it once, to the end.
+  // follows it once, to the end; so does every run's.
   const std::vector<std::string> resumed = lines_of(half + "/metrics.jsonl");
   ASSERT_GT(resumed.size(), kept.size());
   for (size_t i = 0; i < kept.size(); ++i)
     EXPECT_EQ(nlohmann::json::parse(resumed[i]), nlohmann::json::parse(kept[i]))
         << "the curve up to step " << stopped_at << " was not kept: the run started again";
-  int64_t previous = -1;
-  for (size_t i = 0; i < resumed.size(); ++i) {
-    const auto j = nlohmann::json::parse(resumed[i]);
-    if (j["kind"] != "train") continue;
-    EXPECT_GT(j["step"].get<int64_t>(), previous) << resumed[i];
-    previous = j["step"].get<int64_t>();
+  for (const std::string& run : lab_runs(lab)) {
+    int64_t previous = -1;
+    for (const std::string& line : lines_of(run + "/metrics.jsonl")) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["kind"] != "train") continue;
+      EXPECT_GT(j["step"].get<int64_t>(), previous) << run << ": " << line;
+      previous = j["step"].get<int64_t>();
+    }
+    EXPECT_EQ(previous, 300) << run;
+    EXPECT_EQ(run_step(run), 300) << run;
   }
-  EXPECT_EQ(previous, 150);
-  EXPECT_EQ(run_step(half), 150);
 
-  // The table against results.jsonl: per cell, each lr's mean answer accuracy over the two
-  // seeds; the best lr has the highest mean (the first lr on a tie).
-  std::map<std::pair<std::string, std::string>, std::map<double, std::vector<double>>> by_cell;
-  for (const std::string& line : after) {
-    const auto j = nlohmann::json::parse(line);
-    by_cell[{j["task"].get<std::string>(), j["model"].get<std::string>()}][j["lr"].get<double>()].push_back(
-        j["answer_accuracy"].get<double>());
+  // The table against the scores: per cell, each lr's mean answer accuracy over the two
+  // seeds (each point's lr and seed from the grid's manifest); the best lr has the highest
+  // mean (the first lr on a tie).
+  std::map<double, std::vector<double>> by_lr;
+  const auto manifest = nlohmann::json::parse(read_file(lab + "/sweep.json"));
+  for (const auto& p : manifest["points"]) {
+    const std::string state = after.at(lab + "/runs/" + p["name"].get<std::string>());
+    by_lr[p["settings"]["train.lr"].get<double>()].push_back(
+        nlohmann::json::parse(state)["score"]["answer_accuracy"].get<double>());
   }
   ASSERT_EQ(table["cells"].size(), 1u);
   for (const auto& c : table["cells"]) {
     EXPECT_EQ(c["runs"], 4);
-    const auto& lrs = by_cell[{c["task"].get<std::string>(), c["model"].get<std::string>()}];
-    ASSERT_EQ(lrs.size(), 2u) << c;
+    ASSERT_EQ(by_lr.size(), 2u) << c;
     double best_lr = 0, best = -1;
     std::vector<double> best_seeds;
     for (const double lr : {0.001, 0.003}) {
-      const std::vector<double>& acc = lrs.at(lr);
+      const std::vector<double>& acc = by_lr.at(lr);
       ASSERT_EQ(acc.size(), 2u) << "two seeds at lr " << lr;
       const double mean = (acc[0] + acc[1]) / 2;
       if (mean > best) best = mean, best_lr = lr, best_seeds = acc;
@@ -343,18 +393,6 @@ TEST(LabCli, AKilledLabContinuesWhereItStopped) {
     EXPECT_EQ(seeds, best_seeds) << c;
   }
   EXPECT_NE(read_file(lab + "/table.csv").find("task,model,best_lr,answer_accuracy"), std::string::npos);
-}
-
-// Workers of this lab folder still running (their command lines name it and --worker).
-int lab_workers_alive(const std::string& lab_dir) {
-  int alive = 0;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(lab_dir + " --worker") != std::string::npos) ++alive;
-  }
-  return alive;
 }
 
 // A lab of two runs too long to finish (made with --table: nothing trained yet); 0 when made.
@@ -425,8 +463,12 @@ TEST(LabCli, AKilledLauncherTakesItsWorkersWithIt) {
 // must come with a new measurement.
 TEST(LabCli, DefaultGridIsTheIssuesAndFitsItsTimeBudget) {
   const std::string dir = temp("lab_default");
-  ASSERT_EQ(shell(hsm("lab --out " + dir + "/lab --table")).exit_code, 0);  // writes lab.json, trains nothing
-  const auto grid = nlohmann::json::parse(read_file(dir + "/lab/lab.json"));
+  ASSERT_EQ(shell(hsm("lab --out " + dir + "/lab --table")).exit_code, 0);  // writes the grid, trains nothing
+  const auto spec = nlohmann::json::parse(read_file(dir + "/lab/sweep.json"))["spec"];
+  const nlohmann::json grid = {{"tasks", spec["axes"]["task"]},    {"models", spec["axes"]["model"]},
+                               {"lrs", spec["axes"]["train.lr"]}, {"seeds", spec["axes"]["seed"].size()},
+                               {"steps", spec["train"]["steps"]}, {"batch", spec["train"]["batch_size"]},
+                               {"size", spec["size"]}};
   std::set<std::string> tasks;
   for (const auto& t : grid["tasks"]) tasks.insert(t.get<std::string>().substr(0, t.get<std::string>().find(':')));
   for (const char* t : {"mqar", "recall_at", "in_context_recall", "fuzzy_recall", "noisy_recall", "selective_copy",
@@ -442,4 +484,105 @@ TEST(LabCli, DefaultGridIsTheIssuesAndFitsItsTimeBudget) {
                        grid["seeds"].get<int64_t>();
   EXPECT_LE(runs * grid["steps"].get<int64_t>() * grid["batch"].get<int64_t>(), 40 * 300 * 32)
       << "examples trained by the default grid: past the measured budget";
+}
+
+// A lab folder of an older hsm (lab.json, results.jsonl, runs named t0_mqar__m0_attn2__lr...):
+// every command refuses it in one line naming `hsm lab convert DIR`; that command converts it
+// in place (issue 47): its runs renamed to their points' names, the scored run's score kept, a
+// run never scored left to train, lab.json and results.jsonl left as they were; the converted
+// lab's table is the older results'.
+TEST(LabCli, AnOlderLabFolderIsRefusedNamingTheCommandThatConvertsIt) {
+  const std::string dir = temp("old_lab");
+  const std::string lab = dir + "/lab";
+  const std::string config = write_config(dir, 32, "attn");
+  const std::string task = "mqar:vocab=32,pairs=2,context=16";
+  fs::create_directories(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1");
+  fs::create_directories(lab + "/runs/t0_mqar__m0_attn2__lr0.003__s1");
+  std::ofstream(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1/mine") << "scored\n";
+  std::ofstream(lab + "/runs/t0_mqar__m0_attn2__lr0.003__s1/mine") << "half-trained\n";
+  const nlohmann::json grid = {{"tasks", {task}},
+                               {"models", {config}},
+                               {"lrs", {0.001, 0.003}},
+                               {"seeds", 1},
+                               {"steps", 2},
+                               {"batch", 4},
+                               {"size", "as_is"},
+                               {"test_examples", 16},
+                               {"model_configs", {{config, nlohmann::json::parse(read_file(config))}}}};
+  std::ofstream(lab + "/lab.json") << grid.dump(2) << "\n";
+  const nlohmann::json result = {{"task", task},  {"model", config},
+                                 {"lr", 0.001},   {"seed", 1},
+                                 {"run_dir", lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1"},
+                                 {"steps", 2},    {"wall_s", 1.5},
+                                 {"answer_accuracy", 0.75}, {"sequence_accuracy", 0.5},
+                                 {"loss", 1.25},  {"examples", 16}, {"answers", 32},
+                                 {"by_distance", {{"3", {2, 4}}}}};
+  std::ofstream(lab + "/results.jsonl") << result.dump() << "\n";
+  const std::string lab_json = read_file(lab + "/lab.json"), results = read_file(lab + "/results.jsonl");
+
+  for (const std::string& command : {"lab --out " + lab + " --table", "lab --out " + lab + " --jobs 1",
+                                     "sweep table " + lab, "sweep --out " + lab}) {
+    const Result r = shell(hsm(command));
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.out;
+    EXPECT_NE(r.out.find("holds a lab of an older hsm (lab.json); convert it with: hsm lab convert " + lab),
+              std::string::npos)
+        << command << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists(lab + "/sweep.json"));
+  EXPECT_FALSE(fs::exists(lab + "/points"));
+
+  const Result convert = shell(hsm("lab convert " + lab));
+  ASSERT_EQ(convert.exit_code, 0) << convert.out;
+  EXPECT_EQ(read_file(lab + "/lab.json"), lab_json);
+  EXPECT_EQ(read_file(lab + "/results.jsonl"), results);
+  EXPECT_EQ(read_file(lab + "/runs/lr=0.001/mine"), "scored\n");
+  EXPECT_EQ(read_file(lab + "/runs/lr=0.003/mine"), "half-trained\n");
+  EXPECT_FALSE(fs::exists(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1"));
+  EXPECT_FALSE(fs::exists(lab + "/points/lr=0.003.json")) << "never scored: it trains when the lab continues";
+  const Result table = shell("{ " + hsm("lab --out " + lab + " --table --json") + " 2>/dev/null; }");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  const auto cells = nlohmann::json::parse(table.out)["cells"];
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0]["runs"], 1);
+  EXPECT_EQ(cells[0]["expected_runs"], 2);
+  EXPECT_EQ(cells[0]["best_lr"], 0.001);
+  EXPECT_EQ(cells[0]["answer_accuracy"], 0.75);
+  EXPECT_EQ(cells[0]["sequence_accuracy"], 0.5);
+  const auto state = nlohmann::json::parse(read_file(lab + "/points/lr=0.001.json"));
+  EXPECT_EQ(state["state"], "done");
+  EXPECT_EQ(state["score"]["by_distance"]["3"], nlohmann::json({2, 4}));
+  const Result again = shell(hsm("lab convert " + lab));
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.out.find("is converted already"), std::string::npos) << again.out;
+}
+
+// A lab is a grid like a sweep (issue 47): --slurm writes the same array job, one task a run,
+// and --device reaches every run's training settings.
+TEST(LabCli, SlurmAndDeviceWorkAsForASweep) {
+  const std::string dir = temp("lab_slurm");
+  const std::string lab = dir + "/lab";
+  const Result r = shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " +
+                             write_config(dir) + " --lr 0.001 --lr 0.003 --seeds 2 --steps 2 --size as_is "
+                             "--device cpu --slurm"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string script = read_file(lab + "/sweep.sbatch");
+  EXPECT_NE(script.find("#SBATCH --array=0-3"), std::string::npos) << script;
+  EXPECT_NE(script.find("sweep run \"$sweep_dir\" --point \"$SLURM_ARRAY_TASK_ID\""), std::string::npos) << script;
+  const auto spec = nlohmann::json::parse(read_file(lab + "/sweep.json"))["spec"];
+  EXPECT_EQ(spec["train"]["device"], "cpu");
+  EXPECT_TRUE(lab_runs(lab).empty()) << "--slurm trains nothing here";
+  // An array task trains and scores its run as the launcher's worker does.
+  const Result task = shell(hsm("sweep run " + lab + " --point 3"));
+  ASSERT_EQ(task.exit_code, 0) << task.out;
+  const auto state = nlohmann::json::parse(read_file(lab + "/points/lr=0.003,seed=2.json"));
+  EXPECT_EQ(state["state"], "done");
+  EXPECT_TRUE(state["score"]["answer_accuracy"].is_number()) << state;
+  const Result table = shell("{ " + hsm("lab --out " + lab + " --table --json") + " 2>/dev/null; }");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_EQ(nlohmann::json::parse(table.out)["cells"][0]["runs"], 1);
+  // hsm sweep --device sets the same setting of every point (the spec's train.device).
+  std::ofstream(dir + "/spec.json") << R"({"name": "d", "base": {"config": ")" << write_config(dir)
+                                    << R"("}, "task": "mqar:vocab=32,pairs=2,context=16", "axes": {"seed": [1, 2]}})";
+  ASSERT_EQ(shell(hsm("sweep " + dir + "/spec.json --out " + dir + "/sw --device cpu --slurm")).exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/sw/sweep.json"))["spec"]["train"]["device"], "cpu");
 }

@@ -312,3 +312,41 @@ TEST(Sweep, AFailedPointIsRecordedWithItsErrorAndTheOthersGoOn) {
   EXPECT_EQ(rows[1]["state"], "done");
   EXPECT_EQ(rows[1]["step"], 5);
 }
+
+// A sweep folder an older hsm made (format 1: no model axis, no scores) opens as it is
+// (issue 47): its table, its points' states, and a point trained from it.
+TEST(Sweep, AnOlderSweepFolderOpensAsItIs) {
+  const std::string dir = temp("old");
+  write_tiny_run_inputs(dir, 3, 0.0);
+  const std::string sweep = dir + "/sw";
+  fs::create_directories(sweep + "/points");
+  fs::create_directories(sweep + "/runs");
+  const json spec = {{"name", "old"},
+                     {"base", {{"config", dir + "/tiny.json"}}},
+                     {"data", dir + "/stories.txt"},
+                     {"train", {{"steps", 2}, {"batch", 4}, {"eval_every", 2}, {"eval_batches", 1}}},
+                     {"axes", {{"seed", {1, 2}}}}};
+  const json manifest = {
+      {"format", 1},
+      {"name", "old"},
+      {"spec", spec},
+      {"points",
+       {{{"index", 0}, {"name", "seed=1"}, {"run", "runs/seed=1"}, {"settings", {{"seed", 1}}}},
+        {{"index", 1}, {"name", "seed=2"}, {"run", "runs/seed=2"}, {"settings", {{"seed", 2}}}}}},
+      {"base_config", json::parse(read_file(dir + "/tiny.json"))}};
+  std::ofstream(sweep + "/sweep.json") << manifest.dump(2) << "\n";
+  std::ofstream(sweep + "/points/seed=2.json") << R"({"state": "failed", "pid": 0, "error": "the older run's error"})"
+                                               << "\n";
+  const Result t = shell(hsm("sweep table '" + sweep + "' --json 2>/dev/null"));
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  const json rows = json::parse(t.out)["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["run"], "seed=1");
+  EXPECT_EQ(rows[0]["state"], "pending");
+  EXPECT_EQ(rows[1]["state"], "failed");
+  EXPECT_EQ(rows[1]["error"], "the older run's error");
+  const Result run = shell(hsm("sweep run '" + sweep + "' --point 0"));
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(json::parse(read_file(sweep + "/points/seed=1.json"))["state"], "done");
+  EXPECT_EQ(json::parse(read_file(sweep + "/sweep.json"))["format"], 1) << "the older manifest is read, not rewritten";
+}

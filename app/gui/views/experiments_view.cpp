@@ -28,7 +28,8 @@
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"
-#include "gui/views/sweep_runner.h"
+#include "gui/engine/grid_runner.h"
+#include "gui/views/sweep_form.h"
 #include "gui/widgets/parallel_coordinates.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
@@ -219,7 +220,7 @@ QWidget* ExperimentsView::buildForm() {
   progress_->setFormat(tr("no sweep started"));
   progress_->setRange(0, 1);
   progress_->setValue(0);
-  runner_ = new SweepRunner(this);
+  runner_ = new GridRunner(this);
 
   auto* steps = new QHBoxLayout;
   for (auto [label, box] : {std::pair{tr("steps"), formSteps_}, std::pair{tr("batch"), formBatch_},
@@ -324,37 +325,34 @@ void ExperimentsView::connectSignals() {
 
   connect(startButton_, &QPushButton::clicked, this, &ExperimentsView::startSweep);
   connect(cancelButton_, &QPushButton::clicked, this, &ExperimentsView::cancelSweep);
-  connect(runner_, &SweepRunner::refused, this, [this](const QString& message) {
-    sweepStatus_->setText(tr("Sweep refused, nothing started: %1").arg(message));
-    startButton_->setEnabled(true);
-    cancelButton_->setEnabled(false);
-  });
-  connect(runner_, &SweepRunner::started, this, [this](const QString& dir, int points) {
+  // The grid's progress from its workers' events (GridRunner), never from their log text.
+  connect(runner_, &GridRunner::started, this, [this](int points, int done) {
     progress_->setFormat(tr("%v / %m points"));
     progress_->setRange(0, points);
-    openSweep(dir);
-  });
-  connect(runner_, &SweepRunner::progress, this, [this](int done, int points, const QString& point) {
-    progress_->setRange(0, points);
     progress_->setValue(done);
-    trainingNow_ = point.isEmpty() ? QString() : tr("Training %1 (%2 of %3 points done)").arg(point).arg(done).arg(points);
-    if (!point.isEmpty()) sweepStatus_->setText(trainingNow_);
+  });
+  connect(runner_, &GridRunner::pointStarted, this, [this](int, const QString& point, bool resumed) {
+    trainingNow_ = (resumed ? tr("Continuing %1 (%2 of %3 points done)") : tr("Training %1 (%2 of %3 points done)"))
+                       .arg(point)
+                       .arg(runner_->done())
+                       .arg(runner_->points());
+    sweepStatus_->setText(trainingNow_);
     refresh();
   });
-  connect(runner_, &SweepRunner::log, this, [this](const QString& line) {
-    if (runner_->isRunning() && !trainingNow_.isEmpty()) sweepStatus_->setText(trainingNow_ + QStringLiteral(" · ") + line);
+  connect(runner_, &GridRunner::pointFinished, this, [this](int, const QString&, const QString&, const QJsonObject&) {
+    progress_->setValue(runner_->done());
+    refresh();
   });
-  connect(runner_, &SweepRunner::finished, this,
-          [this](const QString& dir, int done, int points, bool cancelled, const QString& failures) {
-            startButton_->setEnabled(true);
-            cancelButton_->setEnabled(false);
-            QString text = cancelled ? tr("Sweep cancelled: %1 of %2 points done; start it again to continue (%3)")
-                                     : tr("Sweep finished: %1 of %2 points done (%3)");
-            text = text.arg(done).arg(points).arg(dir);
-            if (!failures.isEmpty()) text += tr("; failed: %1").arg(failures);
-            sweepStatus_->setText(text);
-            refresh();
-          });
+  connect(runner_, &GridRunner::finished, this, [this](bool cancelled, const QString& failures) {
+    startButton_->setEnabled(true);
+    cancelButton_->setEnabled(false);
+    QString text = cancelled ? tr("Sweep cancelled: %1 of %2 points done; start it again to continue (%3)")
+                             : tr("Sweep finished: %1 of %2 points done (%3)");
+    text = text.arg(runner_->done()).arg(runner_->points()).arg(runningDir_);
+    if (!failures.isEmpty()) text += tr("; failed: %1").arg(failures);
+    sweepStatus_->setText(text);
+    refresh();
+  });
 }
 
 QList<PlotPanel*> ExperimentsView::plots() const { return {parallel_, scatter_}; }
@@ -461,7 +459,7 @@ void ExperimentsView::showRows(std::vector<hsm::SweepRow> rows) {
   text += tr(" · %1 done · %2 running · %3 failed").arg(done).arg(running).arg(failed);
   setStatus(text);
   // Follow while something trains (this studio's sweep or another process's).
-  if (running > 0 || runner_->isRunning()) {
+  if (running > 0 || runner_->running()) {
     if (!poll_.isActive()) poll_.start();
   } else {
     poll_.stop();
@@ -679,7 +677,7 @@ void ExperimentsView::setForm(const SweepForm& form, const QString& outDir) {
 }
 
 bool ExperimentsView::startSweep() {
-  if (runner_->isRunning()) {
+  if (runner_->running()) {
     sweepStatus_->setText(tr("A sweep is running: cancel it first"));
     return false;
   }
@@ -702,16 +700,31 @@ bool ExperimentsView::startSweep() {
     sweepStatus_->setText(tr("Sweep refused, nothing started: name a sweep folder (a new folder, or this sweep's to continue it)"));
     return false;
   }
-  runner_->start(spec, QDir::currentPath(), formOut_->text().trimmed());
+  // The spec checked (every point's model and settings) and the folder made here: a refusal
+  // names what is wrong before anything starts. The launcher then trains the points not done.
+  const QString dir = QDir(formOut_->text().trimmed()).absolutePath();
+  try {
+    hsm::open_sweep_folder(sstr(dir), hsm::parse_sweep_spec(sstr(spec), sstr(QDir::currentPath())));
+  } catch (const std::exception& e) {
+    sweepStatus_->setText(tr("Sweep refused, nothing started: %1").arg(qstr(hsm::error_text(e))));
+    return false;
+  }
+  // One point at a time, on every core: what `hsm sweep` does by default.
+  if (!runner_->start(dir, 1, &error)) {
+    sweepStatus_->setText(tr("Sweep not started: %1").arg(error));
+    return false;
+  }
+  runningDir_ = dir;
+  openSweep(dir);
   startButton_->setEnabled(false);
   cancelButton_->setEnabled(true);
   progress_->setValue(0);
-  sweepStatus_->setText(tr("Checking the sweep…"));
+  sweepStatus_->setText(tr("Starting the sweep…"));
   return true;
 }
 
 void ExperimentsView::cancelSweep() {
-  if (!runner_->isRunning()) return;
+  if (!runner_->running()) return;
   runner_->cancel();
   cancelButton_->setEnabled(false);
   sweepStatus_->setText(tr("Cancelling: the point under way stops at its next step with a checkpoint…"));

@@ -4,7 +4,7 @@
 // filterable; grouped by a setting with mean ± std), a parallel-coordinates plot whose brushes
 // filter the table, and a scatter of any two columns. It follows a running sweep (the table
 // re-read on the analysis executor when the folder changes), starts one from a small form
-// (SweepRunner, a thread of its own, with progress and Cancel), and opens the selected runs so
+// (the grid's one launcher in a process, GridRunner, with progress and Cancel), and opens the selected runs so
 // the Training view overlays their curves. Every plot exports PNG/PDF/SVG and CSV, the table CSV.
 #include <QFileSystemWatcher>
 #include <QStringList>
@@ -29,7 +29,7 @@ namespace studio {
 
 class ParallelCoordinates;
 class PlotPanel;
-class SweepRunner;
+class GridRunner;
 struct SweepForm;
 
 class ExperimentsView : public StudioView {
@@ -78,7 +78,7 @@ class ExperimentsView : public StudioView {
   void setForm(const SweepForm& form, const QString& outDir);
   bool startSweep();
   void cancelSweep();
-  SweepRunner* runner() const { return runner_; }
+  GridRunner* runner() const { return runner_; }
   QProgressBar* sweepProgress() const { return progress_; }
   QLabel* sweepStatus() const { return sweepStatus_; }  // the form's line: refusals, progress, the end
 
@@ -129,7 +129,8 @@ class ExperimentsView : public StudioView {
   QPushButton* cancelButton_;
   QProgressBar* progress_;
   QLabel* sweepStatus_;
-  SweepRunner* runner_;
+  GridRunner* runner_;
+  QString runningDir_;  // the folder of the sweep the runner trains
 
   QString trainingNow_;  // the runner's point under way, as the form's line says it
   QString sweepDir_;    // the sweep shown ("" with open runs)

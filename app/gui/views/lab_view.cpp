@@ -9,6 +9,7 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QJsonObject>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -27,7 +28,7 @@
 #include <stdexcept>
 
 #include "gui/engine/engine_host.h"
-#include "gui/engine/lab_runner.h"
+#include "gui/engine/grid_runner.h"
 #include "gui/engine_types.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
@@ -59,14 +60,14 @@ QStringList checkedTexts(const QListWidget* list) {
   return out;
 }
 
-// A lab run's folder name (t0_mqar__m3_da_static_emb_qk__lr0.003__s1, hsm::Lab) as a person
-// reads it: "mqar · da_static_emb_qk · lr 0.003 · seed 1".
-QString runTitle(const QString& folderName) {
-  const QStringList parts = folderName.split(QStringLiteral("__"));
-  if (parts.size() != 4) return folderName;
-  auto after = [](const QString& part, QChar sep) { return part.mid(part.indexOf(sep) + 1); };
+// A lab's point as a person reads it: "mqar · da_static_emb_qk · lr 0.003 · seed 1".
+QString runTitle(const hsm::SweepPoint& p) {
+  const QString task = qstr(p.task).section(QLatin1Char(':'), 0, 0);
+  const QFileInfo model(qstr(p.model_source));
   return QStringLiteral("%1 · %2 · lr %3 · seed %4")
-      .arg(after(parts[0], QLatin1Char('_')), after(parts[1], QLatin1Char('_')), parts[2].mid(2), parts[3].mid(1));
+      .arg(task, model.suffix() == QLatin1String("json") ? model.completeBaseName() : qstr(p.model_source))
+      .arg(p.train.lr)
+      .arg(p.train.seed);
 }
 
 // Red (chance) through yellow to green (solved): the cell's answer accuracy.
@@ -97,7 +98,7 @@ QString rowLabel(const std::string& model) {
 }  // namespace
 
 LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : StudioView(runs, engine, parent), runner_(new LabRunner(this)) {
+    : StudioView(runs, engine, parent), runner_(new GridRunner(this)) {
   build();
   connectSignals();
   fillForm(hsm::default_lab_grid());
@@ -244,20 +245,32 @@ void LabView::build() {
 
 void LabView::connectSignals() {
   connect(run_, &QPushButton::clicked, this, [this] { runLab(); });
-  connect(runner_, &LabRunner::line, this, [this](const QString& line) {
+  // What the launcher says for people: shown, never parsed.
+  connect(runner_, &GridRunner::line, this, [this](const QString& line) {
     log_->appendPlainText(line);
     status_->setText(line);
   });
-  connect(runner_, &LabRunner::progress, this, [this](double fraction, const QString&) {
+  // The workers' events: the bar, the runs in training, a scored run's cell.
+  connect(runner_, &GridRunner::pointStarted, this, [this](int, const QString& point, bool resumed) {
+    if (resumed) log_->appendPlainText(tr("continuing %1").arg(runTitles_.value(point, point)));
+  });
+  connect(runner_, &GridRunner::progress, this, [this](double fraction) {
     progress_->setValue(static_cast<int>(fraction * 1000));
     QStringList training;
     for (const auto& [run, f] : runner_->inTraining())
-      training << tr("%1 (%2 %)").arg(runTitle(run)).arg(static_cast<int>(f * 100));
+      training << tr("%1 (%2 %)").arg(runTitles_.value(run, run)).arg(static_cast<int>(f * 100));
     training_->setText(training.isEmpty() ? QString() : tr("Training: %1").arg(training.join(QStringLiteral("; "))));
     training_->setVisible(!training.isEmpty());
   });
-  connect(runner_, &LabRunner::runScored, this, &LabView::refreshFromFolder);
-  connect(runner_, &LabRunner::finished, this, &LabView::onRunnerFinished);
+  connect(runner_, &GridRunner::pointFinished, this,
+          [this](int, const QString& point, const QString& state, const QJsonObject& event) {
+            if (state != QLatin1String("done")) return;
+            log_->appendPlainText(tr("%1: answer accuracy %2")
+                                      .arg(runTitles_.value(point, point))
+                                      .arg(event.value(QStringLiteral("answer_accuracy")).toDouble(), 0, 'f', 3));
+            refreshFromFolder();
+          });
+  connect(runner_, &GridRunner::finished, this, &LabView::onRunnerFinished);
   connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
   connect(grid_, &QTableWidget::cellDoubleClicked, this, [this](int row, int column) {
     const QString dir = cellRun(row, column);
@@ -403,14 +416,16 @@ bool LabView::runLab() {
     status_->setText(tr("Cannot run: %1").arg(QString::fromUtf8(e.what())));
     return false;
   }
-  const qint64 total = static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds;
+  const qint64 total = hsm::lab_run_count(grid);
   results_ = lab->results();
+  runTitles_.clear();
+  for (const hsm::SweepPoint& p : lab->sweep().points) runTitles_[qstr(p.name)] = runTitle(p);
   showTable(grid, lab->table());
   const qint64 scored = static_cast<qint64>(results_.size());
   runningDir_ = folder();
   QString error;
-  // Worker processes, one per core (LabRunner says why): the analysis thread stays free.
-  if (!runner_->start(runningDir_, total, scored, std::max(1, QThread::idealThreadCount()), &error)) {
+  // Worker processes, one per core (GridRunner says why): the analysis thread stays free.
+  if (!runner_->start(runningDir_, std::max(1, QThread::idealThreadCount()), &error)) {
     runningDir_.clear();
     status_->setText(tr("Cannot run: %1").arg(error));
     return false;
@@ -441,8 +456,7 @@ void LabView::onRunnerFinished(bool cancelled, const QString& error) {
   runningDir_.clear();
   setRunning(false);
   openLab(dir);
-  const qint64 total = static_cast<qint64>(shownGrid_.tasks.size() * shownGrid_.models.size() * shownGrid_.lrs.size()) *
-                       shownGrid_.seeds;
+  const qint64 total = hsm::lab_run_count(shownGrid_);
   const qint64 scored = static_cast<qint64>(results_.size());
   if (!error.isEmpty())
     status_->setText(tr("The lab stopped: %1 (%2 of %3 runs scored; Run continues it)").arg(error).arg(scored).arg(total));
@@ -473,7 +487,7 @@ bool LabView::openLab(const QString& dir) {
     status_->setText(tr("%1: %2 of %3 runs scored")
                          .arg(QFileInfo(dir).fileName())
                          .arg(lab.results().size())
-                         .arg(static_cast<qint64>(grid.tasks.size() * grid.models.size() * grid.lrs.size()) * grid.seeds));
+                         .arg(hsm::lab_run_count(grid)));
     return true;
   } catch (const std::exception& e) {
     status_->setText(tr("Cannot open %1: %2").arg(dir, QString::fromUtf8(e.what())));

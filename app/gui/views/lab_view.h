@@ -2,14 +2,15 @@
 // The Lab view (issue 38, docs/lab.md): the mixer lab of `hsm lab` in the studio. Pick task
 // specs (their difficulty is in the spec: mqar:pairs=8,context=64), models (presets) and a
 // budget (steps, batch, learning rates, seeds; `hsm lab`'s defaults), and a lab folder; Run
-// trains and scores the grid's runs in worker processes of `hsm lab`, one per core
-// (gui/engine/lab_runner.h: the analysis thread stays free for the other views); the bar moves
-// with every step of the runs in training; Cancel stops each at its step with its checkpoint and
-// the folder continues on the next Run, as `hsm lab` does.
+// trains and scores the grid's runs with the grid's one launcher, a worker process per core
+// (gui/engine/grid_runner.h: the analysis thread stays free for the other views); the bar moves
+// with the workers' progress events; Cancel stops each at its step with its checkpoint and the
+// folder continues on the next Run, as `hsm lab` does.
 // The grid: rows models, columns tasks, each cell the best learning rate's test answer
 // accuracy on a colour scale, its numbers on hover. A lab folder reopens (Open…); Export CSV
 // writes the table `hsm lab --csv` prints. Below the grid, accuracy against difficulty per
 // model and the hovered cell's curve (PNG/PDF/SVG/CSV through each plot's Export… button).
+#include <QMap>
 #include <QString>
 #include <QStringList>
 #include <functional>
@@ -29,7 +30,7 @@ class QTableWidget;
 
 namespace studio {
 
-class LabRunner;
+class GridRunner;
 class PlotPanel;
 
 class LabView : public StudioView {
@@ -123,8 +124,9 @@ class LabView : public StudioView {
   PlotPanel* difficultyPlot_ = nullptr;
   PlotPanel* cellPlot_ = nullptr;
   std::function<QString(const QString&)> saveArchitecture_;
-  LabRunner* runner_ = nullptr;
+  GridRunner* runner_ = nullptr;
   QString runningDir_;  // the lab folder the workers train
+  QMap<QString, QString> runTitles_;  // a point's name -> "mqar · gpt · lr 0.003 · seed 1"
   std::vector<hsm::LabRun> results_;
   std::vector<hsm::LabCell> cells_;
   hsm::LabGrid shownGrid_;

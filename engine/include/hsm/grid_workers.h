@@ -1,9 +1,9 @@
 #pragma once
-// What a grid of runs (a lab, a sweep) does the same way in its launcher and its workers
-// (issue 46), written once: one stop path for SIGINT, SIGTERM and SIGHUP; workers started as
-// children that end with their launcher and log to a file opened without following a link;
-// a wait that passes a stop on to every worker; a grid folder whose runs/ is not a link. Plain
-// C++ (no LibTorch). Issue 47 will merge labs and sweeps into one grid around this.
+// What a grid of runs (a lab, a sweep: hsm/sweep.h) does in its launcher and its workers
+// (issues 46, 47), written once: one stop path for SIGINT, SIGTERM and SIGHUP; workers started
+// as children that end with their launcher and log to a file opened without following a link;
+// a wait that passes a stop on to every worker; a grid folder whose runs/ is not a link; the
+// workers' progress events. Plain C++ (no LibTorch).
 #include <sys/types.h>
 
 #include <atomic>
@@ -30,10 +30,25 @@ class GridStopSignals {
 
 // Starts `argv` (argv[0] the program) as a worker of this launcher: it gets SIGTERM when the
 // launcher dies (no orphan training on), default stop handling until it installs its own, and
-// HSM_BLAS_THREADS=1 unless set. log (not empty): its stdout and stderr are appended to that
-// file, opened here without following a link (a link or a non-regular file is refused, naming
-// it, before anything starts). Throws std::runtime_error naming the worker or the file.
-pid_t start_grid_worker(const std::vector<std::string>& argv, const std::string& log = "");
+// HSM_BLAS_THREADS=1 unless set. log (not empty): its stderr (and its stdout unless
+// keep_stdout: then the launcher's, for its events) are appended to that file, opened here
+// without following a link (a link or a non-regular file is refused, naming it, before anything
+// starts). Throws std::runtime_error naming the worker or the file.
+pid_t start_grid_worker(const std::vector<std::string>& argv, const std::string& log = "", bool keep_stdout = false);
+
+// A grid's progress events (issue 47): one JSON object a line, after this prefix, on a worker's
+// standard output (`hsm sweep run DIR --point K --events`) and, with --events, its launcher's:
+//   {"event": "grid", "points": N, "done": D}                      the launcher, first
+//   {"event": "started", "point": K, "name": NAME, "resumed": B}
+//   {"event": "step", "point": K, "name": NAME, "fraction": F}   (every 1 % of a run, or 0.5 s)
+//   {"event": "finished", "point": K, "name": NAME, "state": "done" | "stopped" | "failed",
+//    "error": TEXT, "answer_accuracy": X, "sequence_accuracy": X, "val_loss": X}
+// What the studio reads (GridRunner); a grid's log text is for people, never parsed.
+inline constexpr char kGridEventPrefix[] = "hsm-grid-event ";
+// Writes kGridEventPrefix + json_object + "\n" to standard output in one write(2): the
+// workers of a launcher share its output, and lines under PIPE_BUF never interleave. A reader
+// gone is not an error (the caller ignores SIGPIPE; a stop comes as a signal).
+void write_grid_event(const std::string& json_object);
 
 // Waits for one of `running` to end; a stop signal that came meanwhile (GridStopSignals) is
 // passed on to every one of them as SIGTERM, once (`forwarded` remembers). Returns the pid and

@@ -1,17 +1,18 @@
 #pragma once
-// The mixer lab (issue 38; docs/lab.md): a grid of synthetic tasks x models, each cell trained
-// at a small set of learning rates and seeds and scored on fresh test examples; per cell the
-// best learning rate (by the mean over seeds), as MAD does. A lab lives in a folder: lab.json
-// (the grid), runs/ (one run folder per task, model, learning rate and seed) and results.jsonl
-// (one line per finished run), so a killed lab continues where it stopped. Plain C++.
+// The mixer lab (issues 38, 47; docs/lab.md): a grid of runs (hsm/sweep.h) whose axes are
+// synthetic tasks x models x learning rates x seeds, each run scored on fresh test examples; per
+// cell (task, model) the best learning rate by the mean over seeds, as MAD does. `hsm lab` is the
+// grid's friendly front: LabGrid holds its options, lab_spec_json() makes the grid spec from them,
+// and a lab folder is a grid folder like any other (sweep.json, runs/, points/), trained by the
+// one launcher and its workers, so a killed lab continues where it stopped. Plain C++.
+#include <cmath>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "hsm/config.h"
-#include "hsm/progress.h"
+#include "hsm/sweep.h"
 #include "hsm/task_run.h"
 
 namespace hsm {
@@ -24,6 +25,7 @@ struct LabGrid {
   int64_t steps = 300, batch = 32;
   std::string size = "tiny";        // "tiny": tiny_model() of each; "as_is": the model as given
   int64_t test_examples = 1280;
+  std::string device = "cpu";       // where every run trains and is scored
   bool operator==(const LabGrid& o) const;
 };
 
@@ -31,9 +33,12 @@ struct LabGrid {
 // learning rate (0.003), one seed, 300 steps of 32: the issue's 15 minutes on two cores.
 LabGrid default_lab_grid();
 
-// A preset at lab size: d_model 64, at most 4 of its layers (its first and last, and evenly
-// between: a hybrid keeps its pattern), FFN 4·d (a wider layer keeps its ratio), dropout 0.
-ModelConfig tiny_model(const ModelConfig& model);
+// The runs of a lab: tasks x models x learning rates x seeds (the one place this is written).
+int64_t lab_run_count(const LabGrid& grid);
+
+// The grid spec of a lab (hsm/sweep.h): axes task, model, train.lr and seed; its models at lab
+// size (or as they are); each run's learning rate decaying to a tenth; scored on test_examples.
+std::string lab_spec_json(const LabGrid& grid);
 
 struct LabRun {
   std::string task, model, run_dir;
@@ -55,35 +60,22 @@ struct LabCell {
 
 class Lab {
  public:
-  // Opens dir (created if missing). A folder holding another grid is refused (TaskError-like
-  // std::invalid_argument naming the folder); give the grid it holds, or another folder. So is a
-  // grid with a value twice (--lr 0.003 twice), a sweep's or a run's folder, and a folder whose
-  // runs/ is a link. A new lab keeps each model's config in lab.json (a snapshot taken once):
-  // editing a config file later changes no run of the lab.
+  // Opens dir as a lab (its grid folder created if missing). A folder holding another grid is
+  // refused (std::invalid_argument naming the folder); give the grid it holds, or another
+  // folder. So is a grid with a value twice (--lr 0.003 twice), a run's folder, a lab of an older
+  // hsm (naming `hsm lab convert DIR`), and a folder whose runs/ is a link. A new lab keeps each
+  // model's config in sweep.json (a snapshot taken once): editing a config file later changes
+  // no run of the lab.
   Lab(std::string dir, LabGrid grid);
-  // The grid a lab folder holds; throws when it holds none.
+  // The lab a grid folder holds; throws when it holds none (a sweep's grid is not a lab's).
   static LabGrid stored_grid(const std::string& dir);
 
-  // Trains and scores every run not yet in results.jsonl, in order; a run killed half-way
-  // resumes from its last checkpoint. on_log: one line at a time; cancel: stops between steps
-  // (the run keeps its checkpoint; the next run() continues it). worker / workers: this
-  // process takes runs worker, worker + workers, ... of the grid (several processes share a lab,
-  // one per core: tiny models leave a second core idle otherwise; docs/performance.md);
-  // threads: LibTorch's and OpenBLAS's threads per run (0: one; OpenBLAS waking its threads costs a
-  // tiny model more than its arithmetic, docs/performance.md).
-  // on_step: the run in training (its folder name under runs/) and how far it is, 0..1, after
-  // each step, so a caller can show progress inside a run as well as between runs.
-  void run(const std::function<void(const std::string&)>& on_log = {}, const CancelFlag* cancel = nullptr,
-           int worker = 0, int workers = 1, int threads = 0,
-           const std::function<void(const std::string& run, double fraction)>& on_step = {});
-
-  // The finished runs, each once (keyed by its run folder's name, not the lab's path). A line
-  // that is not a whole record (cut short by a kill, ill-typed) is skipped; warnings (not null)
-  // gets a line naming the file and the line number for each ill-typed one.
+  // The scored runs, each once, in the grid's order. A point state whose score is ill-typed is
+  // skipped; warnings (not null) gets a line naming its file.
   std::vector<LabRun> results(std::vector<std::string>* warnings = nullptr) const;
   // Per task and model: the best learning rate and its accuracies.
   std::vector<LabCell> table(std::vector<std::string>* warnings = nullptr) const;
-  // The grid's runs (their folder names under runs/) not in results.jsonl yet.
+  // The grid's runs (their folder names under runs/) not scored yet.
   std::vector<std::string> unfinished() const;
   static std::string table_csv(const std::vector<LabCell>& cells);
   // Writes dir/table.csv whole (a temporary renamed over it): a link there is replaced, never
@@ -92,20 +84,20 @@ class Lab {
 
   const LabGrid& grid() const { return grid_; }
   const std::string& dir() const { return dir_; }
+  const Sweep& sweep() const { return sweep_; }
 
  private:
-  struct PlannedRun {
-    size_t task, model;
-    double lr;
-    int64_t seed, index;
-    std::string name;  // the run folder's name under runs/
-  };
-  std::vector<PlannedRun> plan() const;
-  ModelConfig model_config(const std::string& model) const;
-
   std::string dir_;
   LabGrid grid_;
-  std::map<std::string, std::string> model_snapshots_;  // model -> its config JSON, from lab.json
+  Sweep sweep_;
 };
+
+// Converts, in place, a lab folder an older hsm made (lab.json, results.jsonl, runs/ named
+// t0_mqar__m1_hsm_ab__lr0.003__s1) to a grid folder: sweep.json from its grid and its model
+// snapshots, each run folder renamed to its point's name, each scored run's score kept in its
+// point's state. lab.json and results.jsonl are left as they are. Refuses (naming it) a folder
+// holding no such lab, one already converted, and a point's name already taken. report: a line
+// per run moved.
+void convert_old_lab(const std::string& dir, const std::function<void(const std::string&)>& report = {});
 
 }  // namespace hsm

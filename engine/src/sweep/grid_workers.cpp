@@ -50,7 +50,7 @@ const std::atomic<bool>* GridStopSignals::flag() { return &g_stop; }
 bool GridStopSignals::raised() { return g_stop; }
 int GridStopSignals::signal() { return g_stop_signal; }
 
-pid_t start_grid_worker(const std::vector<std::string>& argv_text, const std::string& log) {
+pid_t start_grid_worker(const std::vector<std::string>& argv_text, const std::string& log, bool keep_stdout) {
   int log_fd = -1;
   if (!log.empty()) {
     log_fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
@@ -84,7 +84,7 @@ pid_t start_grid_worker(const std::vector<std::string>& argv_text, const std::st
     dfl.sa_handler = SIG_DFL;
     for (int sig : kStopSignals) ::sigaction(sig, &dfl, nullptr);
     if (log_fd >= 0) {
-      ::dup2(log_fd, STDOUT_FILENO);
+      if (!keep_stdout) ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
     }
     if (!std::getenv("HSM_BLAS_THREADS")) ::setenv("HSM_BLAS_THREADS", "1", 1);
@@ -108,6 +108,17 @@ WorkerEnd wait_grid_worker(const std::vector<pid_t>& running, bool& forwarded) {
     if (pid < 0) return {};
     if (std::find(running.begin(), running.end(), pid) == running.end()) continue;
     return {pid, status};
+  }
+}
+
+void write_grid_event(const std::string& json_object) {
+  const std::string line = kGridEventPrefix + json_object + "\n";
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reader is gone
+    done += static_cast<size_t>(n);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -233,6 +234,12 @@ std::string short_value(const json& v) {
   return value_text(v);
 }
 
+// A model's short name: the preset's, or a config file's stem.
+std::string model_label(const std::string& model) {
+  const fs::path p(model);
+  return p.has_extension() ? p.stem().string() : p.filename().string();
+}
+
 std::string folder_safe(std::string s) {
   for (char& c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string("._=,@+-").find(c) != std::string::npos)) c = '-';
@@ -254,7 +261,7 @@ bool point_process_alive(int64_t pid) {
 }  // namespace
 
 Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir, const std::string& data_override,
-                       const std::string& base_config_json) {
+                       const std::string& base_config_json, const std::map<std::string, std::string>& model_configs) {
   json spec;
   try {
     spec = json::parse(json_text);
@@ -262,51 +269,89 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     throw std::invalid_argument("sweep spec: not JSON (" + json_error_text(e.what()) + ")");
   }
   if (!spec.is_object()) throw std::invalid_argument("sweep spec: not a JSON object");
-  static const std::set<std::string> fields = {"name", "base", "data", "task", "train", "axes", "points", "resources"};
+  static const std::set<std::string> fields = {"name",      "base",      "data", "task",          "train",
+                                               "axes",      "points",    "size", "test_examples", "min_lr_fraction",
+                                               "resources"};
   for (const auto& [k, v] : spec.items())
     if (!fields.count(k))
       throw std::invalid_argument("sweep spec: unknown field '" + k +
-                                  "'; use name, base, data, task, train, axes, points, resources");
+                                  "'; use name, base, data, task, train, axes, points, size, test_examples, "
+                                  "min_lr_fraction, resources");
   Sweep sweep;
   if (spec.contains("name") && !spec["name"].is_string())
     throw std::invalid_argument("sweep spec: name " + spec["name"].dump() + " is not a text");
   sweep.name = spec.value("name", "sweep");
   check_slurm_text("name", sweep.name, kNameText,
                    "a name holds 1 to 100 letters, digits and . _ - + = , @ (it names the Slurm job), e.g. \"placement\"");
+  // A task axis and a model axis (a lab's) give each point its task and its model.
+  auto has_axis = [&](const char* axis) {
+    if (spec.contains("axes") && spec["axes"].is_object() && spec["axes"].contains(axis)) return true;
+    if (spec.contains("points") && spec["points"].is_array())
+      for (const auto& p : spec["points"])
+        if (p.is_object() && p.contains(axis)) return true;
+    return false;
+  };
+  const bool model_axis = has_axis("model"), task_axis = has_axis("task");
+  if (spec.contains("size")) {
+    if (!spec["size"].is_string() || (spec["size"] != "tiny" && spec["size"] != "as_is"))
+      throw std::invalid_argument("sweep spec: size " + spec["size"].dump() + ": use \"tiny\" or \"as_is\"");
+    sweep.size = spec["size"].get<std::string>();
+  }
+  if (spec.contains("test_examples")) {
+    const json& n = spec["test_examples"];
+    if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 1000000)
+      throw std::invalid_argument("sweep spec: test_examples " + n.dump() + ": use a whole number from 0 to 1000000");
+    sweep.test_examples = n.get<int64_t>();
+  }
+  if (spec.contains("min_lr_fraction")) {
+    const json& f = spec["min_lr_fraction"];
+    if (!f.is_number() || f.get<double>() < 0 || f.get<double>() > 1)
+      throw std::invalid_argument("sweep spec: min_lr_fraction " + f.dump() + ": use a number from 0 to 1");
+    sweep.min_lr_fraction = f.get<double>();
+  }
   // The base model and its training settings.
-  if (!spec.contains("base") || !spec["base"].is_object())
-    throw std::invalid_argument("sweep spec: base is missing; give {\"preset\": NAME} or {\"config\": FILE}");
-  const json& base = spec["base"];
-  for (const auto& [k, v] : base.items())
-    if (k != "preset" && k != "config")
-      throw std::invalid_argument("sweep spec: base: unknown field '" + k + "'; use preset or config");
   ModelConfig base_model;
   TrainSettings base_train;
-  const bool preset = base.contains("preset");
-  try {
-    if (preset) {
-      base_model = load_preset_or_config(base["preset"].get<std::string>());
-      base_train = preset_train_settings(base["preset"].get<std::string>());
-    } else if (base.contains("config") && !base_config_json.empty()) {
-      // The snapshot the sweep's folder took at its start (issue 46), not the file as it is now.
-      base_model = config_from_json(base_config_json, "the sweep's snapshot of its base config");
-      sweep.base_config_json = base_config_json;
-    } else if (base.contains("config")) {
-      spec["base"]["config"] = resolve_path(base["config"].get<std::string>(), base_dir);
-      base_model = load_config(spec["base"]["config"].get<std::string>());
-      sweep.base_config_json = to_json(base_model);
-    } else {
-      throw std::invalid_argument("give {\"preset\": NAME} or {\"config\": FILE}");
+  bool preset = false;
+  if (model_axis && spec.contains("base"))
+    throw std::invalid_argument("sweep spec: base and a model axis both given; the model axis gives each point its model");
+  if (!model_axis) {
+    if (!spec.contains("base") || !spec["base"].is_object())
+      throw std::invalid_argument(
+          "sweep spec: base is missing; give {\"preset\": NAME} or {\"config\": FILE}, or a model axis");
+    const json& base = spec["base"];
+    for (const auto& [k, v] : base.items())
+      if (k != "preset" && k != "config")
+        throw std::invalid_argument("sweep spec: base: unknown field '" + k + "'; use preset or config");
+    preset = base.contains("preset");
+    try {
+      if (preset) {
+        base_model = load_preset_or_config(base["preset"].get<std::string>());
+        base_train = preset_train_settings(base["preset"].get<std::string>());
+      } else if (base.contains("config") && !base_config_json.empty()) {
+        // The snapshot the sweep's folder took at its start (issue 46), not the file as it is now.
+        base_model = config_from_json(base_config_json, "the sweep's snapshot of its base config");
+        sweep.base_config_json = base_config_json;
+      } else if (base.contains("config")) {
+        spec["base"]["config"] = resolve_path(base["config"].get<std::string>(), base_dir);
+        base_model = load_config(spec["base"]["config"].get<std::string>());
+        sweep.base_config_json = to_json(base_model);
+      } else {
+        throw std::invalid_argument("give {\"preset\": NAME} or {\"config\": FILE}");
+      }
+      if (sweep.size == "tiny") base_model = tiny_model(base_model);
+    } catch (const json::exception& e) {
+      throw std::invalid_argument("sweep spec: base: " + json_error_text(e.what()));
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("sweep spec: base: " + error_text(e));
     }
-  } catch (const json::exception& e) {
-    throw std::invalid_argument("sweep spec: base: " + json_error_text(e.what()));
-  } catch (const std::exception& e) {
-    throw std::invalid_argument("sweep spec: base: " + error_text(e));
   }
   // The data.
   if (!data_override.empty()) spec["data"] = data_override;
-  if (spec.contains("data") && spec.contains("task"))
+  if (spec.contains("data") && (spec.contains("task") || task_axis))
     throw std::invalid_argument("sweep spec: data and task both given; a sweep trains on a corpus or on a task");
+  if (task_axis && spec.contains("task"))
+    throw std::invalid_argument("sweep spec: task and a task axis both given; give the task axis alone");
   std::unique_ptr<Task> task;
   if (spec.contains("task")) {
     try {
@@ -321,23 +366,29 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     if (!fs::exists(sweep.data))
       throw std::invalid_argument("sweep spec: data: " + sweep.data + " does not exist; give a corpus file or folder");
     spec["data"] = sweep.data;
-  } else {
+  } else if (!task_axis) {
     throw std::invalid_argument("sweep spec: give data (a corpus) or task (a synthetic task, hsm task list)");
   }
-  if (spec.contains("train")) {
-    if (!spec["train"].is_object()) throw std::invalid_argument("sweep spec: train is not an object of settings");
+  if (spec.contains("train") && !spec["train"].is_object())
+    throw std::invalid_argument("sweep spec: train is not an object of settings");
+  // The spec's training settings over `t`: the base's (a preset's own), or the defaults (a model axis).
+  auto apply_train = [&](TrainSettings& t) {
+    if (!spec.contains("train")) return;
     for (const auto& [k, v] : spec["train"].items()) {
       const SettingSpec* s = find_setting(k);
       if (!s)
         throw std::invalid_argument("sweep spec: train." + k + ": no such training setting; use one of " +
                                     setting_names());
       try {
-        set_setting(base_train, *s, v);
+        set_setting(t, *s, v);
       } catch (const std::exception& e) {
         throw std::invalid_argument("sweep spec: train." + k + " = " + v.dump() + ": " + error_text(e));
       }
     }
-  }
+  };
+  apply_train(base_train);
+  TrainSettings model_axis_train;
+  apply_train(model_axis_train);
   if (spec.contains("resources")) {
     const json& r = spec["resources"];
     if (!r.is_object()) throw std::invalid_argument("sweep spec: resources is not an object; use cpus, gpus, mem_gb, time, partition");
@@ -365,16 +416,42 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     }
   }
 
+  // A model axis' value: a preset, or a config file (beside the spec, else from the working
+  // directory), read once and kept (its snapshot) so that editing the file later changes no point.
+  std::map<std::string, ModelConfig> axis_models;
+  auto model_of = [&](const std::string& value) -> const ModelConfig& {
+    const auto known = axis_models.find(value);
+    if (known != axis_models.end()) return known->second;
+    ModelConfig m;
+    const auto snapshot = model_configs.find(value);
+    if (snapshot != model_configs.end()) {
+      m = config_from_json(snapshot->second, "the grid's snapshot of model " + value);
+    } else {
+      const fs::path beside = fs::path(base_dir) / value;
+      m = load_preset_or_config(fs::path(value).is_relative() && fs::exists(beside) ? beside.string() : value);
+    }
+    sweep.model_configs[value] = to_json(m, -1);
+    return axis_models.emplace(value, m).first->second;
+  };
+
   // The points: the product of the axes, or the list given.
   std::vector<std::vector<std::pair<std::string, json>>> points;
   if (spec.contains("axes") == spec.contains("points"))
     throw std::invalid_argument("sweep spec: give axes (their product is the points) or points (a list), one of them");
-  const json base_json = json::parse(to_json(base_model));
+  const json base_json = model_axis ? json() : json::parse(to_json(base_model));
   auto check_alone = [&](const std::string& axis, const json& v) {
     // Each value on the base alone, so a refusal names the axis and value that caused it.
-    json m = base_json;
-    TrainSettings t = base_train;
     try {
+      if (axis == "task" || axis == "model") {
+        if (!v.is_string()) throw std::invalid_argument(axis == "task" ? "a task is a spec (hsm task list)"
+                                                                       : "a model is a preset or a config file");
+        if (axis == "task") parse_task(v.get<std::string>());
+        if (axis == "model") model_of(v.get<std::string>());
+        return;
+      }
+      if (model_axis) return;  // checked with each point's model below
+      json m = base_json;
+      TrainSettings t = base_train;
       apply(axis, v, m, t);
       config_from_json(m.dump(), "the model");
     } catch (const json::exception& e) {
@@ -409,6 +486,10 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     for (const auto& p : spec["points"]) {
       if (!p.is_object())
         throw std::invalid_argument("sweep spec: a point is not an object {axis: value}: " + p.dump());
+      if (model_axis && !p.contains("model"))
+        throw std::invalid_argument("sweep spec: a point without a model where others have one: " + p.dump());
+      if (task_axis && !p.contains("task"))
+        throw std::invalid_argument("sweep spec: a point without a task where others have one: " + p.dump());
       std::vector<std::pair<std::string, json>> q;
       for (const auto& [axis, v] : p.items()) {
         check_alone(axis, v);
@@ -420,7 +501,10 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     }
   }
   // What differs: the axes with more than one value over the points (absent = the base's).
+  // A task's or a model's value is named by its place among the axis' values and its short name
+  // (t0_mqar, m1_hsm_ab): a spec or a path is not a folder's name.
   std::set<std::string> differs;
+  std::map<std::string, std::vector<std::string>> places;  // "task"/"model" -> its values in order
   for (const std::string& axis : axis_order) {
     std::set<std::string> seen;
     for (const auto& p : points) {
@@ -428,30 +512,63 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
       for (const auto& [a, v] : p)
         if (a == axis) text = v.dump();
       seen.insert(text);
+      if ((axis == "task" || axis == "model") && text != "(base)") {
+        auto& order = places[axis];
+        if (std::find(order.begin(), order.end(), text) == order.end()) order.push_back(text);
+      }
     }
     if (seen.size() > 1) differs.insert(axis);
   }
+  auto value_name = [&](const std::string& axis, const json& v) {
+    if (axis != "task" && axis != "model") return short_axis(axis) + "=" + short_value(v);
+    const auto& order = places[axis];
+    const auto place = std::to_string(std::find(order.begin(), order.end(), v.dump()) - order.begin());
+    const std::string s = v.get<std::string>();
+    return axis == "task" ? "t" + place + "_" + parse_task(s)->name() : "m" + place + "_" + model_label(s);
+  };
   std::set<std::string> names;
   for (size_t k = 0; k < points.size(); ++k) {
     SweepPoint pt;
     pt.index = static_cast<int64_t>(k);
-    json m = base_json;
-    pt.train = base_train;
-    std::string name;
+    pt.task = sweep.task;
     for (const auto& [axis, v] : points[k]) {
-      apply(axis, v, m, pt.train);
-      if (!differs.count(axis)) continue;
-      pt.settings.emplace_back(axis, v.dump());
-      name += (name.empty() ? "" : ",") + short_axis(axis) + "=" + short_value(v);
+      if (axis == "task") pt.task = v.get<std::string>();
+      if (axis == "model") pt.model_source = v.get<std::string>();
     }
+    std::string name;
+    for (const auto& [axis, v] : points[k])
+      if (differs.count(axis)) name += (name.empty() ? "" : ",") + value_name(axis, v);
     std::string what = name.empty() ? "point " + std::to_string(k) : "point " + name;
     try {
+      const std::unique_ptr<Task> point_task = pt.task.empty() ? nullptr : parse_task(pt.task);
+      json m = base_json;
+      pt.train = base_train;
+      if (model_axis) {
+        ModelConfig mc = model_of(pt.model_source);
+        if (sweep.size == "tiny") mc = tiny_model(mc);
+        if (point_task) adopt_task_shape(mc, *point_task);  // a lab's models take each task's shape
+        m = json::parse(to_json(mc));
+        pt.train = model_axis_train;
+      }
+      for (const auto& [axis, v] : points[k]) {
+        if (axis == "task" || axis == "model") continue;
+        try {
+          apply(axis, v, m, pt.train);
+        } catch (const std::exception& e) {
+          throw std::invalid_argument("axis " + axis + " = " + v.dump() + ": " + error_text(e));
+        }
+      }
+      if (sweep.min_lr_fraction >= 0) pt.train.min_lr = pt.train.lr * sweep.min_lr_fraction;
       pt.model = config_from_json(m.dump(), "the model");
       validate_train_settings(pt.train);
-      if (task) check_model_fits_task(pt.model, *task);  // --check refuses what training would
+      if (point_task) check_model_fits_task(pt.model, *point_task);  // --check refuses what training would
+    } catch (const json::exception& e) {
+      throw std::invalid_argument("sweep spec: " + what + ": " + json_error_text(e.what()));
     } catch (const std::exception& e) {
       throw std::invalid_argument("sweep spec: " + what + ": " + error_text(e));
     }
+    for (const auto& [axis, v] : points[k])
+      if (differs.count(axis)) pt.settings.emplace_back(axis, v.dump());
     name = folder_safe(name.empty() ? "base" : name);
     if (name.size() > 180) name = "point-" + std::to_string(k);
     if (!names.insert(name).second)
@@ -462,22 +579,82 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
   sweep.spec_json = spec.dump();
   return sweep;
 }
+namespace {
+
+// A folder an older hsm made a lab in (lab.json, results.jsonl) and never converted.
+void refuse_old_lab(const std::string& dir) {
+  if (fs::exists(fs::path(dir) / "lab.json") && !fs::exists(fs::path(dir) / "sweep.json"))
+    throw std::invalid_argument("'" + dir + "' holds a lab of an older hsm (lab.json); convert it with: hsm lab convert " +
+                                dir);
+}
+
+json score_json(const PointState& s) {
+  const TaskScore& c = s.score;
+  json j = {{"answer_accuracy", c.answer_accuracy}, {"sequence_accuracy", c.sequence_accuracy}, {"loss", c.loss},
+            {"examples", c.examples},               {"answers", c.answers}};
+  if (!c.by_difficulty.empty()) {
+    json by = json::object();
+    for (const auto& [d, n] : c.by_difficulty) by[std::to_string(d)] = {n.first, n.second};
+    j["by_distance"] = by;
+  }
+  return j;
+}
+
+// A state file's score, each field checked for its type so that a refusal names the field.
+TaskScore score_of(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("\"score\" is not an object");
+  auto number = [&](const char* key) {
+    if (!j.contains(key) || j[key].is_null()) return double{NAN};
+    if (!j[key].is_number()) throw std::invalid_argument(std::string("\"") + key + "\" is not a number");
+    return j[key].get<double>();
+  };
+  auto whole = [&](const char* key) {
+    if (!j.contains(key) || j[key].is_null()) return int64_t{0};
+    if (!j[key].is_number_integer()) throw std::invalid_argument(std::string("\"") + key + "\" is not a whole number");
+    return j[key].get<int64_t>();
+  };
+  TaskScore c;
+  if (!j.contains("answer_accuracy") || !j["answer_accuracy"].is_number())
+    throw std::invalid_argument("\"answer_accuracy\" is not a number");
+  c.answer_accuracy = number("answer_accuracy");
+  c.sequence_accuracy = number("sequence_accuracy");
+  c.loss = number("loss");
+  c.examples = whole("examples");
+  c.answers = whole("answers");
+  if (j.contains("by_distance")) {
+    if (!j["by_distance"].is_object()) throw std::invalid_argument("\"by_distance\" is not an object");
+    for (const auto& [d, n] : j["by_distance"].items()) {
+      const bool digits = !d.empty() && d.size() < 18 && d.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || !n.is_array() || n.size() != 2 || !n[0].is_number_integer() || !n[1].is_number_integer())
+        throw std::invalid_argument("\"by_distance\" entry \"" + d + "\" is not a distance with two counts");
+      c.by_difficulty[std::stoll(d)] = {n[0].get<int64_t>(), n[1].get<int64_t>()};
+    }
+  }
+  return c;
+}
+
+}  // namespace
 
 Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep) {
   const fs::path manifest = fs::path(dir) / "sweep.json";
-  // Another kind of folder is not made a sweep (its files would mix with the sweep's).
-  if (fs::exists(fs::path(dir) / "lab.json"))
-    throw std::invalid_argument("'" + dir + "' holds a lab (lab.json), not a sweep; give the sweep a folder of its own");
+  // Another kind of folder is not made a grid (its files would mix with the grid's).
+  refuse_old_lab(dir);
   if (is_run_folder(dir))
-    throw std::invalid_argument("'" + dir + "' is a run folder, not a sweep; give the sweep a folder of its own");
-  check_grid_folder(dir, "sweep");
+    throw std::invalid_argument("'" + dir + "' is a run folder, not a grid; give the grid a folder of its own");
+  check_grid_folder(dir, "grid");
   if (fs::exists(manifest)) {
     const Sweep stored = load_sweep(dir);
     if (json::parse(stored.spec_json) != json::parse(sweep.spec_json))
-      throw std::invalid_argument(dir + " holds another sweep (" + stored.name +
+      throw std::invalid_argument(dir + " holds another grid (" + stored.name +
                                   "); continue it with its own spec, or give another --out folder");
     return stored;
   }
+  write_sweep_manifest(dir, sweep);
+  return sweep;
+}
+
+void write_sweep_manifest(const std::string& dir, const Sweep& sweep) {
+  const fs::path manifest = fs::path(dir) / "sweep.json";
   fs::create_directories(fs::path(dir) / "runs");
   fs::create_directories(fs::path(dir) / "points");
   json points = json::array();
@@ -486,23 +663,39 @@ Sweep open_sweep_folder(const std::string& dir, const Sweep& sweep) {
     for (const auto& [a, v] : p.settings) settings[a] = json::parse(v);
     points.push_back({{"index", p.index}, {"name", p.name}, {"run", "runs/" + p.name}, {"settings", settings}});
   }
-  json m = {{"format", 1}, {"name", sweep.name}, {"spec", json::parse(sweep.spec_json)}, {"points", points}};
-  // The snapshot (issue 46): the base config as it is now, what every point trains.
+  json m = {{"format", 2}, {"name", sweep.name}, {"spec", json::parse(sweep.spec_json)}, {"points", points}};
+  // The snapshots (issue 46): the configs as they are now, what every point trains.
   if (!sweep.base_config_json.empty()) m["base_config"] = json::parse(sweep.base_config_json);
+  if (!sweep.model_configs.empty()) {
+    json configs = json::object();
+    for (const auto& [value, config] : sweep.model_configs) configs[value] = json::parse(config);
+    m["model_configs"] = configs;
+  }
   write_file_atomic(manifest.string(), m.dump(2) + "\n");
-  return sweep;
 }
 
 Sweep load_sweep(const std::string& dir) {
   const fs::path manifest = fs::path(dir) / "sweep.json";
+  refuse_old_lab(dir);
   if (!fs::exists(manifest))
-    throw std::invalid_argument(dir + " holds no sweep (no sweep.json); start one with hsm sweep SPEC --out " + dir);
+    throw std::invalid_argument(dir + " holds no grid (no sweep.json); start one with hsm sweep SPEC --out " + dir +
+                                " or hsm lab --out " + dir);
   json j;
   try {
     j = json::parse(read_text_file(manifest.string(), "sweep manifest"));
-    return parse_sweep_spec(j.at("spec").dump(), dir, "", j.contains("base_config") ? j["base_config"].dump() : "");
+    // Format 1: a sweep of an older hsm, read as it is (it has none of what format 2 added).
+    const json format = j.value("format", json(1));
+    if (format != 1 && format != 2)
+      throw std::invalid_argument("format " + format.dump() + " is not one this hsm reads (1 or 2); use a newer hsm");
+    std::map<std::string, std::string> configs;
+    if (j.contains("model_configs"))
+      for (const auto& [value, config] : j.at("model_configs").items()) configs[value] = config.dump();
+    return parse_sweep_spec(j.at("spec").dump(), dir, "", j.contains("base_config") ? j["base_config"].dump() : "",
+                            configs);
   } catch (const json::exception& e) {
     throw std::invalid_argument(manifest.string() + ": " + json_error_text(e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(manifest.string() + ": " + e.what());
   }
 }
 
@@ -510,17 +703,29 @@ std::string sweep_run_dir(const std::string& dir, const SweepPoint& p) {
   return (fs::path(dir) / "runs" / p.name).string();
 }
 
-PointState read_point_state(const std::string& dir, const SweepPoint& p) {
+PointState read_point_state(const std::string& dir, const SweepPoint& p, std::vector<std::string>* warnings) {
   PointState s;
   const fs::path f = fs::path(dir) / "points" / (p.name + ".json");
   if (!fs::exists(fs::symlink_status(f))) return s;
+  json j;
   try {
-    const json j = json::parse(read_text_file(f.string(), "point state"));
+    j = json::parse(read_text_file(f.string(), "point state"));
     s.state = j.value("state", "pending");
     s.error = j.value("error", "");
     s.pid = j.value("pid", int64_t{0});
+    s.wall_s = j.value("wall_s", 0.0);
   } catch (const std::exception&) {
-    return s;  // half-written by a killed process (before issue 46's whole writes): as if never started
+    return PointState{};  // half-written by a killed process (before issue 46's whole writes): as if never started
+  }
+  if (j.contains("score")) {
+    try {
+      s.score = score_of(j["score"]);
+      s.scored = true;
+    } catch (const std::exception& e) {
+      // An ill-typed score (issue 46): named, and the point scored again (its run is kept).
+      if (warnings) warnings->push_back(f.string() + ": not a score (" + e.what() + "); the point is scored again");
+      if (s.state == "done") s.state = "stopped";
+    }
   }
   // "running" by a process that is gone (killed with no time to say so), or by a pid that is
   // no point of ours (0, -1, init, another user's, another program's): interrupted.
@@ -532,12 +737,36 @@ void write_point_state(const std::string& dir, const SweepPoint& p, const PointS
   fs::create_directories(fs::path(dir) / "points");
   json j = {{"state", s.state}, {"pid", s.pid}};
   if (!s.error.empty()) j["error"] = s.error;
+  if (s.wall_s > 0) j["wall_s"] = s.wall_s;
+  if (s.scored) j["score"] = score_json(s);
   // Whole or not at all (a full disk keeps the old state and throws naming the file).
   write_file_atomic((fs::path(dir) / "points" / (p.name + ".json")).string(), j.dump() + "\n");
 }
 
 Sweep parse_sweep_spec_file(const std::string& path, const std::string& data_override) {
   return parse_sweep_spec(read_text_file(path, "sweep spec"), fs::path(path).parent_path().string(), data_override);
+}
+
+ModelConfig tiny_model(const ModelConfig& model) {
+  constexpr int64_t kD = 64, kMaxLayers = 4;
+  ModelConfig t = model;
+  t.name = model.name + "_tiny";
+  t.d_model = kD;
+  t.dropout = 0;
+  const auto n = static_cast<int64_t>(model.layers.size());
+  t.layers.clear();
+  const int64_t keep = std::min(n, kMaxLayers);
+  int64_t narrowest = INT64_MAX;
+  for (const LayerSpec& l : model.layers) narrowest = std::min(narrowest, std::max<int64_t>(1, l.ffn));
+  for (int64_t i = 0; i < keep; ++i) {
+    const int64_t from = keep == 1 ? 0 : (i * (n - 1) + (keep - 1) / 2) / (keep - 1);
+    LayerSpec l = model.layers[static_cast<size_t>(from)];
+    l.ffn = 4 * kD * l.ffn / narrowest;  // the narrowest FFN 4·d, a wider one in proportion
+    while (l.heads > 1 && kD % l.heads != 0) --l.heads;
+    t.layers.push_back(l);
+  }
+  t.description = "lab size (d 64, " + std::to_string(keep) + " layers) of " + model.name;
+  return t;
 }
 
 }  // namespace hsm

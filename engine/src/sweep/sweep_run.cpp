@@ -14,6 +14,8 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "hsm/errors.h"
 #include "hsm/grid_workers.h"
@@ -25,47 +27,83 @@
 namespace hsm {
 namespace fs = std::filesystem;
 
+namespace {
+
+nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+}  // namespace
+
 std::string run_sweep_point(const std::string& dir, int64_t index, int threads, const std::atomic<bool>* stop,
-                            const std::function<void(const std::string&)>& on_log) {
+                            const std::function<void(const std::string&)>& on_log,
+                            const std::function<void(const std::string&)>& on_event) {
   const Sweep sweep = load_sweep(dir);
   if (index < 0 || index >= static_cast<int64_t>(sweep.points.size()))
     throw std::invalid_argument("--point " + std::to_string(index) + ": the sweep in " + dir + " has points 0.." +
                                 std::to_string(sweep.points.size() - 1));
   const SweepPoint& p = sweep.points[static_cast<size_t>(index)];
+  auto event = [&](nlohmann::json e) {
+    if (!on_event) return;
+    e["point"] = p.index;
+    e["name"] = p.name;
+    on_event(e.dump());
+  };
   // A done point is not trained again (an array job submitted again after a stop).
-  if (read_point_state(dir, p).state == "done") return "done";
-  check_grid_folder(dir, "sweep");
+  if (read_point_state(dir, p).state == "done") {
+    event({{"event", "finished"}, {"state", "done"}});
+    return "done";
+  }
+  check_grid_folder(dir, "grid");
   RunSpec spec;
   spec.run_dir = sweep_run_dir(dir, p);
   check_grid_run_dir(spec.run_dir);
   spec.data_path = sweep.data;
-  spec.task = sweep.task;
+  spec.task = p.task;
   spec.model = p.model;
   spec.train = p.train;
   spec.threads = threads;
   // A run folder with a checkpoint continues from it (an interrupted point); the trainer
   // removes what a run killed before its first checkpoint left.
   spec.resume = fs::exists(fs::path(spec.run_dir) / "checkpoints") && is_run_folder(spec.run_dir);
+  if (spec.resume && on_log) on_log("continuing " + p.name + " from its checkpoint");
   PointState state;
   state.state = "running";
   state.pid = ::getpid();
   write_point_state(dir, p, state);
+  event({{"event", "started"}, {"resumed", spec.resume}});
+  const auto t0 = std::chrono::steady_clock::now();
+  double val_loss = NAN;
   TrainCallbacks cb;
-  if (on_log) {
-    cb.on_log = on_log;
-    cb.on_metric = [&](const MetricRecord& m) {
-      if (m.kind == "eval")
-        on_log(p.name + ": step " + std::to_string(m.step) + "/" + std::to_string(m.total_steps) + " val_loss " +
-               std::to_string(m.val_loss));
+  cb.on_metric = [&](const MetricRecord& m) {
+    if (m.kind != "eval") return;
+    val_loss = m.val_loss;
+    if (on_log)
+      on_log(p.name + ": step " + std::to_string(m.step) + "/" + std::to_string(m.total_steps) + " val_loss " +
+             std::to_string(m.val_loss));
+  };
+  if (on_log) cb.on_log = on_log;
+  if (on_event)
+    cb.on_progress = [&, shown = -1.0, last = std::chrono::steady_clock::time_point()](const std::string& stage,
+                                                                                       double f) mutable {
+      // Every 1 % of the run, and at least every half second of a long one.
+      const auto now = std::chrono::steady_clock::now();
+      if (stage != "training" || (f < 1.0 && f - shown < 0.01 && now - last < std::chrono::milliseconds(500))) return;
+      shown = f;
+      last = now;
+      event({{"event", "step"}, {"fraction", f}});
     };
-  }
   try {
     Trainer trainer(spec, cb);
     const TrainSummary s = train_until_stopped(trainer, stop);
     state.state = s.stopped ? "stopped" : "done";
+    // A task grid's score on fresh test examples (a lab's): part of the point's "done".
+    if (!s.stopped && sweep.test_examples > 0 && !p.task.empty()) {
+      state.score = score_task_run(spec.run_dir, sweep.test_examples, p.train.device);
+      state.scored = true;
+    }
   } catch (const std::exception& e) {
     state.state = "failed";
     state.error = error_text(e);
+    event({{"event", "finished"}, {"state", "failed"}, {"error", state.error}});
     try {
       write_point_state(dir, p, state);
     } catch (const std::exception& w) {
@@ -73,12 +111,25 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
     }
     throw;
   }
+  state.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_point_state(dir, p, state);
+  nlohmann::json done = {{"event", "finished"}, {"state", state.state}, {"val_loss", number_or_null(val_loss)}};
+  if (state.scored) {
+    done["answer_accuracy"] = number_or_null(state.score.answer_accuracy);
+    done["sequence_accuracy"] = number_or_null(state.score.sequence_accuracy);
+    if (on_log) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%s: answer accuracy %.3f, sequence accuracy %.3f (%.1f s)", p.name.c_str(),
+                    state.score.answer_accuracy, state.score.sequence_accuracy, state.wall_s);
+      on_log(line);
+    }
+  }
+  event(done);
   return state.state;
 }
 
 int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
-                    const std::function<void(const std::string&)>& report) {
+                    const std::function<void(const std::string&)>& report, bool events) {
   const Sweep sweep = load_sweep(dir);
   check_grid_folder(dir, "sweep");
   jobs = std::max(1, jobs);
@@ -96,7 +147,17 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
   report(std::to_string(sweep.points.size()) + " points, " + std::to_string(sweep.points.size() - todo.size()) +
          " done; running " + std::to_string(todo.size()) + ", " + std::to_string(jobs) + " at a time, " +
          std::to_string(threads) + " thread(s) each");
+  if (events)
+    write_grid_event(nlohmann::json{{"event", "grid"}, {"points", sweep.points.size()},
+                                    {"done", sweep.points.size() - todo.size()}, {"jobs", jobs}}
+                         .dump());
 
+  // A point's end that its worker could not report itself (it never started, or was killed).
+  auto ended_event = [](const SweepPoint& p, const std::string& state, const std::string& error) {
+    nlohmann::json e = {{"event", "finished"}, {"point", p.index}, {"name", p.name}, {"state", state}};
+    if (!error.empty()) e["error"] = error;
+    write_grid_event(e.dump());
+  };
   // SIGINT, SIGTERM, SIGHUP: passed on to the points (each stops at a step with a checkpoint),
   // no new point starts, and the launcher returns when they have ended (hsm/grid_workers.h).
   GridStopSignals stop(false);
@@ -108,14 +169,19 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
       const SweepPoint& p = sweep.points[todo[next++]];
       const std::string log = (fs::path(dir) / "points" / (p.name + ".log")).string();
       try {
-        const pid_t pid = start_grid_worker({exe, "sweep", "run", dir, "--point", std::to_string(p.index), "--threads",
-                                             std::to_string(threads)},
-                                            log);
+        std::vector<std::string> argv = {exe,     "sweep", "run", dir, "--point", std::to_string(p.index),
+                                         "--threads", std::to_string(threads)};
+        if (events) argv.push_back("--events");
+        const pid_t pid = start_grid_worker(argv, log, events);
         running[pid] = static_cast<size_t>(p.index);
         report("started " + p.name);
       } catch (const std::exception& e) {
-        write_point_state(dir, p, PointState{"failed", error_text(e), 0});
+        PointState failed;
+        failed.state = "failed";
+        failed.error = error_text(e);
+        write_point_state(dir, p, failed);
         report("failed " + p.name + ": " + error_text(e));
+        if (events) ended_event(p, "failed", failed.error);
       }
     }
     if (running.empty()) break;
@@ -136,12 +202,15 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
       report("done " + p.name);
     } else if (s.state == "stopped" || (GridStopSignals::raised() && WIFSIGNALED(status))) {
       report("stopped " + p.name);
+      if (events && WIFSIGNALED(status)) ended_event(p, "stopped", "");  // killed with no time to say so
     } else {
       PointState f = s;
+      const bool said = f.state == "failed";  // the worker's own event said so
       f.state = "failed";
       if (f.error.empty()) f.error = worker_status_text(status);
       write_point_state(dir, p, f);
       report("failed " + p.name + ": " + f.error);
+      if (events && !said) ended_event(p, "failed", f.error);  // a worker killed with no time to say so
     }
   }
   // The exit status says whether every point finished (issue 46), naming those that did not.
@@ -152,7 +221,7 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
   if (unfinished > 5) left += " and " + std::to_string(unfinished - 5) + " more";
   if (unfinished > 0)
     report(std::to_string(unfinished) + " of " + std::to_string(sweep.points.size()) + " points unfinished: " + left +
-           "; hsm sweep SPEC --out " + dir + " continues the sweep");
+           "; hsm sweep --out " + dir + " continues the grid");
   if (GridStopSignals::raised()) return 130;
   return unfinished > 0 ? 1 : 0;
 }
