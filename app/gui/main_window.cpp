@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
 #include <QSpinBox>
 #include <QTextBrowser>
 #include <QStatusBar>
@@ -228,12 +229,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   applyEngineSettings();
   updateStatus();
-  resize(1400, 900);
+  // A first start fits the screen it opens on (the layouts set the smallest size, 1024x600
+  // fits); afterwards the window comes back as it was left.
+  if (const QScreen* s = screen()) {
+    const QRect available = s->availableGeometry();
+    resize(firstSize(available.size()));
+    move(available.center() - rect().center());
+  }
   if (!StudioSettings::geometry().isEmpty()) restoreGeometry(StudioSettings::geometry());
   if (!StudioSettings::windowState().isEmpty()) restoreState(StudioSettings::windowState());
 }
 
 MainWindow::~MainWindow() = default;
+
+QSize MainWindow::firstSize(const QSize& available) {
+  // The preferred size, but never past the screen: the window manager's frame (title bar,
+  // borders) comes out of the available area too.
+  constexpr int kFrameWidth = 16, kFrameHeight = 40;
+  return QSize(1400, 900).boundedTo(available - QSize(kFrameWidth, kFrameHeight));
+}
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));

@@ -41,6 +41,10 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
+  // The size of a first start (no saved geometry) on a screen whose available area is this:
+  // the preferred 1400x900, made smaller to fit the screen with the window's frame.
+  static QSize firstSize(const QSize& available);
+
   RunList* runs() const { return runs_; }
   EngineHost* engine() const { return engine_; }
   TrainingView* trainingView() const { return training_; }

@@ -115,7 +115,7 @@ void WeightsView::build() {
   offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
   offsetPlot_->setToolTip(
       tr("Weight of the single path from input t−k to output t through every (a,b) layer "
-         "(layer norms and FFNs ignored, HSM §3). Log scale shows |w|."));
+         "(layer norms and FFNs ignored, HSM §3). “Log y” shows |w|."));
   connect(offsetPlot_, &PlotPanel::logYToggled, this, [this] { drawOffsets(); });
 
   vectorMap_ = new HeatmapPanel(tr("Vector a and b per channel"), tr("channel"), tr("layer"));
@@ -201,8 +201,16 @@ void WeightsView::build() {
   rows->addWidget(top);
   rows->addWidget(diagram_);
   rows->addWidget(bottom);
+  bottom->hide();  // until the weights say there are vectors or heads to show
+  // On a short screen (1024x600) with a vector or multihead model the three rows scroll
+  // rather than make the window taller than the screen.
+  auto* rowsScroll = new QScrollArea;
+  rowsScroll->setWidget(rows);
+  rowsScroll->setWidgetResizable(true);
+  rowsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  rowsScroll->setFrameShape(QFrame::NoFrame);
   auto* sides = new QSplitter(Qt::Horizontal);
-  sides->addWidget(rows);
+  sides->addWidget(rowsScroll);
   sides->addWidget(editorBox);
   sides->setStretchFactor(0, 3);
   sides->setStretchFactor(1, 1);
