@@ -166,7 +166,20 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
 }
 
 void PlotPanel::setLegendAlignment(Qt::Alignment alignment) {
+  if (legendBelow_) return;
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, alignment);
+}
+
+void PlotPanel::setLegendBelow(int columns) {
+  if (legendBelow_) return;
+  legendBelow_ = true;
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(1, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);  // its own height, the axes the rest
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setWrap(columns);
+  plot_->legend->setBrush(Qt::NoBrush);
+  plot_->legend->setBorderPen(Qt::NoPen);
 }
 
 void PlotPanel::setLogOptionVisible(bool visible) { logBox_->setVisible(visible); }

@@ -31,6 +31,8 @@ class PlotPanel : public QWidget {
   bool logY() const { return logY_; }
   void resetView();  // fit all data
   void setLegendAlignment(Qt::Alignment alignment);
+  // The legend in a row of `columns` entries under the axes, where it covers no data (issue 48).
+  void setLegendBelow(int columns);
   QString title() const { return title_; }
 
   // Writes the plot (by extension: .png, .pdf, .svg) or its data (.csv). Returns an empty
@@ -61,6 +63,7 @@ class PlotPanel : public QWidget {
   void redraw();
 
   QString title_, xLabel_, yLabel_;
+  bool legendBelow_ = false;
   QCustomPlot* plot_;
   QCheckBox* logBox_;
   QVector<PlotSeries> series_;
