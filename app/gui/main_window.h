@@ -66,6 +66,10 @@ class MainWindow : public QMainWindow {
   void enterPresentation();  // View › Presentation (F11): the Playground's story full screen
   // Help › What am I looking at? (F1) for the view in front, and the first-run tour.
   help::HelpPanel* showHelp();
+  void toggleHelp();  // F1 and the button: shows the help, or hides it when shown
+  // Where a help panel of this size opens for a window with this frame on a screen with this
+  // available area: beside the window where there is room, else over its left edge.
+  static QPoint helpPosition(const QRect& window, const QSize& panel, const QRect& available);
   help::Tour* startTour();
   QString shortcutsText() const;
 
@@ -94,6 +98,7 @@ class MainWindow : public QMainWindow {
   void refreshRecentMenu();
   void updateStatus();
   void updateHelp();
+  QPoint helpPosition(const QSize& panel) const;  // where the help panel opens
   void addStartTab();
   void applyEngineSettings();
 
