@@ -17,7 +17,9 @@ namespace studio {
 // A what-if edit's validation loss next to the trained model's on the same windows (issue 23).
 struct WhatIfEvaluation {
   hsm::WhatIf edits;
-  hsm::EvalResult trained, edited;
+  hsm::EvalResult trained, edited;  // on the windows asked (the first N)
+  // The trained model on every window (run_evaluation.h), when asked; window_count 0: not asked.
+  hsm::EvalResult evaluation;
 };
 }  // namespace studio
 

@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
 #include <QSpinBox>
 #include <QTextBrowser>
 #include <QStatusBar>
@@ -18,6 +19,7 @@
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
@@ -118,7 +120,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   helpButton->setText(tr("What am I looking at?"));
   helpButton->setAutoRaise(true);
   helpButton->setToolTip(tr("What this view shows, in plain words, with the formula of the model's mixer (F1)"));
-  connect(helpButton, &QToolButton::clicked, this, &MainWindow::showHelp);
+  connect(helpButton, &QToolButton::clicked, this, &MainWindow::toggleHelp);
   tabs_->setCornerWidget(helpButton, Qt::TopRightCorner);
   connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::updateHelp);
   setCentralWidget(tabs_);
@@ -229,12 +231,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   applyEngineSettings();
   updateStatus();
-  resize(1400, 900);
+  // A first start fits the screen it opens on (the layouts set the smallest size, 1024x600
+  // fits); afterwards the window comes back as it was left.
+  if (const QScreen* s = screen()) {
+    const QRect available = s->availableGeometry();
+    resize(firstSize(available.size()));
+    move(available.center() - rect().center());
+  }
   if (!StudioSettings::geometry().isEmpty()) restoreGeometry(StudioSettings::geometry());
   if (!StudioSettings::windowState().isEmpty()) restoreState(StudioSettings::windowState());
 }
 
 MainWindow::~MainWindow() = default;
+
+QSize MainWindow::firstSize(const QSize& available) {
+  // The preferred size, but never past the screen: the window manager's frame (title bar,
+  // borders) comes out of the available area too.
+  constexpr int kFrameWidth = 16, kFrameHeight = 40;
+  return QSize(1400, 900).boundedTo(available - QSize(kFrameWidth, kFrameHeight));
+}
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -274,7 +289,7 @@ void MainWindow::buildMenus() {
   view->addAction(tr("Pr&esentation"), QKeySequence(Qt::Key_F11), this, &MainWindow::enterPresentation);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&What am I looking at?"), QKeySequence::HelpContents, this, &MainWindow::showHelp);
+  help->addAction(tr("&What am I looking at?"), QKeySequence::HelpContents, this, &MainWindow::toggleHelp);
   help->addAction(tr("Take the &tour"), this, &MainWindow::startTour);
   help->addAction(tr("&Keyboard shortcuts"), this, [this] {
     QDialog dialog(this);
@@ -330,15 +345,34 @@ void MainWindow::enterPresentation() {
   presentation_->enter();
 }
 
+void MainWindow::toggleHelp() {
+  if (helpPanel_ && helpPanel_->isVisible())
+    helpPanel_->hide();
+  else
+    showHelp();
+}
+
 help::HelpPanel* MainWindow::showHelp() {
-  if (!helpPanel_) {
-    helpPanel_ = new help::HelpPanel(this);
-    helpPanel_->move(geometry().right() - helpPanel_->width(), geometry().top() + 80);
-  }
+  if (!helpPanel_) helpPanel_ = new help::HelpPanel(this);
+  if (!helpPanel_->isVisible()) helpPanel_->move(helpPosition(helpPanel_->frameGeometry().size()));
   helpPanel_->show();
   helpPanel_->raise();
   updateHelp();
   return helpPanel_;
+}
+
+QPoint MainWindow::helpPosition(const QSize& panel) const {
+  return helpPosition(frameGeometry(), panel, screen() ? screen()->availableGeometry() : frameGeometry());
+}
+
+QPoint MainWindow::helpPosition(const QRect& window, const QSize& panel, const QRect& available) {
+  // Beside the window where the screen has room, so it covers nothing it explains; else over
+  // the window's left edge, where the views keep their forms and lists, not the diagrams and
+  // plots the help is about.
+  const int top = std::clamp(window.top() + 80, available.top(), std::max(available.top(), available.bottom() - panel.height()));
+  if (window.right() + panel.width() <= available.right()) return {window.right() + 1, top};
+  if (window.left() - panel.width() >= available.left()) return {window.left() - panel.width(), top};
+  return {std::max(available.left(), window.left()), top};
 }
 
 void MainWindow::updateHelp() {

@@ -41,6 +41,10 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
+  // The size of a first start (no saved geometry) on a screen whose available area is this:
+  // the preferred 1400x900, made smaller to fit the screen with the window's frame.
+  static QSize firstSize(const QSize& available);
+
   RunList* runs() const { return runs_; }
   EngineHost* engine() const { return engine_; }
   TrainingView* trainingView() const { return training_; }
@@ -62,6 +66,10 @@ class MainWindow : public QMainWindow {
   void enterPresentation();  // View › Presentation (F11): the Playground's story full screen
   // Help › What am I looking at? (F1) for the view in front, and the first-run tour.
   help::HelpPanel* showHelp();
+  void toggleHelp();  // F1 and the button: shows the help, or hides it when shown
+  // Where a help panel of this size opens for a window with this frame on a screen with this
+  // available area: beside the window where there is room, else over its left edge.
+  static QPoint helpPosition(const QRect& window, const QSize& panel, const QRect& available);
   help::Tour* startTour();
   QString shortcutsText() const;
 
@@ -90,6 +98,7 @@ class MainWindow : public QMainWindow {
   void refreshRecentMenu();
   void updateStatus();
   void updateHelp();
+  QPoint helpPosition(const QSize& panel) const;  // where the help panel opens
   void addStartTab();
   void applyEngineSettings();
 

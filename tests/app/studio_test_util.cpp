@@ -3,6 +3,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMap>
 #include <QMouseEvent>
 #include <QTextStream>
 #include <QThread>
@@ -75,6 +76,17 @@ QString trained_run() {
     return QString::fromStdString(spec.run_dir);
   }();
   return run;
+}
+
+QString trained_variant(const QString& name, const std::function<void(hsm::RunSpec&)>& change) {
+  static QMap<QString, QString> trained;  // by name: each variant trained once per process
+  if (!trained.contains(name)) {
+    hsm::RunSpec spec = tiny_run_spec(QDir(temp_root()).filePath(name));
+    change(spec);
+    hsm::Trainer(spec).run();
+    trained.insert(name, QString::fromStdString(spec.run_dir));
+  }
+  return trained.value(name);
 }
 
 bool wait_for(const std::function<bool()>& done, int timeout_ms) {

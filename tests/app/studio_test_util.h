@@ -27,6 +27,9 @@ QString tiny_config(const QString& dir);
 hsm::RunSpec tiny_run_spec(const QString& dir, int stories = 300);
 // A run of the tiny model trained once per process by the engine (20 steps).
 QString trained_run();
+// A variant of it, trained once per process into temp_root()/NAME/run (or the run_dir `change`
+// sets): tiny_run_spec with `change` applied first (another seed, fewer steps, a layer less).
+QString trained_variant(const QString& name, const std::function<void(hsm::RunSpec&)>& change);
 
 // Processes events until done() or the timeout; returns done().
 bool wait_for(const std::function<bool()>& done, int timeout_ms = 120000);

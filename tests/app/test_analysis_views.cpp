@@ -5,6 +5,7 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMouseEvent>
@@ -75,6 +76,54 @@ TEST(ArchitectureView, ParamCountFollowsTheEditorAndMatchesTheEngine) {
   EXPECT_EQ(view.totalParams(), -1);
   view.setLayerHeads(1, 8);
   EXPECT_TRUE(view.error().isEmpty());
+}
+
+// Issue 48: the view follows the Run selector as every other view does (a run's own config, a
+// preset only when chosen), shown or shown later; a preset chosen stays until the run changes.
+TEST(ArchitectureView, FollowsTheCurrentRunsOwnModel) {
+  const QString first = trained_run();  // 3 layers, d 32
+  const QString second = trained_variant(QStringLiteral("arch-second"), [](hsm::RunSpec& spec) {  // 2 layers
+    spec.run_dir = QDir(temp_root()).filePath(QStringLiteral("arch-second/two-layers")).toStdString();
+    spec.model.layers.pop_back();
+    spec.model.name = "two_layer_test";
+    spec.train.steps = 2;
+    spec.train.eval_every = 2;
+    spec.train.checkpoint_every = 2;
+  });
+  RunList runs;
+  ArchitectureView view(&runs);
+  view.resize(1280, 720);
+  view.show();
+  QCoreApplication::processEvents();
+  EXPECT_TRUE(view.modelSource().contains(QStringLiteral("preset"))) << view.modelSource().toStdString();
+
+  const int rowA = runs.open(first), rowB = runs.open(second);
+  runs.setCurrent(rowA);
+  QCoreApplication::processEvents();
+  EXPECT_EQ(view.layerCount(), 3);
+  EXPECT_EQ(view.config().d_model, 32);
+  EXPECT_EQ(view.totalParams(), hsm::count_params(runs.at(rowA).model).total());
+  EXPECT_TRUE(view.modelSource().contains(QFileInfo(first).fileName())) << view.modelSource().toStdString();
+
+  runs.setCurrent(rowB);
+  QCoreApplication::processEvents();
+  EXPECT_EQ(view.layerCount(), 2);
+  EXPECT_EQ(view.totalParams(), hsm::count_params(runs.at(rowB).model).total());
+  EXPECT_TRUE(view.modelSource().contains(QStringLiteral("two-layers"))) << view.modelSource().toStdString();
+
+  // A preset chosen replaces it, and says so.
+  view.findChild<QComboBox*>(QStringLiteral("arch_preset"))->setCurrentText(QStringLiteral("gpt"));
+  EXPECT_EQ(view.totalParams(), hsm::count_params(hsm::load_preset("gpt")).total());
+  EXPECT_TRUE(view.modelSource().contains(QStringLiteral("preset"))) << view.modelSource().toStdString();
+
+  // Hidden while the run changes: shown again, the current run's model.
+  view.hide();
+  runs.setCurrent(rowA);
+  QCoreApplication::processEvents();
+  view.show();
+  QCoreApplication::processEvents();
+  EXPECT_EQ(view.layerCount(), 3);
+  EXPECT_EQ(view.totalParams(), hsm::count_params(runs.at(rowA).model).total());
 }
 
 TEST(ArchitectureView, MatchParametersHitsTheTargetWithinOneStep) {

@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QSet>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -182,4 +183,44 @@ TEST(Help, StartPageIsATabThatClosesAndComesBack) {
   ASSERT_NE(close, nullptr);
   close->click();
   EXPECT_EQ(w.tabs()->count(), 9);
+}
+
+// Issue 48: F1 toggles the help (a second F1 closes it); it opens beside the window where the
+// screen has room, so it covers nothing it explains; its texts say why the shifts are powers of
+// two and why the end-to-end weights exceed 1; the Lab's help is about the lab, not "the
+// mixers of" the current run's model.
+TEST(Help, F1TogglesTheHelpBesideTheWindowWithTheWhys) {
+  MainWindow w;
+  ASSERT_EQ(w.openRun(trained_run(), true), QString());
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.showView(MainWindow::kWeights);
+  QTest::keyClick(&w, Qt::Key_F1);
+  auto* panel = w.findChild<help::HelpPanel*>(QStringLiteral("help_panel"));
+  ASSERT_NE(panel, nullptr);
+  ASSERT_TRUE(panel->isVisible());
+  const QString text = panel->text();
+  EXPECT_TRUE(text.contains(QStringLiteral("sum of distinct powers of two"))) << text.toStdString();
+  EXPECT_TRUE(text.contains(QStringLiteral("residual path"))) << text.toStdString();
+  QTest::keyClick(&w, Qt::Key_F1);
+  EXPECT_FALSE(panel->isVisible()) << "a second F1 closes it";
+  w.showView(MainWindow::kLab);
+  QTest::keyClick(&w, Qt::Key_F1);
+  ASSERT_TRUE(panel->isVisible());
+  EXPECT_FALSE(panel->text().contains(QStringLiteral("The mixers of"))) << panel->text().toStdString();
+  EXPECT_FALSE(panel->text().contains(QStringLiteral("mixers ("))) << panel->text().toStdString();
+  w.showView(MainWindow::kArchitecture);
+  EXPECT_TRUE(panel->text().contains(QStringLiteral("sum of distinct powers of two"))) << panel->text().toStdString();
+
+  // Beside the window where the screen has room (right, else left), else over its left edge.
+  const QSize size(460, 560);
+  const QRect screen(0, 0, 1920, 1050);
+  for (const QRect window : {QRect(0, 0, 1280, 720), QRect(600, 100, 1280, 720)}) {
+    const QRect help(MainWindow::helpPosition(window, size, screen), size);
+    EXPECT_FALSE(help.intersects(window)) << "window at x " << window.x();
+    EXPECT_TRUE(screen.contains(help)) << "window at x " << window.x();
+  }
+  const QRect maximised(0, 0, 1280, 690);
+  const QRect over(MainWindow::helpPosition(maximised, size, QRect(0, 0, 1280, 690)), size);
+  EXPECT_EQ(over.left(), 0) << "over the window's left edge when there is no room beside it";
 }

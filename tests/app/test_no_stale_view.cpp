@@ -6,10 +6,12 @@
 #include <qcustomplot.h>
 
 #include <QLabel>
+#include <QTableWidget>
 
 #include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/losses_view.h"
 #include "gui/views/probe_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/plot_panel.h"
@@ -144,5 +146,37 @@ TEST(NoStaleView, AHiddenViewCatchesUpWhenShown) {
   diagnostics.show();
   ASSERT_TRUE(wait_for([&] { return diagnostics.hasResult(0) && !diagnostics.isRunning(); }));
   EXPECT_TRUE(label_text(diagnostics, "diag_title").contains(QStringLiteral("<b>run-b</b>")));
+  EXPECT_TRUE(engine.waitIdle(60000));
+}
+
+// Issue 48: the Losses view's document table compares two runs under a header that names them,
+// "Δ loss (run-b − run)", and a colour key says which colour favours which; after a switch to
+// the other run nothing of either is left.
+TEST(NoStaleView, TheLossesCompareHeaderFollowsARunSwitch) {
+  const QString a = trained_run(), b = second_run();
+  RunList runs;
+  EngineHost engine;
+  LossesView losses(&runs, &engine);
+  const int rowA = runs.open(a), rowB = runs.open(b);
+  runs.setCurrent(rowA);
+  losses.resize(1280, 720);
+  losses.show();
+  losses.setMaxWindows(4);
+  ASSERT_TRUE(losses.score()) << losses.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !losses.isScoring(); }));
+  ASSERT_EQ(losses.comparedRuns(), QStringList{runs.at(rowB).dir});
+  losses.setCompareRun(runs.at(rowB).dir);
+  auto header = [&] { return losses.documentTable()->horizontalHeaderItem(2)->text(); };
+  ASSERT_TRUE(header().contains(QStringLiteral("run-b − run"))) << header().toStdString();
+  // The compare tint has its colour key: which colour favours which run.
+  EXPECT_TRUE(losses.tintKey().contains(QStringLiteral("run-b better"))) << losses.tintKey().toStdString();
+  EXPECT_TRUE(losses.tintKey().contains(LossesView::differenceTint(-LossesView::kTintMaxDifference).name()))
+      << losses.tintKey().toStdString();
+
+  runs.setCurrent(rowB);
+  EXPECT_FALSE(header().contains(QStringLiteral("−"))) << header().toStdString();
+  EXPECT_FALSE(header().contains(QStringLiteral("run"))) << header().toStdString();
+  EXPECT_EQ(losses.documentTable()->rowCount(), 0);
+  EXPECT_FALSE(losses.tintKey().contains(QStringLiteral("run-b"))) << losses.tintKey().toStdString();
   EXPECT_TRUE(engine.waitIdle(60000));
 }

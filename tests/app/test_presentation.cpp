@@ -22,6 +22,7 @@
 #include "gui/views/playground_view.h"
 #include "gui/views/presentation_mode.h"
 #include "gui/widgets/token_text.h"
+#include "hsm/mixer_kind.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -176,4 +177,55 @@ TEST(Playground, TextSizeIsKeptAcrossGenerate) {
   view.setPrompt(QString());
   EXPECT_FALSE(
       view.findChild<QPlainTextEdit*>(QStringLiteral("prompt"))->placeholderText().contains(QStringLiteral("Once")));
+}
+
+// Issue 48: the model on screen (run, model, mixers); Page Down / Page Up switch the model from
+// inside and the new model tells a new story; a run switched outside shows a new story when
+// presenting again; the paper's prompts whole on their buttons.
+TEST(Presentation, ShowsTheModelAndPageDownSwitchesItWithANewStory) {
+  const QString second = trained_variant(QStringLiteral("present-second"), [](hsm::RunSpec& spec) {
+    spec.run_dir = QDir(temp_root()).filePath(QStringLiteral("present-second/run-b")).toStdString();
+    spec.train.seed = 99;
+    spec.train.steps = 4;
+    spec.train.checkpoint_every = 4;
+  });
+  RunList runs;
+  EngineHost engine;
+  PlaygroundView playground(&runs, &engine);
+  const int rowA = runs.open(trained_run()), rowB = runs.open(second);
+  runs.setCurrent(rowA);
+  PresentationMode p(&playground);
+  p.setSpeed(0);
+  p.enter();
+  ASSERT_TRUE(QTest::qWaitForWindowActive(&p));
+  EXPECT_TRUE(p.modelText().startsWith(QStringLiteral("run · "))) << p.modelText().toStdString();
+  for (const char* mixer : {"hsm_ab", "attn"})
+    EXPECT_TRUE(p.modelText().contains(QString::fromUtf8(hsm::mixer_info(mixer).title))) << p.modelText().toStdString();
+  ASSERT_TRUE(p.newStory()) << p.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !p.isTelling(); }));
+  EXPECT_EQ(p.storyRun(), runs.at(rowA).dir);
+
+  QTest::keyClick(&p, Qt::Key_PageDown);
+  EXPECT_EQ(runs.current(), rowB);
+  EXPECT_TRUE(p.modelText().startsWith(QStringLiteral("run-b · "))) << p.modelText().toStdString();
+  ASSERT_TRUE(wait_for([&] { return p.storyRun() == runs.at(rowB).dir && !p.isTelling(); }));
+  EXPECT_GT(p.story()->tokenCount(), 0);
+
+  // Switched outside while not presenting: back in, the current model's story, not the old one.
+  p.leave();
+  runs.setCurrent(rowA);
+  p.enter();
+  ASSERT_TRUE(wait_for([&] { return p.storyRun() == runs.at(rowA).dir && !p.isTelling(); }));
+  EXPECT_GT(p.story()->tokenCount(), 0);
+  p.leave();
+
+  // The paper's prompts whole, wrapped onto lines, never cut with "…".
+  const QStringList paper = playground.paperPrompts();
+  ASSERT_EQ(p.promptButtons().size(), paper.size());
+  for (int i = 0; i < paper.size(); ++i) {
+    p.promptButtons()[i]->resize(220, 40);
+    QCoreApplication::processEvents();
+    EXPECT_EQ(p.promptButtons()[i]->text().replace(QLatin1Char('\n'), QLatin1Char(' ')), paper[i].simplified());
+  }
+  EXPECT_TRUE(engine.waitIdle(60000));
 }

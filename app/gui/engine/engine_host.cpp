@@ -172,13 +172,14 @@ QFuture<void> EngineHost::setWhatIf(const QString& runDir, const hsm::WhatIf& ed
 hsm::WhatIf EngineHost::whatIf(const QString& runDir) const { return whatIfs_->edits(runDir); }
 
 Reply<WhatIfEvaluation> EngineHost::evaluateWhatIf(const QString& runDir, const QString& dataPath,
-                                                   const QString& windows, int maxWindows) {
+                                                   const QString& windows, int maxWindows, bool evaluateAll) {
   whatIfEvaluation_.cancel();  // only the newest edit's loss is wanted
   whatIfEvaluation_ =
-      analysis_->stream<WhatIfEvaluation>(runDir, [dataPath, windows, maxWindows](const CallContext& c) {
+      analysis_->stream<WhatIfEvaluation>(runDir, [dataPath, windows, maxWindows, evaluateAll](const CallContext& c) {
         if (c.cancelled()) throw hsm::Cancelled();  // superseded before it began
         const hsm::EvalOptions options = eval_options(windows, maxWindows, c);
         WhatIfEvaluation out;
+        if (evaluateAll) out.evaluation = c.trainedLoss(dataPath, eval_options(windows, 0, c));
         out.trained = c.trainedLoss(dataPath, options);
         const std::shared_ptr<const hsm::Model> edited = c.model();
         out.edits = c.edits();

@@ -65,9 +65,10 @@ class EngineHost : public QObject {
   // Validation loss on the first maxWindows windows of the trained and the edited model, on
   // the analysis thread; the windows are read once per corpus and reused for every edit. A
   // newer call supersedes it: the one under way stops between batches and one still queued
-  // does not start (both fail with CallFailed, cancelled).
+  // does not start (both fail with CallFailed, cancelled). With evaluateAll, the trained
+  // model on every window too (WhatIfEvaluation::evaluation; computed once per checkpoint).
   Reply<WhatIfEvaluation> evaluateWhatIf(const QString& runDir, const QString& dataPath, const QString& windows,
-                                         int maxWindows);
+                                         int maxWindows, bool evaluateAll = false);
   // "Save as…": the edited model as a new run folder (refuses a non-empty one); its path.
   QFuture<QString> saveWhatIf(const QString& runDir, const QString& newDir);
 

@@ -83,7 +83,8 @@ QString termToolTip(Term term) {
     case Term::kShift:
       return QObject::tr(
           "s = the shift: how many places back a layer's second input x_shifted comes from "
-          "(x_shifted[t] = x[t − s]); in HSM s = 2^layer: 1, 2, 4, 8, …");
+          "(x_shifted[t] = x[t − s]); in HSM s = 2^layer: 1, 2, 4, 8, … Why powers of two: every offset "
+          "is a sum of distinct powers of two, so log2 T layers reach every earlier token, each by one path.");
     case Term::kWeightA:
       return QObject::tr("a: the learned weight on the token itself, x, in y = a·x + b·x_shifted (HSM eq. 1)");
     case Term::kWeightB:

@@ -21,6 +21,8 @@ struct ViewText {
   const char* title;
   const char* body;
 };
+// In MainWindow::View's order (a view's help is kViews[its index]).
+constexpr int kLabView = 7, kExperimentsView = 8;
 const ViewText kViews[] = {
     {QT_TRANSLATE_NOOP("help", "Architecture"),
      QT_TRANSLATE_NOOP("help",
@@ -31,6 +33,10 @@ const ViewText kViews[] = {
                        "grows with the square of the context. <b>Hierarchical Shift Mixing (HSM)</b> mixes each token "
                        "with just one earlier token, 2<sup>l</sup> places back in layer l: 1, 2, 4, 8, … Stacked, the "
                        "layers still reach every earlier token, at a cost that grows only linearly.</p>"
+                       "<p><b>Why powers of two?</b> Every offset k is a sum of distinct powers of two (its binary "
+                       "digits: 13 = 8 + 4 + 1). A path that takes the shifted branch in exactly the layers of those "
+                       "digits (here layers 3, 2 and 0) and the unshifted one elsewhere goes k tokens back, so "
+                       "log<sub>2</sub>T layers reach all T earlier positions, each by exactly one path.</p>"
                        "<p>Here: pick a preset (hover one for its paper and size) or edit the layers; the table gives "
                        "the parameters per layer. The <b>receptive field</b> diagram (HSM Fig. 4): click an output "
                        "token and see which earlier tokens can reach it, layer by layer; <b>s=</b> is the shift of "
@@ -49,8 +55,15 @@ const ViewText kViews[] = {
      QT_TRANSLATE_NOOP("help",
                        "<p>What the mixers learned. In HSM (a,b) each layer has two numbers: <b>a</b> weighs the "
                        "token itself and <b>b</b> the token <b>s</b> = 2<sup>layer</sup> places back "
-                       "(y = a·x + b·x<sub>shifted</sub>, HSM Table 2). Vector variants learn one a and b per "
-                       "channel (a heatmap), multihead ones one per head and shift.</p>"
+                       "(y = a·x + b·x<sub>shifted</sub>, HSM Table 2). Why 2<sup>layer</sup>: every offset is a "
+                       "sum of distinct powers of two, so the layers of its binary digits take it back exactly that "
+                       "far, and log<sub>2</sub>T layers reach every earlier token. Vector variants learn one a and b "
+                       "per channel (a heatmap), multihead ones one per head and shift.</p>"
+                       "<p><b>End-to-end offset weights</b> multiply along the one path of each offset: b where the "
+                       "path takes the shift, <b>1 + a</b> where it does not. The 1 is the <b>residual path</b>: a "
+                       "block adds its mixer's output to its input (h + a·x + b·x<sub>shifted</sub>), so a token "
+                       "keeps itself even where a is small. That is why these weights reach far above 1 (1.5 over "
+                       "seven layers is 17) while every a and b is below 1.</p>"
                        "<p><b>What if…</b>: drag a bar, or knock out a layer or a head, and see at once what the "
                        "edit does to the validation loss and to the stories in the Playground. The run folder is "
                        "never written; Save as writes a new one.</p>")},
@@ -134,7 +147,7 @@ const char* kStartBody = QT_TRANSLATE_NOOP(
     "minutes, or open a run folder. Help › Take the tour walks through the views.</p>");
 
 QString mixers_html(const hsm::ModelConfig& model) {
-  QString html = QObject::tr("<h3>The mixers of %1</h3>").arg(qstr(model.name).toHtmlEscaped());
+  QString html = QObject::tr("<h3>The current run's mixers (its model: %1)</h3>").arg(qstr(model.name).toHtmlEscaped());
   std::set<std::string> seen;
   int layer = 0;
   for (const hsm::LayerSpec& l : model.layers) {
@@ -161,7 +174,9 @@ QString viewHelpHtml(int view, const hsm::ModelConfig* model) {
   const bool known = view >= 0 && view < static_cast<int>(std::size(kViews));
   QString html = QObject::tr("<h2>%1: what am I looking at?</h2>").arg(viewTitle(view));
   html += QCoreApplication::translate("help", known ? kViews[view].body : kStartBody);
-  if (model) html += mixers_html(*model);
+  // The Lab and Experiments views show grids of their own models, not the current run's.
+  const bool aboutTheCurrentRun = view != kLabView && view != kExperimentsView;
+  if (model && aboutTheCurrentRun) html += mixers_html(*model);
   html += QObject::tr("<h3>Words</h3><p>%1</p><p>%2</p><p>%3</p><p>%4</p>")
               .arg(termToolTip(Term::kReceptiveField).toHtmlEscaped(), termToolTip(Term::kShift).toHtmlEscaped(),
                    termToolTip(Term::kWeightA).toHtmlEscaped(), termToolTip(Term::kWeightB).toHtmlEscaped());
@@ -215,6 +230,7 @@ QString shortcutsHtml(const QMenuBar* menus) {
       {QObject::tr("Playground and presentation › Larger / smaller text"),
        QObject::tr("Ctrl++ / Ctrl+- (or Ctrl+wheel)")},
       {QObject::tr("Presentation › New story"), QObject::tr("Space or N")},
+      {QObject::tr("Presentation › Next / previous model"), QObject::tr("Page Down / Page Up")},
       {QObject::tr("Presentation › Leave"), QObject::tr("Esc or F11")},
   };
   for (const auto& [name, keys] : own)

@@ -118,6 +118,11 @@ void ArchitectureView::build() {
   presetRow->addWidget(preset_, 1);
   presetRow->addWidget(fromRunButton_);
   el->addLayout(presetRow);
+  // Whose model the editor holds: the current run's own config, or a preset chosen.
+  source_ = new QLabel;
+  source_->setObjectName(QStringLiteral("arch_source"));
+  source_->setWordWrap(true);
+  el->addWidget(source_);
   auto* sizes = new QHBoxLayout;
   sizes->addWidget(new QLabel(tr("d_model")));
   sizes->addWidget(dModel_);
@@ -221,9 +226,7 @@ void ArchitectureView::connectSignals() {
   connect(preset_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
     if (!building_) setPreset(name);
   });
-  connect(fromRunButton_, &QPushButton::clicked, this, [this] {
-    if (const RunEntry* run = runs_->currentRun()) setConfig(run->model);
-  });
+  connect(fromRunButton_, &QPushButton::clicked, this, [this] { showRunModel(); });
   for (QSpinBox* s : {dModel_, context_, vocab_}) connect(s, &QSpinBox::valueChanged, this, [this] { onEdited(); });
   connect(addLayerButton_, &QPushButton::clicked, this, [this] {
     hsm::ModelConfig c = config();
@@ -280,9 +283,29 @@ void ArchitectureView::connectSignals() {
 
 QList<PlotPanel*> ArchitectureView::plots() const { return {coverage_, cost_}; }
 
+void ArchitectureView::showRun() {
+  // The view follows the Run selector as every other view does: the current run's own model.
+  // A new checkpoint of the same run (it trains) leaves the editor as it is.
+  const RunEntry* run = currentRun();
+  if (!run || run->dir == followedRun_) return;
+  showRunModel();
+}
+
+void ArchitectureView::showRunModel() {
+  const RunEntry* run = currentRun();
+  if (!run) return;
+  followedRun_ = run->dir;
+  setConfig(run->model);
+  source_->setText(tr("The model of run <b>%1</b> (its own config.json). A preset chosen above replaces it here.")
+                       .arg(runName(run->dir).toHtmlEscaped()));
+}
+
+QString ArchitectureView::modelSource() const { return source_->text(); }
+
 bool ArchitectureView::setPreset(const QString& name) {
   try {
     setConfig(hsm::load_preset(sstr(name)));
+    source_->setText(tr("The preset <b>%1</b> (HSM Table 1), not a run's model.").arg(name.toHtmlEscaped()));
     return true;
   } catch (const std::exception& e) {
     error_ = QString::fromUtf8(e.what());

@@ -50,6 +50,9 @@ class ArchitectureView : public StudioView {
   // As "Train this": saves the config under the app's data folder and emits trainRequested.
   QString trainThis();
 
+  // Whose model is shown: "The model of run X …" or "The preset X …".
+  QString modelSource() const;
+
   ReceptiveFieldDiagram* diagram() const { return diagram_; }
   PlotPanel* coveragePlot() const { return coverage_; }
   PlotPanel* costPlot() const { return cost_; }
@@ -61,6 +64,8 @@ class ArchitectureView : public StudioView {
  private:
   void build();
   void connectSignals();
+  void showRun() override;
+  void showRunModel();  // the current run's own config in the editor
   QPushButton* fromRunButton_;
   QPushButton* addLayerButton_;
   QPushButton* removeLayerButton_;
@@ -96,6 +101,8 @@ class ArchitectureView : public StudioView {
   QVector<qint64> layerTotals_;
   QString error_;
   bool building_ = false;
+  QLabel* source_;
+  QString followedRun_;  // the run whose model the view last took
 };
 
 }  // namespace studio

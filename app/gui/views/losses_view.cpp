@@ -30,6 +30,7 @@
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
+#include "gui/run_evaluation.h"
 #include "gui/run_list.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/studio_settings.h"
@@ -147,16 +148,26 @@ void LossesView::build() {
   byPosition_->setObjectName(QStringLiteral("losses_by_position"));
   byDistance_ = new PlotPanel(tr("Loss by distance"), tr("tokens back to its previous occurrence"), tr("mean loss (nats)"));
   byDistance_->setObjectName(QStringLiteral("losses_by_distance"));
-  byDistance_->setLegendAlignment(Qt::AlignBottom | Qt::AlignRight);  // the curves rise to the right
   byFrequency_ = new PlotPanel(tr("Loss by frequency"), tr("times the token occurs in the training split"),
                                tr("mean loss (nats)"));
   byFrequency_->setObjectName(QStringLiteral("losses_by_frequency"));
   histogram_ = new PlotPanel(tr("Loss histogram"), tr("loss (nats)"), tr("share of tokens"));
   histogram_->setObjectName(QStringLiteral("losses_histogram"));
+  for (PlotPanel* p : {byPosition_, byDistance_, byFrequency_, histogram_}) p->setLegendBelow(3);  // over no curve
 
+  // The colour key of the text's tint: the losses' palette, or the difference's in compare mode.
+  tintKey_ = new QLabel;
+  tintKey_->setObjectName(QStringLiteral("losses_tint_key"));
+  tintKey_->setWordWrap(true);
+  auto* textBox = new QWidget;
+  auto* textLayout = new QVBoxLayout(textBox);
+  textLayout->setContentsMargins(0, 0, 0, 0);
+  textLayout->setSpacing(2);
+  textLayout->addWidget(tintKey_);
+  textLayout->addWidget(text_, 1);
   auto* top = new QSplitter(Qt::Horizontal);
   top->addWidget(documents_);
-  top->addWidget(text_);
+  top->addWidget(textBox);
   top->setStretchFactor(0, 1);
   top->setStretchFactor(1, 3);
   auto* plotsRow = new QSplitter(Qt::Horizontal);
@@ -267,7 +278,13 @@ bool LossesView::score() {
   for (int i = 0; i < runs_->count(); ++i)  // task runs read no text: not compared
     if (runs_->at(i).dir != run->dir && runs_->at(i).has_info && runs_->at(i).task.empty()) order_ << runs_->at(i).dir;
   asked_ = static_cast<int>(order_.size());
-  ask_ = {data, windows, maxWindows};
+  // The headline is the run's own evaluation on every window: read from its record when it has
+  // one, else computed beside the scores when fewer windows are scored.
+  evaluationLoss_ = std::nan("");
+  evaluationWindows_ = 0;
+  const std::optional<RunEvaluation> recorded = recorded_evaluation(*run, data);
+  if (recorded) evaluationLoss_ = recorded->loss;
+  ask_ = {data, windows, maxWindows, maxWindows > 0 && !recorded};
   ask(0);  // the others once its tokenizer is known
   progress_->setValue(0);
   progress_->setFormat(tr("scoring %1 · %p%").arg(runName(run->dir)));
@@ -286,7 +303,7 @@ void LossesView::ask(int index) {
   } same;
   if (const hsm::TokenScores* a = index > 0 ? scoresOf(scoredRun_) : nullptr)
     same = {a->run, a->tokenizer_hash, a->vocab_size};
-  Reply<LossScoring> reply = engine_->analysis().stream<LossScoring>(dir, [ask = ask_, same](const CallContext& c) {
+  Reply<LossScoring> reply = engine_->analysis().stream<LossScoring>(dir, [ask = ask_, same, index](const CallContext& c) {
     const std::shared_ptr<const hsm::Model> model = c.model();
     const hsm::Tokenizer& tok = model->tokenizer();
     if (!same.hash.empty())
@@ -300,6 +317,12 @@ void LossesView::ask(int index) {
     options.progress = [&](const std::string& stage, double f) { c.progress(stage, f); };
     LossScoring out;
     out.scores = hsm::Evaluator(model).score_tokens(c.evalSet(ask.data, options), options);
+    if (index == 0 && ask.evaluateAll) {
+      hsm::EvalOptions all = options;
+      all.max_windows = 0;
+      all.progress = [&](const std::string& stage, double f) { c.progress(stage + " (every window)", f); };
+      out.evaluation = c.trainedLoss(ask.data, all);
+    }
     out.pieces.reserve(static_cast<size_t>(out.scores.vocab_size));
     for (int32_t id = 0; id < out.scores.vocab_size; ++id) {
       std::string piece = tok.piece(id);
@@ -405,6 +428,13 @@ void LossesView::onScored(const QString& dir, const LossScoring& s) {
   if (scoring_.contains(dir) && following()) {
     if (dir == scoredRun_) {
       scores_.insert(dir, s.scores);
+      if (ask_.maxWindows == 0) {  // every window scored: the scores' mean is the evaluation
+        evaluationLoss_ = s.scores.result.loss;
+        evaluationWindows_ = s.scores.result.window_count;
+      } else if (s.evaluation.window_count > 0) {
+        evaluationLoss_ = s.evaluation.loss;
+        evaluationWindows_ = s.evaluation.window_count;
+      }
       pieces_ = s.pieces;
       for (int i = 1; i < order_.size(); ++i) ask(i);
     } else if (const hsm::TokenScores* a = scoresOf(scoredRun_); a && a->tokenizer_hash != s.scores.tokenizer_hash) {
@@ -447,14 +477,21 @@ void LossesView::finishOne(const QString& dir) {
   progress_->setValue(1000);
   progress_->setFormat(tr("done"));
   const hsm::TokenScores& s = scores();
-  QString text = tr("Losses of %1 on %2 validation windows (%3): %4 tokens, mean loss %5 nats (its evaluation's loss)")
-                     .arg(runName(scoredRun_))
-                     .arg(s.result.window_count)
-                     .arg(qstr(s.result.windows))
-                     .arg(s.tokens.size())
-                     .arg(s.result.loss, 0, 'f', 4);
+  // The headline first: the run's own evaluation on every window; the windows scored token by
+  // token beside it, named as fewer when they are.
+  const QString layout = qstr(s.result.windows);
+  QString text = tr("%1: %2").arg(runName(scoredRun_), std::isnan(evaluationLoss_)
+                                                            ? tr("its evaluation on every window unknown")
+                                                            : evaluation_text(evaluationLoss_, evaluationWindows_, layout));
+  text += ask_.maxWindows == 0 ? tr(" · every token of them below (%1 tokens)").arg(s.tokens.size())
+                               : tr(" · below, %1 (%2 tokens)")
+                                     .arg(partial_loss_text(s.result.loss, s.result.window_count))
+                                     .arg(s.tokens.size());
   for (const QString& other : comparedRuns())
-    text += tr("; %1 on the same windows: %2 nats").arg(runName(other)).arg(scores_[other].result.loss, 0, 'f', 4);
+    text += tr("; %1 on the same %2 windows: %3 nats")
+                .arg(runName(other))
+                .arg(scores_[other].result.window_count)
+                .arg(scores_[other].result.loss, 0, 'f', 4);
   if (!notes_.isEmpty()) text += QStringLiteral(". ") + notes_.join(QStringLiteral("; "));
   status_->setText(text);
   fillCompareBox();
@@ -470,6 +507,8 @@ void LossesView::leaveRun() {
   cancel();
   scoredRun_.clear();
   scores_.clear();
+  evaluationLoss_ = std::nan("");
+  evaluationWindows_ = 0;
   pieces_.clear();
   clearShown();
   progress_->setValue(0);
@@ -492,6 +531,9 @@ void LossesView::clearShown() {
     compare_->setEnabled(false);
   }
   documents_->setRowCount(0);
+  // The header names the runs compared ("Δ loss (gpt − hsm_ab)"): none is left after a switch.
+  documents_->setHorizontalHeaderLabels({tr("Document"), tr("Tokens"), tr("Mean loss")});
+  tintKey_->clear();
   text_->clear();
   spans_.clear();
   shownDocument_ = -1;
@@ -532,6 +574,7 @@ void LossesView::drawDocuments() {
       sb = nullptr;
     }
   }
+  updateTintKey(sb ? b : QString());
   if (sb) {
     for (const hsm::DocumentDifference& d : comparison_.documents) docs.push_back({d.document, d.tokens, d.difference});
     documents_->setHorizontalHeaderLabels(
@@ -553,6 +596,27 @@ void LossesView::drawDocuments() {
   if (docs.empty()) return;
   documents_->setCurrentCell(0, 0);  // the hardest document (or B's best) shown
   showDocument(docs.front().document);
+}
+
+QString LossesView::tintKey() const { return tintKey_->text(); }
+
+void LossesView::updateTintKey(const QString& compared) {
+  auto swatch = [](const QColor& c, const QString& text) {
+    return QStringLiteral("<span style='background:%1'>&nbsp;%2&nbsp;</span>").arg(c.name(), text.toHtmlEscaped());
+  };
+  if (compared.isEmpty()) {
+    tintKey_->setText(tr("Each token tinted by its loss: %1 %2 %3 %4")
+                          .arg(swatch(lossTint(0), tr("0")), swatch(lossTint(2), tr("2")), swatch(lossTint(4), tr("4")),
+                               swatch(lossTint(kTintMaxLoss), tr("%1+ nats").arg(kTintMaxLoss))));
+    return;
+  }
+  const QString a = runName(scoredRun_), b = runName(compared);
+  tintKey_->setText(tr("Each token tinted by Δ loss = %1 − %2: %3 %4 %5 %6 %7")
+                        .arg(b, a)
+                        .arg(swatch(differenceTint(-kTintMaxDifference), tr("%1 better by %2+").arg(b).arg(kTintMaxDifference)),
+                             swatch(differenceTint(-1), tr("−1")), swatch(differenceTint(0), tr("equal")),
+                             swatch(differenceTint(1), tr("+1")),
+                             swatch(differenceTint(kTintMaxDifference), tr("%1 better by %2+").arg(a).arg(kTintMaxDifference))));
 }
 
 QColor LossesView::differenceTint(double difference) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <cmath>
 // The Losses view (issue 40, docs/diagnostics.md §8): where a model loses. Every predicted
 // token of the current run's validation windows (the windows it was trained on) is scored off
 // the GUI thread with progress and cancel (Evaluator::score_tokens, the evaluation itself, so
@@ -34,6 +35,9 @@ class PlotPanel;
 struct LossScoring {
   hsm::TokenScores scores;
   std::vector<std::string> pieces;  // Tokenizer::piece of each id
+  // The run's own evaluation on every window (run_evaluation.h), computed beside the scores
+  // when fewer windows were scored and the run records none; window_count 0: not computed.
+  hsm::EvalResult evaluation;
 };
 
 class LossesView : public StudioView {
@@ -52,6 +56,10 @@ class LossesView : public StudioView {
   // What the status line says (a task run: its test-set score, as `hsm eval` gives it).
   QString statusText() const;
   QString lastError() const { return lastError_; }
+  // The headline: the scored run's own evaluation on every window, as `hsm eval` and the
+  // Training view's last validation give it, whatever number of windows was scored token by
+  // token (NaN until scored).
+  double evaluationLoss() const { return evaluationLoss_; }
 
   // The run whose scores the view shows (empty: none) and the scores of each run scored with it.
   QString scoredRun() const { return scoredRun_; }
@@ -104,6 +112,9 @@ class LossesView : public StudioView {
   QString exportTokens(const QString& path) const;
   QProgressBar* progress() const { return progress_; }
   QLabel* statusLabel() const { return status_; }
+  // The colour key of the text's tint (empty until scored): the loss palette, or in compare
+  // mode the difference's, naming which run each colour favours.
+  QString tintKey() const;
 
  protected:
   void leaveRun() override;
@@ -123,6 +134,7 @@ class LossesView : public StudioView {
   void scoreTask(const RunEntry& run);
   static QString taskRunLine(const RunEntry& run);
   void clearShown();
+  void updateTintKey(const QString& compared);  // compared: the run B, empty when not comparing
   void fillCompareBox();
   void drawDocuments();
   void drawPlots();
@@ -139,6 +151,7 @@ class LossesView : public StudioView {
   QComboBox* compare_;
   QProgressBar* progress_;
   QLabel* status_;
+  QLabel* tintKey_;
   bool taskScoring_ = false;  // a task run's test set is being scored
   QTableWidget* documents_;
   QTextEdit* text_;
@@ -158,7 +171,12 @@ class LossesView : public StudioView {
     QString data;
     std::string windows;
     int maxWindows = 0;
-  } ask_;  // what score() asked, for the runs asked after the first
+    bool evaluateAll = false;  // the scored run's own evaluation to compute (none recorded)
+  } ask_;
+  // The scored run's headline loss: its own evaluation on every window (recorded or computed);
+  // NaN until known. Its window count (0: a record, which does not count them).
+  double evaluationLoss_ = std::nan("");
+  qint64 evaluationWindows_ = 0;  // what score() asked, for the runs asked after the first
   QStringList notes_;  // runs left out, and why
   QString lastError_;
   int64_t shownDocument_ = -1;

@@ -153,6 +153,7 @@ void PlaygroundView::build() {
          " · hover a token for the alternatives the model weighed")
           .arg(TokenText::tint(0.01).name(), TokenText::tint(0.1).name(), TokenText::tint(0.3).name(),
                TokenText::tint(1.0).name()));
+  legend->setWordWrap(true);  // two lines on a narrow screen rather than a wider window
   // Tint on by default (what the view is for); off for reading a story as text, as the
   // presentation's toggle does. Remembered across sessions.
   tint_ = new QCheckBox(tr("Tint by probability"));

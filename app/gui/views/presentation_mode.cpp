@@ -16,8 +16,11 @@
 #include <algorithm>
 #include <iterator>
 
+#include "gui/engine_types.h"
+#include "gui/run_list.h"
 #include "gui/views/playground_view.h"
 #include "gui/widgets/token_text.h"
+#include "hsm/mixer_kind.h"
 
 namespace studio {
 namespace {
@@ -27,8 +30,9 @@ constexpr int kSpeeds[] = {3, 6, 12, 25, 50, 0};
 constexpr int kDefaultSpeed = 2;  // 12 tokens/s: about reading speed aloud
 constexpr double kDefaultTextSize = 30;
 
-// A paper prompt's button: the prompt's start, cut with "…" to the width the button has (a
-// fixed count of characters overflowed three to a row on a narrow screen), whole in the tooltip.
+// A paper prompt's button: the whole prompt, wrapped to the width the button has (a fixed
+// count of characters overflowed three to a row on a narrow screen; cut with "…" the room could
+// not read the prompt), the button as tall as its lines.
 class PromptButton : public QPushButton {
  public:
   explicit PromptButton(const QString& prompt) : prompt_(prompt) {
@@ -39,7 +43,22 @@ class PromptButton : public QPushButton {
 
  protected:
   void resizeEvent(QResizeEvent* e) override {
-    setText(fontMetrics().elidedText(prompt_, Qt::ElideRight, std::max(0, width() - 20)));
+    const QFontMetrics fm = fontMetrics();
+    QStringList lines;
+    QString line;
+    for (const QString& word : prompt_.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+      const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+      if (!line.isEmpty() && fm.horizontalAdvance(longer) > width() - 24) {
+        lines << line;
+        line = word;
+      } else {
+        line = longer;
+      }
+    }
+    if (!line.isEmpty()) lines << line;
+    setText(lines.join(QLatin1Char('\n')));
+    // Taller for more lines; the width does not depend on it, so the layout settles at once.
+    setMinimumHeight(std::max(48, static_cast<int>(lines.size()) * fm.lineSpacing() + 20));
     QPushButton::resizeEvent(e);
   }
 
@@ -131,6 +150,14 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   status_ = new QLabel;
   status_->setObjectName(QStringLiteral("presentation_status"));
   status_->setWordWrap(true);
+  QFont readable = status_->font();  // read from the back of the room
+  readable.setPointSizeF(readable.pointSizeF() * 1.4);
+  status_->setFont(readable);
+  // Which model tells the story: its run, its model and its mixers, in the bar's font.
+  model_ = new QLabel;
+  model_->setObjectName(QStringLiteral("presentation_model"));
+  model_->setFont(big);
+  model_->setToolTip(tr("Page Down / Page Up: the next / previous open model"));
 
   // The paper's prompts (HSM Table 3) as big buttons, three to a row.
   auto* prompts = new QGridLayout;
@@ -138,7 +165,7 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   for (int i = 0; i < paper.size(); ++i) {
     auto* button = new PromptButton(paper[i]);
     button->setObjectName(QStringLiteral("paper_prompt_%1").arg(i));
-    button->setMinimumHeight(40);
+    button->setFont(readable);
     connect(button, &QPushButton::clicked, this, [this, prompt = paper[i]] { newStory(prompt); });
     prompts->addWidget(button, i / 3, i % 3);
     promptButtons_ << button;
@@ -147,6 +174,7 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(48, 24, 48, 24);
   layout->addLayout(bar);
+  layout->addWidget(model_);
   layout->addWidget(story_, 1);
   layout->addWidget(status_);
   if (!paper.isEmpty()) layout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
@@ -164,6 +192,12 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
       if (newStory_->isEnabled()) newStory();
     });
   }
+  // Another model without leaving (a presenter's clicker sends Page Down / Page Up).
+  connect(new QShortcut(QKeySequence(Qt::Key_PageDown), this), &QShortcut::activated, this, [this] { switchModel(1); });
+  connect(new QShortcut(QKeySequence(Qt::Key_PageUp), this), &QShortcut::activated, this, [this] { switchModel(-1); });
+  connect(playground_->runList(), &RunList::currentChanged, this, &PresentationMode::onModelChanged);
+  connect(playground_->runList(), &RunList::infoChanged, this, [this] { showModel(); });
+  showModel();
 
   connect(playground_, &PlaygroundView::tokenGenerated, this, &PresentationMode::onToken);
   connect(playground_, &PlaygroundView::columnFinished, this, &PresentationMode::onFinished);
@@ -174,16 +208,76 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
       endNote_ = playground_->lastError().isEmpty() ? tr("stopped") : playground_->lastError();
       finishIfDone();
     }
+    // The model changed while a story was told: the new model's story now.
+    if (storyForNewModel_ && presenting_) {
+      storyForNewModel_ = false;
+      QTimer::singleShot(0, this, [this] { newStory(); });
+    }
   });
   updateButtons();
 }
 
 void PresentationMode::enter() {
   presenting_ = true;
+  showModel();
   showFullScreen();
   raise();
   activateWindow();
   newStory_->setFocus();
+  // A story of another model (the run was switched since) is not this model's: a new one.
+  if (!storyRun_.isEmpty() && storyRun_ != currentRunDir()) onModelChanged();
+}
+
+QString PresentationMode::currentRunDir() const {
+  const RunEntry* run = playground_->runList()->currentRun();
+  return run ? run->dir : QString();
+}
+
+QString PresentationMode::modelText() const { return model_->text(); }
+
+void PresentationMode::showModel() {
+  const RunEntry* run = playground_->runList()->currentRun();
+  if (!run) {
+    model_->setText(tr("No model open"));
+    return;
+  }
+  QStringList mixers;
+  for (const hsm::LayerSpec& l : run->model.layers)
+    if (hsm::is_mixer_id(l.mixer)) {
+      const QString title = QString::fromUtf8(hsm::mixer_info(l.mixer).title);
+      if (!mixers.contains(title)) mixers << title;
+    }
+  model_->setText(tr("%1 · %2 · %3").arg(run->name(), qstr(run->model.name), mixers.join(QStringLiteral(" + "))));
+}
+
+void PresentationMode::switchModel(int step) {
+  RunList* runs = playground_->runList();
+  const int n = runs->count();
+  if (n < 2) return;
+  // The next run that can tell a story (a task run reads no text).
+  for (int i = 1; i < n; ++i) {
+    const int row = ((runs->current() + step * i) % n + n) % n;
+    if (runs->at(row).has_info && runs->at(row).task.empty()) {
+      runs->setCurrent(row);
+      return;
+    }
+  }
+}
+
+void PresentationMode::onModelChanged() {
+  showModel();
+  if (!presenting_ || storyRun_ == currentRunDir()) return;
+  // The old model's story goes; the new model tells one (after the old one stops, if telling).
+  typewriter_->stop();
+  pending_.clear();
+  story_->clearText();
+  if (playground_->isGenerating()) {
+    storyForNewModel_ = true;
+    playground_->stop();
+    return;
+  }
+  telling_ = false;
+  newStory();
 }
 
 void PresentationMode::leave() {
@@ -245,6 +339,7 @@ bool PresentationMode::newStory(const QString& prompt) {
     return false;
   }
   const QString text = prompt.isNull() ? playground_->prompt() : prompt;
+  storyRun_ = currentRunDir();
   typewriter_->stop();
   pending_.clear();
   story_->setPrompt(text);

@@ -49,6 +49,11 @@ class PresentationMode : public QWidget {
   void setSpeed(int tokensPerSecond);
   int speed() const;
   QList<QPushButton*> promptButtons() const { return promptButtons_; }
+  // The model on screen: "run · model · its mixers"; Page Down / Page Up switch to the next /
+  // previous open run (the Run selector follows), and the new model tells a new story.
+  QString modelText() const;
+  void switchModel(int step);
+  QString storyRun() const { return storyRun_; }  // whose story is shown (empty: none yet)
 
  signals:
   void left();
@@ -64,10 +69,16 @@ class PresentationMode : public QWidget {
   void showNext();
   void finishIfDone();
   void updateButtons();
+  void showModel();
+  void onModelChanged();
+  QString currentRunDir() const;
 
   PlaygroundView* playground_;
   TokenText* story_;
   QLabel* status_;
+  QLabel* model_;
+  QString storyRun_;
+  bool storyForNewModel_ = false;  // a new story once the stopped one has ended
   QPushButton* newStory_;
   QCheckBox* tint_;
   QSlider* speed_;

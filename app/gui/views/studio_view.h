@@ -24,6 +24,8 @@ class StudioView : public QWidget {
  public:
   StudioView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
 
+  RunList* runList() const { return runs_; }  // the open runs every view shares
+
   // The plots File › Export writes (PNG, PDF, SVG and CSV each).
   virtual QList<PlotPanel*> plots() const { return {}; }
   // Writes plots() into `folder`, one file per plot and format, named after the plot's title;

@@ -67,9 +67,9 @@ void TrainingView::build() {
   speedPlot_ = new PlotPanel(tr("Throughput"), tr("step"), tr("tokens/s"));
   lrPlot_ = new PlotPanel(tr("Learning rate"), tr("step"), tr("learning rate"));
   scatterPlot_ = new PlotPanel(tr("Accuracy vs loss"), tr("validation loss"), tr("validation accuracy"));
-  // Rising curves keep their legend out of the way at the bottom.
-  accuracyPlot_->setLegendAlignment(Qt::AlignBottom | Qt::AlignRight);
-  speedPlot_->setLegendAlignment(Qt::AlignBottom | Qt::AlignRight);
+  // The legends under the axes, where they cover no curve (issue 48).
+  lossPlot_->setLegendBelow(2);
+  for (PlotPanel* p : {accuracyPlot_, speedPlot_, lrPlot_, scatterPlot_}) p->setLegendBelow(3);
   auto* grid = new QWidget;
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);

@@ -20,6 +20,7 @@
 
 #include "gui/help/glossary.h"
 #include "gui/engine/engine_host.h"
+#include "gui/run_evaluation.h"
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"
 #include "gui/views/what_if_editor.h"
@@ -111,11 +112,13 @@ void WeightsView::build() {
     return out;
   });
 
-  offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("weight"));
+  offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("Π of b or 1 + a (residual)"));
   offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
   offsetPlot_->setToolTip(
       tr("Weight of the single path from input t−k to output t through every (a,b) layer "
-         "(layer norms and FFNs ignored, HSM §3). Log scale shows |w|."));
+         "(layer norms and FFNs ignored, HSM §3): b where the path shifts, 1 + a where it does not. The 1 is the "
+         "residual path (a block adds its mixer's output to its input), which is why these weights exceed 1 "
+         "while every a and b is below 1. “Log y” shows |w|."));
   connect(offsetPlot_, &PlotPanel::logYToggled, this, [this] { drawOffsets(); });
 
   vectorMap_ = new HeatmapPanel(tr("Vector a and b per channel"), tr("channel"), tr("layer"));
@@ -201,8 +204,20 @@ void WeightsView::build() {
   rows->addWidget(top);
   rows->addWidget(diagram_);
   rows->addWidget(bottom);
+  bottom->hide();  // until the weights say there are vectors or heads to show
+  // The plots as tall as the diagram on a short screen (its size hint alone took most).
+  rows->setStretchFactor(0, 1);
+  rows->setStretchFactor(1, 1);
+  rows->setStretchFactor(2, 1);
+  // On a short screen (1024x600) with a vector or multihead model the three rows scroll
+  // rather than make the window taller than the screen.
+  auto* rowsScroll = new QScrollArea;
+  rowsScroll->setWidget(rows);
+  rowsScroll->setWidgetResizable(true);
+  rowsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  rowsScroll->setFrameShape(QFrame::NoFrame);
   auto* sides = new QSplitter(Qt::Horizontal);
-  sides->addWidget(rows);
+  sides->addWidget(rowsScroll);
   sides->addWidget(editorBox);
   sides->setStretchFactor(0, 3);
   sides->setStretchFactor(1, 1);
@@ -376,6 +391,18 @@ void WeightsView::evaluateTask() {
       });
 }
 
+void WeightsView::showRecordedEvaluation() {
+  // The run's own evaluation, when its record has it, stands from the start (no edit needed).
+  const RunEntry* run = runs_->currentRun();
+  if (!run || same_dir(run->dir) != editorRun_) return;
+  const QString data = run->has_info ? QString::fromStdString(run->info.data_path) : QString();
+  if (const std::optional<RunEvaluation> recorded = recorded_evaluation(*run, data)) {
+    evaluationLoss_ = recorded->loss;
+    loss_->setText(tr("val loss, %1").arg(evaluation_text(recorded->loss, 0, QString::fromStdString(
+                                                                                     run->info.training.windows))));
+  }
+}
+
 void WeightsView::evaluate() {
   const RunEntry* run = runs_->currentRun();
   QString data = run && run->has_info ? QString::fromStdString(run->info.data_path) : QString();
@@ -397,31 +424,38 @@ void WeightsView::evaluate() {
     }
     lossNote_ = tr(" · on the starter corpus (%1)").arg(why);
   }
+  // The headline is the run's own evaluation on every window: its record, or computed beside
+  // the what-if's windows (once per checkpoint) when it records none.
+  const std::optional<RunEvaluation> recorded = lossNote_.isEmpty() ? recorded_evaluation(*run, data) : std::nullopt;
   loss_->setText(tr("computing the validation loss…"));
-  evaluating_ =
-      engine_->evaluateWhatIf(editorRun_, data, QString::fromStdString(run->info.training.windows), windows_->value());
+  evaluating_ = engine_->evaluateWhatIf(editorRun_, data, QString::fromStdString(run->info.training.windows),
+                                        windows_->value(), !recorded);
   // A newer edit's evaluation supersedes this one (EngineHost::evaluateWhatIf): only the
   // newest answers the view.
   evaluating_.result()
       .then(this,
-            [this, feed = evaluating_.feed()](const WhatIfEvaluation& e) {
+            [this, feed = evaluating_.feed(), recorded](const WhatIfEvaluation& e) {
               if (feed != evaluating_.feed()) return;
               evaluating_ = {};
               eval_ = e;
               hasEval_ = true;
               const double d = e.edited.loss - e.trained.loss;
-              // Which windows and how many, as every loss the studio shows says (the run's own windows).
-              const QString windows =
-                  tr("%1 %2 windows").arg(e.trained.window_count).arg(QString::fromStdString(e.trained.windows));
-              loss_->setText(e.edits.empty()
-                                 ? tr("val loss %1 (trained, %2)").arg(e.trained.loss, 0, 'f', 3).arg(windows)
-                                 : tr("val loss %1 → %2 (%3%4; %5)")
-                                       .arg(e.trained.loss, 0, 'f', 3)
-                                       .arg(e.edited.loss, 0, 'f', 3)
-                                       .arg(d >= 0 ? QStringLiteral("+") : QString())
-                                       .arg(d, 0, 'f', 3)
-                                       .arg(windows));
-              loss_->setText(loss_->text() + lossNote_);
+              // The headline (the run's own evaluation on every window), then the what-if on its
+              // fewer windows, named as such (the run's own windows, the first N).
+              const QString layout = QString::fromStdString(e.trained.windows);
+              const QString headline = recorded ? evaluation_text(recorded->loss, 0, layout)
+                                                : evaluation_text(e.evaluation.loss, e.evaluation.window_count, layout);
+              const QString quick =
+                  e.edits.empty()
+                      ? tr("trained: %1").arg(partial_loss_text(e.trained.loss, e.trained.window_count))
+                      : tr("what-if on the first %1 windows: %2 → %3 nats (%4%5)")
+                            .arg(e.trained.window_count)
+                            .arg(e.trained.loss, 0, 'f', 3)
+                            .arg(e.edited.loss, 0, 'f', 3)
+                            .arg(d >= 0 ? QStringLiteral("+") : QString())
+                            .arg(d, 0, 'f', 3);
+              loss_->setText(tr("val loss, %1 · %2").arg(headline, quick) + lossNote_);
+              evaluationLoss_ = recorded ? recorded->loss : e.evaluation.loss;
               emit evaluationFinished();
             })
       .onFailed(this, [this, feed = evaluating_.feed()](const CallFailed& e) {
@@ -554,6 +588,8 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
     editorRun_ = dir;
     hasEval_ = false;
     loss_->clear();
+    evaluationLoss_ = std::nan("");
+    showRecordedEvaluation();
     openSaved_->hide();
     const hsm::ModelConfig config = run && same_dir(run->dir) == editorRun_ ? run->model : hsm::ModelConfig{};
     editor_->setModel(config, layers);

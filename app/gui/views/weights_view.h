@@ -1,4 +1,5 @@
 #pragma once
+#include <cmath>
 // The Weights view (README.md, "The studio"): the learned a and b of every scalar HSM (a,b) layer as
 // grouped bars (HSM Table 2), live while the current run trains and fetched again when the
 // current run changes; the end-to-end offset weights of an all-(a,b) stack (HSM §3);
@@ -66,6 +67,9 @@ class WeightsView : public StudioView {
   void resetEdits();  // as the Reset button
   bool isEvaluating() const { return evaluating_.feed() != nullptr; }
   bool hasEvaluation() const { return hasEval_; }
+  // The headline: the run's own evaluation on every window (run_evaluation.h), as `hsm eval`
+  // gives it, whatever windows the what-if uses; NaN until known.
+  double evaluationLoss() const { return evaluationLoss_; }
   const WhatIfEvaluation& lastEvaluation() const { return eval_; }
   QString lossText() const;
   QString bannerText() const;
@@ -99,6 +103,7 @@ class WeightsView : public StudioView {
   void fillHeadTable();
   void onEdits(const hsm::WhatIf& edits);
   void evaluate();
+  void showRecordedEvaluation();
   void evaluateTask();  // evaluate() for a task run: its test examples' accuracy and loss
   // The edit of the run the editor shows, held by the engine host (EngineHost::setWhatIf).
   void setWhatIf(const hsm::WhatIf& edits);
@@ -142,6 +147,7 @@ class WeightsView : public StudioView {
   int taskEvaluation_ = 0;  // the newest task evaluation asked (older answers are dropped)
   bool hasEval_ = false;
   WhatIfEvaluation eval_;
+  double evaluationLoss_ = std::nan("");
   QString saveFolder_, savedRun_, lastError_;
   QString shownRun_;
   qint64 step_ = -1;

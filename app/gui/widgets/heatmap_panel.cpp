@@ -106,6 +106,7 @@ HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QS
   hoverLabel_->setContentsMargins(6, 0, 6, 2);
   hoverLabel_->setText(tr("Hover a cell for its exact value."));
   hoverLabel_->setStyleSheet(QStringLiteral("color: #555;"));
+  hoverLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // the panel's width is the plot's
   if (auto* box = qobject_cast<QVBoxLayout*>(layout())) box->addWidget(hoverLabel_);
 
   setCsvWriter([this] { return csv(); });

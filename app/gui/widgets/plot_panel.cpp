@@ -8,6 +8,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
+#include <QPainter>
 #include <QSvgGenerator>
 #include <QTextStream>
 #include <QToolButton>
@@ -37,6 +38,30 @@ class LazyResizePlot : public QCustomPlot {
   void resizeEvent(QResizeEvent*) override {
     setViewport(rect());
     replot(rpQueuedReplot);
+  }
+};
+
+// The panel's title, bold, elided when the panel is narrow (the whole title in its tooltip): a
+// long title does not set the width of every layout that holds the plot.
+class PanelTitle : public QLabel {
+ public:
+  explicit PanelTitle(const QString& title) : QLabel(title) {
+    QFont f = font();
+    f.setBold(true);
+    setFont(f);
+    setToolTip(title);
+    setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  }
+  QSize minimumSizeHint() const override {
+    return {fontMetrics().horizontalAdvance(QStringLiteral("Wwww…")), QLabel::minimumSizeHint().height()};
+  }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter p(this);
+    p.setFont(font());
+    p.setPen(palette().color(QPalette::WindowText));
+    p.drawText(rect(), Qt::AlignLeft | Qt::AlignVCenter, fontMetrics().elidedText(text(), Qt::ElideRight, width()));
   }
 };
 
@@ -77,9 +102,9 @@ void decimate_line(const QVector<double>& x, const QVector<double>& y, int bucke
 PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent)
     : QWidget(parent), title_(title), xLabel_(xLabel), yLabel_(yLabel), plot_(new LazyResizePlot(this)) {
   setObjectName(title);
-  auto* titleLabel = new QLabel(QStringLiteral("<b>%1</b>").arg(title.toHtmlEscaped()));
-  logBox_ = new QCheckBox(tr("Log scale"));
-  logBox_->setToolTip(tr("Logarithmic y axis"));
+  auto* titleLabel = new PanelTitle(title);
+  logBox_ = new QCheckBox(tr("Log y"));  // short: four panels side by side fit 1024 pixels
+  logBox_->setToolTip(tr("Logarithmic y axis (log scale)"));
   auto* reset = new QToolButton;
   reset->setText(tr("Fit"));
   reset->setToolTip(tr("Reset zoom and pan to show all data (or double-click the plot)"));
@@ -100,7 +125,8 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   layout->addLayout(bar);
   layout->addWidget(plot_, 1);
 
-  plot_->setMinimumSize(260, 170);
+  // Small enough that two plots and a form share a 1024x600 screen (issue 48).
+  plot_->setMinimumSize(kMinimumPlotSize);
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot_->xAxis->setLabel(xLabel);
   plot_->yAxis->setLabel(yLabel);
@@ -140,7 +166,20 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
 }
 
 void PlotPanel::setLegendAlignment(Qt::Alignment alignment) {
+  if (legendBelow_) return;
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, alignment);
+}
+
+void PlotPanel::setLegendBelow(int columns) {
+  if (legendBelow_) return;
+  legendBelow_ = true;
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(1, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);  // its own height, the axes the rest
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setWrap(columns);
+  plot_->legend->setBrush(Qt::NoBrush);
+  plot_->legend->setBorderPen(Qt::NoPen);
 }
 
 void PlotPanel::setLogOptionVisible(bool visible) { logBox_->setVisible(visible); }

@@ -4,6 +4,7 @@
 // (min/max per pixel-sized bucket), so 100k-point curves stay smooth to pan and zoom.
 // One export path for every plot: PNG, PDF, SVG (through QSvgGenerator) and CSV.
 #include <QColor>
+#include <QSize>
 #include <QString>
 #include <QVector>
 #include <QWidget>
@@ -30,6 +31,8 @@ class PlotPanel : public QWidget {
   bool logY() const { return logY_; }
   void resetView();  // fit all data
   void setLegendAlignment(Qt::Alignment alignment);
+  // The legend in a row of `columns` entries under the axes, where it covers no data (issue 48).
+  void setLegendBelow(int columns);
   QString title() const { return title_; }
 
   // Writes the plot (by extension: .png, .pdf, .svg) or its data (.csv). Returns an empty
@@ -41,9 +44,11 @@ class PlotPanel : public QWidget {
   // For plots drawn on plot() directly (bars, colour maps): the text their .csv export
   // writes instead of the series (header line included).
   void setCsvWriter(std::function<QString()> writer) { csvWriter_ = std::move(writer); }
-  // Shows or hides the "Log scale" box (meaningless for a colour map).
+  // Shows or hides the "Log y" box (meaningless for a colour map).
   void setLogOptionVisible(bool visible);
 
+  // The smallest plot area: two plots beside a form still fit a 1024x600 screen (issue 48).
+  static constexpr QSize kMinimumPlotSize{200, 120};
   // Above this many points a line series is drawn decimated.
   static constexpr int kMaxDrawnPoints = 4000;
 
@@ -58,6 +63,7 @@ class PlotPanel : public QWidget {
   void redraw();
 
   QString title_, xLabel_, yLabel_;
+  bool legendBelow_ = false;
   QCustomPlot* plot_;
   QCheckBox* logBox_;
   QVector<PlotSeries> series_;

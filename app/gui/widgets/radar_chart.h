@@ -31,7 +31,7 @@ class RadarChart : public QWidget {
   QPointF vertex(int series, int axis) const;
 
   QSize sizeHint() const override { return {420, 340}; }
-  QSize minimumSizeHint() const override { return {240, 200}; }
+  QSize minimumSizeHint() const override { return {240, 160}; }
 
   // The colour of layer i of n in the studio's radar charts and tables.
   static QColor layerColor(int i, int n);

@@ -42,7 +42,7 @@ class ReceptiveFieldDiagram : public QWidget {
   QPointF nodeCenter(int row, int t) const;
 
   QSize sizeHint() const override { return {900, 380}; }
-  QSize minimumSizeHint() const override { return {360, 220}; }
+  QSize minimumSizeHint() const override { return {320, 160}; }
 
  signals:
   void selectionChanged(int token, int layer);

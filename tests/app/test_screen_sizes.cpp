@@ -1,0 +1,215 @@
+// Issue 48: the studio on a laptop or projector screen. The main window with the three bundled
+// models open, laid out at 1280x720 and 1024x600 (the window at that size, not clamped to a
+// larger minimum), and in every view each visible button, field and plot lies inside the
+// window: inside every widget that holds it, or reachable through a scroll area whose viewport
+// is itself inside the window. Training's actions (Start, Pause, Stop and the progress bar)
+// never scroll away.
+#include <gtest/gtest.h>
+#include <qcustomplot.h>
+
+#include <QAbstractButton>
+#include <QAbstractScrollArea>
+#include <QAbstractSpinBox>
+#include <QApplication>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSlider>
+#include <QSpinBox>
+#include <cstdio>
+#include <QTabWidget>
+
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/diagnostics_view.h"
+#include "gui/views/playground_view.h"
+#include "gui/views/training_view.h"
+#include "gui/views/weights_view.h"
+#include "gui/widgets/token_text.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+namespace {
+
+bool is_control(const QWidget* w) {
+  return qobject_cast<const QAbstractButton*>(w) || qobject_cast<const QLineEdit*>(w) ||
+         qobject_cast<const QComboBox*>(w) || qobject_cast<const QAbstractSpinBox*>(w) ||
+         qobject_cast<const QSlider*>(w) || qobject_cast<const QProgressBar*>(w) ||
+         qobject_cast<const QCustomPlot*>(w);
+}
+
+// The viewport of a scroll area: what lies in it is reached by scrolling.
+bool is_viewport(const QWidget* w) {
+  auto* area = qobject_cast<const QAbstractScrollArea*>(w->parentWidget());
+  return area && area->viewport() == w;
+}
+
+bool in_scroll_area(const QWidget* w, const QWidget* top) {
+  for (const QWidget* p = w->parentWidget(); p && p != top; p = p->parentWidget())
+    if (is_viewport(p)) return true;
+  return false;
+}
+
+QString describe(const QWidget* w) {
+  QString text;
+  if (auto* b = qobject_cast<const QAbstractButton*>(w)) text = b->text();
+  return QStringLiteral("%1 \"%2\" (%3)")
+      .arg(QString::fromLatin1(w->metaObject()->className()), w->objectName().isEmpty() ? text : w->objectName())
+      .arg(QStringLiteral("%1x%2").arg(w->width()).arg(w->height()));
+}
+
+// Where w is cut: the first holder (up to the window) that does not contain it whole, or a
+// control squeezed below its smallest usable size; empty when it is whole in view.
+QString where_cut(const QWidget* w, const QWidget* window) {
+  if (w->size().isEmpty() && !w->minimumSizeHint().isValid()) return {};  // shows nothing (a hidden header's corner)
+  if (w->width() < qMin(w->minimumSizeHint().width(), 24) || w->height() < qMin(w->minimumSizeHint().height(), 12))
+    return QStringLiteral("squeezed to %1x%2").arg(w->width()).arg(w->height());
+  const QWidget* child = w;
+  QRect rect = w->rect();  // in child's coordinates
+  for (const QWidget* p = w->parentWidget(); p; child = p, p = p->parentWidget()) {
+    if (child->isWindow()) break;
+    rect.translate(child->pos());  // now in p's coordinates
+    if (is_viewport(p)) {
+      rect = p->rect();  // scrolled into view when needed: the viewport must be in view
+      continue;
+    }
+    if (!p->rect().contains(rect))
+      return QStringLiteral("cut by %1 at (%2,%3 %4x%5)")
+          .arg(describe(p))
+          .arg(rect.x())
+          .arg(rect.y())
+          .arg(rect.width())
+          .arg(rect.height());
+    if (p == window) break;
+  }
+  return {};
+}
+
+// The controls of the window that are shown and not whole in view.
+QStringList cut_controls(QWidget* window) {
+  QStringList cut;
+  for (QWidget* w : window->findChildren<QWidget*>()) {
+    if (!w->isVisible() || w->window() != window || !is_control(w)) continue;
+    // A combo box's own line edit, a spin box's: checked as the box.
+    if (qobject_cast<QComboBox*>(w->parentWidget()) || qobject_cast<QAbstractSpinBox*>(w->parentWidget())) continue;
+    if (const QString where = where_cut(w, window); !where.isEmpty()) cut << describe(w) + QStringLiteral(": ") + where;
+  }
+  return cut;
+}
+
+void dump(QWidget* w, int depth) {
+  const QSize m = w->minimumSizeHint().expandedTo(w->minimumSize());
+  if (m.width() > 250 || m.height() > 120)
+    qInfo("%*s%s %s min %dx%d (set %dx%d) size %dx%d", depth * 2, "", w->metaObject()->className(),
+          qPrintable(w->objectName()), m.width(), m.height(), w->minimumWidth(), w->minimumHeight(), w->width(),
+          w->height());
+  for (QWidget* c : w->findChildren<QWidget*>(Qt::FindDirectChildrenOnly))
+    if (!c->isHidden()) dump(c, depth + 1);
+}
+
+void lay_out() {
+  for (int i = 0; i < 3; ++i) {
+    QApplication::sendPostedEvents();
+    QCoreApplication::processEvents();
+  }
+}
+
+}  // namespace
+
+class ScreenSizes : public ::testing::TestWithParam<QSize> {};
+
+TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
+  const QSize screen = GetParam();
+  MainWindow w;
+  ASSERT_EQ(w.openBundledModels(), 3) << "resources/models/ should hold the three demo models";
+  w.resize(screen);
+  w.show();
+  lay_out();
+  const QStringList names = {QStringLiteral("Architecture"), QStringLiteral("Training"), QStringLiteral("Weights"),
+                             QStringLiteral("Diagnostics"),  QStringLiteral("Playground"), QStringLiteral("Probe"),
+                             QStringLiteral("Losses"),       QStringLiteral("Lab"),      QStringLiteral("Experiments")};
+  auto check = [&](const QString& where) {
+    w.resize(screen);
+    lay_out();
+    if (qEnvironmentVariableIsSet("HSM_LAYOUT_DUMP")) dump(w.tabs()->currentWidget(), 0);
+    EXPECT_EQ(w.size(), screen) << where.toStdString() << ": the window could not be made " << screen.width() << "x"
+                                << screen.height() << " (its minimum " << w.minimumSize().width() << "x"
+                                << w.minimumSize().height() << ", the view's "
+                                << w.tabs()->currentWidget()->minimumSizeHint().width() << "x"
+                                << w.tabs()->currentWidget()->minimumSizeHint().height() << ")";
+    const QStringList cut = cut_controls(&w);
+    EXPECT_TRUE(cut.isEmpty()) << where.toStdString() << " at " << screen.width() << "x" << screen.height() << ":\n  "
+                               << cut.join(QStringLiteral("\n  ")).toStdString();
+  };
+  // Every view with each demo model current (their weights, diagnoses and names differ).
+  for (int run = 0; run < w.runs()->count(); ++run) {
+    w.runs()->setCurrent(run);
+    for (int view = MainWindow::kArchitecture; view <= MainWindow::kExperiments; ++view) {
+      w.showView(static_cast<MainWindow::View>(view));
+      if (view == MainWindow::kWeights) wait_for([&] { return !w.weightsView()->weights().empty(); }, 60000);
+      if (view == MainWindow::kDiagnostics)
+        wait_for([&] { return w.diagnosticsView()->hasResult(0) && !w.diagnosticsView()->isRunning(); }, 60000);
+      check(names[view] + QStringLiteral(" with ") + w.runs()->at(run).name());
+    }
+  }
+  w.showStartPage();
+  check(QStringLiteral("Start page"));
+  std::printf("[ note     ] %dx%d: the window's smallest size is %dx%d\n", screen.width(), screen.height(),
+              w.minimumSizeHint().width(), w.minimumSizeHint().height());
+
+  // Training's actions are always in view: not in the scrolling form.
+  w.showView(MainWindow::kTraining);
+  lay_out();
+  TrainingView* training = w.trainingView();
+  for (QWidget* action : std::initializer_list<QWidget*>{training->startButton(), training->pauseButton(),
+                                                         training->stopButton()}) {
+    EXPECT_TRUE(action->isVisible()) << describe(action).toStdString();
+    EXPECT_FALSE(in_scroll_area(action, &w)) << describe(action).toStdString() << " scrolls away with the form";
+    EXPECT_EQ(where_cut(action, &w), QString()) << describe(action).toStdString();
+  }
+  for (QProgressBar* bar : training->findChildren<QProgressBar*>())
+    EXPECT_FALSE(in_scroll_area(bar, &w)) << "the progress bar scrolls away with the form";
+  // "What am I looking at?" whole beside the tabs.
+  auto* help = w.findChild<QWidget*>(QStringLiteral("help_button"));
+  ASSERT_NE(help, nullptr);
+  EXPECT_TRUE(help->isVisible());
+  EXPECT_EQ(where_cut(help, &w), QString());
+  EXPECT_GE(help->width(), help->sizeHint().width()) << "\"What am I looking at?\" is cut";
+
+  // The Playground comparing the three models: every column whole in view, none scrolled off.
+  w.showView(MainWindow::kPlayground);
+  PlaygroundView* playground = w.playgroundView();
+  playground->setCompare(true);
+  playground->findChild<QSpinBox*>(QStringLiteral("max_tokens"))->setValue(4);
+  ASSERT_TRUE(playground->generate()) << playground->lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !playground->isGenerating(); }, 120000));
+  ASSERT_EQ(playground->columnCount(), 3);
+  check(QStringLiteral("Playground comparing three models"));
+  for (int c = 0; c < playground->columnCount(); ++c) {
+    QWidget* column = playground->output(c)->parentWidget();
+    auto* area = qobject_cast<QScrollArea*>(column->parentWidget()->parentWidget()->parentWidget());
+    ASSERT_NE(area, nullptr);
+    const QRect inViewport(column->mapTo(area->viewport(), QPoint(0, 0)), column->size());
+    EXPECT_TRUE(area->viewport()->rect().contains(inViewport))
+        << "compare column " << c << " is cut: at x " << inViewport.x() << ".." << inViewport.right()
+        << " of a viewport " << area->viewport()->width() << " wide";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Laptop, ScreenSizes, ::testing::Values(QSize(1280, 720), QSize(1024, 600)),
+                         [](const ::testing::TestParamInfo<QSize>& info) {
+                           return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
+                         });
+
+TEST(FirstStart, TheWindowFitsTheScreen) {
+  for (const QSize available : {QSize(1024, 576), QSize(1280, 690), QSize(1366, 738), QSize(1920, 1050)}) {
+    const QSize first = MainWindow::firstSize(available);
+    EXPECT_LE(first.width(), available.width());
+    EXPECT_LE(first.height() + 30, available.height()) << "no room for the title bar";
+  }
+  EXPECT_EQ(MainWindow::firstSize(QSize(2560, 1400)), QSize(1400, 900));  // a large screen: the preferred size
+}
