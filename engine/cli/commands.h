@@ -26,6 +26,7 @@ Command add_generate_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_diagnose_command(CLI::App& app);
 Command add_probe_command(CLI::App& app);
+Command add_trace_command(CLI::App& app);
 Command add_ablate_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_weights_command(CLI::App& app);

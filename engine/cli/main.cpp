@@ -17,7 +17,7 @@ namespace {
 bool runs_parallel_work(int argc, char** argv) {
   if (argc < 2) return false;
   const std::string command = argv[1];
-  for (const char* c : {"train", "eval", "bench", "diagnose", "probe", "ablate", "compare", "lab", "sweep"})
+  for (const char* c : {"train", "eval", "bench", "diagnose", "probe", "trace", "ablate", "compare", "lab", "sweep"})
     if (command == c) return true;
   return false;
 }
@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
       hsm::cli::add_bench_command(app),
       hsm::cli::add_diagnose_command(app),
       hsm::cli::add_probe_command(app),
+      hsm::cli::add_trace_command(app),
       hsm::cli::add_ablate_command(app),
       hsm::cli::add_compare_command(app),
       hsm::cli::add_weights_command(app),

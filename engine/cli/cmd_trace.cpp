@@ -1,0 +1,154 @@
+// `hsm trace RUN (--prompt TEXT --corrupt TEXT | --example N) [--answer-position P]
+// [--answer-token ID] [--no-exact] [--no-attribution] [--json]`: causal tracing (hsm/trace.h;
+// docs/diagnostics.md, "Causal tracing"). For each site (the residual stream at a block's input,
+// the mixer's output, the FFN's output), layer and position: how much of the clean answer's
+// log-probability returns when that one activation of the corrupted run is the clean run's.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "hsm/model.h"
+#include "hsm/trace.h"
+#include "hsm/trainer.h"
+
+namespace hsm::cli {
+namespace {
+
+nlohmann::json maps_json(const std::vector<TraceMap>& maps, int64_t positions) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const TraceMap& m : maps) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t start = 0; start < m.effect.size(); start += static_cast<size_t>(positions)) {
+      nlohmann::json row = nlohmann::json::array();
+      for (size_t i = start; i < start + static_cast<size_t>(positions); ++i)
+        row.push_back(std::isfinite(m.effect[i]) ? nlohmann::json(m.effect[i]) : nlohmann::json());
+      rows.push_back(row);
+    }
+    out[m.site] = rows;  // [layer][position]
+  }
+  return out;
+}
+
+nlohmann::json trace_json(const Trace& t) {
+  return {{"clean", t.clean_labels},
+          {"corrupt", t.corrupt_labels},
+          {"clean_ids", t.clean},
+          {"corrupt_ids", t.corrupt},
+          {"corrupted_positions", t.corrupted_positions},
+          {"layers", t.layers},
+          {"positions", t.positions},
+          {"answer_position", t.answer_position},
+          {"answer_token", t.answer_token},
+          {"answer", t.answer_label},
+          {"clean_logprob", t.clean_logprob},
+          {"corrupt_logprob", t.corrupt_logprob},
+          {"exact", maps_json(t.exact, t.positions)},
+          {"attribution", maps_json(t.attribution, t.positions)},
+          {"agreement", std::isfinite(t.agreement) ? nlohmann::json(t.agreement) : nlohmann::json()},
+          {"exact_seconds", t.exact_seconds},
+          {"attribution_seconds", t.attribution_seconds}};
+}
+
+// A map as rows of layers, columns of positions: one character per cell from its effect.
+void print_map(const Trace& t, const TraceMap& m) {
+  static const char* kShades = " .:-=+*#%@";  // effect 0 .. 1 in tenths; '!' below -0.1, '?' absent
+  std::printf("  %s (rows: layers; columns: positions; ' ' 0 ... '@' 1, '!' negative, '?' none)\n", m.site.c_str());
+  for (int64_t l = 0; l < t.layers; ++l) {
+    std::printf("    layer %2lld |", static_cast<long long>(l));
+    for (int64_t p = 0; p < t.positions; ++p) {
+      const double e = m.at(l, p, t.positions);
+      const char c = !std::isfinite(e) ? '?' : e < -0.1 ? '!' : kShades[std::clamp(static_cast<int>(e * 10), 0, 9)];
+      std::printf("%c", c);
+    }
+    std::printf("|\n");
+  }
+  // The strongest cells, named.
+  std::vector<std::pair<double, int64_t>> cells;
+  for (size_t i = 0; i < m.effect.size(); ++i)
+    if (std::isfinite(m.effect[i])) cells.emplace_back(m.effect[i], static_cast<int64_t>(i));
+  std::sort(cells.begin(), cells.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::printf("    strongest:");
+  for (size_t i = 0; i < cells.size() && i < 4; ++i) {
+    const int64_t l = cells[i].second / t.positions, p = cells[i].second % t.positions;
+    std::printf("  layer %lld pos %lld [%s] %.2f", static_cast<long long>(l), static_cast<long long>(p),
+                t.clean_labels[static_cast<size_t>(p)].c_str(), cells[i].first);
+  }
+  std::printf("\n");
+}
+
+void print_trace(const Trace& t) {
+  std::printf("%lld tokens; corrupted at", static_cast<long long>(t.positions));
+  for (int64_t p : t.corrupted_positions)
+    std::printf(" %lld ([%s] -> [%s])", static_cast<long long>(p), t.clean_labels[static_cast<size_t>(p)].c_str(),
+                t.corrupt_labels[static_cast<size_t>(p)].c_str());
+  std::printf("\nanswer [%s] after position %lld: log p clean %.4f, corrupted %.4f\n", t.answer_label.c_str(),
+              static_cast<long long>(t.answer_position), t.clean_logprob, t.corrupt_logprob);
+  if (!t.exact.empty()) {
+    std::printf("\nactivation patching (exact, %.2f s): the share of the clean answer's log-probability restored\n",
+                t.exact_seconds);
+    for (const TraceMap& m : t.exact) print_map(t, m);
+  }
+  if (!t.attribution.empty()) {
+    std::printf("\nattribution patching (estimate from one backward pass, %.2f s)", t.attribution_seconds);
+    if (std::isfinite(t.agreement)) std::printf("; agreement with the exact maps r = %.3f", t.agreement);
+    std::printf("\n");
+    for (const TraceMap& m : t.attribution) print_map(t, m);
+  }
+}
+
+}  // namespace
+
+Command add_trace_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("trace", "Causal tracing: which layer at which position carries the answer");
+  struct Args {
+    std::string run, prompt, corrupt, device = "auto";
+    int64_t example = -1, answer_position = -1, answer_token = -1;
+    int threads = 0;
+    bool json = false, no_exact = false, no_attribution = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
+  auto* prompt = cmd->add_option("--prompt", a->prompt, "The clean prompt (tokenised as `hsm probe` does)");
+  auto* corrupt = cmd->add_option("--corrupt", a->corrupt,
+                                  "The corrupted prompt: the clean one with a token replaced (the same token count)");
+  cmd->add_option("--example", a->example,
+                  "A task run's test example N, corrupted automatically (its queried key replaced; docs/diagnostics.md)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(prompt)
+      ->excludes(corrupt);
+  prompt->needs(corrupt);
+  corrupt->needs(prompt);
+  cmd->add_option("--answer-position", a->answer_position, "The position whose next token is traced (default: the last)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--answer-token", a->answer_token, "The answer's token id (default: the clean run's most likely)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-exact", a->no_exact, "Attribution patching only (one backward pass)");
+  cmd->add_flag("--no-attribution", a->no_attribution, "Exact activation patching only");
+  cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
+  cmd->add_flag("--json", a->json, "Print JSON: each site's map as [layer][position] (null where a layer has no such site)");
+  return {cmd, [a]() {
+            if (a->example < 0 && a->prompt.empty())
+              throw std::invalid_argument("trace: give --prompt and --corrupt, or --example N for a task run");
+            if (a->no_exact && a->no_attribution)
+              throw std::invalid_argument("trace: --no-exact and --no-attribution leave nothing to compute");
+            set_cpu_threads(a->threads);
+            const Tracer tracer(Model::load(a->run, a->device));
+            TraceRequest r = a->example >= 0 ? tracer.task_request(a->example) : tracer.text_request(a->prompt, a->corrupt);
+            if (a->answer_position >= 0) r.answer_position = a->answer_position;
+            if (a->answer_token >= 0) r.answer_token = static_cast<int32_t>(a->answer_token);
+            r.exact = !a->no_exact;
+            r.attribution = !a->no_attribution;
+            const Trace t = tracer.trace(r);
+            if (a->json)
+              std::cout << trace_json(t).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+            else
+              print_trace(t);
+            return 0;
+          }};
+}
+
+}  // namespace hsm::cli

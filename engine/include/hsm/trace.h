@@ -1,0 +1,89 @@
+#pragma once
+// Causal tracing (issue 51; docs/diagnostics.md, "Causal tracing"): which layer at which position
+// carries what makes a model's answer right. Two runs of the same length, a clean prompt and a
+// corrupted one (a token replaced); then, one site at a time, the clean run's activation put back
+// into the corrupted run, and how much of the clean answer's log-probability returns:
+//
+//   effect(site, layer, position) = (lp_patched - lp_corrupt) / (lp_clean - lp_corrupt)
+//
+// 1 = restoring that one activation restores the answer; 0 = it does nothing. Sites: the residual
+// stream at the block's input ("residual"), the mixer's output ("mixer") and the FFN's output
+// ("ffn"). Exact patching reruns the corrupted run from the patched layer on (every position of
+// one layer and site in one batch); attribution patching is its first-order estimate from one
+// backward pass of the corrupted run: (clean - corrupt) . d lp / d activation.
+//
+// Every mixer kind is traced the same way: the sites are the block's, not the mixer's. DA's
+// *_qk layers keep the corrupted run's QK stream (it is not a site). Plain C++ (no LibTorch).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hsm/progress.h"
+
+namespace hsm {
+
+class Model;
+
+struct TraceRequest {
+  std::vector<int32_t> clean, corrupt;  // token ids, the same length (1 to context)
+  int64_t answer_position = -1;         // whose next-token prediction is traced; -1: the last
+  int32_t answer_token = -1;            // the answer; -1: the clean run's most likely token there
+  bool exact = true;                    // activation patching (every layer x position x site)
+  bool attribution = true;              // attribution patching (one backward pass)
+};
+
+// One site's map over layers x positions: effect[layer * positions + position]. NaN where the
+// site does not exist (a skipped layer's mixer and FFN); exactly 0 after the answer position
+// (the model is causal).
+struct TraceMap {
+  std::string site;  // "residual", "mixer", "ffn"
+  std::vector<double> effect;
+  double at(int64_t layer, int64_t position, int64_t positions) const {
+    return effect[static_cast<size_t>(layer * positions + position)];
+  }
+};
+
+struct Trace {
+  std::vector<int32_t> clean, corrupt;
+  std::vector<std::string> clean_labels, corrupt_labels;  // Model::token_label of each token
+  std::vector<int64_t> corrupted_positions;               // where clean and corrupt differ
+  int64_t layers = 0, positions = 0;
+  int64_t answer_position = 0;
+  int32_t answer_token = 0;
+  std::string answer_label;
+  double clean_logprob = 0, corrupt_logprob = 0;  // log p(answer) in each run (nats)
+  std::vector<TraceMap> exact, attribution;       // residual, mixer, ffn (each when asked for)
+  // How well the estimate follows the exact map where both were made: Pearson's r over every
+  // cell of every site that exists (NaN when either was not made).
+  double agreement = 0;
+  double exact_seconds = 0, attribution_seconds = 0;
+};
+
+// The call object for causal tracing of a shared Model (as Prober is for probing). Reads the
+// model only; any thread.
+class Tracer {
+ public:
+  explicit Tracer(std::shared_ptr<const Model> model);
+  // Traces `request`. progress(f) gets the fraction done; a set cancel flag stops it with
+  // hsm::Cancelled. Throws std::invalid_argument naming the problem: prompts of different
+  // lengths or none, an id outside the vocabulary, an answer position outside the prompt, a
+  // corruption that does not change the answer's log-probability (nothing to trace).
+  Trace trace(const TraceRequest& request, const std::function<void(double)>& progress = {},
+              const CancelFlag* cancel = nullptr) const;
+  // A text prompt and its corrupted copy, tokenised as the Probe view does (no <|endoftext|> in
+  // front); they must come to the same number of tokens. Throws for a task run.
+  TraceRequest text_request(const std::string& clean, const std::string& corrupt) const;
+  // A task run's test example `index` (hsm/tasks.h task_prompt) and its corruption, made
+  // automatically: the answer is the example's last answer, and the token it depends on is
+  // replaced — the earlier occurrence of the token at the answer position (MQAR's and
+  // recall_at's stored key) when there is one, else that token itself — by a token of the
+  // vocabulary absent from the prompt. Throws for a corpus run.
+  TraceRequest task_request(int64_t index) const;
+
+ private:
+  std::shared_ptr<const Model> model_;
+};
+
+}  // namespace hsm

@@ -1,0 +1,46 @@
+#pragma once
+// Activation and attribution patching over a Gpt (hsm/trace.h says what they measure). The
+// block is taken apart into its sites as BlockImpl::forward computes it in eval mode:
+//   x = LN1(h);  y = mixer(x) (0 when knocked out);  m = h + y;  f = FFN(LN2(m));  h' = m + f
+// so a run with no site patched gives forward()'s logits.
+#include <torch/torch.h>
+
+#include <functional>
+#include <vector>
+
+#include "hsm/progress.h"
+#include "model/model.h"
+
+namespace hsm {
+
+// One run's activations at every site: [L] tensors [1, T, d] each (undefined for a skipped
+// layer's mixer and FFN), the residual at each block's input, and log p(answer) at the answer.
+struct SiteActivations {
+  std::vector<torch::Tensor> residual, mixer, ffn;
+  double answer_logprob = 0;
+};
+
+// The sites in the order of hsm::Trace's maps.
+enum class PatchSite { kResidual = 0, kMixer = 1, kFfn = 2 };
+constexpr int kPatchSites = 3;
+
+// Runs idx [1, T] and records its activations; the answer is token `answer` predicted at
+// position `at`. No gradients.
+SiteActivations record_sites(GptImpl& model, const torch::Tensor& idx, int64_t at, int64_t answer);
+
+// Exact patching: for each site, layer and position p <= at, the corrupted run with that one
+// activation replaced by the clean run's, rerun from that layer on (positions batched); returns
+// log p(answer) per site as [L * T] (NaN where the site does not exist, the corrupted run's own
+// value after `at`). `corrupt_idx`: the corrupted tokens (for the QK streams of DA layers).
+std::vector<std::vector<double>> patched_logprobs(GptImpl& model, const torch::Tensor& corrupt_idx,
+                                                  const SiteActivations& clean, const SiteActivations& corrupt,
+                                                  int64_t at, int64_t answer,
+                                                  const std::function<void(double)>& progress,
+                                                  const CancelFlag* cancel);
+
+// Attribution patching: per site [L * T], sum over d of (clean - corrupt) * d lp / d activation,
+// from one forward and backward pass of the corrupted run (NaN where the site does not exist).
+std::vector<std::vector<double>> attribution_estimates(GptImpl& model, const torch::Tensor& corrupt_idx,
+                                                       const SiteActivations& clean, int64_t at, int64_t answer);
+
+}  // namespace hsm
