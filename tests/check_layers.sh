@@ -24,15 +24,13 @@ declare -A public=(
   [run_folder.h]=run [export.h]=run
   [distributed.h]=train [trainer.h]=train [train_until_stopped.h]=train
   [model.h]=inference [generator.h]=inference [evaluator.h]=inference [prober.h]=inference
-  [sampling.h]=inference [system_info.h]=inference [token_scores.h]=inference [task_run.h]=inference
+  [sampling.h]=inference [system_info.h]=inference [token_scores.h]=inference [task_run.h]=inference [trace.h]=inference
   [bench.h]=perf
   [sweep.h]=sweep [lab.h]=sweep [grid_workers.h]=sweep
 )
 
 # Files that are in a folder below their layer until they move (each with the reason).
 declare -A allowed=(
-  # The lab is a grid of runs (issue 47, "One grid"): it moves to the grid layer (sweep/).
-  [src/tasks/lab.cpp]=sweep
 )
 
 declare -A rank
