@@ -577,6 +577,18 @@ TEST(LabCli, SlurmAndDeviceWorkAsForASweep) {
   const auto state = nlohmann::json::parse(read_file(lab + "/points/lr=0.003,seed=2.json"));
   EXPECT_EQ(state["state"], "done");
   EXPECT_TRUE(state["score"]["answer_accuracy"].is_number()) << state;
+  // hsm sweep table shows a lab's runs as any grid's, a task run's accuracy its answer accuracy.
+  const Result rows = shell("{ " + hsm("sweep table " + lab + " --json") + " 2>/dev/null; }");
+  ASSERT_EQ(rows.exit_code, 0) << rows.out;
+  double recorded = -1;
+  for (const std::string& line : lines_of(lab + "/runs/lr=0.003,seed=2/metrics.jsonl")) {
+    const auto m = nlohmann::json::parse(line);
+    if (m["kind"] == "eval") recorded = m["answer_accuracy"].get<double>();
+  }
+  const auto row = nlohmann::json::parse(rows.out)["rows"][3];
+  EXPECT_EQ(row["run"], "lr=0.003,seed=2");
+  EXPECT_EQ(row["state"], "done");
+  EXPECT_EQ(row["final_accuracy"].get<double>(), recorded) << row;
   const Result table = shell("{ " + hsm("lab --out " + lab + " --table --json") + " 2>/dev/null; }");
   ASSERT_EQ(table.exit_code, 0) << table.out;
   EXPECT_EQ(nlohmann::json::parse(table.out)["cells"][0]["runs"], 1);

@@ -98,7 +98,6 @@ std::vector<SweepRow> runs_table(const std::vector<std::string>& run_dirs) {
 
 std::vector<SweepRow> sweep_table(const std::string& dir) {
   const Sweep sweep = load_sweep(dir);
-  const bool task = !sweep.task.empty();
   std::vector<SweepRow> rows;
   for (const SweepPoint& p : sweep.points) {
     SweepRow r;
@@ -109,7 +108,7 @@ std::vector<SweepRow> sweep_table(const std::string& dir) {
     const PointState s = read_point_state(dir, p);
     r.state = s.state;
     r.error = s.error;
-    read_row_metrics(r, sweep_run_dir(dir, p), task);
+    read_row_metrics(r, sweep_run_dir(dir, p), !p.task.empty());  // a task axis' point too
     rows.push_back(std::move(r));
   }
   return rows;
