@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QResizeEvent>
+#include <QScrollArea>
 #include <QSettings>
 #include <QShortcut>
 #include <QSlider>
@@ -151,7 +152,7 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   status_->setObjectName(QStringLiteral("presentation_status"));
   status_->setWordWrap(true);
   QFont readable = status_->font();  // read from the back of the room
-  readable.setPointSizeF(readable.pointSizeF() * 1.4);
+  readable.setPointSizeF(readable.pointSizeF() * 1.25);
   status_->setFont(readable);
   // Which model tells the story: its run, its model and its mixers, in the bar's font.
   model_ = new QLabel;
@@ -178,7 +179,17 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   layout->addWidget(story_, 1);
   layout->addWidget(status_);
   if (!paper.isEmpty()) layout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
-  layout->addLayout(prompts);
+  // The prompts scroll in a band of about two rows, so the story keeps most of the screen.
+  auto* promptsBox = new QWidget;
+  promptsBox->setLayout(prompts);
+  auto* promptsScroll = new QScrollArea;
+  promptsScroll->setObjectName(QStringLiteral("presentation_prompts"));
+  promptsScroll->setWidget(promptsBox);
+  promptsScroll->setWidgetResizable(true);
+  promptsScroll->setFrameShape(QFrame::NoFrame);
+  promptsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  promptsScroll->setMaximumHeight(QFontMetrics(readable).lineSpacing() * 7 + 40);
+  layout->addWidget(promptsScroll);
 
   typewriter_ = new QTimer(this);
   connect(typewriter_, &QTimer::timeout, this, &PresentationMode::showNext);

@@ -112,7 +112,7 @@ void WeightsView::build() {
     return out;
   });
 
-  offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("Π of b or 1 + a (residual)"));
+  offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("path weight"));
   offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
   offsetPlot_->setToolTip(
       tr("Weight of the single path from input t−k to output t through every (a,b) layer "
@@ -205,10 +205,8 @@ void WeightsView::build() {
   rows->addWidget(diagram_);
   rows->addWidget(bottom);
   bottom->hide();  // until the weights say there are vectors or heads to show
-  // The plots as tall as the diagram on a short screen (its size hint alone took most).
-  rows->setStretchFactor(0, 1);
-  rows->setStretchFactor(1, 1);
-  rows->setStretchFactor(2, 1);
+  // The plots about as tall as the diagram (its size hint alone took most of the height).
+  rows->setSizes({300, 380, 300});
   // On a short screen (1024x600) with a vector or multihead model the three rows scroll
   // rather than make the window taller than the screen.
   auto* rowsScroll = new QScrollArea;

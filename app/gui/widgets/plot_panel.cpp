@@ -172,10 +172,7 @@ void PlotPanel::setLegendAlignment(Qt::Alignment alignment) {
 
 void PlotPanel::setLegendBelow(int columns) {
   if (legendBelow_) return;
-  legendBelow_ = true;
-  plot_->axisRect()->insetLayout()->take(plot_->legend);
-  plot_->plotLayout()->addElement(1, 0, plot_->legend);
-  plot_->plotLayout()->setRowStretchFactor(1, 0.001);  // its own height, the axes the rest
+  legendBelow_ = true;  // placed there by redraw() while it has entries to show
   plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   plot_->legend->setWrap(columns);
   plot_->legend->setBrush(Qt::NoBrush);
@@ -241,6 +238,20 @@ void PlotPanel::redraw() {
     }
   }
   plot_->legend->setVisible(legendItems > 1);
+  if (legendBelow_) {
+    // Its row under the axes only while it shows: an empty row there squeezed the axes.
+    QCPLayoutGrid* grid = plot_->plotLayout();
+    const bool below = grid->rowCount() > 1 && grid->hasElement(1, 0);
+    if (legendItems > 1 && !below) {
+      plot_->axisRect()->insetLayout()->take(plot_->legend);
+      grid->addElement(1, 0, plot_->legend);
+      grid->setRowStretchFactor(1, 0.001);  // its own height, the axes the rest
+    } else if (legendItems <= 1 && below) {
+      grid->take(plot_->legend);
+      grid->simplify();
+      plot_->axisRect()->insetLayout()->addElement(plot_->legend, Qt::AlignTop | Qt::AlignRight);
+    }
+  }
   if (!userMoved_) {
     plot_->rescaleAxes();
     if (logY_) {
