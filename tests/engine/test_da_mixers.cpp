@@ -12,7 +12,7 @@
 #include "hsm/params.h"
 #include "hsm/presets.h"
 #include "hsm/receptive_field.h"
-#include "train/checkpoint.h"
+#include "model/weights_io.h"
 #include "model/mixers/gated_mlp.h"
 #include "model/mixers/linear_attention.h"
 #include "model/mixers/qk_source_attention.h"

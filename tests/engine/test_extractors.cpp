@@ -11,7 +11,7 @@
 #include "hsm/params.h"
 #include "hsm/presets.h"
 #include "hsm/receptive_field.h"
-#include "train/checkpoint.h"
+#include "model/weights_io.h"
 #include "model/mixers/extractors.h"
 #include "model/mixers/lag_mix.h"
 #include "model/model.h"

@@ -26,7 +26,6 @@
 #include "hsm/safetensors.h"
 #include "hsm/settings.h"
 #include "hsm/trainer.h"
-#include "train/checkpoint.h"
 #include "io/io_util.h"
 #include "hsm/run_folder.h"
 #include "training_test_util.h"
@@ -73,7 +72,7 @@ TEST(Checkpoints, ResumeTakesTheNewestWholeCheckpointWhateverAKillLeft) {
   first.model.dropout = 0.1;
   Trainer(first).run();
   const RunFolder paths(first.run_dir);
-  const auto newest = latest_checkpoint(first.run_dir);
+  const auto newest = RunFolder(first.run_dir).latest_checkpoint();
   ASSERT_TRUE(newest.has_value());
   EXPECT_EQ(newest->step, 20);
   // A kill after the checkpoint of step 20 was published but before the top-level files were
@@ -99,14 +98,14 @@ TEST(Checkpoints, ARunOfTheOldLayoutResumes) {
   RunSpec spec = tiny_run(dir, make_corpus(dir), 10);
   Trainer(spec).run();
   const RunFolder paths(spec.run_dir);
-  const Checkpoint c = *latest_checkpoint(spec.run_dir);
+  const RunFolder::Checkpoint c = *RunFolder(spec.run_dir).latest_checkpoint();
   fs::copy_file(c.optimizer, paths.optimizer);
   fs::remove_all(paths.checkpoints);
   RunSpec more = spec;
   more.resume = true;
   more.train.steps = 20;
   EXPECT_EQ(Trainer(more).run().steps, 20);
-  EXPECT_EQ(latest_checkpoint(spec.run_dir)->step, 20);
+  EXPECT_EQ(RunFolder(spec.run_dir).latest_checkpoint()->step, 20);
   EXPECT_FALSE(fs::exists(paths.optimizer));
 }
 
@@ -126,7 +125,7 @@ TEST(Divergence, TheLastFiniteCheckpointIsKeptAndTheMessageSaysWhatToChange) {
   EXPECT_TRUE(has(message, "training diverged at step")) << message;
   EXPECT_TRUE(has(message, "keeps the checkpoint of step")) << message;
   EXPECT_TRUE(has(message, "--lr 1 (it was 10)")) << message;
-  const auto kept = latest_checkpoint(spec.run_dir);
+  const auto kept = RunFolder(spec.run_dir).latest_checkpoint();
   ASSERT_TRUE(kept.has_value());
   EXPECT_TRUE(has(message, "step " + std::to_string(kept->step) + ",")) << message;
   auto model = Model::load(spec.run_dir, "cpu");  // finite weights: loads

@@ -1,12 +1,17 @@
-// Run folders read without LibTorch: metrics.jsonl lines, the incremental reader the
-// studio uses to follow a run that another process is writing, config.json errors.
+// Run folders without LibTorch: metrics.jsonl lines, the incremental reader the studio uses to
+// follow a run that another process is writing, config.json errors; RunFolder's checkpoints
+// (kept, pruned, a damaged one set aside) and its one recipe for a copy (export, save as).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "hsm/run_folder.h"
+#include "hsm/safetensors.h"
+#include "run/run_json.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -174,4 +179,114 @@ TEST(RunFolder, ReaderSkipsAndNamesDamagedLinesAndNeverSpins) {
   EXPECT_EQ(all[0].step, 8);
   ASSERT_EQ(reader.problems().size(), 1u);
   EXPECT_NE(reader.problems()[0].find("line 7: longer than 64 KiB"), std::string::npos) << reader.problems()[0];
+}
+
+// ---- RunFolder: the one owner of a run folder's checkpoints and copies (issue 47) ----------------
+namespace {
+
+// A checkpoint's config.json of `step` as the trainer writes it (run_config_text).
+std::string config_of_step(int64_t step) {
+  ModelConfig m;
+  m.vocab_size = 300;
+  m.d_model = 32;
+  m.context = 32;
+  m.layers = {LayerSpec{}};
+  RunRecord r;
+  r.model_json = to_json(m);
+  r.step = step;
+  r.total_steps = 100;
+  return run_config_text(r);
+}
+
+// Stand-ins for the tensors the trainer writes (LibTorch is not needed to test the folder).
+void write_fake_tensors(const RunFolder::Checkpoint& c, int64_t step) {
+  TensorBlob w;
+  w.name = "w";
+  w.dtype = "F32";
+  w.shape = {1};
+  w.data.assign(4, static_cast<char>(step));
+  write_safetensors(c.weights, {w}, {{"step", std::to_string(step)}});
+  write_safetensors(c.optimizer, {w}, {{"step", std::to_string(step)}});
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST(RunFolderCheckpoints, TheNewestTwoAreKeptAndTheTopLevelFilesAreTheNewests) {
+  const RunFolder run(test::fresh_temp_dir("run-folder", "checkpoints"));
+  for (int64_t step : {0, 10, 20, 30})
+    run.write_checkpoint(step, config_of_step(step),
+                         [step](const RunFolder::Checkpoint& c) { write_fake_tensors(c, step); });
+  std::vector<std::string> kept;
+  for (const auto& e : fs::directory_iterator(run.checkpoints)) kept.push_back(e.path().filename().string());
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"step-000000000020", "step-000000000030"}));
+  const auto latest = run.latest_checkpoint();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 30);
+  EXPECT_EQ(text_of(run.config), config_of_step(30));
+  EXPECT_EQ(text_of(run.weights), text_of(latest->weights));
+  EXPECT_EQ(read_run_info(run.dir).step, 30);
+  // The same step again (a stop right after a periodic checkpoint): its tensors stay, its record is new.
+  bool wrote = false;
+  run.write_checkpoint(30, config_of_step(30) + " ", [&](const RunFolder::Checkpoint&) { wrote = true; });
+  EXPECT_FALSE(wrote);
+  EXPECT_EQ(text_of(run.config), config_of_step(30) + " ");
+}
+
+TEST(RunFolderCheckpoints, ADamagedNewestIsPassedOverAndSetAside) {
+  const RunFolder run(test::fresh_temp_dir("run-folder", "damaged-checkpoint"));
+  for (int64_t step : {10, 20})
+    run.write_checkpoint(step, config_of_step(step),
+                         [step](const RunFolder::Checkpoint& c) { write_fake_tensors(c, step); });
+  const std::string newest = run.latest_checkpoint()->dir;
+  std::ofstream(newest + "/optimizer.safetensors", std::ios::trunc) << "half";
+  std::vector<std::string> log;
+  const auto from = run.resume_checkpoint([&](const std::string& l) { log.push_back(l); });
+  ASSERT_TRUE(from.has_value());
+  EXPECT_EQ(from->step, 10);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("step 20 passed over"), std::string::npos) << log[0];
+  EXPECT_FALSE(fs::exists(newest));
+  EXPECT_TRUE(fs::exists(run.checkpoints + "/damaged-step-000000000020"));
+}
+
+// Export and "save as" write their copy by this one recipe: the weights the caller writes, the
+// run's tokenizer (or a task run's task.json), its metrics and the new config; a folder replaced whole.
+TEST(RunFolderCopy, ACopyHasTheWeightsGivenTheRunsTokenizerOrTaskItsMetricsAndTheNewConfig) {
+  const std::string root = test::fresh_temp_dir("run-folder", "copy");
+  const RunFolder corpus_run(root + "/corpus"), task_run(root + "/task");
+  for (const RunFolder* r : {&corpus_run, &task_run}) {
+    fs::create_directories(r->dir);
+    std::ofstream(r->metrics) << "{\"kind\":\"train\",\"step\":1}\n";
+  }
+  std::ofstream(corpus_run.tokenizer) << "sentencepiece bytes";
+  std::ofstream(task_run.task) << "{\"task\": \"mqar\"}\n";
+
+  const RunFolder out(root + "/out");
+  fs::create_directories(out.dir);
+  std::ofstream(out.dir + "/earlier") << "an earlier copy's file";
+  corpus_run.publish_copy(out.dir, "{\"copy\": 1}\n", [](const std::string& w) { std::ofstream(w) << "weights"; });
+  EXPECT_EQ(text_of(out.weights), "weights");
+  EXPECT_EQ(text_of(out.tokenizer), "sentencepiece bytes");
+  EXPECT_EQ(text_of(out.metrics), text_of(corpus_run.metrics));
+  EXPECT_EQ(text_of(out.config), "{\"copy\": 1}\n");
+  EXPECT_FALSE(fs::exists(out.task));
+  EXPECT_FALSE(fs::exists(out.dir + "/earlier"));  // replaced whole, never mixed
+
+  const RunFolder task_out(root + "/task_out");
+  task_run.publish_copy(task_out.dir, "{}\n", [](const std::string& w) { std::ofstream(w) << "w"; });
+  EXPECT_EQ(text_of(task_out.task), text_of(task_run.task));
+  EXPECT_FALSE(fs::exists(task_out.tokenizer));
+
+  // A failed weights writer leaves the destination as it was and no temporary beside it.
+  EXPECT_THROW(corpus_run.publish_copy(out.dir, "{}\n", [](const std::string&) { throw std::runtime_error("disk full"); }),
+               std::runtime_error);
+  EXPECT_EQ(text_of(out.weights), "weights");
+  for (const auto& e : fs::directory_iterator(root))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
 }
