@@ -7,10 +7,8 @@ set -u
 cd "${1:?usage: check_run_file_names.sh REPO_DIR}" || exit 2
 names='config\.json|model\.safetensors|optimizer\.safetensors|metrics\.jsonl|diagnostics\.jsonl|tokenizer\.model|best\.safetensors|task\.json|checkpoints|\.lock|step-|damaged-'
 owner=engine/src/run/run_folder_files.cpp
-# Until the grid half of issue 47 moves them onto RunFolder (the sweep's own files).
-allowed='^engine/src/sweep/sweep_run\.cpp:|^engine/src/sweep/sweep_table\.cpp:'
 found=$(grep -rnE "\"/?($names)\"" engine/src engine/cli engine/include app --include=*.cpp --include=*.h |
-        grep -v "^$owner:" | grep -vE "$allowed")
+        grep -v "^$owner:")
 if [[ -n $found ]]; then
   echo "$found"
   echo "a run folder's file name spelled outside $owner: take the path from hsm::RunFolder (hsm/run_folder.h)"

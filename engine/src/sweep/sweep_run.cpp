@@ -19,6 +19,7 @@
 
 #include "hsm/errors.h"
 #include "hsm/grid_workers.h"
+#include "hsm/run_folder.h"
 #include "hsm/sweep.h"
 #include "hsm/train_until_stopped.h"
 #include "hsm/trainer.h"
@@ -63,7 +64,7 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
   spec.threads = threads;
   // A run folder with a checkpoint continues from it (an interrupted point); the trainer
   // removes what a run killed before its first checkpoint left.
-  spec.resume = fs::exists(fs::path(spec.run_dir) / "checkpoints") && is_run_folder(spec.run_dir);
+  spec.resume = fs::exists(RunFolder(spec.run_dir).checkpoints) && is_run_folder(spec.run_dir);
   if (spec.resume && on_log) on_log("continuing " + p.name + " from its checkpoint");
   PointState state;
   state.state = "running";

@@ -8,6 +8,7 @@
 
 #include "hsm/cost.h"
 #include "hsm/params.h"
+#include "hsm/run_folder.h"
 #include "hsm/settings.h"
 #include "hsm/sweep.h"
 
@@ -19,7 +20,7 @@ namespace {
 // The metrics of a row from its run folder's metrics.jsonl (none yet: left NaN). task: the
 // accuracy is a task run's answer accuracy, else next-token accuracy.
 void read_row_metrics(SweepRow& r, const std::string& run, bool task) {
-  if (!fs::exists(fs::path(run) / "metrics.jsonl")) return;
+  if (!fs::exists(RunFolder(run).metrics)) return;
   MetricsReader reader(run);
   double tps_sum = 0;
   int64_t tps_n = 0;
@@ -82,7 +83,7 @@ std::vector<SweepRow> runs_table(const std::vector<std::string>& run_dirs) {
     r.macs_per_token = model_macs_per_token(info.model, info.model.context);
     read_row_metrics(r, run_dirs[i], false);
     bool task = false;
-    if (fs::exists(fs::path(run_dirs[i]) / "metrics.jsonl"))
+    if (fs::exists(RunFolder(run_dirs[i]).metrics))
       for (const MetricRecord& m : MetricsReader(run_dirs[i]).poll()) task = task || std::isfinite(m.answer_accuracy);
     if (task) {
       SweepRow t;
