@@ -86,6 +86,10 @@ void print_trace(const Trace& t) {
                 t.corrupt_labels[static_cast<size_t>(p)].c_str());
   std::printf("\nanswer [%s] after position %lld: log p clean %.4f, corrupted %.4f\n", t.answer_label.c_str(),
               static_cast<long long>(t.answer_position), t.clean_logprob, t.corrupt_logprob);
+  const double span = std::abs(t.clean_logprob - t.corrupt_logprob);
+  if (span < 0.01)
+    std::printf("note: the corruption moves log p by only %.2g nats: effects of a few hundredths can be float32 "
+                "rounding; a token the answer depends on more gives a clearer map\n", span);
   if (!t.exact.empty()) {
     std::printf("\nactivation patching (exact, %.2f s): the share of the clean answer's log-probability restored\n",
                 t.exact_seconds);
