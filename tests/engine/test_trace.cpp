@@ -71,12 +71,13 @@ class TracedRun : public ::testing::Test {
     run_ = new std::string(spec.run_dir);
   }
   // A prompt and its copy with position 3 replaced; the answer traced is the prediction at
-  // position 5, which a 30-step model bases on the tokens just before it (a corruption far from
-  // the answer moves log p by float32 rounding only in a model this small).
+  // position 3 itself, which the replaced token moves by nats (a 30-step model bases little on
+  // tokens further back: a corruption far from the answer moves log p by millinats, and the
+  // normalised effects then carry float32 rounding of 1e-4).
   static TraceRequest request(const Tracer& tracer) {
     TraceRequest r = tracer.text_request(kPrompt, kPrompt);
     r.corrupt[3] = (r.corrupt[3] + 7) % static_cast<int32_t>(Model::load(*run_, "cpu")->config().vocab_size);
-    r.answer_position = 5;
+    r.answer_position = 3;
     return r;
   }
   static std::string* dir_;
@@ -94,8 +95,11 @@ TEST_F(TracedRun, TheExactMapIsEverySiteRestoredByHand) {
   GptImpl& m = *model->impl().gpt;
   const int64_t T = t.positions, at = t.answer_position, answer = t.answer_token;
   ASSERT_EQ(t.layers, 3);
-  ASSERT_EQ(at, 5);
-  ASSERT_GT(std::abs(t.clean_logprob - t.corrupt_logprob), 0.05) << "a corruption the answer depends on";
+  ASSERT_EQ(at, 3);
+  // A 30-step model moves log p little (millinats): every comparison below is in nats, where
+  // float32 rounding is ~1e-6, not in the normalised effect, which divides by that span.
+  const double span = t.clean_logprob - t.corrupt_logprob;
+  ASSERT_GT(std::abs(span), 1e-4) << "a corruption the answer depends on";
   // The test's reading of the block gives the model's own log-probabilities.
   Sites clean, corrupt;
   const double lp_clean = run_by_hand(m, ids(r.clean), at, answer, -1, -1, -1, {}, &clean);
@@ -114,8 +118,7 @@ TEST_F(TracedRun, TheExactMapIsEverySiteRestoredByHand) {
       for (int64_t p = 0; p < T; ++p) {
         const double lp =
             run_by_hand(m, ids(r.corrupt), at, answer, s, l, p, (*acts[s])[static_cast<size_t>(l)][0][p]);
-        const double want = (lp - lp_corrupt) / (lp_clean - lp_corrupt);
-        EXPECT_NEAR(t.exact[static_cast<size_t>(s)].at(l, p, T), want, 1e-3)
+        EXPECT_NEAR(t.exact[static_cast<size_t>(s)].at(l, p, T) * span, lp - lp_corrupt, 1e-5)
             << t.exact[static_cast<size_t>(s)].site << " layer " << l << " position " << p;
       }
 }
@@ -126,12 +129,13 @@ TEST_F(TracedRun, RestoringTheWholeInputAtTheCorruptedPositionRestoresEverything
   const Trace t = tracer.trace(r);
   ASSERT_EQ(t.corrupted_positions, std::vector<int64_t>{3});
   const TraceMap& residual = t.exact[0];
+  const double span = t.clean_logprob - t.corrupt_logprob;  // in nats below (see the first test)
   for (int64_t p = 0; p < t.positions; ++p) {
     const double e = residual.at(0, p, t.positions);
     if (p == 3)
-      EXPECT_NEAR(e, 1.0, 1e-4) << "the clean input at the corrupted position is the clean run";
+      EXPECT_NEAR(e * span, span, 1e-5) << "the clean input at the corrupted position is the clean run";
     else
-      EXPECT_NEAR(e, 0.0, 1e-4) << "position " << p << " holds the same token in both runs";
+      EXPECT_NEAR(e * span, 0.0, 1e-5) << "position " << p << " holds the same token in both runs";
   }
   for (const TraceMap& map : t.exact)
     for (int64_t l = 0; l < t.layers; ++l)
@@ -140,7 +144,7 @@ TEST_F(TracedRun, RestoringTheWholeInputAtTheCorruptedPositionRestoresEverything
   // Before the corrupted position nothing differs at any site.
   for (const TraceMap& map : t.exact)
     for (int64_t l = 0; l < t.layers; ++l)
-      for (int64_t p = 0; p < 3; ++p) EXPECT_NEAR(map.at(l, p, t.positions), 0.0, 1e-4) << map.site;
+      for (int64_t p = 0; p < 3; ++p) EXPECT_NEAR(map.at(l, p, t.positions) * span, 0.0, 1e-5) << map.site;
 }
 
 TEST_F(TracedRun, AKnockedOutMixerHasNoEffect) {
@@ -150,12 +154,13 @@ TEST_F(TracedRun, AKnockedOutMixerHasNoEffect) {
   const Tracer tracer(model->edited(edit));
   const Trace t = tracer.trace(request(tracer));
   double elsewhere = 0;
+  const double span = t.clean_logprob - t.corrupt_logprob;  // in nats (see the first test)
   for (int64_t p = 0; p < t.positions; ++p) {
-    EXPECT_NEAR(t.exact[1].at(1, p, t.positions), 0.0, 1e-5) << "knocked-out layer 1, position " << p;
+    EXPECT_NEAR(t.exact[1].at(1, p, t.positions) * span, 0.0, 1e-5) << "knocked-out layer 1, position " << p;
     EXPECT_EQ(t.attribution[1].at(1, p, t.positions), 0.0);
     elsewhere = std::max(elsewhere, std::abs(t.exact[1].at(2, p, t.positions)));
   }
-  EXPECT_GT(elsewhere, 1e-3) << "layer 2's mixer carries something";
+  EXPECT_GT(elsewhere * std::abs(span), 1e-4) << "layer 2's mixer carries something";
 }
 
 // The estimate at a cell is the directional derivative of log p along (clean - corrupt) there:
@@ -167,18 +172,22 @@ TEST_F(TracedRun, AttributionIsTheFirstOrderEstimate) {
   const Trace t = tracer.trace(r);
   ASSERT_EQ(t.attribution.size(), 3u);
   EXPECT_TRUE(std::isfinite(t.agreement));
-  GptImpl& m = *model->impl().gpt;
+  // The finite difference in double precision (a second copy of the model): in float32 a step
+  // small enough for a derivative moves log p by less than its rounding.
+  const auto twin = Model::load(*run_, "cpu");
+  GptImpl& m = *twin->impl().gpt;
+  m.to(torch::kDouble);
   const int64_t T = t.positions, at = t.answer_position, answer = t.answer_token;
   Sites clean, corrupt;
   run_by_hand(m, ids(r.clean), at, answer, -1, -1, -1, {}, &clean);
   const double lp_corrupt = run_by_hand(m, ids(r.corrupt), at, answer, -1, -1, -1, {}, &corrupt);
   const double span = t.clean_logprob - t.corrupt_logprob;
   for (int64_t l : {0, 2}) {
-    const double eps = 1e-3;
+    const double eps = 1e-4;
     const auto point = corrupt.ffn[static_cast<size_t>(l)][0][3] +
                        eps * (clean.ffn[static_cast<size_t>(l)][0][3] - corrupt.ffn[static_cast<size_t>(l)][0][3]);
-    const double fd = (run_by_hand(m, ids(r.corrupt), at, answer, 2, l, 3, point) - lp_corrupt) / eps / span;
-    EXPECT_NEAR(t.attribution[2].at(l, 3, T), fd, 0.02 * std::abs(fd) + 1e-3) << "ffn layer " << l;
+    const double fd = (run_by_hand(m, ids(r.corrupt), at, answer, 2, l, 3, point) - lp_corrupt) / eps;  // nats
+    EXPECT_NEAR(t.attribution[2].at(l, 3, T) * span, fd, 0.02 * std::abs(fd) + 1e-6) << "ffn layer " << l;
   }
   for (int64_t p = 0; p < 3; ++p) EXPECT_EQ(t.attribution[0].at(0, p, T), 0.0) << "same input, no difference";
 }
