@@ -64,6 +64,11 @@ SiteActivations record_sites(GptImpl& model, const torch::Tensor& idx, int64_t a
     a.ffn.push_back(ffn_output(*model.blocks[l], mid));
     h = mid + a.ffn.back();
   }
+  if (answer < 0) {  // the run's own most likely token at `at`
+    const auto logits = torch::matmul(model.ln_f->forward(h.select(1, at)), model.tok_emb->weight.t());
+    answer = logits[0].argmax().item<int64_t>();
+  }
+  a.answer = answer;
   a.answer_logprob = answer_logprobs(model, h, at, answer).item<double>();
   return a;
 }

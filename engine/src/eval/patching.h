@@ -17,6 +17,7 @@ namespace hsm {
 // layer's mixer and FFN), the residual at each block's input, and log p(answer) at the answer.
 struct SiteActivations {
   std::vector<torch::Tensor> residual, mixer, ffn;
+  int64_t answer = 0;  // the answer token (the run's most likely one when none was given)
   double answer_logprob = 0;
 };
 
@@ -25,7 +26,7 @@ enum class PatchSite { kResidual = 0, kMixer = 1, kFfn = 2 };
 constexpr int kPatchSites = 3;
 
 // Runs idx [1, T] and records its activations; the answer is token `answer` predicted at
-// position `at`. No gradients.
+// position `at` (answer < 0: the run's most likely token there). No gradients.
 SiteActivations record_sites(GptImpl& model, const torch::Tensor& idx, int64_t at, int64_t answer);
 
 // Exact patching: for each site, layer and position p <= at, the corrupted run with that one

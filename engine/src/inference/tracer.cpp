@@ -79,14 +79,9 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
 
   GptImpl& model = *m.gpt;
   const auto clean_idx = ids_tensor(r.clean, m.device), corrupt_idx = ids_tensor(r.corrupt, m.device);
-  if (r.answer_token >= 0) {
-    t.answer_token = r.answer_token;
-  } else {
-    torch::NoGradGuard no_grad;
-    t.answer_token = static_cast<int32_t>(model.forward(clean_idx)[0][at].argmax().item<int64_t>());
-  }
+  const SiteActivations clean = record_sites(model, clean_idx, at, r.answer_token);
+  t.answer_token = static_cast<int32_t>(clean.answer);
   t.answer_label = m.token_label(t.answer_token);
-  const SiteActivations clean = record_sites(model, clean_idx, at, t.answer_token);
   const SiteActivations corrupt = record_sites(model, corrupt_idx, at, t.answer_token);
   t.clean_logprob = clean.answer_logprob;
   t.corrupt_logprob = corrupt.answer_logprob;
