@@ -1,5 +1,5 @@
 // `hsm lab --out DIR [--task SPEC]... [--model NAME]... [--lr X]... [--seeds N] [--steps N]
-// [--batch N] [--size tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
+// [--batch N] [--size lab|tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
 // lab (hsm/lab.h, docs/lab.md), the friendly front of a grid of task runs: it writes the grid
 // and trains it with the one launcher (`hsm sweep`'s). A folder that holds a lab continues it
 // (`hsm lab --out DIR` alone); --table prints its table without training; `hsm lab convert DIR`
@@ -50,18 +50,18 @@ Command add_lab_command(CLI::App& app) {
   a->grid = default_lab_grid();
   cmd->add_option("--out", a->out, "Lab folder (created; a folder holding a lab continues it)");
   auto* tasks = cmd->add_option("--task", a->grid.tasks, "A task spec NAME[:key=value,...]; repeat for several "
-                                                          "(default: every task at its lab difficulty)");
+                                                          "(default: mqar, recall_at and in_context_recall at context 64)");
   auto* models = cmd->add_option("--model", a->grid.models,
-                                 "A preset or config file; repeat for several (default: gpt, hsm_ab, hybrid_0_6, "
-                                 "da_static_emb_qk, ex_he)");
+                                 "A preset or config file; repeat for several (default: gpt, hsm_ab, hybrid_0_6)");
   auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.003)");
-  auto* seeds = cmd->add_option("--seeds", a->grid.seeds, "Training seeds per cell (default 1)")
+  auto* seeds = cmd->add_option("--seeds", a->grid.seeds, "Training seeds per cell (default 2)")
                     ->check(CLI::Range(int64_t{1}, int64_t{100}));
-  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run (default 300)")
+  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run (default 600)")
                     ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
-  auto* batch = cmd->add_option("--batch", a->grid.batch, "Examples per step (default 32)")
+  auto* batch = cmd->add_option("--batch", a->grid.batch, "Examples per step (default 128)")
                     ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  auto* size = cmd->add_option("--size", a->grid.size, "tiny (d 64, up to 4 layers of each model) or as_is");
+  auto* size = cmd->add_option("--size", a->grid.size, "lab (d 64, up to 4 layers of each model, one head, no MLP; the default), tiny (the same with the "
+                               "model's heads and an FFN of 4·d) or as_is");
   auto* examples = cmd->add_option("--test-examples", a->grid.test_examples, "Fresh test examples per run (1280)")
                        ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_flag("--json", a->json, "Print the table as JSON");

@@ -135,6 +135,44 @@ ExpectedCell expectedCell(const QString& lab, int task_index, int model_index) {
 
 }  // namespace
 
+// Issue 50: the list offers every task the lab knows, the default grid's ticked; showing a
+// lab's grid (after a run, or an opened folder) keeps what the user had listed, unticked.
+TEST(LabView, TheTaskListKeepsWhatTheUserLeftUnticked) {
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  QListWidget* list = view.taskList();
+  auto listed = [&] {
+    std::map<std::string, bool> m;  // spec -> ticked
+    for (int i = 0; i < list->count(); ++i)
+      m[list->item(i)->text().toStdString()] = list->item(i)->checkState() == Qt::Checked;
+    return m;
+  };
+  const std::vector<std::string> choices = hsm::lab_task_choices();
+  const std::vector<std::string> defaults = hsm::default_lab_grid().tasks;
+  std::map<std::string, bool> m = listed();
+  ASSERT_EQ(m.size(), choices.size());
+  for (const std::string& t : choices)
+    EXPECT_EQ(m[t], std::find(defaults.begin(), defaults.end(), t) != defaults.end()) << t;
+  EXPECT_TRUE(m.count("parity") && m.count("permutation"));
+
+  // The user adds a task of their own and leaves it unticked; a lab of one other task is shown.
+  auto* add = view.findChild<QLineEdit*>(QStringLiteral("lab_new_task"));
+  add->setText(QStringLiteral("recall_at:vocab=32,context=16,max_distance=15"));
+  QMetaObject::invokeMethod(add, "returnPressed");
+  for (int i = 0; i < list->count(); ++i)
+    if (list->item(i)->text().startsWith(QStringLiteral("recall_at:vocab=32"))) list->item(i)->setCheckState(Qt::Unchecked);
+  hsm::LabGrid shown = hsm::default_lab_grid();
+  shown.tasks = {"mqar:vocab=32,pairs=2,context=16"};
+  view.fillForm(shown);
+  m = listed();
+  EXPECT_EQ(m.size(), choices.size() + 2);
+  EXPECT_TRUE(m["mqar:vocab=32,pairs=2,context=16"]);
+  EXPECT_FALSE(m["recall_at:vocab=32,context=16,max_distance=15"]);
+  for (const std::string& t : choices) EXPECT_FALSE(m[t]) << t << " is listed ticked, or gone";
+  EXPECT_EQ(view.formGrid().tasks, shown.tasks);
+}
+
 TEST(LabView, DefaultsAreHsmLabsAndBadFormsAreRefused) {
   RunList runs;
   EngineHost engine;

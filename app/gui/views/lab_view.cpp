@@ -307,8 +307,20 @@ void LabView::connectSignals() {
 }
 
 void LabView::fillForm(const hsm::LabGrid& grid) {
+  // The grid's tasks ticked, then every other task the lab offers and every task the user had
+  // listed, unticked: a run never empties the list of what the user left unticked.
+  QStringList listed;
+  for (const std::string& t : grid.tasks) listed << qstr(t);
+  QStringList offered;
+  for (const std::string& t : hsm::lab_task_choices()) offered << qstr(t);
+  for (int i = 0; i < tasks_->count(); ++i) offered << tasks_->item(i)->text().trimmed();
   tasks_->clear();
-  for (const std::string& t : grid.tasks) addCheckable(tasks_, qstr(t), true, true);
+  for (const QString& t : listed) addCheckable(tasks_, t, true, true);
+  for (const QString& t : offered)
+    if (!listed.contains(t)) {
+      addCheckable(tasks_, t, false, true);
+      listed << t;
+    }
   models_->clear();
   QStringList models;
   for (const std::string& m : grid.models) models << qstr(m);

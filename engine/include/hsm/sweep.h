@@ -51,7 +51,7 @@ struct Sweep {
   std::string base_config_json;
   // A model axis' configs as read once, when the grid started: value -> config JSON.
   std::map<std::string, std::string> model_configs;
-  std::string size = "as_is";  // "tiny": every model at lab size (tiny_model)
+  std::string size = "as_is";  // "lab" / "tiny": every model at that size (model_at_size)
   int64_t test_examples = 0;   // > 0: a task point is scored on this many fresh examples once trained
   double min_lr_fraction = -1;  // >= 0: each point's min_lr is its lr times this (a lab's lr / 10)
   SweepResources resources;
@@ -61,6 +61,10 @@ struct Sweep {
 // A preset at lab size: d_model 64, at most 4 of its layers (its first and last, and evenly
 // between: a hybrid keeps its pattern), FFN 4·d (a wider layer keeps its ratio), dropout 0.
 ModelConfig tiny_model(const ModelConfig& model);
+// "lab": tiny_model with one head per layer and no MLP (FFN 1), the default lab's models.
+ModelConfig lab_model(const ModelConfig& model);
+bool is_model_size(const std::string& size);  // lab, tiny or as_is
+ModelConfig model_at_size(const ModelConfig& model, const std::string& size);
 
 // Parses and checks a spec (JSON text). Relative paths (data, base config) are taken from
 // base_dir first, then from the working directory. data_override (not empty) replaces the

@@ -293,8 +293,8 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
   };
   const bool model_axis = has_axis("model"), task_axis = has_axis("task");
   if (spec.contains("size")) {
-    if (!spec["size"].is_string() || (spec["size"] != "tiny" && spec["size"] != "as_is"))
-      throw std::invalid_argument("sweep spec: size " + spec["size"].dump() + ": use \"tiny\" or \"as_is\"");
+    if (!spec["size"].is_string() || !is_model_size(spec["size"].get<std::string>()))
+      throw std::invalid_argument("sweep spec: size " + spec["size"].dump() + ": use \"lab\", \"tiny\" or \"as_is\"");
     sweep.size = spec["size"].get<std::string>();
   }
   if (spec.contains("test_examples")) {
@@ -339,7 +339,7 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
       } else {
         throw std::invalid_argument("give {\"preset\": NAME} or {\"config\": FILE}");
       }
-      if (sweep.size == "tiny") base_model = tiny_model(base_model);
+      base_model = model_at_size(base_model, sweep.size);
     } catch (const json::exception& e) {
       throw std::invalid_argument("sweep spec: base: " + json_error_text(e.what()));
     } catch (const std::exception& e) {
@@ -545,7 +545,7 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
       pt.train = base_train;
       if (model_axis) {
         ModelConfig mc = model_of(pt.model_source);
-        if (sweep.size == "tiny") mc = tiny_model(mc);
+        mc = model_at_size(mc, sweep.size);
         if (point_task) adopt_task_shape(mc, *point_task);  // a lab's models take each task's shape
         m = json::parse(to_json(mc));
         pt.train = model_axis_train;
@@ -765,8 +765,31 @@ ModelConfig tiny_model(const ModelConfig& model) {
     while (l.heads > 1 && kD % l.heads != 0) --l.heads;
     t.layers.push_back(l);
   }
-  t.description = "lab size (d 64, " + std::to_string(keep) + " layers) of " + model.name;
+  t.description = "tiny size (d 64, " + std::to_string(keep) + " layers) of " + model.name;
   return t;
+}
+
+// Zoology's recipe for associative recall (its attention has one head; docs/lab.md, "The default
+// lab"): at d 64 a head of 8 dimensions cannot tell 128 keys apart, and without an MLP the
+// sequence mixers alone are compared and the recall circuit forms in 600 steps of 128 (with an
+// FFN of 4·d it had not by step 400). FFN 1 is the narrowest the config allows: no MLP to speak of.
+ModelConfig lab_model(const ModelConfig& model) {
+  ModelConfig t = tiny_model(model);
+  t.name = model.name + "_lab";
+  for (LayerSpec& l : t.layers) {
+    l.heads = 1;
+    l.ffn = 1;
+  }
+  t.description = "lab size (d 64, " + std::to_string(t.layers.size()) + " layers, one head, no MLP) of " + model.name;
+  return t;
+}
+
+bool is_model_size(const std::string& size) { return size == "lab" || size == "tiny" || size == "as_is"; }
+
+ModelConfig model_at_size(const ModelConfig& model, const std::string& size) {
+  if (size == "lab") return lab_model(model);
+  if (size == "tiny") return tiny_model(model);
+  return model;
 }
 
 }  // namespace hsm
