@@ -14,7 +14,7 @@ layers=(kernels io arch data tasks run diagnostics model eval train inference pe
 
 declare -A public=(
   [cpu_threads.h]=kernels
-  [errors.h]=io [files.h]=io [jsonl_tail.h]=io [progress.h]=io [safetensors.h]=io [version.h]=io
+  [errors.h]=io [files.h]=io [jsonl_tail.h]=io [progress.h]=io [safetensors.h]=io [version.h]=io [svg_plot.h]=io
   [config.h]=arch [cost.h]=arch [mixer_kind.h]=arch [params.h]=arch [presets.h]=arch
   [receptive_field.h]=arch [settings.h]=arch [train_settings.h]=arch
   [corpus.h]=data [dataset.h]=data [tokenizer.h]=data
@@ -26,7 +26,7 @@ declare -A public=(
   [model.h]=inference [generator.h]=inference [evaluator.h]=inference [prober.h]=inference
   [sampling.h]=inference [system_info.h]=inference [token_scores.h]=inference [task_run.h]=inference [trace.h]=inference
   [bench.h]=perf
-  [sweep.h]=sweep [lab.h]=sweep [grid_workers.h]=sweep
+  [sweep.h]=sweep [lab.h]=sweep [grid_workers.h]=sweep [lab_stats.h]=sweep [lab_report.h]=sweep
 )
 
 # Files that are in a folder below their layer until they move (each with the reason).

@@ -2,8 +2,11 @@
 // [--batch N] [--size lab|tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
 // lab (hsm/lab.h, docs/lab.md), the friendly front of a grid of task runs: it writes the grid
 // and trains it with the one launcher (`hsm sweep`'s). A folder that holds a lab continues it
-// (`hsm lab --out DIR` alone); --table prints its table without training; `hsm lab convert DIR`
-// converts a lab folder of an older hsm.
+// (`hsm lab --out DIR` alone); --table prints its table (mean ± sd over seeds at the best
+// learning rate, the best, ties and chance marked) without training; `--protocol zoology` is a
+// named protocol's grid; --dry-run prints a grid and its estimated CPU time and writes nothing;
+// `hsm lab report DIR` writes the lab's report; `hsm lab convert DIR` converts a lab folder of
+// an older hsm.
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +18,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "hsm/files.h"
+#include "hsm/lab_report.h"
+#include "hsm/version.h"
+#include "output_file.h"
 #include "hsm/grid_workers.h"
 #include "hsm/lab.h"
 #include "hsm/sweep.h"
@@ -34,6 +41,122 @@ std::string unfinished_cells(const std::vector<LabCell>& cells) {
   return std::to_string(count) + " of " + std::to_string(cells.size()) + " cells unfinished: " + names;
 }
 
+nlohmann::json cell_json(const LabCell& c) {
+  nlohmann::json r = {{"task", c.task},   {"model", c.model},   {"runs", c.runs}, {"expected_runs", c.expected_runs},
+                      {"finished", c.finished()}, {"chance", c.chance}};
+  if (c.n > 0) {
+    auto number = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    r.update({{"best_lr", c.best_lr},
+              {"answer_accuracy", c.answer_accuracy},
+              {"mean", c.answer_accuracy},
+              {"sd", number(c.answer_sd)},
+              {"n", c.n},
+              {"sequence_accuracy", c.sequence_accuracy},
+              {"seed_accuracy", c.seed_accuracy},
+              {"right", c.right},
+              {"answers", c.answers},
+              {"p_above_chance", c.p_above_chance},
+              {"at_chance", c.at_chance},
+              {"best", c.best},
+              {"tie_test", c.tie_test.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.tie_test)},
+              {"p_below_best", c.p_below_best},
+              {"tied_with_best", c.tied_with_best}});
+  }
+  return r;
+}
+
+void print_table(const std::vector<LabCell>& cells, size_t learning_rates) {
+  std::printf("%-48s %-18s %8s %-22s %6s  %s\n", "task", "model", "best lr", "answer (mean ± sd, n)", "chance",
+              "marks");
+  for (const LabCell& c : cells) {
+    if (c.n == 0) {  // never "best lr 0, answer nan"
+      std::printf("%-48s %-18s %8s\n", c.task.c_str(), c.model.c_str(), "unfinished");
+      continue;
+    }
+    char answer[64];
+    if (c.n >= 2)
+      std::snprintf(answer, sizeof answer, "%.3f ± %.3f, n %lld", c.answer_accuracy, c.answer_sd,
+                    static_cast<long long>(c.n));
+    else
+      std::snprintf(answer, sizeof answer, "%.3f, n 1", c.answer_accuracy);
+    std::string marks = c.best ? "best" : c.tied_with_best ? "tied with best" : "";
+    if (c.at_chance) marks += std::string(marks.empty() ? "" : ", ") + "at chance";
+    if (!c.finished())
+      marks += std::string(marks.empty() ? "" : ", ") + "unfinished (" + std::to_string(c.runs) + "/" +
+               std::to_string(c.expected_runs) + " runs)";
+    std::printf("%-48s %-18s %8g %-23s %6.3g  %s\n", c.task.c_str(), c.model.c_str(), c.best_lr, answer, c.chance,
+                marks.c_str());
+  }
+  std::printf("best: the row's highest mean; tied with best: one-sided Welch's t-test over seeds (two-proportion "
+              "z-test on the pooled answers when a cell has one seed), p >= %g; at chance: one-sided exact binomial "
+              "test of the pooled answers against the task's chance rate, p >= %g / %zu learning rate(s)\n",
+              kTieAlpha, kChanceAlpha, learning_rates);
+}
+
+std::string hours_text(double seconds) {
+  char buf[64];
+  if (seconds < 120)
+    std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+  else if (seconds < 7200)
+    std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+  return buf;
+}
+
+// The grid and its estimated CPU time, in one paragraph (stderr before a protocol trains, stdout
+// for --dry-run) or as JSON.
+std::string estimate_text(const LabGrid& g, const Sweep& sweep, int jobs, bool json) {
+  const LabEstimate e = estimate_lab(sweep);
+  if (json) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const SweepPoint& p : sweep.points)
+      points.push_back({{"name", p.name}, {"task", p.task}, {"model", p.model_source}, {"lr", p.train.lr},
+                        {"seed", p.train.seed}, {"steps", p.train.steps}, {"batch", p.train.batch_size},
+                        {"d_model", p.model.d_model}});
+    return nlohmann::json{{"protocol", g.protocol},   {"tasks", g.tasks},     {"models", g.models},
+                          {"lrs", g.lrs},             {"seeds", g.seeds},     {"steps", g.steps},
+                          {"batch", g.batch},         {"size", g.size},       {"test_examples", g.test_examples},
+                          {"device", g.device},       {"runs", e.runs},       {"cpu_seconds", e.cpu_s},
+                          {"longest_run", e.longest_run}, {"longest_run_cpu_seconds", e.longest_run_s},
+                          {"jobs", jobs},             {"wall_seconds_on_jobs", e.cpu_s / std::max(1, jobs)},
+                          {"points", points}}
+               .dump(2) + "\n";
+  }
+  std::string s = (g.protocol.empty() ? std::string("lab") : "protocol " + g.protocol) + ": " +
+                  std::to_string(g.tasks.size()) + " task(s) x " + std::to_string(g.models.size()) + " model(s) x " +
+                  std::to_string(g.lrs.size()) + " learning rate(s) x " + std::to_string(g.seeds) + " seed(s) = " +
+                  std::to_string(e.runs) + " runs of " + std::to_string(g.steps) + " steps of " +
+                  std::to_string(g.batch) + "\n";
+  for (const std::string& t : g.tasks) s += "  task  " + t + "\n";
+  for (const std::string& m : g.models) s += "  model " + m + "\n";
+  s += "estimated CPU time: " + hours_text(e.cpu_s) + " in all (at most: early stopping can only shorten it), " +
+       hours_text(e.cpu_s / std::max(1, jobs)) + " on " + std::to_string(jobs) + " worker(s) of one core; the " +
+       "longest run " + hours_text(e.longest_run_s) + " (" + e.longest_run + "); from the runs' multiply-adds at " +
+       "1e10 per CPU-second (docs/lab.md, \"What a lab costs\")\n";
+  return s;
+}
+
+// `hsm lab report DIR`: the page and its figures, every file checked before any is written.
+int write_lab_report(const std::string& dir, std::string out, bool force) {
+  namespace fs = std::filesystem;
+  const LabGrid grid = Lab::stored_grid(dir);
+  const Lab lab(dir, grid);
+  if (out.empty()) out = (fs::path(dir) / "report.md").string();
+  const fs::path md(out);
+  const std::string stem = md.stem().string();
+  const fs::path html = md.parent_path() / (stem + ".html");
+  const LabReport report = lab_report(lab, stem, HSM_VERSION);
+  std::vector<std::pair<std::string, std::string>> files = {{out, report.markdown}, {html.string(), report.html}};
+  for (const auto& [name, svg] : report.figures) files.emplace_back((md.parent_path() / name).string(), svg);
+  const std::vector<std::string> inputs = {(fs::path(dir) / "sweep.json").string(), (fs::path(dir) / "runs").string(),
+                                           (fs::path(dir) / "points").string()};
+  for (const auto& [path, text] : files) check_output_file("--out", path, inputs, force);
+  for (const auto& [path, text] : files) write_file_atomic(path, text);
+  std::cout << "wrote " << out << " and " << html.string() << " (" << report.figures.size() << " figures beside them)\n";
+  return 0;
+}
+
 }  // namespace
 
 Command add_lab_command(CLI::App& app) {
@@ -43,8 +166,10 @@ Command add_lab_command(CLI::App& app) {
     std::string out;
     LabGrid grid;
     std::string convert;
-    bool json = false, csv = false, table_only = false, slurm = false, events = false;
+    bool json = false, csv = false, table_only = false, slurm = false, events = false, dry_run = false;
     int jobs = 0;
+    std::string protocol, report_dir, report_out;
+    bool force = false;
   };
   auto a = std::make_shared<Args>();
   a->grid = default_lab_grid();
@@ -74,11 +199,22 @@ Command add_lab_command(CLI::App& app) {
   cmd->add_flag("--slurm", a->slurm, "Write DIR/sweep.sbatch, a Slurm array job (one task per run), instead of training");
   cmd->add_flag("--events", a->events,
                 "Print the workers' progress events on stdout, one JSON object a line (hsm/grid_workers.h)");
+  auto* protocol = cmd->add_option("--protocol", a->protocol,
+                                   "A named protocol's grid instead of --task/--model/...: zoology (Zoology's MQAR grid; "
+                                   "docs/lab.md)");
+  cmd->add_flag("--dry-run", a->dry_run, "Print the grid and its estimated CPU time; train nothing, write nothing");
+  auto* report = cmd->add_subcommand("report", "Write the lab's report: Markdown and HTML (figures as SVG), the "
+                                               "verdict table, the figures, the settings and the command that reruns it");
+  report->add_option("dir", a->report_dir, "The lab folder")->required()->check(CLI::ExistingDirectory);
+  report->add_option("--out", a->report_out, "The Markdown file (default DIR/report.md); the HTML and the figures "
+                                             "are written beside it");
+  report->add_flag("--force", a->force, "Replace files that exist (a link is replaced, never written through)");
   auto* convert = cmd->add_subcommand("convert", "Convert a lab folder of an older hsm (lab.json) to the grid format");
   convert->add_option("dir", a->convert, "The lab folder")->required()->check(CLI::ExistingDirectory);
   cmd->require_subcommand(0, 1);
   const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, seeds, steps, batch, size, examples, device};
-  return {cmd, [a, grid_options, convert]() {
+  return {cmd, [a, grid_options, convert, report, protocol]() {
+            if (report->parsed()) return write_lab_report(a->report_dir, a->report_out, a->force);
             if (convert->parsed()) {
               convert_old_lab(a->convert, [](const std::string& line) { std::cerr << "hsm lab: " << line << "\n"; });
               std::cout << "converted " << a->convert << "; hsm lab --out " << a->convert << " continues it\n";
@@ -86,16 +222,37 @@ Command add_lab_command(CLI::App& app) {
             }
             if (a->out.empty()) throw std::invalid_argument("give the lab folder: hsm lab --out DIR");
             bool grid_given = false;
-            for (CLI::Option* o : grid_options) grid_given = grid_given || o->count() > 0;
+            // --device alone may go beside a protocol (where its runs train); the rest is the grid.
+            for (size_t i = 0; i + 1 < grid_options.size(); ++i) grid_given = grid_given || grid_options[i]->count() > 0;
+            const bool device_given = grid_options.back()->count() > 0;
+            const bool exists = std::filesystem::exists(std::filesystem::path(a->out) / "sweep.json");
             // A lab folder continues with its own grid unless another one is given (then refused).
             LabGrid grid = a->grid;
-            if (!grid_given && std::filesystem::exists(std::filesystem::path(a->out) / "sweep.json"))
+            LabProtocol named;
+            if (protocol->count() > 0) {
+              if (grid_given)
+                throw std::invalid_argument("--protocol " + a->protocol + " sets the grid (tasks, models, learning "
+                                            "rates, seeds, steps, batch, size, test examples); give --device, --jobs "
+                                            "or --slurm beside it, or a grid without --protocol");
+              named = lab_protocol(a->protocol, a->out);
+              grid = named.grid;
+              if (device_given) grid.device = a->grid.device;
+            } else if (!grid_given && !device_given && exists) {
               grid = Lab::stored_grid(a->out);
+            }
+            const int jobs = a->jobs > 0 ? a->jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+            if (a->dry_run) {  // nothing written: the grid from the protocol's configs in memory
+              std::cout << estimate_text(grid, lab_sweep(grid, named.model_files), a->slurm ? 1 : jobs, a->json);
+              return 0;
+            }
+            if (protocol->count() > 0 && !exists) write_protocol_models(named);
             Lab lab(a->out, grid);
+            if (protocol->count() > 0 && !a->table_only)
+              std::cerr << "hsm lab: " << named.summary << "\nhsm lab: "
+                        << estimate_text(grid, lab.sweep(), a->slurm ? 1 : jobs, false);
             if (a->slurm) return write_grid_slurm(a->out);
             // The one launcher: `jobs` workers (`hsm sweep run DIR --point K`), the cores split
             // among them; a stop signal reaches each as SIGTERM and each keeps its checkpoint.
-            const int jobs = a->jobs > 0 ? a->jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
             const int rc = a->table_only ? 0
                                          : run_sweep_local(
                                                a->out, jobs, own_exe(),
@@ -122,34 +279,10 @@ Command add_lab_command(CLI::App& app) {
               std::cout << csv;
             } else if (a->json) {
               nlohmann::json rows = nlohmann::json::array();
-              for (const LabCell& c : cells) {
-                nlohmann::json r = {{"task", c.task},
-                                     {"model", c.model},
-                                     {"runs", c.runs},
-                                     {"expected_runs", c.expected_runs},
-                                     {"finished", c.finished()}};
-                if (c.runs > 0)
-                  r.update({{"best_lr", c.best_lr},
-                            {"answer_accuracy", c.answer_accuracy},
-                            {"sequence_accuracy", c.sequence_accuracy},
-                            {"seed_accuracy", c.seed_accuracy}});
-                rows.push_back(r);
-              }
+              for (const LabCell& c : cells) rows.push_back(cell_json(c));
               std::cout << nlohmann::json{{"lab", a->out}, {"cells", rows}}.dump(2) << "\n";
             } else {
-              std::printf("%-48s %-18s %8s %8s %8s\n", "task", "model", "best lr", "answer", "sequence");
-              for (const LabCell& c : cells) {
-                if (c.runs == 0) {  // never "best lr 0, answer nan"
-                  std::printf("%-48s %-18s %8s\n", c.task.c_str(), c.model.c_str(), "unfinished");
-                  continue;
-                }
-                std::printf("%-48s %-18s %8g %8.3f %8.3f%s\n", c.task.c_str(), c.model.c_str(), c.best_lr,
-                            c.answer_accuracy, c.sequence_accuracy,
-                            c.finished() ? ""
-                                         : ("  unfinished (" + std::to_string(c.runs) + "/" +
-                                            std::to_string(c.expected_runs) + " runs)")
-                                               .c_str());
-              }
+              print_table(cells, lab.grid().lrs.size());
             }
             return 0;
           }};

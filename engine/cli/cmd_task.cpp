@@ -23,7 +23,8 @@ nlohmann::json task_json(const Task& t) {
   for (const TaskSetting& s : t.settings())
     settings.push_back({{"key", s.key}, {"default", s.value}, {"min", s.min}, {"max", s.max}, {"help", s.help}});
   return {{"name", t.name()}, {"description", t.description()}, {"source", t.source()},
-          {"spec", t.spec()}, {"settings", settings}};
+          {"spec", t.spec()}, {"answer_tokens", t.answer_tokens()}, {"chance", t.chance()},
+          {"settings", settings}};
 }
 
 TaskSplit split_named(const std::string& name) {
@@ -85,8 +86,11 @@ Command add_task_command(CLI::App& app) {
                 if (a->json) {
                   tasks.push_back(task_json(*t));
                 } else {
-                  std::printf("%-18s %s\n%-18s   %s\n%-18s   default: %s\n", name.c_str(), t->description().c_str(), "",
-                              t->source().c_str(), "", t->spec().c_str());
+                  std::printf("%-18s %s\n%-18s   %s\n%-18s   default: %s\n%-18s   chance: 1/%lld = %.4g (answers "
+                              "drawn from %lld tokens)\n",
+                              name.c_str(), t->description().c_str(), "", t->source().c_str(), "", t->spec().c_str(),
+                              "", static_cast<long long>(t->answer_tokens()), t->chance(),
+                              static_cast<long long>(t->answer_tokens()));
                 }
               }
               if (a->json) std::cout << nlohmann::json{{"tasks", tasks}}.dump(2) << "\n";

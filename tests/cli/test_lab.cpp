@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "../stats_by_hand.h"
 #include "tiny_run.h"
 
 namespace fs = std::filesystem;
@@ -597,4 +599,247 @@ TEST(LabCli, SlurmAndDeviceWorkAsForASweep) {
                                     << R"("}, "task": "mqar:vocab=32,pairs=2,context=16", "axes": {"seed": [1, 2]}})";
   ASSERT_EQ(shell(hsm("sweep " + dir + "/spec.json --out " + dir + "/sw --device cpu --slurm")).exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/sw/sweep.json"))["spec"]["train"]["device"], "cpu");
+}
+
+// ---- The protocol in the table, the report, named protocols (issue 50).
+
+namespace {
+
+// A two-layer model of `mixer` at width d for mqar:vocab=32,...,context=16, in dir/NAME.json.
+std::string write_model(const std::string& dir, const std::string& name, const std::string& mixer, int d) {
+  const std::string path = dir + "/" + name + ".json";
+  const int heads = mixer == "attn" ? 2 : 1;
+  std::ofstream(path) << R"({"name": ")" << name << R"(", "vocab_size": 32, "d_model": )" << d
+                      << R"(, "context": 16, "dropout": 0, "layers": [{"mixer": ")" << mixer << R"(", "ffn": 32, "heads": )"
+                      << heads << R"(}, {"mixer": ")" << mixer << R"(", "ffn": 32, "heads": )" << heads << "}]}";
+  return path;
+}
+
+// hsm ARGS fails with status 1 and a message holding `words`.
+void expect_refusal(const std::string& args, const std::string& words) {
+  const Result r = shell(hsm(args));
+  EXPECT_EQ(r.exit_code, 1) << args;
+  EXPECT_NE(r.out.find(words), std::string::npos) << args << ": " << r.out;
+}
+
+double mean_of(const std::vector<double>& v) { return (v[0] + v[1]) / 2; }
+double var_of(const std::vector<double>& v) {  // two values: the sample variance (n - 1 = 1)
+  const double m = mean_of(v);
+  return (v[0] - m) * (v[0] - m) + (v[1] - m) * (v[1] - m);
+}
+
+// Sets the score of a lab's point (its state file) to `accuracy` of its answers.
+void set_score(const std::string& lab, const std::string& point, double accuracy) {
+  const std::string file = lab + "/points/" + point + ".json";
+  auto j = nlohmann::json::parse(read_file(file));
+  ASSERT_EQ(j["state"], "done") << file;
+  j["score"]["answer_accuracy"] = accuracy;
+  std::ofstream(file) << j.dump();
+}
+
+}  // namespace
+
+// A lab whose scores are set by hand (1 task x 3 models x 2 lrs x 2 seeds, 128 test answers a
+// run): the table's best lr, mean, sd, n and its marks are what the tests'
+// definitions, computed here, give; with one seed left a cell is tested by the two-proportion
+// z-test. Then the report: its numbers are the points' scores; it refuses to write over a file.
+TEST(LabCli, TheTableMarksTheBestTiesAndChanceByTheirNamedTests) {
+  const std::string dir = temp("lab_protocol");
+  const std::string lab = dir + "/lab";
+  const std::string a = write_model(dir, "attn_d32", "attn", 32), b = write_model(dir, "attn_d16", "attn", 16),
+                    c = write_model(dir, "hsm_ab_d32", "hsm_ab", 32);
+  const std::string task = "mqar:vocab=32,pairs=2,context=16";  // 16 values: chance 1/16
+  // The grid (--table trains nothing), then one point trained and scored as a worker does it;
+  // its state, a real scored one, stands for the other 11 (the suite's time), each given its
+  // score below. Points are named by what differs: m0_attn_d32,lr=0.001,seed=1 ...
+  ASSERT_EQ(shell(hsm("lab --out " + lab + " --task " + task + " --model " + a + " --model " + b + " --model " + c +
+                      " --lr 0.001 --lr 0.003 --seeds 2 --steps 1 --batch 4 --size as_is --test-examples 64 --table"))
+                .exit_code,
+            0);
+  const Result trained = shell(hsm("sweep run " + lab + " --point 0 --threads 1"));
+  ASSERT_EQ(trained.exit_code, 0) << trained.out;
+  const std::string scored = read_file(lab + "/points/m0_attn_d32,lr=0.001,seed=1.json");
+  ASSERT_EQ(nlohmann::json::parse(scored)["score"]["answers"], 128) << scored;
+  const auto grid = nlohmann::json::parse(read_file(lab + "/sweep.json"));
+  for (const auto& p : grid["points"])
+    if (!fs::exists(lab + "/points/" + p["name"].get<std::string>() + ".json"))
+      std::ofstream(lab + "/points/" + p["name"].get<std::string>() + ".json") << scored;
+  const std::map<std::string, std::map<double, std::vector<double>>> scores = {
+      {"m0_attn_d32", {{0.001, {0.5, 0.6015625}}, {0.003, {0.90625, 0.953125}}}},
+      {"m1_attn_d16", {{0.001, {0.84375, 0.9375}}, {0.003, {0.25, 0.296875}}}},
+      {"m2_hsm_ab_d32", {{0.001, {0.0625, 0.078125}}, {0.003, {0.0546875, 0.0625}}}}};
+  for (const auto& [model, by_lr] : scores)
+    for (const auto& [lr, seeds] : by_lr)
+      for (int s = 0; s < 2; ++s)
+        set_score(lab, model + ",lr=" + (lr == 0.001 ? "0.001" : "0.003") + ",seed=" + std::to_string(s + 1), seeds[s]);
+  auto table = [&] {
+    const Result r = shell("{ " + hsm("lab --out " + lab + " --table --json") + " 2>/dev/null; }");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return nlohmann::json::parse(r.out)["cells"];
+  };
+  const auto cells = table();
+  ASSERT_EQ(cells.size(), 3u);
+  const std::vector<std::string> order = {"m0_attn_d32", "m1_attn_d16", "m2_hsm_ab_d32"};
+  const std::vector<double> best_lrs = {0.003, 0.001, 0.001};
+  const double alpha_chance = 0.01 / 2, alpha_tie = 0.05;
+  const std::vector<double> best = scores.at("m0_attn_d32").at(0.003);
+  for (size_t m = 0; m < 3; ++m) {
+    const auto& cell = cells[m];
+    const std::vector<double>& seeds = scores.at(order[m]).at(best_lrs[m]);
+    EXPECT_EQ(cell["best_lr"].get<double>(), best_lrs[m]) << cell;
+    EXPECT_NEAR(cell["mean"].get<double>(), mean_of(seeds), 1e-12) << cell;
+    EXPECT_NEAR(cell["sd"].get<double>(), std::sqrt(var_of(seeds)), 1e-12) << cell;
+    EXPECT_EQ(cell["n"], 2);
+    EXPECT_EQ(cell["chance"].get<double>(), 1.0 / 16);
+    const int64_t right = std::llround(seeds[0] * 128) + std::llround(seeds[1] * 128);
+    EXPECT_EQ(cell["right"], right);
+    EXPECT_EQ(cell["answers"], 256);
+    const double p_chance = binomial_tail_by_sum(right, 256, 1.0 / 16);
+    EXPECT_NEAR(cell["p_above_chance"].get<double>(), p_chance, 1e-9 * p_chance + 1e-300) << cell;
+    EXPECT_EQ(cell["at_chance"].get<bool>(), p_chance >= alpha_chance) << cell;
+    EXPECT_EQ(cell["best"].get<bool>(), m == 0) << cell;
+    if (m == 0) {
+      EXPECT_TRUE(cell["tied_with_best"].get<bool>());
+      continue;
+    }
+    // Welch: t = (mean_best - mean) / sqrt(s_b^2/2 + s^2/2), df by Welch-Satterthwaite.
+    const double vb = var_of(best) / 2, vc = var_of(seeds) / 2;
+    const double t = (mean_of(best) - mean_of(seeds)) / std::sqrt(vb + vc);
+    const double df = (vb + vc) * (vb + vc) / (vb * vb + vc * vc);
+    const double p = t_tail_by_integration(t, df);
+    EXPECT_EQ(cell["tie_test"], "welch");
+    EXPECT_NEAR(cell["p_below_best"].get<double>(), p, 1e-6) << cell;
+    EXPECT_EQ(cell["tied_with_best"].get<bool>(), p >= alpha_tie) << cell;
+  }
+  // By hand: the hsm_ab cell (18 of 256 right, 16 expected at chance) is at chance, the narrower
+  // attention (0.891 against 0.930, two seeds each) is tied with the best, hsm_ab is not.
+  EXPECT_TRUE(cells[2]["at_chance"].get<bool>());
+  EXPECT_FALSE(cells[0]["at_chance"].get<bool>());
+  EXPECT_TRUE(cells[1]["tied_with_best"].get<bool>());
+  EXPECT_FALSE(cells[2]["tied_with_best"].get<bool>());
+
+  // The text table says the same in words.
+  const Result text = shell(hsm("lab --out " + lab + " --table"));
+  EXPECT_NE(text.out.find("0.930 ± 0.033, n 2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("tied with best"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("at chance"), std::string::npos) << text.out;
+
+  // The report, before a cell loses a seed: its runs' numbers are the points' scores.
+  const Result rep = shell(hsm("lab report " + lab));
+  ASSERT_EQ(rep.exit_code, 0) << rep.out;
+  const std::string md = read_file(lab + "/report.md"), html = read_file(lab + "/report.html");
+  const auto& manifest = grid;
+  ASSERT_EQ(manifest["points"].size(), 12u);
+  for (const auto& p : manifest["points"]) {
+    const std::string name = p["name"].get<std::string>();
+    const auto score = nlohmann::json::parse(read_file(lab + "/points/" + name + ".json"))["score"];
+    // The run's row: | name | task | model | lr | seed | answer accuracy | ...
+    const size_t row = md.find("| " + name + " |");
+    ASSERT_NE(row, std::string::npos) << name;
+    std::vector<std::string> fields;
+    std::istringstream line(md.substr(row, md.find('\n', row) - row));
+    for (std::string f; std::getline(line, f, '|');) fields.push_back(f);
+    ASSERT_GE(fields.size(), 9u) << name;
+    EXPECT_EQ(std::stod(fields[6]), score["answer_accuracy"].get<double>()) << name;
+    EXPECT_EQ(std::stoll(fields[8]), score["answers"].get<int64_t>()) << name;
+  }
+  // The verdict: mean ± sd (n) of the best lr, the best in bold, the marks.
+  EXPECT_NE(md.find("**0.930 ± 0.033 (n 2)** best"), std::string::npos) << md;
+  EXPECT_NE(md.find("0.891 ± 0.066 (n 2) ≈best"), std::string::npos) << md;
+  EXPECT_NE(md.find("0.070 ± 0.011 (n 2) ○chance"), std::string::npos) << md;
+  for (const char* fig : {"report-accuracy.svg", "report-lr.svg", "report-width.svg"}) {
+    EXPECT_NE(md.find(fig), std::string::npos) << fig;  // the width axis: attn at d 16 and 32
+    EXPECT_TRUE(fs::exists(lab + "/" + fig)) << fig;
+  }
+  EXPECT_NE(read_file(lab + "/report-accuracy.svg").find("chance 0.0625"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("chance 0.0625"), std::string::npos);  // the figures inline
+  EXPECT_NE(md.find("hsm lab --out NEW_LAB"), std::string::npos);
+  EXPECT_NE(md.find("--lr 0.001 --lr 0.003"), std::string::npos);
+  EXPECT_NE(md.find("mqar:vocab=32,pairs=2,context=16,train="), std::string::npos) << "every setting of the task";
+  // Never over a file it did not write, unless told: refused naming the file, then --force.
+  expect_refusal("lab report " + lab, "report.md': the file exists");
+  std::ofstream(dir + "/mine.md") << "mine";
+  EXPECT_EQ(shell(hsm("lab report " + lab + " --out " + dir + "/mine.md")).exit_code, 1);
+  EXPECT_EQ(read_file(dir + "/mine.md"), "mine");
+  EXPECT_FALSE(fs::exists(dir + "/mine.html")) << "nothing written when one file is refused";
+  EXPECT_EQ(shell(hsm("lab report " + lab + " --force")).exit_code, 0);
+
+  // One seed left in the narrower attention's best lr: the two-proportion z-test on the pooled
+  // answers (108 right of 128 against the best's 238 of 256).
+  fs::remove(lab + "/points/m1_attn_d16,lr=0.001,seed=2.json");
+  const auto one = table()[1];
+  EXPECT_EQ(one["n"], 1);
+  EXPECT_TRUE(one["sd"].is_null());
+  EXPECT_EQ(one["tie_test"], "two_proportion");
+  const double p1 = 238.0 / 256, p2 = 108.0 / 128, pooled = (238.0 + 108) / 384;
+  const double z = (p1 - p2) / std::sqrt(pooled * (1 - pooled) * (1.0 / 256 + 1.0 / 128));
+  EXPECT_NEAR(one["p_below_best"].get<double>(), 0.5 * std::erfc(z / std::sqrt(2.0)), 1e-12) << one;
+}
+
+// The Zoology grid as a named protocol: --dry-run prints the grid and its estimated CPU time
+// and writes nothing; the protocol's grid is not mixed with --task and the like.
+TEST(LabCli, TheZoologyProtocolIsPrintedWithItsEstimateBeforeAnythingRuns) {
+  const std::string dir = temp("lab_zoology");
+  const Result r = shell("{ " + hsm("lab --protocol zoology --out " + dir + "/z --dry-run --json --jobs 4") + " 2>/dev/null; }");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(fs::exists(dir + "/z")) << "a dry run writes nothing";
+  EXPECT_EQ(j["protocol"], "zoology");
+  EXPECT_EQ(j["tasks"], nlohmann::json({"mqar:vocab=8192,pairs=4,context=64,train=100000",
+                                        "mqar:vocab=8192,pairs=8,context=128,train=100000",
+                                        "mqar:vocab=8192,pairs=16,context=256,train=100000",
+                                        "mqar:vocab=8192,pairs=64,context=512,train=100000"}));
+  const auto lrs = j["lrs"].get<std::vector<double>>();
+  ASSERT_EQ(lrs.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(std::log10(lrs[i]), -4 + 2.0 * i / 3, 1e-12);  // log-spaced 1e-4..1e-2
+  EXPECT_EQ(j["test_examples"], 3000);
+  EXPECT_EQ(j["runs"], 4 * 12 * 4);
+  std::set<int64_t> widths;
+  for (const auto& p : j["points"]) widths.insert(p["d_model"].get<int64_t>());
+  EXPECT_EQ(widths, (std::set<int64_t>{64, 128, 256, 512}));
+  EXPECT_GT(j["cpu_seconds"].get<double>(), 0);
+  EXPECT_NEAR(j["wall_seconds_on_jobs"].get<double>(), j["cpu_seconds"].get<double>() / 4, 1e-6);
+  EXPECT_NE(j["longest_run"].get<std::string>().find("t3_mqar"), std::string::npos) << "context 512 costs most";
+  const Result text = shell(hsm("lab --protocol zoology --out " + dir + "/z --dry-run"));
+  EXPECT_NE(text.out.find("estimated CPU time"), std::string::npos) << text.out;
+  expect_refusal("lab --protocol zoology --out " + dir + "/z --task mqar --dry-run", "--protocol zoology sets the grid");
+  expect_refusal("lab --protocol nosuch --out " + dir + "/z --dry-run", "unknown protocol; use zoology");
+  // --slurm writes the protocol's array job (its models written beside the grid) and trains nothing.
+  const Result slurm = shell(hsm("lab --protocol zoology --out " + dir + "/z --slurm"));
+  ASSERT_EQ(slurm.exit_code, 0) << slurm.out;
+  EXPECT_NE(slurm.out.find("estimated CPU time"), std::string::npos) << slurm.out;
+  EXPECT_NE(read_file(dir + "/z/sweep.sbatch").find("#SBATCH --array=0-191"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir + "/z/models/zoology_attn_d512.json"));
+  const auto spec = nlohmann::json::parse(read_file(dir + "/z/sweep.json"))["spec"];
+  EXPECT_EQ(spec["train"]["stop_accuracy"], 0.99) << "Zoology's early stop";
+  EXPECT_EQ(spec["train"]["batch_size"], 256);
+}
+
+// Early stopping (Zoology's at 0.99): --stop-accuracy ends a task run, done, at the first
+// validation whose answer accuracy reaches it (here a level any validation reaches: step 10 of
+// 400), with that step's checkpoint; a corpus run has no answers and refuses it.
+TEST(TaskCli, StopAccuracyEndsATaskRunDoneAtTheFirstValidationThatReachesIt) {
+  const std::string dir = temp("stop_accuracy");
+  const std::string run = dir + "/run";
+  const Result r = shell(hsm("train --task mqar:vocab=32,pairs=2,context=16 --config " + write_config(dir) + " --out " +
+                             run + " --steps 400 --batch 8 --eval-every 10 --stop-accuracy 0.001 --threads 1 "
+                             "--device cpu"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("reached --stop-accuracy 0.001 at step 10 of 400: stopped early, done"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(run_step(run), 10);
+  EXPECT_EQ(last_train_step(run), 10);
+  EXPECT_EQ(newest_checkpoint(run), 10);
+  double accuracy = -1;
+  for (const std::string& line : lines_of(run + "/metrics.jsonl")) {
+    const auto m = nlohmann::json::parse(line);
+    if (m["kind"] == "eval") accuracy = m["answer_accuracy"].get<double>();
+  }
+  EXPECT_GE(accuracy, 0.001);
+  EXPECT_EQ(nlohmann::json::parse(read_file(run + "/config.json"))["training"]["stop_accuracy"], 0.001);
+  write_tiny_run_inputs(dir, 1, 0);
+  expect_refusal("train --data " + dir + "/stories.txt --config " + dir + "/tiny.json --out " + dir +
+                     "/corpus --steps 5 --stop-accuracy 0.5 --threads 1 --device cpu",
+                 "a corpus run has no answers");
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -386,4 +387,37 @@ TEST(Tasks, PermutationAnswersAreTheCompositionSoFar) {
   }
   EXPECT_THROW(parse_task("permutation:vocab=100"), TaskError) << "S5 needs 121 tokens";
   EXPECT_NO_THROW(parse_task("permutation:vocab=61,alternating=1"));
+}
+
+// Each task's chance rate (the lab's "at chance" test) is 1 / the tokens its answers are drawn
+// from: counted here from the test examples themselves, every task at its defaults and at the
+// lab's difficulties, and no answer token much more common than the others (a guesser's best).
+TEST(Tasks, ChanceIsOneOverTheAnswerTokensSeenInTheExamples) {
+  std::vector<std::string> specs = hsm::task_names();
+  for (const char* s : {"mqar:vocab=128,pairs=8,context=64", "in_context_recall:vocab=16,context=64",
+                        "noisy_recall:vocab=32,context=64", "selective_copy:vocab=16,context=64,copy=8",
+                        "compress:vocab=16,context=33", "memorize:vocab=128,context=32", "permutation:alternating=1",
+                        "fuzzy_recall:vocab=16,context=64"})
+    specs.push_back(s);
+  for (const std::string& spec : specs) {
+    const auto task = hsm::parse_task(spec);
+    std::map<int32_t, int64_t> seen;
+    int64_t answers = 0;
+    for (int64_t i = 0; i < 600; ++i) {
+      const hsm::TaskExample ex = task->example(hsm::TaskSplit::kTest, i);
+      for (size_t t = 0; t < ex.mask.size(); ++t)
+        if (ex.mask[t]) {
+          ++seen[ex.targets[t]];
+          ++answers;
+        }
+    }
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), task->answer_tokens()) << spec;
+    EXPECT_DOUBLE_EQ(task->chance(), 1.0 / static_cast<double>(seen.size())) << spec;
+    int64_t most = 0;
+    for (const auto& [token, count] : seen) most = std::max(most, count);
+    // Uniform answers: the commonest within 20 % of answers / tokens (plus noise: the answers of
+    // one window repeat a key's value, so they are not independent draws).
+    const double expected = static_cast<double>(answers) * task->chance();
+    EXPECT_LT(static_cast<double>(most), 1.2 * expected + 5 * std::sqrt(expected)) << spec;
+  }
 }

@@ -73,4 +73,8 @@ void check_grid_run_dir(const std::string& run_dir);
 // values never share a text, so never a run folder or a table key.
 std::string exact_number_text(double x);
 
+// `s` as one word of shell text: in single quotes, a quote in it as '\'' (a newline inside the
+// quotes is part of the word).
+std::string shell_quoted(const std::string& s);
+
 }  // namespace hsm

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "hsm/config.h"
+#include "hsm/lab_stats.h"
 #include "hsm/sweep.h"
 #include "hsm/task_run.h"
 
@@ -26,6 +28,7 @@ struct LabGrid {
   std::string size = "lab";         // "lab" / "tiny": model_at_size() of each; "as_is": the model as given
   int64_t test_examples = 1280;
   std::string device = "cpu";       // where every run trains and is scored
+  std::string protocol;             // a named protocol's grid ("zoology"), "" for any other; kept as the spec's name
   bool operator==(const LabGrid& o) const;
 };
 
@@ -43,6 +46,43 @@ int64_t lab_run_count(const LabGrid& grid);
 // size (or as they are); each run's learning rate decaying to a tenth; scored on test_examples.
 std::string lab_spec_json(const LabGrid& grid);
 
+// ---- Named protocols (docs/lab.md, "Protocols"): a published grid as a lab.
+
+// The protocols `hsm lab --protocol` knows: "zoology".
+std::vector<std::string> lab_protocols();
+
+struct LabProtocol {
+  LabGrid grid;  // its models are config files under DIR/models/
+  // Each model's config file (absolute path) -> its JSON, written by write_protocol_models.
+  std::map<std::string, std::string> model_files;
+  std::string summary;  // one line: what it is and after whom
+};
+// The protocol `name` for a lab in `dir` (its models' files under dir/models/, absolute paths).
+// Throws std::invalid_argument for an unknown name, listing the known ones.
+LabProtocol lab_protocol(const std::string& name, const std::string& dir);
+// Writes the protocol's model files (dir/models/) whole; a file there already with the same text
+// is kept, one with other text is refused, naming it (never overwritten).
+void write_protocol_models(const LabProtocol& protocol);
+
+// ---- What a lab costs, before it runs.
+
+struct LabEstimate {
+  int64_t runs = 0;
+  double cpu_s = 0;        // every run at its full steps (early stopping can only shorten it)
+  double longest_run_s = 0;
+  std::string longest_run; // its point's name
+};
+// Estimated CPU time of the grid's points from their multiply-adds (hsm/cost.h): per training
+// token 3 x the forward MACs (forward and backward; the output layer on the task's answer rows
+// only), plus the validations and the test scoring (forward only), at kLabCpuMacsPerSecond
+// per core, plus kLabRunFixedSeconds per run (docs/lab.md, "What a lab costs").
+LabEstimate estimate_lab(const Sweep& sweep);
+inline constexpr double kLabCpuMacsPerSecond = 1e10;
+inline constexpr double kLabRunFixedSeconds = 3;
+// The parsed grid of a lab, nothing written: for --dry-run and the estimate. model_files: the
+// models' configs by file (a protocol's, not yet written), else each file is read.
+Sweep lab_sweep(const LabGrid& grid, const std::map<std::string, std::string>& model_files = {});
+
 struct LabRun {
   std::string task, model, run_dir;
   double lr = 0;
@@ -51,11 +91,28 @@ struct LabRun {
   TaskScore score;  // on fresh test examples
 };
 
+// A cell of the table (task x model) and the protocol's verdict on it (docs/lab.md, "The
+// protocol"; the tests are hsm/lab_stats.h's).
 struct LabCell {
   std::string task, model;
-  double best_lr = 0;
+  double best_lr = 0;  // the learning rate whose mean answer accuracy over seeds is highest (the first on a tie)
   double answer_accuracy = NAN, sequence_accuracy = NAN;  // mean over seeds at best_lr
   std::vector<double> seed_accuracy;                      // answer accuracy per seed at best_lr
+  double answer_sd = NAN;      // sample standard deviation of seed_accuracy (n - 1); NaN for one seed
+  int64_t n = 0;               // seeds scored at best_lr
+  int64_t right = 0, answers = 0;  // the test answers at best_lr, pooled over its seeds
+  double chance = NAN;         // the task's chance rate, 1 / its answer tokens (Task::chance)
+  // One-sided exact binomial test of right of answers against chance: at_chance when its p-value
+  // is at least kChanceAlpha / (the grid's learning rates).
+  double p_above_chance = NAN;
+  bool at_chance = false;
+  bool best = false;           // the highest mean of its task's row (the first on a tie)
+  // The test of "the row's best > this cell": Welch's t-test over seeds when both have two or more,
+  // else the two-proportion z-test on pooled answers; tied_with_best when its p-value is at least
+  // kTieAlpha (the best cell itself: true, p 1).
+  std::string tie_test;        // "welch", "two_proportion", "" (no test: the best, or no runs)
+  double p_below_best = NAN;
+  bool tied_with_best = false;
   int64_t runs = 0;                                       // finished runs of the cell (all lrs)
   int64_t expected_runs = 0;                              // the grid's runs of the cell (lrs x seeds)
   bool finished() const { return runs >= expected_runs; }

@@ -72,6 +72,12 @@ class Task {
   // Throws TaskError when the settings do not go together (more pairs than the context holds).
   virtual void check() const {}
 
+  // How many distinct tokens can be an answer (mqar: its values, vocab - vocab/2; parity: 2;
+  // permutation: the group's elements). Each task draws its answers uniformly from them, so a
+  // guesser that knows which tokens can be answers but not which one is right scores
+  // chance() = 1 / answer_tokens() (the lab's "at chance" test, docs/lab.md).
+  virtual int64_t answer_tokens() const = 0;
+  double chance() const { return 1.0 / static_cast<double>(answer_tokens()); }
   int64_t vocab_size() const { return get("vocab"); }
   int64_t context() const { return get("context"); }
   int64_t train_examples() const { return get("train"); }

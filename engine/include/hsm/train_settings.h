@@ -32,6 +32,9 @@ struct TrainSettings {
   // documents) or "story_start" (windows start at document starts; none mixes stories).
   std::string windows = "packed";
   bool keep_best = false;      // also keep best.safetensors: the weights of the lowest validation loss
+  // A task run stops early, done, at the first validation whose answer accuracy is at least this
+  // (Zoology stops at 0.99); 0 = off. A corpus run has no answers: refused there.
+  double stop_accuracy = 0;
   // Diagnosed at every validation into RUN/diagnostics.jsonl (hsm/diagnostics_log.h); empty:
   // no record. The default is the first prompt of HSM Table 3 (resources/prompts/hsm_table3.json).
   std::string probe_text = "Alice was so tired when she got home so she went";

@@ -117,6 +117,10 @@ const std::vector<SettingSpec>& train_setting_specs() {
       spec("keep_best", "--keep-best", "Keep the best weights",
            "Also keep best.safetensors, the weights of the lowest validation loss", Kind::kSwitch,
            &TrainSettings::keep_best),
+      spec("stop_accuracy", "--stop-accuracy", "Stop at answer accuracy",
+           "A task run stops early, done, at the first validation whose answer accuracy reaches this (Zoology: "
+           "0.99); 0 = off (default)",
+           Kind::kReal, &TrainSettings::stop_accuracy, 0, 1),
       spec("seed", "--seed", "Seed", "Random seed: the same seed gives the same run on one machine (default 1337)",
            Kind::kInteger, &TrainSettings::seed, 0, static_cast<double>(std::numeric_limits<int64_t>::max())),
       device_spec(),

@@ -23,9 +23,14 @@ namespace hsm {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainSettings, steps, epochs, batch_size, lr, weight_decay, beta1,
                                                 beta2, eps, grad_clip, warmup_steps, cosine, min_lr, eval_every,
                                                 eval_batches, checkpoint_every, log_every, seed, device, threads, bf16,
-                                                windows, keep_best, probe_text)
+                                                windows, keep_best, probe_text, stop_accuracy)
 
-nlohmann::json settings_to_json(const TrainSettings& s) { return s; }
+// stop_accuracy only where it is set: a run without it writes the config.json it always wrote.
+nlohmann::json settings_to_json(const TrainSettings& s) {
+  nlohmann::json j = s;
+  if (s.stop_accuracy == 0) j.erase("stop_accuracy");
+  return j;
+}
 
 TrainSettings settings_from_json(const nlohmann::json& j) { return j.get<TrainSettings>(); }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "hsm/cost.h"
 #include "hsm/errors.h"
 #include "hsm/files.h"
 #include "hsm/grid_workers.h"
@@ -25,7 +26,7 @@ using ojson = nlohmann::ordered_json;
 nlohmann::json grid_json(const LabGrid& g) {
   return {{"tasks", g.tasks}, {"models", g.models}, {"lrs", g.lrs},   {"seeds", g.seeds},
           {"steps", g.steps}, {"batch", g.batch},   {"size", g.size}, {"test_examples", g.test_examples},
-          {"device", g.device}};
+          {"device", g.device}, {"protocol", g.protocol}};
 }
 
 // Exact (issue 46): 0.003 and 0.0030000001 never share a run folder.
@@ -117,14 +118,141 @@ std::string lab_spec_json(const LabGrid& g) {
   train["log_every"] = 25;
   train["device"] = g.device;
   train["probe_text"] = "";
+  if (g.protocol == "zoology") train["stop_accuracy"] = 0.99;  // Zoology stops a run at 0.99
   ojson spec = ojson::object();
-  spec["name"] = "lab";
+  spec["name"] = g.protocol.empty() ? "lab" : "lab-" + g.protocol;
   spec["axes"] = axes;
   spec["train"] = train;
   spec["size"] = g.size;
   spec["test_examples"] = g.test_examples;
   spec["min_lr_fraction"] = 0.1;
   return spec.dump();
+}
+
+// ---- Named protocols.
+
+std::vector<std::string> lab_protocols() { return {"zoology"}; }
+
+namespace {
+
+// Two layers of `mixer` at width d, no MLP (FFN 1), dropout 0: Zoology's MQAR models (its
+// state mixer is the identity). The vocabulary and context are the task's (a lab's model takes
+// them).
+std::string two_layer_config(const std::string& name, const std::string& mixer, int64_t heads, int64_t d,
+                             const std::string& init) {
+  ModelConfig m;
+  m.name = name;
+  m.description = "Zoology MQAR model (Arora et al. 2023): 2 layers of " + mixer + " at d " + std::to_string(d) +
+                  ", no MLP";
+  m.vocab_size = 8192;
+  m.d_model = d;
+  m.context = 64;
+  m.dropout = 0;
+  m.init = init;
+  m.layers = {LayerSpec{mixer, 1, heads}, LayerSpec{mixer, 1, heads}};
+  return to_json(m);
+}
+
+}  // namespace
+
+LabProtocol lab_protocol(const std::string& name, const std::string& dir) {
+  if (name != "zoology") {
+    std::string known;
+    for (const std::string& p : lab_protocols()) known += (known.empty() ? "" : ", ") + p;
+    throw std::invalid_argument("--protocol " + name + ": unknown protocol; use " + known);
+  }
+  LabProtocol p;
+  p.summary = "Zoology's MQAR grid (Arora et al. 2023, Fig. 2): 2 layers, d 64-512, context/pairs 64/4 to 512/64, "
+              "vocab 8192, 100k training and 3k test examples, 4 learning rates 1e-4..1e-2, the best counts";
+  LabGrid& g = p.grid;
+  g.protocol = name;
+  for (const auto& [context, pairs] : std::vector<std::pair<int, int>>{{64, 4}, {128, 8}, {256, 16}, {512, 64}})
+    g.tasks.push_back("mqar:vocab=8192,pairs=" + std::to_string(pairs) + ",context=" + std::to_string(context) +
+                      ",train=100000");
+  const fs::path models = fs::weakly_canonical(fs::absolute(dir)) / "models";
+  struct Mixer {
+    std::string mixer, label, init;
+    int64_t heads;
+  };
+  for (const Mixer& m : {Mixer{"attn", "attn", "gpt2", 1}, Mixer{"hsm_ab", "hsm_ab", "gpt2", 1},
+                         Mixer{"he", "ex_he", "ex", 1}})
+    for (int64_t d : {64, 128, 256, 512}) {
+      const std::string name_d = "zoology_" + m.label + "_d" + std::to_string(d);
+      const std::string file = (models / (name_d + ".json")).string();
+      g.models.push_back(file);
+      p.model_files[file] = two_layer_config(name_d, m.mixer, m.heads, d, m.init);
+    }
+  g.lrs = {1e-4, 4.6415888336127773e-4, 2.1544346900318843e-3, 1e-2};  // numpy.logspace(-4, -2, 4)
+  g.seeds = 1;
+  g.batch = 256;
+  g.steps = 64 * 100000 / 256;  // 64 epochs of the 100k examples at most
+  g.size = "as_is";
+  g.test_examples = 3000;
+  return p;
+}
+
+void write_protocol_models(const LabProtocol& protocol) {
+  for (const auto& [file, json] : protocol.model_files) {
+    if (fs::exists(fs::symlink_status(file))) {
+      if (fs::is_regular_file(fs::symlink_status(file)) && read_text_file(file, "the protocol's model") == json) continue;
+      throw std::invalid_argument("'" + file + "' exists and is not this protocol's model; move it away, or give "
+                                  "another --out");
+    }
+    fs::create_directories(fs::path(file).parent_path());
+    write_file_atomic(file, json);
+  }
+}
+
+// ---- What a lab costs.
+
+Sweep lab_sweep(const LabGrid& grid, const std::map<std::string, std::string>& model_files) {
+  check_grid(grid);
+  return parse_sweep_spec(lab_spec_json(grid), ".", "", "", model_files);
+}
+
+LabEstimate estimate_lab(const Sweep& sweep) {
+  LabEstimate e;
+  std::map<std::string, double> answer_share;  // per task: answer rows / tokens, from its first examples
+  for (const SweepPoint& p : sweep.points) {
+    const std::string spec = p.task.empty() ? sweep.task : p.task;
+    double share = 1;
+    int64_t train_examples = 0;
+    if (!spec.empty()) {
+      const auto task = parse_task(spec);
+      train_examples = task->train_examples();
+      if (!answer_share.count(spec)) {
+        int64_t answers = 0, tokens = 0;
+        for (int64_t i = 0; i < 16; ++i) {
+          const TaskExample ex = task->example(TaskSplit::kTrain, i);
+          for (uint8_t m : ex.mask) answers += m ? 1 : 0;
+          tokens += static_cast<int64_t>(ex.mask.size());
+        }
+        answer_share[spec] = tokens > 0 ? static_cast<double>(answers) / static_cast<double>(tokens) : 1;
+      }
+      share = answer_share[spec];
+    }
+    const ModelConfig& m = p.model;
+    const double T = static_cast<double>(m.context);
+    const double out = static_cast<double>(m.d_model * m.vocab_size);
+    const double forward = static_cast<double>(model_macs_per_token(m, m.context)) - out + out * share;
+    const TrainSettings& t = p.train;
+    const double steps = static_cast<double>(t.steps);
+    const double train_tokens = steps * static_cast<double>(t.batch_size) * T;
+    // Validations: every eval_every steps (eval_batches x 64 examples) and at epoch ends (1,280).
+    const double per_epoch = train_examples > 0 ? std::max(1.0, static_cast<double>(train_examples / t.batch_size)) : steps;
+    const double evals = (t.eval_every > 0 ? steps / static_cast<double>(t.eval_every) : 0) + steps / per_epoch + 1;
+    const double eval_tokens = evals * 1280 * T;
+    const double test_tokens = static_cast<double>(sweep.test_examples) * T;
+    const double s = (3 * forward * train_tokens + forward * (eval_tokens + test_tokens)) / kLabCpuMacsPerSecond +
+                     kLabRunFixedSeconds;
+    e.cpu_s += s;
+    ++e.runs;
+    if (s > e.longest_run_s) {
+      e.longest_run_s = s;
+      e.longest_run = p.name;
+    }
+  }
+  return e;
 }
 
 namespace {
@@ -149,6 +277,7 @@ LabGrid grid_of(const std::string& dir, const Sweep& sweep) {
   g.device = train.value("device", g.device);
   g.size = sweep.size;
   g.test_examples = sweep.test_examples;
+  if (sweep.name.rfind("lab-", 0) == 0) g.protocol = sweep.name.substr(4);
   return g;
 }
 
@@ -196,6 +325,37 @@ std::vector<std::string> Lab::unfinished() const {
   return left;
 }
 
+namespace {
+
+// The protocol's marks on one task's row of cells (hsm/lab_stats.h): the best cell, each cell
+// against the task's chance rate and against the best.
+void mark_row(std::vector<LabCell*>& row, double chance, size_t learning_rates) {
+  LabCell* best = nullptr;
+  for (LabCell* c : row)
+    if (c->n > 0 && (best == nullptr || c->answer_accuracy > best->answer_accuracy)) best = c;
+  for (LabCell* c : row) {
+    c->chance = chance;
+    if (c->n == 0) continue;
+    c->p_above_chance = binomial_upper_tail(c->right, c->answers, chance);
+    c->at_chance = c->p_above_chance >= kChanceAlpha / static_cast<double>(std::max<size_t>(1, learning_rates));
+    if (c == best) {
+      c->best = c->tied_with_best = true;
+      c->p_below_best = 1;
+      continue;
+    }
+    if (best->n >= 2 && c->n >= 2) {
+      c->tie_test = "welch";
+      c->p_below_best = welch_p_greater(best->seed_accuracy, c->seed_accuracy);
+    } else {
+      c->tie_test = "two_proportion";
+      c->p_below_best = two_proportion_p_greater(best->right, best->answers, c->right, c->answers);
+    }
+    c->tied_with_best = c->p_below_best >= kTieAlpha;
+  }
+}
+
+}  // namespace
+
 std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const {
   const std::vector<LabRun> runs = results(warnings);
   std::vector<LabCell> cells;
@@ -205,30 +365,39 @@ std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const {
       c.task = task;
       c.model = model;
       c.expected_runs = static_cast<int64_t>(grid_.lrs.size()) * grid_.seeds;
-      double best = -1;
       for (double lr : grid_.lrs) {
         std::vector<double> acc;
         double seq = 0;
+        int64_t right = 0, answers = 0;
         for (const LabRun& r : runs)
-          if (r.task == task && r.model == model && r.lr == lr) {
+          if (r.task == task && r.model == model && r.lr == lr && std::isfinite(r.score.answer_accuracy)) {
             acc.push_back(r.score.answer_accuracy);
             seq += r.score.sequence_accuracy;
+            right += std::llround(r.score.answer_accuracy * static_cast<double>(r.score.answers));
+            answers += r.score.answers;
             ++c.runs;
           }
         if (acc.empty()) continue;
-        double mean = 0;
-        for (double a : acc) mean += a;
-        mean /= static_cast<double>(acc.size());
-        if (mean > best) {
-          best = mean;
+        const SeedStats st = seed_stats(acc);
+        // MAD's rule: the learning rate whose mean over the seeds is best (the first on a tie).
+        if (c.n == 0 || st.mean > c.answer_accuracy) {
           c.best_lr = lr;
-          c.answer_accuracy = mean;
+          c.answer_accuracy = st.mean;
+          c.answer_sd = st.sd;
+          c.n = st.n;
           c.sequence_accuracy = seq / static_cast<double>(acc.size());
           c.seed_accuracy = acc;
+          c.right = right;
+          c.answers = answers;
         }
       }
       cells.push_back(std::move(c));
     }
+  for (size_t t = 0; t < grid_.tasks.size(); ++t) {
+    std::vector<LabCell*> row;
+    for (size_t m = 0; m < grid_.models.size(); ++m) row.push_back(&cells[t * grid_.models.size() + m]);
+    mark_row(row, parse_task(grid_.tasks[t])->chance(), grid_.lrs.size());
+  }
   return cells;
 }
 
@@ -238,15 +407,19 @@ void Lab::write_table_csv(const std::string& csv) const {
 
 std::string Lab::table_csv(const std::vector<LabCell>& cells) {
   std::ostringstream out;
-  out << "task,model,best_lr,answer_accuracy,sequence_accuracy,seed_accuracies,runs\n";
+  out << "task,model,best_lr,answer_accuracy,answer_sd,n,sequence_accuracy,seed_accuracies,right,answers,chance,"
+         "p_above_chance,at_chance,best,tie_test,p_below_best,tied_with_best,runs\n";
   auto quoted = [](const std::string& s) { return "\"" + s + "\""; };
+  auto number = [](double x) { return std::isfinite(x) ? number_text(x) : std::string(); };
+  auto flag = [](const LabCell& c, bool b) { return c.n == 0 ? "" : b ? "1" : "0"; };
   for (const LabCell& c : cells) {
     std::string seeds;
     for (double a : c.seed_accuracy) seeds += (seeds.empty() ? "" : " ") + number_text(a);
-    out << quoted(c.task) << "," << quoted(c.model) << "," << (c.runs > 0 ? lr_text(c.best_lr) : "") << ","
-        << (std::isfinite(c.answer_accuracy) ? number_text(c.answer_accuracy) : "") << ","
-        << (std::isfinite(c.sequence_accuracy) ? number_text(c.sequence_accuracy) : "") << "," << seeds << "," << c.runs
-        << "\n";
+    out << quoted(c.task) << "," << quoted(c.model) << "," << (c.n > 0 ? lr_text(c.best_lr) : "") << ","
+        << number(c.answer_accuracy) << "," << number(c.answer_sd) << "," << c.n << "," << number(c.sequence_accuracy)
+        << "," << seeds << "," << c.right << "," << c.answers << "," << number(c.chance) << ","
+        << number(c.p_above_chance) << "," << flag(c, c.at_chance) << "," << flag(c, c.best) << "," << c.tie_test
+        << "," << number(c.p_below_best) << "," << flag(c, c.tied_with_best) << "," << c.runs << "\n";
   }
   return out.str();
 }

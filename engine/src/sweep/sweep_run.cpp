@@ -227,15 +227,13 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
   return unfinished > 0 ? 1 : 0;
 }
 
-namespace {
-
-// `s` as one word of shell text: in single quotes, a quote in it as '\'' (a newline inside the
-// quotes is part of the word).
 std::string shell_quoted(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
+
+namespace {
 
 // A path that can stand in an #SBATCH line as it is: no space, quote, newline, % (a Slurm
 // file pattern) or other character Slurm's or the shell's parsing would take apart.

@@ -21,6 +21,7 @@ class Compress : public Task {
   std::string description() const override {
     return "random tokens, the compression token, then reproduce them all (MAD, decoder-only form)";
   }
+  int64_t answer_tokens() const override { return get("vocab") - 2; }  // the random tokens
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, compression.yml), adapted";
   }

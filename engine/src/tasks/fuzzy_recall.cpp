@@ -27,6 +27,10 @@ class FuzzyRecall : public Task {
   std::string description() const override {
     return "in-context recall with keys and values of 1 to 3 tokens each (MAD)";
   }
+  int64_t answer_tokens() const override {  // value tokens: [keys, vocab - 1)
+    const int64_t ns = get("vocab") - 1;
+    return ns - ns / 2;
+  }
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, fuzzy-in-context-recall.yml)";
   }

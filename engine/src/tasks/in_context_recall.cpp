@@ -71,6 +71,7 @@ class InContextRecall : public Task {
   std::string description() const override {
     return "key-value pairs in a stream; after a key seen before, its value (MAD)";
   }
+  int64_t answer_tokens() const override { return get("vocab") - get("vocab") / 2; }  // the upper half
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, in-context-recall.yml)";
   }

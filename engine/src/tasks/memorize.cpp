@@ -22,6 +22,10 @@ class Memorize : public Task {
   std::string description() const override {
     return "a fixed key-value map; key then insert token: answer its value from memory (MAD)";
   }
+  int64_t answer_tokens() const override {  // the values of the map's facts
+    const int64_t ns = get("vocab") - 1;
+    return std::min(ns / 2, ns - ns / 2);
+  }
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, memorization.yml)";
   }

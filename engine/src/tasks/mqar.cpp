@@ -24,6 +24,7 @@ class Mqar : public Task {
   std::string description() const override {
     return "multi-query associative recall: key-value pairs, then the keys again; answer each with its value";
   }
+  int64_t answer_tokens() const override { return get("vocab") - get("vocab") / 2; }  // [vocab/2, vocab)
   std::string source() const override {
     return "Arora et al. 2023, Zoology (zoology/data/multiquery_ar.py)";
   }

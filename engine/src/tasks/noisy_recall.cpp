@@ -20,6 +20,10 @@ class NoisyRecall : public Task {
   std::string description() const override {
     return "in-context recall with noise tokens between the pairs (MAD)";
   }
+  int64_t answer_tokens() const override {  // the upper half of the tokens that are not noise
+    const int64_t ns = get("vocab") - get("noise_vocab");
+    return ns - ns / 2;
+  }
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, noisy-in-context-recall.yml)";
   }

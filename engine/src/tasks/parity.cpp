@@ -19,6 +19,7 @@ class Parity : public StateTrackingTask {
   std::string description() const override {
     return "bits b1..bn; at each position the parity of the bits so far; tested at 4x the training length";
   }
+  int64_t answer_tokens() const override { return 2; }  // even, odd
   std::string source() const override {
     return "Merrill, Petty & Sabharwal 2024, The Illusion of State in State-Space Models (parity, Z2)";
   }

@@ -30,6 +30,7 @@ class Permutation : public StateTrackingTask {
     return "permutations g1..gn of {1..5}; at each position their composition so far (S5 / A5 word problem); "
            "tested at 4x the training length";
   }
+  int64_t answer_tokens() const override { return static_cast<int64_t>(group().size()); }  // S_n or A_n
   std::string source() const override {
     return "Merrill, Petty & Sabharwal 2024, The Illusion of State in State-Space Models (S5 and A5 word problems)";
   }

@@ -20,6 +20,7 @@ class SelectiveCopy : public Task {
   std::string description() const override {
     return "tokens scattered among blanks; after the copy token, repeat them in order (MAD)";
   }
+  int64_t answer_tokens() const override { return get("vocab") - 2; }  // the tokens to copy
   std::string source() const override {
     return "Poli et al. 2024, MAD (mad-lab mad/data/instances.py, selective-copying.yml)";
   }

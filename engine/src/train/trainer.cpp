@@ -193,6 +193,7 @@ struct Trainer::Impl::Run {
   Clock::time_point timer;
   double excluded_s = 0;  // evaluation and checkpoint time, kept out of tokens/s
   bool warned_far_off = false;
+  bool stopped_early = false;  // the answer accuracy reached ts.stop_accuracy: done, before total_steps
   bool validation_stopped = false;  // stop() came during the validation of `step`: it has no val point
   TrainSummary summary;
   // data parallel (train/distributed.h): this rank's share of each batch, the stop every rank
@@ -525,6 +526,11 @@ WindowEval Trainer::Impl::Run::evaluate_task(bool full) {
 
 // ---- data: the split, the windows, the steps ----------------------------------------------------
 void Trainer::Impl::Run::prepare_data() {
+  if (ts.stop_accuracy > 0 && !task)
+    throw std::invalid_argument("--stop-accuracy " + num(ts.stop_accuracy) + ": a corpus run has no answers; it is "
+                                "for a task run (--task)");
+  if (ts.stop_accuracy > 0 && dp)
+    throw std::invalid_argument("--stop-accuracy is for one process; train without --nproc, or without it");
   if (task)
     prepare_task_data();
   else
@@ -991,6 +997,14 @@ void Trainer::Impl::Run::loop() {
         excluded_s += seconds_since(t0);
       }
       trainer.progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
+      // Early stopping (Zoology's, at 0.99): the run is done at this validation.
+      if (eval_now && ts.stop_accuracy > 0 && step < total_steps && last_eval.answer_accuracy >= ts.stop_accuracy) {
+        stopped_early = true;
+        if (!checkpoint_now) checkpoint(step);
+        log("answer accuracy " + num(last_eval.answer_accuracy) + " reached --stop-accuracy " + num(ts.stop_accuracy) +
+            " at step " + std::to_string(step) + " of " + std::to_string(total_steps) + ": stopped early, done");
+        break;
+      }
     }
     if (validation_stopped || (stop_now() && step < total_steps)) {
       settle();
@@ -1036,7 +1050,7 @@ TrainSummary Trainer::Impl::Run::finish() {
   summary.train_loss = last_train_loss;
   summary.tokens_per_s = last_tokens_per_s;
   summary.wall_s = wall();
-  summary.stopped = step < total_steps || validation_stopped;
+  summary.stopped = (step < total_steps && !stopped_early) || validation_stopped;
   summary.started = true;
   summary.run_dir = spec.run_dir;
   return summary;

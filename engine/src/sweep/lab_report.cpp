@@ -1,0 +1,427 @@
+// The report of a lab (hsm/lab_report.h): one page, Markdown and HTML, built once as blocks.
+#include "hsm/lab_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "hsm/grid_workers.h"
+#include "hsm/svg_plot.h"
+#include "hsm/tasks.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+
+namespace {
+
+// A page as blocks, rendered twice (Markdown, HTML).
+struct Block {
+  enum Kind { kHeading, kText, kTable, kFigure, kCode } kind = kText;
+  std::string text;                             // heading, paragraph, code; a figure's caption
+  std::vector<std::vector<std::string>> rows;   // a table: the header first
+  std::string file, svg;                        // a figure; a code block's language in file ("sh" when empty)
+};
+
+std::string fixed(double x, int digits = 3) {
+  if (!std::isfinite(x)) return "–";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+std::string general(double x) {
+  if (!std::isfinite(x)) return "–";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+// A model's short name: a config file's stem, or the preset's name.
+std::string model_label(const std::string& model) {
+  const fs::path p(model);
+  return p.has_extension() ? p.stem().string() : p.filename().string();
+}
+
+std::string markdown_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+std::string render_markdown(const std::vector<Block>& blocks) {
+  std::ostringstream s;
+  for (const Block& b : blocks) {
+    switch (b.kind) {
+      case Block::kHeading: s << b.text << "\n\n"; break;
+      case Block::kText: s << b.text << "\n\n"; break;
+      case Block::kCode: s << "```" << (b.file.empty() ? "sh" : b.file) << "\n" << b.text << "\n```\n\n"; break;
+      case Block::kFigure: s << "![" << b.text << "](" << b.file << ")\n\n"; break;
+      case Block::kTable:
+        for (size_t r = 0; r < b.rows.size(); ++r) {
+          s << "|";
+          for (const std::string& c : b.rows[r]) s << " " << markdown_cell(c) << " |";
+          s << "\n";
+          if (r == 0) {
+            s << "|";
+            for (size_t c = 0; c < b.rows[0].size(); ++c) s << "---|";
+            s << "\n";
+          }
+        }
+        s << "\n";
+        break;
+    }
+  }
+  return s.str();
+}
+
+// Markdown's **bold** in a table cell or paragraph as <b> (the only inline markup the blocks use).
+std::string html_inline(const std::string& text) {
+  std::string e = xml_escape(text), out;
+  bool open = false;
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (e.compare(i, 2, "**") == 0) {
+      out += open ? "</b>" : "<b>";
+      open = !open;
+      ++i;
+    } else if (e.compare(i, 1, "`") == 0) {
+      const size_t end = e.find('`', i + 1);
+      if (end == std::string::npos) {
+        out += e[i];
+        continue;
+      }
+      out += "<code>" + e.substr(i + 1, end - i - 1) + "</code>";
+      i = end;
+    } else {
+      out += e[i];
+    }
+  }
+  return out;
+}
+
+std::string render_html(const std::string& title, const std::vector<Block>& blocks) {
+  std::ostringstream s;
+  s << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << xml_escape(title)
+    << "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:left;"
+       "font-size:14px}th{background:#eee}pre{background:#f4f4f4;padding:8px;overflow-x:auto}"
+       "figure{margin:1em 0}figcaption{font-size:13px;color:#444}</style></head><body>\n";
+  for (const Block& b : blocks) {
+    switch (b.kind) {
+      case Block::kHeading: {
+        const size_t level = std::min<size_t>(6, b.text.find_first_not_of('#'));
+        s << "<h" << level << ">" << html_inline(b.text.substr(level + 1)) << "</h" << level << ">\n";
+        break;
+      }
+      case Block::kText: s << "<p>" << html_inline(b.text) << "</p>\n"; break;
+      case Block::kCode: s << "<pre><code>" << xml_escape(b.text) << "</code></pre>\n"; break;
+      case Block::kFigure:
+        s << "<figure>\n" << b.svg << "<figcaption>" << html_inline(b.text) << "</figcaption></figure>\n";
+        break;
+      case Block::kTable:
+        s << "<table>\n";
+        for (size_t r = 0; r < b.rows.size(); ++r) {
+          s << "<tr>";
+          for (const std::string& c : b.rows[r]) s << (r == 0 ? "<th>" : "<td>") << html_inline(c) << (r == 0 ? "</th>" : "</td>");
+          s << "</tr>\n";
+        }
+        s << "</table>\n";
+        break;
+    }
+  }
+  s << "</body></html>\n";
+  return s.str();
+}
+
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._+,=:@-") ==
+                        std::string::npos)
+    return s;
+  return shell_quoted(s);
+}
+
+// The verdict cell: mean ± sd (n), the best in bold, a tie and chance marked.
+std::string verdict_text(const LabCell& c) {
+  if (c.n == 0) return "unfinished";
+  std::string t = fixed(c.answer_accuracy) + (c.n >= 2 ? " ± " + fixed(c.answer_sd) : "") + " (n " +
+                  std::to_string(c.n) + ")";
+  if (c.best) t = "**" + t + "** best";
+  else if (c.tied_with_best) t += " ≈best";
+  if (c.at_chance) t += " ○chance";
+  if (!c.finished()) t += " (" + std::to_string(c.runs) + "/" + std::to_string(c.expected_runs) + " runs)";
+  return t;
+}
+
+// A model's name less a trailing "_d<width>" (zoology_attn_d64 -> zoology_attn).
+std::string without_width(const std::string& name) {
+  const size_t at = name.rfind("_d");
+  if (at == std::string::npos || at + 2 == name.size() ||
+      name.find_first_not_of("0123456789", at + 2) != std::string::npos)
+    return name;
+  return name.substr(0, at);
+}
+
+struct ModelFamily {
+  std::string label;
+  std::vector<std::pair<int64_t, size_t>> widths;  // d_model, model index
+};
+
+// Models that differ only in d_model (and name) form a family; the lab has a width axis when a
+// family has two widths or more.
+std::vector<ModelFamily> width_families(const Lab& lab) {
+  const LabGrid& g = lab.grid();
+  std::map<std::string, ModelFamily> by_key;
+  std::vector<std::string> order;
+  for (size_t m = 0; m < g.models.size(); ++m) {
+    const auto point = std::find_if(lab.sweep().points.begin(), lab.sweep().points.end(),
+                                    [&](const SweepPoint& p) { return p.model_source == g.models[m]; });
+    if (point == lab.sweep().points.end()) continue;
+    std::string key;
+    for (const LayerSpec& l : point->model.layers)
+      key += l.mixer + "/" + std::to_string(l.ffn) + "/" + std::to_string(l.heads) + ";";
+    key += point->model.init;
+    if (!by_key.count(key)) {
+      order.push_back(key);
+      by_key[key].label = without_width(model_label(g.models[m]));
+    }
+    by_key[key].widths.emplace_back(point->model.d_model, m);
+  }
+  std::vector<ModelFamily> families;
+  bool axis = false;
+  for (const std::string& k : order) {
+    ModelFamily f = by_key[k];
+    std::sort(f.widths.begin(), f.widths.end());
+    std::set<int64_t> distinct;
+    for (const auto& w : f.widths) distinct.insert(w.first);
+    axis = axis || distinct.size() >= 2;
+    families.push_back(f);
+  }
+  return axis ? families : std::vector<ModelFamily>{};
+}
+
+std::string task_title(const std::string& spec) {
+  const auto t = parse_task(spec);
+  std::string title = t->name();
+  if (t->name() == "mqar")
+    title += " context " + std::to_string(t->get("context")) + ", " + std::to_string(t->get("pairs")) + " pairs";
+  return title;
+}
+
+}  // namespace
+
+LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::string& version) {
+  const LabGrid& g = lab.grid();
+  std::vector<std::string> warnings;
+  const std::vector<LabCell> cells = lab.table(&warnings);
+  const std::vector<LabRun> runs = lab.results();
+  const size_t M = g.models.size();
+  auto cell = [&](size_t t, size_t m) -> const LabCell& { return cells[t * M + m]; };
+  std::vector<std::string> labels;
+  for (const std::string& m : g.models) labels.push_back(model_label(m));
+
+  LabReport report;
+  std::vector<Block> b;
+  const std::string title = "Lab report: " + fs::path(lab.dir()).filename().string();
+  b.push_back({Block::kHeading, "# " + title});
+  int64_t finished = 0;
+  for (const LabCell& c : cells) finished += c.finished() ? 1 : 0;
+  b.push_back({Block::kText, "hsm " + version + ". " + std::to_string(runs.size()) + " of " +
+                                 std::to_string(lab_run_count(g)) + " runs scored; " + std::to_string(finished) +
+                                 " of " + std::to_string(cells.size()) + " cells finished." +
+                                 (g.protocol.empty() ? "" : " Protocol: **" + g.protocol + "**.")});
+  for (const std::string& w : warnings) b.push_back({Block::kText, "Warning: " + w});
+
+  // ---- The verdict.
+  b.push_back({Block::kHeading, "## The verdict"});
+  b.push_back({Block::kText,
+               "Test answer accuracy per task and model at the model's best learning rate (the rate whose mean over "
+               "seeds is highest), as mean ± sample standard deviation over the seeds (n seeds). **Bold**: the "
+               "row's best. ≈best: not distinguishable from the row's best (one-sided Welch's t-test over seeds, or "
+               "with fewer than two seeds a two-proportion z-test on the pooled test answers; p ≥ " +
+                   general(kTieAlpha) + "). ○chance: not distinguishable from the task's chance rate (one-sided exact "
+               "binomial test of the pooled test answers at the best rate; p ≥ " + general(kChanceAlpha) +
+                   " / " + std::to_string(g.lrs.size()) + " learning rate(s)). Best learning rate per cell below."});
+  Block verdict{Block::kTable};
+  std::vector<std::string> header = {"task", "chance"};
+  header.insert(header.end(), labels.begin(), labels.end());
+  verdict.rows.push_back(header);
+  for (size_t t = 0; t < g.tasks.size(); ++t) {
+    std::vector<std::string> row = {g.tasks[t], general(cell(t, 0).chance)};
+    for (size_t m = 0; m < M; ++m) row.push_back(verdict_text(cell(t, m)));
+    verdict.rows.push_back(row);
+  }
+  b.push_back(verdict);
+  Block detail{Block::kTable};
+  detail.rows.push_back({"task", "model", "best lr", "mean", "sd", "n", "right / answers", "p (> chance)", "at chance",
+                         "test vs best", "p (best > it)", "tied with best"});
+  for (const LabCell& c : cells) {
+    if (c.n == 0) {
+      detail.rows.push_back({c.task, model_label(c.model), "unfinished", "", "", "0", "", "", "", "", "", ""});
+      continue;
+    }
+    detail.rows.push_back({c.task, model_label(c.model), exact_number_text(c.best_lr), fixed(c.answer_accuracy, 4),
+                           fixed(c.answer_sd, 4), std::to_string(c.n),
+                           std::to_string(c.right) + " / " + std::to_string(c.answers), general(c.p_above_chance),
+                           c.at_chance ? "yes" : "no", c.best ? "(best)" : c.tie_test, general(c.p_below_best),
+                           c.tied_with_best ? "yes" : "no"});
+  }
+  b.push_back(detail);
+
+  // ---- The figures.
+  b.push_back({Block::kHeading, "## Figures"});
+  auto add_figure = [&](const std::string& name, const std::string& caption, const std::string& svg) {
+    const std::string file = figure_stem + "-" + name + ".svg";
+    report.figures.emplace_back(file, svg);
+    Block f{Block::kFigure, caption};
+    f.file = file;
+    f.svg = svg;
+    b.push_back(f);
+  };
+  std::vector<SvgPanel> bars, lr_panels;
+  for (size_t t = 0; t < g.tasks.size(); ++t) {
+    const double chance = cell(t, 0).chance;
+    SvgPanel p;
+    p.title = task_title(g.tasks[t]);
+    p.y_label = "test answer accuracy";
+    p.categories = labels;
+    p.lines = {{chance, "chance " + general(chance)}};
+    SvgSeries s;
+    s.label = "mean over seeds at the best lr";
+    for (size_t m = 0; m < M; ++m) {
+      s.y.push_back(cell(t, m).answer_accuracy);
+      s.err.push_back(cell(t, m).answer_sd);
+    }
+    p.series = {s};
+    bars.push_back(p);
+
+    SvgPanel l;
+    l.title = p.title;
+    l.x_label = "learning rate";
+    l.y_label = "test answer accuracy";
+    l.log_x = true;
+    l.lines = p.lines;
+    for (size_t m = 0; m < M; ++m) {
+      SvgSeries ser;
+      ser.label = labels[m];
+      ser.colour = static_cast<int>(m);
+      for (double lr : g.lrs) {
+        std::vector<double> acc;
+        for (const LabRun& r : runs)
+          if (r.task == g.tasks[t] && r.model == g.models[m] && r.lr == lr) acc.push_back(r.score.answer_accuracy);
+        const SeedStats st = seed_stats(acc);
+        ser.x.push_back(lr);
+        ser.y.push_back(st.mean);
+        ser.err.push_back(st.sd);
+      }
+      l.series.push_back(ser);
+    }
+    lr_panels.push_back(l);
+  }
+  add_figure("accuracy", "Test answer accuracy per task and model (mean over seeds at the best learning rate, bars: ± "
+             "sd; dashed: the task's chance rate)",
+             svg_figure("Answer accuracy per task", bars, 3, 320, 240));
+  add_figure("lr", "Test answer accuracy against the learning rate (mean over seeds, bars: ± sd; dashed: chance)",
+             svg_figure("Accuracy against learning rate", lr_panels, 3));
+  const std::vector<ModelFamily> families = width_families(lab);
+  if (!families.empty()) {
+    std::vector<SvgPanel> width_panels;
+    for (size_t t = 0; t < g.tasks.size(); ++t) {
+      SvgPanel w;
+      w.title = task_title(g.tasks[t]);
+      w.x_label = "model width (d_model)";
+      w.y_label = "test answer accuracy";
+      w.log_x = true;
+      w.lines = {{cell(t, 0).chance, "chance " + general(cell(t, 0).chance)}};
+      for (size_t f = 0; f < families.size(); ++f) {
+        SvgSeries ser;
+        ser.label = families[f].label;
+        ser.colour = static_cast<int>(f);
+        for (const auto& [d, m] : families[f].widths) {
+          ser.x.push_back(static_cast<double>(d));
+          ser.y.push_back(cell(t, m).answer_accuracy);
+          ser.err.push_back(cell(t, m).answer_sd);
+        }
+        w.series.push_back(ser);
+      }
+      width_panels.push_back(w);
+    }
+    add_figure("width", "Test answer accuracy against model width, one line per mixer, one panel per task (Zoology "
+               "Fig. 2's shape; best learning rate per point; dashed: chance)",
+               svg_figure("Accuracy against model width", width_panels, 2, 360, 250));
+  }
+
+  // ---- The settings.
+  b.push_back({Block::kHeading, "## The exact settings"});
+  const nlohmann::json spec = nlohmann::json::parse(lab.sweep().spec_json);
+  std::string lrs;
+  for (double lr : g.lrs) lrs += (lrs.empty() ? "" : ", ") + exact_number_text(lr);
+  b.push_back({Block::kText, "hsm " + version + "; " + std::to_string(g.tasks.size()) + " task(s) x " +
+                                 std::to_string(M) + " model(s) x learning rates {" + lrs + "} x seeds 1.." +
+                                 std::to_string(g.seeds) + " = " + std::to_string(lab_run_count(g)) + " runs of " +
+                                 std::to_string(g.steps) + " steps of " + std::to_string(g.batch) +
+                                 " examples; models " + (g.size == "tiny" ? "at lab size (`--size tiny`)" : "as given") +
+                                 "; each run scored on " + std::to_string(g.test_examples) +
+                                 " fresh test examples; device " + g.device + "."});
+  Block tasks{Block::kTable};
+  tasks.rows.push_back({"task", "every setting", "answer tokens", "chance"});
+  for (const std::string& t : g.tasks) {
+    const auto task = parse_task(t);
+    tasks.rows.push_back({t, task->spec(), std::to_string(task->answer_tokens()), general(task->chance())});
+  }
+  b.push_back(tasks);
+  b.push_back({Block::kText, "Training settings of every run (the grid spec's `train`; each run's learning rate "
+                             "decays to " + general(lab.sweep().min_lr_fraction) + " of it):"});
+  b.push_back({Block::kCode, spec.value("train", nlohmann::json::object()).dump(), {}, "json"});
+  b.push_back({Block::kText, "The models as every run built them (the first task's vocabulary and context; each task's "
+                             "own are taken), from the snapshot in `sweep.json`:"});
+  std::string configs;
+  for (size_t m = 0; m < M; ++m) {
+    const auto point = std::find_if(lab.sweep().points.begin(), lab.sweep().points.end(),
+                                    [&](const SweepPoint& p) { return p.model_source == g.models[m]; });
+    if (point != lab.sweep().points.end()) configs += labels[m] + ": " + to_json(point->model, -1) + "\n";
+  }
+  b.push_back({Block::kCode, configs.empty() ? configs : configs.substr(0, configs.size() - 1), {}, "text"});
+
+  // ---- Each run.
+  b.push_back({Block::kHeading, "## Each run's score"});
+  b.push_back({Block::kText, "From `points/NAME.json` (the run's score on its fresh test examples)."});
+  Block each{Block::kTable};
+  each.rows.push_back({"run", "task", "model", "lr", "seed", "answer accuracy", "sequence accuracy", "answers",
+                       "examples", "steps"});
+  for (const LabRun& r : runs)
+    each.rows.push_back({fs::path(r.run_dir).filename().string(), r.task, model_label(r.model), exact_number_text(r.lr),
+                         std::to_string(r.seed), exact_number_text(r.score.answer_accuracy),
+                         exact_number_text(r.score.sequence_accuracy), std::to_string(r.score.answers),
+                         std::to_string(r.score.examples), std::to_string(r.steps)});
+  b.push_back(each);
+
+  // ---- How to rerun it.
+  b.push_back({Block::kHeading, "## How to rerun it"});
+  std::string cmd = "hsm lab --out NEW_LAB";
+  if (!g.protocol.empty()) {
+    cmd += " --protocol " + g.protocol;
+  } else {
+    for (const std::string& t : g.tasks) cmd += " \\\n  --task " + shell_word(t);
+    for (const std::string& m : g.models) cmd += " \\\n  --model " + shell_word(m);
+    for (double lr : g.lrs) cmd += " --lr " + exact_number_text(lr);
+    cmd += " \\\n  --seeds " + std::to_string(g.seeds) + " --steps " + std::to_string(g.steps) + " --batch " +
+           std::to_string(g.batch) + " --size " + g.size + " --test-examples " + std::to_string(g.test_examples) +
+           " --device " + g.device;
+  }
+  cmd += "\nhsm lab report NEW_LAB";
+  b.push_back({Block::kCode, cmd});
+  b.push_back({Block::kText, "A model given as a config file is read when the lab is made; the configs this lab "
+                             "trained are kept in `" + (fs::path(lab.dir()) / "sweep.json").string() +
+                             "` (`model_configs`). `hsm lab --out " + lab.dir() + "` continues this lab."});
+
+  report.markdown = render_markdown(b);
+  report.html = render_html(title, b);
+  return report;
+}
+
+}  // namespace hsm
