@@ -1,5 +1,5 @@
 // `hsm lab --out DIR [--task SPEC]... [--model NAME]... [--lr X]... [--seeds N] [--steps N]
-// [--batch N] [--size lab|tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
+// [--batch N] [--stop-accuracy A] [--size lab|tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
 // lab (hsm/lab.h, docs/lab.md), the friendly front of a grid of task runs: it writes the grid
 // and trains it with the one launcher (`hsm sweep`'s). A folder that holds a lab continues it
 // (`hsm lab --out DIR` alone); --table prints its table (mean ± sd over seeds at the best
@@ -175,18 +175,21 @@ Command add_lab_command(CLI::App& app) {
   a->grid = default_lab_grid();
   cmd->add_option("--out", a->out, "Lab folder (created; a folder holding a lab continues it)");
   auto* tasks = cmd->add_option("--task", a->grid.tasks, "A task spec NAME[:key=value,...]; repeat for several "
-                                                          "(default: mqar, recall_at and in_context_recall at context 64)");
+                                                          "(default: mqar at context 64 and 16, in_context_recall)");
   auto* models = cmd->add_option("--model", a->grid.models,
                                  "A preset or config file; repeat for several (default: gpt, hsm_ab, hybrid_0_6)");
   auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.003)");
   auto* seeds = cmd->add_option("--seeds", a->grid.seeds, "Training seeds per cell (default 2)")
                     ->check(CLI::Range(int64_t{1}, int64_t{100}));
-  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run (default 600)")
+  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run at most (default 1000)")
                     ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   auto* batch = cmd->add_option("--batch", a->grid.batch, "Examples per step (default 128)")
                     ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   auto* size = cmd->add_option("--size", a->grid.size, "lab (d 64, up to 4 layers of each model, one head, no MLP; the default), tiny (the same with the "
                                "model's heads and an FFN of 4·d) or as_is");
+  auto* stop = cmd->add_option("--stop-accuracy", a->grid.stop_accuracy,
+                               "A run ends, done, at the first validation this accurate (default 0.99; 0: every step)")
+                   ->check(CLI::Range(0.0, 1.0));
   auto* examples = cmd->add_option("--test-examples", a->grid.test_examples, "Fresh test examples per run (1280)")
                        ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_flag("--json", a->json, "Print the table as JSON");
@@ -212,7 +215,7 @@ Command add_lab_command(CLI::App& app) {
   auto* convert = cmd->add_subcommand("convert", "Convert a lab folder of an older hsm (lab.json) to the grid format");
   convert->add_option("dir", a->convert, "The lab folder")->required()->check(CLI::ExistingDirectory);
   cmd->require_subcommand(0, 1);
-  const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, seeds, steps, batch, size, examples, device};
+  const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, seeds, steps, batch, size, stop, examples, device};
   return {cmd, [a, grid_options, convert, report, protocol]() {
             if (report->parsed()) return write_lab_report(a->report_dir, a->report_out, a->force);
             if (convert->parsed()) {
@@ -232,7 +235,7 @@ Command add_lab_command(CLI::App& app) {
             if (protocol->count() > 0) {
               if (grid_given)
                 throw std::invalid_argument("--protocol " + a->protocol + " sets the grid (tasks, models, learning "
-                                            "rates, seeds, steps, batch, size, test examples); give --device, --jobs "
+                                            "rates, seeds, steps, batch, size, early stop, test examples); give --device, --jobs "
                                             "or --slurm beside it, or a grid without --protocol");
               named = lab_protocol(a->protocol, a->out);
               grid = named.grid;
