@@ -26,6 +26,7 @@
 #include "gui/studio_settings.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/cost.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/params.h"
@@ -38,10 +39,9 @@ namespace {
 enum Column { kLayer = 0, kMixer, kFfn, kHeads, kMixerParams, kFfnParams, kLayerTotal, kColumns };
 
 QColor series_color(int i) {
-  static const QColor colors[] = {QColor(214, 39, 40),   QColor(31, 119, 180), QColor(44, 160, 44),
-                                  QColor(148, 103, 189), QColor(255, 127, 14), QColor(140, 86, 75),
-                                  QColor(23, 190, 207),  QColor(188, 189, 34), QColor(227, 119, 194)};
-  return colors[i % 9];
+  // tab10 without grey, red first: red, blue, green, purple, orange, brown, cyan, olive, pink.
+  constexpr int kOrder[] = {3, 0, 2, 4, 1, 5, 9, 8, 6};
+  return colours::category10(kOrder[i % 9]);
 }
 
 }  // namespace

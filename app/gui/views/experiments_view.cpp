@@ -33,16 +33,12 @@
 #include "gui/widgets/parallel_coordinates.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/errors.h"
 #include "hsm/presets.h"
 
 namespace studio {
 namespace {
-
-// Okabe-Ito: a qualitative palette colour-blind readers can tell apart (the scatter's groups).
-const QColor kGroupColours[] = {QColor(0x00, 0x72, 0xb2), QColor(0xe6, 0x9f, 0x00), QColor(0x00, 0x9e, 0x73),
-                                QColor(0xd5, 0x5e, 0x00), QColor(0xcc, 0x79, 0xa7), QColor(0x56, 0xb4, 0xe9),
-                                QColor(0xf0, 0xe4, 0x42), QColor(0x00, 0x00, 0x00)};
 
 QString csv_quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 
@@ -556,7 +552,7 @@ void ExperimentsView::drawScatter() {
         index[name] = static_cast<int>(series.size());
         PlotSeries p;
         p.name = name;
-        p.color = kGroupColours[series.size() % std::size(kGroupColours)];
+        p.color = colours::okabeIto(static_cast<int>(series.size()));
         p.style = PlotSeries::Style::kScatter;
         series << p;
       }

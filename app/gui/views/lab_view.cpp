@@ -32,6 +32,7 @@
 #include "gui/engine_types.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/presets.h"
 #include "hsm/run_folder.h"
 #include "hsm/tasks.h"
@@ -71,17 +72,9 @@ QString runTitle(const hsm::SweepPoint& p) {
 }
 
 // Red (chance) through yellow to green (solved): the cell's answer accuracy.
-QColor accuracyColour(double a) {
-  const double t = std::clamp(a, 0.0, 1.0);
-  return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.55f, 0.95f);
-}
+QColor accuracyColour(double a) { return colours::redToGreen(a, 0.55, 0.95); }
 
-QColor seriesColour(int i) {
-  static const QColor kColours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
-                                    QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
-                                    QColor(227, 119, 194), QColor(127, 127, 127)};
-  return kColours[static_cast<size_t>(i) % std::size(kColours)];
-}
+QColor seriesColour(int i) { return colours::category10(i, 8); }
 
 // An accuracy's whole range, not the data's (the panel fits the data; Fit does again).
 void showAccuracyRange(PlotPanel* plot) {

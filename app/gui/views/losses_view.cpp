@@ -36,6 +36,7 @@
 #include "gui/studio_settings.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/dataset.h"
 #include "hsm/evaluator.h"
 #include "hsm/model.h"
@@ -620,19 +621,14 @@ void LossesView::updateTintKey(const QString& compared) {
 }
 
 QColor LossesView::differenceTint(double difference) {
-  // ColorBrewer RdBu (colour-blind safe): #2166ac (B better) · #f7f7f7 (equal) · #b2182b (B worse).
-  const double f = std::clamp(std::abs(difference) / kTintMaxDifference, 0.0, 1.0);
-  const QColor end = difference < 0 ? QColor(0x21, 0x66, 0xac) : QColor(0xb2, 0x18, 0x2b);
-  const auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-  return QColor(mix(0xf7, end.red()), mix(0xf7, end.green()), mix(0xf7, end.blue()));
+  // ColorBrewer RdBu (colour-blind safe): blue (B better) · near white (equal) · red (B worse).
+  return colours::rdbuFromWhite(difference / kTintMaxDifference);
 }
 
 QColor LossesView::lossTint(double loss) {
-  // ColorBrewer "Oranges", pale (#fff5eb) at 0 nats to dark (#d94801) at kTintMaxLoss: one hue,
-  // so the order reads without telling colours apart; black text stays readable throughout.
-  const double f = std::clamp(loss / kTintMaxLoss, 0.0, 1.0);
-  const auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-  return QColor(mix(0xff, 0xd9), mix(0xf5, 0x48), mix(0xeb, 0x01));
+  // ColorBrewer "Oranges", pale at 0 nats to dark at kTintMaxLoss: one hue, so the order reads
+  // without telling colours apart; black text stays readable throughout.
+  return colours::oranges(loss / kTintMaxLoss);
 }
 
 void LossesView::showDocument(int64_t document) {

@@ -36,6 +36,7 @@
 #include "gui/widgets/task_example_bar.h"
 #include "gui/widgets/token_text.h"
 #include "gui/widgets/widget_export.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/prober.h"
 
 namespace studio {
@@ -145,8 +146,8 @@ void ProbeView::build() {
   ablationPlot_->setLogOptionVisible(false);
   QCustomPlot* p = ablationPlot_->plot();
   bars_ = new QCPBars(p->yAxis, p->xAxis);  // keys down the side: one bar per knock-out
-  bars_->setBrush(QColor(31, 119, 180, 200));
-  bars_->setPen(QPen(QColor(31, 119, 180).darker(120)));
+  bars_->setBrush(colours::withAlpha(colours::category10(0), 200));
+  bars_->setPen(QPen(colours::category10(0).darker(120)));
   bars_->setWidth(0.7);
   p->xAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
   ablationPlot_->setCsvWriter([this] {

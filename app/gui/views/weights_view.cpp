@@ -28,6 +28,7 @@
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/evaluator.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/presets.h"
@@ -78,10 +79,10 @@ void WeightsView::build() {
   barsB_ = new QCPBars(p->xAxis, p->yAxis);
   barsA_->setName(tr("a (identity)"));
   barsB_->setName(tr("b (shifted)"));
-  barsA_->setBrush(QColor(31, 119, 180, 200));
-  barsA_->setPen(QPen(QColor(31, 119, 180).darker(120)));
-  barsB_->setBrush(QColor(255, 127, 14, 200));
-  barsB_->setPen(QPen(QColor(255, 127, 14).darker(120)));
+  barsA_->setBrush(colours::withAlpha(colours::category10(0), 200));
+  barsA_->setPen(QPen(colours::category10(0).darker(120)));
+  barsB_->setBrush(colours::withAlpha(colours::category10(1), 200));
+  barsB_->setPen(QPen(colours::category10(1).darker(120)));
   auto* group = new QCPBarsGroup(p);
   barsA_->setBarsGroup(group);
   barsB_->setBarsGroup(group);
@@ -697,13 +698,11 @@ void WeightsView::drawOffsets() {
 
 bool WeightsView::drawLagWeights() {
   // The extractors (EX §5) weight each earlier input by its lag: one curve per layer.
-  static const QColor palette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
-                                   {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127}};
   QVector<PlotSeries> series;
   for (const hsm::MixerWeights& w : weights_) {
     if (w.lag_weights.empty()) continue;
     PlotSeries s{tr("L%1 %2").arg(w.layer).arg(QString::fromStdString(w.mixer)),
-                 palette[series.size() % (sizeof palette / sizeof palette[0])],
+                 colours::category10(static_cast<int>(series.size()), 8),
                  {},
                  {}};
     for (size_t k = 0; k < w.lag_weights.size(); ++k) {
@@ -762,7 +761,7 @@ void WeightsView::fillHeadTable() {
       // Tint by |b|: how much the head mixes in its shifted input.
       const double t =
           std::min(1.0, std::abs(double(w.b[j])) / std::max(1e-6, std::abs(double(w.a[j])) + std::abs(double(w.b[j]))));
-      item->setBackground(QColor::fromRgbF(1.0 - 0.45 * t, 1.0 - 0.25 * t, 1.0));
+      item->setBackground(colours::whiteToBlue(t, 0.45, 0.25));
       item->setData(Qt::UserRole, double(w.a[j]));
       item->setData(Qt::UserRole + 1, double(w.b[j]));
       headTable_->setItem(r, j, item);
