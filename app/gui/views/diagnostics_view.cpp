@@ -90,6 +90,17 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
 }
 
 void DiagnosticsView::build() {
+  buildControls();
+  QWidget* rows = buildRows();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(buildPromptBar());
+  layout->addLayout(buildChoiceBar());
+  layout->addWidget(status_);
+  layout->addWidget(rows, 1);
+}
+
+void DiagnosticsView::buildControls() {
   promptEdit_ =
       new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
   promptEdit_->setObjectName(QStringLiteral("diag_prompt"));
@@ -116,7 +127,9 @@ void DiagnosticsView::build() {
   status_ = new QLabel(tr("Choose a run, type a prompt and press Run."));
   status_->setObjectName(QStringLiteral("diag_status"));
   status_->setWordWrap(true);
+}
 
+QHBoxLayout* DiagnosticsView::buildPromptBar() {
   promptLabel_ = new QLabel(tr("Prompt"));
   example_ = new TaskExampleBar(QStringLiteral("diag"));
   example_->hide();
@@ -125,6 +138,10 @@ void DiagnosticsView::build() {
   bar->addWidget(promptEdit_, 1);
   bar->addWidget(example_, 1);
   bar->addWidget(runButton_);
+  return bar;
+}
+
+QHBoxLayout* DiagnosticsView::buildChoiceBar() {
   auto* bar2 = new QHBoxLayout;
   bar2->addWidget(new QLabel(tr("Layer")));
   bar2->addWidget(layerBox_);
@@ -135,7 +152,10 @@ void DiagnosticsView::build() {
   bar2->addWidget(compareRun_);
   bar2->addStretch(1);
   bar2->addWidget(exportButton_);
+  return bar2;
+}
 
+QWidget* DiagnosticsView::buildRows() {
   timeline_ = new DiagnosticsTimeline;
   timeline_->setObjectName(QStringLiteral("diag_timeline"));
   source_ = new QLabel;
@@ -164,13 +184,7 @@ void DiagnosticsView::build() {
     const int total = sizes.value(0) + sizes.value(1);
     if (sizes.value(0) < 200 && total > 400) rows->setSizes({total / 4, total - total / 4});
   });
-
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(bar);
-  layout->addLayout(bar2);
-  layout->addWidget(status_);
-  layout->addWidget(rows, 1);
+  return rows;
 }
 
 void DiagnosticsView::connectSignals() {
@@ -258,6 +272,32 @@ void DiagnosticsView::followCurrentRun() {
 QString DiagnosticsView::indicatorSource() const { return source_->text(); }
 
 QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
+  buildColumnWidgets(c, suffix);
+  auto* top = new QSplitter(Qt::Horizontal);
+  top->addWidget(c.matrix);
+  top->addWidget(c.radar);
+  top->setStretchFactor(0, 3);
+  top->setStretchFactor(1, 2);
+  auto* bottom = new QSplitter(Qt::Horizontal);
+  bottom->addWidget(c.overview);
+  bottom->addWidget(c.table);
+  bottom->setStretchFactor(0, 2);
+  bottom->setStretchFactor(1, 3);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(top);
+  rows->addWidget(bottom);
+  rows->setStretchFactor(0, 3);
+  rows->setStretchFactor(1, 2);
+  rows->setSizes({480, 320});  // the overview's layer rows stay readable
+  auto* l = new QVBoxLayout(c.box);
+  l->setContentsMargins(0, 0, 0, 0);
+  l->addWidget(c.title);
+  l->addWidget(c.kind);
+  l->addWidget(rows, 1);
+  return c.box;
+}
+
+void DiagnosticsView::buildColumnWidgets(Column& c, const QString& suffix) {
   c.box = new QWidget;
   c.title = new QLabel;
   c.title->setObjectName(QStringLiteral("diag_title") + suffix);
@@ -286,29 +326,6 @@ QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
   c.table->verticalHeader()->setVisible(false);
   c.table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   c.table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-
-  auto* top = new QSplitter(Qt::Horizontal);
-  top->addWidget(c.matrix);
-  top->addWidget(c.radar);
-  top->setStretchFactor(0, 3);
-  top->setStretchFactor(1, 2);
-  auto* bottom = new QSplitter(Qt::Horizontal);
-  bottom->addWidget(c.overview);
-  bottom->addWidget(c.table);
-  bottom->setStretchFactor(0, 2);
-  bottom->setStretchFactor(1, 3);
-  auto* rows = new QSplitter(Qt::Vertical);
-  rows->addWidget(top);
-  rows->addWidget(bottom);
-  rows->setStretchFactor(0, 3);
-  rows->setStretchFactor(1, 2);
-  rows->setSizes({480, 320});  // the overview's layer rows stay readable
-  auto* l = new QVBoxLayout(c.box);
-  l->setContentsMargins(0, 0, 0, 0);
-  l->addWidget(c.title);
-  l->addWidget(c.kind);
-  l->addWidget(rows, 1);
-  return c.box;
 }
 
 void DiagnosticsView::refreshRunChoices() {

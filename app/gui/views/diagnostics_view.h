@@ -15,6 +15,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -99,7 +100,12 @@ class DiagnosticsView : public StudioView {
     QTableWidget* table = nullptr;
   };
   QWidget* buildColumn(Column& c, const QString& suffix);
+  void buildColumnWidgets(Column& c, const QString& suffix);
   void build();
+  void buildControls();  // the prompt, the layer and head, the comparison, Run and Export
+  QHBoxLayout* buildPromptBar();
+  QHBoxLayout* buildChoiceBar();
+  QWidget* buildRows();  // the timeline over the columns of the run (and the compared one)
   void connectSignals();
   void diagnose(Column& c);
   void clearColumn(Column& c, const QString& runDir);

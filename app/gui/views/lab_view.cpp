@@ -99,6 +99,19 @@ LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
 }
 
 void LabView::build() {
+  QWidget* form = buildForm();
+  QWidget* right = buildResults();
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->addWidget(form);
+  splitter->addWidget(right);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 3);
+  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(splitter);
+}
+
+void LabView::buildFormControls() {
   tasks_ = new QListWidget;
   tasks_->setObjectName(QStringLiteral("lab_tasks"));
   tasks_->setToolTip(tr("Task specs (double-click to change the difficulty, e.g. mqar:pairs=8,context=64)"));
@@ -128,6 +141,9 @@ void LabView::build() {
   folder_->setObjectName(QStringLiteral("lab_folder"));
   folder_->setPlaceholderText(tr("lab folder (created if missing)"));
   browse_ = new QPushButton(tr("Browse…"));
+}
+
+void LabView::buildRunControls() {
   open_ = new QPushButton(tr("Open lab…"));
   open_->setObjectName(QStringLiteral("lab_open"));
   run_ = new QPushButton(tr("Run"));
@@ -150,6 +166,9 @@ void LabView::build() {
   log_->setReadOnly(true);
   log_->setObjectName(QStringLiteral("lab_log"));
   log_->setMaximumBlockCount(2000);
+}
+
+void LabView::buildResultControls() {
   grid_ = new QTableWidget;
   grid_->setObjectName(QStringLiteral("lab_grid"));
   grid_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -171,7 +190,10 @@ void LabView::build() {
   showAccuracyRange(difficultyPlot_);
   grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
   grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
+}
 
+QWidget* LabView::buildForm() {
+  buildFormControls();
   auto* form = new QWidget;
   auto* formLayout = new QVBoxLayout(form);
   formLayout->setContentsMargins(0, 0, 0, 0);
@@ -196,7 +218,12 @@ void LabView::build() {
   formLayout->addWidget(tasksBox, 2);
   formLayout->addWidget(modelsBox, 2);
   formLayout->addWidget(budgetBox);
+  return form;
+}
 
+QWidget* LabView::buildResults() {
+  buildRunControls();
+  buildResultControls();
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(run_);
   buttons->addWidget(cancel_);
@@ -225,15 +252,7 @@ void LabView::build() {
   lower->setStretchFactor(1, 3);
   lower->setStretchFactor(2, 1);
   rightLayout->addWidget(lower, 1);
-
-  auto* splitter = new QSplitter(Qt::Horizontal);
-  splitter->addWidget(form);
-  splitter->addWidget(right);
-  splitter->setStretchFactor(0, 1);
-  splitter->setStretchFactor(1, 3);
-  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(splitter);
+  return right;
 }
 
 void LabView::connectSignals() {

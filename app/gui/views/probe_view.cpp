@@ -81,6 +81,31 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent) : Studi
 }
 
 void ProbeView::build() {
+  QWidget* lensBox = buildLens();
+  QWidget* rolloutBox = buildRollout();
+  QWidget* ablationBox = buildAblation();
+  auto* lower = new QSplitter(Qt::Horizontal);
+  lower->addWidget(rolloutBox);
+  lower->addWidget(ablationBox);
+  lower->setStretchFactor(0, 3);
+  lower->setStretchFactor(1, 2);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(lensBox);
+  rows->addWidget(lower);
+  rows->setStretchFactor(0, 2);
+  rows->setStretchFactor(1, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(buildPromptBar());
+  layout->addWidget(makeWhatIfNotice(
+      QStringLiteral("probe_whatif_box"),
+      tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is in the base loss); "
+         "Reset it in the Weights view.")));
+  layout->addWidget(status_);
+  layout->addWidget(rows, 1);
+}
+
+QHBoxLayout* ProbeView::buildPromptBar() {
   promptEdit_ =
       new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
   promptEdit_->setObjectName(QStringLiteral("probe_prompt"));
@@ -93,7 +118,19 @@ void ProbeView::build() {
   status_ = new QLabel(tr("Choose a run, type a prompt and press Probe."));
   status_->setObjectName(QStringLiteral("probe_status"));
   status_->setWordWrap(true);
+  promptLabel_ = new QLabel(tr("Prompt"));
+  exampleBar_ = new TaskExampleBar(QStringLiteral("probe"));
+  exampleBar_->hide();
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(promptLabel_);
+  bar->addWidget(promptEdit_, 1);
+  bar->addWidget(exampleBar_, 1);
+  bar->addWidget(probeButton_);
+  bar->addWidget(exportButton_);
+  return bar;
+}
 
+QWidget* ProbeView::buildLens() {
   // The lens grid: one row per residual stream, one column per position.
   lensTable_ = new QTableWidget;
   lensTable_->setObjectName(QStringLiteral("lens_table"));
@@ -115,7 +152,10 @@ void ProbeView::build() {
   lensLayout->setContentsMargins(0, 0, 0, 0);
   lensLayout->addLayout(lensHead);
   lensLayout->addWidget(lensTable_, 1);
+  return lensBox;
+}
 
+QWidget* ProbeView::buildRollout() {
   // Rollout: a heatmap and the layer it shows.
   rollout_ = new HeatmapPanel(tr("Attention rollout"), tr("input token"), tr("output position"));
   rollout_->setObjectName(QStringLiteral("rollout_heatmap"));
@@ -139,7 +179,10 @@ void ProbeView::build() {
   rolloutLayout->addWidget(rolloutKind_);
   rolloutLayout->addLayout(sliderRow);
   rolloutLayout->addWidget(rollout_, 1);
+  return rolloutBox;
+}
 
+void ProbeView::buildAblationPlot() {
   // Ablation: ranked horizontal bars, the corpus and the Run / Cancel controls.
   ablationPlot_ = new PlotPanel(tr("Importance by ablation"), tr("Δ validation loss (nats)"), QString());
   ablationPlot_->setObjectName(QStringLiteral("ablation_plot"));
@@ -159,6 +202,9 @@ void ProbeView::build() {
                  .arg(QString::number(a.loss, 'g', 10), QString::number(a.delta, 'g', 10));
     return out;
   });
+}
+
+void ProbeView::buildAblationControls() {
   dataEdit_ = new QLineEdit;
   dataEdit_->setObjectName(QStringLiteral("ablation_data"));
   dataEdit_->setPlaceholderText(tr("Corpus (default: the run's own); its validation split is evaluated"));
@@ -189,6 +235,11 @@ void ProbeView::build() {
   progress_->setValue(0);
   progress_->setTextVisible(true);
   progress_->setFormat(tr("idle"));
+}
+
+QWidget* ProbeView::buildAblation() {
+  buildAblationPlot();
+  buildAblationControls();
   auto* dataRow = new QHBoxLayout;
   dataRow->addWidget(dataEdit_, 1);
   dataRow->addWidget(browse_);
@@ -216,35 +267,7 @@ void ProbeView::build() {
   ablationScroll->setWidgetResizable(true);
   ablationScroll->setFrameShape(QFrame::NoFrame);
   ablationLayout->addWidget(ablationScroll, 1);
-
-  promptLabel_ = new QLabel(tr("Prompt"));
-  exampleBar_ = new TaskExampleBar(QStringLiteral("probe"));
-  exampleBar_->hide();
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(promptLabel_);
-  bar->addWidget(promptEdit_, 1);
-  bar->addWidget(exampleBar_, 1);
-  bar->addWidget(probeButton_);
-  bar->addWidget(exportButton_);
-  auto* lower = new QSplitter(Qt::Horizontal);
-  lower->addWidget(rolloutBox);
-  lower->addWidget(ablationBox);
-  lower->setStretchFactor(0, 3);
-  lower->setStretchFactor(1, 2);
-  auto* rows = new QSplitter(Qt::Vertical);
-  rows->addWidget(lensBox);
-  rows->addWidget(lower);
-  rows->setStretchFactor(0, 2);
-  rows->setStretchFactor(1, 3);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(bar);
-  layout->addWidget(makeWhatIfNotice(
-      QStringLiteral("probe_whatif_box"),
-      tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is in the base loss); "
-         "Reset it in the Weights view.")));
-  layout->addWidget(status_);
-  layout->addWidget(rows, 1);
+  return ablationBox;
 }
 
 void ProbeView::connectSignals() {

@@ -16,6 +16,7 @@
 
 class QComboBox;
 class QCPBars;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -95,6 +96,12 @@ class ProbeView : public StudioView {
 
  private:
   void build();
+  QHBoxLayout* buildPromptBar();  // the prompt (or a task's example), Probe, Export all
+  QWidget* buildLens();
+  QWidget* buildRollout();
+  void buildAblationPlot();
+  void buildAblationControls();  // the corpus, the windows, Run / Cancel and the progress
+  QWidget* buildAblation();
   void connectSignals();
   void onProbed(const QString& runDir, const hsm::Probe& p, const hsm::TaskPrompt& example);
   void showPromptKind();  // the prompt box for a corpus run, the example bar for a task run

@@ -70,7 +70,28 @@ void WeightsView::build() {
   notes_->setObjectName(QStringLiteral("weights_notes"));
   notes_->setWordWrap(true);
   notes_->setStyleSheet(QStringLiteral("color: #444;"));
+  buildAbPlot();
+  buildLowerPlots();
+  QWidget* editorBox = buildWhatIfEditor();
+  buildWhatIfBanner();
+  QWidget* rowsScroll = buildRows();
+  auto* sides = new QSplitter(Qt::Horizontal);
+  sides->addWidget(rowsScroll);
+  sides->addWidget(editorBox);
+  sides->setStretchFactor(0, 3);
+  sides->setStretchFactor(1, 1);
+  auto* headerRow = new QHBoxLayout;
+  headerRow->addWidget(header_, 1);
+  headerRow->addWidget(loss_);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(headerRow);
+  layout->addWidget(bannerBox_);
+  layout->addWidget(sides, 1);
+  layout->addWidget(notes_);
+}
 
+void WeightsView::buildAbPlot() {
   abPlot_ = new PlotPanel(tr("Learned a and b per layer"), tr("layer"), tr("weight"));
   abPlot_->setObjectName(QStringLiteral("ab_plot"));
   abPlot_->setLogOptionVisible(false);
@@ -95,6 +116,11 @@ void WeightsView::build() {
   p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   p->plotLayout()->setRowStretchFactor(1, 0.001);
   p->yAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
+  setUpBarDragging();
+}
+
+void WeightsView::setUpBarDragging() {
+  QCustomPlot* p = abPlot_->plot();
   p->setToolTip(tr("Drag a bar up or down to set that layer's a or b (what-if); the editor on the right shows it") +
                 QStringLiteral("\n\n") + help::termToolTip(help::Term::kWeightA) + QLatin1Char('\n') +
                 help::termToolTip(help::Term::kWeightB) + QLatin1Char('\n') + help::termToolTip(help::Term::kShift));
@@ -112,7 +138,9 @@ void WeightsView::build() {
                    .arg(QString::number(w.a[0], 'g', 9), QString::number(w.b[0], 'g', 9));
     return out;
   });
+}
 
+void WeightsView::buildLowerPlots() {
   offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("path weight"));
   offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
   offsetPlot_->setToolTip(
@@ -140,7 +168,9 @@ void WeightsView::build() {
   hl->addWidget(new QLabel(tr("<b>Multihead: shift, a and b per layer and head</b>")));
   hl->addWidget(headNote_);
   hl->addWidget(headTable_, 1);
+}
 
+QWidget* WeightsView::buildWhatIfEditor() {
   // What-if: the editor on the right, the banner with the loss above the plots.
   editor_ = new WhatIfEditor;
   editor_->setObjectName(QStringLiteral("whatif_editor"));
@@ -166,7 +196,10 @@ void WeightsView::build() {
   wl->addStretch(1);
   el->addWidget(windowsRow_);
   el->addWidget(editorScroll, 1);
+  return editorBox;
+}
 
+void WeightsView::buildWhatIfBanner() {
   diagram_ = new ReceptiveFieldDiagram;
   diagram_->setObjectName(QStringLiteral("whatif_receptive_field"));
   diagram_->setToolTip(tr("Receptive field with the what-if knock-outs: a knocked-out layer keeps only its residual path"));
@@ -193,14 +226,16 @@ void WeightsView::build() {
   bannerBox_->setSizePolicy(keep);
   banner_->setWordWrap(false);
   banner_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+}
 
+QWidget* WeightsView::buildRows() {
   auto* top = new QSplitter(Qt::Horizontal);
   top->addWidget(abPlot_);
   top->addWidget(offsetPlot_);
   bottom_ = new QSplitter(Qt::Horizontal);
   auto* bottom = bottom_;
   bottom->addWidget(vectorMap_);
-  bottom->addWidget(headBox);
+  bottom->addWidget(headBox_);
   auto* rows = new QSplitter(Qt::Vertical);
   rows->addWidget(top);
   rows->addWidget(diagram_);
@@ -215,20 +250,7 @@ void WeightsView::build() {
   rowsScroll->setWidgetResizable(true);
   rowsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   rowsScroll->setFrameShape(QFrame::NoFrame);
-  auto* sides = new QSplitter(Qt::Horizontal);
-  sides->addWidget(rowsScroll);
-  sides->addWidget(editorBox);
-  sides->setStretchFactor(0, 3);
-  sides->setStretchFactor(1, 1);
-  auto* headerRow = new QHBoxLayout;
-  headerRow->addWidget(header_, 1);
-  headerRow->addWidget(loss_);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(headerRow);
-  layout->addWidget(bannerBox_);
-  layout->addWidget(sides, 1);
-  layout->addWidget(notes_);
+  return rowsScroll;
 }
 
 void WeightsView::connectSignals() {
