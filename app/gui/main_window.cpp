@@ -1,5 +1,6 @@
 #include "gui/main_window.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -39,6 +40,7 @@
 #include "gui/engine/grid_runner.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
+#include "gui/views/view_registry.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
@@ -68,40 +70,42 @@ class Page : public QWidget {
 
 }  // namespace
 
+template <class V>
+V* MainWindow::viewAs(int index) const {
+  // The registry's order is MainWindow::View's: a view that is not where its name says is a
+  // registry edit that forgot the enum (tests/app/test_view_registry.cpp says which).
+  auto* typed = qobject_cast<V*>(view(index));
+  if (!typed) qFatal("view registry: tab %d is not a %s", index, V::staticMetaObject.className());
+  return typed;
+}
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("HSM Studio"));
   runs_ = new RunList(this);
   engine_ = new EngineHost(this);
 
   start_ = new StartPage;
-  training_ = new TrainingView(runs_, engine_);
-  playground_ = new PlaygroundView(runs_, engine_);
   tabs_ = new QTabWidget;
   tabs_->setDocumentMode(true);
-  architecture_ = new ArchitectureView(runs_);
-  weights_ = new WeightsView(runs_, engine_);
-  diagnostics_ = new DiagnosticsView(runs_, engine_);
-  probe_ = new ProbeView(runs_, engine_);
-  losses_ = new LossesView(runs_, engine_);
-  lab_ = new LabView(runs_, engine_);
-  experiments_ = new ExperimentsView(runs_, engine_);
-  tabs_->addTab(new Page(architecture_), tr("Architecture"));
-  tabs_->addTab(new Page(training_), tr("Training"));
-  tabs_->addTab(new Page(weights_), tr("Weights"));
-  tabs_->addTab(new Page(diagnostics_), tr("Diagnostics"));
-  tabs_->addTab(new Page(playground_), tr("Playground"));
-  tabs_->addTab(new Page(probe_), tr("Probe"));
-  tabs_->addTab(new Page(losses_), tr("Losses"));
-  tabs_->addTab(new Page(lab_), tr("Lab"));
-  tabs_->addTab(new Page(experiments_), tr("Experiments"));
+  // The views, a tab each, in the registry's order (views/view_registry.h). An exported file's
+  // name says what it is of (widgets/widget_export.h: export_stem): the view's id here, the
+  // current run below.
+  for (const ViewEntry& entry : viewRegistry()) {
+    QWidget* view = entry.make(runs_, engine_);
+    view->setProperty("exportView", QString::fromLatin1(entry.id));
+    views_.push_back(view);
+    tabs_->addTab(new Page(view), entry.tabTitle());
+  }
+  architecture_ = viewAs<ArchitectureView>(kArchitecture);
+  training_ = viewAs<TrainingView>(kTraining);
+  weights_ = viewAs<WeightsView>(kWeights);
+  diagnostics_ = viewAs<DiagnosticsView>(kDiagnostics);
+  playground_ = viewAs<PlaygroundView>(kPlayground);
+  probe_ = viewAs<ProbeView>(kProbe);
+  losses_ = viewAs<LossesView>(kLosses);
+  lab_ = viewAs<LabView>(kLab);
+  experiments_ = viewAs<ExperimentsView>(kExperiments);
   tabs_->setCurrentIndex(kTraining);
-  // What an exported file's name says it is of (widgets/widget_export.h: export_stem): the view
-  // here, the current run below.
-  const std::pair<QWidget*, const char*> exportViews[] = {
-      {architecture_, "architecture"}, {training_, "training"},     {weights_, "weights"},
-      {diagnostics_, "diagnostics"},   {playground_, "playground"}, {probe_, "probe"},
-      {losses_, "losses"},     {lab_, "lab"},               {experiments_, "experiments"}};
-  for (const auto& [view, name] : exportViews) view->setProperty("exportView", QString::fromLatin1(name));
   lab_->setArchitectureModel([this](const QString& path) { return architecture_->saveConfig(path); });
   connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {
     if (openRun(dir).isEmpty()) showView(kDiagnostics);
@@ -279,12 +283,11 @@ void MainWindow::buildMenus() {
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
-  const QStringList names = {tr("&Architecture"), tr("&Training"), tr("&Weights"), tr("&Diagnostics"),
-                             tr("&Playground"), tr("P&robe"),          tr("L&osses"),
-                             tr("&Lab"),          tr("E&xperiments")};
-  for (int i = 0; i < names.size(); ++i)
-    view->addAction(names[i], QKeySequence(Qt::CTRL | (Qt::Key_1 + i)), this,
-                    [this, i] { showView(static_cast<View>(i)); });
+  for (int i = 0; i < viewCount(); ++i) {
+    const ViewEntry& entry = viewRegistry()[static_cast<size_t>(i)];
+    QAction* action = view->addAction(entry.menuLabel(), entry.shortcut, this, [this, i] { showView(i); });
+    action->setObjectName(QStringLiteral("view_") + QLatin1String(entry.id));
+  }
   view->addSeparator();
   view->addAction(tr("Pr&esentation"), QKeySequence(Qt::Key_F11), this, &MainWindow::enterPresentation);
 
@@ -308,7 +311,12 @@ void MainWindow::buildMenus() {
 bool MainWindow::startPageShown() const { return tabs_->currentWidget() == startTab_; }
 bool MainWindow::startPageOpen() const { return tabs_->indexOf(startTab_) >= 0; }
 
-void MainWindow::showView(View view) { tabs_->setCurrentIndex(view); }
+void MainWindow::showView(int view) { tabs_->setCurrentIndex(view); }
+
+int MainWindow::viewCount() const { return static_cast<int>(views_.size()); }
+
+QWidget* MainWindow::view(int index) const { return views_.at(static_cast<size_t>(index)); }
+
 
 void MainWindow::showStartPage() {
   start_->refreshRecent();
@@ -383,7 +391,7 @@ void MainWindow::updateHelp() {
 
 help::Tour* MainWindow::startTour() {
   if (!tour_) {
-    tour_ = new help::Tour([this](int view) { view < 0 ? showStartPage() : showView(static_cast<View>(view)); },
+    tour_ = new help::Tour([this](int view) { view < 0 ? showStartPage() : showView(view); },
                            [this] { return runs_->count() > 0 ? runs_->count() : openBundledModels(); }, this);
   }
   tour_->goTo(0);

@@ -1,8 +1,9 @@
 #pragma once
-// The studio's window: menus and shortcuts, the run selector every view shares, the five
-// views as tabs (behind a start page while nothing is loaded), a status bar with the
-// device and the current model, preferences in QSettings.
+// The studio's window: menus and shortcuts, the run selector every view shares, the views of
+// the view registry (views/view_registry.h) as tabs with their View menu entries, a start page
+// tab, a status bar with the device and the current model, preferences in QSettings.
 #include <QMainWindow>
+#include <vector>
 
 class QComboBox;
 class QLabel;
@@ -36,6 +37,8 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
+  // The views' tab indices: their order in the view registry (views/view_registry.h). A view
+  // the window wires to another needs a name here; any other view is reached by its index.
   enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab, kExperiments };
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -57,6 +60,9 @@ class MainWindow : public QMainWindow {
   LabView* labView() const { return lab_; }
   ExperimentsView* experimentsView() const { return experiments_; }
   QTabWidget* tabs() const { return tabs_; }
+  // The view at a registry index (its tab's index), as the registry entry made it.
+  QWidget* view(int index) const;
+  int viewCount() const;
   // The start page is a tab like the views (after them, so a view's tab index is its View),
   // closable, and back through View › Start page.
   bool startPageShown() const;
@@ -79,7 +85,7 @@ class MainWindow : public QMainWindow {
   // Opens the bundled demo models (resources/models/) and readies the Playground on the
   // paper's first prompt; returns how many were opened.
   int openBundledModels();
-  void showView(View view);
+  void showView(int view);  // a View, or any registry index
   void showStartPage();
   // Writes every plot of the Training view into a folder as PNG, PDF, SVG and CSV; returns
   // the files written.
@@ -101,6 +107,8 @@ class MainWindow : public QMainWindow {
   QPoint helpPosition(const QSize& panel) const;  // where the help panel opens
   void addStartTab();
   void applyEngineSettings();
+  template <class V>
+  V* viewAs(int index) const;
 
   RunList* runs_;
   EngineHost* engine_;
@@ -110,6 +118,7 @@ class MainWindow : public QMainWindow {
   help::HelpPanel* helpPanel_ = nullptr;
   help::Tour* tour_ = nullptr;
   QTabWidget* tabs_;
+  std::vector<QWidget*> views_;  // in the registry's order
   TrainingView* training_;
   PlaygroundView* playground_;
   ArchitectureView* architecture_;

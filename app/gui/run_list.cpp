@@ -1,4 +1,5 @@
 #include "gui/run_list.h"
+#include "gui/widgets/colour_maps.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -48,9 +49,7 @@ RunList::~RunList() = default;
 
 QColor RunList::nextColor() {
   // Tableau 10: distinct, print-safe and readable on white.
-  static const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-  return QColor(palette[colorsUsed_++ % 10]);
+  return colours::tableau10(colorsUsed_++);
 }
 
 int RunList::indexOf(const QString& dir) const {

@@ -22,6 +22,7 @@
 #include <QTabWidget>
 
 #include "gui/main_window.h"
+#include "gui/views/view_registry.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
@@ -129,9 +130,6 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
   w.resize(screen);
   w.show();
   lay_out();
-  const QStringList names = {QStringLiteral("Architecture"), QStringLiteral("Training"), QStringLiteral("Weights"),
-                             QStringLiteral("Diagnostics"),  QStringLiteral("Playground"), QStringLiteral("Probe"),
-                             QStringLiteral("Losses"),       QStringLiteral("Lab"),      QStringLiteral("Experiments")};
   auto check = [&](const QString& where) {
     w.resize(screen);
     lay_out();
@@ -148,12 +146,12 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
   // Every view with each demo model current (their weights, diagnoses and names differ).
   for (int run = 0; run < w.runs()->count(); ++run) {
     w.runs()->setCurrent(run);
-    for (int view = MainWindow::kArchitecture; view <= MainWindow::kExperiments; ++view) {
-      w.showView(static_cast<MainWindow::View>(view));
+    for (int view = 0; view < w.viewCount(); ++view) {  // every view of the registry
+      w.showView(view);
       if (view == MainWindow::kWeights) wait_for([&] { return !w.weightsView()->weights().empty(); }, 60000);
       if (view == MainWindow::kDiagnostics)
         wait_for([&] { return w.diagnosticsView()->hasResult(0) && !w.diagnosticsView()->isRunning(); }, 60000);
-      check(names[view] + QStringLiteral(" with ") + w.runs()->at(run).name());
+      check(viewEntry(view)->tabTitle() + QStringLiteral(" with ") + w.runs()->at(run).name());
     }
   }
   w.showStartPage();

@@ -11,6 +11,7 @@
 
 #include "gui/help/glossary.h"
 #include "gui/help/view_help.h"
+#include "gui/views/view_registry.h"
 
 namespace studio::help {
 namespace {
@@ -18,46 +19,46 @@ namespace {
 constexpr const char* kSeenKey = "help/tour_seen";
 
 struct Step {
-  int view;  // MainWindow::View, -1 = start page
+  const char* view;  // the view's id in the registry (views/view_registry.h), nullptr = start page
   const char* text;
 };
 // The order a newcomer meets the ideas: what a model is, what it says, how it learns, what it
 // learned, how it mixes, what drives it; then comparing models and running experiments.
 const Step kSteps[] = {
-    {-1, QT_TRANSLATE_NOOP("tour",
+    {nullptr, QT_TRANSLATE_NOOP("tour",
                            "Welcome. HSM Studio shows small language models that continue stories. Some use GPT's "
                            "attention (every token looks at every earlier one); others use Hierarchical Shift "
                            "Mixing (layer l looks just 2^l tokens back). The bundled demo models are gpt, hsm_ab and "
                            "hybrid_0_6; the Run selector above switches between the open ones.")},
-    {4, QT_TRANSLATE_NOOP("tour",
+    {"playground", QT_TRANSLATE_NOOP("tour",
                           "The Playground: pick one of the paper's prompts and press Generate. Each token is tinted "
                           "by how likely the model found it; hover one for the alternatives. Tick “Compare every open "
                           "model” to see gpt and hsm_ab side by side. F11 presents a story full screen.")},
-    {0, QT_TRANSLATE_NOOP("tour",
+    {"architecture", QT_TRANSLATE_NOOP("tour",
                           "Architecture: the layers of the current model, its parameters, and the receptive field: "
                           "click a token in the diagram to see which earlier tokens can reach it, layer by layer.")},
-    {1, QT_TRANSLATE_NOOP("tour",
+    {"training", QT_TRANSLATE_NOOP("tour",
                           "Training: the curves of how the model learned (lower loss is better), and the form to "
                           "train your own, for example “Train a small model now” on the start page.")},
-    {2, QT_TRANSLATE_NOOP("tour",
+    {"weights", QT_TRANSLATE_NOOP("tour",
                           "Weights: what the mixers learned; for hsm_ab the two numbers a and b of each layer. Drag a "
                           "bar to try a what-if edit and see the loss change; the model on disk is never touched.")},
-    {3, QT_TRANSLATE_NOOP("tour",
+    {"diagnostics", QT_TRANSLATE_NOOP("tour",
                           "Diagnostics: for a prompt, how each layer mixes the tokens, and eight indicators that sum "
                           "it up (hover a column header for its meaning).")},
-    {5, QT_TRANSLATE_NOOP("tour",
+    {"probe", QT_TRANSLATE_NOOP("tour",
                           "Probe: what each layer would predict, what an output drew on through all layers, and which "
                           "layers the model needs most. Help › What am I looking at? (F1) explains any view; this tour "
                           "is under Help too.")},
-    {6, QT_TRANSLATE_NOOP("tour",
+    {"losses", QT_TRANSLATE_NOOP("tour",
                           "Losses: the loss of each open model token by token on the same text: where one model "
                           "beats the other, by position, by distance back to a token's last occurrence and by "
                           "document.")},
-    {7, QT_TRANSLATE_NOOP("tour",
+    {"lab", QT_TRANSLATE_NOOP("tour",
                           "Lab: a grid of small models trained on synthetic tasks (recall, copying, compression), "
                           "one row per model, one column per task; each cell is the best accuracy over the learning "
                           "rates. Double-click a cell to open its run in the other views.")},
-    {8, QT_TRANSLATE_NOOP("tour",
+    {"experiments", QT_TRANSLATE_NOOP("tour",
                           "Experiments: a sweep's runs in one table, its settings beside their results, the mean "
                           "and spread over seeds; select rows to overlay their curves in Training.")},
 };
@@ -103,8 +104,8 @@ void Tour::goTo(int step) {
   step_ = std::clamp(step, 0, stepCount() - 1);
   if (step_ == 0 && openDemo_) openDemo_();
   const Step& s = kSteps[step_];
-  if (showView_) showView_(s.view);
-  title_->setText(QStringLiteral("<h3>%1</h3>").arg(viewTitle(s.view)));
+  if (showView_) showView_(stepView());
+  title_->setText(QStringLiteral("<h3>%1</h3>").arg(viewTitle(stepView())));
   body_->setText(QCoreApplication::translate("tour", s.text));
   counter_->setText(tr("%1 of %2").arg(step_ + 1).arg(stepCount()));
   back_->setEnabled(step_ > 0);
@@ -124,7 +125,7 @@ void Tour::skip() {
 }
 
 QString Tour::stepText() const { return body_->text(); }
-int Tour::stepView() const { return kSteps[step_].view; }
+int Tour::stepView() const { return kSteps[step_].view ? viewIndex(kSteps[step_].view) : -1; }
 
 bool Tour::seen() { return QSettings().value(QLatin1String(kSeenKey), false).toBool(); }
 void Tour::setSeen(bool seen) { QSettings().setValue(QLatin1String(kSeenKey), seen); }

@@ -12,7 +12,8 @@ class QTextBrowser;
 
 namespace studio::help {
 
-// The help of one view (MainWindow::View's order; -1 = the start page), as HTML. `model`: the
+// The help of one view (its index in the view registry, views/view_registry.h; -1 = the start
+// page), as HTML. `model`: the
 // current run's model, whose mixers' formulas are shown (nullptr: none open).
 QString viewHelpHtml(int view, const hsm::ModelConfig* model);
 // The view's title in the help ("Playground", "Start page").

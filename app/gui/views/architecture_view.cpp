@@ -26,6 +26,8 @@
 #include "gui/studio_settings.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
+#include "gui/widgets/colour_maps.h"
+#include "gui/widgets/layout_helpers.h"
 #include "hsm/cost.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/params.h"
@@ -38,10 +40,9 @@ namespace {
 enum Column { kLayer = 0, kMixer, kFfn, kHeads, kMixerParams, kFfnParams, kLayerTotal, kColumns };
 
 QColor series_color(int i) {
-  static const QColor colors[] = {QColor(214, 39, 40),   QColor(31, 119, 180), QColor(44, 160, 44),
-                                  QColor(148, 103, 189), QColor(255, 127, 14), QColor(140, 86, 75),
-                                  QColor(23, 190, 207),  QColor(188, 189, 34), QColor(227, 119, 194)};
-  return colors[i % 9];
+  // tab10 without grey, red first: red, blue, green, purple, orange, brown, cyan, olive, pink.
+  constexpr int kOrder[] = {3, 0, 2, 4, 1, 5, 9, 8, 6};
+  return colours::category10(kOrder[i % 9]);
 }
 
 }  // namespace
@@ -53,7 +54,19 @@ ArchitectureView::ArchitectureView(RunList* runs, QWidget* parent) : StudioView(
 }
 
 void ArchitectureView::build() {
-  // Left: the model editor.
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(buildEditor());            // left: the model editor
+  split->addWidget(buildReceptiveField());    // right: the receptive-field diagram, coverage and cost
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  split->setSizes({620, 880});
+  placeCostLegend();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(split);
+}
+
+void ArchitectureView::buildModelControls() {
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("arch_preset"));
   for (const std::string& name : hsm::preset_names()) preset_->addItem(qstr(name));
@@ -68,7 +81,6 @@ void ArchitectureView::build() {
   vocab_ = new QSpinBox;
   vocab_->setRange(260, 1000000);
   for (QSpinBox* s : {dModel_, context_, vocab_}) s->setKeyboardTracking(false);
-
   table_ = new QTableWidget(0, kColumns);
   table_->setObjectName(QStringLiteral("layer_table"));
   table_->setHorizontalHeaderLabels(
@@ -81,6 +93,9 @@ void ArchitectureView::build() {
   addLayerButton_ = new QPushButton(tr("+ Layer"));
   removeLayerButton_ = new QPushButton(tr("− Layer"));
   removeLayerButton_->setToolTip(tr("Remove the selected layer (or the last)"));
+}
+
+void ArchitectureView::buildTotalControls() {
   totalLabel_ = new QLabel;
   totalLabel_->setObjectName(QStringLiteral("total_params"));
   totalLabel_->setWordWrap(true);
@@ -90,7 +105,6 @@ void ArchitectureView::build() {
   errorLabel_->setWordWrap(true);
   errorLabel_->setStyleSheet(QStringLiteral("color: #b00020;"));
   errorLabel_->hide();
-
   target_ = new QLineEdit;
   target_->setObjectName(QStringLiteral("target_params"));
   try {
@@ -110,49 +124,41 @@ void ArchitectureView::build() {
   trainButton_->setToolTip(tr("Open this model in the Training view"));
   saveButton_ = new QPushButton(tr("Save config…"));
   saveButton_->setObjectName(QStringLiteral("save_config"));
+}
 
+QWidget* ArchitectureView::buildEditor() {
+  buildModelControls();
+  buildTotalControls();
   auto* editor = new QWidget;
   auto* el = new QVBoxLayout(editor);
-  auto* presetRow = new QHBoxLayout;
-  presetRow->addWidget(new QLabel(tr("Preset")));
-  presetRow->addWidget(preset_, 1);
-  presetRow->addWidget(fromRunButton_);
-  el->addLayout(presetRow);
+  el->addLayout(makeRow({new QLabel(tr("Preset")), preset_, fromRunButton_}, {preset_}));
   // Whose model the editor holds: the current run's own config, or a preset chosen.
   source_ = new QLabel;
   source_->setObjectName(QStringLiteral("arch_source"));
   source_->setWordWrap(true);
   el->addWidget(source_);
-  auto* sizes = new QHBoxLayout;
-  sizes->addWidget(new QLabel(tr("d_model")));
-  sizes->addWidget(dModel_);
-  sizes->addWidget(new QLabel(tr("context")));
-  sizes->addWidget(context_);
-  sizes->addWidget(new QLabel(tr("vocab")));
-  sizes->addWidget(vocab_);
+  QHBoxLayout* sizes = makeRow({new QLabel(tr("d_model")), dModel_, new QLabel(tr("context")), context_,
+                                new QLabel(tr("vocab")), vocab_});
   sizes->addStretch(1);
   el->addLayout(sizes);
   el->addWidget(table_, 1);
-  auto* layerButtons = new QHBoxLayout;
-  layerButtons->addWidget(addLayerButton_);
-  layerButtons->addWidget(removeLayerButton_);
+  QHBoxLayout* layerButtons = makeRow({addLayerButton_, removeLayerButton_});
   layerButtons->addStretch(1);
   el->addLayout(layerButtons);
   el->addWidget(totalLabel_);
   el->addWidget(errorLabel_);
-  auto* matchRow = new QHBoxLayout;
-  matchRow->addWidget(new QLabel(tr("Target")));
-  matchRow->addWidget(target_, 1);
-  matchRow->addWidget(matchButton_);
-  el->addLayout(matchRow);
+  el->addLayout(makeRow({new QLabel(tr("Target")), target_, matchButton_}, {target_}));
   el->addWidget(matchLabel_);
   auto* actions = new QHBoxLayout;
   actions->addStretch(1);
   actions->addWidget(saveButton_);
   actions->addWidget(trainButton_);
   el->addLayout(actions);
+  editor->setMinimumWidth(470);
+  return editor;
+}
 
-  // Right: the receptive-field diagram, coverage and cost.
+void ArchitectureView::buildDiagramControls() {
   length_ = new QSpinBox;
   length_->setObjectName(QStringLiteral("rf_length"));
   length_->setRange(8, 128);
@@ -172,19 +178,16 @@ void ArchitectureView::build() {
   coverage_->setObjectName(QStringLiteral("coverage_plot"));
   cost_ = new PlotPanel(tr("Cost per token per layer"), tr("context length T"), tr("multiply-adds"));
   cost_->setObjectName(QStringLiteral("cost_plot"));
+}
 
+QWidget* ArchitectureView::buildReceptiveField() {
+  buildDiagramControls();
   auto* rfBox = new QWidget;
   auto* rl = new QVBoxLayout(rfBox);
   rl->setContentsMargins(0, 0, 0, 0);
-  auto* rfControls = new QHBoxLayout;
   auto* rfTitle = new QLabel(tr("<b>Receptive field</b> (HSM Fig. 4) · positions"));
   rfTitle->setToolTip(help::termToolTip(help::Term::kReceptiveField));
-  rfControls->addWidget(rfTitle);
-  rfControls->addWidget(length_);
-  rfControls->addWidget(new QLabel(tr("after layer")));
-  rfControls->addWidget(layerSlider_, 1);
-  rfControls->addWidget(animateButton_);
-  rl->addLayout(rfControls);
+  rl->addLayout(makeRow({rfTitle, length_, new QLabel(tr("after layer")), layerSlider_, animateButton_}, {layerSlider_}));
   rl->addWidget(diagram_, 1);
   rl->addWidget(selectionLabel_);
   auto* plots = new QSplitter(Qt::Horizontal);
@@ -195,16 +198,12 @@ void ArchitectureView::build() {
   right->addWidget(plots);
   right->setStretchFactor(0, 3);
   right->setStretchFactor(1, 2);
-
-  auto* split = new QSplitter(Qt::Horizontal);
-  split->addWidget(editor);
-  split->addWidget(right);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 3);
-  split->setSizes({620, 880});
-  editor->setMinimumWidth(470);
   plots->setStretchFactor(0, 2);
   plots->setStretchFactor(1, 3);
+  return right;
+}
+
+void ArchitectureView::placeCostLegend() {
   // The cost plot's legend (up to seven mixer groups) sits right of the axes, not over the curves.
   QCustomPlot* cp = cost_->plot();
   cp->axisRect()->insetLayout()->take(cp->legend);
@@ -217,9 +216,6 @@ void ArchitectureView::build() {
   cp->legend->setFont(legendFont);
   cp->legend->setRowSpacing(0);
   cp->legend->setIconSize(16, 8);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addWidget(split);
 }
 
 void ArchitectureView::connectSignals() {

@@ -63,6 +63,12 @@ class ArchitectureView : public StudioView {
 
  private:
   void build();
+  void buildModelControls();  // the preset, the sizes and the layer table
+  void buildTotalControls();  // the parameter total, the match to a target, save and train
+  QWidget* buildEditor();
+  void buildDiagramControls();
+  QWidget* buildReceptiveField();
+  void placeCostLegend();
   void connectSignals();
   void showRun() override;
   void showRunModel();  // the current run's own config in the editor

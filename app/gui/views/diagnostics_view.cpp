@@ -26,6 +26,7 @@
 #include "gui/help/glossary.h"
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"
+#include "gui/views/diagnosis_state.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/radar_chart.h"
@@ -82,6 +83,7 @@ QStringList DiagnosticsView::indicatorNames() {
 
 DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* parent)
     : StudioView(runs, engine, parent) {
+  for (Column& c : columns_) c.state = new DiagnosisState(engine, this);
   build();
   connectSignals();
   refreshRunChoices();
@@ -90,6 +92,17 @@ DiagnosticsView::DiagnosticsView(RunList* runs, EngineHost* engine, QWidget* par
 }
 
 void DiagnosticsView::build() {
+  buildControls();
+  QWidget* rows = buildRows();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(buildPromptBar());
+  layout->addLayout(buildChoiceBar());
+  layout->addWidget(status_);
+  layout->addWidget(rows, 1);
+}
+
+void DiagnosticsView::buildControls() {
   promptEdit_ =
       new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
   promptEdit_->setObjectName(QStringLiteral("diag_prompt"));
@@ -116,7 +129,9 @@ void DiagnosticsView::build() {
   status_ = new QLabel(tr("Choose a run, type a prompt and press Run."));
   status_->setObjectName(QStringLiteral("diag_status"));
   status_->setWordWrap(true);
+}
 
+QHBoxLayout* DiagnosticsView::buildPromptBar() {
   promptLabel_ = new QLabel(tr("Prompt"));
   example_ = new TaskExampleBar(QStringLiteral("diag"));
   example_->hide();
@@ -125,6 +140,10 @@ void DiagnosticsView::build() {
   bar->addWidget(promptEdit_, 1);
   bar->addWidget(example_, 1);
   bar->addWidget(runButton_);
+  return bar;
+}
+
+QHBoxLayout* DiagnosticsView::buildChoiceBar() {
   auto* bar2 = new QHBoxLayout;
   bar2->addWidget(new QLabel(tr("Layer")));
   bar2->addWidget(layerBox_);
@@ -135,7 +154,10 @@ void DiagnosticsView::build() {
   bar2->addWidget(compareRun_);
   bar2->addStretch(1);
   bar2->addWidget(exportButton_);
+  return bar2;
+}
 
+QWidget* DiagnosticsView::buildRows() {
   timeline_ = new DiagnosticsTimeline;
   timeline_->setObjectName(QStringLiteral("diag_timeline"));
   source_ = new QLabel;
@@ -164,13 +186,7 @@ void DiagnosticsView::build() {
     const int total = sizes.value(0) + sizes.value(1);
     if (sizes.value(0) < 200 && total > 400) rows->setSizes({total / 4, total - total / 4});
   });
-
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(bar);
-  layout->addLayout(bar2);
-  layout->addWidget(status_);
-  layout->addWidget(rows, 1);
+  return rows;
 }
 
 void DiagnosticsView::connectSignals() {
@@ -202,13 +218,11 @@ void DiagnosticsView::connectSignals() {
   connect(runs_, &RunList::currentChanged, this, &DiagnosticsView::refreshRunChoices);
   connect(runs_, &RunList::currentChanged, this, &DiagnosticsView::followCurrentRun);
   connect(timeline_, &DiagnosticsTimeline::stepChanged, this, [this] { drawIndicators(columns_[0]); });
+  for (Column& c : columns_) connectState(c);
 }
 
 void DiagnosticsView::clearColumn(Column& c, const QString& runDir) {
-  c.runDir = runDir;
-  c.has = false;
-  c.diagnosis = {};
-  c.example = {};
+  c.state->clear(runDir);
   c.title->setText(runDir.isEmpty() ? QString() : tr("<b>%1</b> · no diagnosis yet").arg(runName(runDir)));
   drawIndicators(c);
 }
@@ -223,7 +237,7 @@ void DiagnosticsView::leaveRun() {
   // under this one's name. (A diagnosis of the run left still under way is dropped as it comes.)
   showPromptKind();
   const QString dir = currentRunDir();
-  if (columns_[0].runDir != dir || dir.isEmpty()) {
+  if (columns_[0].state->runDir() != dir || dir.isEmpty()) {
     clearColumn(columns_[0], dir);
     drawMatrices();
     status_->setText(dir.isEmpty()
@@ -234,7 +248,7 @@ void DiagnosticsView::leaveRun() {
 
 void DiagnosticsView::showRun() {
   const RunEntry* current = currentRun();
-  if (current && current->has_info && columns_[0].runDir == currentRunDir() && !columns_[0].has && !columns_[0].running)
+  if (current && current->has_info && columns_[0].state->runDir() == currentRunDir() && !columns_[0].state->has() && !columns_[0].state->isRunning())
     run();
 }
 
@@ -242,12 +256,12 @@ void DiagnosticsView::followComparedRun() {
   // "Compare with" shows the chosen run's diagnosis of the same prompt, or says it has none:
   // computed at once when the view is shown (a diagnosis is cheap).
   const QString dir = compare_->isChecked() ? compareRun_->currentData().toString() : QString();
-  if (dir.isEmpty() || columns_[1].runDir == dir) return;
+  if (dir.isEmpty() || columns_[1].state->runDir() == dir) return;
   clearColumn(columns_[1], dir);
   drawMatrices();
   const RunEntry* current = currentRun();
   const bool hasPrompt = (current && !current->task.empty()) || !prompt().trimmed().isEmpty();
-  if (isVisible() && !columns_[1].running && hasPrompt) diagnose(columns_[1]);
+  if (isVisible() && !columns_[1].state->isRunning() && hasPrompt) diagnose(columns_[1]);
 }
 
 void DiagnosticsView::followCurrentRun() {
@@ -258,6 +272,32 @@ void DiagnosticsView::followCurrentRun() {
 QString DiagnosticsView::indicatorSource() const { return source_->text(); }
 
 QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
+  buildColumnWidgets(c, suffix);
+  auto* top = new QSplitter(Qt::Horizontal);
+  top->addWidget(c.matrix);
+  top->addWidget(c.radar);
+  top->setStretchFactor(0, 3);
+  top->setStretchFactor(1, 2);
+  auto* bottom = new QSplitter(Qt::Horizontal);
+  bottom->addWidget(c.overview);
+  bottom->addWidget(c.table);
+  bottom->setStretchFactor(0, 2);
+  bottom->setStretchFactor(1, 3);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(top);
+  rows->addWidget(bottom);
+  rows->setStretchFactor(0, 3);
+  rows->setStretchFactor(1, 2);
+  rows->setSizes({480, 320});  // the overview's layer rows stay readable
+  auto* l = new QVBoxLayout(c.box);
+  l->setContentsMargins(0, 0, 0, 0);
+  l->addWidget(c.title);
+  l->addWidget(c.kind);
+  l->addWidget(rows, 1);
+  return c.box;
+}
+
+void DiagnosticsView::buildColumnWidgets(Column& c, const QString& suffix) {
   c.box = new QWidget;
   c.title = new QLabel;
   c.title->setObjectName(QStringLiteral("diag_title") + suffix);
@@ -286,29 +326,6 @@ QWidget* DiagnosticsView::buildColumn(Column& c, const QString& suffix) {
   c.table->verticalHeader()->setVisible(false);
   c.table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   c.table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-
-  auto* top = new QSplitter(Qt::Horizontal);
-  top->addWidget(c.matrix);
-  top->addWidget(c.radar);
-  top->setStretchFactor(0, 3);
-  top->setStretchFactor(1, 2);
-  auto* bottom = new QSplitter(Qt::Horizontal);
-  bottom->addWidget(c.overview);
-  bottom->addWidget(c.table);
-  bottom->setStretchFactor(0, 2);
-  bottom->setStretchFactor(1, 3);
-  auto* rows = new QSplitter(Qt::Vertical);
-  rows->addWidget(top);
-  rows->addWidget(bottom);
-  rows->setStretchFactor(0, 3);
-  rows->setStretchFactor(1, 2);
-  rows->setSizes({480, 320});  // the overview's layer rows stay readable
-  auto* l = new QVBoxLayout(c.box);
-  l->setContentsMargins(0, 0, 0, 0);
-  l->addWidget(c.title);
-  l->addWidget(c.kind);
-  l->addWidget(rows, 1);
-  return c.box;
 }
 
 void DiagnosticsView::refreshRunChoices() {
@@ -333,7 +350,7 @@ void DiagnosticsView::setCompare(bool on, const QString& runDir) {
   compare_->setChecked(on);
 }
 
-bool DiagnosticsView::isRunning() const { return columns_[0].running || columns_[1].running; }
+bool DiagnosticsView::isRunning() const { return columns_[0].state->isRunning() || columns_[1].state->isRunning(); }
 
 bool DiagnosticsView::run() {
   const RunEntry* run = runs_->currentRun();
@@ -342,10 +359,10 @@ bool DiagnosticsView::run() {
     status_->setText(lastError_);
     return false;
   }
-  columns_[0].runDir = currentRunDir();
+  columns_[0].state->setRunDir(currentRunDir());
   diagnose(columns_[0]);
   if (compare_->isChecked() && compareRun_->currentIndex() >= 0) {
-    columns_[1].runDir = compareRun_->currentData().toString();
+    columns_[1].state->setRunDir(compareRun_->currentData().toString());
     diagnose(columns_[1]);
   }
   runButton_->setEnabled(false);
@@ -354,77 +371,60 @@ bool DiagnosticsView::run() {
 }
 
 void DiagnosticsView::diagnose(Column& c) {
-  c.running = true;
-  // A call of its own on the interactive thread, answered to this view alone. The current
-  // run's kind says what the prompt is: its text, or for a task run test example N of its task
-  // (a compared run is diagnosed on the same example, so it must be a run of the same task).
+  // The current run's kind says what the prompt is: its text, or a task run's test example.
   const RunEntry* current = currentRun();
-  using Diagnosed = std::pair<hsm::Diagnosis, hsm::TaskPrompt>;
-  engine_->interactive()
-      .call<Diagnosed>(c.runDir,
-                       [prompt = sstr(promptEdit_->text()), task = current ? current->task : std::string(),
-                        index = example_->example()](const CallContext& context) {
-                         const hsm::Prober prober(context.model());
-                         if (task.empty()) return Diagnosed{prober.diagnose(prompt), {}};
-                         const hsm::Task* own = context.model()->task();
-                         if (!own || own->spec() != task)
-                           throw std::invalid_argument(
-                               sstr(QFileInfo(context.runDir()).fileName()) + " was trained on " +
-                               (own ? "another task (" + own->spec() + ")" : std::string("a corpus")) +
-                               ": compare it with a run of the same task (" + task + ")");
-                         hsm::TaskPrompt example = prober.task_prompt(index);
-                         hsm::Diagnosis d = prober.diagnose_tokens(example.tokens);
-                         return Diagnosed{std::move(d), std::move(example)};
-                       })
-      .then(this, [this, &c, dir = c.runDir](const Diagnosed& d) { onDiagnosed(c, dir, d.first, d.second); })
-      .onFailed(this, [this, &c](const CallFailed& e) { onFailed(c, e.message()); });
+  c.state->start(sstr(promptEdit_->text()), current ? current->task : std::string(), example_->example());
 }
 
-void DiagnosticsView::onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d,
-                                  const hsm::TaskPrompt& example) {
-  c.running = false;
-  if (c.runDir != runDir) {
-    // The column follows another run now: this answer is of the run it left.
-    if (&c == &columns_[0] ? isVisible() : c.runDir == compareRun_->currentData().toString()) diagnose(c);
-  } else {
-    c.diagnosis = d;
-    c.example = example;
-    c.has = true;
-    if (&c == &columns_[0]) example_->showAnswers(example);
-    // A run with a what-if edit (the Weights view) is diagnosed as edited: say so.
-    const hsm::WhatIf edits = engine_->whatIf(c.runDir);
-    c.title->setText(
-        tr("<b>%1</b> · %2%3 tokens · %4 layers")
-            .arg(QFileInfo(c.runDir).fileName())
-            .arg(example.task.empty() ? QString() : tr("test example %1 · ").arg(example.index))
-            .arg(d.length)
-            .arg(d.layers.size()) +
-        (edits.empty() ? QString()
-                       : tr(" · <span style='color:#a05a00'>edited model (what-if: %1)</span>")
-                             .arg(QString::fromStdString(hsm::what_if_label(edits)).toHtmlEscaped())));
-    drawIndicators(c);
-  }
-  if (!isRunning()) {
-    runButton_->setEnabled(true);
-    if (columns_[0].has)
-      status_->setText(
-          tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
-             "overview show every layer.") +
-          (columns_[0].example.task.empty()
-               ? QString()
-               : tr(" ▸ marks the answer positions: the row of each is where the model looks to answer.")));
-    refreshSelectors();
-    drawMatrices();
-    emit finished();
-    if (rerun_) {
-      rerun_ = false;
-      run();
-    }
+void DiagnosticsView::connectState(Column& c) {
+  connect(c.state, &DiagnosisState::diagnosed, this, [this, &c] { onDiagnosed(c); });
+  connect(c.state, &DiagnosisState::answeredForARunLeft, this, [this, &c] {
+    // The column follows another run now: diagnosed again when it is to be shown.
+    if (&c == &columns_[0] ? isVisible() : c.state->runDir() == compareRun_->currentData().toString()) diagnose(c);
+    finishRound();
+  });
+  connect(c.state, &DiagnosisState::failed, this, [this, &c](const QString& message) { onFailed(c, message); });
+}
+
+void DiagnosticsView::onDiagnosed(Column& c) {
+  const hsm::Diagnosis& d = c.state->diagnosis();
+  const hsm::TaskPrompt& example = c.state->example();
+  if (&c == &columns_[0]) example_->showAnswers(example);
+  // A run with a what-if edit (the Weights view) is diagnosed as edited: say so.
+  const hsm::WhatIf edits = engine_->whatIf(c.state->runDir());
+  c.title->setText(
+      tr("<b>%1</b> · %2%3 tokens · %4 layers")
+          .arg(QFileInfo(c.state->runDir()).fileName())
+          .arg(example.task.empty() ? QString() : tr("test example %1 · ").arg(example.index))
+          .arg(d.length)
+          .arg(d.layers.size()) +
+      (edits.empty() ? QString()
+                     : tr(" · <span style='color:#a05a00'>edited model (what-if: %1)</span>")
+                           .arg(QString::fromStdString(hsm::what_if_label(edits)).toHtmlEscaped())));
+  drawIndicators(c);
+  finishRound();
+}
+
+void DiagnosticsView::finishRound() {
+  if (isRunning()) return;
+  runButton_->setEnabled(true);
+  if (columns_[0].state->has())
+    status_->setText(
+        tr("Hover a cell for its exact value. Layer and head choose the matrix; the table, radar and "
+           "overview show every layer.") +
+        (columns_[0].state->example().task.empty()
+             ? QString()
+             : tr(" ▸ marks the answer positions: the row of each is where the model looks to answer.")));
+  refreshSelectors();
+  drawMatrices();
+  emit finished();
+  if (rerun_) {
+    rerun_ = false;
+    run();
   }
 }
 
 void DiagnosticsView::onFailed(Column& c, const QString& message) {
-  c.running = false;
   lastError_ = message;
   status_->setText(tr("Diagnosis failed: %1").arg(message));
   if (&c == &columns_[0]) example_->clearAnswers();
@@ -442,7 +442,7 @@ void DiagnosticsView::refreshSelectors() {
   updating_ = true;
   const int keep = std::max(0, layerBox_->currentIndex());
   layerBox_->clear();
-  const hsm::Diagnosis& d = columns_[0].diagnosis;
+  const hsm::Diagnosis& d = columns_[0].state->diagnosis();
   for (const hsm::LayerDiagnostics& l : d.layers)
     layerBox_->addItem(tr("%1 · %2").arg(l.layer).arg(QString::fromStdString(l.mixer)) +
                        (l.knocked_out ? tr(" (knocked out)") : QString()));
@@ -455,7 +455,7 @@ void DiagnosticsView::refreshHeads() {
   updating_ = true;
   const int keep = std::max(0, headBox_->currentIndex());
   headBox_->clear();
-  const hsm::Diagnosis& d = columns_[0].diagnosis;
+  const hsm::Diagnosis& d = columns_[0].state->diagnosis();
   const int l = layerBox_->currentIndex();
   if (l >= 0 && l < static_cast<int>(d.layers.size()))
     for (const hsm::HeadDiagnostics& h : d.layers[l].heads)
@@ -475,13 +475,13 @@ QString DiagnosticsView::matrixKindText(int side) const { return columns_[side].
 void DiagnosticsView::drawMatrices() {
   for (int side = 0; side < 2; ++side) {
     Column& c = columns_[side];
-    if (!c.has) {
-      c.matrix->clearWithMessage(c.runDir.isEmpty() ? tr("No diagnosis yet.")
-                                                    : tr("No diagnosis of %1 yet.").arg(runName(c.runDir)));
+    if (!c.state->has()) {
+      c.matrix->clearWithMessage(c.state->runDir().isEmpty() ? tr("No diagnosis yet.")
+                                                    : tr("No diagnosis of %1 yet.").arg(runName(c.state->runDir())));
       c.kind->clear();
       continue;
     }
-    const hsm::Diagnosis& d = c.diagnosis;
+    const hsm::Diagnosis& d = c.state->diagnosis();
     const int l = layer(), h = head();
     if (l < 0 || l >= static_cast<int>(d.layers.size()) || h < 0 || h >= static_cast<int>(d.layers[l].heads.size())) {
       c.matrix->clearWithMessage(tr("This model has no layer %1 head %2.").arg(l).arg(h));
@@ -495,9 +495,9 @@ void DiagnosticsView::drawMatrices() {
     // A task example's answer positions are marked on the query axis: their rows are where the
     // model looks to answer.
     const QStringList queries =
-        c.example.task.empty() ? tokens : TaskExampleBar::markedLabels(c.example, c.diagnosis.tokens);
+        c.state->example().task.empty() ? tokens : TaskExampleBar::markedLabels(c.state->example(), c.state->diagnosis().tokens);
     const int L = static_cast<int>(d.length);
-    c.matrix->setPinnedRows(TaskExampleBar::answerRows(c.example));
+    c.matrix->setPinnedRows(TaskExampleBar::answerRows(c.state->example()));
     c.matrix->setMatrix(L, L, std::vector<double>(hd.matrix.begin(), hd.matrix.end()), queries, tokens);
     c.kind->setText(tr("Layer %1 (%2), head %3%4 — <b>%5</b>: %6")
                         .arg(l)
@@ -518,7 +518,7 @@ void DiagnosticsView::drawIndicators(Column& c) {
   std::vector<hsm::LayerDiagnostics> recorded;
   const bool atStep = &c == &columns_[0] && timeline_->showsStep();
   if (atStep) recorded = hsm::layers_of(*timeline_->currentRecord());
-  const std::vector<hsm::LayerDiagnostics>& layers = atStep ? recorded : c.diagnosis.layers;
+  const std::vector<hsm::LayerDiagnostics>& layers = atStep ? recorded : c.state->diagnosis().layers;
   if (&c == &columns_[0])
     source_->setText(atStep ? tr("<b>Table, radar and overview: step %1</b> of the recorded probe text “%2”. The "
                                  "mixing matrix shows the prompt's diagnosis of the current checkpoint.")
@@ -571,22 +571,22 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
   };
   for (int side = 0; side < 2; ++side) {
     Column& c = columns_[side];
-    if (!c.has) continue;
+    if (!c.state->has()) continue;
     // Every file names its run and the view ("<run>-diagnostics-..."), the compared side too.
     const QString prefix =
-        export_stem(c.runDir, side == 0 ? QStringLiteral("diagnostics") : QStringLiteral("diagnostics-compared"));
+        export_stem(c.state->runDir(), side == 0 ? QStringLiteral("diagnostics") : QStringLiteral("diagnostics-compared"));
     const QDir dir(folder);
     // What the files are of: the run and the prompt's tokens.
     const QString about = dir.filePath(prefix + QStringLiteral(".json"));
     {
       QJsonArray tokens;
-      for (const std::string& t : c.diagnosis.tokens) tokens.append(QString::fromStdString(t));
+      for (const std::string& t : c.state->diagnosis().tokens) tokens.append(QString::fromStdString(t));
       QFile f(about);
-      QJsonObject what{{QStringLiteral("run"), c.runDir},
+      QJsonObject what{{QStringLiteral("run"), c.state->runDir()},
                        {QStringLiteral("tokens"), tokens},
                        {QStringLiteral("layer_shown"), layer()},
                        {QStringLiteral("head_shown"), head()}};
-      if (!c.example.task.empty()) what.insert(QStringLiteral("task_example"), TaskExampleBar::json(c.example));
+      if (!c.state->example().task.empty()) what.insert(QStringLiteral("task_example"), TaskExampleBar::json(c.state->example()));
       const QByteArray json = QJsonDocument(what).toJson();
       note(about, f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(json) == json.size()
                       ? QString()
@@ -595,8 +595,8 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
     // Every layer's and head's matrix as numbers (rows = queries, columns = keys), not only the
     // one shown.
     QStringList tokenLabels;
-    for (const std::string& t : c.diagnosis.tokens) tokenLabels << quote(QString::fromStdString(t));
-    for (const hsm::LayerDiagnostics& l : c.diagnosis.layers)
+    for (const std::string& t : c.state->diagnosis().tokens) tokenLabels << quote(QString::fromStdString(t));
+    for (const hsm::LayerDiagnostics& l : c.state->diagnosis().layers)
       for (const hsm::HeadDiagnostics& h : l.heads) {
         const QString m = dir.filePath(prefix + QStringLiteral("-matrix-L%1-H%2.csv").arg(l.layer).arg(h.head));
         QFile f(m);
@@ -605,7 +605,7 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
           continue;
         }
         QTextStream out(&f);
-        const auto L = static_cast<size_t>(c.diagnosis.length);
+        const auto L = static_cast<size_t>(c.state->diagnosis().length);
         out << "\"query \\ key\"," << tokenLabels.join(QLatin1Char(',')) << '\n';
         for (size_t i = 0; i < L && h.matrix.size() >= L * L; ++i) {
           out << tokenLabels.value(static_cast<int>(i));
@@ -648,7 +648,7 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
       for (int k = 0; k < 8; ++k) out << ',' << QString::number(indicator_value(i, k), 'g', 17);
       out << '\n';
     };
-    for (const hsm::LayerDiagnostics& l : c.diagnosis.layers) {
+    for (const hsm::LayerDiagnostics& l : c.state->diagnosis().layers) {
       row(l, QStringLiteral("all"), "raw", l.indicators);
       row(l, QStringLiteral("all"), "normalised", l.normalised);
       for (const hsm::HeadDiagnostics& h : l.heads) row(l, QString::number(h.head), "raw", h.indicators);

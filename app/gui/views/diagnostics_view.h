@@ -9,12 +9,14 @@
 // beside the right one.
 #include <QWidget>
 
+#include "gui/views/diagnosis_state.h"
 #include "gui/views/studio_view.h"
 #include "hsm/diagnostics.h"
 #include "hsm/tasks.h"
 
 class QCheckBox;
 class QComboBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -29,6 +31,8 @@ class RadarChart;
 class RunList;
 class TaskExampleBar;
 
+// What each side holds and asks the engine is a DiagnosisState (diagnosis_state.h); this is
+// its drawing.
 class DiagnosticsView : public StudioView {
   Q_OBJECT
  public:
@@ -50,11 +54,11 @@ class DiagnosticsView : public StudioView {
   int head() const;
 
   // Side 0 is the current run, side 1 the compared one.
-  bool hasResult(int side) const { return columns_[side].has; }
-  const hsm::Diagnosis& diagnosis(int side) const { return columns_[side].diagnosis; }
+  bool hasResult(int side) const { return columns_[side].state->has(); }
+  const hsm::Diagnosis& diagnosis(int side) const { return columns_[side].state->diagnosis(); }
   // A task run's prompt: the test example diagnosed, with the model's answers (task "" for a
   // corpus run), and the bar that chooses it (shown instead of the prompt box).
-  const hsm::TaskPrompt& example(int side = 0) const { return columns_[side].example; }
+  const hsm::TaskPrompt& example(int side = 0) const { return columns_[side].state->example(); }
   TaskExampleBar* exampleBar() const { return example_; }
   HeatmapPanel* matrixPanel(int side = 0) const { return columns_[side].matrix; }
   HeatmapPanel* overviewPanel(int side = 0) const { return columns_[side].overview; }
@@ -84,12 +88,9 @@ class DiagnosticsView : public StudioView {
   void showRun() override;
 
  private:
+  // A side: what it holds and asks the engine (its run, its diagnosis), and its widgets.
   struct Column {
-    QString runDir;
-    bool running = false;  // its diagnosis is under way
-    bool has = false;
-    hsm::Diagnosis diagnosis;
-    hsm::TaskPrompt example;  // a task run's: the example diagnosed
+    DiagnosisState* state = nullptr;
     QWidget* box = nullptr;
     QLabel* title = nullptr;
     QLabel* kind = nullptr;
@@ -99,12 +100,19 @@ class DiagnosticsView : public StudioView {
     QTableWidget* table = nullptr;
   };
   QWidget* buildColumn(Column& c, const QString& suffix);
+  void buildColumnWidgets(Column& c, const QString& suffix);
   void build();
+  void buildControls();  // the prompt, the layer and head, the comparison, Run and Export
+  QHBoxLayout* buildPromptBar();
+  QHBoxLayout* buildChoiceBar();
+  QWidget* buildRows();  // the timeline over the columns of the run (and the compared one)
   void connectSignals();
   void diagnose(Column& c);
   void clearColumn(Column& c, const QString& runDir);
   void followComparedRun();
-  void onDiagnosed(Column& c, const QString& runDir, const hsm::Diagnosis& d, const hsm::TaskPrompt& example);
+  void connectState(Column& c);  // what the side shows when its state says something arrived
+  void onDiagnosed(Column& c);
+  void finishRound();  // both sides answered: the selectors, the matrices, a rerun if one was asked
   void showPromptKind();  // the prompt box for a corpus run, the example bar for a task run
   void onFailed(Column& c, const QString& message);
   void refreshSelectors();

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "gui/engine_types.h"
+#include "gui/widgets/colour_maps.h"
 
 namespace studio {
 namespace {
@@ -191,7 +192,7 @@ QVariant ExperimentModel::data(const QModelIndex& index, int role) const {
       if (!table_.tooltips[r].isEmpty()) return table_.tooltips[r];
       return col.numeric ? QVariant() : QVariant(table_.texts[r][c]);
     case Qt::ForegroundRole:
-      if (col.name == column::kState && table_.texts[r][c] == QLatin1String("failed")) return QColor(0xb2, 0x18, 0x2b);
+      if (col.name == column::kState && table_.texts[r][c] == QLatin1String("failed")) return colours::rdbuRed();
       return {};
     default:
       return {};

@@ -33,16 +33,12 @@
 #include "gui/widgets/parallel_coordinates.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/errors.h"
 #include "hsm/presets.h"
 
 namespace studio {
 namespace {
-
-// Okabe-Ito: a qualitative palette colour-blind readers can tell apart (the scatter's groups).
-const QColor kGroupColours[] = {QColor(0x00, 0x72, 0xb2), QColor(0xe6, 0x9f, 0x00), QColor(0x00, 0x9e, 0x73),
-                                QColor(0xd5, 0x5e, 0x00), QColor(0xcc, 0x79, 0xa7), QColor(0x56, 0xb4, 0xe9),
-                                QColor(0xf0, 0xe4, 0x42), QColor(0x00, 0x00, 0x00)};
 
 QString csv_quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 
@@ -80,6 +76,23 @@ ExperimentsView::ExperimentsView(RunList* runs, EngineHost* engine, QWidget* par
 }
 
 void ExperimentsView::build() {
+  QWidget* top = buildTop();
+  tabs_ = new QTabWidget;
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(buildParallelPage(), tr("Parallel coordinates"));
+  tabs_->addTab(buildScatterPage(), tr("Scatter"));
+  tabs_->addTab(buildForm(), tr("New sweep"));
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(top);
+  split->addWidget(tabs_);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(split);
+  setGroup(QString());
+}
+
+QWidget* ExperimentsView::buildTop() {
   openButton_ = new QPushButton(tr("Open a sweep folder…"));
   openButton_->setToolTip(tr("A folder made by hsm sweep (or the form below): its sweep.json and runs/"));
   openRunsButton_ = new QPushButton(tr("Use the open runs"));
@@ -99,7 +112,26 @@ void ExperimentsView::build() {
   status_->setObjectName(QStringLiteral("experiments_status"));
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  buildTable();
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(openButton_);
+  bar->addWidget(openRunsButton_);
+  bar->addSpacing(12);
+  bar->addWidget(new QLabel(tr("Group by")));
+  bar->addWidget(group_);
+  bar->addWidget(filter_, 1);
+  bar->addWidget(curvesButton_);
+  bar->addWidget(exportButton_);
+  auto* top = new QWidget;
+  auto* topLayout = new QVBoxLayout(top);
+  topLayout->setContentsMargins(0, 0, 0, 0);
+  topLayout->addLayout(bar);
+  topLayout->addWidget(status_);
+  topLayout->addWidget(table_, 1);
+  return top;
+}
 
+void ExperimentsView::buildTable() {
   model_ = new ExperimentModel(this);
   proxy_ = new ExperimentFilter(this);
   proxy_->setSourceModel(model_);
@@ -114,7 +146,9 @@ void ExperimentsView::build() {
   table_->verticalHeader()->setVisible(false);
   table_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
   table_->horizontalHeader()->setStretchLastSection(true);
+}
 
+QWidget* ExperimentsView::buildParallelPage() {
   parallel_ = new ParallelCoordinates(tr("Parallel coordinates"));
   colour_ = new QComboBox;
   colour_->setObjectName(QStringLiteral("colour"));
@@ -130,7 +164,10 @@ void ExperimentsView::build() {
   parallelLayout->setContentsMargins(2, 2, 2, 2);
   parallelLayout->addLayout(parallelBar);
   parallelLayout->addWidget(parallel_, 1);
+  return parallelPage;
+}
 
+QWidget* ExperimentsView::buildScatterPage() {
   scatter_ = new PlotPanel(tr("Scatter"), QString(), QString());
   scatterX_ = new QComboBox;
   scatterX_->setObjectName(QStringLiteral("scatter_x"));
@@ -149,40 +186,24 @@ void ExperimentsView::build() {
   scatterLayout->setContentsMargins(2, 2, 2, 2);
   scatterLayout->addLayout(scatterBar);
   scatterLayout->addWidget(scatter_, 1);
-
-  tabs_ = new QTabWidget;
-  tabs_->setDocumentMode(true);
-  tabs_->addTab(parallelPage, tr("Parallel coordinates"));
-  tabs_->addTab(scatterPage, tr("Scatter"));
-  tabs_->addTab(buildForm(), tr("New sweep"));
-
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(openButton_);
-  bar->addWidget(openRunsButton_);
-  bar->addSpacing(12);
-  bar->addWidget(new QLabel(tr("Group by")));
-  bar->addWidget(group_);
-  bar->addWidget(filter_, 1);
-  bar->addWidget(curvesButton_);
-  bar->addWidget(exportButton_);
-  auto* top = new QWidget;
-  auto* topLayout = new QVBoxLayout(top);
-  topLayout->setContentsMargins(0, 0, 0, 0);
-  topLayout->addLayout(bar);
-  topLayout->addWidget(status_);
-  topLayout->addWidget(table_, 1);
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(top);
-  split->addWidget(tabs_);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 3);
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(split);
-  setGroup(QString());
+  return scatterPage;
 }
 
 QWidget* ExperimentsView::buildForm() {
   auto* page = new QWidget;
+  buildFormFields();
+  buildFormRunControls();
+  QFormLayout* left = buildFormLayout();
+  auto* right = new QVBoxLayout;
+  right->addWidget(new QLabel(tr("Axes")));
+  right->addWidget(formAxes_, 1);
+  auto* layout = new QHBoxLayout(page);
+  layout->addLayout(left, 3);
+  layout->addLayout(right, 2);
+  return page;
+}
+
+void ExperimentsView::buildFormFields() {
   formName_ = new QLineEdit(QStringLiteral("sweep"));
   formBase_ = new QComboBox;
   formBase_->setEditable(true);
@@ -208,6 +229,9 @@ QWidget* ExperimentsView::buildForm() {
   formAxes_->setToolTip(tr("Axis paths: docs/sweeps.md. An axis of one value sets it for every point."));
   formOut_ = new QLineEdit;
   formOut_->setPlaceholderText(tr("the sweep folder (made, or continued when it holds this sweep)"));
+}
+
+void ExperimentsView::buildFormRunControls() {
   startButton_ = new QPushButton(tr("Start sweep"));
   cancelButton_ = new QPushButton(tr("Cancel"));
   cancelButton_->setToolTip(tr("Stop the point under way at a step with a checkpoint: starting again continues"));
@@ -221,7 +245,9 @@ QWidget* ExperimentsView::buildForm() {
   progress_->setRange(0, 1);
   progress_->setValue(0);
   runner_ = new GridRunner(this);
+}
 
+QFormLayout* ExperimentsView::buildFormLayout() {
   auto* steps = new QHBoxLayout;
   for (auto [label, box] : {std::pair{tr("steps"), formSteps_}, std::pair{tr("batch"), formBatch_},
                             std::pair{tr("validate every"), formEval_}}) {
@@ -231,32 +257,16 @@ QWidget* ExperimentsView::buildForm() {
   steps->addStretch(1);
   auto* left = new QFormLayout;
   left->addRow(tr("Name"), formName_);
-  // A field with a "…" button that fills it from a file dialog.
-  auto browsed = [this](QWidget* field, std::function<QString()> ask) {
-    auto* row = new QHBoxLayout;
-    row->addWidget(field, 1);
-    auto* button = new QToolButton;
-    button->setText(QStringLiteral("…"));
-    row->addWidget(button);
-    connect(button, &QToolButton::clicked, this, [field, ask] {
-      const QString path = ask();
-      if (path.isEmpty()) return;
-      StudioSettings::setDialogFolder(QFileInfo(path).path());
-      if (auto* line = qobject_cast<QLineEdit*>(field)) line->setText(path);
-      if (auto* box = qobject_cast<QComboBox*>(field)) box->setCurrentText(path);
-    });
-    return row;
-  };
-  left->addRow(tr("Base model"), browsed(formBase_, [this] {
+  left->addRow(tr("Base model"), browsedField(formBase_, [this] {
                  return QFileDialog::getOpenFileName(this, tr("A model config"), StudioSettings::dialogFolder(),
                                                      tr("Model configs (*.json)"));
                }));
-  left->addRow(tr("Data"), browsed(formData_, [this] {
+  left->addRow(tr("Data"), browsedField(formData_, [this] {
                  return QFileDialog::getOpenFileName(this, tr("A corpus"), StudioSettings::dialogFolder());
                }));
   left->addRow(tr("Task"), formTask_);
   left->addRow(tr("Training"), steps);
-  left->addRow(tr("Sweep folder"), browsed(formOut_, [this] {
+  left->addRow(tr("Sweep folder"), browsedField(formOut_, [this] {
                  return QFileDialog::getExistingDirectory(this, tr("The sweep folder"), StudioSettings::dialogFolder());
                }));
   auto* buttons = new QHBoxLayout;
@@ -265,13 +275,24 @@ QWidget* ExperimentsView::buildForm() {
   buttons->addWidget(progress_, 1);
   left->addRow(buttons);
   left->addRow(sweepStatus_);
-  auto* right = new QVBoxLayout;
-  right->addWidget(new QLabel(tr("Axes")));
-  right->addWidget(formAxes_, 1);
-  auto* layout = new QHBoxLayout(page);
-  layout->addLayout(left, 3);
-  layout->addLayout(right, 2);
-  return page;
+  return left;
+}
+
+QHBoxLayout* ExperimentsView::browsedField(QWidget* field, std::function<QString()> ask) {
+  // A field with a "…" button that fills it from a file dialog.
+  auto* row = new QHBoxLayout;
+  row->addWidget(field, 1);
+  auto* button = new QToolButton;
+  button->setText(QStringLiteral("…"));
+  row->addWidget(button);
+  connect(button, &QToolButton::clicked, this, [field, ask] {
+    const QString path = ask();
+    if (path.isEmpty()) return;
+    StudioSettings::setDialogFolder(QFileInfo(path).path());
+    if (auto* line = qobject_cast<QLineEdit*>(field)) line->setText(path);
+    if (auto* box = qobject_cast<QComboBox*>(field)) box->setCurrentText(path);
+  });
+  return row;
 }
 
 void ExperimentsView::connectSignals() {
@@ -556,7 +577,7 @@ void ExperimentsView::drawScatter() {
         index[name] = static_cast<int>(series.size());
         PlotSeries p;
         p.name = name;
-        p.color = kGroupColours[series.size() % std::size(kGroupColours)];
+        p.color = colours::okabeIto(static_cast<int>(series.size()));
         p.style = PlotSeries::Style::kScatter;
         series << p;
       }

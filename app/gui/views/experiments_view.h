@@ -9,6 +9,7 @@
 #include <QFileSystemWatcher>
 #include <QStringList>
 #include <QTimer>
+#include <functional>
 #include <vector>
 
 #include "gui/views/experiment_table.h"
@@ -16,6 +17,8 @@
 #include "hsm/sweep.h"
 
 class QComboBox;
+class QFormLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -87,7 +90,16 @@ class ExperimentsView : public StudioView {
 
  private:
   void build();
-  QWidget* buildForm();
+  QWidget* buildTop();  // open, group, filter and export above the table of runs
+  void buildTable();
+  QWidget* buildParallelPage();
+  QWidget* buildScatterPage();
+  QWidget* buildForm();  // a new sweep
+  void buildFormFields();
+  void buildFormRunControls();  // Start, Cancel, the progress and the runner
+  QFormLayout* buildFormLayout();
+  // A field with a "…" button that fills it with what `ask` returns (a file dialog's choice).
+  QHBoxLayout* browsedField(QWidget* field, std::function<QString()> ask);
   void connectSignals();
   void read(const QString& sweepDir, const QStringList& runDirs);
   void showRows(std::vector<hsm::SweepRow> rows);

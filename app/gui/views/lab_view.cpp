@@ -32,6 +32,7 @@
 #include "gui/engine_types.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/presets.h"
 #include "hsm/run_folder.h"
 #include "hsm/tasks.h"
@@ -71,17 +72,9 @@ QString runTitle(const hsm::SweepPoint& p) {
 }
 
 // Red (chance) through yellow to green (solved): the cell's answer accuracy.
-QColor accuracyColour(double a) {
-  const double t = std::clamp(a, 0.0, 1.0);
-  return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.55f, 0.95f);
-}
+QColor accuracyColour(double a) { return colours::redToGreen(a, 0.55, 0.95); }
 
-QColor seriesColour(int i) {
-  static const QColor kColours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
-                                    QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
-                                    QColor(227, 119, 194), QColor(127, 127, 127)};
-  return kColours[static_cast<size_t>(i) % std::size(kColours)];
-}
+QColor seriesColour(int i) { return colours::category10(i, 8); }
 
 // An accuracy's whole range, not the data's (the panel fits the data; Fit does again).
 void showAccuracyRange(PlotPanel* plot) {
@@ -106,6 +99,19 @@ LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
 }
 
 void LabView::build() {
+  QWidget* form = buildForm();
+  QWidget* right = buildResults();
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->addWidget(form);
+  splitter->addWidget(right);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 3);
+  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(splitter);
+}
+
+void LabView::buildFormControls() {
   tasks_ = new QListWidget;
   tasks_->setObjectName(QStringLiteral("lab_tasks"));
   tasks_->setToolTip(tr("Task specs (double-click to change the difficulty, e.g. mqar:pairs=8,context=64)"));
@@ -135,6 +141,9 @@ void LabView::build() {
   folder_->setObjectName(QStringLiteral("lab_folder"));
   folder_->setPlaceholderText(tr("lab folder (created if missing)"));
   browse_ = new QPushButton(tr("Browse…"));
+}
+
+void LabView::buildRunControls() {
   open_ = new QPushButton(tr("Open lab…"));
   open_->setObjectName(QStringLiteral("lab_open"));
   run_ = new QPushButton(tr("Run"));
@@ -157,6 +166,9 @@ void LabView::build() {
   log_->setReadOnly(true);
   log_->setObjectName(QStringLiteral("lab_log"));
   log_->setMaximumBlockCount(2000);
+}
+
+void LabView::buildResultControls() {
   grid_ = new QTableWidget;
   grid_->setObjectName(QStringLiteral("lab_grid"));
   grid_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -178,7 +190,10 @@ void LabView::build() {
   showAccuracyRange(difficultyPlot_);
   grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
   grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
+}
 
+QWidget* LabView::buildForm() {
+  buildFormControls();
   auto* form = new QWidget;
   auto* formLayout = new QVBoxLayout(form);
   formLayout->setContentsMargins(0, 0, 0, 0);
@@ -203,7 +218,12 @@ void LabView::build() {
   formLayout->addWidget(tasksBox, 2);
   formLayout->addWidget(modelsBox, 2);
   formLayout->addWidget(budgetBox);
+  return form;
+}
 
+QWidget* LabView::buildResults() {
+  buildRunControls();
+  buildResultControls();
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(run_);
   buttons->addWidget(cancel_);
@@ -232,15 +252,7 @@ void LabView::build() {
   lower->setStretchFactor(1, 3);
   lower->setStretchFactor(2, 1);
   rightLayout->addWidget(lower, 1);
-
-  auto* splitter = new QSplitter(Qt::Horizontal);
-  splitter->addWidget(form);
-  splitter->addWidget(right);
-  splitter->setStretchFactor(0, 1);
-  splitter->setStretchFactor(1, 3);
-  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(splitter);
+  return right;
 }
 
 void LabView::connectSignals() {

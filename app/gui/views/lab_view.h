@@ -91,6 +91,11 @@ class LabView : public StudioView {
 
  private:
   void build();
+  void buildFormControls();    // the tasks, the models and the budget
+  void buildRunControls();     // Run, Cancel, Open, Export, the progress and the log
+  void buildResultControls();  // the grid and its plots
+  QWidget* buildForm();
+  QWidget* buildResults();
   void connectSignals();
   void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
   void setRunning(bool running);

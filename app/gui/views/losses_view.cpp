@@ -4,7 +4,6 @@
 
 #include <QComboBox>
 #include <QDir>
-#include <QFile>
 #include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -21,14 +20,12 @@
 #include <QTableWidget>
 #include <QTextCursor>
 #include <QTextEdit>
-#include <QTextStream>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_evaluation.h"
 #include "gui/run_list.h"
@@ -36,12 +33,8 @@
 #include "gui/studio_settings.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
-#include "hsm/dataset.h"
-#include "hsm/evaluator.h"
-#include "hsm/model.h"
-#include "hsm/prober.h"
-#include "hsm/task_run.h"
-#include "hsm/tokenizer.h"
+#include "gui/widgets/colour_maps.h"
+#include "gui/widgets/layout_helpers.h"
 
 namespace studio {
 namespace {
@@ -76,13 +69,25 @@ std::vector<DocumentLoss> documents_by_loss(const hsm::TokenScores& s) {
 
 }  // namespace
 
-LossesView::LossesView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+LossesView::LossesView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : StudioView(runs, engine, parent), state_(new LossesState(runs, engine, this)) {
   build();
   connectSignals();
   leaveRun();
 }
 
 void LossesView::build() {
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(makeWhatIfNotice(QStringLiteral("losses_whatif_box"), tr("The losses are of the edited model.")));
+  layout->addLayout(buildControls());
+  layout->addWidget(status_);
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(buildDocumentPane());
+  split->addWidget(buildPlots());
+  layout->addWidget(split, 1);
+}
+
+QHBoxLayout* LossesView::buildControls() {
   dataEdit_ = new QLineEdit;
   dataEdit_->setObjectName(QStringLiteral("losses_data"));
   dataEdit_->setPlaceholderText(tr("the run's corpus"));
@@ -93,16 +98,12 @@ void LossesView::build() {
   maxWindows_->setValue(64);
   maxWindows_->setSpecialValueText(tr("all"));
   maxWindows_->setToolTip(tr("Score the first N validation windows (0: all), as hsm eval --max-windows"));
-  scoreButton_ = new QPushButton(tr("Score every token"));
-  scoreButton_->setObjectName(QStringLiteral("losses_score"));
-  scoreButton_->setToolTip(
-      tr("Score every predicted token of the current run's validation windows (the ones it was trained on), and "
-         "every other open run with the same tokenizer on the same windows"));
-  cancelButton_ = new QPushButton(tr("Cancel"));
-  cancelButton_->setObjectName(QStringLiteral("losses_cancel"));
-  exportButton_ = new QPushButton(tr("Export…"));
-  exportButton_->setObjectName(QStringLiteral("losses_export"));
-  exportButton_->setToolTip(tr("The three plots as PNG, PDF and SVG, and their numbers as CSV, into a folder"));
+  scoreButton_ = makeButton(tr("Score every token"), QStringLiteral("losses_score"),
+                            tr("Score every predicted token of the current run's validation windows (the ones it was "
+                               "trained on), and every other open run with the same tokenizer on the same windows"));
+  cancelButton_ = makeButton(tr("Cancel"), QStringLiteral("losses_cancel"));
+  exportButton_ = makeButton(tr("Export…"), QStringLiteral("losses_export"),
+                             tr("The three plots as PNG, PDF and SVG, and their numbers as CSV, into a folder"));
   progress_ = new QProgressBar;
   progress_->setObjectName(QStringLiteral("losses_progress"));
   progress_->setRange(0, 1000);
@@ -111,24 +112,17 @@ void LossesView::build() {
   status_->setObjectName(QStringLiteral("losses_status"));
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-
   compare_ = new QComboBox;
   compare_->setObjectName(QStringLiteral("losses_compare"));
   compare_->setToolTip(tr("Compare the run with another one scored on the same windows: the difference B − A per token "
                           "(blue: B better, red: B worse), the documents sorted by it"));
   compare_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  return makeRow({scoreButton_, cancelButton_, dataEdit_, maxWindows_, new QLabel(tr("windows")), progress_,
+                  new QLabel(tr("compare with")), compare_, exportButton_},
+                 {dataEdit_, progress_});
+}
 
-  auto* row = new QHBoxLayout;
-  row->addWidget(scoreButton_);
-  row->addWidget(cancelButton_);
-  row->addWidget(dataEdit_, 1);
-  row->addWidget(maxWindows_);
-  row->addWidget(new QLabel(tr("windows")));
-  row->addWidget(progress_, 1);
-  row->addWidget(new QLabel(tr("compare with")));
-  row->addWidget(compare_);
-  row->addWidget(exportButton_);
-
+QWidget* LossesView::buildDocumentPane() {
   documents_ = new QTableWidget(0, 3);
   documents_->setObjectName(QStringLiteral("losses_documents"));
   documents_->setHorizontalHeaderLabels({tr("Document"), tr("Tokens"), tr("Mean loss")});
@@ -138,23 +132,10 @@ void LossesView::build() {
   documents_->setSelectionMode(QAbstractItemView::SingleSelection);
   documents_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   documents_->setToolTip(tr("The validation documents, the hardest (highest mean loss) first"));
-
   text_ = new QTextEdit;
   text_->setObjectName(QStringLiteral("losses_text"));
   text_->setReadOnly(true);
   text_->viewport()->installEventFilter(this);
-
-  byPosition_ = new PlotPanel(tr("Loss by position"), tr("position in the window"), tr("mean loss (nats)"));
-  byPosition_->setObjectName(QStringLiteral("losses_by_position"));
-  byDistance_ = new PlotPanel(tr("Loss by distance"), tr("tokens back to its previous occurrence"), tr("mean loss (nats)"));
-  byDistance_->setObjectName(QStringLiteral("losses_by_distance"));
-  byFrequency_ = new PlotPanel(tr("Loss by frequency"), tr("times the token occurs in the training split"),
-                               tr("mean loss (nats)"));
-  byFrequency_->setObjectName(QStringLiteral("losses_by_frequency"));
-  histogram_ = new PlotPanel(tr("Loss histogram"), tr("loss (nats)"), tr("share of tokens"));
-  histogram_->setObjectName(QStringLiteral("losses_histogram"));
-  for (PlotPanel* p : {byPosition_, byDistance_, byFrequency_, histogram_}) p->setLegendBelow(3);  // over no curve
-
   // The colour key of the text's tint: the losses' palette, or the difference's in compare mode.
   tintKey_ = new QLabel;
   tintKey_->setObjectName(QStringLiteral("losses_tint_key"));
@@ -170,37 +151,31 @@ void LossesView::build() {
   top->addWidget(textBox);
   top->setStretchFactor(0, 1);
   top->setStretchFactor(1, 3);
-  auto* plotsRow = new QSplitter(Qt::Horizontal);
-  plotsRow->addWidget(byPosition_);
-  plotsRow->addWidget(byDistance_);
-  plotsRow->addWidget(byFrequency_);
-  plotsRow->addWidget(histogram_);
-  auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(top);
-  split->addWidget(plotsRow);
+  return top;
+}
 
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(makeWhatIfNotice(QStringLiteral("losses_whatif_box"), tr("The losses are of the edited model.")));
-  layout->addLayout(row);
-  layout->addWidget(status_);
-  layout->addWidget(split, 1);
+QWidget* LossesView::buildPlots() {
+  byPosition_ = new PlotPanel(tr("Loss by position"), tr("position in the window"), tr("mean loss (nats)"));
+  byPosition_->setObjectName(QStringLiteral("losses_by_position"));
+  byDistance_ = new PlotPanel(tr("Loss by distance"), tr("tokens back to its previous occurrence"), tr("mean loss (nats)"));
+  byDistance_->setObjectName(QStringLiteral("losses_by_distance"));
+  byFrequency_ = new PlotPanel(tr("Loss by frequency"), tr("times the token occurs in the training split"),
+                               tr("mean loss (nats)"));
+  byFrequency_->setObjectName(QStringLiteral("losses_by_frequency"));
+  histogram_ = new PlotPanel(tr("Loss histogram"), tr("loss (nats)"), tr("share of tokens"));
+  histogram_->setObjectName(QStringLiteral("losses_histogram"));
+  auto* plotsRow = new QSplitter(Qt::Horizontal);
+  for (PlotPanel* p : {byPosition_, byDistance_, byFrequency_, histogram_}) {
+    p->setLegendBelow(3);  // over no curve
+    plotsRow->addWidget(p);
+  }
+  return plotsRow;
 }
 
 void LossesView::connectSignals() {
   connect(scoreButton_, &QPushButton::clicked, this, [this] { score(); });
   connect(cancelButton_, &QPushButton::clicked, this, &LossesView::cancel);
-  connect(exportButton_, &QPushButton::clicked, this, [this] {
-    const QString folder =
-        QFileDialog::getExistingDirectory(this, tr("Export the losses' plots"), StudioSettings::dialogFolder(QString()));
-    if (folder.isEmpty()) return;
-    StudioSettings::setDialogFolder(folder);
-    QString error;
-    exportPlots(folder, &error);
-    if (error.isEmpty())
-      error = exportTokens(QDir(folder).filePath(export_stem(scoredRun_, QStringLiteral("losses")) +
-                                                 QStringLiteral("-tokens.csv")));
-    if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
-  });
+  connect(exportButton_, &QPushButton::clicked, this, &LossesView::exportDialog);
   connect(compare_, &QComboBox::currentIndexChanged, this, [this] {
     if (hasScores() && !isScoring()) drawDocuments();
   });
@@ -208,28 +183,27 @@ void LossesView::connectSignals() {
     if (row < 0) return;
     if (QTableWidgetItem* item = documents_->item(row, 0)) showDocument(item->data(Qt::UserRole).toLongLong());
   });
+  connect(state_, &LossesState::progress, this, &LossesView::showProgress);
+  connect(state_, &LossesState::finished, this, &LossesView::showScores);
+  connect(state_, &LossesState::taskScored, this, &LossesView::showTaskScore);
+  connect(state_, &LossesState::taskFailed, this, &LossesView::showTaskFailure);
+}
+
+void LossesView::exportDialog() {
+  const QString folder =
+      QFileDialog::getExistingDirectory(this, tr("Export the losses' plots"), StudioSettings::dialogFolder(QString()));
+  if (folder.isEmpty()) return;
+  StudioSettings::setDialogFolder(folder);
+  QString error;
+  exportPlots(folder, &error);
+  if (error.isEmpty())
+    error = exportTokens(QDir(folder).filePath(export_stem(scoredRun(), QStringLiteral("losses")) +
+                                               QStringLiteral("-tokens.csv")));
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
 }
 
 void LossesView::setMaxWindows(int windows) { maxWindows_->setValue(windows); }
 void LossesView::setDataPath(const QString& path) { dataEdit_->setText(path); }
-
-const hsm::TokenScores& LossesView::scores() const {
-  static const hsm::TokenScores none;
-  const auto it = scores_.constFind(scoredRun_);
-  return it == scores_.constEnd() ? none : *it;
-}
-
-const hsm::TokenScores* LossesView::scoresOf(const QString& runDir) const {
-  const auto it = scores_.constFind(runDir);
-  return it == scores_.constEnd() ? nullptr : &*it;
-}
-
-QStringList LossesView::comparedRuns() const {
-  QStringList out;
-  for (const QString& dir : order_)
-    if (dir != scoredRun_ && scores_.contains(dir)) out << dir;
-  return out;
-}
 
 void LossesView::updateButtons() {
   // A task run scores its test examples: no corpus, windows or comparison to choose.
@@ -244,48 +218,30 @@ void LossesView::updateButtons() {
 }
 
 bool LossesView::score() {
-  lastError_.clear();
+  QString error;
   const RunEntry* run = currentRun();
   if (isScoring())
-    lastError_ = tr("Scoring is already under way.");
+    error = tr("Scoring is already under way.");
   else if (!run)
-    lastError_ = tr("Open a run first.");
+    error = tr("Open a run first.");
   else if (!run->has_info)
-    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
-  if (lastError_.isEmpty() && !run->task.empty()) {
+    error = tr("%1 has no checkpoint yet.").arg(run->name());
+  state_->setLastError(error);
+  if (error.isEmpty() && !run->task.empty()) {
     scoreTask(*run);
     return true;
   }
   QString data = dataEdit_->text().trimmed();
   if (data.isEmpty() && run && run->has_info) data = qstr(run->info.data_path);
-  if (lastError_.isEmpty() && (data.isEmpty() || !QFileInfo::exists(data)))
-    lastError_ = tr("Choose a corpus: %1").arg(data.isEmpty() ? tr("the run records none") : tr("%1 does not exist").arg(data));
-  if (!lastError_.isEmpty()) {
-    status_->setText(lastError_);
+  if (error.isEmpty() && (data.isEmpty() || !QFileInfo::exists(data)))
+    error = tr("Choose a corpus: %1").arg(data.isEmpty() ? tr("the run records none") : tr("%1 does not exist").arg(data));
+  if (!error.isEmpty()) {
+    state_->setLastError(error);
+    status_->setText(error);
     return false;
   }
-  // Every run on the current run's windows: its trained layout, named explicitly so that the
-  // other runs are scored on the same windows whatever they were trained on.
-  const std::string windows = run->info.training.windows;
-  const int maxWindows = maxWindows_->value();
   clearShown();
-  scores_.clear();
-  notes_.clear();
-  order_.clear();
-  scoredRun_ = run->dir;
-  scoredStamp_ = run->config_stamp;
-  order_ << run->dir;
-  for (int i = 0; i < runs_->count(); ++i)  // task runs read no text: not compared
-    if (runs_->at(i).dir != run->dir && runs_->at(i).has_info && runs_->at(i).task.empty()) order_ << runs_->at(i).dir;
-  asked_ = static_cast<int>(order_.size());
-  // The headline is the run's own evaluation on every window: read from its record when it has
-  // one, else computed beside the scores when fewer windows are scored.
-  evaluationLoss_ = std::nan("");
-  evaluationWindows_ = 0;
-  const std::optional<RunEvaluation> recorded = recorded_evaluation(*run, data);
-  if (recorded) evaluationLoss_ = recorded->loss;
-  ask_ = {data, windows, maxWindows, maxWindows > 0 && !recorded};
-  ask(0);  // the others once its tokenizer is known
+  state_->start(*run, data, maxWindows_->value());
   progress_->setValue(0);
   progress_->setFormat(tr("scoring %1 · %p%").arg(runName(run->dir)));
   status_->setText(tr("Scoring every token of %1…").arg(runName(run->dir)));
@@ -293,83 +249,9 @@ bool LossesView::score() {
   return true;
 }
 
-void LossesView::ask(int index) {
-  const QString dir = order_[index];
-  // Another run is compared only with the same tokenizer: refused (by the engine's check, naming
-  // both tokenizers) before anything of it is scored.
-  struct Same {
-    std::string run, hash;
-    int64_t vocab = 0;
-  } same;
-  if (const hsm::TokenScores* a = index > 0 ? scoresOf(scoredRun_) : nullptr)
-    same = {a->run, a->tokenizer_hash, a->vocab_size};
-  Reply<LossScoring> reply = engine_->analysis().stream<LossScoring>(dir, [ask = ask_, same, index](const CallContext& c) {
-    const std::shared_ptr<const hsm::Model> model = c.model();
-    const hsm::Tokenizer& tok = model->tokenizer();
-    if (!same.hash.empty())
-      hsm::require_same_tokenizer(same.run, same.hash, same.vocab, c.runDir().toStdString(), tok.hash(),
-                                  model->config().vocab_size);
-    hsm::EvalOptions options;
-    options.windows = ask.windows;
-    options.max_windows = ask.maxWindows;
-    options.cache_dir = hsm::default_cache_dir();
-    options.cancel = c.cancelFlag();
-    options.progress = [&](const std::string& stage, double f) { c.progress(stage, f); };
-    LossScoring out;
-    out.scores = hsm::Evaluator(model).score_tokens(c.evalSet(ask.data, options), options);
-    if (index == 0 && ask.evaluateAll) {
-      hsm::EvalOptions all = options;
-      all.max_windows = 0;
-      all.progress = [&](const std::string& stage, double f) { c.progress(stage + " (every window)", f); };
-      out.evaluation = c.trainedLoss(ask.data, all);
-    }
-    out.pieces.reserve(static_cast<size_t>(out.scores.vocab_size));
-    for (int32_t id = 0; id < out.scores.vocab_size; ++id) {
-      std::string piece = tok.piece(id);
-      if (piece == "<0x0A>") piece = "↵\n";  // a line break shows as one, marked so it can be hovered
-      out.pieces.push_back(std::move(piece));
-    }
-    return out;
-  });
-  connect(reply.feed(), &CallFeed::progress, this, [this, index, name = runName(dir)](const QString& stage, double f) {
-    progress_->setValue(static_cast<int>((index + f) / std::max(1, asked_) * 1000));
-    progress_->setFormat(QStringLiteral("%1 · %2 · %p%").arg(name, stage));
-  });
-  reply.result()
-      .then(this, [this, dir](const LossScoring& s) { onScored(dir, s); })
-      .onFailed(this, [this, dir](const CallFailed& e) { onFailed(dir, e); });
-  scoring_.insert(dir, reply);
-}
-
-QString LossesView::exportTokens(const QString& path) const {
-  if (!hasScores()) return tr("No losses to export: score first.");
-  QFile file(path);
-  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text))
-    return tr("Cannot write %1: %2").arg(path, file.errorString());
-  QTextStream out(&file);
-  QStringList header{"window", "position", "input", "target", "text", "document", "distance"};
-  QList<const hsm::TokenScores*> runs;
-  for (const QString& dir : order_)
-    if (const hsm::TokenScores* r = scoresOf(dir)) {
-      runs << r;
-      for (const char* f : {"loss", "prob", "rank"}) header << runName(dir) + QLatin1Char(' ') + QLatin1String(f);
-    }
-  out << header.join(QLatin1Char(',')) << '\n';
-  const hsm::TokenScores& a = scores();
-  for (size_t i = 0; i < a.tokens.size(); ++i) {
-    const hsm::TokenScore& t = a.tokens[i];
-    QString text = static_cast<size_t>(t.target) < pieces_.size() ? qstr(pieces_[static_cast<size_t>(t.target)]) : QString();
-    text.remove(QLatin1Char('\n'));  // a line break is its ↵: one line per token
-    text.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-    out << t.window << ',' << t.position << ',' << t.input << ',' << t.target << ",\"" << text << "\"," << t.document
-        << ',' << (t.distance > 0 ? QString::number(t.distance) : QString());
-    for (const hsm::TokenScores* r : runs)
-      out << ',' << QString::number(r->tokens[i].loss, 'g', 17) << ',' << QString::number(r->tokens[i].prob, 'g', 17)
-          << ',' << r->tokens[i].rank;
-    out << '\n';
-  }
-  out.flush();
-  return file.error() == QFile::NoError ? QString() : tr("Cannot write %1: %2").arg(path, file.errorString());
+void LossesView::showProgress(int index, int of, const QString& runName, const QString& stage, double fraction) {
+  progress_->setValue(static_cast<int>((index + fraction) / std::max(1, of) * 1000));
+  progress_->setFormat(QStringLiteral("%1 · %2 · %p%").arg(runName, stage));
 }
 
 QString LossesView::statusText() const { return status_->text(); }
@@ -381,28 +263,17 @@ QString LossesView::taskRunLine(const RunEntry& run) {
 }
 
 void LossesView::scoreTask(const RunEntry& run) {
-  // As `hsm eval RUN` on a task run: fresh test examples (never trained on), scored on the
-  // answers. Cheap for the tiny models a task trains: one batch pass over them.
-  constexpr int64_t kExamples = 256;
-  cancel();
-  scores_.clear();
   clearShown();
-  scoredRun_ = run.dir;
-  taskScoring_ = true;
+  state_->startTask(run);  // as `hsm eval RUN` on a task run: fresh test examples
   updateButtons();
-  const QString intro = taskRunLine(run);
-  status_->setText(intro + tr(" Scoring %1 test examples…").arg(kExamples));
-  // The run's model as the other views read it: with its what-if edit (the Weights view), if any.
-  const bool edited = !engine_->whatIf(run.dir).empty();
-  engine_->analysis()
-      .call<hsm::TaskScore>(run.dir,
-                            [](const CallContext& c) { return hsm::Evaluator(c.model()).score_task(kExamples); })
-      .then(this,
-            [this, intro, edited, dir = run.dir](const hsm::TaskScore& s) {
-              taskScoring_ = false;
-              updateButtons();
-              if (dir != currentRunDir()) return;
-              status_->setText(intro + tr(" Its first %1 test examples: answer accuracy %2 (%3 answers), sequence "
+  status_->setText(taskRunLine(run) + tr(" Scoring %1 test examples…").arg(LossesState::kTaskExamples));
+}
+
+void LossesView::showTaskScore(const QString& runDir, const hsm::TaskScore& s, bool edited) {
+  updateButtons();
+  const RunEntry* run = currentRun();
+  if (runDir != currentRunDir() || !run) return;
+  status_->setText(taskRunLine(*run) + tr(" Its first %1 test examples: answer accuracy %2 (%3 answers), sequence "
                                           "accuracy %4, loss %5 nats on the answers (%6).")
                                            .arg(s.examples)
                                            .arg(s.answer_accuracy, 0, 'f', 3)
@@ -411,67 +282,24 @@ void LossesView::scoreTask(const RunEntry& run) {
                                            .arg(s.loss, 0, 'f', 4)
                                            .arg(edited ? tr("the edited model: its what-if edit is in")
                                                        : tr("as hsm eval scores them")));
-            })
-      .onFailed(this, [this, intro, dir = run.dir](const CallFailed& e) {
-        taskScoring_ = false;
-        updateButtons();
-        lastError_ = e.message();
-        if (dir == currentRunDir()) status_->setText(intro + tr(" Scoring its test examples failed: %1").arg(e.message()));
-      });
 }
 
-void LossesView::cancel() {
-  for (const Reply<LossScoring>& r : scoring_) r.cancel();
-}
-
-void LossesView::onScored(const QString& dir, const LossScoring& s) {
-  if (scoring_.contains(dir) && following()) {
-    if (dir == scoredRun_) {
-      scores_.insert(dir, s.scores);
-      if (ask_.maxWindows == 0) {  // every window scored: the scores' mean is the evaluation
-        evaluationLoss_ = s.scores.result.loss;
-        evaluationWindows_ = s.scores.result.window_count;
-      } else if (s.evaluation.window_count > 0) {
-        evaluationLoss_ = s.evaluation.loss;
-        evaluationWindows_ = s.evaluation.window_count;
-      }
-      pieces_ = s.pieces;
-      for (int i = 1; i < order_.size(); ++i) ask(i);
-    } else if (const hsm::TokenScores* a = scoresOf(scoredRun_); a && a->tokenizer_hash != s.scores.tokenizer_hash) {
-      notes_ << tr("%1 left out: another tokenizer").arg(runName(dir));
-    } else if (a && a->tokens.size() != s.scores.tokens.size()) {
-      notes_ << tr("%1 left out: other windows (another context)").arg(runName(dir));
-    } else {
-      scores_.insert(dir, s.scores);
-    }
-  }
-  finishOne(dir);
-}
-
-void LossesView::onFailed(const QString& dir, const CallFailed& e) {
-  if (following()) {
-    if (e.cancelled())
-      lastError_ = tr("Scoring cancelled.");
-    else if (dir == scoredRun_)
-      lastError_ = tr("Scoring %1 failed: %2").arg(runName(dir), e.message());
-    else
-      notes_ << tr("%1 left out: %2").arg(runName(dir), e.message());
-  }
-  finishOne(dir);
-}
-
-void LossesView::finishOne(const QString& dir) {
-  scoring_.remove(dir);
-  if (isScoring()) return;
+void LossesView::showTaskFailure(const QString& runDir, const QString& message) {
   updateButtons();
-  if (!following()) return;  // the view follows another run by now
-  // The runs asked after the scored run are only kept beside it.
+  const RunEntry* run = currentRun();
+  if (runDir == currentRunDir() && run)
+    status_->setText(taskRunLine(*run) + tr(" Scoring its test examples failed: %1").arg(message));
+}
+
+void LossesView::cancel() { state_->cancel(); }
+
+void LossesView::showScores() {
+  updateButtons();
+  if (!state_->following()) return;  // the view follows another run by now
   if (!hasScores()) {
-    scores_.clear();
     progress_->setValue(0);
     progress_->setFormat(tr("idle"));
-    if (lastError_.isEmpty()) lastError_ = tr("Scoring %1 failed.").arg(runName(scoredRun_));
-    status_->setText(lastError_);
+    status_->setText(lastError());
     return;
   }
   progress_->setValue(1000);
@@ -479,20 +307,21 @@ void LossesView::finishOne(const QString& dir) {
   const hsm::TokenScores& s = scores();
   // The headline first: the run's own evaluation on every window; the windows scored token by
   // token beside it, named as fewer when they are.
-  const QString layout = qstr(s.result.windows);
-  QString text = tr("%1: %2").arg(runName(scoredRun_), std::isnan(evaluationLoss_)
-                                                            ? tr("its evaluation on every window unknown")
-                                                            : evaluation_text(evaluationLoss_, evaluationWindows_, layout));
-  text += ask_.maxWindows == 0 ? tr(" · every token of them below (%1 tokens)").arg(s.tokens.size())
-                               : tr(" · below, %1 (%2 tokens)")
-                                     .arg(partial_loss_text(s.result.loss, s.result.window_count))
-                                     .arg(s.tokens.size());
+  const QString layout = qstr(s.result.windows), scored = runName(scoredRun());
+  const double evaluation = state_->evaluationLoss();
+  QString text = tr("%1: %2").arg(scored, std::isnan(evaluation)
+                                              ? tr("its evaluation on every window unknown")
+                                              : evaluation_text(evaluation, state_->evaluationWindows(), layout));
+  text += state_->maxWindows() == 0 ? tr(" · every token of them below (%1 tokens)").arg(s.tokens.size())
+                                    : tr(" · below, %1 (%2 tokens)")
+                                          .arg(partial_loss_text(s.result.loss, s.result.window_count))
+                                          .arg(s.tokens.size());
   for (const QString& other : comparedRuns())
     text += tr("; %1 on the same %2 windows: %3 nats")
                 .arg(runName(other))
-                .arg(scores_[other].result.window_count)
-                .arg(scores_[other].result.loss, 0, 'f', 4);
-  if (!notes_.isEmpty()) text += QStringLiteral(". ") + notes_.join(QStringLiteral("; "));
+                .arg(scoresOf(other)->result.window_count)
+                .arg(scoresOf(other)->result.loss, 0, 'f', 4);
+  if (!state_->notes().isEmpty()) text += QStringLiteral(". ") + state_->notes().join(QStringLiteral("; "));
   status_->setText(text);
   fillCompareBox();
   drawDocuments();
@@ -503,13 +332,8 @@ void LossesView::leaveRun() {
   const QString dir = currentRunDir();
   // The same run at the same checkpoint: its scores still hold (a new checkpoint's do not).
   const RunEntry* run = currentRun();
-  if (dir == scoredRun_ && run && run->config_stamp == scoredStamp_ && (hasScores() || isScoring())) return;
-  cancel();
-  scoredRun_.clear();
-  scores_.clear();
-  evaluationLoss_ = std::nan("");
-  evaluationWindows_ = 0;
-  pieces_.clear();
+  if (dir == scoredRun() && run && run->config_stamp == state_->scoredStamp() && (hasScores() || isScoring())) return;
+  state_->clear();
   clearShown();
   progress_->setValue(0);
   progress_->setFormat(tr("idle"));
@@ -523,7 +347,7 @@ void LossesView::leaveRun() {
 
 void LossesView::clearShown() {
   comparison_ = {};
-  alternatives_.clear();
+  state_->clearAlternatives();
   {
     const QSignalBlocker block(compare_);
     compare_->clear();
@@ -578,11 +402,11 @@ void LossesView::drawDocuments() {
   if (sb) {
     for (const hsm::DocumentDifference& d : comparison_.documents) docs.push_back({d.document, d.tokens, d.difference});
     documents_->setHorizontalHeaderLabels(
-        {tr("Document"), tr("Tokens"), tr("Δ loss (%1 − %2)").arg(runName(b), runName(scoredRun_))});
+        {tr("Document"), tr("Tokens"), tr("Δ loss (%1 − %2)").arg(runName(b), runName(scoredRun()))});
   } else {
     docs = documents_by_loss(scores());
     documents_->setHorizontalHeaderLabels(
-        {tr("Document"), tr("Tokens"), tr("Mean loss (%1)").arg(runName(scoredRun_))});
+        {tr("Document"), tr("Tokens"), tr("Mean loss (%1)").arg(runName(scoredRun()))});
   }
   const QSignalBlocker block(documents_);
   documents_->setRowCount(static_cast<int>(docs.size()));
@@ -610,7 +434,7 @@ void LossesView::updateTintKey(const QString& compared) {
                                swatch(lossTint(kTintMaxLoss), tr("%1+ nats").arg(kTintMaxLoss))));
     return;
   }
-  const QString a = runName(scoredRun_), b = runName(compared);
+  const QString a = runName(scoredRun()), b = runName(compared);
   tintKey_->setText(tr("Each token tinted by Δ loss = %1 − %2: %3 %4 %5 %6 %7")
                         .arg(b, a)
                         .arg(swatch(differenceTint(-kTintMaxDifference), tr("%1 better by %2+").arg(b).arg(kTintMaxDifference)),
@@ -620,19 +444,14 @@ void LossesView::updateTintKey(const QString& compared) {
 }
 
 QColor LossesView::differenceTint(double difference) {
-  // ColorBrewer RdBu (colour-blind safe): #2166ac (B better) · #f7f7f7 (equal) · #b2182b (B worse).
-  const double f = std::clamp(std::abs(difference) / kTintMaxDifference, 0.0, 1.0);
-  const QColor end = difference < 0 ? QColor(0x21, 0x66, 0xac) : QColor(0xb2, 0x18, 0x2b);
-  const auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-  return QColor(mix(0xf7, end.red()), mix(0xf7, end.green()), mix(0xf7, end.blue()));
+  // ColorBrewer RdBu (colour-blind safe): blue (B better) · near white (equal) · red (B worse).
+  return colours::rdbuFromWhite(difference / kTintMaxDifference);
 }
 
 QColor LossesView::lossTint(double loss) {
-  // ColorBrewer "Oranges", pale (#fff5eb) at 0 nats to dark (#d94801) at kTintMaxLoss: one hue,
-  // so the order reads without telling colours apart; black text stays readable throughout.
-  const double f = std::clamp(loss / kTintMaxLoss, 0.0, 1.0);
-  const auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-  return QColor(mix(0xff, 0xd9), mix(0xf5, 0x48), mix(0xeb, 0x01));
+  // ColorBrewer "Oranges", pale at 0 nats to dark at kTintMaxLoss: one hue, so the order reads
+  // without telling colours apart; black text stays readable throughout.
+  return colours::oranges(loss / kTintMaxLoss);
 }
 
 void LossesView::showDocument(int64_t document) {
@@ -647,7 +466,7 @@ void LossesView::showDocument(int64_t document) {
     if (s.tokens[i].document == document) tokens.push_back(i);
   const auto pieceOf = [&](size_t i) {
     const int32_t id = s.tokens[i].target;
-    return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? pieces_[static_cast<size_t>(id)] : std::string("?");
+    return id >= 0 && static_cast<size_t>(id) < state_->pieces().size() ? state_->pieces()[static_cast<size_t>(id)] : std::string("?");
   };
   // A character of several bytes comes as byte-fallback tokens ("<0xE2><0x80><0x99>"): the
   // character is shown on its first byte's token, the others as zero-width spaces (still
@@ -691,66 +510,23 @@ void LossesView::showDocument(int64_t document) {
     span.token = i;
     spans_.push_back(span);
   }
-  askAlternatives();
+  state_->askAlternatives(document);
 }
 
-void LossesView::askAlternatives() {
-  alternatives_.clear();
-  const hsm::TokenScores& s = scores();
-  // The shown document's windows and their inputs (the same for every run: same windows).
-  QMap<qint64, std::vector<int32_t>> inputs;
-  for (const Span& span : spans_) {
-    const int64_t w = s.tokens[span.token].window;
-    if (inputs.contains(w)) continue;
-    std::vector<int32_t> in;
-    for (const hsm::TokenScore& t : s.tokens)
-      if (t.window == w) in.push_back(t.input);
-    inputs.insert(w, in);
-  }
-  if (inputs.isEmpty()) return;
-  const int64_t document = shownDocument_;
-  for (const QString& dir : order_) {
-    if (!scores_.contains(dir)) continue;
-    engine_->interactive()
-        .call<WindowTops>(dir,
-                          [inputs](const CallContext& c) {
-                            const hsm::Prober prober(c.model());
-                            WindowTops out;
-                            for (auto it = inputs.cbegin(); it != inputs.cend(); ++it)
-                              out.insert(it.key(), prober.probe_tokens(it.value(), kAlternatives).lens.back().top);
-                            return out;
-                          })
-        .then(this, [this, dir, document, run = scoredRun_](const WindowTops& tops) {
-          if (run == scoredRun_ && document == shownDocument_ && scores_.contains(dir)) alternatives_.insert(dir, tops);
-        });
-  }
-}
-
-std::vector<hsm::LensToken> LossesView::alternatives(const QString& runDir, int64_t window, int32_t position) const {
-  const auto tops = alternatives_.constFind(runDir);
-  if (tops == alternatives_.constEnd() || !tops->contains(window)) return {};
-  const auto& top = tops->value(window);
-  return static_cast<size_t>(position) < top.size() ? top[static_cast<size_t>(position)] : std::vector<hsm::LensToken>{};
-}
-
-bool LossesView::hasAlternatives() const {
-  for (const QString& dir : order_)
-    if (scores_.contains(dir) && !alternatives_.contains(dir)) return false;
-  return !spans_.empty();
-}
+bool LossesView::hasAlternatives() const { return state_->hasAlternatives() && !spans_.empty(); }
 
 QString LossesView::tooltipAt(int position) const {
   const auto it = std::find_if(spans_.begin(), spans_.end(),
                                [position](const Span& s) { return position >= s.start && position < s.end; });
   if (it == spans_.end()) return {};
   const hsm::TokenScore& t = scores().tokens[it->token];
-  QString piece = t.target >= 0 && static_cast<size_t>(t.target) < pieces_.size()
-                      ? qstr(pieces_[static_cast<size_t>(t.target)])
+  QString piece = t.target >= 0 && static_cast<size_t>(t.target) < state_->pieces().size()
+                      ? qstr(state_->pieces()[static_cast<size_t>(t.target)])
                       : QString();
   QString out = tr("“%1” (window %2, position %3, %4)")
                     .arg(piece.toHtmlEscaped(), QString::number(t.window), QString::number(t.position),
                          t.distance > 0 ? tr("last seen %1 back").arg(t.distance) : tr("not earlier in the window"));
-  for (const QString& dir : order_) {
+  for (const QString& dir : state_->order()) {
     const hsm::TokenScores* s = scoresOf(dir);
     if (!s || it->token >= s->tokens.size()) continue;
     const hsm::TokenScore& u = s->tokens[it->token];
@@ -766,7 +542,7 @@ QString LossesView::tooltipAt(int position) const {
   }
   if (comparison_.difference.size() == scores().tokens.size())
     out += tr("<br>Δ loss %1 − %2: %3 nats")
-               .arg(runName(compareRun()).toHtmlEscaped(), runName(scoredRun_).toHtmlEscaped())
+               .arg(runName(compareRun()).toHtmlEscaped(), runName(scoredRun()).toHtmlEscaped())
                .arg(comparison_.difference[it->token], 0, 'f', 3);
   return out;
 }
@@ -787,7 +563,7 @@ bool LossesView::eventFilter(QObject* watched, QEvent* event) {
 void LossesView::drawPlots() {
   QVector<PlotSeries> position, distance, frequency, histogram;
   QStringList labels, frequencyLabels;
-  for (const QString& dir : order_) {
+  for (const QString& dir : state_->order()) {
     const hsm::TokenScores* s = scoresOf(dir);
     if (!s) continue;
     const RunEntry* entry = nullptr;

@@ -8,17 +8,16 @@
 // tinted per token by loss (hover: each run's loss, probability and rank); loss against
 // position and against distance back to the token's previous occurrence, one curve per run; a
 // histogram of the losses. Every plot exports PNG/PDF/SVG and CSV (File › Export).
+// What it holds and asks the engine is a LossesState (losses_state.h); this is its drawing.
 #include <QList>
-#include <QMap>
 #include <QStringList>
 #include <vector>
 
-#include "gui/engine/executor.h"
+#include "gui/views/losses_state.h"
 #include "gui/views/studio_view.h"
-#include "hsm/probe.h"
-#include "hsm/token_scores.h"
 
 class QComboBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -30,15 +29,6 @@ class QTextEdit;
 namespace studio {
 
 class PlotPanel;
-
-// One run's scores and the text of each token of its vocabulary (for showing the documents).
-struct LossScoring {
-  hsm::TokenScores scores;
-  std::vector<std::string> pieces;  // Tokenizer::piece of each id
-  // The run's own evaluation on every window (run_evaluation.h), computed beside the scores
-  // when fewer windows were scored and the run records none; window_count 0: not computed.
-  hsm::EvalResult evaluation;
-};
 
 class LossesView : public StudioView {
   Q_OBJECT
@@ -52,21 +42,21 @@ class LossesView : public StudioView {
   // when nothing could start (reason in lastError()).
   bool score();
   void cancel();  // as the Cancel button
-  bool isScoring() const { return !scoring_.isEmpty() || taskScoring_; }
+  bool isScoring() const { return state_->isScoring(); }
   // What the status line says (a task run: its test-set score, as `hsm eval` gives it).
   QString statusText() const;
-  QString lastError() const { return lastError_; }
+  QString lastError() const { return state_->lastError(); }
   // The headline: the scored run's own evaluation on every window, as `hsm eval` and the
   // Training view's last validation give it, whatever number of windows was scored token by
   // token (NaN until scored).
-  double evaluationLoss() const { return evaluationLoss_; }
+  double evaluationLoss() const { return state_->evaluationLoss(); }
 
   // The run whose scores the view shows (empty: none) and the scores of each run scored with it.
-  QString scoredRun() const { return scoredRun_; }
-  bool hasScores() const { return scores_.contains(scoredRun_); }
-  const hsm::TokenScores& scores() const;  // the scored run's
-  const hsm::TokenScores* scoresOf(const QString& runDir) const;
-  QStringList comparedRuns() const;  // the other runs scored on the same windows
+  QString scoredRun() const { return state_->scoredRun(); }
+  bool hasScores() const { return state_->hasScores(); }
+  const hsm::TokenScores& scores() const { return state_->scores(); }  // the scored run's
+  const hsm::TokenScores* scoresOf(const QString& runDir) const { return state_->scoresOf(runDir); }
+  QStringList comparedRuns() const { return state_->comparedRuns(); }  // the other runs scored on the same windows
 
   // Documents, hardest first: (document, tokens, mean loss of the scored run) per row.
   QTableWidget* documentTable() const { return documents_; }
@@ -84,8 +74,10 @@ class LossesView : public StudioView {
   // Whether the shown document's top alternatives of every scored run have arrived.
   bool hasAlternatives() const;
   // A run's top alternatives at a window's position (empty until they arrive).
-  std::vector<hsm::LensToken> alternatives(const QString& runDir, int64_t window, int32_t position) const;
-  static constexpr int kAlternatives = 3;
+  std::vector<hsm::LensToken> alternatives(const QString& runDir, int64_t window, int32_t position) const {
+    return state_->alternatives(runDir, window, position);
+  }
+  static constexpr int kAlternatives = LossesState::kAlternatives;
   // The tint of a token of this loss (nats): a sequential palette, pale for small losses.
   static QColor lossTint(double loss);
   static constexpr double kTintMaxLoss = 8;  // the darkest tint
@@ -109,7 +101,7 @@ class LossesView : public StudioView {
   // Every scored token as CSV (window, position, input, target, text, document, distance, then
   // each run's loss, prob and rank); returns "" on success, else the reason. The Export…
   // button writes it beside the plots as <run>-losses-tokens.csv.
-  QString exportTokens(const QString& path) const;
+  QString exportTokens(const QString& path) const { return state_->exportTokens(path); }
   QProgressBar* progress() const { return progress_; }
   QLabel* statusLabel() const { return status_; }
   // The colour key of the text's tint (empty until scored): the loss palette, or in compare
@@ -122,14 +114,16 @@ class LossesView : public StudioView {
 
  private:
   void build();
+  QHBoxLayout* buildControls();
+  QWidget* buildDocumentPane();
+  QWidget* buildPlots();
   void connectSignals();
   void updateButtons();
-  // Whether the view still shows (or waits for) the current run's scores.
-  bool following() const { return !scoredRun_.isEmpty() && scoredRun_ == currentRunDir(); }
-  void ask(int index);  // queues the scoring of order_[index]
-  void onScored(const QString& dir, const LossScoring& s);
-  void onFailed(const QString& dir, const CallFailed& e);
-  void finishOne(const QString& dir);
+  void showProgress(int index, int of, const QString& runName, const QString& stage, double fraction);
+  void showScores();  // every run asked has answered: the status line, the documents, the plots
+  void showTaskScore(const QString& runDir, const hsm::TaskScore& s, bool edited);
+  void showTaskFailure(const QString& runDir, const QString& message);
+  void exportDialog();
   // A task run has no text to score token by token: its test examples' answer accuracy and loss.
   void scoreTask(const RunEntry& run);
   static QString taskRunLine(const RunEntry& run);
@@ -138,11 +132,11 @@ class LossesView : public StudioView {
   void fillCompareBox();
   void drawDocuments();
   void drawPlots();
-  // Asks every scored run for its top alternatives at each of the shown document's tokens
-  // (Prober::probe_tokens on each window's inputs: the last layer's lens is the model's own
-  // next-token distribution); the tooltips show them when they arrive.
-  void askAlternatives();
+  // The shown document's text, each token as it reads (a character of several byte tokens on
+  // its first), in text order.
+  std::vector<QString> documentPieces(const std::vector<size_t>& tokens) const;
 
+  LossesState* state_;
   QLineEdit* dataEdit_;
   QSpinBox* maxWindows_;
   QPushButton* scoreButton_;
@@ -152,7 +146,6 @@ class LossesView : public StudioView {
   QProgressBar* progress_;
   QLabel* status_;
   QLabel* tintKey_;
-  bool taskScoring_ = false;  // a task run's test set is being scored
   QTableWidget* documents_;
   QTextEdit* text_;
   PlotPanel* byPosition_;
@@ -160,31 +153,9 @@ class LossesView : public StudioView {
   PlotPanel* byFrequency_;  // mean loss by the target's count in the training split (decades)
   PlotPanel* histogram_;
 
-  QString scoredRun_;
-  qint64 scoredStamp_ = 0;  // the scored run's checkpoint (RunEntry::config_stamp)
-  QMap<QString, hsm::TokenScores> scores_;  // run dir → its scores on scoredRun_'s windows
-  std::vector<std::string> pieces_;         // scoredRun_'s tokenizer
-  QStringList order_;                       // the runs in the order they were asked
-  QMap<QString, Reply<LossScoring>> scoring_;
-  int asked_ = 0;
-  struct Ask {
-    QString data;
-    std::string windows;
-    int maxWindows = 0;
-    bool evaluateAll = false;  // the scored run's own evaluation to compute (none recorded)
-  } ask_;
-  // The scored run's headline loss: its own evaluation on every window (recorded or computed);
-  // NaN until known. Its window count (0: a record, which does not count them).
-  double evaluationLoss_ = std::nan("");
-  qint64 evaluationWindows_ = 0;  // what score() asked, for the runs asked after the first
-  QStringList notes_;  // runs left out, and why
-  QString lastError_;
   int64_t shownDocument_ = -1;
   hsm::Comparison comparison_;  // with compareRun() (empty: not comparing)
   std::vector<Span> spans_;
-  // Per run, per window of the shown document: each position's top alternatives.
-  using WindowTops = QMap<qint64, std::vector<std::vector<hsm::LensToken>>>;
-  QMap<QString, WindowTops> alternatives_;
 };
 
 }  // namespace studio

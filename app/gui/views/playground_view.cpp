@@ -43,7 +43,15 @@ PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* paren
 }
 
 void PlaygroundView::build() {
-  const hsm::SampleSettings defaults;
+  buildPrompt();
+  QWidget* left = buildLeft();
+  QWidget* right = buildOutput();
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(left);
+  layout->addWidget(right, 1);
+}
+
+void PlaygroundView::buildPrompt() {
   promptEdit_ = new QPlainTextEdit;
   promptEdit_->setObjectName(QStringLiteral("prompt"));
   // An empty prompt is allowed (the model starts a story from nothing): the placeholder says
@@ -59,7 +67,10 @@ void PlaygroundView::build() {
   paperList_->setSpacing(2);
   paperList_->setToolTip(tr("The HSM paper's Table 3 prompts: click to use one, double-click to generate"));
   loadPaperPrompts();
+}
 
+void PlaygroundView::buildSamplingControls() {
+  const hsm::SampleSettings defaults;
   temperature_ = new QDoubleSpinBox;
   temperature_->setObjectName(QStringLiteral("temperature"));
   temperature_->setRange(0, 3);
@@ -77,6 +88,9 @@ void PlaygroundView::build() {
   topK_->setRange(0, 65536);
   topK_->setValue(defaults.top_k);
   topK_->setSpecialValueText(tr("off"));
+}
+
+void PlaygroundView::buildSeedControls() {
   // A new story at every Generate by default (a fixed default seed told the same story twice);
   // the seed used is always shown, and unticking "random" (or typing a seed) keeps it fixed.
   seedEdit_ = new QLineEdit(QString::number(drawSeed()));
@@ -98,7 +112,11 @@ void PlaygroundView::build() {
   compare_ = new QCheckBox(tr("Compare every open model"));
   compare_->setObjectName(QStringLiteral("compare"));
   compare_->setToolTip(tr("The same prompt, settings and seed on each open run, side by side (HSM Table 3)"));
+}
 
+QWidget* PlaygroundView::buildSampling() {
+  buildSamplingControls();
+  buildSeedControls();
   auto* settings = new QGroupBox(tr("Sampling"));
   auto* form = new QFormLayout(settings);
   form->addRow(tr("Temperature"), temperature_);
@@ -111,7 +129,11 @@ void PlaygroundView::build() {
   form->addRow(QString(), seedError_);
   form->addRow(tr("Max tokens"), maxTokens_);
   form->addRow(compare_);
+  return settings;
+}
 
+QWidget* PlaygroundView::buildLeft() {
+  QWidget* settings = buildSampling();
   generateButton_ = new QPushButton(tr("Generate"));
   generateButton_->setObjectName(QStringLiteral("generate"));
   generateButton_->setDefault(true);
@@ -135,17 +157,10 @@ void PlaygroundView::build() {
   leftLayout->addWidget(paperList_, 1);
   left->setMinimumWidth(300);
   left->setMaximumWidth(420);
+  return left;
+}
 
-  hint_ = new QLabel;
-  hint_->setWordWrap(true);
-  hint_->setObjectName(QStringLiteral("hint"));
-  auto* columnsHost = new QWidget;
-  columnsLayout_ = new QHBoxLayout(columnsHost);
-  columnsLayout_->setContentsMargins(0, 0, 0, 0);
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(columnsHost);
-  scroll->setWidgetResizable(true);
-  scroll->setFrameShape(QFrame::NoFrame);
+QHBoxLayout* PlaygroundView::buildLegendRow() {
   auto* legend = new QLabel(
       tr("Each token is tinted by the probability the model gave it: "
          "<span style='background:%1'>&nbsp;1%&nbsp;</span> <span style='background:%2'>&nbsp;10%&nbsp;</span> "
@@ -163,6 +178,21 @@ void PlaygroundView::build() {
   auto* legendRow = new QHBoxLayout;
   legendRow->addWidget(legend, 1);
   legendRow->addWidget(tint_);
+  return legendRow;
+}
+
+QWidget* PlaygroundView::buildOutput() {
+  hint_ = new QLabel;
+  hint_->setWordWrap(true);
+  hint_->setObjectName(QStringLiteral("hint"));
+  auto* columnsHost = new QWidget;
+  columnsLayout_ = new QHBoxLayout(columnsHost);
+  columnsLayout_->setContentsMargins(0, 0, 0, 0);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(columnsHost);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  QHBoxLayout* legendRow = buildLegendRow();
   compareTrained_ = new QCheckBox(tr("Compare with trained (same seed)"));
   compareTrained_->setObjectName(QStringLiteral("compare_trained"));
   compareTrained_->setToolTip(tr("Also generate with the run's trained model, side by side with the edited one"));
@@ -177,10 +207,7 @@ void PlaygroundView::build() {
   rightLayout->addWidget(hint_);
   rightLayout->addWidget(scroll, 1);
   rightLayout->addLayout(legendRow);
-
-  auto* layout = new QHBoxLayout(this);
-  layout->addWidget(left);
-  layout->addWidget(right, 1);
+  return right;
 }
 
 void PlaygroundView::connectSignals() {

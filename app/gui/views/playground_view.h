@@ -106,6 +106,13 @@ class PlaygroundView : public StudioView {
     QString generationNote;  // the status after generating, shown again when the provenance goes
   };
   void build();           // the widgets and their layout
+  void buildPrompt();             // the prompt and the paper's prompts
+  void buildSamplingControls();  // temperature, top-p, top-k
+  void buildSeedControls();      // the seed, random, max tokens, compare
+  QWidget* buildSampling();
+  QWidget* buildLeft();
+  QHBoxLayout* buildLegendRow();  // the tint's key and its toggle
+  QWidget* buildOutput();         // the stories, their notice and hint
   void connectSignals();  // what they do
   void loadPaperPrompts();
   void rebuildColumns(const QVector<QPair<QString, bool>>& runs);  // (run folder, trained)

@@ -30,12 +30,14 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
+#include "gui/views/probe_state.h"
 #include "gui/studio_settings.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/task_example_bar.h"
 #include "gui/widgets/token_text.h"
 #include "gui/widgets/widget_export.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/prober.h"
 
 namespace studio {
@@ -72,7 +74,8 @@ QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds) {
   return QObject::tr("Rollout R_l = (½A_l + ½I)·R_{l−1} through %1.").arg(parts.join(QStringLiteral("; ")));
 }
 
-ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : StudioView(runs, engine, parent), state_(new ProbeState(engine, this)) {
   build();
   connectSignals();
   leaveRun();
@@ -80,6 +83,31 @@ ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent) : Studi
 }
 
 void ProbeView::build() {
+  QWidget* lensBox = buildLens();
+  QWidget* rolloutBox = buildRollout();
+  QWidget* ablationBox = buildAblation();
+  auto* lower = new QSplitter(Qt::Horizontal);
+  lower->addWidget(rolloutBox);
+  lower->addWidget(ablationBox);
+  lower->setStretchFactor(0, 3);
+  lower->setStretchFactor(1, 2);
+  auto* rows = new QSplitter(Qt::Vertical);
+  rows->addWidget(lensBox);
+  rows->addWidget(lower);
+  rows->setStretchFactor(0, 2);
+  rows->setStretchFactor(1, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(buildPromptBar());
+  layout->addWidget(makeWhatIfNotice(
+      QStringLiteral("probe_whatif_box"),
+      tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is in the base loss); "
+         "Reset it in the Weights view.")));
+  layout->addWidget(status_);
+  layout->addWidget(rows, 1);
+}
+
+QHBoxLayout* ProbeView::buildPromptBar() {
   promptEdit_ =
       new QLineEdit(QStringLiteral("Once upon a time, there was a little girl named Lily. She loved to play."));
   promptEdit_->setObjectName(QStringLiteral("probe_prompt"));
@@ -92,7 +120,19 @@ void ProbeView::build() {
   status_ = new QLabel(tr("Choose a run, type a prompt and press Probe."));
   status_->setObjectName(QStringLiteral("probe_status"));
   status_->setWordWrap(true);
+  promptLabel_ = new QLabel(tr("Prompt"));
+  exampleBar_ = new TaskExampleBar(QStringLiteral("probe"));
+  exampleBar_->hide();
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(promptLabel_);
+  bar->addWidget(promptEdit_, 1);
+  bar->addWidget(exampleBar_, 1);
+  bar->addWidget(probeButton_);
+  bar->addWidget(exportButton_);
+  return bar;
+}
 
+QWidget* ProbeView::buildLens() {
   // The lens grid: one row per residual stream, one column per position.
   lensTable_ = new QTableWidget;
   lensTable_->setObjectName(QStringLiteral("lens_table"));
@@ -114,7 +154,10 @@ void ProbeView::build() {
   lensLayout->setContentsMargins(0, 0, 0, 0);
   lensLayout->addLayout(lensHead);
   lensLayout->addWidget(lensTable_, 1);
+  return lensBox;
+}
 
+QWidget* ProbeView::buildRollout() {
   // Rollout: a heatmap and the layer it shows.
   rollout_ = new HeatmapPanel(tr("Attention rollout"), tr("input token"), tr("output position"));
   rollout_->setObjectName(QStringLiteral("rollout_heatmap"));
@@ -138,26 +181,32 @@ void ProbeView::build() {
   rolloutLayout->addWidget(rolloutKind_);
   rolloutLayout->addLayout(sliderRow);
   rolloutLayout->addWidget(rollout_, 1);
+  return rolloutBox;
+}
 
+void ProbeView::buildAblationPlot() {
   // Ablation: ranked horizontal bars, the corpus and the Run / Cancel controls.
   ablationPlot_ = new PlotPanel(tr("Importance by ablation"), tr("Δ validation loss (nats)"), QString());
   ablationPlot_->setObjectName(QStringLiteral("ablation_plot"));
   ablationPlot_->setLogOptionVisible(false);
   QCustomPlot* p = ablationPlot_->plot();
   bars_ = new QCPBars(p->yAxis, p->xAxis);  // keys down the side: one bar per knock-out
-  bars_->setBrush(QColor(31, 119, 180, 200));
-  bars_->setPen(QPen(QColor(31, 119, 180).darker(120)));
+  bars_->setBrush(colours::withAlpha(colours::category10(0), 200));
+  bars_->setPen(QPen(colours::category10(0).darker(120)));
   bars_->setWidth(0.7);
   p->xAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
   ablationPlot_->setCsvWriter([this] {
     QString out = QStringLiteral("layer,head,loss,delta\n");
-    for (const hsm::Ablation& a : ablation_.ablations)
+    for (const hsm::Ablation& a : ablation().ablations)
       out += QStringLiteral("%1,%2,%3,%4\n")
                  .arg(a.knock_out.layer)
                  .arg(a.knock_out.head < 0 ? QString() : QString::number(a.knock_out.head))
                  .arg(QString::number(a.loss, 'g', 10), QString::number(a.delta, 'g', 10));
     return out;
   });
+}
+
+void ProbeView::buildAblationControls() {
   dataEdit_ = new QLineEdit;
   dataEdit_->setObjectName(QStringLiteral("ablation_data"));
   dataEdit_->setPlaceholderText(tr("Corpus (default: the run's own); its validation split is evaluated"));
@@ -188,6 +237,11 @@ void ProbeView::build() {
   progress_->setValue(0);
   progress_->setTextVisible(true);
   progress_->setFormat(tr("idle"));
+}
+
+QWidget* ProbeView::buildAblation() {
+  buildAblationPlot();
+  buildAblationControls();
   auto* dataRow = new QHBoxLayout;
   dataRow->addWidget(dataEdit_, 1);
   dataRow->addWidget(browse_);
@@ -215,35 +269,7 @@ void ProbeView::build() {
   ablationScroll->setWidgetResizable(true);
   ablationScroll->setFrameShape(QFrame::NoFrame);
   ablationLayout->addWidget(ablationScroll, 1);
-
-  promptLabel_ = new QLabel(tr("Prompt"));
-  exampleBar_ = new TaskExampleBar(QStringLiteral("probe"));
-  exampleBar_->hide();
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(promptLabel_);
-  bar->addWidget(promptEdit_, 1);
-  bar->addWidget(exampleBar_, 1);
-  bar->addWidget(probeButton_);
-  bar->addWidget(exportButton_);
-  auto* lower = new QSplitter(Qt::Horizontal);
-  lower->addWidget(rolloutBox);
-  lower->addWidget(ablationBox);
-  lower->setStretchFactor(0, 3);
-  lower->setStretchFactor(1, 2);
-  auto* rows = new QSplitter(Qt::Vertical);
-  rows->addWidget(lensBox);
-  rows->addWidget(lower);
-  rows->setStretchFactor(0, 2);
-  rows->setStretchFactor(1, 3);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(bar);
-  layout->addWidget(makeWhatIfNotice(
-      QStringLiteral("probe_whatif_box"),
-      tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is in the base loss); "
-         "Reset it in the Weights view.")));
-  layout->addWidget(status_);
-  layout->addWidget(rows, 1);
+  return ablationBox;
 }
 
 void ProbeView::connectSignals() {
@@ -251,7 +277,7 @@ void ProbeView::connectSignals() {
   connect(promptEdit_, &QLineEdit::returnPressed, this, [this] { runProbe(); });
   connect(exampleBar_, &TaskExampleBar::exampleChosen, this, [this] {
     if (isProbing())
-      reprobe_ = true;  // probed when the one under way answers
+      state_->reprobeWhenAnswered();  // probed when the one under way answers
     else
       runProbe();
   });
@@ -279,6 +305,30 @@ void ProbeView::connectSignals() {
   connect(lensTable_, &QTableWidget::cellEntered, this, [this](int row, int column) {
     status_->setText(lensTooltip(row, column).remove(QRegularExpression("<[^>]*>")));
   });
+  connectState();
+}
+
+void ProbeView::connectState() {
+  connect(state_, &ProbeState::probed, this, &ProbeView::showProbe);
+  connect(state_, &ProbeState::probeDropped, this, [this] {  // the current run's, when shown
+    updateButtons();
+    emit probeFinished();
+    if (isVisible()) showRun();
+  });
+  connect(state_, &ProbeState::reprobeWanted, this, [this] { runProbe(); });
+  connect(state_, &ProbeState::probeFailed, this, &ProbeView::showProbeFailure);
+  connect(state_, &ProbeState::ablationProgress, this, [this](const QString& stage, double f) {
+    progress_->setValue(static_cast<int>(f * 1000));
+    progress_->setFormat(QStringLiteral("%1 · %p%").arg(stage));
+  });
+  connect(state_, &ProbeState::ablated, this, &ProbeView::showAblation);
+  connect(state_, &ProbeState::ablatedElsewhere, this, [this](const QString& runDir) {
+    progress_->setFormat(tr("%1's ablation done").arg(runName(runDir)));
+    status_->setText(tr("The ablation of %1 finished; choose that run to see it.").arg(runName(runDir)));
+    updateButtons();
+    emit ablationFinished();
+  });
+  connect(state_, &ProbeState::ablationFailed, this, &ProbeView::showAblationFailure);
 }
 
 void ProbeView::showPromptKind() {
@@ -296,23 +346,18 @@ void ProbeView::leaveRun() {
   // current run's last one (kept per run while the studio runs) or none, and says whose.
   showPromptKind();
   const QString dir = currentRunDir();
-  if (probeRun_ != dir) {
-    probeRun_ = dir;
-    hasProbe_ = false;
-    probe_ = {};
-    example_ = {};
+  if (state_->probeRun() != dir) {
+    state_->dropProbe(dir);
     exampleBar_->clearAnswers();
     drawLens();
     drawRollout();
     if (!isProbing())
       status_->setText(dir.isEmpty() ? tr("No run open.") : tr("No probe of %1 yet: press Probe.").arg(runName(dir)));
   }
-  ablationRun_ = dir;
-  hasAblation_ = ablations_.contains(dir);
-  ablation_ = ablations_.value(dir);
+  state_->showAblationOf(dir);
   if (!isAblating()) {
-    progress_->setValue(hasAblation_ ? 1000 : 0);
-    progress_->setFormat(hasAblation_ ? tr("done") : tr("idle"));
+    progress_->setValue(hasAblation() ? 1000 : 0);
+    progress_->setFormat(hasAblation() ? tr("done") : tr("idle"));
   }
   drawAblation();
 }
@@ -320,7 +365,7 @@ void ProbeView::leaveRun() {
 void ProbeView::showRun() {
   // The lens and rollout of the prompt are cheap: computed for the run at once.
   const RunEntry* run = currentRun();
-  if (run && run->has_info && !hasProbe_ && !isProbing() && (!run->task.empty() || !promptEdit_->text().trimmed().isEmpty()))
+  if (run && run->has_info && !hasProbe() && !isProbing() && (!run->task.empty() || !promptEdit_->text().trimmed().isEmpty()))
     runProbe();
 }
 
@@ -338,68 +383,43 @@ void ProbeView::updateButtons() {
 
 bool ProbeView::runProbe() {
   const RunEntry* run = runs_->currentRun();
-  lastError_ = isProbing() ? tr("A probe is already running.") : prompt_run_refusal(run, promptEdit_->text());
-  if (!lastError_.isEmpty()) {
-    status_->setText(lastError_);
+  const QString error = isProbing() ? tr("A probe is already running.") : prompt_run_refusal(run, promptEdit_->text());
+  state_->setLastError(error);
+  if (!error.isEmpty()) {
+    status_->setText(error);
     return false;
   }
-  probing_ = true;
-  probeRun_ = currentRunDir();
+  state_->startProbe(*run, promptEdit_->text(), exampleBar_->example());
   status_->setText(tr("Reading every layer's prediction…"));
-  auto failed = [this](const CallFailed& e) { onProbeFailed(e.message()); };
-  if (run->task.empty()) {
-    engine_->probe(run->dir, promptEdit_->text())
-        .then(this, [this, dir = probeRun_](const hsm::Probe& p) { onProbed(dir, p, {}); })
-        .onFailed(this, failed);
-  } else {
-    // A task run: test example N of its task, the lens ranking the right answer at each answer.
-    using Probed = std::pair<hsm::Probe, hsm::TaskPrompt>;
-    engine_->interactive()
-        .call<Probed>(run->dir,
-                      [index = exampleBar_->example()](const CallContext& c) {
-                        const hsm::Prober prober(c.model());
-                        hsm::TaskPrompt example = prober.task_prompt(index);
-                        hsm::Probe probe = prober.probe_tokens(example.tokens, 5, example.targets);
-                        return Probed{std::move(probe), std::move(example)};
-                      })
-        .then(this, [this, dir = probeRun_](const Probed& p) { onProbed(dir, p.first, p.second); })
-        .onFailed(this, failed);
-  }
   updateButtons();
   return true;
 }
 
 bool ProbeView::runAblation() {
-  lastError_.clear();
+  QString error;
   const RunEntry* run = runs_->currentRun();
   QString data = dataEdit_->text().trimmed();
   if (data.isEmpty() && run && run->has_info) data = QString::fromStdString(run->info.data_path);
   if (isAblating())
-    lastError_ = tr("An ablation is already running.");
+    error = tr("An ablation is already running.");
   else if (!run)
-    lastError_ = tr("Open a run first.");
+    error = tr("Open a run first.");
   else if (!run->has_info)
-    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+    error = tr("%1 has no checkpoint yet.").arg(run->name());
   else if (!run->task.empty())
-    lastError_ = tr("The ablation scores a corpus's validation windows; %1 was trained on a task (%2) and has none. "
-                    "Its test accuracy: hsm eval %1, or the Lab view.")
-                     .arg(run->name(), QString::fromStdString(run->task));
+    error = tr("The ablation scores a corpus's validation windows; %1 was trained on a task (%2) and has none. "
+               "Its test accuracy: hsm eval %1, or the Lab view.")
+                .arg(run->name(), QString::fromStdString(run->task));
   else if (data.isEmpty() || !QFileInfo::exists(data))
-    lastError_ = tr("Choose a corpus: %1").arg(data.isEmpty() ? tr("the run records none") : tr("%1 does not exist").arg(data));
-  if (!lastError_.isEmpty()) {
-    status_->setText(lastError_);
+    error = tr("Choose a corpus: %1").arg(data.isEmpty() ? tr("the run records none") : tr("%1 does not exist").arg(data));
+  state_->setLastError(error);
+  if (!error.isEmpty()) {
+    status_->setText(error);
     return false;
   }
   QString windows = windowsBox_->currentData().toString();
   if (windows.isEmpty()) windows = QString::fromStdString(run->info.training.windows);
-  ablating_ = engine_->ablate(run->dir, data, windows, maxWindows_->value());
-  connect(ablating_.feed(), &CallFeed::progress, this, [this](const QString& stage, double f) {
-    progress_->setValue(static_cast<int>(f * 1000));
-    progress_->setFormat(QStringLiteral("%1 · %p%").arg(stage));
-  });
-  ablating_.result()
-      .then(this, [this, dir = currentRunDir()](const hsm::AblationReport& r) { onAblated(dir, r); })
-      .onFailed(this, [this](const CallFailed& e) { onAblationFailed(e); });
+  state_->startAblation(*run, data, windows, maxWindows_->value());
   progress_->setValue(0);
   progress_->setFormat(tr("starting · %p%"));
   status_->setText(tr("Evaluating with each layer and head knocked out on %1…").arg(QFileInfo(data).fileName()));
@@ -407,24 +427,11 @@ bool ProbeView::runAblation() {
   return true;
 }
 
-void ProbeView::cancelAblation() { ablating_.cancel(); }
+void ProbeView::cancelAblation() { state_->cancelAblation(); }
 
-void ProbeView::onProbed(const QString& runDir, const hsm::Probe& p, const hsm::TaskPrompt& example) {
-  probing_ = false;
-  if (runDir != probeRun_) {  // of a run left meanwhile: the current one's, when shown
-    updateButtons();
-    emit probeFinished();
-    if (isVisible()) showRun();
-    return;
-  }
-  if (reprobe_) {  // another example was chosen meanwhile: this one is not shown
-    reprobe_ = false;
-    runProbe();
-    return;
-  }
-  probe_ = p;
-  example_ = example;
-  hasProbe_ = true;
+void ProbeView::showProbe() {
+  const hsm::Probe& p = probe();
+  const hsm::TaskPrompt& example = state_->example();
   if (example.task.empty())
     exampleBar_->clearAnswers();
   else
@@ -444,18 +451,8 @@ void ProbeView::onProbed(const QString& runDir, const hsm::Probe& p, const hsm::
   emit probeFinished();
 }
 
-void ProbeView::onAblated(const QString& runDir, const hsm::AblationReport& r) {
-  ablating_ = {};
-  ablations_[runDir] = r;
-  if (runDir != ablationRun_) {  // finished after the user moved to another run: kept for it
-    progress_->setFormat(tr("%1's ablation done").arg(runName(runDir)));
-    status_->setText(tr("The ablation of %1 finished; choose that run to see it.").arg(runName(runDir)));
-    updateButtons();
-    emit ablationFinished();
-    return;
-  }
-  ablation_ = r;
-  hasAblation_ = true;
+void ProbeView::showAblation(const QString& runDir) {
+  const hsm::AblationReport& r = ablation();
   progress_->setValue(1000);
   progress_->setFormat(tr("done · %1 evaluations · %2 s").arg(r.ablations.size() + 1).arg(r.seconds, 0, 'f', 1));
   status_->setText(tr("%1: base loss %2 on %3 tokens (%4 %5 windows) of the %6 split; the bars show how much "
@@ -470,48 +467,41 @@ void ProbeView::onAblated(const QString& runDir, const hsm::AblationReport& r) {
   emit ablationFinished();
 }
 
-void ProbeView::onProbeFailed(const QString& message) {
-  probing_ = false;
-  lastError_ = message;
+void ProbeView::showProbeFailure(const QString& message, bool reprobe) {
   status_->setText(tr("Probe failed: %1").arg(message));
   exampleBar_->clearAnswers();
   updateButtons();
   emit probeFinished();
-  if (reprobe_) {
-    reprobe_ = false;
-    runProbe();
-  }
+  if (reprobe) runProbe();
 }
 
-void ProbeView::onAblationFailed(const CallFailed& failure) {
-  ablating_ = {};
-  lastError_ = failure.message();
-  progress_->setFormat(failure.cancelled() ? tr("cancelled") : tr("failed"));
-  status_->setText(failure.cancelled() ? tr("Ablation cancelled.") : tr("Ablation failed: %1").arg(failure.message()));
+void ProbeView::showAblationFailure(const QString& message, bool cancelled) {
+  progress_->setFormat(cancelled ? tr("cancelled") : tr("failed"));
+  status_->setText(cancelled ? tr("Ablation cancelled.") : tr("Ablation failed: %1").arg(message));
   updateButtons();
   emit ablationFinished();
 }
 
 QString ProbeView::lensTooltip(int row, int column) const {
-  if (!hasProbe_ || row < 0 || row >= static_cast<int>(probe_.lens.size()) || column < 0 || column >= probe_.length)
+  if (!hasProbe() || row < 0 || row >= static_cast<int>(probe().lens.size()) || column < 0 || column >= probe().length)
     return {};
-  const hsm::LensLayer& l = probe_.lens[static_cast<size_t>(row)];
+  const hsm::LensLayer& l = probe().lens[static_cast<size_t>(row)];
   const auto c = static_cast<size_t>(column);
   QString html = tr("<b>%1</b>, after “%2” (position %3)<br>KL to the last layer %4 nats")
-                     .arg(stream_name(l.layer), piece_label(probe_.tokens[c]).toHtmlEscaped())
+                     .arg(stream_name(l.layer), piece_label(probe().tokens[c]).toHtmlEscaped())
                      .arg(column)
                      .arg(l.kl_to_final[c], 0, 'f', 4);
-  const bool answer = std::count(example_.answers.begin(), example_.answers.end(), column) > 0;
+  const bool answer = std::count(state_->example().answers.begin(), state_->example().answers.end(), column) > 0;
   if (l.target_rank[c] > 0 && answer)  // a task example's answer: the lens ranks the right one
     html += tr("<br>right answer “%1”: rank %2")
-                .arg(piece_label(example_.answer_labels[static_cast<size_t>(
-                                     std::find(example_.answers.begin(), example_.answers.end(), column) -
-                                     example_.answers.begin())])
+                .arg(piece_label(state_->example().answer_labels[static_cast<size_t>(
+                                     std::find(state_->example().answers.begin(), state_->example().answers.end(), column) -
+                                     state_->example().answers.begin())])
                          .toHtmlEscaped())
                 .arg(l.target_rank[c]);
-  else if (l.target_rank[c] > 0 && c + 1 < probe_.tokens.size())
+  else if (l.target_rank[c] > 0 && c + 1 < probe().tokens.size())
     html += tr("<br>actual next “%1”: rank %2")
-                .arg(piece_label(probe_.tokens[c + 1]).toHtmlEscaped())
+                .arg(piece_label(probe().tokens[c + 1]).toHtmlEscaped())
                 .arg(l.target_rank[c]);
   html += QStringLiteral("<table>");
   for (size_t j = 0; j < std::min<size_t>(5, l.top[c].size()); ++j)
@@ -523,22 +513,22 @@ QString ProbeView::lensTooltip(int row, int column) const {
 
 void ProbeView::drawLens() {
   lensTable_->clear();
-  if (!hasProbe_) {
+  if (!hasProbe()) {
     lensTable_->setRowCount(0);
     lensTable_->setColumnCount(0);
     return;
   }
-  const int rows = static_cast<int>(probe_.lens.size()), cols = static_cast<int>(probe_.length);
+  const int rows = static_cast<int>(probe().lens.size()), cols = static_cast<int>(probe().length);
   lensTable_->setRowCount(rows);
   lensTable_->setColumnCount(cols);
   const QStringList header = tokenLabels(true);
   QStringList side;
-  for (const hsm::LensLayer& l : probe_.lens) side << stream_name(l.layer);
+  for (const hsm::LensLayer& l : probe().lens) side << stream_name(l.layer);
   lensTable_->setHorizontalHeaderLabels(header);
   lensTable_->setVerticalHeaderLabels(side);
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
-      const hsm::LensToken& top = probe_.lens[static_cast<size_t>(r)].top[static_cast<size_t>(c)].front();
+      const hsm::LensToken& top = probe().lens[static_cast<size_t>(r)].top[static_cast<size_t>(c)].front();
       auto* item = new QTableWidgetItem(piece_label(top.piece));
       item->setBackground(TokenText::tint(top.prob));
       item->setToolTip(lensTooltip(r, c));
@@ -551,27 +541,27 @@ int ProbeView::rolloutLayer() const { return layerSlider_->value(); }
 QString ProbeView::rolloutKindText() const { return rolloutKind_->text(); }
 
 void ProbeView::drawRollout() {
-  if (!hasProbe_ || probe_.rollout.empty()) {
+  if (!hasProbe() || probe().rollout.empty()) {
     rollout_->clearWithMessage(tr("Probe a prompt to see where information flows."));
     rolloutKind_->clear();
     return;
   }
-  const int layer = std::clamp(layerSlider_->value(), 0, static_cast<int>(probe_.rollout.size()) - 1);
-  const hsm::RolloutLayer& r = probe_.rollout[static_cast<size_t>(layer)];
-  const int L = static_cast<int>(probe_.length);
-  rollout_->setPinnedRows(TaskExampleBar::answerRows(example_));
+  const int layer = std::clamp(layerSlider_->value(), 0, static_cast<int>(probe().rollout.size()) - 1);
+  const hsm::RolloutLayer& r = probe().rollout[static_cast<size_t>(layer)];
+  const int L = static_cast<int>(probe().length);
+  rollout_->setPinnedRows(TaskExampleBar::answerRows(state_->example()));
   rollout_->setMatrix(L, L, std::vector<double>(r.matrix.begin(), r.matrix.end()), tokenLabels(true),
                       tokenLabels(false));
-  layerLabel_->setText(tr("after layer %1 of %2").arg(r.layer).arg(probe_.rollout.size()));
-  rolloutKind_->setText(rollout_kind_text(probe_.matrix_kinds));
+  layerLabel_->setText(tr("after layer %1 of %2").arg(r.layer).arg(probe().rollout.size()));
+  rolloutKind_->setText(rollout_kind_text(probe().matrix_kinds));
 }
 
 QStringList ProbeView::tokenLabels(bool marked) const {
   // A task example's answer positions are marked (the lens's columns, the rollout's rows).
   QStringList labels;
-  for (const std::string& t : probe_.tokens) labels << piece_label(t);
+  for (const std::string& t : probe().tokens) labels << piece_label(t);
   if (marked)
-    for (int64_t t : example_.answers)
+    for (int64_t t : state_->example().answers)
       if (t < labels.size()) labels[static_cast<int>(t)].prepend(QStringLiteral("▸"));
   return labels;
 }
@@ -579,21 +569,21 @@ QStringList ProbeView::tokenLabels(bool marked) const {
 QString ProbeView::ablationOf() const { return ablationOf_->text(); }
 
 void ProbeView::drawAblation() {
-  ablationOf_->setText(hasAblation_ ? tr("Ablation of <b>%1</b>: base loss %2 on %3 tokens of the %4 split.")
-                                          .arg(runName(ablationRun_).toHtmlEscaped())
-                                          .arg(ablation_.base_loss, 0, 'f', 4)
-                                          .arg(ablation_.tokens)
-                                          .arg(QString::fromStdString(ablation_.split))
+  ablationOf_->setText(hasAblation() ? tr("Ablation of <b>%1</b>: base loss %2 on %3 tokens of the %4 split.")
+                                          .arg(runName(state_->ablationRun()).toHtmlEscaped())
+                                          .arg(ablation().base_loss, 0, 'f', 4)
+                                          .arg(ablation().tokens)
+                                          .arg(QString::fromStdString(ablation().split))
                                     : QString());
   QCustomPlot* p = ablationPlot_->plot();
   for (int i = p->itemCount() - 1; i >= 0; --i) p->removeItem(i);
   QVector<double> keys, values;
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  const int n = static_cast<int>(ablation_.ablations.size());
+  const int n = static_cast<int>(ablation().ablations.size());
   // Every bar labelled, kAblationBarHeight pixels each; the pane scrolls when they do not fit.
   ablationPlot_->setMinimumHeight(std::max(kAblationMinHeight, n * kAblationBarHeight + kAblationPlotMargin));
   for (int i = 0; i < n; ++i) {  // the largest rise at the top
-    const hsm::Ablation& a = ablation_.ablations[static_cast<size_t>(i)];
+    const hsm::Ablation& a = ablation().ablations[static_cast<size_t>(i)];
     keys << n - 1 - i;
     values << a.delta;
     ticker->addTick(n - 1 - i, a.knock_out.head < 0 ? tr("L%1").arg(a.knock_out.layer)
@@ -610,11 +600,11 @@ void ProbeView::drawAblation() {
         run && !run->task.empty()
             ? tr("The ablation scores a corpus's validation windows;\na task run has none (its test accuracy: the "
                  "Losses view, hsm eval).")
-        : ablationRun_.isEmpty()
+        : state_->ablationRun().isEmpty()
             ? tr("Run the ablation: each layer's mixer, and each head,\nknocked out in turn on the validation split.")
             : tr("No ablation of %1 yet. Run it: each layer's mixer, and each head,\nknocked out in turn on "
                  "the validation split.")
-                  .arg(runName(ablationRun_)));
+                  .arg(runName(state_->ablationRun())));
     text->setColor(QColor(90, 90, 90));
     p->xAxis->setRange(0, 1);
     p->yAxis->setRange(0, 1);
@@ -630,13 +620,13 @@ void ProbeView::drawAblation() {
 
 QString ProbeView::lensCsv() const {
   QString out = QStringLiteral("stream,position,token,top1,prob,kl_to_final,target_rank\n");
-  for (const hsm::LensLayer& l : probe_.lens)
-    for (int64_t t = 0; t < probe_.length; ++t) {
+  for (const hsm::LensLayer& l : probe().lens)
+    for (int64_t t = 0; t < probe().length; ++t) {
       const auto c = static_cast<size_t>(t);
       out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
                  .arg(l.layer)
                  .arg(t)
-                 .arg(quote(QString::fromStdString(probe_.tokens[c])), quote(QString::fromStdString(l.top[c][0].piece)))
+                 .arg(quote(QString::fromStdString(probe().tokens[c])), quote(QString::fromStdString(l.top[c][0].piece)))
                  .arg(QString::number(l.top[c][0].prob, 'g', 8), QString::number(l.kl_to_final[c], 'g', 8))
                  .arg(l.target_rank[c] > 0 ? QString::number(l.target_rank[c]) : QString());
     }
@@ -672,10 +662,10 @@ QStringList ProbeView::exportAll(const QString& folder, QString* error) {
   one(stem + QStringLiteral("-lens"), [this](const QString& path) { return exportLens(path); });
   one(stem + QStringLiteral("-rollout"), [this](const QString& path) { return rollout_->exportTo(path); });
   one(stem + QStringLiteral("-ablation"), [this](const QString& path) { return ablationPlot_->exportTo(path); });
-  if (hasProbe_ && !example_.task.empty()) {  // what the lens and rollout are of: the task example
+  if (hasProbe() && !state_->example().task.empty()) {  // what the lens and rollout are of: the task example
     const QString path = QDir(folder).filePath(stem + QStringLiteral("-example.json"));
     QFile f(path);
-    const QByteArray json = QJsonDocument(TaskExampleBar::json(example_)).toJson();
+    const QByteArray json = QJsonDocument(TaskExampleBar::json(state_->example())).toJson();
     if (f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(json) == json.size())
       written << path;
     else if (error && error->isEmpty())

@@ -9,13 +9,14 @@
 #include <QMap>
 #include <QWidget>
 
-#include "gui/engine/executor.h"
+#include "gui/views/probe_state.h"
 #include "gui/views/studio_view.h"
 #include "hsm/probe.h"
 #include "hsm/tasks.h"
 
 class QComboBox;
 class QCPBars;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -37,6 +38,7 @@ class TaskExampleBar;
 // the Probe view and the Playground's provenance say it beside what they show.
 QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds);
 
+// What it holds and asks the engine is a ProbeState (probe_state.h); this is its drawing.
 class ProbeView : public StudioView {
   Q_OBJECT
  public:
@@ -47,12 +49,12 @@ class ProbeView : public StudioView {
   // As the Probe button: the lens and rollout of the current run for the prompt. False when
   // nothing could start (reason in lastError()).
   bool runProbe();
-  bool isProbing() const { return probing_; }
-  bool hasProbe() const { return hasProbe_; }
-  const hsm::Probe& probe() const { return probe_; }
+  bool isProbing() const { return state_->isProbing(); }
+  bool hasProbe() const { return state_->hasProbe(); }
+  const hsm::Probe& probe() const { return state_->probe(); }
   // A task run's prompt: the test example probed, with the model's answers (task "" for a
   // corpus run), and the bar that chooses it (shown instead of the prompt box).
-  const hsm::TaskPrompt& example() const { return example_; }
+  const hsm::TaskPrompt& example() const { return state_->example(); }
   TaskExampleBar* exampleBar() const { return exampleBar_; }
 
   // The corpus whose validation split the ablation evaluates (default: the run's own).
@@ -61,13 +63,13 @@ class ProbeView : public StudioView {
   // As the ablation's Run button / Cancel button.
   bool runAblation();
   void cancelAblation();
-  bool isAblating() const { return ablating_.feed() != nullptr; }
+  bool isAblating() const { return state_->isAblating(); }
   // The ablation shown: the current run's last one (kept per run while the studio runs).
-  bool hasAblation() const { return hasAblation_; }
-  const hsm::AblationReport& ablation() const { return ablation_; }
+  bool hasAblation() const { return state_->hasAblation(); }
+  const hsm::AblationReport& ablation() const { return state_->ablation(); }
   // What the ablation panel says it shows ("Ablation of <run>: base loss …"; empty: none).
   QString ablationOf() const;
-  QString lastError() const { return lastError_; }
+  QString lastError() const { return state_->lastError(); }
   // whatIfBanner(): while the current run has a what-if edit (the Weights view), the lens,
   // rollout and ablation are of the edited model.
 
@@ -95,13 +97,20 @@ class ProbeView : public StudioView {
 
  private:
   void build();
+  QHBoxLayout* buildPromptBar();  // the prompt (or a task's example), Probe, Export all
+  QWidget* buildLens();
+  QWidget* buildRollout();
+  void buildAblationPlot();
+  void buildAblationControls();  // the corpus, the windows, Run / Cancel and the progress
+  QWidget* buildAblation();
   void connectSignals();
-  void onProbed(const QString& runDir, const hsm::Probe& p, const hsm::TaskPrompt& example);
+  void connectState();  // what the view shows when the state says something arrived
+  void showProbe();
+  void showProbeFailure(const QString& message, bool reprobe);
+  void showAblation(const QString& runDir);
+  void showAblationFailure(const QString& message, bool cancelled);
   void showPromptKind();  // the prompt box for a corpus run, the example bar for a task run
   QStringList tokenLabels(bool marked) const;
-  void onAblated(const QString& runDir, const hsm::AblationReport& r);
-  void onProbeFailed(const QString& message);
-  void onAblationFailed(const CallFailed& failure);
   void drawLens();
   void drawRollout();
   void drawAblation();
@@ -110,11 +119,10 @@ class ProbeView : public StudioView {
   void exportDialog();
   void updateButtons();
 
+  ProbeState* state_;
   QLabel* promptLabel_;
   QLineEdit* promptEdit_;
   TaskExampleBar* exampleBar_;
-  hsm::TaskPrompt example_;  // a task run's: the example probe_ is of
-  bool reprobe_ = false;     // another example was chosen while a probe ran
   QPushButton* probeButton_;
   QPushButton* exportButton_;
   QPushButton* lensExport_;
@@ -134,15 +142,6 @@ class ProbeView : public StudioView {
   QPushButton* ablateButton_;
   QPushButton* cancelButton_;
   QProgressBar* progress_;
-  bool probing_ = false;
-  Reply<hsm::AblationReport> ablating_;  // the ablation under way (none: no feed)
-  hsm::Probe probe_;
-  QString probeRun_;  // the run probe_ (or the probe under way) is of
-  hsm::AblationReport ablation_;
-  QString ablationRun_;                           // the run ablation_ is of: the current one
-  QMap<QString, hsm::AblationReport> ablations_;  // each run's last ablation
-  bool hasProbe_ = false, hasAblation_ = false;
-  QString lastError_;
 };
 
 }  // namespace studio

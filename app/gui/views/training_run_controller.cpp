@@ -98,6 +98,17 @@ void TrainingRunController::buildStatus() {
   auto* progressRow = new QHBoxLayout;
   progressRow->addWidget(stageLabel_, 1);
   progressRow->addWidget(dataProgress_);
+  buildLog();
+  status_ = new QWidget;
+  auto* layout = new QVBoxLayout(status_);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(progressRow);
+  layout->addWidget(trainProgress_);
+  layout->addWidget(logToggle_, 0, Qt::AlignLeft);
+  layout->addWidget(log_);
+}
+
+void TrainingRunController::buildLog() {
   logToggle_ = new QToolButton;
   logToggle_->setText(tr("Engine log"));
   logToggle_->setCheckable(true);
@@ -116,14 +127,6 @@ void TrainingRunController::buildStatus() {
     log_->setVisible(on);
     logToggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
   });
-
-  status_ = new QWidget;
-  auto* layout = new QVBoxLayout(status_);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addLayout(progressRow);
-  layout->addWidget(trainProgress_);
-  layout->addWidget(logToggle_, 0, Qt::AlignLeft);
-  layout->addWidget(log_);
 }
 
 bool TrainingRunController::buildSpec(hsm::RunSpec& spec) {

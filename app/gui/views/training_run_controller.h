@@ -46,6 +46,7 @@ class TrainingRunController : public QObject {
  private:
   void buildActions();
   void buildStatus();
+  void buildLog();  // the engine log, folded away under its toggle
   void updateButtons();
   void onProgress(const QString& stage, double fraction);
   void onMetric(const QString& runDir, const hsm::MetricRecord& m);

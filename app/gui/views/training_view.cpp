@@ -29,6 +29,14 @@ TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent) :
 void TrainingView::build() {
   form_ = new TrainingForm;
   controller_ = new TrainingRunController(form_, runs_, engine_, this);
+  QWidget* left = buildFormPane();
+  QWidget* right = buildPlots();
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(left);
+  layout->addWidget(right, 1);
+}
+
+QWidget* TrainingView::buildFormPane() {
   auto* scroll = new QScrollArea;
   scroll->setWidget(form_);
   scroll->setWidgetResizable(true);
@@ -36,8 +44,17 @@ void TrainingView::build() {
   scroll->setMinimumWidth(form_->sizeHint().width() + 24);
   scroll->setMaximumWidth(520);
   scroll->setFrameShape(QFrame::NoFrame);
+  // The actions stay in view below the scrolling form.
+  auto* left = new QWidget;
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
+  leftLayout->addWidget(scroll, 1);
+  leftLayout->addWidget(controller_->actions());
+  left->setMaximumWidth(520);
+  return left;
+}
 
-  // ---- plots ---------------------------------------------------------------------------
+QHBoxLayout* TrainingView::buildPlotControls() {
   smoothing_ = new QSlider(Qt::Horizontal);
   smoothing_->setObjectName(QStringLiteral("smoothing"));
   smoothing_->setRange(0, 99);
@@ -61,7 +78,10 @@ void TrainingView::build() {
   controls->addSpacing(12);
   controls->addWidget(overlay_);
   controls->addStretch(1);
+  return controls;
+}
 
+QWidget* TrainingView::buildPlots() {
   lossPlot_ = new PlotPanel(tr("Loss"), tr("step"), tr("cross-entropy (nats)"));
   accuracyPlot_ = new PlotPanel(tr("Validation accuracy"), tr("step"), tr("top-1 next-token accuracy"));
   speedPlot_ = new PlotPanel(tr("Throughput"), tr("step"), tr("tokens/s"));
@@ -86,20 +106,10 @@ void TrainingView::build() {
   auto* right = new QWidget;
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(6, 0, 0, 0);
-  rightLayout->addLayout(controls);
+  rightLayout->addLayout(buildPlotControls());
   rightLayout->addWidget(plotTabs, 1);
   rightLayout->addWidget(controller_->status());
-
-  // The actions stay in view below the scrolling form.
-  auto* left = new QWidget;
-  auto* leftLayout = new QVBoxLayout(left);
-  leftLayout->setContentsMargins(0, 0, 0, 0);
-  leftLayout->addWidget(scroll, 1);
-  leftLayout->addWidget(controller_->actions());
-  left->setMaximumWidth(520);
-  auto* layout = new QHBoxLayout(this);
-  layout->addWidget(left);
-  layout->addWidget(right, 1);
+  return right;
 }
 
 void TrainingView::connectSignals() {

@@ -10,6 +10,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -55,6 +56,9 @@ class TrainingView : public StudioView {
 
  private:
   void build();
+  QWidget* buildFormPane();           // the scrolling form, the actions below it
+  QHBoxLayout* buildPlotControls();   // smoothing, x axis, overlay
+  QWidget* buildPlots();              // the curves, the scatter, the run's status
   void connectSignals();
   void rebuildPlots();
 

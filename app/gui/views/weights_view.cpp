@@ -28,6 +28,7 @@
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/receptive_field_diagram.h"
+#include "gui/widgets/colour_maps.h"
 #include "hsm/evaluator.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/presets.h"
@@ -69,7 +70,28 @@ void WeightsView::build() {
   notes_->setObjectName(QStringLiteral("weights_notes"));
   notes_->setWordWrap(true);
   notes_->setStyleSheet(QStringLiteral("color: #444;"));
+  buildAbPlot();
+  buildLowerPlots();
+  QWidget* editorBox = buildWhatIfEditor();
+  buildWhatIfBanner();
+  QWidget* rowsScroll = buildRows();
+  auto* sides = new QSplitter(Qt::Horizontal);
+  sides->addWidget(rowsScroll);
+  sides->addWidget(editorBox);
+  sides->setStretchFactor(0, 3);
+  sides->setStretchFactor(1, 1);
+  auto* headerRow = new QHBoxLayout;
+  headerRow->addWidget(header_, 1);
+  headerRow->addWidget(loss_);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(headerRow);
+  layout->addWidget(bannerBox_);
+  layout->addWidget(sides, 1);
+  layout->addWidget(notes_);
+}
 
+void WeightsView::buildAbPlot() {
   abPlot_ = new PlotPanel(tr("Learned a and b per layer"), tr("layer"), tr("weight"));
   abPlot_->setObjectName(QStringLiteral("ab_plot"));
   abPlot_->setLogOptionVisible(false);
@@ -78,10 +100,10 @@ void WeightsView::build() {
   barsB_ = new QCPBars(p->xAxis, p->yAxis);
   barsA_->setName(tr("a (identity)"));
   barsB_->setName(tr("b (shifted)"));
-  barsA_->setBrush(QColor(31, 119, 180, 200));
-  barsA_->setPen(QPen(QColor(31, 119, 180).darker(120)));
-  barsB_->setBrush(QColor(255, 127, 14, 200));
-  barsB_->setPen(QPen(QColor(255, 127, 14).darker(120)));
+  barsA_->setBrush(colours::withAlpha(colours::category10(0), 200));
+  barsA_->setPen(QPen(colours::category10(0).darker(120)));
+  barsB_->setBrush(colours::withAlpha(colours::category10(1), 200));
+  barsB_->setPen(QPen(colours::category10(1).darker(120)));
   auto* group = new QCPBarsGroup(p);
   barsA_->setBarsGroup(group);
   barsB_->setBarsGroup(group);
@@ -94,6 +116,11 @@ void WeightsView::build() {
   p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   p->plotLayout()->setRowStretchFactor(1, 0.001);
   p->yAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80)));
+  setUpBarDragging();
+}
+
+void WeightsView::setUpBarDragging() {
+  QCustomPlot* p = abPlot_->plot();
   p->setToolTip(tr("Drag a bar up or down to set that layer's a or b (what-if); the editor on the right shows it") +
                 QStringLiteral("\n\n") + help::termToolTip(help::Term::kWeightA) + QLatin1Char('\n') +
                 help::termToolTip(help::Term::kWeightB) + QLatin1Char('\n') + help::termToolTip(help::Term::kShift));
@@ -111,7 +138,9 @@ void WeightsView::build() {
                    .arg(QString::number(w.a[0], 'g', 9), QString::number(w.b[0], 'g', 9));
     return out;
   });
+}
 
+void WeightsView::buildLowerPlots() {
   offsetPlot_ = new PlotPanel(tr("End-to-end offset weights"), tr("offset k"), tr("path weight"));
   offsetPlot_->setObjectName(QStringLiteral("offset_plot"));
   offsetPlot_->setToolTip(
@@ -139,7 +168,9 @@ void WeightsView::build() {
   hl->addWidget(new QLabel(tr("<b>Multihead: shift, a and b per layer and head</b>")));
   hl->addWidget(headNote_);
   hl->addWidget(headTable_, 1);
+}
 
+QWidget* WeightsView::buildWhatIfEditor() {
   // What-if: the editor on the right, the banner with the loss above the plots.
   editor_ = new WhatIfEditor;
   editor_->setObjectName(QStringLiteral("whatif_editor"));
@@ -165,7 +196,10 @@ void WeightsView::build() {
   wl->addStretch(1);
   el->addWidget(windowsRow_);
   el->addWidget(editorScroll, 1);
+  return editorBox;
+}
 
+void WeightsView::buildWhatIfBanner() {
   diagram_ = new ReceptiveFieldDiagram;
   diagram_->setObjectName(QStringLiteral("whatif_receptive_field"));
   diagram_->setToolTip(tr("Receptive field with the what-if knock-outs: a knocked-out layer keeps only its residual path"));
@@ -192,14 +226,16 @@ void WeightsView::build() {
   bannerBox_->setSizePolicy(keep);
   banner_->setWordWrap(false);
   banner_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+}
 
+QWidget* WeightsView::buildRows() {
   auto* top = new QSplitter(Qt::Horizontal);
   top->addWidget(abPlot_);
   top->addWidget(offsetPlot_);
   bottom_ = new QSplitter(Qt::Horizontal);
   auto* bottom = bottom_;
   bottom->addWidget(vectorMap_);
-  bottom->addWidget(headBox);
+  bottom->addWidget(headBox_);
   auto* rows = new QSplitter(Qt::Vertical);
   rows->addWidget(top);
   rows->addWidget(diagram_);
@@ -214,20 +250,7 @@ void WeightsView::build() {
   rowsScroll->setWidgetResizable(true);
   rowsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   rowsScroll->setFrameShape(QFrame::NoFrame);
-  auto* sides = new QSplitter(Qt::Horizontal);
-  sides->addWidget(rowsScroll);
-  sides->addWidget(editorBox);
-  sides->setStretchFactor(0, 3);
-  sides->setStretchFactor(1, 1);
-  auto* headerRow = new QHBoxLayout;
-  headerRow->addWidget(header_, 1);
-  headerRow->addWidget(loss_);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(headerRow);
-  layout->addWidget(bannerBox_);
-  layout->addWidget(sides, 1);
-  layout->addWidget(notes_);
+  return rowsScroll;
 }
 
 void WeightsView::connectSignals() {
@@ -697,13 +720,11 @@ void WeightsView::drawOffsets() {
 
 bool WeightsView::drawLagWeights() {
   // The extractors (EX §5) weight each earlier input by its lag: one curve per layer.
-  static const QColor palette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
-                                   {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127}};
   QVector<PlotSeries> series;
   for (const hsm::MixerWeights& w : weights_) {
     if (w.lag_weights.empty()) continue;
     PlotSeries s{tr("L%1 %2").arg(w.layer).arg(QString::fromStdString(w.mixer)),
-                 palette[series.size() % (sizeof palette / sizeof palette[0])],
+                 colours::category10(static_cast<int>(series.size()), 8),
                  {},
                  {}};
     for (size_t k = 0; k < w.lag_weights.size(); ++k) {
@@ -762,7 +783,7 @@ void WeightsView::fillHeadTable() {
       // Tint by |b|: how much the head mixes in its shifted input.
       const double t =
           std::min(1.0, std::abs(double(w.b[j])) / std::max(1e-6, std::abs(double(w.a[j])) + std::abs(double(w.b[j]))));
-      item->setBackground(QColor::fromRgbF(1.0 - 0.45 * t, 1.0 - 0.25 * t, 1.0));
+      item->setBackground(colours::whiteToBlue(t, 0.45, 0.25));
       item->setData(Qt::UserRole, double(w.a[j]));
       item->setData(Qt::UserRole + 1, double(w.b[j]));
       headTable_->setItem(r, j, item);

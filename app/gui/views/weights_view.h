@@ -94,6 +94,12 @@ class WeightsView : public StudioView {
 
  private:
   void build();
+  void buildAbPlot();       // a and b per layer, as bars to drag
+  void setUpBarDragging();  // its tooltip, the drag, its CSV
+  void buildLowerPlots();   // the offset weights, the vector heatmap, the multihead table
+  QWidget* buildWhatIfEditor();
+  void buildWhatIfBanner();  // the what-if receptive field and the banner with its loss
+  QWidget* buildRows();      // the plots' rows, scrolling on a short screen
   void connectSignals();
   void onCurrentChanged();
   void drawBars();

@@ -1,4 +1,5 @@
 #include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/colour_maps.h"
 
 #include <QFontMetricsF>
 #include <QLabel>
@@ -12,29 +13,17 @@
 namespace studio {
 namespace {
 
-QCPColorGradient sequential_gradient() {
+// A QCustomPlot gradient through a colour map's stops (widgets/colour_maps.h).
+QCPColorGradient gradient(const std::vector<colours::ColourStop>& stops) {
   QCPColorGradient g;
   g.clearColorStops();
-  g.setColorStopAt(0.0, QColor(255, 255, 255));
-  g.setColorStopAt(0.25, QColor(198, 219, 239));
-  g.setColorStopAt(0.55, QColor(107, 174, 214));
-  g.setColorStopAt(0.8, QColor(33, 113, 181));
-  g.setColorStopAt(1.0, QColor(8, 48, 107));
+  for (const colours::ColourStop& s : stops) g.setColorStopAt(s.at, s.colour);
   g.setColorInterpolation(QCPColorGradient::ciRGB);
   return g;
 }
 
-QCPColorGradient diverging_gradient() {
-  QCPColorGradient g;
-  g.clearColorStops();
-  g.setColorStopAt(0.0, QColor(178, 24, 43));
-  g.setColorStopAt(0.25, QColor(239, 138, 98));
-  g.setColorStopAt(0.5, QColor(247, 247, 247));
-  g.setColorStopAt(0.75, QColor(103, 169, 207));
-  g.setColorStopAt(1.0, QColor(33, 102, 172));
-  g.setColorInterpolation(QCPColorGradient::ciRGB);
-  return g;
-}
+QCPColorGradient sequential_gradient() { return gradient(colours::bluesStops()); }
+QCPColorGradient diverging_gradient() { return gradient(colours::rdbuStops()); }
 
 QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 

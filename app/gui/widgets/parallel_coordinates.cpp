@@ -1,4 +1,5 @@
 #include "gui/widgets/parallel_coordinates.h"
+#include "gui/widgets/colour_maps.h"
 
 #include <QLocale>
 #include <QMouseEvent>
@@ -40,17 +41,7 @@ ParallelCoordinates::ParallelCoordinates(const QString& title, QWidget* parent)
 }
 
 QColor ParallelCoordinates::viridis(double t) {
-  // Viridis (matplotlib), 9 stops, interpolated.
-  static const QColor stops[] = {QColor(0x44, 0x01, 0x54), QColor(0x47, 0x2c, 0x7a), QColor(0x3b, 0x51, 0x8b),
-                                 QColor(0x2c, 0x71, 0x8e), QColor(0x21, 0x90, 0x8d), QColor(0x27, 0xad, 0x81),
-                                 QColor(0x5c, 0xc8, 0x63), QColor(0xaa, 0xdc, 0x32), QColor(0xfd, 0xe7, 0x25)};
-  t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * 8;
-  const int i = std::min(static_cast<int>(t), 7);
-  const double f = t - i;
-  const QColor& a = stops[i];
-  const QColor& b = stops[i + 1];
-  return QColor::fromRgbF(a.redF() + f * (b.redF() - a.redF()), a.greenF() + f * (b.greenF() - a.greenF()),
-                          a.blueF() + f * (b.blueF() - a.blueF()));
+  return colours::viridis(t);
 }
 
 void ParallelCoordinates::setData(const QVector<Axis>& axes, const QStringList& rows, const QVector<double>& colour,
@@ -186,8 +177,8 @@ void ParallelCoordinates::draw() {
       auto* rect = new QCPItemRect(p);
       rect->topLeft->setCoords(a - 0.06, std::min(position(a, hi), 1.0) + 0.01);
       rect->bottomRight->setCoords(a + 0.06, std::max(position(a, lo), 0.0) - 0.01);
-      rect->setPen(QPen(QColor(33, 102, 172), 1.2));
-      rect->setBrush(QColor(33, 102, 172, 50));
+      rect->setPen(QPen(colours::rdbuBlue(), 1.2));
+      rect->setBrush(colours::withAlpha(colours::rdbuBlue(), 50));
     }
   }
   if (std::isfinite(clo)) {
@@ -210,8 +201,8 @@ void ParallelCoordinates::pressed(QMouseEvent* e) {
   dragAxis_ = a;
   dragFrom_ = std::clamp(plot()->yAxis->pixelToCoord(e->position().y()), 0.0, 1.0);
   dragRect_ = new QCPItemRect(plot());
-  dragRect_->setPen(QPen(QColor(33, 102, 172), 1, Qt::DashLine));
-  dragRect_->setBrush(QColor(33, 102, 172, 40));
+  dragRect_->setPen(QPen(colours::rdbuBlue(), 1, Qt::DashLine));
+  dragRect_->setBrush(colours::withAlpha(colours::rdbuBlue(), 40));
   moved(e);
 }
 

@@ -1,4 +1,5 @@
 #include "gui/widgets/radar_chart.h"
+#include "gui/widgets/colour_maps.h"
 
 #include <QPainter>
 #include <QPainterPath>
@@ -13,8 +14,7 @@ RadarChart::RadarChart(QWidget* parent) : QWidget(parent) {
 
 QColor RadarChart::layerColor(int i, int n) {
   // Light (early layers) to dark (late), as DA's figure shades layers.
-  const double t = n <= 1 ? 0.5 : static_cast<double>(i) / (n - 1);
-  return QColor::fromHsvF(0.62 - 0.55 * t, 0.75, 0.85 - 0.25 * t);
+  return colours::layerShade(i, n);
 }
 
 void RadarChart::setTitle(const QString& title) {

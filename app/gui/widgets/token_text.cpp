@@ -1,4 +1,5 @@
 #include "gui/widgets/token_text.h"
+#include "gui/widgets/colour_maps.h"
 
 #include <QHelpEvent>
 #include <QMouseEvent>
@@ -78,8 +79,7 @@ QColor TokenText::tint(double p) {
   // On a log scale: a sampled token's probability is mostly between 1% and 100%, and the
   // difference between 1% and 10% matters as much as between 10% and 100%. Hue runs from
   // red (p <= 0.01) through yellow (0.1) to green (1); light, so text stays readable.
-  const double t = std::clamp((std::log10(std::max(p, 1e-9)) + 2.0) / 2.0, 0.0, 1.0);
-  return QColor::fromHsvF(static_cast<float>(t / 3.0), 0.35f, 1.0f);
+  return colours::redToGreen((std::log10(std::max(p, 1e-9)) + 2.0) / 2.0, 0.35, 1.0);
 }
 
 void TokenText::clearText() {
@@ -143,8 +143,7 @@ int TokenText::tokenAt(int position) const {
 
 QColor TokenText::provenanceTint(double share) {
   // Blue, from white (drew nothing) to a saturated blue (the most drawn-on token).
-  const double s = std::clamp(share, 0.0, 1.0);
-  return QColor::fromRgbF(static_cast<float>(1.0 - 0.75 * s), static_cast<float>(1.0 - 0.55 * s), 1.0f);
+  return colours::whiteToBlue(std::clamp(share, 0.0, 1.0), 0.75, 0.55);
 }
 
 void TokenText::showProvenance(const QStringList& pieces, const std::vector<double>& weights, int firstGenerated,

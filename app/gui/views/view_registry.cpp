@@ -1,0 +1,180 @@
+#include "gui/views/view_registry.h"
+
+#include <QCoreApplication>
+#include <cstring>
+
+#include "gui/views/architecture_view.h"
+#include "gui/views/diagnostics_view.h"
+#include "gui/views/experiments_view.h"
+#include "gui/views/lab_view.h"
+#include "gui/views/losses_view.h"
+#include "gui/views/playground_view.h"
+#include "gui/views/probe_view.h"
+#include "gui/views/training_view.h"
+#include "gui/views/weights_view.h"
+
+namespace studio {
+
+const std::vector<ViewEntry>& viewRegistry() {
+  // One entry per view, in tab order. A new view: its files, its include above, one entry here.
+  static const std::vector<ViewEntry> views = {
+      {"architecture", QT_TRANSLATE_NOOP("views", "Architecture"), QT_TRANSLATE_NOOP("views", "&Architecture"),
+       QKeySequence(Qt::CTRL | Qt::Key_1),
+       QT_TRANSLATE_NOOP("help",
+         "<p>A language model here is a stack of layers. Each layer first <b>mixes</b> tokens (its "
+         "<i>mixer</i> lets a token take in information from earlier tokens) and then transforms every "
+         "token on its own (the <i>FFN</i>, a small two-layer network).</p>"
+         "<p>GPT mixes with softmax attention: every token looks at every earlier token, so the work "
+         "grows with the square of the context. <b>Hierarchical Shift Mixing (HSM)</b> mixes each token "
+         "with just one earlier token, 2<sup>l</sup> places back in layer l: 1, 2, 4, 8, … Stacked, the "
+         "layers still reach every earlier token, at a cost that grows only linearly.</p>"
+         "<p><b>Why powers of two?</b> Every offset k is a sum of distinct powers of two (its binary "
+         "digits: 13 = 8 + 4 + 1). A path that takes the shifted branch in exactly the layers of those "
+         "digits (here layers 3, 2 and 0) and the unshifted one elsewhere goes k tokens back, so "
+         "log<sub>2</sub>T layers reach all T earlier positions, each by exactly one path.</p>"
+         "<p>Here: pick a preset (hover one for its paper and size) or edit the layers; the table gives "
+         "the parameters per layer. The <b>receptive field</b> diagram (HSM Fig. 4): click an output "
+         "token and see which earlier tokens can reach it, layer by layer; <b>s=</b> is the shift of "
+         "each layer.</p>"),
+       ViewEntry::kCurrentRunsMixers,
+       [](RunList* runs, EngineHost*) -> QWidget* { return new ArchitectureView(runs); }},
+      {"training", QT_TRANSLATE_NOOP("views", "Training"), QT_TRANSLATE_NOOP("views", "&Training"),
+       QKeySequence(Qt::CTRL | Qt::Key_2),
+       QT_TRANSLATE_NOOP("help",
+         "<p>Train a model on a text corpus and watch it learn.</p>"
+         "<p><b>Loss</b> is how surprised the model is by the true next token, in nats (the negative "
+         "log of the probability it gave it): lower is better; ln(vocabulary) is guessing. <b>Train "
+         "loss</b> is measured on the batches it learns from, <b>validation loss</b> on held-out text it "
+         "never learns from: when validation stops falling while train loss still falls, the model "
+         "starts to memorise. <b>Accuracy</b>: how often its most likely token is the right one.</p>"
+         "<p>Pause, resume and stop at any time: a checkpoint is written, and the run can be tried in "
+         "the Playground from its first checkpoint on.</p>"),
+       ViewEntry::kCurrentRunsMixers,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new TrainingView(runs, engine); }},
+      {"weights", QT_TRANSLATE_NOOP("views", "Weights"), QT_TRANSLATE_NOOP("views", "&Weights"),
+       QKeySequence(Qt::CTRL | Qt::Key_3),
+       QT_TRANSLATE_NOOP("help",
+         "<p>What the mixers learned. In HSM (a,b) each layer has two numbers: <b>a</b> weighs the "
+         "token itself and <b>b</b> the token <b>s</b> = 2<sup>layer</sup> places back "
+         "(y = a·x + b·x<sub>shifted</sub>, HSM Table 2). Why 2<sup>layer</sup>: every offset is a "
+         "sum of distinct powers of two, so the layers of its binary digits take it back exactly that "
+         "far, and log<sub>2</sub>T layers reach every earlier token. Vector variants learn one a and b "
+         "per channel (a heatmap), multihead ones one per head and shift.</p>"
+         "<p><b>End-to-end offset weights</b> multiply along the one path of each offset: b where the "
+         "path takes the shift, <b>1 + a</b> where it does not. The 1 is the <b>residual path</b>: a "
+         "block adds its mixer's output to its input (h + a·x + b·x<sub>shifted</sub>), so a token "
+         "keeps itself even where a is small. That is why these weights reach far above 1 (1.5 over "
+         "seven layers is 17) while every a and b is below 1.</p>"
+         "<p><b>What if…</b>: drag a bar, or knock out a layer or a head, and see at once what the "
+         "edit does to the validation loss and to the stories in the Playground. The run folder is "
+         "never written; Save as writes a new one.</p>"),
+       ViewEntry::kCurrentRunsMixers,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new WeightsView(runs, engine); }},
+      {"diagnostics", QT_TRANSLATE_NOOP("views", "Diagnostics"), QT_TRANSLATE_NOOP("views", "&Diagnostics"),
+       QKeySequence(Qt::CTRL | Qt::Key_4),
+       QT_TRANSLATE_NOOP("help",
+         "<p>How each layer mixes the tokens of one prompt. The heatmap is a layer's (or head's) "
+         "mixing matrix: row i is a token, column j an earlier token, and the colour how much token i "
+         "draws on token j. For attention it is the softmax weights; for a linear mixer such as "
+         "HSM (a,b) the exact map; otherwise the Jacobian's size.</p>"
+         "<p>The indicators (Deconstructing Attention §4.4) sum a matrix up in one number each: "
+         "<b>ENTROPY</b> (spread out), <b>CONC</b> (focused), <b>HEADDIV</b> (heads differ), "
+         "<b>SINK</b> (weight on the first token), <b>LocFoc0-3</b> (weight on the token itself and "
+         "the 1-3 before it). Hover a column header for its definition. The radar draws them per layer; "
+         "the timeline shows how they changed during training.</p>"
+         "<p>A run trained on a synthetic task (the Lab) reads no text: its prompt is a test example of "
+         "its task, chosen by number. Its tokens are named by the task (k12 a key, v7 a value), "
+         "▸ marks the positions where an answer is asked, and the line above says what the model "
+         "answers there and what is right. The row of a ▸ shows where the model looks to answer.</p>"),
+       ViewEntry::kCurrentRunsMixers | ViewEntry::kIndicators,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new DiagnosticsView(runs, engine); }},
+      {"playground", QT_TRANSLATE_NOOP("views", "Playground"), QT_TRANSLATE_NOOP("views", "&Playground"),
+       QKeySequence(Qt::CTRL | Qt::Key_5),
+       QT_TRANSLATE_NOOP("help",
+         "<p>Type the start of a story and let the model continue it, one token (a word or a piece "
+         "of one) at a time. Each token is tinted by the probability the model gave it (red unlikely, "
+         "green likely); hover it for the other tokens it weighed; click it to see which earlier "
+         "tokens it drew on.</p>"
+         "<p><b>Temperature</b> sharpens (low) or flattens (high) the choice; <b>top-p</b> and "
+         "<b>top-k</b> leave out the unlikely tail; the <b>seed</b> makes a story repeatable. "
+         "<b>Compare</b> runs the same prompt and seed on every open model side by side (HSM Table 3). "
+         "Ctrl+plus and Ctrl+minus (or Ctrl+wheel) set the text size; F11 presents a story full "
+         "screen.</p>"),
+       ViewEntry::kCurrentRunsMixers,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new PlaygroundView(runs, engine); }},
+      {"probe", QT_TRANSLATE_NOOP("views", "Probe"), QT_TRANSLATE_NOOP("views", "P&robe"),
+       QKeySequence(Qt::CTRL | Qt::Key_6),
+       QT_TRANSLATE_NOOP("help",
+         "<p>Looking inside the model while it predicts.</p>"
+         "<p><b>Logit lens</b>: what each layer would already predict as the next token if the model "
+         "stopped there. <b>Attention rollout</b>: how much each output draws on each input through all "
+         "layers together (Abnar &amp; Zuidema: R<sub>l</sub> = (½A<sub>l</sub> + ½I)·R<sub>l−1</sub>). "
+         "<b>Ablation</b>: switch one layer or head off and measure how much the validation loss rises: "
+         "the bigger the rise, the more the model needs it.</p>"
+         "<p>On a run trained on a synthetic task the lens and rollout read a test example of its task "
+         "(as in Diagnostics); at a ▸ position the lens ranks the right answer.</p>"),
+       ViewEntry::kCurrentRunsMixers,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new ProbeView(runs, engine); }},
+      {"losses", QT_TRANSLATE_NOOP("views", "Losses"), QT_TRANSLATE_NOOP("views", "L&osses"),
+       QKeySequence(Qt::CTRL | Qt::Key_7),
+       QT_TRANSLATE_NOOP("help",
+         "<p>Where a model loses. <b>Score every token</b> scores each predicted token of the current "
+         "run's validation windows (the ones it was trained on), and every other open run with the "
+         "same tokenizer on the same windows; the mean of the tokens' losses is the run's validation "
+         "loss.</p>"
+         "<p>The documents are listed hardest first; the chosen one's text is tinted by each token's "
+         "loss (pale: easy, dark orange: hard); hover a token for each run's loss, probability and "
+         "rank. The plots show the mean loss by position in the window, by how far back the token "
+         "last occurred (a copy is easy, a new word hard), and a histogram of the losses.</p>"),
+       ViewEntry::kCurrentRunsMixers,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new LossesView(runs, engine); }},
+      {"lab", QT_TRANSLATE_NOOP("views", "Lab"), QT_TRANSLATE_NOOP("views", "&Lab"),
+       QKeySequence(Qt::CTRL | Qt::Key_8),
+       QT_TRANSLATE_NOOP("help",
+         "<p>Which mixer solves which synthetic task (docs/lab.md): tiny models trained on associative "
+         "recall (MQAR), recall at a distance and MAD's tasks, scored on fresh test examples.</p>"
+         "<p>Check tasks (double-click one to change its difficulty), models and a budget, choose a "
+         "folder and Run; a cancelled or reopened lab continues where it stopped. Each cell is the test "
+         "answer accuracy of its model on its task at the best learning rate (red: 0, green: "
+         "1); hover for the numbers, double-click to open the cell's run in the other views.</p>"),
+       ViewEntry::kNoExtra,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new LabView(runs, engine); }},
+      {"experiments", QT_TRANSLATE_NOOP("views", "Experiments"), QT_TRANSLATE_NOOP("views", "E&xperiments"),
+       QKeySequence(Qt::CTRL | Qt::Key_9),
+       QT_TRANSLATE_NOOP("help",
+         "<p>Many runs compared at once: a <b>sweep</b> (one spec, a run per combination of its axes: "
+         "mixers, layer placements, sizes, seeds; <code>hsm sweep</code>, or <b>New sweep</b> below), "
+         "or the runs open in the studio.</p>"
+         "<p>The table has a row per run with only the settings that differ, the model's parameters and "
+         "MACs per token, its final and best validation loss and accuracy, its speed and its state. "
+         "Click a header to sort; type in the filter to keep the rows with those words. <b>Group "
+         "by</b> a setting (usually seed) to see each metric's mean ± standard deviation over it: is a "
+         "difference larger than the noise between seeds?</p>"
+         "<p>The <b>parallel coordinates</b> draw each run as a line through its settings and metrics, "
+         "coloured by the chosen metric (dark purple low, yellow high); drag along an axis to keep only "
+         "the runs in that range. The <b>scatter</b> plots any two columns (parameters against loss). "
+         "<b>Show curves in Training</b> opens the selected runs there, overlaid. A running sweep is "
+         "followed as it trains; Cancel stops it with a checkpoint, and starting it again continues.</p>"),
+       ViewEntry::kNoExtra,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new ExperimentsView(runs, engine); }},
+  };
+  return views;
+}
+
+int viewIndex(const char* id) {
+  const std::vector<ViewEntry>& views = viewRegistry();
+  for (size_t i = 0; i < views.size(); ++i)
+    if (std::strcmp(views[i].id, id) == 0) return static_cast<int>(i);
+  return -1;
+}
+
+const ViewEntry* viewEntry(int index) {
+  const std::vector<ViewEntry>& views = viewRegistry();
+  return index >= 0 && index < static_cast<int>(views.size()) ? &views[static_cast<size_t>(index)] : nullptr;
+}
+
+QString ViewEntry::tabTitle() const { return QCoreApplication::translate("views", title); }
+QString ViewEntry::menuLabel() const { return QCoreApplication::translate("views", menuText); }
+QString ViewEntry::helpBody() const { return QCoreApplication::translate("help", help); }
+
+}  // namespace studio
