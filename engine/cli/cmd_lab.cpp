@@ -9,6 +9,7 @@
 // an older hsm.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -104,6 +105,12 @@ std::string hours_text(double seconds) {
   return buf;
 }
 
+int64_t max_over_layers(const ModelConfig& m, int64_t LayerSpec::*field) {
+  int64_t most = 0;
+  for (const LayerSpec& l : m.layers) most = std::max(most, l.*field);
+  return most;
+}
+
 // The grid and its estimated CPU time, in one paragraph (stderr before a protocol trains, stdout
 // for --dry-run) or as JSON.
 std::string estimate_text(const LabGrid& g, const Sweep& sweep, int jobs, bool json) {
@@ -113,11 +120,13 @@ std::string estimate_text(const LabGrid& g, const Sweep& sweep, int jobs, bool j
     for (const SweepPoint& p : sweep.points)
       points.push_back({{"name", p.name}, {"task", p.task}, {"model", p.model_source}, {"lr", p.train.lr},
                         {"seed", p.train.seed}, {"steps", p.train.steps}, {"batch", p.train.batch_size},
-                        {"d_model", p.model.d_model}});
+                        {"d_model", p.model.d_model}, {"layers", p.model.layers.size()},
+                        {"heads", max_over_layers(p.model, &LayerSpec::heads)},
+                        {"ffn", max_over_layers(p.model, &LayerSpec::ffn)}});
     return nlohmann::json{{"protocol", g.protocol},   {"tasks", g.tasks},     {"models", g.models},
                           {"lrs", g.lrs},             {"seeds", g.seeds},     {"steps", g.steps},
                           {"batch", g.batch},         {"size", g.size},       {"test_examples", g.test_examples},
-                          {"device", g.device},       {"runs", e.runs},       {"cpu_seconds", e.cpu_s},
+                          {"device", g.device},       {"stop_accuracy", g.stop_accuracy}, {"runs", e.runs},       {"cpu_seconds", e.cpu_s},
                           {"longest_run", e.longest_run}, {"longest_run_cpu_seconds", e.longest_run_s},
                           {"jobs", jobs},             {"wall_seconds_on_jobs", e.cpu_s / std::max(1, jobs)},
                           {"points", points}}
