@@ -36,6 +36,7 @@
 #include "gui/views/losses_view.h"
 #include "gui/views/lab_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/trace_view.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
@@ -110,6 +111,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (training_->setModel(configPath)) showView(kTraining);
   });
   connect(experiments_, &ExperimentsView::curvesRequested, this, [this] { showView(kTraining); });
+  // Issue 51: the Trace view, the last tab (kTrace), before the start page.
+  trace_ = new TraceView(runs_, engine_);
+  tabs_->addTab(new Page(trace_), tr("Trace"));
+  trace_->setProperty("exportView", QStringLiteral("trace"));
 
   startTab_ = new Page(start_);
   addStartTab();

@@ -23,6 +23,7 @@ class EngineHost;
 class PlaygroundView;
 class LossesView;
 class ProbeView;
+class TraceView;
 class RunList;
 class PresentationMode;
 class StartPage;
@@ -36,7 +37,18 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab, kExperiments };
+  enum View {
+    kArchitecture = 0,
+    kTraining,
+    kWeights,
+    kDiagnostics,
+    kPlayground,
+    kProbe,
+    kLosses,
+    kLab,
+    kExperiments,
+    kTrace
+  };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -56,6 +68,7 @@ class MainWindow : public QMainWindow {
   LossesView* lossesView() const { return losses_; }
   LabView* labView() const { return lab_; }
   ExperimentsView* experimentsView() const { return experiments_; }
+  TraceView* traceView() const { return trace_; }  // issue 51 (tab kTrace, no View menu entry yet)
   QTabWidget* tabs() const { return tabs_; }
   // The start page is a tab like the views (after them, so a view's tab index is its View),
   // closable, and back through View › Start page.
@@ -119,6 +132,7 @@ class MainWindow : public QMainWindow {
   LossesView* losses_;
   LabView* lab_;
   ExperimentsView* experiments_;
+  TraceView* trace_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;

@@ -18,13 +18,14 @@
 #include <QScrollArea>
 #include <QSlider>
 #include <QSpinBox>
-#include <cstdio>
 #include <QTabWidget>
+#include <cstdio>
 
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
+#include "gui/views/trace_view.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/token_text.h"
@@ -129,9 +130,11 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
   w.resize(screen);
   w.show();
   lay_out();
-  const QStringList names = {QStringLiteral("Architecture"), QStringLiteral("Training"), QStringLiteral("Weights"),
-                             QStringLiteral("Diagnostics"),  QStringLiteral("Playground"), QStringLiteral("Probe"),
-                             QStringLiteral("Losses"),       QStringLiteral("Lab"),      QStringLiteral("Experiments")};
+  const QStringList names = {QStringLiteral("Architecture"), QStringLiteral("Training"),
+                             QStringLiteral("Weights"),      QStringLiteral("Diagnostics"),
+                             QStringLiteral("Playground"),   QStringLiteral("Probe"),
+                             QStringLiteral("Losses"),       QStringLiteral("Lab"),
+                             QStringLiteral("Experiments"),  QStringLiteral("Trace")};
   auto check = [&](const QString& where) {
     w.resize(screen);
     lay_out();
@@ -148,7 +151,7 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
   // Every view with each demo model current (their weights, diagnoses and names differ).
   for (int run = 0; run < w.runs()->count(); ++run) {
     w.runs()->setCurrent(run);
-    for (int view = MainWindow::kArchitecture; view <= MainWindow::kExperiments; ++view) {
+    for (int view = MainWindow::kArchitecture; view <= MainWindow::kTrace; ++view) {
       w.showView(static_cast<MainWindow::View>(view));
       if (view == MainWindow::kWeights) wait_for([&] { return !w.weightsView()->weights().empty(); }, 60000);
       if (view == MainWindow::kDiagnostics)
@@ -156,6 +159,16 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
       check(names[view] + QStringLiteral(" with ") + w.runs()->at(run).name());
     }
   }
+  // The Trace view with a trace of two runs side by side (issue 51): the maps scroll, the
+  // controls stay in view.
+  w.runs()->setCurrent(0);
+  w.showView(MainWindow::kTrace);
+  TraceView* trace = w.traceView();
+  trace->setCompareRun(w.runs()->at(1).dir);
+  ASSERT_TRUE(trace->runTrace()) << trace->lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !trace->isTracing(); }, 120000));
+  ASSERT_TRUE(trace->hasTrace(0) && trace->hasTrace(1)) << trace->statusText().toStdString();
+  check(QStringLiteral("Trace of two runs side by side"));
   w.showStartPage();
   check(QStringLiteral("Start page"));
   std::printf("[ note     ] %dx%d: the window's smallest size is %dx%d\n", screen.width(), screen.height(),

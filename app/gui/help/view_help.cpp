@@ -136,6 +136,28 @@ const ViewText kViews[] = {
                        "the runs in that range. The <b>scatter</b> plots any two columns (parameters against loss). "
                        "<b>Show curves in Training</b> opens the selected runs there, overlaid. A running sweep is "
                        "followed as it trains; Cancel stops it with a checkpoint, and starting it again continues.</p>")},
+    // Issue 51: the Trace view (MainWindow::kTrace).
+    {QT_TRANSLATE_NOOP("help", "Trace"),
+     QT_TRANSLATE_NOOP("help",
+                       "<p><b>Why</b> the model answers as it does: which layer, at which position, carries what "
+                       "makes the answer right (causal tracing, docs/diagnostics.md §9).</p>"
+                       "<p>Give a <b>clean</b> prompt and a <b>corrupted</b> copy with one token replaced (the same "
+                       "number of tokens), e.g. “… a girl named Lily. One day,” and “… a girl named Sue. One day,”. "
+                       "The model reads both. Then, one at a time, a single activation of the corrupted run is "
+                       "replaced by the clean run's, and we measure how much of the clean answer's log-probability "
+                       "comes back: <b>1</b> (blue) means that one activation restores the answer, <b>0</b> (white) "
+                       "that it does nothing, red that it pushes the answer away. A run trained on a task traces a "
+                       "test example, its stored key replaced automatically.</p>"
+                       "<p>Each heatmap is one <b>site</b>, rows the layers, columns the positions (✗ the corrupted "
+                       "one, ▸ the answer): the <b>residual stream</b> entering the block, the <b>mixer's output</b> "
+                       "and the <b>FFN's output</b>. Left, the <b>exact</b> map (activation patching: the corrupted "
+                       "run rerun with each cell restored); right, the <b>attribution</b> estimate of the same map "
+                       "from one backward pass, cheap for long prompts, with its correlation r to the exact one.</p>"
+                       "<p>The circles are the <b>route</b>: in each layer the position whose activation matters "
+                       "most. An arrow marks where an HSM layer's shift (↦2<sup>l</sup> in the row label) carries "
+                       "that position: an HSM model can only move information along its shifts, so its route steps "
+                       "by powers of two, where attention can jump anywhere at once. <b>Beside</b> traces a second "
+                       "open run on the same prompts, to compare two mixers.</p>")},
 };
 
 const char* kStartBody = QT_TRANSLATE_NOOP(
