@@ -157,9 +157,11 @@ TEST(TraceView, ShowsTheTracersMapsForTheCurrentRunAndOneBeside) {
   EXPECT_TRUE(s.view.summary(0).contains(QFileInfo(run).fileName())) << s.view.summary(0).toStdString();
   EXPECT_TRUE(s.view.summary(0).contains(QString::number(t.agreement, 'f', 3))) << s.view.summary(0).toStdString();
   EXPECT_TRUE(s.view.summary(1).contains(QFileInfo(other).fileName())) << s.view.summary(1).toStdString();
-  // Layer labels name the mixer and an HSM layer's shift: layer 2 (hsm_ab) shifts by 4.
-  EXPECT_TRUE(s.view.exactPanel(0, 0)->hoverText(2, 0).contains(QStringLiteral("hsm_ab ↦4")))
+  // Layer labels give an HSM layer's shift (layer 2 shifts by 4) and another mixer's name.
+  EXPECT_TRUE(s.view.exactPanel(0, 0)->hoverText(2, 0).contains(QStringLiteral("'L2 ↦4'")))
       << s.view.exactPanel(0, 0)->hoverText(2, 0).toStdString();
+  EXPECT_TRUE(s.view.exactPanel(0, 0)->hoverText(1, 0).contains(QStringLiteral("'L1 attn'")))
+      << s.view.exactPanel(0, 0)->hoverText(1, 0).toStdString();
   // Nothing after the answer has any effect (the model is causal), as the map shows.
   for (int l = 0; l < t.layers; ++l)
     for (int p = pair.position + 1; p < t.positions; ++p) EXPECT_EQ(s.view.exactPanel(0, 0)->value(l, p), 0.0);

@@ -50,11 +50,11 @@ QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QL
 QString site_title(int site) {
   switch (site) {
     case 0:
-      return QObject::tr("residual stream (block input)");
+      return QObject::tr("residual");
     case 1:
-      return QObject::tr("mixer output");
+      return QObject::tr("mixer");
     default:
-      return QObject::tr("FFN output");
+      return QObject::tr("FFN");
   }
 }
 
@@ -132,6 +132,7 @@ void TraceView::build() {
   progress_ = new QProgressBar;
   progress_->setObjectName(QStringLiteral("trace_progress"));
   progress_->setRange(0, 1000);
+  progress_->setValue(0);
   progress_->setFormat(tr("idle"));
   progress_->setTextVisible(true);
   progress_->setMaximumWidth(220);
@@ -161,44 +162,49 @@ void TraceView::build() {
 
   // The maps: per run two columns (exact, attribution), per site a row; scrolled when the
   // window is small.
-  auto* grid = new QGridLayout;
-  grid->setContentsMargins(0, 0, 0, 0);
-  grid->setSpacing(4);
+  auto* runsRow = new QHBoxLayout;
+  runsRow->setContentsMargins(0, 0, 0, 0);
   for (int c = 0; c < kColumns; ++c) {
     Column& col = columns_[static_cast<size_t>(c)];
     const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
+    col.box = new QWidget;
+    auto* grid = new QGridLayout(col.box);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setSpacing(4);
     col.summary = new QLabel;
     col.summary->setObjectName(prefix + QStringLiteral("_summary"));
     col.summary->setWordWrap(true);
     col.summary->setTextFormat(Qt::RichText);
-    grid->addWidget(col.summary, 0, 2 * c, 1, 2);
+    grid->addWidget(col.summary, 0, 0, 1, 2);
     for (int s = 0; s < kSites; ++s) {
-      const QString which = c == 0 ? QString() : tr(" (beside)");
-      auto* exact = new HeatmapPanel(tr("%1 · exact%2").arg(site_title(s), which), tr("position"), tr("layer"));
+      // The second run's titles start "B:" (the export's file names come from the titles).
+      const QString which = c == 0 ? QString() : tr("B: ");
+      auto* exact = new HeatmapPanel(tr("%2%1 · exact").arg(site_title(s), which), tr("position"), tr("layer"));
       exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(QLatin1String(kSiteNames[s])));
       exact->setScaleLabel(tr("effect"));
       exact->setMinimumHeight(kMapMinHeight);
       auto* attribution =
-          new HeatmapPanel(tr("%1 · attribution%2").arg(site_title(s), which), tr("position"), tr("layer"));
+          new HeatmapPanel(tr("%2%1 · attribution").arg(site_title(s), which), tr("position"), tr("layer"));
       attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(QLatin1String(kSiteNames[s])));
       attribution->setScaleLabel(tr("estimate"));
       attribution->setMinimumHeight(kMapMinHeight);
       // The route over the exact map: a line through each layer's strongest position.
       QCustomPlot* p = exact->plot();
-      QCPGraph* route = p->addGraph(p->xAxis, p->yAxis);
+      auto* route = new QCPCurve(p->xAxis, p->yAxis);  // a curve keeps the layers' order
       route->setPen(QPen(QColor(20, 20, 20), 1.5, Qt::DashLine));
       route->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(20, 20, 20), 1.5), Qt::NoBrush, 9));
-      route->setLineStyle(QCPGraph::lsNone);
       col.exact[static_cast<size_t>(s)] = exact;
       col.attribution[static_cast<size_t>(s)] = attribution;
       col.route[static_cast<size_t>(s)] = route;
-      grid->addWidget(exact, 1 + s, 2 * c);
-      grid->addWidget(attribution, 1 + s, 2 * c + 1);
+      grid->addWidget(exact, 1 + s, 0);
+      grid->addWidget(attribution, 1 + s, 1);
     }
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
+    runsRow->addWidget(col.box, 1);
   }
-  for (int c = 0; c < 2 * kColumns; ++c) grid->setColumnStretch(c, 1);
   auto* maps = new QWidget;
-  maps->setLayout(grid);
+  maps->setLayout(runsRow);
   scroll_ = new QScrollArea;
   scroll_->setObjectName(QStringLiteral("trace_scroll"));
   scroll_->setWidget(maps);
@@ -288,7 +294,7 @@ void TraceView::leaveRun() {
       has_[static_cast<size_t>(c)] = false;
       traces_[static_cast<size_t>(c)] = {};
       traceRuns_[static_cast<size_t>(c)].clear();
-      clearColumn(c, dir.isEmpty() ? tr("No run open.") : tr("No trace of %1 yet: press Trace.").arg(runName(dir)));
+      clearColumn(c, dir.isEmpty() ? tr("No run open.") : tr("No trace yet."));
     }
     traceRuns_[0] = dir;
     setColumnVisible(1, false);
@@ -352,7 +358,7 @@ void TraceView::startColumn(int column, const QString& runDir, bool taskRun) {
   Column& col = columns_[static_cast<size_t>(column)];
   has_[static_cast<size_t>(column)] = false;
   traceRuns_[static_cast<size_t>(column)] = runDir;
-  clearColumn(column, tr("Tracing %1…").arg(runName(runDir)));
+  clearColumn(column, tr("Tracing…"));
   col.progress = 0;
   ++running_;
   const std::string clean = cleanEdit_->text().toStdString(), corrupt = corruptEdit_->text().toStdString();
@@ -389,7 +395,6 @@ void TraceView::showProgress() {
 
 void TraceView::cancelTrace() {
   if (!isTracing()) return;
-  cancelled_ = true;
   for (const Column& c : columns_) c.reply.cancel();
   status_->setText(tr("Cancelling…"));
 }
@@ -398,13 +403,11 @@ void TraceView::onTraced(int column, const QString& runDir, const hsm::Trace& t)
   Column& col = columns_[static_cast<size_t>(column)];
   col.reply = {};
   col.progress = 1;
-  // A trace of a run left meanwhile, or one cancelled while it finished, is not shown.
-  if (runDir == traceRuns_[static_cast<size_t>(column)] && !cancelled_) {
+  // A trace of a run left meanwhile is not shown; one that finished as Cancel was pressed is.
+  if (runDir == traceRuns_[static_cast<size_t>(column)]) {
     traces_[static_cast<size_t>(column)] = t;
     has_[static_cast<size_t>(column)] = true;
     drawColumn(column);
-  } else if (runDir == traceRuns_[static_cast<size_t>(column)]) {
-    clearColumn(column, tr("Cancelled."));
   }
   finishOne();
 }
@@ -412,6 +415,7 @@ void TraceView::onTraced(int column, const QString& runDir, const hsm::Trace& t)
 void TraceView::onFailed(int column, const QString& runDir, const CallFailed& failure) {
   Column& col = columns_[static_cast<size_t>(column)];
   col.reply = {};
+  if (failure.cancelled()) cancelled_ = true;  // the engine stopped it
   if (runDir == traceRuns_[static_cast<size_t>(column)]) {
     clearColumn(column, failure.cancelled() ? tr("Cancelled.") : tr("No trace of %1.").arg(runName(runDir)));
     if (!failure.cancelled() && pendingError_.isEmpty())
@@ -435,6 +439,9 @@ void TraceView::finishOne() {
     lastError_ = pendingError_;
     progress_->setFormat(tr("failed"));
     status_->setText(tr("Trace failed: %1").arg(pendingError_));
+  } else if (!has_[0]) {  // the current run changed while it traced
+    progress_->setFormat(tr("idle"));
+    status_->setText(tr("No trace of %1 yet: press Trace.").arg(runName(currentRunDir())));
   } else {
     progress_->setValue(1000);
     progress_->setFormat(tr("done"));
@@ -450,12 +457,7 @@ void TraceView::finishOne() {
 }
 
 void TraceView::setColumnVisible(int column, bool visible) {
-  Column& col = columns_[static_cast<size_t>(column)];
-  col.summary->setVisible(visible);
-  for (int s = 0; s < kSites; ++s) {
-    col.exact[static_cast<size_t>(s)]->setVisible(visible);
-    col.attribution[static_cast<size_t>(s)]->setVisible(visible);
-  }
+  columns_[static_cast<size_t>(column)].box->setVisible(visible);
 }
 
 void TraceView::clearColumn(int column, const QString& message) {
@@ -474,7 +476,8 @@ void TraceView::clearColumn(int column, const QString& message) {
 }
 
 QStringList TraceView::layerLabels(const QString& runDir, int64_t layers) const {
-  // "L2 hsm_ab ↦4": the layer, its mixer and, for a shift mixer, its shift(s).
+  // "L2 ↦4" for a shift mixer (its shift, or one per head), "L1 attn" for any other: short, so
+  // the map keeps its width; the summary and the help name the mixers.
   QStringList labels;
   const int row = runs_->indexOf(runDir);
   const hsm::ModelConfig* model = row >= 0 ? &runs_->at(row).model : nullptr;
@@ -483,10 +486,10 @@ QStringList TraceView::layerLabels(const QString& runDir, int64_t layers) const 
     if (model && l < static_cast<int64_t>(model->layers.size()) &&
         hsm::is_mixer_id(model->layers[static_cast<size_t>(l)].mixer)) {
       const hsm::LayerSpec& spec = model->layers[static_cast<size_t>(l)];
-      label += QLatin1Char(' ') + QString::fromStdString(spec.mixer);
       QStringList shifts;
       for (int64_t s : hsm::layer_shifts(hsm::mixer_info(spec.mixer).kind, l, spec.heads)) shifts << QString::number(s);
-      if (!shifts.isEmpty()) label += QStringLiteral(" ↦") + shifts.join(QLatin1Char(','));
+      label += shifts.isEmpty() ? QLatin1Char(' ') + QString::fromStdString(spec.mixer)
+                                : QStringLiteral(" ↦") + shifts.join(QLatin1Char(','));
     }
     labels << label;
   }
@@ -572,15 +575,15 @@ std::vector<int> TraceView::route(int column, int site) const {
 
 void TraceView::drawRoute(int column, int site) {
   Column& col = columns_[static_cast<size_t>(column)];
-  QCPGraph* graph = col.route[static_cast<size_t>(site)];
+  QCPCurve* curve = col.route[static_cast<size_t>(site)];
   QCustomPlot* p = col.exact[static_cast<size_t>(site)]->plot();
   for (int i = p->itemCount() - 1; i >= 0; --i)
     if (p->item(i)->property("route").toBool()) p->removeItem(i);
   const std::vector<int> r = route(column, site);
-  QVector<double> x, y;
+  QVector<double> order, x, y;
   for (size_t l = 0; l < r.size(); ++l)
-    if (r[l] >= 0) x << r[l], y << static_cast<double>(l);
-  graph->setData(x, y, true);
+    if (r[l] >= 0) order << static_cast<double>(l), x << r[l], y << static_cast<double>(l);
+  curve->setData(order, x, y, true);
   // For a shift mixer: where its shift carries the route's position (p → p + 2^l, when that is
   // still at or before the answer).
   const hsm::Trace& t = trace(column);

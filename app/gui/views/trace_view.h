@@ -17,7 +17,7 @@
 #include "hsm/trace.h"
 
 class QComboBox;
-class QCPGraph;
+class QCPCurve;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -89,9 +89,10 @@ class TraceView : public StudioView {
 
  private:
   struct Column {
+    QWidget* box = nullptr;  // the summary and the maps of one run
     QLabel* summary = nullptr;
     std::array<HeatmapPanel*, kSites> exact{}, attribution{};
-    std::array<QCPGraph*, kSites> route{};
+    std::array<QCPCurve*, kSites> route{};  // over the exact maps, in layer order
     Reply<hsm::Trace> reply;  // the trace under way (none: no feed)
     double progress = 0;
   };
@@ -132,7 +133,7 @@ class TraceView : public StudioView {
   std::array<bool, kColumns> has_{};
   int running_ = 0;       // traces asked for and not yet answered
   QString pendingError_;  // the first failure of the traces under way
-  bool cancelled_ = false;
+  bool cancelled_ = false;  // a trace under way was stopped by Cancel
   QString lastError_;
 };
 
