@@ -6,6 +6,7 @@
 #include <qcustomplot.h>
 
 #include <QFile>
+#include <QLineEdit>
 #include <QFileInfo>
 #include <QProgressBar>
 #include <QPushButton>
@@ -18,9 +19,12 @@
 #include "gui/run_list.h"
 #include "gui/views/trace_view.h"
 #include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/task_example_bar.h"
 #include "hsm/model.h"
 #include "hsm/trace.h"
+#include "hsm/trainer.h"
 #include "studio_test_util.h"
+#include "../engine/training_test_util.h"
 
 using namespace studio;
 using namespace studio::test;
@@ -190,6 +194,49 @@ TEST(TraceView, ShowsTheTracersMapsForTheCurrentRunAndOneBeside) {
   const QStringList lines = longCsv.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
   EXPECT_EQ(lines.size(), 1 + 2 * 2 * TraceView::kSites * t.layers * t.positions);
   EXPECT_EQ(longCsv, s.view.mapsCsv());
+
+  // Another current run: nothing of these traces is left under its name (issue 36).
+  s.runs.setCurrent(s.runs.indexOf(QDir(other).absolutePath()));
+  EXPECT_FALSE(s.view.hasTrace(0));
+  EXPECT_FALSE(s.view.hasTrace(1));
+  EXPECT_EQ(s.view.exactPanel(0, 0)->rows(), 0);
+  EXPECT_FALSE(s.view.summary(0).contains(QFileInfo(run).fileName())) << s.view.summary(0).toStdString();
+  EXPECT_TRUE(s.view.plots().isEmpty());
+}
+
+// A run trained on a synthetic task traces test example N of its task, corrupted by the engine
+// (its stored key replaced): the view shows the example picker instead of the prompts, and the
+// maps are Tracer::task_request(N)'s.
+TEST(TraceView, TracesATaskRunsTestExample) {
+  static const QString run = [] {
+    const hsm::RunSpec spec =
+        hsm::test::tiny_task_run(temp_root().toStdString() + "/trace_task_run", "mqar:vocab=64,pairs=4,context=32", 100);
+    hsm::Trainer(spec).run();
+    return QString::fromStdString(spec.run_dir);
+  }();
+  // The first test example whose corruption moves the answer by a millinat or more.
+  const hsm::Tracer tracer(hsm::Model::load(run.toStdString(), "cpu"));
+  int example = -1;
+  hsm::Trace expected;
+  for (int i = 0; i < 20 && example < 0; ++i) {
+    try {
+      expected = tracer.trace(tracer.task_request(i));
+      if (std::abs(expected.clean_logprob - expected.corrupt_logprob) > 1e-3) example = i;
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  ASSERT_GE(example, 0) << "no test example whose corruption moves the answer";
+  Studio s;
+  s.runs.setCurrent(s.runs.open(run));
+  EXPECT_TRUE(s.view.findChild<QLineEdit*>(QStringLiteral("trace_clean"))->isHidden());
+  EXPECT_FALSE(s.view.exampleBar()->isHidden());
+  s.view.exampleBar()->setExample(example);
+  ASSERT_TRUE(trace_and_wait(s)) << s.view.lastError().toStdString();
+  ASSERT_TRUE(s.view.hasTrace(0)) << s.view.statusText().toStdString();
+  EXPECT_EQ(s.view.trace(0).clean, expected.clean);
+  EXPECT_EQ(s.view.trace(0).corrupt, expected.corrupt);
+  EXPECT_EQ(s.view.trace(0).answer_position, expected.answer_position);
+  expect_maps_equal(s.view, 0, expected);
 }
 
 TEST(TraceView, CancelStopsATraceAndLeavesTheViewUsable) {
