@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "hsm/progress.h"
+#include "hsm/routes.h"
 
 namespace hsm {
 
@@ -81,6 +82,10 @@ class Tracer {
   // recall_at's stored key) when there is one, else that token itself — by a token of the
   // vocabulary absent from the prompt. Throws for a corpus run.
   TraceRequest task_request(int64_t index) const;
+  // Information flow routes (hsm/routes.h) of `tokens` into the prediction at answer_position
+  // (-1: the last): one forward pass, every edge unpruned (prune_routes picks the routes). Throws
+  // std::invalid_argument as trace() does for empty or too long prompts, bad ids and positions.
+  Routes routes(const std::vector<int32_t>& tokens, int64_t answer_position = -1) const;
 
  private:
   std::shared_ptr<const Model> model_;
