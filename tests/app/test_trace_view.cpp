@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QLineEdit>
 #include <QFileInfo>
@@ -131,6 +132,16 @@ QString traced_run(uint64_t seed = 1337) {
   });
 }
 
+// `run` opened as the current run, with a same-length pair as its prompts and the answer at the
+// replaced position (position -1: no such pair).
+Pair open_with_pair(Studio& s, const QString& run) {
+  const Pair pair = same_length_pair(run);
+  s.runs.setCurrent(s.runs.open(run));
+  s.view.setPrompts(pair.clean, pair.corrupt);
+  s.view.setAnswer(pair.position);
+  return pair;
+}
+
 }  // namespace
 
 TEST(TraceView, ShowsTheTracersMapsForTheCurrentRunAndOneBeside) {
@@ -181,9 +192,10 @@ TEST(TraceView, ShowsTheTracersMapsForTheCurrentRunAndOneBeside) {
     png += f.endsWith(QStringLiteral(".png")), svg += f.endsWith(QStringLiteral(".svg")),
         csv += f.endsWith(QStringLiteral(".csv"));
   }
-  EXPECT_EQ(png, 2 * 2 * TraceView::kSites);  // two runs, exact and attribution, three sites
-  EXPECT_EQ(svg, 2 * 2 * TraceView::kSites);
-  EXPECT_EQ(csv, 2 * 2 * TraceView::kSites + 1);
+  // Two runs: exact and attribution of three sites, and the routes.
+  EXPECT_EQ(png, 2 * (2 * TraceView::kSites + 1));
+  EXPECT_EQ(svg, 2 * (2 * TraceView::kSites + 1));
+  EXPECT_EQ(csv, 2 * (2 * TraceView::kSites + 1) + 1);
   QString longCsv;
   for (const QString& f : files)
     if (f.endsWith(QStringLiteral("-maps.csv"))) {
@@ -202,6 +214,69 @@ TEST(TraceView, ShowsTheTracersMapsForTheCurrentRunAndOneBeside) {
   EXPECT_EQ(s.view.exactPanel(0, 0)->rows(), 0);
   EXPECT_FALSE(s.view.summary(0).contains(QFileInfo(run).fileName())) << s.view.summary(0).toStdString();
   EXPECT_TRUE(s.view.plots().isEmpty());
+}
+
+// The routes panel draws the routes the engine returns for the clean prompt and the answer
+// position, pruned at the threshold; a new threshold re-prunes what the trace returned (no new
+// trace), and the lines drawn are the kept edges, from (from, layer) to (to, layer + 1).
+TEST(TraceView, TheRoutesPanelDrawsTheEnginesRoutesAndTheThresholdReprunes) {
+  Studio s;
+  const QString run = traced_run();
+  const Pair pair = open_with_pair(s, run);
+  ASSERT_GE(pair.position, 0) << "no word replacement of the same token count";
+  ASSERT_TRUE(trace_and_wait(s)) << s.view.lastError().toStdString();
+  ASSERT_TRUE(s.view.hasTrace(0));
+  const hsm::Tracer tracer(hsm::Model::load(run.toStdString(), "cpu"));
+  const hsm::Routes expected =
+      tracer.routes(tracer.text_request(pair.clean.toStdString(), pair.clean.toStdString()).clean, pair.position);
+  const hsm::Routes& got = s.view.trace(0).routes;
+  ASSERT_EQ(got.edges.size(), expected.edges.size());
+  ASSERT_GT(got.edges.size(), 0u);
+  for (size_t i = 0; i < got.edges.size(); ++i) {
+    EXPECT_EQ(got.edges[i].layer, expected.edges[i].layer);
+    EXPECT_EQ(got.edges[i].from, expected.edges[i].from);
+    EXPECT_EQ(got.edges[i].to, expected.edges[i].to);
+    EXPECT_NEAR(got.edges[i].weight, expected.edges[i].weight, 1e-5);
+  }
+  const void* traced = &s.view.trace(0);
+  size_t previous = 0;
+  for (double threshold : {0.04, 0.0, 0.2, 1.0}) {
+    s.view.findChild<QDoubleSpinBox*>(QStringLiteral("trace_route_threshold"))->setValue(threshold);
+    EXPECT_FALSE(s.view.isTracing()) << "re-pruning computes nothing";
+    EXPECT_EQ(&s.view.trace(0), traced);
+    const std::vector<hsm::RouteEdge> kept = hsm::prune_routes(got, threshold);
+    ASSERT_EQ(s.view.shownRoutes(0).size(), kept.size()) << threshold;
+    // The lines on the plot, in order: one per kept edge, at its nodes.
+    QCustomPlot* p = s.view.routesPanel(0)->plot();
+    std::vector<QCPItemLine*> lines;
+    for (int i = 0; i < p->itemCount(); ++i)
+      if (p->item(i)->property("route_edge").toBool()) lines.push_back(qobject_cast<QCPItemLine*>(p->item(i)));
+    ASSERT_EQ(lines.size(), kept.size()) << threshold;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const double offset = kept[i].kind == hsm::RouteKind::kFfn ? 0.18 : 0.0;
+      EXPECT_NEAR(lines[i]->start->coords().x(), kept[i].from + offset, 1e-9);
+      EXPECT_NEAR(lines[i]->start->coords().y(), kept[i].layer, 1e-9);
+      EXPECT_NEAR(lines[i]->end->coords().x(), kept[i].to + offset, 1e-9);
+      EXPECT_NEAR(lines[i]->end->coords().y(), kept[i].layer + 1, 1e-9);
+      EXPECT_DOUBLE_EQ(lines[i]->property("weight").toDouble(), kept[i].weight);
+      EXPECT_GE(kept[i].weight, threshold);
+    }
+    if (threshold == 0.0) {
+      EXPECT_GT(kept.size(), previous) << "threshold 0 keeps more than 0.04";
+      // Layer 1 (attention) reaches back beyond any shift; layer 2 (hsm_ab) only by its shift 4.
+      bool far = false;
+      for (const hsm::RouteEdge& e : kept) {
+        if (e.kind != hsm::RouteKind::kMixer) continue;
+        if (e.layer == 1 && e.to - e.from > 4) far = true;
+        if (e.layer == 2) {
+          EXPECT_TRUE(e.to - e.from == 0 || e.to - e.from == 4) << e.from << " -> " << e.to;
+        }
+      }
+      EXPECT_TRUE(far);
+    }
+    previous = kept.size();
+  }
+  EXPECT_TRUE(s.view.shownRoutes(0).empty()) << "threshold 1: no term is the whole of its node";
 }
 
 // A run trained on a synthetic task traces test example N of its task, corrupted by the engine
@@ -242,11 +317,8 @@ TEST(TraceView, TracesATaskRunsTestExample) {
 TEST(TraceView, CancelStopsATraceAndLeavesTheViewUsable) {
   Studio s;
   const QString run = traced_run();
-  const Pair pair = same_length_pair(run);
-  ASSERT_GE(pair.position, 0);
-  s.runs.setCurrent(s.runs.open(run));
-  s.view.setPrompts(pair.clean, pair.corrupt);
-  s.view.setAnswer(pair.position);
+  const Pair pair = open_with_pair(s, run);
+  ASSERT_GE(pair.position, 0) << "no word replacement of the same token count";
   // Hold the analysis executor, so the trace is queued and under way when Cancel is pressed
   // (the tiny model's trace itself takes milliseconds).
   std::atomic<bool> release{false};

@@ -157,7 +157,15 @@ const ViewText kViews[] = {
                        "most. An arrow marks where an HSM layer's shift (↦2<sup>l</sup> in the row label) carries "
                        "that position: an HSM model can only move information along its shifts, so its route steps "
                        "by powers of two, where attention can jump anywhere at once. <b>Beside</b> traces a second "
-                       "open run on the same prompts, to compare two mixers.</p>")},
+                       "open run on the same prompts, to compare two mixers.</p>"
+                       "<p>Under the maps, the <b>routes into the answer</b> (information flow, §10): nodes are the "
+                       "residual stream at each position between layers (bottom: the embeddings, the red dot: the "
+                       "answer position after the last layer). Each layer's update of a node is a sum of terms, the "
+                       "residual itself (grey), the mixer's term from each earlier position (blue) and the FFN's "
+                       "output (orange, drawn beside the grey); an edge's width and opacity is its term's share of "
+                       "the node. Only edges of at least the share in <b>Routes ≥</b> that lead to the answer are "
+                       "drawn; changing it re-prunes at once. An HSM layer can only draw blue edges along its "
+                       "shift; attention can draw them from anywhere before.</p>")},
 };
 
 const char* kStartBody = QT_TRANSLATE_NOOP(

@@ -3,6 +3,7 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QDir>
 #include <QFile>
 #include <QGridLayout>
@@ -25,6 +26,7 @@
 #include "gui/run_list.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
+#include "gui/widgets/plot_panel.h"
 #include "gui/widgets/task_example_bar.h"
 #include "gui/widgets/widget_export.h"
 #include "hsm/mixer_kind.h"
@@ -37,6 +39,19 @@ constexpr const char* kSiteNames[TraceView::kSites] = {"residual", "mixer", "ffn
 // A heatmap's smallest height: a title, a few layers' rows and the rotated token labels.
 constexpr int kMapMinHeight = 190;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The routes graph's smallest height: a few layers of nodes and the rotated token labels.
+constexpr int kRoutesMinHeight = 240;
+// The FFN's edge is drawn beside the residual's (both go from (l, i) to (l+1, i)).
+constexpr double kFfnOffset = 0.18;
+
+QColor route_color(hsm::RouteKind kind) {
+  switch (kind) {
+    case hsm::RouteKind::kMixer: return QColor(31, 119, 180);
+    case hsm::RouteKind::kFfn: return QColor(230, 120, 20);
+    case hsm::RouteKind::kResidual: break;
+  }
+  return QColor(90, 90, 90);
+}
 
 QString piece_label(const std::string& piece) {
   QString s = QString::fromStdString(piece);
@@ -121,6 +136,15 @@ void TraceView::build() {
   compareBox_->setToolTip(tr("Trace a second open run on the same prompts, beside the current one"));
   compareBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   compareBox_->setMinimumContentsLength(10);
+  threshold_ = new QDoubleSpinBox;
+  threshold_->setObjectName(QStringLiteral("trace_route_threshold"));
+  threshold_->setRange(0.0, 1.0);
+  threshold_->setDecimals(3);
+  threshold_->setSingleStep(0.01);
+  threshold_->setValue(0.04);
+  threshold_->setToolTip(
+      tr("Routes: keep the edges that carry at least this share of the node they go into (0: every edge "
+         "reaching the answer); changing it re-prunes the graph without computing anything"));
   traceButton_ = new QPushButton(tr("Trace"));
   traceButton_->setObjectName(QStringLiteral("trace_run"));
   traceButton_->setDefault(true);
@@ -155,6 +179,8 @@ void TraceView::build() {
   actions->addWidget(answerEdit_);
   actions->addWidget(new QLabel(tr("Beside")));
   actions->addWidget(compareBox_, 1);
+  actions->addWidget(new QLabel(tr("Routes ≥")));
+  actions->addWidget(threshold_);
   actions->addWidget(traceButton_);
   actions->addWidget(cancelButton_);
   actions->addWidget(progress_);
@@ -199,6 +225,14 @@ void TraceView::build() {
       grid->addWidget(exact, 1 + s, 0);
       grid->addWidget(attribution, 1 + s, 1);
     }
+    // The information flow routes into the answer, over nodes (layer boundary, position).
+    col.routes = new PlotPanel(tr("%1routes into the answer").arg(c == 0 ? QString() : tr("B: ")), tr("position"),
+                               tr("layer"));
+    col.routes->setObjectName(prefix + QStringLiteral("_routes"));
+    col.routes->setLogOptionVisible(false);
+    col.routes->setMinimumHeight(kRoutesMinHeight);
+    col.routes->setCsvWriter([this, c] { return routesCsv(c); });
+    grid->addWidget(col.routes, 1 + kSites, 0, 1, 2);
     grid->setColumnStretch(0, 1);
     grid->setColumnStretch(1, 1);
     runsRow->addWidget(col.box, 1);
@@ -228,6 +262,9 @@ void TraceView::connectSignals() {
   connect(exportButton_, &QPushButton::clicked, this, &TraceView::exportDialog);
   connect(cleanEdit_, &QLineEdit::returnPressed, this, [this] { runTrace(); });
   connect(corruptEdit_, &QLineEdit::returnPressed, this, [this] { runTrace(); });
+  connect(threshold_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] {
+    for (int c = 0; c < kColumns; ++c) drawRoutes(c);
+  });
   connect(runs_, &RunList::runAdded, this, &TraceView::fillCompareBox);
   connect(runs_, &RunList::runRemoved, this, &TraceView::fillCompareBox);
   connect(runs_, &RunList::infoChanged, this, &TraceView::fillCompareBox);
@@ -373,6 +410,7 @@ void TraceView::startColumn(int column, const QString& runDir, bool taskRun) {
       r.answer_position = position;
       if (!answer.empty()) r.answer_token = answer_id(c.model()->tokenizer(), answer);
     }
+    r.routes = true;
     return tracer.trace(
         r, [&c](double f) { c.progress("trace", f); }, c.cancelFlag());
   });
@@ -449,7 +487,7 @@ void TraceView::finishOne() {
     status_->setText(
         tr("Each cell: the share of log p(“%1”) that returns when that one activation of the corrupted run is the "
            "clean run's (1 all, 0 none). ○ the route: per layer the position with the largest effect; → where an HSM "
-           "layer's shift carries it.")
+           "layer's shift carries it. Routes: the edges of at least the chosen share that lead to the answer.")
             .arg(piece_label(t.answer_label)));
   }
   updateButtons();
@@ -473,6 +511,11 @@ void TraceView::clearColumn(int column, const QString& message) {
     for (int i = p->itemCount() - 1; i >= 0; --i)
       if (p->item(i)->property("route").toBool()) p->removeItem(i);
   }
+  col.shown.clear();
+  QCustomPlot* r = col.routes->plot();
+  r->clearItems();
+  r->clearGraphs();
+  r->replot(QCustomPlot::rpQueuedReplot);
 }
 
 QStringList TraceView::layerLabels(const QString& runDir, int64_t layers) const {
@@ -526,6 +569,7 @@ void TraceView::drawColumn(int column) {
       attribution->clearWithMessage(tr("Not computed."));
     drawRoute(column, s);
   }
+  drawRoutes(column);
   QStringList corrupted;
   for (int64_t p : t.corrupted_positions)
     corrupted << tr("%1 “%2”→“%3”")
@@ -606,11 +650,86 @@ void TraceView::drawRoute(int column, int site) {
   p->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void TraceView::setRouteThreshold(double threshold) { threshold_->setValue(threshold); }
+double TraceView::routeThreshold() const { return threshold_->value(); }
+
+void TraceView::drawRoutes(int column) {
+  Column& col = columns_[static_cast<size_t>(column)];
+  QCustomPlot* p = col.routes->plot();
+  p->clearItems();
+  p->clearGraphs();
+  col.shown.clear();
+  if (!hasTrace(column) || trace(column).routes.positions == 0) {
+    p->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  const hsm::Routes& r = trace(column).routes;
+  col.shown = hsm::prune_routes(r, threshold_->value());
+  // Nodes: (layer boundary b, position); the output node and every source of a kept edge.
+  QVector<double> nx{static_cast<double>(r.answer_position)}, ny{static_cast<double>(r.layers)};
+  for (const hsm::RouteEdge& e : col.shown) {
+    const double offset = e.kind == hsm::RouteKind::kFfn ? kFfnOffset : 0.0;
+    auto* line = new QCPItemLine(p);
+    line->setProperty("route_edge", true);
+    line->start->setCoords(static_cast<double>(e.from) + offset, static_cast<double>(e.layer));
+    line->end->setCoords(static_cast<double>(e.to) + offset, static_cast<double>(e.layer + 1));
+    QColor color = route_color(e.kind);
+    const double w = std::clamp(e.weight, 0.0, 1.0);
+    color.setAlpha(static_cast<int>(50 + 205 * w));
+    line->setPen(QPen(color, 0.6 + 5.0 * w));
+    line->setProperty("weight", e.weight);
+    nx << static_cast<double>(e.from);
+    ny << static_cast<double>(e.layer);
+  }
+  auto* nodes = p->addGraph();
+  nodes->setLineStyle(QCPGraph::lsNone);
+  nodes->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(20, 20, 20), 6));
+  nodes->setData(nx, ny);
+  auto* output = p->addGraph();
+  output->setLineStyle(QCPGraph::lsNone);
+  output->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(200, 30, 30), 11));
+  output->addData(static_cast<double>(r.answer_position), static_cast<double>(r.layers));
+  // Axes: positions by their tokens, node levels by the layer that made them.
+  QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText), yt(new QCPAxisTickerText);
+  const int T = static_cast<int>(r.positions), step = std::max(1, T / 40);
+  for (int i = 0; i < T; i += step) {
+    QString label = piece_label(r.labels[static_cast<size_t>(i)]);
+    if (i == r.answer_position) label.prepend(QStringLiteral("▸"));
+    xt->addTick(i, label);
+  }
+  const QStringList layers = layerLabels(traceRuns_[static_cast<size_t>(column)], r.layers);
+  yt->addTick(0, tr("embed"));
+  for (int l = 0; l < layers.size(); ++l) yt->addTick(l + 1, layers[l]);
+  p->xAxis->setTicker(xt);
+  p->xAxis->setTickLabelRotation(-60);
+  p->yAxis->setTicker(yt);
+  p->xAxis->setRange(-0.6, T - 0.4);
+  p->yAxis->setRange(-0.4, static_cast<double>(r.layers) + 0.4);
+  p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TraceView::routesCsv(int column) const {
+  QString out = QStringLiteral("layer,from,to,weight,kind,from_token,to_token\n");
+  if (!hasTrace(column)) return out;
+  const hsm::Routes& r = trace(column).routes;
+  for (const hsm::RouteEdge& e : shownRoutes(column))
+    out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
+               .arg(e.layer)
+               .arg(e.from)
+               .arg(e.to)
+               .arg(e.weight, 0, 'g', 17)
+               .arg(QString::fromLatin1(hsm::route_kind_name(e.kind)),
+                    quote(QString::fromStdString(r.labels[static_cast<size_t>(e.from)])),
+                    quote(QString::fromStdString(r.labels[static_cast<size_t>(e.to)])));
+  return out;
+}
+
 QList<PlotPanel*> TraceView::plots() const {
   QList<PlotPanel*> out;
   for (int c = 0; c < kColumns; ++c) {
     if (!hasTrace(c)) continue;
     for (int s = 0; s < kSites; ++s) out << exactPanel(c, s) << attributionPanel(c, s);
+    out << routesPanel(c);
   }
   return out;
 }

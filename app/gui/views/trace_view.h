@@ -7,7 +7,9 @@
 // output) a layer × position heatmap of the exact map (activation patching) beside its
 // attribution estimate and their correlation; on the exact map the route (per layer the
 // position with the largest effect) and, for an HSM layer, where its shift 2^l carries that
-// position. Every map exports PNG/PDF/SVG/CSV; "Export all…" writes them and one long CSV.
+// position. Below them, per run, the information flow routes into the answer (hsm/routes.h):
+// a graph over layers × positions pruned at the threshold the user sets (re-pruned without
+// recomputing). Every map exports PNG/PDF/SVG/CSV; "Export all…" writes them and one long CSV.
 #include <QString>
 #include <array>
 #include <vector>
@@ -18,6 +20,7 @@
 
 class QComboBox;
 class QCPCurve;
+class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -69,6 +72,14 @@ class TraceView : public StudioView {
   // The route drawn on column c's exact map of site s: per layer the position with the largest
   // |effect| (-1 for a layer without that site).
   std::vector<int> route(int column, int site) const;
+  // The routes panel of column c, the threshold its edges are pruned at (a change redraws both
+  // columns from the routes the trace returned, computing nothing) and the edges drawn.
+  PlotPanel* routesPanel(int column) const { return columns_[static_cast<size_t>(column)].routes; }
+  void setRouteThreshold(double threshold);
+  double routeThreshold() const;
+  const std::vector<hsm::RouteEdge>& shownRoutes(int column) const {
+    return columns_[static_cast<size_t>(column)].shown;
+  }
   // Pearson's r between the exact and attribution maps of one site (NaN when undefined).
   double siteAgreement(int column, int site) const;
   // The summary above column c (run, answer, log-probabilities, agreement, seconds).
@@ -93,6 +104,8 @@ class TraceView : public StudioView {
     QLabel* summary = nullptr;
     std::array<HeatmapPanel*, kSites> exact{}, attribution{};
     std::array<QCPCurve*, kSites> route{};  // over the exact maps, in layer order
+    PlotPanel* routes = nullptr;            // the information flow graph
+    std::vector<hsm::RouteEdge> shown;      // its edges, pruned at the threshold
     Reply<hsm::Trace> reply;  // the trace under way (none: no feed)
     double progress = 0;
   };
@@ -109,6 +122,8 @@ class TraceView : public StudioView {
   void clearColumn(int column, const QString& message);
   void drawColumn(int column);
   void drawRoute(int column, int site);
+  void drawRoutes(int column);
+  QString routesCsv(int column) const;
   void setColumnVisible(int column, bool visible);
   QStringList layerLabels(const QString& runDir, int64_t layers) const;
   void exportDialog();
@@ -121,6 +136,7 @@ class TraceView : public StudioView {
   QSpinBox* answerPosition_;
   QLineEdit* answerEdit_;
   QComboBox* compareBox_;
+  QDoubleSpinBox* threshold_;
   QPushButton* traceButton_;
   QPushButton* cancelButton_;
   QPushButton* exportButton_;

@@ -33,6 +33,7 @@ struct TraceRequest {
   int32_t answer_token = -1;            // the answer; -1: the clean run's most likely token there
   bool exact = true;                    // activation patching (every layer x position x site)
   bool attribution = true;              // attribution patching (one backward pass)
+  bool routes = false;                  // and the clean prompt's information flow routes (hsm/routes.h)
 };
 
 // One site's map over layers x positions: effect[layer * positions + position]. NaN where the
@@ -60,6 +61,8 @@ struct Trace {
   // cell of every site that exists (NaN when either was not made).
   double agreement = 0;
   double exact_seconds = 0, attribution_seconds = 0;
+  // When asked for: Tracer::routes(clean, answer_position), unpruned (empty edges otherwise).
+  Routes routes;
 };
 
 // The call object for causal tracing of a shared Model (as Prober is for probing). Reads the

@@ -132,6 +132,7 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
     t.attribution_seconds = seconds_since(t0);
   }
   t.agreement = correlation(t.exact, t.attribution);
+  if (r.routes) t.routes = routes(r.clean, at);
   if (progress) progress(1.0);
   return t;
 }
