@@ -169,7 +169,7 @@ Command add_trace_command(CLI::App& app) {
   return {cmd, [a]() {
             if (a->example < 0 && a->prompt.empty())
               throw std::invalid_argument("trace: give --prompt and --corrupt, or --example N for a task run");
-            if (!a->routes && a->corrupt.empty())
+            if (a->example < 0 && !a->routes && a->corrupt.empty())
               throw std::invalid_argument("trace: --prompt needs --corrupt (or give --routes)");
             if (a->no_exact && a->no_attribution)
               throw std::invalid_argument("trace: --no-exact and --no-attribution leave nothing to compute");
