@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -186,4 +187,36 @@ TEST(AttentionRoutes, TheWeightsAreTheTermsNormsShares) {
   EXPECT_THROW(tracer.routes({}), std::invalid_argument);
 }
 
+// Every other mixer kind gets its terms (docs/diagnostics.md §10's table): finite weights summing
+// to 1 into every node, a shift layer's mixer edges only at its shifts, a reading layer's
+// (attention-like, extractor) from anywhere before.
+TEST(EveryMixerRoutes, EveryKindsWeightsSumToOneAndShiftKindsKeepTheirShifts) {
+  const std::vector<LayerSpec> layers = {{"hsm_ab_vec", 64, 1}, {"hsm_AB", 64, 1},   {"hsm_gate1", 64, 1},
+                                         {"hsm_gate2", 64, 4},  {"hsm_fusion", 64, 4}, {"mlp", 64, 1},
+                                         {"taylor", 64, 4},     {"nonapprox", 64, 4},  {"fixed_seq_qk", 64, 4},
+                                         {"me", 64, 1},         {"she", 64, 1}};
+  const auto model = Model::load(trained_run("routes_every", layers), "cpu");
+  const Tracer tracer(model);
+  const Routes r = tracer.routes(tracer.text_request(kPrompt, kPrompt).clean);
+  ASSERT_EQ(r.layers, static_cast<int64_t>(layers.size()));
+  for (const auto& [node, sum] : sums_into(r)) EXPECT_NEAR(sum, 1.0, 1e-9) << "layer " << node.first;
+  std::vector<int64_t> far(layers.size(), 0);
+  for (const RouteEdge& e : r.edges) {
+    ASSERT_TRUE(std::isfinite(e.weight)) << "layer " << e.layer;
+    if (e.kind != RouteKind::kMixer) continue;
+    const LayerSpec& spec = layers[static_cast<size_t>(e.layer)];
+    const auto shifts = layer_shifts(mixer_info(spec.mixer).kind, e.layer, spec.heads);
+    if (!shifts.empty()) {
+      EXPECT_TRUE(e.to == e.from || std::count(shifts.begin(), shifts.end(), e.to - e.from))
+          << spec.mixer << ": " << e.from << " -> " << e.to;
+    }
+    if (e.to - e.from > 16) ++far[static_cast<size_t>(e.layer)];
+  }
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const MixerKind kind = mixer_info(layers[l].mixer).kind;
+    EXPECT_EQ(far[l] > 0, reads_all_earlier(kind)) << layers[l].mixer << " (" << r.mixer_terms[l] << ")";
+  }
+}
+
 }  // namespace
+
