@@ -37,6 +37,7 @@
 #include "gui/views/losses_view.h"
 #include "gui/views/lab_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/trace_view.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
@@ -105,6 +106,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   losses_ = viewAs<LossesView>(kLosses);
   lab_ = viewAs<LabView>(kLab);
   experiments_ = viewAs<ExperimentsView>(kExperiments);
+  trace_ = viewAs<TraceView>(kTrace);
   tabs_->setCurrentIndex(kTraining);
   lab_->setArchitectureModel([this](const QString& path) { return architecture_->saveConfig(path); });
   connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {

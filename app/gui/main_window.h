@@ -24,6 +24,7 @@ class EngineHost;
 class PlaygroundView;
 class LossesView;
 class ProbeView;
+class TraceView;
 class RunList;
 class PresentationMode;
 class StartPage;
@@ -39,7 +40,7 @@ class MainWindow : public QMainWindow {
  public:
   // The views' tab indices: their order in the view registry (views/view_registry.h). A view
   // the window wires to another needs a name here; any other view is reached by its index.
-  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab, kExperiments };
+  enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab, kExperiments, kTrace };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -59,6 +60,7 @@ class MainWindow : public QMainWindow {
   LossesView* lossesView() const { return losses_; }
   LabView* labView() const { return lab_; }
   ExperimentsView* experimentsView() const { return experiments_; }
+  TraceView* traceView() const { return trace_; }  // issue 51 (tab kTrace, no View menu entry yet)
   QTabWidget* tabs() const { return tabs_; }
   // The view at a registry index (its tab's index), as the registry entry made it.
   QWidget* view(int index) const;
@@ -128,6 +130,7 @@ class MainWindow : public QMainWindow {
   LossesView* losses_;
   LabView* lab_;
   ExperimentsView* experiments_;
+  TraceView* trace_;
   QComboBox* runCombo_;
   QLabel* deviceLabel_;
   QLabel* modelLabel_;

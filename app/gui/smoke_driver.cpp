@@ -27,6 +27,7 @@
 #include "gui/views/lab_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/trace_view.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/token_text.h"
@@ -106,6 +107,8 @@ QJsonObject SmokeDriver::run() {
   int weightLayers = 0, diagnosedLayers = 0;
   double labAccuracy = -1;  // the smoke lab's one cell (-1: not reached)
   int experimentRows = 0;   // the Experiments view's rows for the open runs
+  int tracedLayers = 0;     // the Trace view's layers of the first run (0: no trace shown)
+  QString traceError;       // what the engine refused of the trace (the prompts are English)
   StallMonitor stalls;
   auto* app = dynamic_cast<StudioApplication*>(QCoreApplication::instance());
   if (app) app->setEventObserver(&stalls);
@@ -248,6 +251,23 @@ QJsonObject SmokeDriver::run() {
       return false;
     }
     screenshot(QStringLiteral("probe"));
+    // Trace (issue 51): the view's clean and corrupted prompts on the first model, the second
+    // one beside it; seconds of patching on the analysis executor while the GUI stays free.
+    // A tokenizer that splits the two names differently is refused by the engine: reported as
+    // trace_error, not a failure of the session.
+    stalls.setPhase(QStringLiteral("trace"));
+    TraceView* trace = window_->traceView();
+    window_->showView(MainWindow::kTrace);
+    trace->setCompareRun(second);
+    if (!trace->runTrace()) {
+      error = QStringLiteral("trace did not start: %1").arg(trace->lastError());
+      return false;
+    }
+    if (!waitFor([&] { return !trace->isTracing(); }, error)) return false;
+    tracedLayers = trace->hasTrace(0) ? static_cast<int>(trace->trace(0).layers) : 0;
+    traceError = trace->lastError();
+    settle();
+    screenshot(QStringLiteral("trace"));
     // A tiny lab (one task, one model, a few steps) through the Lab view: its worker process
     // trains while the GUI thread stays free, and the grid shows the cell's accuracy.
     stalls.setPhase(QStringLiteral("lab"));
@@ -314,6 +334,8 @@ QJsonObject SmokeDriver::run() {
   report.insert(QStringLiteral("diagnosed_layers"), diagnosedLayers);
   report.insert(QStringLiteral("lab_answer_accuracy"), labAccuracy);
   report.insert(QStringLiteral("experiment_rows"), experimentRows);
+  report.insert(QStringLiteral("traced_layers"), tracedLayers);
+  if (!traceError.isEmpty()) report.insert(QStringLiteral("trace_error"), traceError);
   report.insert(QStringLiteral("max_stall_ms"), stalls.maxStallMs());
   report.insert(QStringLiteral("max_busy_ms"), stalls.maxBusyMs());
   auto by_phase = [](const QMap<QString, double>& values) {

@@ -36,6 +36,7 @@ class SmokeDriver {
   SmokeDriver(MainWindow* window, SmokeOptions options);
   // Runs the session to the end (processing events); returns the report:
   // steps, generated_tokens, text, exports, weight_layers, diagnosed_layers, max_stall_ms,
+  // traced_layers (and trace_error when the engine refused the trace),
   // max_busy_ms (and both by phase), busy_budget_ms, slowest_events, mean_gap_ms, runs,
   // seconds, error.
   QJsonObject run();

@@ -1,6 +1,7 @@
 // `hsm trace RUN (--prompt TEXT --corrupt TEXT | --example N) [--answer-position P]
 // [--answer-token ID] [--no-exact] [--no-attribution] [--json]`: causal tracing (hsm/trace.h;
-// docs/diagnostics.md, "Causal tracing"). For each site (the residual stream at a block's input,
+// docs/diagnostics.md, "Causal tracing"). With --routes (no --corrupt needed) [--threshold W]:
+// the information flow routes into the answer position instead (hsm/routes.h, §10). For each site (the residual stream at a block's input,
 // the mixer's output, the FFN's output), layer and position: how much of the clean answer's
 // log-probability returns when that one activation of the corrupted run is the clean run's.
 #include <algorithm>
@@ -103,6 +104,33 @@ void print_trace(const Trace& t) {
   }
 }
 
+nlohmann::json routes_json(const Routes& r, const std::vector<RouteEdge>& kept, double threshold) {
+  nlohmann::json edges = nlohmann::json::array();
+  for (const RouteEdge& e : kept)
+    edges.push_back({{"layer", e.layer}, {"from", e.from}, {"to", e.to}, {"weight", e.weight},
+                     {"kind", route_kind_name(e.kind)}});
+  return {{"tokens", r.labels},         {"token_ids", r.tokens},     {"layers", r.layers},
+          {"positions", r.positions},   {"answer_position", r.answer_position},
+          {"threshold", threshold},     {"mixer_terms", r.mixer_terms},
+          {"all_edges", r.edges.size()}, {"seconds", r.seconds},      {"edges", edges}};
+}
+
+void print_routes(const Routes& r, const std::vector<RouteEdge>& kept, double threshold) {
+  const auto label = [&](int64_t p) { return r.labels[static_cast<size_t>(p)].c_str(); };
+  std::printf("%lld tokens, %lld layers; routes into the prediction after position %lld [%s] (%.3f s)\n",
+              static_cast<long long>(r.positions), static_cast<long long>(r.layers),
+              static_cast<long long>(r.answer_position), label(r.answer_position), r.seconds);
+  std::printf("%zu of %zu edges have weight >= %g on a route from the output\n", kept.size(), r.edges.size(), threshold);
+  std::printf("%5s %5s %5s %8s  %-8s  tokens\n", "layer", "from", "to", "weight", "kind");
+  for (int64_t l = r.layers - 1; l >= 0; --l) {
+    for (const RouteEdge& e : kept)
+      if (e.layer == l)
+        std::printf("%5lld %5lld %5lld %8.4f  %-8s  [%s] -> [%s]\n", static_cast<long long>(e.layer),
+                    static_cast<long long>(e.from), static_cast<long long>(e.to), e.weight, route_kind_name(e.kind),
+                    label(e.from), label(e.to));
+  }
+}
+
 }  // namespace
 
 Command add_trace_command(CLI::App& app) {
@@ -111,7 +139,8 @@ Command add_trace_command(CLI::App& app) {
     std::string run, prompt, corrupt, device = "auto";
     int64_t example = -1, answer_position = -1, answer_token = -1;
     int threads = 0;
-    bool json = false, no_exact = false, no_attribution = false;
+    bool json = false, no_exact = false, no_attribution = false, routes = false;
+    double threshold = 0.04;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
@@ -123,8 +152,11 @@ Command add_trace_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->excludes(prompt)
       ->excludes(corrupt);
-  prompt->needs(corrupt);
   corrupt->needs(prompt);
+  cmd->add_flag("--routes", a->routes,
+                "Information flow routes into the answer position instead (one forward pass; --corrupt not needed)");
+  cmd->add_option("--threshold", a->threshold, "--routes: keep the edges of weight >= W on a route (default 0.04)")
+      ->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--answer-position", a->answer_position, "The position whose next token is traced (default: the last)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--answer-token", a->answer_token, "The answer's token id (default: the clean run's most likely)")
@@ -137,10 +169,26 @@ Command add_trace_command(CLI::App& app) {
   return {cmd, [a]() {
             if (a->example < 0 && a->prompt.empty())
               throw std::invalid_argument("trace: give --prompt and --corrupt, or --example N for a task run");
+            if (a->example < 0 && !a->routes && a->corrupt.empty())
+              throw std::invalid_argument("trace: --prompt needs --corrupt (or give --routes)");
             if (a->no_exact && a->no_attribution)
               throw std::invalid_argument("trace: --no-exact and --no-attribution leave nothing to compute");
             set_cpu_threads(a->threads);
             const Tracer tracer(Model::load(a->run, a->device));
+            if (a->routes) {
+              // The trace's prompt and answer position (a task example's last answer).
+              const TraceRequest r =
+                  a->example >= 0 ? tracer.task_request(a->example) : tracer.text_request(a->prompt, a->prompt);
+              const Routes routes = tracer.routes(r.clean, a->answer_position >= 0 ? a->answer_position : r.answer_position);
+              const auto kept = prune_routes(routes, a->threshold);
+              if (a->json)
+                std::cout << routes_json(routes, kept, a->threshold)
+                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                          << "\n";
+              else
+                print_routes(routes, kept, a->threshold);
+              return 0;
+            }
             TraceRequest r = a->example >= 0 ? tracer.task_request(a->example) : tracer.text_request(a->prompt, a->corrupt);
             if (a->answer_position >= 0) r.answer_position = a->answer_position;
             if (a->answer_token >= 0) r.answer_token = static_cast<int32_t>(a->answer_token);

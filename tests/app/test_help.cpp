@@ -129,7 +129,7 @@ TEST(Help, TourWalksTheViewsAndIsReopenable) {
   QSet<int> tabs;
   for (int i = 0; i < w.tabs()->count(); ++i)
     if (w.tabs()->tabText(i) != QStringLiteral("Start")) tabs << i;
-  ASSERT_GE(tabs.size(), 9);  // Architecture ... Experiments
+  ASSERT_GE(tabs.size(), 10);  // Architecture ... Experiments, Trace
   ASSERT_EQ(tour->stepCount(), tabs.size() + 1) << "the start page, then one step per view";
   QSet<int> views;
   int steps = 0;
@@ -163,7 +163,7 @@ TEST(Help, StartPageIsATabThatClosesAndComesBack) {
   w.show();
   EXPECT_TRUE(w.startPageShown());
   EXPECT_TRUE(w.startPageOpen());
-  EXPECT_EQ(w.tabs()->count(), 10);  // the nine views, then Start
+  EXPECT_EQ(w.tabs()->count(), 11);  // the ten views, then Start
   // Any view is one tab away, and back.
   w.tabs()->setCurrentIndex(MainWindow::kPlayground);
   EXPECT_FALSE(w.startPageShown());
@@ -173,16 +173,16 @@ TEST(Help, StartPageIsATabThatClosesAndComesBack) {
   ASSERT_NE(close, nullptr);
   close->click();
   EXPECT_FALSE(w.startPageOpen());
-  EXPECT_EQ(w.tabs()->count(), 9);
+  EXPECT_EQ(w.tabs()->count(), 10);
   EXPECT_FALSE(w.startPageShown());
   w.showStartPage();  // View › Start page
   EXPECT_TRUE(w.startPageShown());
-  EXPECT_EQ(w.tabs()->count(), 10);
+  EXPECT_EQ(w.tabs()->count(), 11);
   QTest::qWait(20);  // the closed tab's button is deleted later
   close = w.findChild<QToolButton*>(QStringLiteral("close_start_page"));
   ASSERT_NE(close, nullptr);
   close->click();
-  EXPECT_EQ(w.tabs()->count(), 9);
+  EXPECT_EQ(w.tabs()->count(), 10);
 }
 
 // Issue 48: F1 toggles the help (a second F1 closes it); it opens beside the window where the

@@ -18,14 +18,15 @@
 #include <QScrollArea>
 #include <QSlider>
 #include <QSpinBox>
-#include <cstdio>
 #include <QTabWidget>
+#include <cstdio>
 
 #include "gui/main_window.h"
 #include "gui/views/view_registry.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
+#include "gui/views/trace_view.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/token_text.h"
@@ -154,6 +155,16 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
       check(viewEntry(view)->tabTitle() + QStringLiteral(" with ") + w.runs()->at(run).name());
     }
   }
+  // The Trace view with a trace of two runs side by side (issue 51): the maps scroll, the
+  // controls stay in view.
+  w.runs()->setCurrent(0);
+  w.showView(MainWindow::kTrace);
+  TraceView* trace = w.traceView();
+  trace->setCompareRun(w.runs()->at(1).dir);
+  ASSERT_TRUE(trace->runTrace()) << trace->lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !trace->isTracing(); }, 120000));
+  ASSERT_TRUE(trace->hasTrace(0) && trace->hasTrace(1)) << trace->statusText().toStdString();
+  check(QStringLiteral("Trace of two runs side by side"));
   w.showStartPage();
   check(QStringLiteral("Start page"));
   std::printf("[ note     ] %dx%d: the window's smallest size is %dx%d\n", screen.width(), screen.height(),

@@ -88,9 +88,11 @@ TEST(Smoke, PaperSizeModelKeepsTheGuiResponsiveInEveryPhase) {
   ASSERT_TRUE(j.value(QStringLiteral("error")).isNull()) << r.out.toStdString();
   EXPECT_EQ(j.value(QStringLiteral("weight_layers")).toInt(), 7);
   EXPECT_EQ(j.value(QStringLiteral("diagnosed_layers")).toInt(), 7);
+  EXPECT_EQ(j.value(QStringLiteral("traced_layers")).toInt(), 7) << r.out.toStdString();  // the Trace view's maps
   const QJsonObject busy = j.value(QStringLiteral("max_busy_ms_by_phase")).toObject();
   for (const char* phase :
-       {"train_b_and_generate", "training_view", "architecture", "weights", "diagnostics", "probe", "lab", "experiments"}) {
+       {"train_b_and_generate", "training_view", "architecture", "weights", "diagnostics", "probe", "trace", "lab",
+        "experiments"}) {
     ASSERT_TRUE(busy.contains(QLatin1String(phase))) << phase << ": " << r.out.toStdString();
     std::printf("paper-size %-22s max_busy_ms %6.1f (budget 50)\n", phase, busy.value(QLatin1String(phase)).toDouble());
   }

@@ -118,7 +118,8 @@ TEST(MainWindow, StartsOnTheStartPageAndOpensRuns) {
   MainWindow w;
   w.showStartPage();
   EXPECT_TRUE(w.startPageShown());
-  EXPECT_EQ(w.tabs()->count(), 10);  // Architecture, Training, Weights, Diagnostics, Playground, Probe, Losses, Lab, Experiments, Start
+  // Architecture, Training, Weights, Diagnostics, Playground, Probe, Losses, Lab, Experiments, Trace, Start
+  EXPECT_EQ(w.tabs()->count(), 11);
   EXPECT_FALSE(w.openRun(QDir(temp_root()).filePath(QStringLiteral("nothing-here")), true).isEmpty());
   EXPECT_EQ(w.openRun(trained_run(), true), QString());
   EXPECT_FALSE(w.startPageShown());

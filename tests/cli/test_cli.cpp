@@ -834,3 +834,40 @@ TEST(CliPipeline, ConfigFileTrainingBlockIsHonoured) {
   EXPECT_NE(bad.out.find("bad.json"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("batch_size"), std::string::npos) << bad.out;
 }
+
+// ---- information flow routes (issue 51) -------------------------------------------------------
+// `hsm trace --routes` on the bundled hsm_ab: every mixer edge is a shift of its layer (2^l) or
+// the position itself, threshold 0 keeps more than the default, above 1 nothing; the answer
+// position is the trace's. --example still reaches the engine without --corrupt (a corpus run
+// refuses it in the engine's words).
+TEST(CliPipeline, TraceRoutesFollowTheShifts) {
+  const std::string model = std::string(HSM_RESOURCES_PATH) + "/models/hsm_ab";
+  const std::string prompt = " --prompt 'Once upon a time, there was a girl named Lily. One day,' --threads 1";
+  auto all = run_json("trace " + model + prompt + " --routes --threshold 0 --json");
+  auto kept = run_json("trace " + model + prompt + " --routes --json");
+  auto none = run_json("trace " + model + prompt + " --routes --threshold 1.5 --json");
+  EXPECT_EQ(kept["threshold"], 0.04);
+  EXPECT_EQ(all["answer_position"].get<int64_t>(), all["positions"].get<int64_t>() - 1);
+  EXPECT_GT(all["edges"].size(), kept["edges"].size());
+  EXPECT_GT(kept["edges"].size(), 0u);
+  EXPECT_EQ(none["edges"].size(), 0u);
+  size_t mixer = 0;
+  for (const auto& e : all["edges"]) {
+    const int64_t l = e["layer"], from = e["from"], to = e["to"];
+    if (e["kind"] != "mixer") {
+      EXPECT_EQ(from, to);
+      continue;
+    }
+    ++mixer;
+    EXPECT_TRUE(to - from == 0 || to - from == (int64_t{1} << l)) << "layer " << l << ": " << from << " -> " << to;
+  }
+  EXPECT_GT(mixer, 0u);
+  auto at = run_json("trace " + model + prompt + " --routes --answer-position 5 --json");
+  EXPECT_EQ(at["answer_position"], 5);
+  const Result example = run("trace " + model + " --example 0 --threads 1");
+  EXPECT_NE(example.status, 0);
+  EXPECT_NE(example.out.find("trained on a corpus"), std::string::npos) << example.out;
+  const Result no_corrupt = run("trace " + model + prompt);
+  EXPECT_NE(no_corrupt.status, 0);
+  EXPECT_NE(no_corrupt.out.find("--corrupt"), std::string::npos) << no_corrupt.out;
+}

@@ -50,6 +50,12 @@ const Step kSteps[] = {
                           "Probe: what each layer would predict, what an output drew on through all layers, and which "
                           "layers the model needs most. Help › What am I looking at? (F1) explains any view; this tour "
                           "is under Help too.")},
+    // Issue 51: the Trace view.
+    {"trace", QT_TRANSLATE_NOOP("tour",
+                          "Trace: why the model answers as it does. Replace one word of a prompt (Lily by Sue) and "
+                          "see, layer by layer and position by position, which activation brings the answer back; "
+                          "an HSM model can only carry it along its shifts. Beside traces a second model on the same "
+                          "prompts.")},
     {"losses", QT_TRANSLATE_NOOP("tour",
                           "Losses: the loss of each open model token by token on the same text: where one model "
                           "beats the other, by position, by distance back to a token's last occurrence and by "

@@ -660,16 +660,9 @@ QStringList DiagnosticsView::exportAll(const QString& folder, QString* error) {
 }
 
 void DiagnosticsView::exportDialog() {
-  const QString folder =
-      QFileDialog::getExistingDirectory(this, tr("Export the diagnostics to"), StudioSettings::dialogFolder());
-  if (folder.isEmpty()) return;
-  StudioSettings::setDialogFolder(folder);
-  QString error;
-  const QStringList files = exportAll(folder, &error);
-  if (!error.isEmpty())
-    QMessageBox::warning(this, tr("Export"), error);
-  else
-    status_->setText(tr("Wrote %1 files to %2").arg(files.size()).arg(folder));
+  exportAllDialog(
+      tr("Export the diagnostics to"),
+      [this](const QString& folder, QString* error) { return exportAll(folder, error); }, status_);
 }
 
 }  // namespace studio

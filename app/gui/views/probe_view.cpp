@@ -675,16 +675,9 @@ QStringList ProbeView::exportAll(const QString& folder, QString* error) {
 }
 
 void ProbeView::exportDialog() {
-  const QString folder =
-      QFileDialog::getExistingDirectory(this, tr("Export the Probe view's plots into"), StudioSettings::dialogFolder());
-  if (folder.isEmpty()) return;
-  StudioSettings::setDialogFolder(folder);
-  QString error;
-  const QStringList files = exportAll(folder, &error);
-  if (!error.isEmpty())
-    QMessageBox::warning(this, tr("Export failed"), error);
-  else
-    status_->setText(tr("Wrote %1 files to %2.").arg(files.size()).arg(folder));
+  exportAllDialog(
+      tr("Export the Probe view's plots into"),
+      [this](const QString& folder, QString* error) { return exportAll(folder, error); }, status_);
 }
 
 }  // namespace studio

@@ -1,13 +1,16 @@
 #include "gui/views/studio_view.h"
 
 #include <QDir>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
+#include <QMessageBox>
 #include <QRegularExpression>
 #include <QTimer>
 
 #include "gui/engine/engine_host.h"
 #include "gui/run_list.h"
+#include "gui/studio_settings.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
@@ -69,6 +72,20 @@ QString StudioView::currentRunDir() const {
 }
 
 QString StudioView::runName(const QString& runDir) { return QFileInfo(runDir).fileName(); }
+
+void StudioView::exportAllDialog(const QString& title,
+                                 const std::function<QStringList(const QString&, QString*)>& exportAll,
+                                 QLabel* status) {
+  const QString folder = QFileDialog::getExistingDirectory(this, title, StudioSettings::dialogFolder());
+  if (folder.isEmpty()) return;
+  StudioSettings::setDialogFolder(folder);
+  QString error;
+  const QStringList files = exportAll(folder, &error);
+  if (!error.isEmpty())
+    QMessageBox::warning(this, tr("Export failed"), error);
+  else
+    status->setText(tr("Wrote %1 files to %2.").arg(files.size()).arg(folder));
+}
 
 QStringList StudioView::exportPlots(const QString& folder, QString* error) const {
   QStringList written;

@@ -8,6 +8,7 @@
 #include <QString>
 #include <QStringList>
 #include <QWidget>
+#include <functional>
 
 class QLabel;
 
@@ -53,6 +54,11 @@ class StudioView : public QWidget {
   NoticeBar* makeWhatIfNotice(const QString& objectName, const QString& consequence,
                               const QList<QWidget*>& controls = {});
   void updateWhatIfNotice();
+
+  // The views' "Export all…" button: asks for a folder, runs `exportAll(folder, &error)` and
+  // says in `status` how many files it wrote there (a warning box naming the failure instead).
+  void exportAllDialog(const QString& title, const std::function<QStringList(const QString&, QString*)>& exportAll,
+                       QLabel* status);
 
   const RunEntry* currentRun() const;
   QString currentRunDir() const;  // absolute; empty when none is open

@@ -10,6 +10,7 @@
 #include "gui/views/losses_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/trace_view.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
 
@@ -157,6 +158,38 @@ const std::vector<ViewEntry>& viewRegistry() {
          "followed as it trains; Cancel stops it with a checkpoint, and starting it again continues.</p>"),
        ViewEntry::kNoExtra,
        [](RunList* runs, EngineHost* engine) -> QWidget* { return new ExperimentsView(runs, engine); }},
+      {"trace", QT_TRANSLATE_NOOP("views", "Trace"), QT_TRANSLATE_NOOP("views", "T&race"),
+       QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T),
+       QT_TRANSLATE_NOOP("help",
+                       "<p><b>Why</b> the model answers as it does: which layer, at which position, carries what "
+                       "makes the answer right (causal tracing, docs/diagnostics.md §9).</p>"
+                       "<p>Give a <b>clean</b> prompt and a <b>corrupted</b> copy with one token replaced (the same "
+                       "number of tokens), e.g. “… a girl named Lily. One day,” and “… a girl named Sue. One day,”. "
+                       "The model reads both. Then, one at a time, a single activation of the corrupted run is "
+                       "replaced by the clean run's, and we measure how much of the clean answer's log-probability "
+                       "comes back: <b>1</b> (blue) means that one activation restores the answer, <b>0</b> (white) "
+                       "that it does nothing, red that it pushes the answer away. A run trained on a task traces a "
+                       "test example, its stored key replaced automatically.</p>"
+                       "<p>Each heatmap is one <b>site</b>, rows the layers, columns the positions (✗ the corrupted "
+                       "one, ▸ the answer): the <b>residual stream</b> entering the block, the <b>mixer's output</b> "
+                       "and the <b>FFN's output</b>. Left, the <b>exact</b> map (activation patching: the corrupted "
+                       "run rerun with each cell restored); right, the <b>attribution</b> estimate of the same map "
+                       "from one backward pass, cheap for long prompts, with its correlation r to the exact one.</p>"
+                       "<p>The circles are the <b>route</b>: in each layer the position whose activation matters "
+                       "most. An arrow marks where an HSM layer's shift (↦2<sup>l</sup> in the row label) carries "
+                       "that position: an HSM model can only move information along its shifts, so its route steps "
+                       "by powers of two, where attention can jump anywhere at once. <b>Beside</b> traces a second "
+                       "open run on the same prompts, to compare two mixers.</p>"
+                       "<p>Under the maps, the <b>routes into the answer</b> (information flow, §10): nodes are the "
+                       "residual stream at each position between layers (bottom: the embeddings, the red dot: the "
+                       "answer position after the last layer). Each layer's update of a node is a sum of terms, the "
+                       "residual itself (grey), the mixer's term from each earlier position (blue) and the FFN's "
+                       "output (orange, drawn beside the grey); an edge's width and opacity is its term's share of "
+                       "the node. Only edges of at least the share in <b>Routes ≥</b> that lead to the answer are "
+                       "drawn; changing it re-prunes at once. An HSM layer can only draw blue edges along its "
+                       "shift; attention can draw them from anywhere before.</p>"),
+       ViewEntry::kNoExtra,
+       [](RunList* runs, EngineHost* engine) -> QWidget* { return new TraceView(runs, engine); }},
   };
   return views;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "hsm/progress.h"
+#include "hsm/routes.h"
 
 namespace hsm {
 
@@ -32,6 +33,7 @@ struct TraceRequest {
   int32_t answer_token = -1;            // the answer; -1: the clean run's most likely token there
   bool exact = true;                    // activation patching (every layer x position x site)
   bool attribution = true;              // attribution patching (one backward pass)
+  bool routes = false;                  // and the clean prompt's information flow routes (hsm/routes.h)
 };
 
 // One site's map over layers x positions: effect[layer * positions + position]. NaN where the
@@ -59,6 +61,8 @@ struct Trace {
   // cell of every site that exists (NaN when either was not made).
   double agreement = 0;
   double exact_seconds = 0, attribution_seconds = 0;
+  // When asked for: Tracer::routes(clean, answer_position), unpruned (empty edges otherwise).
+  Routes routes;
 };
 
 // The call object for causal tracing of a shared Model (as Prober is for probing). Reads the
@@ -81,6 +85,10 @@ class Tracer {
   // recall_at's stored key) when there is one, else that token itself — by a token of the
   // vocabulary absent from the prompt. Throws for a corpus run.
   TraceRequest task_request(int64_t index) const;
+  // Information flow routes (hsm/routes.h) of `tokens` into the prediction at answer_position
+  // (-1: the last): one forward pass, every edge unpruned (prune_routes picks the routes). Throws
+  // std::invalid_argument as trace() does for empty or too long prompts, bad ids and positions.
+  Routes routes(const std::vector<int32_t>& tokens, int64_t answer_position = -1) const;
 
  private:
   std::shared_ptr<const Model> model_;

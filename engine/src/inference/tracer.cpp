@@ -6,6 +6,7 @@
 
 #include "eval/diagnose.h"
 #include "eval/patching.h"
+#include "eval/routes.h"
 #include "hsm/trace.h"
 #include "inference/model_impl.h"
 
@@ -36,6 +37,28 @@ torch::Tensor ids_tensor(const std::vector<int32_t>& ids, const torch::Device& d
   return torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).view({1, -1}).to(device);
 }
 
+// A prompt the model can run: 1 to context tokens of its vocabulary.
+void check_prompt(const Model::Impl& m, const std::vector<int32_t>& ids, const char* what) {
+  const std::string w = what;
+  if (ids.empty()) throw std::invalid_argument(w + ": the prompt has no tokens");
+  if (static_cast<int64_t>(ids.size()) > m.config.context)
+    throw std::invalid_argument(w + ": " + std::to_string(ids.size()) + " tokens exceed the context of " +
+                                std::to_string(m.config.context));
+  for (int32_t id : ids)
+    if (id < 0 || id >= m.config.vocab_size)
+      throw std::invalid_argument(w + ": token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                  std::to_string(m.config.vocab_size));
+}
+
+// The answer position asked for (-1: the last of T), checked.
+int64_t answer_position(int64_t asked, int64_t T, const char* what) {
+  const int64_t at = asked < 0 ? T - 1 : asked;
+  if (at >= T)
+    throw std::invalid_argument(std::string(what) + ": answer position " + std::to_string(at) +
+                                " is outside the prompt (0 to " + std::to_string(T - 1) + ")");
+  return at;
+}
+
 }  // namespace
 
 Tracer::Tracer(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
@@ -48,18 +71,9 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
     throw std::invalid_argument("trace: the corrupted prompt has " + std::to_string(r.corrupt.size()) +
                                 " tokens and the clean one " + std::to_string(T) +
                                 "; patching needs the same positions in both (replace a token by one of the same length)");
-  if (T > m.config.context)
-    throw std::invalid_argument("trace: " + std::to_string(T) + " tokens exceed the context of " +
-                                std::to_string(m.config.context));
-  for (const auto* ids : {&r.clean, &r.corrupt})
-    for (int32_t id : *ids)
-      if (id < 0 || id >= m.config.vocab_size)
-        throw std::invalid_argument("trace: token id " + std::to_string(id) + " is outside the vocabulary of " +
-                                    std::to_string(m.config.vocab_size));
-  const int64_t at = r.answer_position < 0 ? T - 1 : r.answer_position;
-  if (at >= T)
-    throw std::invalid_argument("trace: answer position " + std::to_string(at) + " is outside the prompt (0 to " +
-                                std::to_string(T - 1) + ")");
+  check_prompt(m, r.clean, "trace");
+  check_prompt(m, r.corrupt, "trace");
+  const int64_t at = answer_position(r.answer_position, T, "trace");
   if (r.answer_token >= m.config.vocab_size)
     throw std::invalid_argument("trace: answer token " + std::to_string(r.answer_token) +
                                 " is outside the vocabulary of " + std::to_string(m.config.vocab_size));
@@ -118,6 +132,7 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
     t.attribution_seconds = seconds_since(t0);
   }
   t.agreement = correlation(t.exact, t.attribution);
+  if (r.routes) t.routes = routes(r.clean, at);
   if (progress) progress(1.0);
   return t;
 }
@@ -158,6 +173,20 @@ TraceRequest Tracer::task_request(int64_t index) const {
   if (other < 0) other = (query + 1) % V;  // every id is present: any other one
   r.corrupt = r.clean;
   r.corrupt[static_cast<size_t>(where)] = other;
+  return r;
+}
+
+Routes Tracer::routes(const std::vector<int32_t>& tokens, int64_t answer_position_asked) const {
+  const Model::Impl& m = model_->impl();
+  check_prompt(m, tokens, "routes");
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  const int64_t at = answer_position(answer_position_asked, T, "routes");
+  const auto t0 = std::chrono::steady_clock::now();
+  Routes r;
+  r.tokens = tokens;
+  for (int32_t id : tokens) r.labels.push_back(m.token_label(id));
+  information_flow(*m.gpt, ids_tensor(tokens, m.device), at, r);
+  r.seconds = seconds_since(t0);
   return r;
 }
 

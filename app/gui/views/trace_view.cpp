@@ -1,0 +1,783 @@
+#include "gui/views/trace_view.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QDir>
+#include <QFile>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "gui/engine/engine_host.h"
+#include "gui/engine_types.h"
+#include "gui/run_list.h"
+#include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/notice_bar.h"
+#include "gui/widgets/plot_panel.h"
+#include "gui/widgets/task_example_bar.h"
+#include "gui/widgets/widget_export.h"
+#include "hsm/mixer_kind.h"
+#include "hsm/tokenizer.h"
+
+namespace studio {
+namespace {
+
+constexpr const char* kSiteNames[TraceView::kSites] = {"residual", "mixer", "ffn"};
+// A heatmap's smallest height: a title, a few layers' rows and the rotated token labels.
+constexpr int kMapMinHeight = 190;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The routes graph's smallest height: a few layers of nodes and the rotated token labels.
+constexpr int kRoutesMinHeight = 240;
+// The FFN's edge is drawn beside the residual's (both go from (l, i) to (l+1, i)).
+constexpr double kFfnOffset = 0.18;
+
+QColor route_color(hsm::RouteKind kind) {
+  switch (kind) {
+    case hsm::RouteKind::kMixer: return QColor(31, 119, 180);
+    case hsm::RouteKind::kFfn: return QColor(230, 120, 20);
+    case hsm::RouteKind::kResidual: break;
+  }
+  return QColor(90, 90, 90);
+}
+
+QString piece_label(const std::string& piece) {
+  QString s = QString::fromStdString(piece);
+  s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
+  s.replace(QLatin1Char(' '), QStringLiteral("␣"));
+  return s;
+}
+
+QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
+
+QString site_title(int site) {
+  switch (site) {
+    case 0:
+      return QObject::tr("residual");
+    case 1:
+      return QObject::tr("mixer");
+    default:
+      return QObject::tr("FFN");
+  }
+}
+
+// Pearson's r over the cells finite in both maps.
+double pearson(const std::vector<double>& a, const std::vector<double>& b) {
+  double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+    n += 1, sa += a[i], sb += b[i], saa += a[i] * a[i], sbb += b[i] * b[i], sab += a[i] * b[i];
+  }
+  if (n < 2) return kNaN;
+  const double cov = sab - sa * sb / n, va = saa - sa * sa / n, vb = sbb - sb * sb / n;
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : kNaN;
+}
+
+// The id of the one token `text` is (or " " + text, the same word inside a sentence).
+int32_t answer_id(const hsm::Tokenizer& tokenizer, const std::string& text) {
+  for (const std::string& t : {text, " " + text}) {
+    const std::vector<int32_t> ids = tokenizer.encode(t);
+    if (ids.size() == 1) return ids.front();
+  }
+  throw std::invalid_argument("the answer \"" + text + "\" is " + std::to_string(tokenizer.encode(text).size()) +
+                              " tokens; give one token of the vocabulary (or leave it empty for the model's top)");
+}
+
+QString r_text(double r) { return std::isfinite(r) ? QString::number(r, 'f', 3) : QStringLiteral("–"); }
+
+}  // namespace
+
+TraceView::TraceView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+  build();
+  connectSignals();
+  leaveRun();
+  updateButtons();
+}
+
+void TraceView::build() {
+  cleanLabel_ = new QLabel(tr("Clean"));
+  cleanEdit_ = new QLineEdit(QStringLiteral("Once upon a time, there was a girl named Lily. One day,"));
+  cleanEdit_->setObjectName(QStringLiteral("trace_clean"));
+  cleanEdit_->setPlaceholderText(tr("The clean prompt"));
+  corruptLabel_ = new QLabel(tr("Corrupted"));
+  corruptEdit_ = new QLineEdit(QStringLiteral("Once upon a time, there was a girl named Sue. One day,"));
+  corruptEdit_->setObjectName(QStringLiteral("trace_corrupt"));
+  corruptEdit_->setPlaceholderText(tr("The clean prompt with a token replaced (the same number of tokens)"));
+  exampleBar_ = new TaskExampleBar(QStringLiteral("trace"));
+  exampleBar_->hide();
+  answerPosition_ = new QSpinBox;
+  answerPosition_->setObjectName(QStringLiteral("trace_answer_position"));
+  answerPosition_->setRange(-1, 1 << 20);
+  answerPosition_->setValue(-1);
+  answerPosition_->setSpecialValueText(tr("last"));
+  answerPosition_->setToolTip(
+      tr("The position whose next-token prediction is traced (a task run: its example's last answer)"));
+  answerEdit_ = new QLineEdit;
+  answerEdit_->setObjectName(QStringLiteral("trace_answer_token"));
+  answerEdit_->setPlaceholderText(tr("model's top"));
+  answerEdit_->setMaximumWidth(120);
+  answerEdit_->setToolTip(
+      tr("The answer: one token of the run's vocabulary (“Lily” is read as “ Lily” when only that "
+         "is one token); empty: the clean run's most likely token there"));
+  compareBox_ = new QComboBox;
+  compareBox_->setObjectName(QStringLiteral("trace_compare"));
+  compareBox_->setToolTip(tr("Trace a second open run on the same prompts, beside the current one"));
+  compareBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  compareBox_->setMinimumContentsLength(10);
+  threshold_ = new QDoubleSpinBox;
+  threshold_->setObjectName(QStringLiteral("trace_route_threshold"));
+  threshold_->setRange(0.0, 1.0);
+  threshold_->setDecimals(3);
+  threshold_->setSingleStep(0.01);
+  threshold_->setValue(0.04);
+  threshold_->setToolTip(
+      tr("Routes: keep the edges that carry at least this share of the node they go into (0: every edge "
+         "reaching the answer); changing it re-prunes the graph without computing anything"));
+  traceButton_ = new QPushButton(tr("Trace"));
+  traceButton_->setObjectName(QStringLiteral("trace_run"));
+  traceButton_->setDefault(true);
+  cancelButton_ = new QPushButton(tr("Cancel"));
+  cancelButton_->setObjectName(QStringLiteral("trace_cancel"));
+  exportButton_ = new QPushButton(tr("Export all…"));
+  exportButton_->setObjectName(QStringLiteral("trace_export"));
+  exportButton_->setToolTip(tr("Every map as PNG, PDF, SVG and CSV, and all of them in one CSV"));
+  progress_ = new QProgressBar;
+  progress_->setObjectName(QStringLiteral("trace_progress"));
+  progress_->setRange(0, 1000);
+  progress_->setValue(0);
+  progress_->setFormat(tr("idle"));
+  progress_->setTextVisible(true);
+  progress_->setMaximumWidth(220);
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("trace_status"));
+  status_->setWordWrap(true);
+  status_->setTextFormat(Qt::PlainText);
+
+  // Two rows of inputs: the prompts (or the task example), then the answer and the actions.
+  auto* prompts = new QHBoxLayout;
+  prompts->addWidget(cleanLabel_);
+  prompts->addWidget(cleanEdit_, 1);
+  prompts->addWidget(corruptLabel_);
+  prompts->addWidget(corruptEdit_, 1);
+  prompts->addWidget(exampleBar_, 1);
+  auto* actions = new QHBoxLayout;
+  actions->addWidget(new QLabel(tr("Answer after position")));
+  actions->addWidget(answerPosition_);
+  actions->addWidget(new QLabel(tr("token")));
+  actions->addWidget(answerEdit_);
+  actions->addWidget(new QLabel(tr("Beside")));
+  actions->addWidget(compareBox_, 1);
+  actions->addWidget(new QLabel(tr("Routes ≥")));
+  actions->addWidget(threshold_);
+  actions->addWidget(traceButton_);
+  actions->addWidget(cancelButton_);
+  actions->addWidget(progress_);
+  actions->addWidget(exportButton_);
+
+  // The maps: per run two columns (exact, attribution), per site a row; scrolled when the
+  // window is small.
+  auto* runsRow = new QHBoxLayout;
+  runsRow->setContentsMargins(0, 0, 0, 0);
+  for (int c = 0; c < kColumns; ++c) {
+    Column& col = columns_[static_cast<size_t>(c)];
+    const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
+    col.box = new QWidget;
+    auto* grid = new QGridLayout(col.box);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setSpacing(4);
+    col.summary = new QLabel;
+    col.summary->setObjectName(prefix + QStringLiteral("_summary"));
+    col.summary->setWordWrap(true);
+    col.summary->setTextFormat(Qt::RichText);
+    grid->addWidget(col.summary, 0, 0, 1, 2);
+    for (int s = 0; s < kSites; ++s) {
+      // The second run's titles start "B:" (the export's file names come from the titles).
+      const QString which = c == 0 ? QString() : tr("B: ");
+      auto* exact = new HeatmapPanel(tr("%2%1 · exact").arg(site_title(s), which), tr("position"), tr("layer"));
+      exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(QLatin1String(kSiteNames[s])));
+      exact->setScaleLabel(tr("effect"));
+      exact->setMinimumHeight(kMapMinHeight);
+      auto* attribution =
+          new HeatmapPanel(tr("%2%1 · attribution").arg(site_title(s), which), tr("position"), tr("layer"));
+      attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(QLatin1String(kSiteNames[s])));
+      attribution->setScaleLabel(tr("estimate"));
+      attribution->setMinimumHeight(kMapMinHeight);
+      // The route over the exact map: a line through each layer's strongest position.
+      QCustomPlot* p = exact->plot();
+      auto* route = new QCPCurve(p->xAxis, p->yAxis);  // a curve keeps the layers' order
+      route->setPen(QPen(QColor(20, 20, 20), 1.5, Qt::DashLine));
+      route->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(20, 20, 20), 1.5), Qt::NoBrush, 9));
+      col.exact[static_cast<size_t>(s)] = exact;
+      col.attribution[static_cast<size_t>(s)] = attribution;
+      col.route[static_cast<size_t>(s)] = route;
+      grid->addWidget(exact, 1 + s, 0);
+      grid->addWidget(attribution, 1 + s, 1);
+    }
+    // The information flow routes into the answer, over nodes (layer boundary, position).
+    col.routes = new PlotPanel(tr("%1routes into the answer").arg(c == 0 ? QString() : tr("B: ")), tr("position"),
+                               tr("layer"));
+    col.routes->setObjectName(prefix + QStringLiteral("_routes"));
+    col.routes->setLogOptionVisible(false);
+    col.routes->setMinimumHeight(kRoutesMinHeight);
+    col.routes->setCsvWriter([this, c] { return routesCsv(c); });
+    grid->addWidget(col.routes, 1 + kSites, 0, 1, 2);
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
+    runsRow->addWidget(col.box, 1);
+  }
+  auto* maps = new QWidget;
+  maps->setLayout(runsRow);
+  scroll_ = new QScrollArea;
+  scroll_->setObjectName(QStringLiteral("trace_scroll"));
+  scroll_->setWidget(maps);
+  scroll_->setWidgetResizable(true);
+  scroll_->setFrameShape(QFrame::NoFrame);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(prompts);
+  layout->addLayout(actions);
+  layout->addWidget(makeWhatIfNotice(QStringLiteral("trace_whatif_box"),
+                                     tr("The traces are of the edited model; Reset it in the Weights view.")));
+  layout->addWidget(status_);
+  layout->addWidget(scroll_, 1);
+  setColumnVisible(1, false);
+}
+
+void TraceView::connectSignals() {
+  connect(traceButton_, &QPushButton::clicked, this, [this] { runTrace(); });
+  connect(cancelButton_, &QPushButton::clicked, this, &TraceView::cancelTrace);
+  connect(exportButton_, &QPushButton::clicked, this, &TraceView::exportDialog);
+  connect(cleanEdit_, &QLineEdit::returnPressed, this, [this] { runTrace(); });
+  connect(corruptEdit_, &QLineEdit::returnPressed, this, [this] { runTrace(); });
+  connect(threshold_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] {
+    for (int c = 0; c < kColumns; ++c) drawRoutes(c);
+  });
+  connect(runs_, &RunList::runAdded, this, &TraceView::fillCompareBox);
+  connect(runs_, &RunList::runRemoved, this, &TraceView::fillCompareBox);
+  connect(runs_, &RunList::infoChanged, this, &TraceView::fillCompareBox);
+}
+
+void TraceView::setPrompts(const QString& clean, const QString& corrupt) {
+  cleanEdit_->setText(clean);
+  corruptEdit_->setText(corrupt);
+}
+QString TraceView::cleanPrompt() const { return cleanEdit_->text(); }
+QString TraceView::corruptPrompt() const { return corruptEdit_->text(); }
+
+void TraceView::setAnswer(int position, const QString& token) {
+  answerPosition_->setValue(position);
+  answerEdit_->setText(token);
+}
+
+void TraceView::setCompareRun(const QString& dir) {
+  const int i = dir.isEmpty() ? 0 : compareBox_->findData(QDir(dir).absolutePath());
+  compareBox_->setCurrentIndex(std::max(i, 0));
+}
+QString TraceView::compareRun() const { return compareBox_->currentData().toString(); }
+
+QString TraceView::statusText() const { return status_->text(); }
+bool TraceView::isTracing() const { return running_ > 0; }
+
+HeatmapPanel* TraceView::exactPanel(int column, int site) const {
+  return columns_[static_cast<size_t>(column)].exact[static_cast<size_t>(site)];
+}
+HeatmapPanel* TraceView::attributionPanel(int column, int site) const {
+  return columns_[static_cast<size_t>(column)].attribution[static_cast<size_t>(site)];
+}
+QString TraceView::summary(int column) const { return columns_[static_cast<size_t>(column)].summary->text(); }
+
+void TraceView::fillCompareBox() {
+  // Every open run with a checkpoint but the current one; the choice kept while it is open.
+  const QString kept = compareRun(), current = currentRunDir();
+  compareBox_->blockSignals(true);
+  compareBox_->clear();
+  compareBox_->addItem(tr("no second run"), QString());
+  for (int i = 0; i < runs_->count(); ++i) {
+    const RunEntry& r = runs_->at(i);
+    if (r.dir != current && r.has_info) compareBox_->addItem(r.name(), r.dir);
+  }
+  compareBox_->setCurrentIndex(std::max(0, compareBox_->findData(kept)));
+  compareBox_->blockSignals(false);
+}
+
+void TraceView::showPromptKind() {
+  const RunEntry* run = currentRun();
+  const bool task =
+      exampleBar_->follow(run ? run->task : std::string(), {cleanLabel_, cleanEdit_, corruptLabel_, corruptEdit_});
+  // A task example chooses its own answer.
+  answerPosition_->setEnabled(!task);
+  answerEdit_->setEnabled(!task);
+}
+
+void TraceView::leaveRun() {
+  showPromptKind();
+  fillCompareBox();
+  const QString dir = currentRunDir();
+  if (traceRuns_[0] != dir) {
+    for (int c = 0; c < kColumns; ++c) {
+      has_[static_cast<size_t>(c)] = false;
+      traces_[static_cast<size_t>(c)] = {};
+      traceRuns_[static_cast<size_t>(c)].clear();
+      clearColumn(c, dir.isEmpty() ? tr("No run open.") : tr("No trace yet."));
+    }
+    traceRuns_[0] = dir;
+    setColumnVisible(1, false);
+    if (!isTracing())
+      status_->setText(dir.isEmpty() ? tr("No run open.")
+                                     : tr("No trace of %1 yet: give a clean prompt and a corrupted copy (one token "
+                                          "replaced) and press Trace.")
+                                           .arg(runName(dir)));
+  }
+  updateButtons();
+}
+
+void TraceView::showRun() {}  // a trace takes seconds: it runs when asked (the Trace button)
+
+void TraceView::updateButtons() {
+  traceButton_->setEnabled(!isTracing());
+  cancelButton_->setEnabled(isTracing());
+  exportButton_->setEnabled(has_[0] || has_[1]);
+  compareBox_->setEnabled(!isTracing());
+}
+
+bool TraceView::runTrace() {
+  const RunEntry* run = currentRun();
+  lastError_.clear();
+  const bool taskRun = run && !run->task.empty();
+  if (isTracing())
+    lastError_ = tr("A trace is already running.");
+  else if (!run)
+    lastError_ = tr("Open a run first.");
+  else if (!run->has_info)
+    lastError_ = tr("%1 has no checkpoint yet.").arg(run->name());
+  else if (!taskRun && cleanEdit_->text().trimmed().isEmpty())
+    lastError_ = tr("Type a clean prompt.");
+  else if (!taskRun && corruptEdit_->text().trimmed().isEmpty())
+    lastError_ = tr("Type the corrupted prompt: the clean one with a token replaced.");
+  else if (!taskRun && corruptEdit_->text() == cleanEdit_->text())
+    lastError_ = tr("The corrupted prompt equals the clean one: replace a token in it.");
+  const QString other = compareRun();
+  const int otherRow = other.isEmpty() ? -1 : runs_->indexOf(other);
+  if (lastError_.isEmpty() && !other.isEmpty() && otherRow < 0)
+    lastError_ = tr("%1 is no longer open.").arg(runName(other));
+  if (!lastError_.isEmpty()) {
+    status_->setText(lastError_);
+    return false;
+  }
+  cancelled_ = false;
+  pendingError_.clear();
+  startColumn(0, run->dir, taskRun);
+  setColumnVisible(1, otherRow >= 0);
+  // The same prompts (or the same test example) for the run beside it.
+  if (otherRow >= 0) startColumn(1, runs_->at(otherRow).dir, taskRun);
+  progress_->setValue(0);
+  progress_->setFormat(tr("tracing · %p%"));
+  status_->setText(tr("Patching every layer, position and site of %1%2…")
+                       .arg(runName(run->dir), otherRow >= 0 ? tr(" and of %1").arg(runName(other)) : QString()));
+  updateButtons();
+  return true;
+}
+
+void TraceView::startColumn(int column, const QString& runDir, bool taskRun) {
+  Column& col = columns_[static_cast<size_t>(column)];
+  has_[static_cast<size_t>(column)] = false;
+  traceRuns_[static_cast<size_t>(column)] = runDir;
+  clearColumn(column, tr("Tracing…"));
+  col.progress = 0;
+  ++running_;
+  const std::string clean = cleanEdit_->text().toStdString(), corrupt = corruptEdit_->text().toStdString();
+  const int example = exampleBar_->example(), position = answerPosition_->value();
+  const std::string answer = answerEdit_->text().toStdString();
+  const bool task = taskRun;
+  // The analysis executor: seconds of patching never hold up a generation or a diagnosis.
+  col.reply = engine_->analysis().stream<hsm::Trace>(runDir, [=](const CallContext& c) {
+    const hsm::Tracer tracer(c.model());
+    hsm::TraceRequest r = task ? tracer.task_request(example) : tracer.text_request(clean, corrupt);
+    if (!task) {
+      r.answer_position = position;
+      if (!answer.empty()) r.answer_token = answer_id(c.model()->tokenizer(), answer);
+    }
+    r.routes = true;
+    return tracer.trace(
+        r, [&c](double f) { c.progress("trace", f); }, c.cancelFlag());
+  });
+  connect(col.reply.feed(), &CallFeed::progress, this, [this, column](const QString&, double f) {
+    columns_[static_cast<size_t>(column)].progress = f;
+    showProgress();
+  });
+  col.reply.result()
+      .then(this, [this, column, runDir](const hsm::Trace& t) { onTraced(column, runDir, t); })
+      .onFailed(this, [this, column, runDir](const CallFailed& e) { onFailed(column, runDir, e); });
+}
+
+void TraceView::showProgress() {
+  double sum = 0;
+  int n = 0;
+  for (const Column& c : columns_)
+    if (c.reply.feed()) sum += c.progress, ++n;
+  if (n > 0) progress_->setValue(static_cast<int>(1000 * sum / n));
+}
+
+void TraceView::cancelTrace() {
+  if (!isTracing()) return;
+  for (const Column& c : columns_) c.reply.cancel();
+  status_->setText(tr("Cancelling…"));
+}
+
+void TraceView::onTraced(int column, const QString& runDir, const hsm::Trace& t) {
+  Column& col = columns_[static_cast<size_t>(column)];
+  col.reply = {};
+  col.progress = 1;
+  // A trace of a run left meanwhile is not shown; one that finished as Cancel was pressed is.
+  if (runDir == traceRuns_[static_cast<size_t>(column)]) {
+    traces_[static_cast<size_t>(column)] = t;
+    has_[static_cast<size_t>(column)] = true;
+    drawColumn(column);
+  }
+  finishOne();
+}
+
+void TraceView::onFailed(int column, const QString& runDir, const CallFailed& failure) {
+  Column& col = columns_[static_cast<size_t>(column)];
+  col.reply = {};
+  if (failure.cancelled()) cancelled_ = true;  // the engine stopped it
+  if (runDir == traceRuns_[static_cast<size_t>(column)]) {
+    clearColumn(column, failure.cancelled() ? tr("Cancelled.") : tr("No trace of %1.").arg(runName(runDir)));
+    if (!failure.cancelled() && pendingError_.isEmpty())
+      pendingError_ = tr("%1: %2").arg(runName(runDir), failure.message());
+  }
+  finishOne();
+}
+
+void TraceView::finishOne() {
+  if (--running_ > 0) {
+    showProgress();
+    return;
+  }
+  running_ = 0;
+  if (cancelled_) {
+    lastError_ = tr("Trace cancelled.");
+    progress_->setValue(0);
+    progress_->setFormat(tr("cancelled"));
+    status_->setText(lastError_);
+  } else if (!pendingError_.isEmpty()) {
+    lastError_ = pendingError_;
+    progress_->setFormat(tr("failed"));
+    status_->setText(tr("Trace failed: %1").arg(pendingError_));
+  } else if (!has_[0]) {  // the current run changed while it traced
+    progress_->setFormat(tr("idle"));
+    status_->setText(tr("No trace of %1 yet: press Trace.").arg(runName(currentRunDir())));
+  } else {
+    progress_->setValue(1000);
+    progress_->setFormat(tr("done"));
+    const hsm::Trace& t = traces_[0];
+    status_->setText(
+        tr("Each cell: the share of log p(“%1”) that returns when that one activation of the corrupted run is the "
+           "clean run's (1 all, 0 none). ○ the route: per layer the position with the largest effect; → where an HSM "
+           "layer's shift carries it. Routes: the edges of at least the chosen share that lead to the answer.")
+            .arg(piece_label(t.answer_label)));
+  }
+  updateButtons();
+  emit traceFinished();
+}
+
+void TraceView::setColumnVisible(int column, bool visible) {
+  columns_[static_cast<size_t>(column)].box->setVisible(visible);
+}
+
+void TraceView::clearColumn(int column, const QString& message) {
+  Column& col = columns_[static_cast<size_t>(column)];
+  col.summary->setText(column == 0 && !traceRuns_[0].isEmpty()
+                           ? tr("<b>%1</b>").arg(runName(traceRuns_[0]).toHtmlEscaped())
+                           : QString());
+  for (int s = 0; s < kSites; ++s) {
+    col.exact[static_cast<size_t>(s)]->clearWithMessage(message);
+    col.attribution[static_cast<size_t>(s)]->clearWithMessage(message);
+    col.route[static_cast<size_t>(s)]->data()->clear();
+    QCustomPlot* p = col.exact[static_cast<size_t>(s)]->plot();
+    for (int i = p->itemCount() - 1; i >= 0; --i)
+      if (p->item(i)->property("route").toBool()) p->removeItem(i);
+  }
+  col.shown.clear();
+  QCustomPlot* r = col.routes->plot();
+  r->clearItems();
+  r->clearGraphs();
+  r->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QStringList TraceView::layerLabels(const QString& runDir, int64_t layers) const {
+  // "L2 ↦4" for a shift mixer (its shift, or one per head), "L1 attn" for any other: short, so
+  // the map keeps its width; the summary and the help name the mixers.
+  QStringList labels;
+  const int row = runs_->indexOf(runDir);
+  const hsm::ModelConfig* model = row >= 0 ? &runs_->at(row).model : nullptr;
+  for (int64_t l = 0; l < layers; ++l) {
+    QString label = QStringLiteral("L%1").arg(l);
+    if (model && l < static_cast<int64_t>(model->layers.size()) &&
+        hsm::is_mixer_id(model->layers[static_cast<size_t>(l)].mixer)) {
+      const hsm::LayerSpec& spec = model->layers[static_cast<size_t>(l)];
+      QStringList shifts;
+      for (int64_t s : hsm::layer_shifts(hsm::mixer_info(spec.mixer).kind, l, spec.heads)) shifts << QString::number(s);
+      label += shifts.isEmpty() ? QLatin1Char(' ') + QString::fromStdString(spec.mixer)
+                                : QStringLiteral(" ↦") + shifts.join(QLatin1Char(','));
+    }
+    labels << label;
+  }
+  return labels;
+}
+
+void TraceView::drawColumn(int column) {
+  const hsm::Trace& t = traces_[static_cast<size_t>(column)];
+  Column& col = columns_[static_cast<size_t>(column)];
+  const QString runDir = traceRuns_[static_cast<size_t>(column)];
+  const int L = static_cast<int>(t.layers), T = static_cast<int>(t.positions);
+  // Positions: the clean token, ✗ where the corrupted copy differs, ▸ at the answer position.
+  QStringList positions;
+  for (int p = 0; p < T; ++p) {
+    QString label = piece_label(t.clean_labels[static_cast<size_t>(p)]);
+    if (std::find(t.corrupted_positions.begin(), t.corrupted_positions.end(), p) != t.corrupted_positions.end())
+      label.prepend(QStringLiteral("✗"));
+    if (p == t.answer_position) label.prepend(QStringLiteral("▸"));
+    positions << label;
+  }
+  const QStringList layers = layerLabels(runDir, t.layers);
+  for (int s = 0; s < kSites; ++s) {
+    HeatmapPanel* exact = col.exact[static_cast<size_t>(s)];
+    HeatmapPanel* attribution = col.attribution[static_cast<size_t>(s)];
+    if (static_cast<size_t>(s) < t.exact.size())
+      exact->setMatrix(L, T, t.exact[static_cast<size_t>(s)].effect, layers, positions,
+                       HeatmapPanel::Palette::kDiverging);
+    else
+      exact->clearWithMessage(tr("Not computed."));
+    if (static_cast<size_t>(s) < t.attribution.size())
+      attribution->setMatrix(L, T, t.attribution[static_cast<size_t>(s)].effect, layers, positions,
+                             HeatmapPanel::Palette::kDiverging);
+    else
+      attribution->clearWithMessage(tr("Not computed."));
+    drawRoute(column, s);
+  }
+  drawRoutes(column);
+  QStringList corrupted;
+  for (int64_t p : t.corrupted_positions)
+    corrupted << tr("%1 “%2”→“%3”")
+                     .arg(p)
+                     .arg(piece_label(t.clean_labels[static_cast<size_t>(p)]).toHtmlEscaped(),
+                          piece_label(t.corrupt_labels[static_cast<size_t>(p)]).toHtmlEscaped());
+  QStringList perSite;
+  for (int s = 0; s < kSites; ++s)
+    perSite << QStringLiteral("%1 %2").arg(QLatin1String(kSiteNames[s]), r_text(siteAgreement(column, s)));
+  col.summary->setText(
+      tr("<b>%1</b>: answer “%2” (id %3) after position %4; log p clean %5, corrupted %6 nats; corrupted at %7. "
+         "Attribution vs exact: r = %8 (%9). %10 s exact, %11 s attribution.")
+          .arg(runName(runDir).toHtmlEscaped(), piece_label(t.answer_label).toHtmlEscaped())
+          .arg(t.answer_token)
+          .arg(t.answer_position)
+          .arg(t.clean_logprob, 0, 'f', 4)
+          .arg(t.corrupt_logprob, 0, 'f', 4)
+          .arg(corrupted.join(QStringLiteral(", ")), r_text(t.agreement), perSite.join(QStringLiteral(", ")))
+          .arg(t.exact_seconds, 0, 'f', 2)
+          .arg(t.attribution_seconds, 0, 'f', 2));
+}
+
+double TraceView::siteAgreement(int column, int site) const {
+  if (!hasTrace(column)) return kNaN;
+  const hsm::Trace& t = trace(column);
+  if (static_cast<size_t>(site) >= t.exact.size() || static_cast<size_t>(site) >= t.attribution.size()) return kNaN;
+  return pearson(t.exact[static_cast<size_t>(site)].effect, t.attribution[static_cast<size_t>(site)].effect);
+}
+
+std::vector<int> TraceView::route(int column, int site) const {
+  std::vector<int> out;
+  if (!hasTrace(column)) return out;
+  const hsm::Trace& t = trace(column);
+  if (static_cast<size_t>(site) >= t.exact.size()) return out;
+  const hsm::TraceMap& m = t.exact[static_cast<size_t>(site)];
+  for (int64_t l = 0; l < t.layers; ++l) {
+    int best = -1;
+    double largest = -1;
+    for (int64_t p = 0; p <= t.answer_position; ++p) {
+      const double e = m.at(l, p, t.positions);
+      if (std::isfinite(e) && std::abs(e) > largest) largest = std::abs(e), best = static_cast<int>(p);
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+void TraceView::drawRoute(int column, int site) {
+  Column& col = columns_[static_cast<size_t>(column)];
+  QCPCurve* curve = col.route[static_cast<size_t>(site)];
+  QCustomPlot* p = col.exact[static_cast<size_t>(site)]->plot();
+  for (int i = p->itemCount() - 1; i >= 0; --i)
+    if (p->item(i)->property("route").toBool()) p->removeItem(i);
+  const std::vector<int> r = route(column, site);
+  QVector<double> order, x, y;
+  for (size_t l = 0; l < r.size(); ++l)
+    if (r[l] >= 0) order << static_cast<double>(l), x << r[l], y << static_cast<double>(l);
+  curve->setData(order, x, y, true);
+  // For a shift mixer: where its shift carries the route's position (p → p + 2^l, when that is
+  // still at or before the answer).
+  const hsm::Trace& t = trace(column);
+  const int row = runs_->indexOf(traceRuns_[static_cast<size_t>(column)]);
+  if (row < 0) return;
+  const hsm::ModelConfig& model = runs_->at(row).model;
+  for (size_t l = 0; l < r.size() && l < model.layers.size(); ++l) {
+    if (r[l] < 0 || !hsm::is_mixer_id(model.layers[l].mixer)) continue;
+    for (int64_t s : hsm::layer_shifts(hsm::mixer_info(model.layers[l].mixer).kind, static_cast<int64_t>(l),
+                                       model.layers[l].heads)) {
+      if (r[l] + s > t.answer_position) continue;
+      auto* arrow = new QCPItemLine(p);
+      arrow->setProperty("route", true);
+      arrow->start->setCoords(r[l], static_cast<double>(l));
+      arrow->end->setCoords(static_cast<double>(r[l] + s), static_cast<double>(l));
+      arrow->setHead(QCPLineEnding::esSpikeArrow);
+      arrow->setPen(QPen(QColor(20, 20, 20), 1.2));
+    }
+  }
+  p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TraceView::setRouteThreshold(double threshold) { threshold_->setValue(threshold); }
+double TraceView::routeThreshold() const { return threshold_->value(); }
+
+void TraceView::drawRoutes(int column) {
+  Column& col = columns_[static_cast<size_t>(column)];
+  QCustomPlot* p = col.routes->plot();
+  p->clearItems();
+  p->clearGraphs();
+  col.shown.clear();
+  if (!hasTrace(column) || trace(column).routes.positions == 0) {
+    p->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  const hsm::Routes& r = trace(column).routes;
+  col.shown = hsm::prune_routes(r, threshold_->value());
+  // Nodes: (layer boundary b, position); the output node and every source of a kept edge.
+  QVector<double> nx{static_cast<double>(r.answer_position)}, ny{static_cast<double>(r.layers)};
+  for (const hsm::RouteEdge& e : col.shown) {
+    const double offset = e.kind == hsm::RouteKind::kFfn ? kFfnOffset : 0.0;
+    auto* line = new QCPItemLine(p);
+    line->setProperty("route_edge", true);
+    line->start->setCoords(static_cast<double>(e.from) + offset, static_cast<double>(e.layer));
+    line->end->setCoords(static_cast<double>(e.to) + offset, static_cast<double>(e.layer + 1));
+    QColor color = route_color(e.kind);
+    const double w = std::clamp(e.weight, 0.0, 1.0);
+    color.setAlpha(static_cast<int>(50 + 205 * w));
+    line->setPen(QPen(color, 0.6 + 5.0 * w));
+    line->setProperty("weight", e.weight);
+    nx << static_cast<double>(e.from);
+    ny << static_cast<double>(e.layer);
+  }
+  auto* nodes = p->addGraph();
+  nodes->setLineStyle(QCPGraph::lsNone);
+  nodes->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(20, 20, 20), 6));
+  nodes->setData(nx, ny);
+  auto* output = p->addGraph();
+  output->setLineStyle(QCPGraph::lsNone);
+  output->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(200, 30, 30), 11));
+  output->addData(static_cast<double>(r.answer_position), static_cast<double>(r.layers));
+  // Axes: positions by their tokens, node levels by the layer that made them.
+  QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText), yt(new QCPAxisTickerText);
+  const int T = static_cast<int>(r.positions), step = std::max(1, T / 40);
+  for (int i = 0; i < T; i += step) {
+    QString label = piece_label(r.labels[static_cast<size_t>(i)]);
+    if (i == r.answer_position) label.prepend(QStringLiteral("▸"));
+    xt->addTick(i, label);
+  }
+  const QStringList layers = layerLabels(traceRuns_[static_cast<size_t>(column)], r.layers);
+  yt->addTick(0, tr("embed"));
+  for (int l = 0; l < layers.size(); ++l) yt->addTick(l + 1, layers[l]);
+  p->xAxis->setTicker(xt);
+  p->xAxis->setTickLabelRotation(-60);
+  p->yAxis->setTicker(yt);
+  p->xAxis->setRange(-0.6, T - 0.4);
+  p->yAxis->setRange(-0.4, static_cast<double>(r.layers) + 0.4);
+  p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TraceView::routesCsv(int column) const {
+  QString out = QStringLiteral("layer,from,to,weight,kind,from_token,to_token\n");
+  if (!hasTrace(column)) return out;
+  const hsm::Routes& r = trace(column).routes;
+  for (const hsm::RouteEdge& e : shownRoutes(column))
+    out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
+               .arg(e.layer)
+               .arg(e.from)
+               .arg(e.to)
+               .arg(e.weight, 0, 'g', 17)
+               .arg(QString::fromLatin1(hsm::route_kind_name(e.kind)),
+                    quote(QString::fromStdString(r.labels[static_cast<size_t>(e.from)])),
+                    quote(QString::fromStdString(r.labels[static_cast<size_t>(e.to)])));
+  return out;
+}
+
+QList<PlotPanel*> TraceView::plots() const {
+  QList<PlotPanel*> out;
+  for (int c = 0; c < kColumns; ++c) {
+    if (!hasTrace(c)) continue;
+    for (int s = 0; s < kSites; ++s) out << exactPanel(c, s) << attributionPanel(c, s);
+    out << routesPanel(c);
+  }
+  return out;
+}
+
+QString TraceView::mapsCsv() const {
+  QString out = QStringLiteral("run,map,site,layer,position,token,effect\n");
+  for (int c = 0; c < kColumns; ++c) {
+    if (!hasTrace(c)) continue;
+    const hsm::Trace& t = trace(c);
+    const QString run = quote(runName(traceRun(c)));
+    for (const auto* maps : {&t.exact, &t.attribution})
+      for (const hsm::TraceMap& m : *maps)
+        for (int64_t l = 0; l < t.layers; ++l)
+          for (int64_t p = 0; p < t.positions; ++p) {
+            const double e = m.at(l, p, t.positions);
+            out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7\n")
+                       .arg(run, maps == &t.exact ? QStringLiteral("exact") : QStringLiteral("attribution"),
+                            QString::fromStdString(m.site))
+                       .arg(l)
+                       .arg(p)
+                       .arg(quote(QString::fromStdString(t.clean_labels[static_cast<size_t>(p)])),
+                            std::isfinite(e) ? QString::number(e, 'g', 17) : QString());
+          }
+  }
+  return out;
+}
+
+QStringList TraceView::exportAll(const QString& folder, QString* error) {
+  QStringList written = exportPlots(folder, error);
+  if (!hasTrace(0) && !hasTrace(1)) {
+    if (error && error->isEmpty()) *error = tr("No trace to export: press Trace first.");
+    return written;
+  }
+  const QString path =
+      QDir(folder).filePath(export_stem(currentRunDir(), QStringLiteral("trace")) + QStringLiteral("-maps.csv"));
+  QSaveFile f(path);  // written whole: a temporary file renamed into place
+  const QByteArray csv = mapsCsv().toUtf8();
+  if (f.open(QIODevice::WriteOnly) && f.write(csv) == csv.size() && f.commit())
+    written << path;
+  else if (error && error->isEmpty())
+    *error = tr("cannot write %1: %2").arg(path, f.errorString());
+  return written;
+}
+
+void TraceView::exportDialog() {
+  exportAllDialog(
+      tr("Export the Trace view's maps into"),
+      [this](const QString& folder, QString* error) { return exportAll(folder, error); }, status_);
+}
+
+}  // namespace studio

@@ -1,0 +1,156 @@
+#pragma once
+// The Trace view (issue 51, docs/diagnostics.md §9): causal tracing of the current run, and of
+// a second run beside it on the same prompts. A clean prompt and a corrupted copy (a token
+// replaced), or a task run's test example corrupted automatically (TaskExampleBar), and the
+// answer traced (the position whose next token, and the token); hsm::Tracer runs on the
+// analysis executor with progress and Cancel. Per site (residual stream, mixer output, FFN
+// output) a layer × position heatmap of the exact map (activation patching) beside its
+// attribution estimate and their correlation; on the exact map the route (per layer the
+// position with the largest effect) and, for an HSM layer, where its shift 2^l carries that
+// position. Below them, per run, the information flow routes into the answer (hsm/routes.h):
+// a graph over layers × positions pruned at the threshold the user sets (re-pruned without
+// recomputing). Every map exports PNG/PDF/SVG/CSV; "Export all…" writes them and one long CSV.
+#include <QString>
+#include <array>
+#include <vector>
+
+#include "gui/engine/executor.h"
+#include "gui/views/studio_view.h"
+#include "hsm/trace.h"
+
+class QComboBox;
+class QCPCurve;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QScrollArea;
+class QSpinBox;
+
+namespace studio {
+
+class HeatmapPanel;
+class TaskExampleBar;
+
+class TraceView : public StudioView {
+  Q_OBJECT
+ public:
+  static constexpr int kColumns = 2;  // 0: the current run, 1: the run compared with it
+  static constexpr int kSites = 3;    // residual, mixer, ffn (hsm::Trace's order)
+
+  TraceView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
+
+  void setPrompts(const QString& clean, const QString& corrupt);
+  QString cleanPrompt() const;
+  QString corruptPrompt() const;
+  // The position whose next token is traced (-1: the last) and the answer, one token of the
+  // run's vocabulary as text ("Lily" or " Lily"; empty: the clean run's most likely token
+  // there). A task run's example sets both itself.
+  void setAnswer(int position, const QString& token = {});
+  // The run traced beside the current one on the same prompts (empty: none).
+  void setCompareRun(const QString& dir);
+  QString compareRun() const;
+  TaskExampleBar* exampleBar() const { return exampleBar_; }
+
+  // As the Trace button: traces the current run (and the compared one). False when nothing
+  // could start (the reason in lastError() and the status line).
+  bool runTrace();
+  // As the Cancel button: the traces under way stop between layers; the view stays usable.
+  void cancelTrace();
+  bool isTracing() const;
+  QString lastError() const { return lastError_; }
+  QString statusText() const;
+
+  // What column c shows: its trace (valid when hasTrace(c)) and the run it is of.
+  bool hasTrace(int column) const { return has_[static_cast<size_t>(column)]; }
+  const hsm::Trace& trace(int column) const { return traces_[static_cast<size_t>(column)]; }
+  QString traceRun(int column) const { return traceRuns_[static_cast<size_t>(column)]; }
+  // The heatmaps of column c: site s's exact map and its attribution estimate.
+  HeatmapPanel* exactPanel(int column, int site) const;
+  HeatmapPanel* attributionPanel(int column, int site) const;
+  // The route drawn on column c's exact map of site s: per layer the position with the largest
+  // |effect| (-1 for a layer without that site).
+  std::vector<int> route(int column, int site) const;
+  // The routes panel of column c, the threshold its edges are pruned at (a change redraws both
+  // columns from the routes the trace returned, computing nothing) and the edges drawn.
+  PlotPanel* routesPanel(int column) const { return columns_[static_cast<size_t>(column)].routes; }
+  void setRouteThreshold(double threshold);
+  double routeThreshold() const;
+  const std::vector<hsm::RouteEdge>& shownRoutes(int column) const {
+    return columns_[static_cast<size_t>(column)].shown;
+  }
+  // Pearson's r between the exact and attribution maps of one site (NaN when undefined).
+  double siteAgreement(int column, int site) const;
+  // The summary above column c (run, answer, log-probabilities, agreement, seconds).
+  QString summary(int column) const;
+
+  // Every map of every trace shown as PNG, PDF, SVG and CSV, and all of them in one long CSV
+  // (<stem>-maps.csv: run, map, site, layer, position, token, effect); returns the files.
+  QStringList exportAll(const QString& folder, QString* error = nullptr);
+  QString mapsCsv() const;
+  QList<PlotPanel*> plots() const override;
+
+ signals:
+  void traceFinished();  // the traces asked for answered (or failed, or were cancelled)
+
+ protected:
+  void leaveRun() override;
+  void showRun() override;
+
+ private:
+  struct Column {
+    QWidget* box = nullptr;  // the summary and the maps of one run
+    QLabel* summary = nullptr;
+    std::array<HeatmapPanel*, kSites> exact{}, attribution{};
+    std::array<QCPCurve*, kSites> route{};  // over the exact maps, in layer order
+    PlotPanel* routes = nullptr;            // the information flow graph
+    std::vector<hsm::RouteEdge> shown;      // its edges, pruned at the threshold
+    Reply<hsm::Trace> reply;  // the trace under way (none: no feed)
+    double progress = 0;
+  };
+  void build();
+  void connectSignals();
+  void showPromptKind();
+  void fillCompareBox();
+  void updateButtons();
+  void startColumn(int column, const QString& runDir, bool taskRun);
+  void onTraced(int column, const QString& runDir, const hsm::Trace& t);
+  void onFailed(int column, const QString& runDir, const CallFailed& failure);
+  void finishOne();
+  void showProgress();
+  void clearColumn(int column, const QString& message);
+  void drawColumn(int column);
+  void drawRoute(int column, int site);
+  void drawRoutes(int column);
+  QString routesCsv(int column) const;
+  void setColumnVisible(int column, bool visible);
+  QStringList layerLabels(const QString& runDir, int64_t layers) const;
+  void exportDialog();
+
+  QLabel* cleanLabel_;
+  QLineEdit* cleanEdit_;
+  QLabel* corruptLabel_;
+  QLineEdit* corruptEdit_;
+  TaskExampleBar* exampleBar_;
+  QSpinBox* answerPosition_;
+  QLineEdit* answerEdit_;
+  QComboBox* compareBox_;
+  QDoubleSpinBox* threshold_;
+  QPushButton* traceButton_;
+  QPushButton* cancelButton_;
+  QPushButton* exportButton_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QScrollArea* scroll_;
+  std::array<Column, kColumns> columns_;
+  std::array<hsm::Trace, kColumns> traces_;
+  std::array<QString, kColumns> traceRuns_;
+  std::array<bool, kColumns> has_{};
+  int running_ = 0;       // traces asked for and not yet answered
+  QString pendingError_;  // the first failure of the traces under way
+  bool cancelled_ = false;  // a trace under way was stopped by Cancel
+  QString lastError_;
+};
+
+}  // namespace studio
