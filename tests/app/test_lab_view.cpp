@@ -34,6 +34,8 @@
 #include "gui/run_list.h"
 #include "gui/views/lab_view.h"
 #include "gui/widgets/plot_panel.h"
+#include "gui/widgets/plot_series.h"
+#include "hsm/tasks.h"
 #include "studio_test_util.h"
 
 using namespace studio;
@@ -54,6 +56,7 @@ void tinyForm(LabView& view, const QStringList& tasks, const QStringList& models
     m->item(i)->setCheckState(models.contains(m->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
   view.findChild<QSpinBox*>(QStringLiteral("lab_steps"))->setValue(steps);
   view.findChild<QSpinBox*>(QStringLiteral("lab_batch"))->setValue(4);
+  view.findChild<QSpinBox*>(QStringLiteral("lab_seeds"))->setValue(1);
 }
 
 // Each run stopped at a step with a checkpoint of it: past step 0's (written before any
@@ -288,7 +291,16 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
         ASSERT_NE(cell, nullptr);
         const ExpectedCell expected = expectedCell(dir2, c, r);
         ASSERT_GE(expected.accuracy, 0) << "no result for cell " << r << ", " << c;
-        EXPECT_EQ(cell->text(), QString::number(expected.accuracy, 'f', 3)) << r << ", " << c;
+        EXPECT_TRUE(cell->text().startsWith(QString::number(expected.accuracy, 'f', 3))) << r << ", " << c;
+        // Issue 50's marks: the task's best cell (the first model on a tie) has a star.
+        const ExpectedCell other = expectedCell(dir2, c, 1 - r);
+        const bool best = expected.accuracy > other.accuracy || (expected.accuracy == other.accuracy && r == 0);
+        EXPECT_EQ(cell->text().contains(QStringLiteral("★")), best) << cell->text().toStdString();
+        // Chance is 1/answer tokens; the tooltip names the test that marks it.
+        const double chance = hsm::parse_task(view.formGrid().tasks[static_cast<size_t>(c)])->chance();
+        EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("chance ") + QString::number(chance, 'g', 3)))
+            << cell->toolTip().toStdString();
+        EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("binomial"))) << cell->toolTip().toStdString();
         EXPECT_TRUE(cell->toolTip().contains(QStringLiteral("answer accuracy ") + QString::number(expected.accuracy, 'f', 4)))
             << cell->toolTip().toStdString();
         EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
@@ -297,7 +309,12 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     // point the model's recall_at answers at that distance (the scores' by_distance:
     // [right, all]) pooled over its runs.
     PlotPanel* plot = view.difficultyPlot();
-    ASSERT_EQ(plot->series().size(), 2);
+    ASSERT_EQ(plot->series().size(), 3);  // two models and chance
+    // Chance drawn dashed across the distances: 1 / recall_at's answer tokens.
+    EXPECT_EQ(plot->series()[2].style, PlotSeries::Style::kDashedLine);
+    EXPECT_TRUE(plot->series()[2].name.startsWith(QStringLiteral("chance")));
+    EXPECT_DOUBLE_EQ(plot->series()[2].y[0],
+                     hsm::parse_task("recall_at:vocab=32,context=16,max_distance=15")->chance());
     EXPECT_EQ(plot->series()[0].name, models[0]);
     for (int m = 0; m < 2; ++m) {
       std::map<int, std::pair<double, double>> pooled;
@@ -325,7 +342,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_GT(plot->plot()->yAxis->range().upper, 1.0);
     // Against pairs: the one MQAR cell per model, at 2 pairs.
     view.difficultyAxis()->setCurrentIndex(1);
-    ASSERT_EQ(plot->series().size(), 2);
+    ASSERT_EQ(plot->series().size(), 3);
     EXPECT_EQ(plot->series()[0].x, QVector<double>{2});
     EXPECT_NEAR(plot->series()[0].y[0], expectedCell(dir2, 0, 0).accuracy, 1e-7);  // a plot holds floats
     const QString png = dir2 + QStringLiteral("/difficulty.svg");
@@ -333,7 +350,8 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_GT(QFileInfo(png).size(), 0);
     // The current cell's curve: validation answer accuracy of its one seed, its run's record.
     grid->setCurrentCell(1, 0);
-    ASSERT_EQ(view.cellPlot()->series().size(), 1);
+    ASSERT_EQ(view.cellPlot()->series().size(), 2);  // the seed and chance
+    EXPECT_TRUE(view.cellPlot()->series()[1].name.startsWith(QStringLiteral("chance")));
     ASSERT_EQ(view.cellPlot()->series()[0].x.size(), 1);  // 3 steps: the final evaluation alone
     EXPECT_EQ(view.cellPlot()->series()[0].x[0], 3);
     {
@@ -362,6 +380,22 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     const QString text = QString::fromUtf8(f.readAll());
     EXPECT_TRUE(text.startsWith(QStringLiteral("task,model,best_lr,answer_accuracy"))) << text.toStdString();
     EXPECT_EQ(text.count(QLatin1Char('\n')), 5) << text.toStdString();
+    // Export report…: the page as `hsm lab report` writes it, its HTML and figures beside it;
+    // asked again, the files beside it exist and nothing is written.
+    const QString md = dir2 + QStringLiteral("/answer.md");
+    QString error;
+    ASSERT_TRUE(view.exportReport(md, &error)) << error.toStdString();
+    QFile page(md);
+    ASSERT_TRUE(page.open(QIODevice::ReadOnly));
+    const QString markdown = QString::fromUtf8(page.readAll());
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c)
+        EXPECT_TRUE(markdown.contains(QString::number(expectedCell(dir2, c, r).accuracy, 'f', 3))) << r << ", " << c;
+    QFile html(dir2 + QStringLiteral("/answer.html"));
+    ASSERT_TRUE(html.open(QIODevice::ReadOnly));
+    EXPECT_TRUE(html.readAll().contains("<svg"));
+    EXPECT_FALSE(view.exportReport(md, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("answer.html"))) << error.toStdString();
   }
   {
     // Reopened in a fresh view: its grid and results come back.
@@ -373,7 +407,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_EQ(view.grid()->rowCount(), 2);
     ASSERT_NE(view.grid()->item(1, 0), nullptr);
     EXPECT_NE(view.grid()->item(1, 0)->text(), QStringLiteral("–"));
-    EXPECT_EQ(view.difficultyPlot()->series().size(), 2);
+    EXPECT_EQ(view.difficultyPlot()->series().size(), 3);
     EXPECT_TRUE(view.status().contains(QStringLiteral("4 of 4"))) << view.status().toStdString();
     EXPECT_FALSE(view.openLab(test::temp_root()));  // no lab there
   }

@@ -25,6 +25,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 #include "gui/engine/engine_host.h"
@@ -33,7 +34,10 @@
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
 #include "gui/widgets/colour_maps.h"
+#include "hsm/files.h"
+#include "hsm/lab_report.h"
 #include "hsm/presets.h"
+#include "hsm/version.h"
 #include "hsm/run_folder.h"
 #include "hsm/tasks.h"
 
@@ -152,6 +156,10 @@ void LabView::buildRunControls() {
   cancel_->setObjectName(QStringLiteral("lab_cancel"));
   exportCsv_ = new QPushButton(tr("Export CSV…"));
   exportCsv_->setObjectName(QStringLiteral("lab_export_csv"));
+  exportReport_ = new QPushButton(tr("Export report…"));
+  exportReport_->setObjectName(QStringLiteral("lab_export_report"));
+  exportReport_->setToolTip(tr("The lab's answer as one page (Markdown and HTML, the figures as SVG): the verdict "
+                               "table, the figures, the exact settings and the command that reruns it"));
   progress_ = new QProgressBar;
   progress_->setObjectName(QStringLiteral("lab_progress"));
   progress_->setRange(0, 1000);
@@ -230,6 +238,7 @@ QWidget* LabView::buildResults() {
   buttons->addWidget(progress_, 1);
   buttons->addWidget(open_);
   buttons->addWidget(exportCsv_);
+  buttons->addWidget(exportReport_);
   auto* right = new QWidget;
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -315,6 +324,14 @@ void LabView::connectSignals() {
                                                       tr("CSV (*.csv)"));
     QString error;
     if (!path.isEmpty() && !exportCsv(path, &error)) status_->setText(error);
+  });
+  connect(exportReport_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab's report"),
+                                                      QDir(folder_->text()).filePath(QStringLiteral("report.md")),
+                                                      tr("Markdown (*.md)"));
+    QString error;
+    if (path.isEmpty()) return;
+    status_->setText(exportReport(path, &error) ? tr("Wrote %1 and its HTML page beside it").arg(path) : error);
   });
 }
 
@@ -540,19 +557,10 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
     auto* item = new QTableWidgetItem;
     item->setTextAlignment(Qt::AlignCenter);
     if (std::isfinite(c.answer_accuracy)) {
-      item->setText(QString::number(c.answer_accuracy, 'f', 3));
+      item->setText(cellText(c));
       item->setBackground(accuracyColour(c.answer_accuracy));
       item->setForeground(Qt::black);
-      QStringList seeds;
-      for (double a : c.seed_accuracy) seeds << QString::number(a, 'f', 3);
-      item->setToolTip(tr("%1 on %2\nanswer accuracy %3, sequence accuracy %4\nbest learning rate %5\n"
-                          "per seed: %6\nruns finished: %7")
-                           .arg(qstr(c.model), qstr(c.task))
-                           .arg(c.answer_accuracy, 0, 'f', 4)
-                           .arg(c.sequence_accuracy, 0, 'f', 4)
-                           .arg(c.best_lr)
-                           .arg(seeds.join(QStringLiteral(", ")))
-                           .arg(c.runs));
+      item->setToolTip(cellToolTip(c));
     } else {
       item->setText(QStringLiteral("–"));
       item->setToolTip(tr("%1 on %2: not scored yet").arg(qstr(c.model), qstr(c.task)));
@@ -567,6 +575,49 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
     for (int r = 0; r < grid_->rowCount(); ++r)
       for (int c = 0; c < grid_->columnCount(); ++c)
         if (!cellRuns(r, c).empty()) return showCellCurve(r, c);
+}
+
+// "0.964 ± 0.021 ★": the mean over seeds at the best learning rate, its spread, and the marks of
+// the protocol (docs/lab.md, "The protocol"): ★ the row's best, = tied with it, "chance" when
+// the answers are indistinguishable from guessing.
+QString LabView::cellText(const hsm::LabCell& c) {
+  QString text = QString::number(c.answer_accuracy, 'f', 3);
+  if (std::isfinite(c.answer_sd)) text += QStringLiteral(" ± ") + QString::number(c.answer_sd, 'f', 3);
+  if (c.best)
+    text += QStringLiteral(" ★");
+  else if (c.tied_with_best)
+    text += QStringLiteral(" =");
+  if (c.at_chance) text += QStringLiteral("\n") + tr("chance");
+  return text;
+}
+
+QString LabView::cellToolTip(const hsm::LabCell& c) {
+  QStringList seeds;
+  for (double a : c.seed_accuracy) seeds << QString::number(a, 'f', 3);
+  QString tip = tr("%1 on %2\nanswer accuracy %3 (mean of %4 seed(s): %5), sd %6\nsequence accuracy %7\n"
+                   "best learning rate %8; runs finished: %9")
+                    .arg(qstr(c.model), qstr(c.task))
+                    .arg(c.answer_accuracy, 0, 'f', 4)
+                    .arg(c.n)
+                    .arg(seeds.join(QStringLiteral(", ")))
+                    .arg(std::isfinite(c.answer_sd) ? QString::number(c.answer_sd, 'f', 4) : tr("— (one seed)"))
+                    .arg(c.sequence_accuracy, 0, 'f', 4)
+                    .arg(c.best_lr)
+                    .arg(c.runs);
+  tip += tr("\nchance %1: %2 (one-sided exact binomial test of %3 of %4 answers, p = %5)")
+             .arg(c.chance, 0, 'g', 3)
+             .arg(c.at_chance ? tr("indistinguishable from chance") : tr("above chance"))
+             .arg(c.right)
+             .arg(c.answers)
+             .arg(c.p_above_chance, 0, 'g', 3);
+  if (c.best)
+    tip += tr("\n★ the best of its task");
+  else if (!c.tie_test.empty())
+    tip += tr("\n%1 the task's best (%2, p = %3)")
+               .arg(c.tied_with_best ? tr("= indistinguishable from") : tr("below"),
+                    c.tie_test == "welch" ? tr("Welch's t-test over seeds") : tr("two-proportion z-test"))
+               .arg(c.p_below_best, 0, 'g', 3);
+  return tip;
 }
 
 std::vector<const hsm::LabRun*> LabView::cellRuns(int row, int column) const {
@@ -613,22 +664,41 @@ void LabView::showCellCurve(int row, int column) {
     }
     series << s;
   }
+  const std::unique_ptr<hsm::Task> task = hsm::parse_task(shownGrid_.tasks[static_cast<size_t>(column)]);
+  if (!series.isEmpty()) series << chanceLine(series.front().x, task->chance());
   cellPlot_->setXLabel(tr("step · %1 on %2")
                            .arg(rowLabel(shownGrid_.models[static_cast<size_t>(row)]),
-                                qstr(hsm::parse_task(shownGrid_.tasks[static_cast<size_t>(column)])->name())));
+                                qstr(task->name())));
   cellPlot_->setSeries(series);
   showAccuracyRange(cellPlot_);
+}
+
+// Guessing's accuracy, dashed across the x range of a plot's curves (issue 50: chance in every plot).
+PlotSeries LabView::chanceLine(const QVector<double>& x, double chance) {
+  PlotSeries s;
+  s.name = tr("chance (%1)").arg(chance, 0, 'g', 3);
+  s.color = QColor(110, 110, 110);
+  s.style = PlotSeries::Style::kDashedLine;
+  if (!x.isEmpty()) {
+    const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+    s.x = {*lo, *hi};
+    s.y = {chance, chance};
+  }
+  return s;
 }
 
 void LabView::showDifficulty() {
   const QString axis = axis_->currentData().toString();
   QVector<PlotSeries> series;
   int colour = 0;
+  double chance = 0;  // the highest chance of the tasks drawn (one value when they share a vocabulary)
   for (const std::string& model : shownGrid_.models) {
     std::map<int64_t, std::pair<double, double>> points;  // x -> (sum, count)
     if (axis == QLatin1String("distance")) {
       for (const hsm::LabRun& r : results_) {
-        if (r.model != model || hsm::parse_task(r.task)->name() != "recall_at") continue;
+        const auto task = hsm::parse_task(r.task);
+        if (r.model != model || task->name() != "recall_at") continue;
+        chance = std::max(chance, task->chance());
         for (const auto& [d, c] : r.score.by_difficulty) {
           points[d].first += static_cast<double>(c.first);
           points[d].second += static_cast<double>(c.second);
@@ -639,6 +709,7 @@ void LabView::showDifficulty() {
         if (c.model != model || !std::isfinite(c.answer_accuracy)) continue;
         const auto task = hsm::parse_task(c.task);
         if (task->name() != "mqar") continue;
+        chance = std::max(chance, task->chance());
         for (const hsm::TaskSetting& setting : task->settings())
           if (qstr(setting.key) == axis) {
             points[setting.value].first += c.answer_accuracy;
@@ -657,6 +728,11 @@ void LabView::showDifficulty() {
     }
     series << s;
   }
+  if (!series.isEmpty()) {
+    QVector<double> xs;
+    for (const PlotSeries& s : series) xs += s.x;
+    series << chanceLine(xs, chance);
+  }
   // An empty plot says why instead of showing bare axes.
   difficultyPlot_->setXLabel(series.isEmpty() ? tr("%1 (no %2 results in this lab yet)")
                                                     .arg(axis, axis == QLatin1String("distance") ? QStringLiteral("recall_at")
@@ -664,6 +740,33 @@ void LabView::showDifficulty() {
                                               : axis);
   difficultyPlot_->setSeries(series);
   showAccuracyRange(difficultyPlot_);
+}
+
+bool LabView::exportReport(const QString& mdPath, QString* error) const {
+  namespace fs = std::filesystem;
+  try {
+    const std::string dir = folder().toStdString();
+    const hsm::Lab lab(dir, hsm::Lab::stored_grid(dir));
+    const fs::path md(mdPath.toStdString());
+    const std::string stem = md.stem().string();
+    const hsm::LabReport report = hsm::lab_report(lab, stem, HSM_VERSION);
+    std::vector<std::pair<fs::path, std::string>> files = {{md.parent_path() / (stem + ".html"), report.html}};
+    for (const auto& [name, svg] : report.figures) files.emplace_back(md.parent_path() / name, svg);
+    QStringList existing;
+    for (const auto& [path, text] : files)
+      if (fs::exists(fs::symlink_status(path))) existing << QString::fromStdString(path.string());
+    if (!existing.isEmpty()) {
+      if (error) *error = tr("Not written: %1 already exist(s) beside the report; choose another name or folder")
+                              .arg(existing.join(QStringLiteral(", ")));
+      return false;
+    }
+    files.insert(files.begin(), {md, report.markdown});
+    for (const auto& [path, text] : files) hsm::write_file_atomic(path.string(), text);
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = tr("Cannot write the report: %1").arg(QString::fromStdString(e.what()));
+    return false;
+  }
 }
 
 bool LabView::exportCsv(const QString& path, QString* error) const {

@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "gui/views/studio_view.h"
+#include "gui/widgets/plot_series.h"
 #include "hsm/lab.h"
 
 class QComboBox;
@@ -62,6 +63,10 @@ class LabView : public StudioView {
   bool openLab(const QString& dir);
   // Writes the table (hsm::Lab::table_csv) to `path`.
   bool exportCsv(const QString& path, QString* error = nullptr) const;
+  // Writes the lab's report (hsm::lab_report, as `hsm lab report`): `mdPath`, the HTML page beside
+  // it (same stem) and its SVG figures. The page and figures beside the chosen file must not
+  // exist (the save dialog asked only about the one file): false, naming them, if one does.
+  bool exportReport(const QString& mdPath, QString* error = nullptr) const;
 
   QTableWidget* grid() const { return grid_; }
   QProgressBar* progress() const { return progress_; }
@@ -92,6 +97,9 @@ class LabView : public StudioView {
  private:
   void build();
   void buildFormControls();    // the tasks, the models and the budget
+  static QString cellText(const hsm::LabCell& cell);
+  static QString cellToolTip(const hsm::LabCell& cell);
+  static PlotSeries chanceLine(const QVector<double>& x, double chance);
   void buildRunControls();     // Run, Cancel, Open, Export, the progress and the log
   void buildResultControls();  // the grid and its plots
   QWidget* buildForm();
@@ -120,6 +128,7 @@ class LabView : public StudioView {
   QPushButton* run_ = nullptr;
   QPushButton* cancel_ = nullptr;
   QPushButton* exportCsv_ = nullptr;
+  QPushButton* exportReport_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* status_ = nullptr;
   QLabel* training_ = nullptr;  // the runs in training and how far each is
