@@ -70,7 +70,7 @@ QString chosen(const QComboBox* box) { return box->currentData().toString(); }
 }  // namespace
 
 ExperimentsView::ExperimentsView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : StudioView(runs, engine, parent) {
+    : StudioView(runs, engine, parent), state_(new ExperimentsState(runs, engine, this)) {
   build();
   connectSignals();
 }
@@ -244,7 +244,6 @@ void ExperimentsView::buildFormRunControls() {
   progress_->setFormat(tr("no sweep started"));
   progress_->setRange(0, 1);
   progress_->setValue(0);
-  runner_ = new GridRunner(this);
 }
 
 QFormLayout* ExperimentsView::buildFormLayout() {
@@ -327,52 +326,41 @@ void ExperimentsView::connectSignals() {
     setStatus(error.isEmpty() ? tr("Wrote %1 files to %2").arg(files.size()).arg(folder) : error);
   });
   connect(curvesButton_, &QPushButton::clicked, this, &ExperimentsView::showSelectedCurves);
-
-  // Following a sweep: its points' state files change as points start and end; in between,
-  // only their metrics grow, so a timer re-reads while a point is not finished.
-  poll_.setInterval(3000);
-  connect(&poll_, &QTimer::timeout, this, &ExperimentsView::refresh);
-  // The open runs as one experiment: re-read when one of them grows (one this studio trains).
-  connect(runs_, &RunList::metricsAppended, this, [this](int row) {
-    if (sweepDir_.isEmpty() && runDirs_.contains(runs_->at(row).dir) && !reread_.isActive()) reread_.start();
-  });
-  reread_.setSingleShot(true);
-  reread_.setInterval(300);
-  connect(&reread_, &QTimer::timeout, this, &ExperimentsView::refresh);
-  connect(&watcher_, &QFileSystemWatcher::directoryChanged, this, [this](const QString& dir) {
-    if (dir == sweepDir_ && watcher_.directories().size() < 2) watch();  // points/ may be new
-    if (!reread_.isActive()) reread_.start();
-  });
-
+  connect(state_, &ExperimentsState::rowsRead, this, &ExperimentsView::showRows);
+  connect(state_, &ExperimentsState::readFailed, this, &ExperimentsView::showReadFailure);
   connect(startButton_, &QPushButton::clicked, this, &ExperimentsView::startSweep);
   connect(cancelButton_, &QPushButton::clicked, this, &ExperimentsView::cancelSweep);
+  connectRunner();
+}
+
+void ExperimentsView::connectRunner() {
   // The grid's progress from its workers' events (GridRunner), never from their log text.
-  connect(runner_, &GridRunner::started, this, [this](int points, int done) {
+  connect(runner(), &GridRunner::started, this, [this](int points, int done) {
     progress_->setFormat(tr("%v / %m points"));
     progress_->setRange(0, points);
     progress_->setValue(done);
   });
-  connect(runner_, &GridRunner::pointStarted, this, [this](int, const QString& point, bool resumed) {
+  connect(runner(), &GridRunner::pointStarted, this, [this](int, const QString& point, bool resumed) {
     trainingNow_ = (resumed ? tr("Continuing %1 (%2 of %3 points done)") : tr("Training %1 (%2 of %3 points done)"))
                        .arg(point)
-                       .arg(runner_->done())
-                       .arg(runner_->points());
+                       .arg(runner()->done())
+                       .arg(runner()->points());
     sweepStatus_->setText(trainingNow_);
-    refresh();
+    state_->refresh();
   });
-  connect(runner_, &GridRunner::pointFinished, this, [this](int, const QString&, const QString&, const QJsonObject&) {
-    progress_->setValue(runner_->done());
-    refresh();
+  connect(runner(), &GridRunner::pointFinished, this, [this](int, const QString&, const QString&, const QJsonObject&) {
+    progress_->setValue(runner()->done());
+    state_->refresh();
   });
-  connect(runner_, &GridRunner::finished, this, [this](bool cancelled, const QString& failures) {
+  connect(runner(), &GridRunner::finished, this, [this](bool cancelled, const QString& failures) {
     startButton_->setEnabled(true);
     cancelButton_->setEnabled(false);
     QString text = cancelled ? tr("Sweep cancelled: %1 of %2 points done; start it again to continue (%3)")
                              : tr("Sweep finished: %1 of %2 points done (%3)");
-    text = text.arg(runner_->done()).arg(runner_->points()).arg(runningDir_);
+    text = text.arg(runner()->done()).arg(runner()->points()).arg(state_->runningDir());
     if (!failures.isEmpty()) text += tr("; failed: %1").arg(failures);
     sweepStatus_->setText(text);
-    refresh();
+    state_->refresh();
   });
 }
 
@@ -388,12 +376,9 @@ bool ExperimentsView::openSweep(const QString& dir) {
                   .arg(abs));
     return false;
   }
-  sweepDir_ = abs;
-  runDirs_.clear();
   parallel_->clearBrushes();
-  watch();
   setStatus(tr("Reading %1…").arg(abs));
-  read(sweepDir_, {});
+  state_->followSweep(abs);
   return true;
 }
 
@@ -405,60 +390,24 @@ bool ExperimentsView::useOpenRuns() {
     setStatus(tr("Open at least two runs with a checkpoint to compare them (%1 open)").arg(dirs.size()));
     return false;
   }
-  sweepDir_.clear();
-  runDirs_ = dirs;
   parallel_->clearBrushes();
-  watch();
   setStatus(tr("Reading %1 runs…").arg(dirs.size()));
-  read({}, dirs);
+  state_->followRuns(dirs);
   return true;
 }
 
-void ExperimentsView::refresh() {
-  if (sweepDir_.isEmpty() && runDirs_.isEmpty()) return;
-  read(sweepDir_, runDirs_);
+void ExperimentsView::refresh() { state_->refresh(); }
+
+void ExperimentsView::showReadFailure(const QString& message) {
+  const QString sweepDir = state_->sweepDir();
+  setStatus(sweepDir.isEmpty() ? tr("Cannot compare the open runs: %1").arg(message)
+                               : tr("%1 is not a sweep folder: %2").arg(sweepDir, message));
 }
 
-void ExperimentsView::read(const QString& sweepDir, const QStringList& runDirs) {
-  if (reading_) {  // one read at a time; the newest source is read after it
-    readAgain_ = true;
-    return;
-  }
-  reading_ = true;
-  readAgain_ = false;
-  // The table reads every run's metrics.jsonl: off the GUI thread, on the analysis executor
-  // (no model is loaded for it).
-  engine_->analysis()
-      .call<std::vector<hsm::SweepRow>>(QString(),
-                                        [sweepDir, runDirs](const CallContext&) {
-                                          if (!sweepDir.isEmpty()) return hsm::sweep_table(sstr(sweepDir));
-                                          std::vector<std::string> dirs;
-                                          for (const QString& d : runDirs) dirs.push_back(sstr(d));
-                                          return hsm::runs_table(dirs);
-                                        })
-      .then(this,
-            [this, sweepDir, runDirs](const std::vector<hsm::SweepRow>& rows) {
-              reading_ = false;
-              const bool current = sweepDir == sweepDir_ && runDirs == runDirs_;
-              if (current) showRows(rows);
-              if (readAgain_ || !current) refresh();
-            })
-      .onFailed(this, [this, sweepDir, runDirs](const CallFailed& e) {
-        reading_ = false;
-        if (sweepDir == sweepDir_ && runDirs == runDirs_) {
-          setStatus(sweepDir.isEmpty() ? tr("Cannot compare the open runs: %1").arg(e.message())
-                                       : tr("%1 is not a sweep folder: %2").arg(sweepDir, e.message()));
-          poll_.stop();
-        } else {
-          refresh();
-        }
-      });
-}
-
-void ExperimentsView::showRows(std::vector<hsm::SweepRow> rows) {
-  rows_ = std::move(rows);
+void ExperimentsView::showRows() {
+  const std::vector<hsm::SweepRow>& rows = state_->rows();
   // Groups: the settings that differ.
-  refill(group_, QStringList{QString()} + differing_settings(rows_), QString());
+  refill(group_, QStringList{QString()} + differing_settings(rows), QString());
   group_->setItemText(0, tr("(none)"));
   // The selection, by run, across the re-read.
   QStringList selected;
@@ -469,22 +418,12 @@ void ExperimentsView::showRows(std::vector<hsm::SweepRow> rows) {
     if (selected.contains(model_->table().runs.value(proxy_->mapToSource(proxy_->index(r, 0)).row()).join('|')))
       table_->selectionModel()->select(proxy_->index(r, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
 
-  int running = 0, done = 0, failed = 0;
-  for (const hsm::SweepRow& r : rows_) {
-    running += r.state == "running";
-    done += r.state == "done";
-    failed += r.state == "failed";
-  }
-  QString text = sweepDir_.isEmpty() ? tr("%1 open runs").arg(rows_.size())
-                                     : tr("%1: %2 runs").arg(sweepDir_).arg(rows_.size());
-  text += tr(" · %1 done · %2 running · %3 failed").arg(done).arg(running).arg(failed);
+  const ExperimentsState::Counts n = state_->counts();
+  const QString sweepDir = state_->sweepDir();
+  QString text =
+      sweepDir.isEmpty() ? tr("%1 open runs").arg(rows.size()) : tr("%1: %2 runs").arg(sweepDir).arg(rows.size());
+  text += tr(" · %1 done · %2 running · %3 failed").arg(n.done).arg(n.running).arg(n.failed);
   setStatus(text);
-  // Follow while something trains (this studio's sweep or another process's).
-  if (running > 0 || runner_->running()) {
-    if (!poll_.isActive()) poll_.start();
-  } else {
-    poll_.stop();
-  }
 }
 
 void ExperimentsView::setGroup(const QString& setting) {
@@ -500,10 +439,10 @@ void ExperimentsView::rebuildTable() {
   ExperimentTable t;
   const QString setting = chosen(group_);
   try {
-    t = setting.isEmpty() ? experiment_table(rows_) : grouped_table(rows_, sstr(setting));
+    t = setting.isEmpty() ? experiment_table(rows()) : grouped_table(rows(), sstr(setting));
   } catch (const std::exception& e) {
     setStatus(qstr(hsm::error_text(e)));
-    t = experiment_table(rows_);
+    t = experiment_table(rows());
   }
   model_->setTable(std::move(t));
   fillColumnBoxes();
@@ -591,15 +530,6 @@ void ExperimentsView::drawScatter() {
   scatter_->plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void ExperimentsView::watch() {
-  if (!watcher_.directories().isEmpty()) watcher_.removePaths(watcher_.directories());
-  if (sweepDir_.isEmpty()) return;
-  // points/ (the points' state files) appears with the first point that starts.
-  const QString points = QDir(sweepDir_).filePath(QStringLiteral("points"));
-  watcher_.addPath(sweepDir_);
-  if (QFileInfo::exists(points)) watcher_.addPath(points);
-}
-
 QString ExperimentsView::exportTable(const QString& path) const {
   QFile f(path);
   if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return tr("cannot write %1").arg(path);
@@ -649,10 +579,10 @@ QStringList ExperimentsView::selectedRunDirs() const {
   for (const QModelIndex& i : table_->selectionModel()->selectedRows()) {
     for (const QString& run : t.runs.value(proxy_->mapToSource(i).row())) {
       QString dir;
-      if (!sweepDir_.isEmpty()) {
-        dir = QDir(sweepDir_).filePath(QStringLiteral("runs/") + run);
+      if (!sweepDir().isEmpty()) {
+        dir = QDir(sweepDir()).filePath(QStringLiteral("runs/") + run);
       } else {
-        for (const QString& d : runDirs_)
+        for (const QString& d : state_->runDirs())
           if (QFileInfo(d).fileName() == run) dir = d;
       }
       if (!dir.isEmpty() && !dirs.contains(dir)) dirs << dir;
@@ -698,7 +628,7 @@ void ExperimentsView::setForm(const SweepForm& form, const QString& outDir) {
 }
 
 bool ExperimentsView::startSweep() {
-  if (runner_->running()) {
+  if (runner()->running()) {
     sweepStatus_->setText(tr("A sweep is running: cancel it first"));
     return false;
   }
@@ -730,12 +660,10 @@ bool ExperimentsView::startSweep() {
     sweepStatus_->setText(tr("Sweep refused, nothing started: %1").arg(qstr(hsm::error_text(e))));
     return false;
   }
-  // One point at a time, on every core: what `hsm sweep` does by default.
-  if (!runner_->start(dir, 1, &error)) {
+  if (!state_->startSweep(dir, &error)) {
     sweepStatus_->setText(tr("Sweep not started: %1").arg(error));
     return false;
   }
-  runningDir_ = dir;
   openSweep(dir);
   startButton_->setEnabled(false);
   cancelButton_->setEnabled(true);
@@ -745,8 +673,8 @@ bool ExperimentsView::startSweep() {
 }
 
 void ExperimentsView::cancelSweep() {
-  if (!runner_->running()) return;
-  runner_->cancel();
+  if (!runner()->running()) return;
+  runner()->cancel();
   cancelButton_->setEnabled(false);
   sweepStatus_->setText(tr("Cancelling: the point under way stops at its next step with a checkpoint…"));
 }

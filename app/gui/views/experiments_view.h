@@ -6,13 +6,14 @@
 // re-read on the analysis executor when the folder changes), starts one from a small form
 // (the grid's one launcher in a process, GridRunner, with progress and Cancel), and opens the selected runs so
 // the Training view overlays their curves. Every plot exports PNG/PDF/SVG and CSV, the table CSV.
-#include <QFileSystemWatcher>
+// What it holds and asks the engine is an ExperimentsState (experiments_state.h); this is its
+// drawing.
 #include <QStringList>
-#include <QTimer>
 #include <functional>
 #include <vector>
 
 #include "gui/views/experiment_table.h"
+#include "gui/views/experiments_state.h"
 #include "gui/views/studio_view.h"
 #include "hsm/sweep.h"
 
@@ -47,9 +48,10 @@ class ExperimentsView : public StudioView {
   bool useOpenRuns();
   // Re-reads the table (what the folder watcher and the timer do while points are not finished).
   void refresh();
-  bool isReading() const { return reading_; }
-  QString sweepDir() const { return sweepDir_; }
-  const std::vector<hsm::SweepRow>& rows() const { return rows_; }
+  bool isReading() const { return state_->isReading(); }
+  QString sweepDir() const { return state_->sweepDir(); }
+  const std::vector<hsm::SweepRow>& rows() const { return state_->rows(); }
+  ExperimentsState* state() const { return state_; }
 
   // "" (no grouping) or a setting that differs.
   void setGroup(const QString& setting);
@@ -81,7 +83,7 @@ class ExperimentsView : public StudioView {
   void setForm(const SweepForm& form, const QString& outDir);
   bool startSweep();
   void cancelSweep();
-  GridRunner* runner() const { return runner_; }
+  GridRunner* runner() const { return state_->runner(); }
   QProgressBar* sweepProgress() const { return progress_; }
   QLabel* sweepStatus() const { return sweepStatus_; }  // the form's line: refusals, progress, the end
 
@@ -101,13 +103,13 @@ class ExperimentsView : public StudioView {
   // A field with a "…" button that fills it with what `ask` returns (a file dialog's choice).
   QHBoxLayout* browsedField(QWidget* field, std::function<QString()> ask);
   void connectSignals();
-  void read(const QString& sweepDir, const QStringList& runDirs);
-  void showRows(std::vector<hsm::SweepRow> rows);
+  void connectRunner();  // the sweep's progress, to the form
+  void showRows();
+  void showReadFailure(const QString& message);
   void rebuildTable();
   void fillColumnBoxes();
   void drawParallel();
   void drawScatter();
-  void watch();
   void setStatus(const QString& text);
 
   QPushButton* openButton_;
@@ -141,17 +143,8 @@ class ExperimentsView : public StudioView {
   QPushButton* cancelButton_;
   QProgressBar* progress_;
   QLabel* sweepStatus_;
-  GridRunner* runner_;
-  QString runningDir_;  // the folder of the sweep the runner trains
-
+  ExperimentsState* state_;
   QString trainingNow_;  // the runner's point under way, as the form's line says it
-  QString sweepDir_;    // the sweep shown ("" with open runs)
-  QStringList runDirs_;  // the open runs shown (when no sweep)
-  std::vector<hsm::SweepRow> rows_;
-  bool reading_ = false, readAgain_ = false;
-  QFileSystemWatcher watcher_;
-  QTimer poll_;    // while a point is not finished: metrics grow without the folder changing
-  QTimer reread_;  // one re-read after a burst of changes (the folder's, an open run's metrics)
 };
 
 }  // namespace studio

@@ -54,7 +54,8 @@ QString layer_without_weights(const hsm::MixerWeights& w) {
 
 }  // namespace
 
-WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+WeightsView::WeightsView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : StudioView(runs, engine, parent), state_(new WeightsState(engine, this)) {
   build();
   connectSignals();
   drawBars();
@@ -262,10 +263,10 @@ void WeightsView::connectSignals() {
   });
   connect(openSaved_, &QPushButton::clicked, this, [this] {
     try {
-      runs_->setCurrent(runs_->open(savedRun_));
+      runs_->setCurrent(runs_->open(state_->savedRun()));
     } catch (const std::exception& e) {
-      lastError_ = QString::fromStdString(e.what());
-      banner_->setText(lastError_);
+      state_->setLastError(QString::fromStdString(e.what()));
+      banner_->setText(state_->lastError());
     }
   });
   connect(runs_, &RunList::infoChanged, this, [this](int row) {
@@ -276,17 +277,35 @@ void WeightsView::connectSignals() {
             const RunEntry* run = runs_->currentRun();
             if (run && same_dir(run->dir) == same_dir(dir)) showWeights(dir, step, w);
           });
+  connectState();
+}
+
+void WeightsView::connectState() {
+  connect(state_, &WeightsState::weightsRead, this, &WeightsView::onWeightsRead);
+  connect(state_, &WeightsState::readFailed, this,
+          [this](const QString& message) { header_->setText(tr("Cannot read the weights: %1").arg(message)); });
+  connect(state_, &WeightsState::editRefused, this,
+          [this](const QString& message) { banner_->setText(tr("The engine refused the edit: %1").arg(message)); });
+  connect(state_, &WeightsState::evaluated, this, &WeightsView::showEvaluation);
+  connect(state_, &WeightsState::evaluationFailed, this,
+          [this](const QString& message) { showEvaluationFailure(tr("val loss: %1"), message); });
+  connect(state_, &WeightsState::taskEvaluated, this, &WeightsView::showTaskEvaluation);
+  connect(state_, &WeightsState::taskEvaluationFailed, this,
+          [this](const QString& message) { showEvaluationFailure(tr("test accuracy: %1"), message); });
+  connect(state_, &WeightsState::saved, this, &WeightsView::showSaved);
+  connect(state_, &WeightsState::saveFailed, this, [this](const QString& message) {
+    banner_->setText(tr("Save as failed: %1").arg(message));
+    emit saveFinished(false);
+  });
 }
 
 void WeightsView::leaveRun() {
   dirty_ = true;
-  if (same_dir(shownRun_) == currentRunDir() && !shownRun_.isEmpty()) return;
+  if (same_dir(state_->shownRun()) == currentRunDir() && !state_->shownRun().isEmpty()) return;
   // Another run: its weights go at once (the current run's are read when the view is shown),
   // and the what-if controls, which are of the run left, wait for the new run's.
-  shownRun_.clear();
-  trained_.clear();
+  state_->forget();
   weights_.clear();
-  step_ = -1;
   const RunEntry* run = currentRun();
   header_->setText(!run ? tr("No run open.")
                    : run->has_info
@@ -308,8 +327,8 @@ void WeightsView::showRun() {
 void WeightsView::applyEdits() { onEdits(editor_->edits()); }
 
 void WeightsView::onEdits(const hsm::WhatIf& edits) {
-  if (editorRun_.isEmpty()) return;
-  setWhatIf(edits);
+  if (state_->editorRun().isEmpty()) return;
+  state_->setEdits(edits);
   redrawWeights();
   diagram_->setKnockOuts(edits.knock_out);
   updateBanner();
@@ -317,7 +336,7 @@ void WeightsView::onEdits(const hsm::WhatIf& edits) {
 }
 
 void WeightsView::redrawWeights() {
-  weights_ = edits().empty() ? trained_ : editor_->editedWeights();
+  weights_ = edits().empty() ? state_->trained() : editor_->editedWeights();
   drawBars();
   drawOffsets();
   drawVectors();
@@ -336,7 +355,7 @@ QDoubleSpinBox* WeightsView::barUnder(const QPointF& pos) const {
 }
 
 void WeightsView::pressBar(QMouseEvent* event) {
-  if (event->button() != Qt::LeftButton || editorRun_.isEmpty()) return;
+  if (event->button() != Qt::LeftButton || state_->editorRun().isEmpty()) return;
   dragged_ = barUnder(event->position());
   if (!dragged_) return;
   abPlot_->plot()->setInteraction(QCP::iRangeDrag, false);  // the press moves the bar, not the axes
@@ -375,50 +394,36 @@ void WeightsView::resetEdits() {
 void WeightsView::setEvalWindows(int windows) { windows_->setValue(windows); }
 
 void WeightsView::evaluateTask() {
-  // A task run reads no text: the edit is scored on the task's test examples, trained against
-  // edited, as the Losses view and `hsm eval` score them.
-  constexpr int64_t kExamples = 256;
-  const int ticket = ++taskEvaluation_;
   loss_->setText(tr("computing the test accuracy…"));
-  using Scores = std::pair<hsm::TaskScore, hsm::TaskScore>;
-  engine_->analysis()
-      .call<Scores>(editorRun_,
-                    [](const CallContext& c) {
-                      return Scores{hsm::Evaluator(c.trained()).score_task(kExamples),
-                                    hsm::Evaluator(c.model()).score_task(kExamples)};
-                    })
-      .then(this,
-            [this, ticket](const Scores& s) {
-              if (ticket != taskEvaluation_) return;  // a newer edit's answers the view
-              const auto& [trained, edited] = s;
-              const bool same = engine_->whatIf(editorRun_).empty();
-              loss_->setText(same ? tr("test answer accuracy %1, loss %2 (trained, %3 test examples)")
-                                        .arg(trained.answer_accuracy, 0, 'f', 3)
-                                        .arg(trained.loss, 0, 'f', 3)
-                                        .arg(trained.examples)
-                                  : tr("test answer accuracy %1 → %2, loss %3 → %4 (%5 test examples)")
-                                        .arg(trained.answer_accuracy, 0, 'f', 3)
-                                        .arg(edited.answer_accuracy, 0, 'f', 3)
-                                        .arg(trained.loss, 0, 'f', 3)
-                                        .arg(edited.loss, 0, 'f', 3)
-                                        .arg(edited.examples));
-              emit evaluationFinished();
-            })
-      .onFailed(this, [this, ticket](const CallFailed& e) {
-        if (ticket != taskEvaluation_) return;
-        lastError_ = e.message();
-        loss_->setText(tr("test accuracy: %1").arg(e.message()));
-        emit evaluationFinished();
-      });
+  state_->evaluateTask();
+}
+
+void WeightsView::showTaskEvaluation(const hsm::TaskScore& trained, const hsm::TaskScore& edited, bool hasEdits) {
+  loss_->setText(!hasEdits ? tr("test answer accuracy %1, loss %2 (trained, %3 test examples)")
+                                 .arg(trained.answer_accuracy, 0, 'f', 3)
+                                 .arg(trained.loss, 0, 'f', 3)
+                                 .arg(trained.examples)
+                           : tr("test answer accuracy %1 → %2, loss %3 → %4 (%5 test examples)")
+                                 .arg(trained.answer_accuracy, 0, 'f', 3)
+                                 .arg(edited.answer_accuracy, 0, 'f', 3)
+                                 .arg(trained.loss, 0, 'f', 3)
+                                 .arg(edited.loss, 0, 'f', 3)
+                                 .arg(edited.examples));
+  emit evaluationFinished();
+}
+
+void WeightsView::showEvaluationFailure(const QString& label, const QString& message) {
+  loss_->setText(label.arg(message));
+  emit evaluationFinished();
 }
 
 void WeightsView::showRecordedEvaluation() {
   // The run's own evaluation, when its record has it, stands from the start (no edit needed).
   const RunEntry* run = runs_->currentRun();
-  if (!run || same_dir(run->dir) != editorRun_) return;
+  if (!run || same_dir(run->dir) != state_->editorRun()) return;
   const QString data = run->has_info ? QString::fromStdString(run->info.data_path) : QString();
   if (const std::optional<RunEvaluation> recorded = recorded_evaluation(*run, data)) {
-    evaluationLoss_ = recorded->loss;
+    state_->setEvaluationLoss(recorded->loss);
     loss_->setText(tr("val loss, %1").arg(evaluation_text(recorded->loss, 0, QString::fromStdString(
                                                                                      run->info.training.windows))));
   }
@@ -427,7 +432,7 @@ void WeightsView::showRecordedEvaluation() {
 void WeightsView::evaluate() {
   const RunEntry* run = runs_->currentRun();
   QString data = run && run->has_info ? QString::fromStdString(run->info.data_path) : QString();
-  if (!run || same_dir(run->dir) != editorRun_) return;
+  if (!run || same_dir(run->dir) != state_->editorRun()) return;
   windowsRow_->setVisible(run->task.empty());
   if (!run->task.empty()) {
     evaluateTask();
@@ -449,52 +454,28 @@ void WeightsView::evaluate() {
   // the what-if's windows (once per checkpoint) when it records none.
   const std::optional<RunEvaluation> recorded = lossNote_.isEmpty() ? recorded_evaluation(*run, data) : std::nullopt;
   loss_->setText(tr("computing the validation loss…"));
-  evaluating_ = engine_->evaluateWhatIf(editorRun_, data, QString::fromStdString(run->info.training.windows),
-                                        windows_->value(), !recorded);
-  // A newer edit's evaluation supersedes this one (EngineHost::evaluateWhatIf): only the
-  // newest answers the view.
-  evaluating_.result()
-      .then(this,
-            [this, feed = evaluating_.feed(), recorded](const WhatIfEvaluation& e) {
-              if (feed != evaluating_.feed()) return;
-              evaluating_ = {};
-              eval_ = e;
-              hasEval_ = true;
-              const double d = e.edited.loss - e.trained.loss;
-              // The headline (the run's own evaluation on every window), then the what-if on its
-              // fewer windows, named as such (the run's own windows, the first N).
-              const QString layout = QString::fromStdString(e.trained.windows);
-              const QString headline = recorded ? evaluation_text(recorded->loss, 0, layout)
-                                                : evaluation_text(e.evaluation.loss, e.evaluation.window_count, layout);
-              const QString quick =
-                  e.edits.empty()
-                      ? tr("trained: %1").arg(partial_loss_text(e.trained.loss, e.trained.window_count))
-                      : tr("what-if on the first %1 windows: %2 → %3 nats (%4%5)")
-                            .arg(e.trained.window_count)
-                            .arg(e.trained.loss, 0, 'f', 3)
-                            .arg(e.edited.loss, 0, 'f', 3)
-                            .arg(d >= 0 ? QStringLiteral("+") : QString())
-                            .arg(d, 0, 'f', 3);
-              loss_->setText(tr("val loss, %1 · %2").arg(headline, quick) + lossNote_);
-              evaluationLoss_ = recorded ? recorded->loss : e.evaluation.loss;
-              emit evaluationFinished();
-            })
-      .onFailed(this, [this, feed = evaluating_.feed()](const CallFailed& e) {
-        if (feed != evaluating_.feed()) return;
-        evaluating_ = {};
-        lastError_ = e.message();
-        loss_->setText(tr("val loss: %1").arg(e.message()));
-        emit evaluationFinished();
-      });
+  state_->evaluate(data, QString::fromStdString(run->info.training.windows), windows_->value(), recorded);
 }
 
-hsm::WhatIf WeightsView::edits() const { return engine_->whatIf(editorRun_); }
-
-void WeightsView::setWhatIf(const hsm::WhatIf& edits) {
-  engine_->setWhatIf(editorRun_, edits).onFailed(this, [this](const CallFailed& e) {
-    lastError_ = e.message();
-    banner_->setText(tr("The engine refused the edit: %1").arg(e.message()));
-  });
+void WeightsView::showEvaluation() {
+  const WhatIfEvaluation& e = state_->lastEvaluation();
+  const std::optional<RunEvaluation>& recorded = state_->recordedEvaluation();
+  const double d = e.edited.loss - e.trained.loss;
+  // The headline (the run's own evaluation on every window), then the what-if on its fewer
+  // windows, named as such (the run's own windows, the first N).
+  const QString layout = QString::fromStdString(e.trained.windows);
+  const QString headline = recorded ? evaluation_text(recorded->loss, 0, layout)
+                                    : evaluation_text(e.evaluation.loss, e.evaluation.window_count, layout);
+  const QString quick = e.edits.empty()
+                            ? tr("trained: %1").arg(partial_loss_text(e.trained.loss, e.trained.window_count))
+                            : tr("what-if on the first %1 windows: %2 → %3 nats (%4%5)")
+                                  .arg(e.trained.window_count)
+                                  .arg(e.trained.loss, 0, 'f', 3)
+                                  .arg(e.edited.loss, 0, 'f', 3)
+                                  .arg(d >= 0 ? QStringLiteral("+") : QString())
+                                  .arg(d, 0, 'f', 3);
+  loss_->setText(tr("val loss, %1 · %2").arg(headline, quick) + lossNote_);
+  emit evaluationFinished();
 }
 
 QString WeightsView::lossText() const { return loss_->text(); }
@@ -508,50 +489,43 @@ void WeightsView::updateBanner() {
   if (edited)
     banner_->setText(
         tr("<b>What-if:</b> %1 — not saved.").arg(QString::fromStdString(hsm::what_if_label(edits())).toHtmlEscaped()));
-  else if (!savedRun_.isEmpty() && openSaved_->isVisible())
-    banner_->setText(tr("Saved the edited model as %1.").arg(savedRun_));
+  else if (!state_->savedRun().isEmpty() && openSaved_->isVisible())
+    banner_->setText(tr("Saved the edited model as %1.").arg(state_->savedRun()));
   else
     banner_->clear();
-  if (edited && !savedRun_.isEmpty() && openSaved_->isVisible())
-    banner_->setText(banner_->text() + tr(" (an earlier edit was saved as %1)").arg(QFileInfo(savedRun_).fileName()));
+  if (edited && !state_->savedRun().isEmpty() && openSaved_->isVisible())
+    banner_->setText(banner_->text() +
+                     tr(" (an earlier edit was saved as %1)").arg(QFileInfo(state_->savedRun()).fileName()));
   banner_->setToolTip(banner_->text());
 }
 
 bool WeightsView::saveAs() {
-  lastError_.clear();
-  if (edits().empty() || editorRun_.isEmpty()) {
-    lastError_ = tr("Nothing to save: edit a weight or knock something out first.");
+  state_->setLastError({});
+  const QString editorRun = state_->editorRun();
+  if (edits().empty() || editorRun.isEmpty()) {
+    state_->setLastError(tr("Nothing to save: edit a weight or knock something out first."));
     return false;
   }
   QString folder = saveFolder_;
   if (folder.isEmpty()) {
     // In the user's folders (the run's own when it is theirs), never the bundled models'.
-    const QString name = QFileInfo(editorRun_).fileName() + QStringLiteral("-whatif");
+    const QString name = QFileInfo(editorRun).fileName() + QStringLiteral("-whatif");
     folder =
         QFileDialog::getSaveFileName(this, tr("Save the edited model as a new run folder"),
-                                     QDir(StudioSettings::dialogFolder(QFileInfo(editorRun_).path())).filePath(name));
+                                     QDir(StudioSettings::dialogFolder(QFileInfo(editorRun).path())).filePath(name));
     if (!folder.isEmpty()) StudioSettings::setDialogFolder(folder);
   }
   if (folder.isEmpty()) return false;
-  saving_ = true;
   banner_->setText(tr("Saving the edited model as %1…").arg(folder));
-  engine_->saveWhatIf(editorRun_, folder)
-      .then(this,
-            [this](const QString& dir) {
-              saving_ = false;
-              savedRun_ = dir;
-              openSaved_->setText(tr("Open %1").arg(QFileInfo(dir).fileName()));
-              openSaved_->show();
-              updateBanner();
-              emit saveFinished(true);
-            })
-      .onFailed(this, [this](const CallFailed& e) {
-        saving_ = false;
-        lastError_ = e.message();
-        banner_->setText(tr("Save as failed: %1").arg(e.message()));
-        emit saveFinished(false);
-      });
+  state_->saveAs(folder);
   return true;
+}
+
+void WeightsView::showSaved(const QString& dir) {
+  openSaved_->setText(tr("Open %1").arg(QFileInfo(dir).fileName()));
+  openSaved_->show();
+  updateBanner();
+  emit saveFinished(true);
 }
 
 QList<PlotPanel*> WeightsView::plots() const { return {abPlot_, offsetPlot_, vectorMap_}; }
@@ -580,43 +554,34 @@ void WeightsView::refresh() {
     return;
   }
   header_->setText(tr("%1: reading the weights…").arg(run->name()));
-  reading_ = true;
-  // The trained weights even for an edited run: the view draws its edits over them.
-  engine_->interactive()
-      .call<std::vector<hsm::MixerWeights>>(run->dir, [](const CallContext& c) { return c.trained()->mixer_weights(); })
-      .then(this,
-            [this, dir = run->dir](const std::vector<hsm::MixerWeights>& w) {
-              reading_ = false;
-              const RunEntry* current = runs_->currentRun();
-              if (current && current->dir == dir) showWeights(dir, current->has_info ? current->info.step : -1, w);
-            })
-      .onFailed(this, [this](const CallFailed& e) {
-        reading_ = false;
-        header_->setText(tr("Cannot read the weights: %1").arg(e.message()));
-      });
+  state_->read(run->dir);
+}
+
+void WeightsView::onWeightsRead(const QString& runDir, const std::vector<hsm::MixerWeights>& w) {
+  const RunEntry* current = runs_->currentRun();
+  if (current && current->dir == runDir) showWeights(runDir, current->has_info ? current->info.step : -1, w);
 }
 
 void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers) {
-  trained_ = layers;
+  const qint64 shownStep = state_->step();
+  state_->setShown(runDir, step, layers);
   editor_->setEnabled(true);
   const RunEntry* run = runs_->currentRun();
-  if (same_dir(runDir) != editorRun_ || editor_->editedWeights().size() != layers.size()) {
+  if (same_dir(runDir) != state_->editorRun() || editor_->editedWeights().size() != layers.size()) {
     // Another run: the editor shows the edits the engine host keeps for it while the studio
     // runs (none for a run not edited yet), and the run left keeps its own. Another model in
     // the same folder (trained anew) drops the old model's edits.
     const QString dir = same_dir(runDir);
-    if (dir == editorRun_ && !edits().empty()) setWhatIf({});
-    editorRun_ = dir;
-    hasEval_ = false;
+    if (dir == state_->editorRun() && !edits().empty()) state_->setEdits({});
+    state_->setEditorRun(dir);
     loss_->clear();
-    evaluationLoss_ = std::nan("");
     showRecordedEvaluation();
     openSaved_->hide();
-    const hsm::ModelConfig config = run && same_dir(run->dir) == editorRun_ ? run->model : hsm::ModelConfig{};
+    const hsm::ModelConfig config = run && same_dir(run->dir) == dir ? run->model : hsm::ModelConfig{};
     editor_->setModel(config, layers);
-    const hsm::WhatIf kept = engine_->whatIf(editorRun_);
+    const hsm::WhatIf kept = edits();
     editor_->setEdits(kept);
-    if (!(editor_->edits() == kept)) setWhatIf(editor_->edits());  // what the controls could not hold goes
+    if (!(editor_->edits() == kept)) state_->setEdits(editor_->edits());  // what the controls could not hold goes
     diagram_->setConfig(config);
     diagram_->setLength(std::clamp(static_cast<int>(config.context), 8, 64));
     diagram_->setKnockOuts(edits().knock_out);
@@ -627,11 +592,9 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
     // A new checkpoint of the run shown (it trains): the editor's trained values follow, and
     // an edit is applied again over the new weights and scored again.
     editor_->updateTrained(layers);
-    if (!edits().empty() && step != step_) onEdits(editor_->edits());
+    if (!edits().empty() && step != shownStep) onEdits(editor_->edits());
   }
   weights_ = edits().empty() ? layers : editor_->editedWeights();
-  shownRun_ = runDir;
-  step_ = step;
   const bool live = engine_->isTraining() && same_dir(engine_->trainingRunDir()) == same_dir(runDir);
   header_->setText(
       tr("<b>%1</b> · %2 layers · step %3%4")

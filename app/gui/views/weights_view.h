@@ -1,5 +1,4 @@
 #pragma once
-#include <cmath>
 // The Weights view (README.md, "The studio"): the learned a and b of every scalar HSM (a,b) layer as
 // grouped bars (HSM Table 2), live while the current run trains and fetched again when the
 // current run changes; the end-to-end offset weights of an all-(a,b) stack (HSM §3);
@@ -9,13 +8,12 @@
 // the offset weights and the receptive-field diagram redraw from the edited weights, the
 // validation loss of the edited model is computed on the analysis thread next to the trained
 // one, a banner names the edits (Reset / Save as…). The run folder is never written.
+// What it holds and asks the engine is a WeightsState (weights_state.h); this is its drawing.
 #include <QWidget>
 #include <vector>
 
-#include "gui/engine/executor.h"
-#include "gui/engine_types.h"
 #include "gui/views/studio_view.h"
-#include "hsm/diagnostics.h"
+#include "gui/views/weights_state.h"
 
 class QCPBars;
 class QDoubleSpinBox;
@@ -41,13 +39,14 @@ class WeightsView : public StudioView {
 
   // Fetches the current run's weights from its checkpoint (on the interactive thread).
   void refresh();
-  bool isWaiting() const { return reading_; }
+  bool isWaiting() const { return state_->isReading(); }
   // Shows a set of weights (what refresh() and the live updates call).
   void showWeights(const QString& runDir, qint64 step, const std::vector<hsm::MixerWeights>& layers);
   // The weights drawn: the trained ones with the what-if edits applied.
   const std::vector<hsm::MixerWeights>& weights() const { return weights_; }
-  const std::vector<hsm::MixerWeights>& trainedWeights() const { return trained_; }
-  QString shownRun() const { return shownRun_; }
+  const std::vector<hsm::MixerWeights>& trainedWeights() const { return state_->trained(); }
+  QString shownRun() const { return state_->shownRun(); }
+  WeightsState* state() const { return state_; }
 
   QCPBars* barsA() const { return barsA_; }
   QCPBars* barsB() const { return barsB_; }
@@ -61,25 +60,25 @@ class WeightsView : public StudioView {
   // What-if.
   WhatIfEditor* whatIfEditor() const { return editor_; }
   ReceptiveFieldDiagram* receptiveField() const { return diagram_; }
-  hsm::WhatIf edits() const;
+  hsm::WhatIf edits() const { return state_->edits(); }
   // Sends the editor's edits now (as its debounce does) and asks for the loss.
   void applyEdits();
   void resetEdits();  // as the Reset button
-  bool isEvaluating() const { return evaluating_.feed() != nullptr; }
-  bool hasEvaluation() const { return hasEval_; }
+  bool isEvaluating() const { return state_->isEvaluating(); }
+  bool hasEvaluation() const { return state_->hasEvaluation(); }
   // The headline: the run's own evaluation on every window (run_evaluation.h), as `hsm eval`
   // gives it, whatever windows the what-if uses; NaN until known.
-  double evaluationLoss() const { return evaluationLoss_; }
-  const WhatIfEvaluation& lastEvaluation() const { return eval_; }
+  double evaluationLoss() const { return state_->evaluationLoss(); }
+  const WhatIfEvaluation& lastEvaluation() const { return state_->lastEvaluation(); }
   QString lossText() const;
   QString bannerText() const;
   void setEvalWindows(int windows);
   // "Save as…" into this folder without asking (tests); empty: a file dialog asks.
   void setSaveFolder(const QString& folder) { saveFolder_ = folder; }
   bool saveAs();
-  bool isSaving() const { return saving_; }
-  QString savedRun() const { return savedRun_; }
-  QString lastError() const { return lastError_; }
+  bool isSaving() const { return state_->isSaving(); }
+  QString savedRun() const { return state_->savedRun(); }
+  QString lastError() const { return state_->lastError(); }
 
  signals:
   void evaluationFinished();
@@ -101,6 +100,7 @@ class WeightsView : public StudioView {
   void buildWhatIfBanner();  // the what-if receptive field and the banner with its loss
   QWidget* buildRows();      // the plots' rows, scrolling on a short screen
   void connectSignals();
+  void connectState();  // what the state answers, to the widgets
   void onCurrentChanged();
   void drawBars();
   void drawOffsets();
@@ -111,8 +111,12 @@ class WeightsView : public StudioView {
   void evaluate();
   void showRecordedEvaluation();
   void evaluateTask();  // evaluate() for a task run: its test examples' accuracy and loss
-  // The edit of the run the editor shows, held by the engine host (EngineHost::setWhatIf).
-  void setWhatIf(const hsm::WhatIf& edits);
+  // What the state answers, drawn.
+  void onWeightsRead(const QString& runDir, const std::vector<hsm::MixerWeights>& w);
+  void showEvaluation();
+  void showTaskEvaluation(const hsm::TaskScore& trained, const hsm::TaskScore& edited, bool hasEdits);
+  void showEvaluationFailure(const QString& label, const QString& message);
+  void showSaved(const QString& dir);
   void updateBanner();
   void redrawWeights();
   // Dragging a bar of the a/b plot up or down sets that layer's a or b through the editor's
@@ -135,7 +139,8 @@ class WeightsView : public StudioView {
   QLabel* headNote_;
   QWidget* headBox_;
   class QSplitter* bottom_;
-  std::vector<hsm::MixerWeights> weights_, trained_;
+  WeightsState* state_;
+  std::vector<hsm::MixerWeights> weights_;  // drawn: the trained ones with the edits applied
   WhatIfEditor* editor_;
   ReceptiveFieldDiagram* diagram_;
   QLabel* banner_;
@@ -145,19 +150,9 @@ class WeightsView : public StudioView {
   QPushButton* openSaved_;
   QSpinBox* windows_;
   QWidget* bannerBox_;
-  QString editorRun_;
-  Reply<WhatIfEvaluation> evaluating_;  // the what-if loss under way (none: no feed)
-  bool saving_ = false;
   QString lossNote_;  // where the loss was taken, when not on the run's own corpus
   QWidget* windowsRow_;     // "Loss on the first N validation windows" (not for a task run)
-  int taskEvaluation_ = 0;  // the newest task evaluation asked (older answers are dropped)
-  bool hasEval_ = false;
-  WhatIfEvaluation eval_;
-  double evaluationLoss_ = std::nan("");
-  QString saveFolder_, savedRun_, lastError_;
-  QString shownRun_;
-  qint64 step_ = -1;
-  bool reading_ = false;  // the weights are being read
+  QString saveFolder_;
   bool dirty_ = true;
 };
 
