@@ -18,6 +18,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
@@ -537,6 +538,19 @@ bool LabView::openLab(const QString& dir) {
 }
 
 void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
+  // A lab with MQAR but no recall_at (the default lab) shows MQAR against context at first: a
+  // distance plot would be empty. Once the user picks an axis, it is kept.
+  if (grid.tasks != shownGrid_.tasks && axis_->currentData().toString() == QLatin1String("distance")) {
+    bool recall = false, mqar = false;
+    for (const std::string& t : grid.tasks) {
+      recall = recall || t.rfind("recall_at", 0) == 0;
+      mqar = mqar || t.rfind("mqar", 0) == 0;
+    }
+    if (mqar && !recall) {
+      const QSignalBlocker quiet(axis_);  // showDifficulty() runs below, once
+      axis_->setCurrentIndex(axis_->findData(QStringLiteral("context")));
+    }
+  }
   shownGrid_ = grid;
   cells_ = cells;
   grid_->clear();
