@@ -38,6 +38,7 @@
 #include "hsm/files.h"
 #include "hsm/lab_report.h"
 #include "hsm/presets.h"
+#include "hsm/receptive_field.h"
 #include "hsm/version.h"
 #include "hsm/run_folder.h"
 #include "hsm/tasks.h"
@@ -701,6 +702,39 @@ PlotSeries LabView::chanceLine(const QVector<double>& x, double chance) {
   return s;
 }
 
+// Issue 50: the why of a distance curve. For each model whose receptive field stops inside the
+// distances drawn (a 4-layer hsm_ab: 1 + 2 + 4 + 8 = 15 back), a dashed vertical line in its
+// colour at the farthest offset that reaches the answer position; attention reaches them all.
+QVector<PlotSeries> LabView::reachLines(const QVector<PlotSeries>& curves, const QVector<double>& x) const {
+  QVector<PlotSeries> lines;
+  if (x.isEmpty()) return lines;
+  const double farthest = *std::max_element(x.begin(), x.end());
+  for (const PlotSeries& curve : curves) {
+    for (const hsm::LabRun& r : results_) {
+      if (qstr(r.model) != curve.name) continue;
+      int64_t reach = -1;
+      try {
+        const hsm::ReceptiveField field = hsm::receptive_field(hsm::read_run_info(r.run_dir).model);
+        const std::vector<bool>& last = field.reachable.back();
+        for (int64_t k = 0; k < static_cast<int64_t>(last.size()); ++k)
+          if (last[static_cast<size_t>(k)]) reach = k;
+      } catch (const std::exception&) {
+        continue;  // a run folder removed since: another run of the model may say
+      }
+      if (reach < 0 || reach >= farthest) break;
+      PlotSeries line;
+      line.name = tr("%1 reaches %2 back").arg(curve.name).arg(reach);
+      line.color = curve.color;
+      line.style = PlotSeries::Style::kDashedLine;
+      line.x = {static_cast<double>(reach), static_cast<double>(reach)};
+      line.y = {0.0, 1.0};
+      lines << line;
+      break;
+    }
+  }
+  return lines;
+}
+
 void LabView::showDifficulty() {
   const QString axis = axis_->currentData().toString();
   QVector<PlotSeries> series;
@@ -745,6 +779,7 @@ void LabView::showDifficulty() {
   if (!series.isEmpty()) {
     QVector<double> xs;
     for (const PlotSeries& s : series) xs += s.x;
+    if (axis == QLatin1String("distance")) series << reachLines(series, xs);
     series << chanceLine(xs, chance);
   }
   // An empty plot says why instead of showing bare axes.

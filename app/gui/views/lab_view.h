@@ -100,6 +100,7 @@ class LabView : public StudioView {
   static QString cellText(const hsm::LabCell& cell);
   static QString cellToolTip(const hsm::LabCell& cell);
   static PlotSeries chanceLine(const QVector<double>& x, double chance);
+  QVector<PlotSeries> reachLines(const QVector<PlotSeries>& curves, const QVector<double>& x) const;
   void buildRunControls();     // Run, Cancel, Open, Export, the progress and the log
   void buildResultControls();  // the grid and its plots
   QWidget* buildForm();
