@@ -99,6 +99,23 @@ TraceView::TraceView(RunList* runs, EngineHost* engine, QWidget* parent)
 }
 
 void TraceView::build() {
+  buildPromptControls();
+  buildActionControls();
+  QHBoxLayout* prompts = buildPromptRow();
+  QHBoxLayout* actions = buildActionRow();
+  QScrollArea* maps = buildMaps();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(prompts);
+  layout->addLayout(actions);
+  layout->addWidget(makeWhatIfNotice(QStringLiteral("trace_whatif_box"),
+                                     tr("The traces are of the edited model; Reset it in the Weights view.")));
+  layout->addWidget(status_);
+  layout->addWidget(maps, 1);
+  setColumnVisible(1, false);
+}
+
+void TraceView::buildPromptControls() {
   cleanLabel_ = new QLabel(tr("Clean"));
   cleanEdit_ = new QLineEdit(QStringLiteral("Once upon a time, there was a girl named Lily. One day,"));
   cleanEdit_->setObjectName(QStringLiteral("trace_clean"));
@@ -123,6 +140,9 @@ void TraceView::build() {
   answerEdit_->setToolTip(
       tr("The answer: one token of the run's vocabulary (“Lily” is read as “ Lily” when only that "
          "is one token); empty: the clean run's most likely token there"));
+}
+
+void TraceView::buildActionControls() {
   compareBox_ = new QComboBox;
   compareBox_->setObjectName(QStringLiteral("trace_compare"));
   compareBox_->setToolTip(tr("Trace a second open run on the same prompts, beside the current one"));
@@ -156,7 +176,9 @@ void TraceView::build() {
   status_->setObjectName(QStringLiteral("trace_status"));
   status_->setWordWrap(true);
   status_->setTextFormat(Qt::PlainText);
+}
 
+QHBoxLayout* TraceView::buildPromptRow() {
   // Two rows of inputs: the prompts (or the task example), then the answer and the actions.
   auto* prompts = new QHBoxLayout;
   prompts->addWidget(cleanLabel_);
@@ -164,6 +186,10 @@ void TraceView::build() {
   prompts->addWidget(corruptLabel_);
   prompts->addWidget(corruptEdit_, 1);
   prompts->addWidget(exampleBar_, 1);
+  return prompts;
+}
+
+QHBoxLayout* TraceView::buildActionRow() {
   auto* actions = new QHBoxLayout;
   actions->addWidget(new QLabel(tr("Answer after position")));
   actions->addWidget(answerPosition_);
@@ -177,58 +203,15 @@ void TraceView::build() {
   actions->addWidget(cancelButton_);
   actions->addWidget(progress_);
   actions->addWidget(exportButton_);
+  return actions;
+}
 
+QScrollArea* TraceView::buildMaps() {
   // The maps: per run two columns (exact, attribution), per site a row; scrolled when the
   // window is small.
   auto* runsRow = new QHBoxLayout;
   runsRow->setContentsMargins(0, 0, 0, 0);
-  for (int c = 0; c < kColumns; ++c) {
-    Column& col = columns_[static_cast<size_t>(c)];
-    const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
-    col.box = new QWidget;
-    auto* grid = new QGridLayout(col.box);
-    grid->setContentsMargins(0, 0, 0, 0);
-    grid->setSpacing(4);
-    col.summary = new QLabel;
-    col.summary->setObjectName(prefix + QStringLiteral("_summary"));
-    col.summary->setWordWrap(true);
-    col.summary->setTextFormat(Qt::RichText);
-    grid->addWidget(col.summary, 0, 0, 1, 2);
-    for (int s = 0; s < kSites; ++s) {
-      // The second run's titles start "B:" (the export's file names come from the titles).
-      const QString which = c == 0 ? QString() : tr("B: ");
-      auto* exact = new HeatmapPanel(tr("%2%1 · exact").arg(site_title(s), which), tr("position"), tr("layer"));
-      exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(QLatin1String(kSiteNames[s])));
-      exact->setScaleLabel(tr("effect"));
-      exact->setMinimumHeight(kMapMinHeight);
-      auto* attribution =
-          new HeatmapPanel(tr("%2%1 · attribution").arg(site_title(s), which), tr("position"), tr("layer"));
-      attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(QLatin1String(kSiteNames[s])));
-      attribution->setScaleLabel(tr("estimate"));
-      attribution->setMinimumHeight(kMapMinHeight);
-      // The route over the exact map: a line through each layer's strongest position.
-      QCustomPlot* p = exact->plot();
-      auto* route = new QCPCurve(p->xAxis, p->yAxis);  // a curve keeps the layers' order
-      route->setPen(QPen(QColor(20, 20, 20), 1.5, Qt::DashLine));
-      route->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(20, 20, 20), 1.5), Qt::NoBrush, 9));
-      col.exact[static_cast<size_t>(s)] = exact;
-      col.attribution[static_cast<size_t>(s)] = attribution;
-      col.route[static_cast<size_t>(s)] = route;
-      grid->addWidget(exact, 1 + s, 0);
-      grid->addWidget(attribution, 1 + s, 1);
-    }
-    // The information flow routes into the answer, over nodes (layer boundary, position).
-    col.routes = new PlotPanel(tr("%1routes into the answer").arg(c == 0 ? QString() : tr("B: ")), tr("position"),
-                               tr("layer"));
-    col.routes->setObjectName(prefix + QStringLiteral("_routes"));
-    col.routes->setLogOptionVisible(false);
-    col.routes->setMinimumHeight(kRoutesMinHeight);
-    col.routes->setCsvWriter([this, c] { return routesCsv(c); });
-    grid->addWidget(col.routes, 1 + kSites, 0, 1, 2);
-    grid->setColumnStretch(0, 1);
-    grid->setColumnStretch(1, 1);
-    runsRow->addWidget(col.box, 1);
-  }
+  for (int c = 0; c < kColumns; ++c) runsRow->addWidget(buildColumn(c), 1);
   auto* maps = new QWidget;
   maps->setLayout(runsRow);
   scroll_ = new QScrollArea;
@@ -236,16 +219,61 @@ void TraceView::build() {
   scroll_->setWidget(maps);
   scroll_->setWidgetResizable(true);
   scroll_->setFrameShape(QFrame::NoFrame);
+  return scroll_;
+}
 
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(prompts);
-  layout->addLayout(actions);
-  layout->addWidget(makeWhatIfNotice(QStringLiteral("trace_whatif_box"),
-                                     tr("The traces are of the edited model; Reset it in the Weights view.")));
-  layout->addWidget(status_);
-  layout->addWidget(scroll_, 1);
-  setColumnVisible(1, false);
+QWidget* TraceView::buildColumn(int c) {
+  Column& col = columns_[static_cast<size_t>(c)];
+  const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
+  col.box = new QWidget;
+  auto* grid = new QGridLayout(col.box);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(4);
+  col.summary = new QLabel;
+  col.summary->setObjectName(prefix + QStringLiteral("_summary"));
+  col.summary->setWordWrap(true);
+  col.summary->setTextFormat(Qt::RichText);
+  grid->addWidget(col.summary, 0, 0, 1, 2);
+  buildSiteMaps(c, grid);
+  // The information flow routes into the answer, over nodes (layer boundary, position).
+  col.routes = new PlotPanel(tr("%1routes into the answer").arg(c == 0 ? QString() : tr("B: ")), tr("position"),
+                             tr("layer"));
+  col.routes->setObjectName(prefix + QStringLiteral("_routes"));
+  col.routes->setLogOptionVisible(false);
+  col.routes->setMinimumHeight(kRoutesMinHeight);
+  col.routes->setCsvWriter([this, c] { return routesCsv(c); });
+  grid->addWidget(col.routes, 1 + kSites, 0, 1, 2);
+  grid->setColumnStretch(0, 1);
+  grid->setColumnStretch(1, 1);
+  return col.box;
+}
+
+void TraceView::buildSiteMaps(int c, QGridLayout* grid) {
+  Column& col = columns_[static_cast<size_t>(c)];
+  const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
+  for (int s = 0; s < kSites; ++s) {
+    // The second run's titles start "B:" (the export's file names come from the titles).
+    const QString which = c == 0 ? QString() : tr("B: ");
+    auto* exact = new HeatmapPanel(tr("%2%1 · exact").arg(site_title(s), which), tr("position"), tr("layer"));
+    exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(QLatin1String(kSiteNames[s])));
+    exact->setScaleLabel(tr("effect"));
+    exact->setMinimumHeight(kMapMinHeight);
+    auto* attribution =
+        new HeatmapPanel(tr("%2%1 · attribution").arg(site_title(s), which), tr("position"), tr("layer"));
+    attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(QLatin1String(kSiteNames[s])));
+    attribution->setScaleLabel(tr("estimate"));
+    attribution->setMinimumHeight(kMapMinHeight);
+    // The route over the exact map: a line through each layer's strongest position.
+    QCustomPlot* p = exact->plot();
+    auto* route = new QCPCurve(p->xAxis, p->yAxis);  // a curve keeps the layers' order
+    route->setPen(QPen(QColor(20, 20, 20), 1.5, Qt::DashLine));
+    route->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(20, 20, 20), 1.5), Qt::NoBrush, 9));
+    col.exact[static_cast<size_t>(s)] = exact;
+    col.attribution[static_cast<size_t>(s)] = attribution;
+    col.route[static_cast<size_t>(s)] = route;
+    grid->addWidget(exact, 1 + s, 0);
+    grid->addWidget(attribution, 1 + s, 1);
+  }
 }
 
 void TraceView::connectSignals() {

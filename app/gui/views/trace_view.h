@@ -21,6 +21,8 @@
 class QComboBox;
 class QCPCurve;
 class QDoubleSpinBox;
+class QGridLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -108,7 +110,14 @@ class TraceView : public StudioView {
     PlotPanel* routes = nullptr;            // the information flow graph
     std::vector<hsm::RouteEdge> shown;      // its edges, pruned at the threshold
   };
-  void build();
+  void build();  // the widgets and their layout, in the parts below
+  void buildPromptControls();  // the prompts, the task example, the answer
+  void buildActionControls();  // the run beside, the threshold, the buttons, progress, status
+  QHBoxLayout* buildPromptRow();
+  QHBoxLayout* buildActionRow();
+  QScrollArea* buildMaps();       // every run's column, scrolled
+  QWidget* buildColumn(int c);    // run c's summary, maps and routes
+  void buildSiteMaps(int c, QGridLayout* grid);  // run c's exact and attribution map per site
   void connectSignals();
   void showPromptKind();
   void fillCompareBox();
