@@ -34,9 +34,11 @@
 
 namespace studio {
 
-PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+PlaygroundView::PlaygroundView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : StudioView(runs, engine, parent), state_(new PlaygroundState(engine, this)) {
   build();
   connectSignals();
+  connectState();
   textSize_ = QSettings().value(QStringLiteral("playground/text_size"), TokenText::defaultTextSize()).toDouble();
   bindTextSizeKeys(this, [this](double step) { setTextSize(textSize_ + step); });
   updateButtons();
@@ -231,6 +233,25 @@ void PlaygroundView::connectSignals() {
   connect(compare_, &QCheckBox::toggled, this, &PlaygroundView::updateButtons);
 }
 
+void PlaygroundView::connectState() {
+  connect(state_, &PlaygroundState::columnStarted, this,
+          [this](int column) { columns_[column].status->setText(tr("loading and generating…")); });
+  connect(state_, &PlaygroundState::tokenGenerated, this, [this](int column, const hsm::GeneratedToken& token) {
+    columns_[column].text->appendToken(token);
+    columns_[column].status->setText(tr("%1 tokens…").arg(columns_[column].text->tokenCount()));
+    emit tokenGenerated(column, token);
+  });
+  connect(state_, &PlaygroundState::columnGenerated, this, &PlaygroundView::onGenerated);
+  connect(state_, &PlaygroundState::columnFailed, this, &PlaygroundView::onFailed);
+  connect(state_, &PlaygroundState::finished, this, &PlaygroundView::onFinished);
+  connect(state_, &PlaygroundState::probed, this, &PlaygroundView::onProbed);
+  connect(state_, &PlaygroundState::probeFailed, this, [this](int column, const QString& message) {
+    columns_[column].status->setText(tr("provenance failed: %1").arg(message));
+    lastError_ = message;
+    emit provenanceFinished();
+  });
+}
+
 void PlaygroundView::setTextSize(double points) {
   textSize_ = std::clamp(points, TokenText::kMinTextSize, TokenText::kMaxTextSize);
   for (Column& c : columns_) c.text->setTextSize(textSize_);
@@ -331,8 +352,6 @@ void PlaygroundView::rebuildColumns(const QVector<QPair<QString, bool>>& runDirs
   columns_.clear();
   for (const auto& [dir, trained] : runDirs) {
     Column c;
-    c.runDir = dir;
-    c.trained = trained;
     c.box = new QWidget;
     auto* v = new QVBoxLayout(c.box);
     v->setContentsMargins(0, 0, 0, 0);
@@ -411,62 +430,34 @@ bool PlaygroundView::generate() {
     hint_->setText(lastError_);
     return false;
   }
-  if (!options(pendingOptions_)) return false;
-  pendingPrompt_ = prompt();
+  hsm::GenerateOptions settings;
+  if (!options(settings)) return false;
+  const QString text = prompt();
   rebuildColumns(dirs);
-  for (int i = 0; i < columns_.size(); ++i) {
-    columns_[i].text->setPrompt(pendingPrompt_);
-    queue_ << i;
-  }
-  stopping_ = false;
-  hint_->setText(dirs.size() > 1 ? tr("Same prompt and seed %1 on %2 models.").arg(pendingOptions_.sampling.seed).arg(dirs.size())
+  for (Column& c : columns_) c.text->setPrompt(text);
+  hint_->setText(dirs.size() > 1 ? tr("Same prompt and seed %1 on %2 models.").arg(settings.sampling.seed).arg(dirs.size())
                                  : QString());
-  sendNext();
+  state_->start(dirs, text, settings);
   updateButtons();
   return true;
 }
 
-void PlaygroundView::sendNext() {
-  active_ = {};
-  activeColumn_ = -1;
-  if (stopping_ || queue_.isEmpty()) {
-    for (int i : queue_) columns_[i].status->setText(tr("not run (stopped)"));
-    queue_.clear();
-    updateButtons();
-    emit generationFinished();
-    return;
-  }
-  activeColumn_ = queue_.takeFirst();
-  columns_[activeColumn_].status->setText(tr("loading and generating…"));
-  active_ = engine_->generate(columns_[activeColumn_].runDir, pendingPrompt_, pendingOptions_,
-                              columns_[activeColumn_].trained);
-  connect(active_.feed(), &CallFeed::token, this, &PlaygroundView::onToken);
-  active_.result()
-      .then(this, [this](const hsm::GenerationResult& r) { onGenerated(r); })
-      .onFailed(this, [this](const CallFailed& e) { onFailed(e.message()); });
+void PlaygroundView::onFinished(const QVector<int>& notRun) {
+  for (int i : notRun) columns_[i].status->setText(tr("not run (stopped)"));
+  updateButtons();
+  emit generationFinished();
 }
 
-void PlaygroundView::stop() {
-  if (!isGenerating()) return;
-  stopping_ = true;
-  active_.cancel();
-}
+void PlaygroundView::stop() { state_->stop(); }
 
-void PlaygroundView::onToken(const hsm::GeneratedToken& token) {
-  if (activeColumn_ < 0) return;
-  columns_[activeColumn_].text->appendToken(token);
-  columns_[activeColumn_].status->setText(tr("%1 tokens…").arg(columns_[activeColumn_].text->tokenCount()));
-  emit tokenGenerated(activeColumn_, token);
-}
-
-void PlaygroundView::onGenerated(const hsm::GenerationResult& r) {
-  if (activeColumn_ < 0) return;
-  Column& c = columns_[activeColumn_];
+void PlaygroundView::onGenerated(int column, const hsm::GenerationResult& r) {
+  Column& c = columns_[column];
+  const bool stopping = state_->isStopping();
   QString end = r.ended          ? tr("reached the end of the story")
                 : r.sentence_end ? tr("ended at a sentence end")
-                : stopping_      ? tr("stopped")
+                : stopping       ? tr("stopped")
                                  : tr("reached max tokens");
-  if (stopping_ && !r.ended) c.text->appendNote(tr("[stopped]"));
+  if (stopping && !r.ended) c.text->appendNote(tr("[stopped]"));
   c.status->setText(tr("%1 tokens · %2 tok/s · seed %3 · %4")
                         .arg(r.tokens.size())
                         .arg(QString::number(r.tokens_per_s, 'f', 0))
@@ -480,12 +471,7 @@ void PlaygroundView::onGenerated(const hsm::GenerationResult& r) {
                                                    .arg(r.prompt_tokens - r.prompt_tokens_cut)
                                              : QString()));
   c.generationNote = c.status->text();
-  emit columnFinished(activeColumn_, r);
-  sendNext();
-}
-
-bool PlaygroundView::isProbing() const {
-  return std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.probing; });
+  emit columnFinished(column, r);
 }
 
 bool PlaygroundView::showProvenance(int column, const QVector<int>& tokens) {
@@ -494,7 +480,7 @@ bool PlaygroundView::showProvenance(int column, const QVector<int>& tokens) {
     lastError_ = tr("no output column %1").arg(column);
   else if (isGenerating())
     lastError_ = tr("wait for the generation to finish");
-  else if (columns_[column].probing)
+  else if (state_->column(column).probing)
     lastError_ = tr("the provenance is still being read");
   else if (tokens.isEmpty())
     lastError_ = tr("choose a generated token");
@@ -510,29 +496,15 @@ bool PlaygroundView::showProvenance(int column, const QVector<int>& tokens) {
   const int last = *std::max_element(tokens.begin(), tokens.end());
   // The text the model saw up to the newest chosen token: <|endoftext|>, the prompt, and the
   // generated tokens so far (the engine keeps the last context of them).
-  c.probing = true;
   c.status->setText(tr("reading what the chosen tokens drew on…"));
-  // Answered to the column's own box: a column rebuilt meanwhile drops its answer.
-  QWidget* box = c.box;
-  auto column_of = [this, box]() -> Column& {
-    return *std::find_if(columns_.begin(), columns_.end(), [box](const Column& k) { return k.box == box; });
-  };
-  engine_->probe(c.runDir, pendingPrompt_, c.text->tokenIds().mid(0, last + 1))
-      .then(box, [this, column_of](const hsm::Probe& p) { onProbed(column_of(), p); })
-      .onFailed(box, [this, column_of](const CallFailed& e) {
-        Column& k = column_of();
-        k.probing = false;
-        k.status->setText(tr("provenance failed: %1").arg(e.message()));
-        lastError_ = e.message();
-        emit provenanceFinished();
-      });
+  state_->startProvenance(column, c.text->tokenIds().mid(0, last + 1));
   return true;
 }
 
-void PlaygroundView::onProbed(Column& c, const hsm::Probe& p) {
+void PlaygroundView::onProbed(int column) {
   {
-    c.probing = false;
-    c.probe = p;
+    Column& c = columns_[column];
+    const hsm::Probe& p = state_->column(column).probe;
     const int last = *std::max_element(c.selected.begin(), c.selected.end());
     const int firstGenerated = static_cast<int>(p.length) - 1 - last;  // piece index of generated token 0
     std::vector<int64_t> positions;
@@ -562,12 +534,10 @@ void PlaygroundView::onProbed(Column& c, const hsm::Probe& p) {
   }
 }
 
-void PlaygroundView::onFailed(const QString& message) {
-  if (activeColumn_ < 0) return;
-  columns_[activeColumn_].text->appendNote(tr("[error: %1]").arg(message));
-  columns_[activeColumn_].status->setText(tr("failed"));
+void PlaygroundView::onFailed(int column, const QString& message) {
+  columns_[column].text->appendNote(tr("[error: %1]").arg(message));
+  columns_[column].status->setText(tr("failed"));
   lastError_ = message;
-  sendNext();
 }
 
 QString PlaygroundView::taskRunLine(const RunEntry& run) {

@@ -85,28 +85,37 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b) {
   return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : kNaN;
 }
 
-// The id of the one token `text` is (or " " + text, the same word inside a sentence).
-int32_t answer_id(const hsm::Tokenizer& tokenizer, const std::string& text) {
-  for (const std::string& t : {text, " " + text}) {
-    const std::vector<int32_t> ids = tokenizer.encode(t);
-    if (ids.size() == 1) return ids.front();
-  }
-  throw std::invalid_argument("the answer \"" + text + "\" is " + std::to_string(tokenizer.encode(text).size()) +
-                              " tokens; give one token of the vocabulary (or leave it empty for the model's top)");
-}
-
 QString r_text(double r) { return std::isfinite(r) ? QString::number(r, 'f', 3) : QStringLiteral("–"); }
 
 }  // namespace
 
-TraceView::TraceView(RunList* runs, EngineHost* engine, QWidget* parent) : StudioView(runs, engine, parent) {
+TraceView::TraceView(RunList* runs, EngineHost* engine, QWidget* parent)
+    : StudioView(runs, engine, parent), state_(new TraceState(engine, this)) {
   build();
   connectSignals();
+  connectState();
   leaveRun();
   updateButtons();
 }
 
 void TraceView::build() {
+  buildPromptControls();
+  buildActionControls();
+  QHBoxLayout* prompts = buildPromptRow();
+  QHBoxLayout* actions = buildActionRow();
+  QScrollArea* maps = buildMaps();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(prompts);
+  layout->addLayout(actions);
+  layout->addWidget(makeWhatIfNotice(QStringLiteral("trace_whatif_box"),
+                                     tr("The traces are of the edited model; Reset it in the Weights view.")));
+  layout->addWidget(status_);
+  layout->addWidget(maps, 1);
+  setColumnVisible(1, false);
+}
+
+void TraceView::buildPromptControls() {
   cleanLabel_ = new QLabel(tr("Clean"));
   cleanEdit_ = new QLineEdit(QStringLiteral("Once upon a time, there was a girl named Lily. One day,"));
   cleanEdit_->setObjectName(QStringLiteral("trace_clean"));
@@ -131,6 +140,9 @@ void TraceView::build() {
   answerEdit_->setToolTip(
       tr("The answer: one token of the run's vocabulary (“Lily” is read as “ Lily” when only that "
          "is one token); empty: the clean run's most likely token there"));
+}
+
+void TraceView::buildActionControls() {
   compareBox_ = new QComboBox;
   compareBox_->setObjectName(QStringLiteral("trace_compare"));
   compareBox_->setToolTip(tr("Trace a second open run on the same prompts, beside the current one"));
@@ -164,7 +176,9 @@ void TraceView::build() {
   status_->setObjectName(QStringLiteral("trace_status"));
   status_->setWordWrap(true);
   status_->setTextFormat(Qt::PlainText);
+}
 
+QHBoxLayout* TraceView::buildPromptRow() {
   // Two rows of inputs: the prompts (or the task example), then the answer and the actions.
   auto* prompts = new QHBoxLayout;
   prompts->addWidget(cleanLabel_);
@@ -172,6 +186,10 @@ void TraceView::build() {
   prompts->addWidget(corruptLabel_);
   prompts->addWidget(corruptEdit_, 1);
   prompts->addWidget(exampleBar_, 1);
+  return prompts;
+}
+
+QHBoxLayout* TraceView::buildActionRow() {
   auto* actions = new QHBoxLayout;
   actions->addWidget(new QLabel(tr("Answer after position")));
   actions->addWidget(answerPosition_);
@@ -185,58 +203,15 @@ void TraceView::build() {
   actions->addWidget(cancelButton_);
   actions->addWidget(progress_);
   actions->addWidget(exportButton_);
+  return actions;
+}
 
+QScrollArea* TraceView::buildMaps() {
   // The maps: per run two columns (exact, attribution), per site a row; scrolled when the
   // window is small.
   auto* runsRow = new QHBoxLayout;
   runsRow->setContentsMargins(0, 0, 0, 0);
-  for (int c = 0; c < kColumns; ++c) {
-    Column& col = columns_[static_cast<size_t>(c)];
-    const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
-    col.box = new QWidget;
-    auto* grid = new QGridLayout(col.box);
-    grid->setContentsMargins(0, 0, 0, 0);
-    grid->setSpacing(4);
-    col.summary = new QLabel;
-    col.summary->setObjectName(prefix + QStringLiteral("_summary"));
-    col.summary->setWordWrap(true);
-    col.summary->setTextFormat(Qt::RichText);
-    grid->addWidget(col.summary, 0, 0, 1, 2);
-    for (int s = 0; s < kSites; ++s) {
-      // The second run's titles start "B:" (the export's file names come from the titles).
-      const QString which = c == 0 ? QString() : tr("B: ");
-      auto* exact = new HeatmapPanel(tr("%2%1 · exact").arg(site_title(s), which), tr("position"), tr("layer"));
-      exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(QLatin1String(kSiteNames[s])));
-      exact->setScaleLabel(tr("effect"));
-      exact->setMinimumHeight(kMapMinHeight);
-      auto* attribution =
-          new HeatmapPanel(tr("%2%1 · attribution").arg(site_title(s), which), tr("position"), tr("layer"));
-      attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(QLatin1String(kSiteNames[s])));
-      attribution->setScaleLabel(tr("estimate"));
-      attribution->setMinimumHeight(kMapMinHeight);
-      // The route over the exact map: a line through each layer's strongest position.
-      QCustomPlot* p = exact->plot();
-      auto* route = new QCPCurve(p->xAxis, p->yAxis);  // a curve keeps the layers' order
-      route->setPen(QPen(QColor(20, 20, 20), 1.5, Qt::DashLine));
-      route->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(20, 20, 20), 1.5), Qt::NoBrush, 9));
-      col.exact[static_cast<size_t>(s)] = exact;
-      col.attribution[static_cast<size_t>(s)] = attribution;
-      col.route[static_cast<size_t>(s)] = route;
-      grid->addWidget(exact, 1 + s, 0);
-      grid->addWidget(attribution, 1 + s, 1);
-    }
-    // The information flow routes into the answer, over nodes (layer boundary, position).
-    col.routes = new PlotPanel(tr("%1routes into the answer").arg(c == 0 ? QString() : tr("B: ")), tr("position"),
-                               tr("layer"));
-    col.routes->setObjectName(prefix + QStringLiteral("_routes"));
-    col.routes->setLogOptionVisible(false);
-    col.routes->setMinimumHeight(kRoutesMinHeight);
-    col.routes->setCsvWriter([this, c] { return routesCsv(c); });
-    grid->addWidget(col.routes, 1 + kSites, 0, 1, 2);
-    grid->setColumnStretch(0, 1);
-    grid->setColumnStretch(1, 1);
-    runsRow->addWidget(col.box, 1);
-  }
+  for (int c = 0; c < kColumns; ++c) runsRow->addWidget(buildColumn(c), 1);
   auto* maps = new QWidget;
   maps->setLayout(runsRow);
   scroll_ = new QScrollArea;
@@ -244,16 +219,61 @@ void TraceView::build() {
   scroll_->setWidget(maps);
   scroll_->setWidgetResizable(true);
   scroll_->setFrameShape(QFrame::NoFrame);
+  return scroll_;
+}
 
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->addLayout(prompts);
-  layout->addLayout(actions);
-  layout->addWidget(makeWhatIfNotice(QStringLiteral("trace_whatif_box"),
-                                     tr("The traces are of the edited model; Reset it in the Weights view.")));
-  layout->addWidget(status_);
-  layout->addWidget(scroll_, 1);
-  setColumnVisible(1, false);
+QWidget* TraceView::buildColumn(int c) {
+  Column& col = columns_[static_cast<size_t>(c)];
+  const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
+  col.box = new QWidget;
+  auto* grid = new QGridLayout(col.box);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(4);
+  col.summary = new QLabel;
+  col.summary->setObjectName(prefix + QStringLiteral("_summary"));
+  col.summary->setWordWrap(true);
+  col.summary->setTextFormat(Qt::RichText);
+  grid->addWidget(col.summary, 0, 0, 1, 2);
+  buildSiteMaps(c, grid);
+  // The information flow routes into the answer, over nodes (layer boundary, position).
+  col.routes = new PlotPanel(tr("%1routes into the answer").arg(c == 0 ? QString() : tr("B: ")), tr("position"),
+                             tr("layer"));
+  col.routes->setObjectName(prefix + QStringLiteral("_routes"));
+  col.routes->setLogOptionVisible(false);
+  col.routes->setMinimumHeight(kRoutesMinHeight);
+  col.routes->setCsvWriter([this, c] { return routesCsv(c); });
+  grid->addWidget(col.routes, 1 + kSites, 0, 1, 2);
+  grid->setColumnStretch(0, 1);
+  grid->setColumnStretch(1, 1);
+  return col.box;
+}
+
+void TraceView::buildSiteMaps(int c, QGridLayout* grid) {
+  Column& col = columns_[static_cast<size_t>(c)];
+  const QString prefix = c == 0 ? QStringLiteral("trace") : QStringLiteral("trace_b");
+  for (int s = 0; s < kSites; ++s) {
+    // The second run's titles start "B:" (the export's file names come from the titles).
+    const QString which = c == 0 ? QString() : tr("B: ");
+    auto* exact = new HeatmapPanel(tr("%2%1 · exact").arg(site_title(s), which), tr("position"), tr("layer"));
+    exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(QLatin1String(kSiteNames[s])));
+    exact->setScaleLabel(tr("effect"));
+    exact->setMinimumHeight(kMapMinHeight);
+    auto* attribution =
+        new HeatmapPanel(tr("%2%1 · attribution").arg(site_title(s), which), tr("position"), tr("layer"));
+    attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(QLatin1String(kSiteNames[s])));
+    attribution->setScaleLabel(tr("estimate"));
+    attribution->setMinimumHeight(kMapMinHeight);
+    // The route over the exact map: a line through each layer's strongest position.
+    QCustomPlot* p = exact->plot();
+    auto* route = new QCPCurve(p->xAxis, p->yAxis);  // a curve keeps the layers' order
+    route->setPen(QPen(QColor(20, 20, 20), 1.5, Qt::DashLine));
+    route->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(QColor(20, 20, 20), 1.5), Qt::NoBrush, 9));
+    col.exact[static_cast<size_t>(s)] = exact;
+    col.attribution[static_cast<size_t>(s)] = attribution;
+    col.route[static_cast<size_t>(s)] = route;
+    grid->addWidget(exact, 1 + s, 0);
+    grid->addWidget(attribution, 1 + s, 1);
+  }
 }
 
 void TraceView::connectSignals() {
@@ -289,7 +309,6 @@ void TraceView::setCompareRun(const QString& dir) {
 QString TraceView::compareRun() const { return compareBox_->currentData().toString(); }
 
 QString TraceView::statusText() const { return status_->text(); }
-bool TraceView::isTracing() const { return running_ > 0; }
 
 HeatmapPanel* TraceView::exactPanel(int column, int site) const {
   return columns_[static_cast<size_t>(column)].exact[static_cast<size_t>(site)];
@@ -326,14 +345,10 @@ void TraceView::leaveRun() {
   showPromptKind();
   fillCompareBox();
   const QString dir = currentRunDir();
-  if (traceRuns_[0] != dir) {
-    for (int c = 0; c < kColumns; ++c) {
-      has_[static_cast<size_t>(c)] = false;
-      traces_[static_cast<size_t>(c)] = {};
-      traceRuns_[static_cast<size_t>(c)].clear();
-      clearColumn(c, dir.isEmpty() ? tr("No run open.") : tr("No trace yet."));
-    }
-    traceRuns_[0] = dir;
+  if (traceRun(0) != dir) {
+    state_->dropTraces();
+    for (int c = 0; c < kColumns; ++c) clearColumn(c, dir.isEmpty() ? tr("No run open.") : tr("No trace yet."));
+    state_->setCurrentRun(dir);
     setColumnVisible(1, false);
     if (!isTracing())
       status_->setText(dir.isEmpty() ? tr("No run open.")
@@ -349,7 +364,7 @@ void TraceView::showRun() {}  // a trace takes seconds: it runs when asked (the 
 void TraceView::updateButtons() {
   traceButton_->setEnabled(!isTracing());
   cancelButton_->setEnabled(isTracing());
-  exportButton_->setEnabled(has_[0] || has_[1]);
+  exportButton_->setEnabled(hasTrace(0) || hasTrace(1));
   compareBox_->setEnabled(!isTracing());
 }
 
@@ -377,8 +392,7 @@ bool TraceView::runTrace() {
     status_->setText(lastError_);
     return false;
   }
-  cancelled_ = false;
-  pendingError_.clear();
+  state_->begin();
   startColumn(0, run->dir, taskRun);
   setColumnVisible(1, otherRow >= 0);
   // The same prompts (or the same test example) for the run beside it.
@@ -392,98 +406,53 @@ bool TraceView::runTrace() {
 }
 
 void TraceView::startColumn(int column, const QString& runDir, bool taskRun) {
-  Column& col = columns_[static_cast<size_t>(column)];
-  has_[static_cast<size_t>(column)] = false;
-  traceRuns_[static_cast<size_t>(column)] = runDir;
+  TraceAsk ask;
+  ask.task = taskRun;
+  ask.clean = cleanEdit_->text().toStdString();
+  ask.corrupt = corruptEdit_->text().toStdString();
+  ask.example = exampleBar_->example();
+  ask.position = answerPosition_->value();
+  ask.answer = answerEdit_->text().toStdString();
+  state_->start(column, runDir, ask);
   clearColumn(column, tr("Tracing…"));
-  col.progress = 0;
-  ++running_;
-  const std::string clean = cleanEdit_->text().toStdString(), corrupt = corruptEdit_->text().toStdString();
-  const int example = exampleBar_->example(), position = answerPosition_->value();
-  const std::string answer = answerEdit_->text().toStdString();
-  const bool task = taskRun;
-  // The analysis executor: seconds of patching never hold up a generation or a diagnosis.
-  col.reply = engine_->analysis().stream<hsm::Trace>(runDir, [=](const CallContext& c) {
-    const hsm::Tracer tracer(c.model());
-    hsm::TraceRequest r = task ? tracer.task_request(example) : tracer.text_request(clean, corrupt);
-    if (!task) {
-      r.answer_position = position;
-      if (!answer.empty()) r.answer_token = answer_id(c.model()->tokenizer(), answer);
-    }
-    r.routes = true;
-    return tracer.trace(
-        r, [&c](double f) { c.progress("trace", f); }, c.cancelFlag());
+}
+
+void TraceView::connectState() {
+  connect(state_, &TraceState::progressed, this, &TraceView::showProgress);
+  connect(state_, &TraceState::traced, this, &TraceView::drawColumn);
+  connect(state_, &TraceState::failed, this, [this](int column, const QString& runDir, bool cancelled) {
+    clearColumn(column, cancelled ? tr("Cancelled.") : tr("No trace of %1.").arg(runName(runDir)));
   });
-  connect(col.reply.feed(), &CallFeed::progress, this, [this, column](const QString&, double f) {
-    columns_[static_cast<size_t>(column)].progress = f;
-    showProgress();
-  });
-  col.reply.result()
-      .then(this, [this, column, runDir](const hsm::Trace& t) { onTraced(column, runDir, t); })
-      .onFailed(this, [this, column, runDir](const CallFailed& e) { onFailed(column, runDir, e); });
+  connect(state_, &TraceState::finished, this, &TraceView::onFinished);
 }
 
 void TraceView::showProgress() {
-  double sum = 0;
-  int n = 0;
-  for (const Column& c : columns_)
-    if (c.reply.feed()) sum += c.progress, ++n;
-  if (n > 0) progress_->setValue(static_cast<int>(1000 * sum / n));
+  if (const int perMille = state_->progressPerMille(); perMille >= 0) progress_->setValue(perMille);
 }
 
 void TraceView::cancelTrace() {
   if (!isTracing()) return;
-  for (const Column& c : columns_) c.reply.cancel();
+  state_->cancel();
   status_->setText(tr("Cancelling…"));
 }
 
-void TraceView::onTraced(int column, const QString& runDir, const hsm::Trace& t) {
-  Column& col = columns_[static_cast<size_t>(column)];
-  col.reply = {};
-  col.progress = 1;
-  // A trace of a run left meanwhile is not shown; one that finished as Cancel was pressed is.
-  if (runDir == traceRuns_[static_cast<size_t>(column)]) {
-    traces_[static_cast<size_t>(column)] = t;
-    has_[static_cast<size_t>(column)] = true;
-    drawColumn(column);
-  }
-  finishOne();
-}
-
-void TraceView::onFailed(int column, const QString& runDir, const CallFailed& failure) {
-  Column& col = columns_[static_cast<size_t>(column)];
-  col.reply = {};
-  if (failure.cancelled()) cancelled_ = true;  // the engine stopped it
-  if (runDir == traceRuns_[static_cast<size_t>(column)]) {
-    clearColumn(column, failure.cancelled() ? tr("Cancelled.") : tr("No trace of %1.").arg(runName(runDir)));
-    if (!failure.cancelled() && pendingError_.isEmpty())
-      pendingError_ = tr("%1: %2").arg(runName(runDir), failure.message());
-  }
-  finishOne();
-}
-
-void TraceView::finishOne() {
-  if (--running_ > 0) {
-    showProgress();
-    return;
-  }
-  running_ = 0;
-  if (cancelled_) {
+void TraceView::onFinished() {
+  if (state_->cancelled()) {
     lastError_ = tr("Trace cancelled.");
     progress_->setValue(0);
     progress_->setFormat(tr("cancelled"));
     status_->setText(lastError_);
-  } else if (!pendingError_.isEmpty()) {
-    lastError_ = pendingError_;
+  } else if (!state_->error().isEmpty()) {
+    lastError_ = state_->error();
     progress_->setFormat(tr("failed"));
-    status_->setText(tr("Trace failed: %1").arg(pendingError_));
-  } else if (!has_[0]) {  // the current run changed while it traced
+    status_->setText(tr("Trace failed: %1").arg(lastError_));
+  } else if (!hasTrace(0)) {  // the current run changed while it traced
     progress_->setFormat(tr("idle"));
     status_->setText(tr("No trace of %1 yet: press Trace.").arg(runName(currentRunDir())));
   } else {
     progress_->setValue(1000);
     progress_->setFormat(tr("done"));
-    const hsm::Trace& t = traces_[0];
+    const hsm::Trace& t = trace(0);
     status_->setText(
         tr("Each cell: the share of log p(“%1”) that returns when that one activation of the corrupted run is the "
            "clean run's (1 all, 0 none). ○ the route: per layer the position with the largest effect; → where an HSM "
@@ -500,8 +469,8 @@ void TraceView::setColumnVisible(int column, bool visible) {
 
 void TraceView::clearColumn(int column, const QString& message) {
   Column& col = columns_[static_cast<size_t>(column)];
-  col.summary->setText(column == 0 && !traceRuns_[0].isEmpty()
-                           ? tr("<b>%1</b>").arg(runName(traceRuns_[0]).toHtmlEscaped())
+  col.summary->setText(column == 0 && !traceRun(0).isEmpty()
+                           ? tr("<b>%1</b>").arg(runName(traceRun(0)).toHtmlEscaped())
                            : QString());
   for (int s = 0; s < kSites; ++s) {
     col.exact[static_cast<size_t>(s)]->clearWithMessage(message);
@@ -540,9 +509,9 @@ QStringList TraceView::layerLabels(const QString& runDir, int64_t layers) const 
 }
 
 void TraceView::drawColumn(int column) {
-  const hsm::Trace& t = traces_[static_cast<size_t>(column)];
+  const hsm::Trace& t = trace(column);
   Column& col = columns_[static_cast<size_t>(column)];
-  const QString runDir = traceRuns_[static_cast<size_t>(column)];
+  const QString runDir = traceRun(column);
   const int L = static_cast<int>(t.layers), T = static_cast<int>(t.positions);
   // Positions: the clean token, ✗ where the corrupted copy differs, ▸ at the answer position.
   QStringList positions;
@@ -631,7 +600,7 @@ void TraceView::drawRoute(int column, int site) {
   // For a shift mixer: where its shift carries the route's position (p → p + 2^l, when that is
   // still at or before the answer).
   const hsm::Trace& t = trace(column);
-  const int row = runs_->indexOf(traceRuns_[static_cast<size_t>(column)]);
+  const int row = runs_->indexOf(traceRun(column));
   if (row < 0) return;
   const hsm::ModelConfig& model = runs_->at(row).model;
   for (size_t l = 0; l < r.size() && l < model.layers.size(); ++l) {
@@ -697,7 +666,7 @@ void TraceView::drawRoutes(int column) {
     if (i == r.answer_position) label.prepend(QStringLiteral("▸"));
     xt->addTick(i, label);
   }
-  const QStringList layers = layerLabels(traceRuns_[static_cast<size_t>(column)], r.layers);
+  const QStringList layers = layerLabels(traceRun(column), r.layers);
   yt->addTick(0, tr("embed"));
   for (int l = 0; l < layers.size(); ++l) yt->addTick(l + 1, layers[l]);
   p->xAxis->setTicker(xt);

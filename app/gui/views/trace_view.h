@@ -14,13 +14,15 @@
 #include <array>
 #include <vector>
 
-#include "gui/engine/executor.h"
 #include "gui/views/studio_view.h"
+#include "gui/views/trace_state.h"
 #include "hsm/trace.h"
 
 class QComboBox;
 class QCPCurve;
 class QDoubleSpinBox;
+class QGridLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -33,10 +35,11 @@ namespace studio {
 class HeatmapPanel;
 class TaskExampleBar;
 
+// What it holds and asks the engine is a TraceState (trace_state.h); this is its drawing.
 class TraceView : public StudioView {
   Q_OBJECT
  public:
-  static constexpr int kColumns = 2;  // 0: the current run, 1: the run compared with it
+  static constexpr int kColumns = TraceState::kColumns;  // 0: the current run, 1: the run compared with it
   static constexpr int kSites = 3;    // residual, mixer, ffn (hsm::Trace's order)
 
   TraceView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
@@ -58,14 +61,14 @@ class TraceView : public StudioView {
   bool runTrace();
   // As the Cancel button: the traces under way stop between layers; the view stays usable.
   void cancelTrace();
-  bool isTracing() const;
+  bool isTracing() const { return state_->isTracing(); }
   QString lastError() const { return lastError_; }
   QString statusText() const;
 
   // What column c shows: its trace (valid when hasTrace(c)) and the run it is of.
-  bool hasTrace(int column) const { return has_[static_cast<size_t>(column)]; }
-  const hsm::Trace& trace(int column) const { return traces_[static_cast<size_t>(column)]; }
-  QString traceRun(int column) const { return traceRuns_[static_cast<size_t>(column)]; }
+  bool hasTrace(int column) const { return state_->hasTrace(column); }
+  const hsm::Trace& trace(int column) const { return state_->trace(column); }
+  QString traceRun(int column) const { return state_->traceRun(column); }
   // The heatmaps of column c: site s's exact map and its attribution estimate.
   HeatmapPanel* exactPanel(int column, int site) const;
   HeatmapPanel* attributionPanel(int column, int site) const;
@@ -106,18 +109,22 @@ class TraceView : public StudioView {
     std::array<QCPCurve*, kSites> route{};  // over the exact maps, in layer order
     PlotPanel* routes = nullptr;            // the information flow graph
     std::vector<hsm::RouteEdge> shown;      // its edges, pruned at the threshold
-    Reply<hsm::Trace> reply;  // the trace under way (none: no feed)
-    double progress = 0;
   };
-  void build();
+  void build();  // the widgets and their layout, in the parts below
+  void buildPromptControls();  // the prompts, the task example, the answer
+  void buildActionControls();  // the run beside, the threshold, the buttons, progress, status
+  QHBoxLayout* buildPromptRow();
+  QHBoxLayout* buildActionRow();
+  QScrollArea* buildMaps();       // every run's column, scrolled
+  QWidget* buildColumn(int c);    // run c's summary, maps and routes
+  void buildSiteMaps(int c, QGridLayout* grid);  // run c's exact and attribution map per site
   void connectSignals();
   void showPromptKind();
   void fillCompareBox();
   void updateButtons();
+  void connectState();  // what the view draws when the state says so
   void startColumn(int column, const QString& runDir, bool taskRun);
-  void onTraced(int column, const QString& runDir, const hsm::Trace& t);
-  void onFailed(int column, const QString& runDir, const CallFailed& failure);
-  void finishOne();
+  void onFinished();
   void showProgress();
   void clearColumn(int column, const QString& message);
   void drawColumn(int column);
@@ -144,12 +151,7 @@ class TraceView : public StudioView {
   QLabel* status_;
   QScrollArea* scroll_;
   std::array<Column, kColumns> columns_;
-  std::array<hsm::Trace, kColumns> traces_;
-  std::array<QString, kColumns> traceRuns_;
-  std::array<bool, kColumns> has_{};
-  int running_ = 0;       // traces asked for and not yet answered
-  QString pendingError_;  // the first failure of the traces under way
-  bool cancelled_ = false;  // a trace under way was stopped by Cancel
+  TraceState* state_;
   QString lastError_;
 };
 
