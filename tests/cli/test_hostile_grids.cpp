@@ -68,7 +68,7 @@ std::string write_spec(const std::string& dir, int steps, const std::string& fie
 // A lab of one task and `models` config models; `more`: further options.
 std::string lab_command(const std::string& dir, const std::string& out, int steps, const std::string& more = "") {
   return hsm("lab --out '" + out + "' --task " + kTask + " --model '" + write_config(dir) + "' --steps " +
-             std::to_string(steps) + " --batch 4 --size as_is --test-examples 16 " + more);
+             std::to_string(steps) + " --batch 4 --seeds 1 --size as_is --test-examples 16 " + more);
 }
 
 int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }

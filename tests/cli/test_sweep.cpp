@@ -81,10 +81,16 @@ int done_points(const std::string& sweep) {
   return n;
 }
 
+// Each run folder's metrics.jsonl, read beside training points: a checkpoint folder renamed or
+// pruned while a recursive walk is inside it would end the walk with an error, so only the runs'
+// own files are looked at, and a file that is not there yet counts 0.
 uintmax_t metrics_bytes(const std::string& sweep) {
   uintmax_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(fs::path(sweep) / "runs"))
-    if (e.path().filename() == "metrics.jsonl") n += fs::file_size(e.path());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(sweep) / "runs", ec)) {
+    const uintmax_t size = fs::file_size(e.path() / "metrics.jsonl", ec);
+    if (!ec) n += size;
+  }
   return n;
 }
 
