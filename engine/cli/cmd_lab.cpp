@@ -152,17 +152,12 @@ int write_lab_report(const std::string& dir, std::string out, bool force) {
   const LabGrid grid = Lab::stored_grid(dir);
   const Lab lab(dir, grid);
   if (out.empty()) out = (fs::path(dir) / "report.md").string();
-  const fs::path md(out);
-  const std::string stem = md.stem().string();
-  const fs::path html = md.parent_path() / (stem + ".html");
-  const LabReport report = lab_report(lab, stem, HSM_VERSION);
-  std::vector<std::pair<std::string, std::string>> files = {{out, report.markdown}, {html.string(), report.html}};
-  for (const auto& [name, svg] : report.figures) files.emplace_back((md.parent_path() / name).string(), svg);
+  const std::vector<std::pair<std::string, std::string>> files = lab_report_files(lab, out, HSM_VERSION);
   const std::vector<std::string> inputs = {(fs::path(dir) / "sweep.json").string(), (fs::path(dir) / "runs").string(),
                                            (fs::path(dir) / "points").string()};
   for (const auto& [path, text] : files) check_output_file("--out", path, inputs, force);
   for (const auto& [path, text] : files) write_file_atomic(path, text);
-  std::cout << "wrote " << out << " and " << html.string() << " (" << report.figures.size() << " figures beside them)\n";
+  std::cout << "wrote " << out << " and " << files[1].first << " (" << files.size() - 2 << " figures beside them)\n";
   return 0;
 }
 

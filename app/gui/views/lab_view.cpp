@@ -796,21 +796,16 @@ bool LabView::exportReport(const QString& mdPath, QString* error) const {
   try {
     const std::string dir = folder().toStdString();
     const hsm::Lab lab(dir, hsm::Lab::stored_grid(dir));
-    const fs::path md(mdPath.toStdString());
-    const std::string stem = md.stem().string();
-    const hsm::LabReport report = hsm::lab_report(lab, stem, HSM_VERSION);
-    std::vector<std::pair<fs::path, std::string>> files = {{md.parent_path() / (stem + ".html"), report.html}};
-    for (const auto& [name, svg] : report.figures) files.emplace_back(md.parent_path() / name, svg);
-    QStringList existing;
-    for (const auto& [path, text] : files)
-      if (fs::exists(fs::symlink_status(path))) existing << QString::fromStdString(path.string());
+    const auto files = hsm::lab_report_files(lab, mdPath.toStdString(), HSM_VERSION);
+    QStringList existing;  // the chosen page's overwrite was asked by the dialog; the rest was not
+    for (size_t i = 1; i < files.size(); ++i)
+      if (fs::exists(fs::symlink_status(files[i].first))) existing << QString::fromStdString(files[i].first);
     if (!existing.isEmpty()) {
       if (error) *error = tr("Not written: %1 already exist(s) beside the report; choose another name or folder")
                               .arg(existing.join(QStringLiteral(", ")));
       return false;
     }
-    files.insert(files.begin(), {md, report.markdown});
-    for (const auto& [path, text] : files) hsm::write_file_atomic(path.string(), text);
+    for (const auto& [path, text] : files) hsm::write_file_atomic(path, text);
     return true;
   } catch (const std::exception& e) {
     if (error) *error = tr("Cannot write the report: %1").arg(QString::fromStdString(e.what()));

@@ -23,4 +23,10 @@ struct LabReport {
 // names start with it ("report" -> report-accuracy.svg); version: hsm's.
 LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::string& version);
 
+// The files of the report whose Markdown page is `markdown_path`: (path, text) for the page, the
+// HTML page beside it (same stem) and each figure beside it, the page first. `hsm lab report`
+// and the studio's Export report… write these (each checking them its own way first).
+std::vector<std::pair<std::string, std::string>> lab_report_files(const Lab& lab, const std::string& markdown_path,
+                                                                   const std::string& version);
+
 }  // namespace hsm

@@ -424,4 +424,15 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   return report;
 }
 
+std::vector<std::pair<std::string, std::string>> lab_report_files(const Lab& lab, const std::string& markdown_path,
+                                                                   const std::string& version) {
+  const std::filesystem::path md(markdown_path);
+  const std::string stem = md.stem().string();
+  const LabReport report = lab_report(lab, stem, version);
+  std::vector<std::pair<std::string, std::string>> files = {
+      {markdown_path, report.markdown}, {(md.parent_path() / (stem + ".html")).string(), report.html}};
+  for (const auto& [name, svg] : report.figures) files.emplace_back((md.parent_path() / name).string(), svg);
+  return files;
+}
+
 }  // namespace hsm
