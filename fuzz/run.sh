@@ -40,12 +40,11 @@ scratch=$(mktemp -d "$tmp_parent/hsm-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 
 mkdir -p "$build/logs" "$build/artifacts"
-failed=()
-printf '%-12s %12s %8s %10s  %s\n' target executions seconds "exec/s" result
-for t in "${targets[@]}"; do
-  log=$build/logs/$t.log
+# One target's whole session; its exit status beside its log. The targets run $jobs at a time
+# (each fuzzer is one process on one core), so the wall time is seconds x targets / jobs.
+fuzz_one() {
+  local t=$1 log=$build/logs/$1.log dict=()
   mkdir -p "$build/corpus/$t"
-  dict=()
   [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
   # -timeout: an input that takes 10 s is a hang; the grown corpus comes first, so new
   # inputs go there and the seeds in the repository are only read.
@@ -53,8 +52,22 @@ for t in "${targets[@]}"; do
   TMPDIR=$scratch "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" "${dict[@]}" ${FUZZ_ARGS:-} \
     "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1
-  rc=$?
-  set -e
+  echo $? >"$build/logs/$t.rc"
+}
+running=0
+for t in "${targets[@]}"; do
+  rm -f "$build/logs/$t.rc"
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+
+failed=()
+printf '%-12s %12s %8s %10s  %s\n' target executions seconds "exec/s" result
+for t in "${targets[@]}"; do
+  log=$build/logs/$t.log
+  rc=$(cat "$build/logs/$t.rc" 2>/dev/null || echo 1)
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
