@@ -390,7 +390,7 @@ torch::Tensor cuda_tokens(std::vector<int64_t> ids) {
 // unless the eager top two are within that tolerance.
 TEST(Cuda, GraphedDecodingEqualsEagerCachedDecoding) {
   HSM_REQUIRE_GRAPH_DECODING();
-  c10::InferenceMode inference;  // as the generator
+  torch::NoGradGuard no_grad;
   constexpr int64_t kTokens = 200, kSlide = 6;
   for (const auto& [name, config] : decoding_models()) {
     auto model = cuda_model(config);
@@ -440,7 +440,7 @@ TEST(Cuda, GraphedDecodingEqualsEagerCachedDecoding) {
 // step): nothing of the first sequence is read, masked or not.
 TEST(Cuda, GraphReplayAfterASecondPromptEqualsAFreshDecoder) {
   HSM_REQUIRE_GRAPH_DECODING();
-  c10::InferenceMode inference;
+  torch::NoGradGuard no_grad;
   const auto config = decoding_models()[2].second;  // the hybrid: shift rings and KV buffers
   auto model = cuda_model(config);
   auto decode = [&](CudaGraphDecoder& g, const std::vector<int64_t>& prompt, int64_t n) {
@@ -459,12 +459,13 @@ TEST(Cuda, GraphReplayAfterASecondPromptEqualsAFreshDecoder) {
   const auto again = decode(used, {1, 2, 3}, 15);
   CudaGraphDecoder fresh(model);
   const auto first = decode(fresh, {1, 2, 3}, 15);
-  DecodeState eager;
-  auto logits = model->prefill(cuda_tokens({1, 2, 3}), eager).reshape({-1});
+  DecodeState eager;  // fed the graph's tokens
+  auto previous = model->prefill(cuda_tokens({1, 2, 3}), eager).reshape({-1});
   for (size_t i = 0; i < first.size(); ++i) {
     EXPECT_TRUE(close_to(again[i], first[i], 1e-6)) << "token " << i;
-    logits = model->step(logits.argmax().view({1}), eager).reshape({-1});
+    const auto logits = model->step(previous.argmax().view({1}), eager).reshape({-1});
     EXPECT_TRUE(close_to(again[i], logits, 1e-4)) << "token " << i << " against the eager step";
+    previous = again[i];
   }
   while (used.position() < config.context) used.step(int64_t{0});
   EXPECT_THROW(used.step(int64_t{0}), std::logic_error) << "the context is full";
