@@ -25,7 +25,9 @@
 #   eval      each run evaluated on the device (and hsm_ab seed 1 on the CPU too)
 #   bench     `hsm bench gpt hsm_ab hybrid_0_6` at batch 32 and 256 (training tokens/s, MFU)
 #   peer      bench/gpu_reference_speed.py: plain PyTorch, eager, the same models and batches
-#   decode    hsm generate of 200 tokens, cached and uncached; hsm bench's decoding rates
+#   decode    hsm generate of 200 tokens: cached (on CUDA the CUDA graph), cached eager
+#             (HSM_CUDA_GRAPH=0), uncached, and cached on the CPU; hsm bench's batch-1 decoding rates
+#             (graph, eager cached, uncached) for hsm_ab, gpt, hybrid_0_6; decode.goals in the report
 #   compiled  the peer under torch.compile at batch 256: compiled in the background from the
 #             build on (a minute or more per model, on the CPU), held before the timed stages,
 #             timed last
@@ -390,24 +392,29 @@ rm -f "$out/results/peer_eager.jsonl"
 stage peer_eager 150 peer eager gpt hsm_ab hybrid_0_6
 
 # ---- decode --------------------------------------------------------------------------------------
-generate_one() {  # DEVICE CACHE(cached|uncached)
-  local extra=""
+# MODE: cached (on CUDA the step as a CUDA graph, decoder "cuda-graph"), cached_eager (LibTorch's
+# cached step operator by operator: HSM_CUDA_GRAPH=0), uncached (the window again for every token).
+generate_one() {  # DEVICE MODE
+  local extra="" env=""
   [ "$2" = uncached ] && extra=--no-cache
+  [ "$2" = cached_eager ] && env="HSM_CUDA_GRAPH=0"
   # shellcheck disable=SC2086
-  "$hsm" generate "$runs/hsm_ab_s1" --prompt "Once upon a time" --max-tokens 200 --no-stop --temperature 0 \
+  env $env "$hsm" generate "$runs/hsm_ab_s1" --prompt "Once upon a time" --max-tokens 200 --no-stop --temperature 0 \
     --device "$1" $extra --json > "$out/results/generate_$1_$2.json"
 }
-bench_decode() {
-  "$hsm" bench hsm_ab gpt --batch 1 --steps 1 --tokens 200 --device "$device" --json > "$out/results/bench_decode.json"
+bench_decode() {  # hsm_ab, gpt and the hybrid at batch 1: graph, eager cached, uncached, 124 tokens each
+  "$hsm" bench hsm_ab gpt hybrid_0_6 --batch 1 --steps 1 --tokens 200 --device "$device" --json \
+    > "$out/results/bench_decode.json"
   local rc=$?
   cat "$out/results/bench_decode.json"
   return $rc
 }
-if [ -n "$hsm" ] && [ -d "$runs/hsm_ab_s1" ]; then
-  for c in cached uncached; do stage "generate_${device}_$c" 60 generate_one "$device" "$c"; done
+decode_runs=$runs/hsm_ab_s1
+if [ -n "$hsm" ] && [ -d "$decode_runs" ]; then
+  for c in cached cached_eager uncached; do stage "generate_${device}_$c" 60 generate_one "$device" "$c"; done
   [ "$device" != cpu ] && stage generate_cpu_cached 60 generate_one cpu cached
-  stage bench_decode 90 bench_decode
 fi
+[ -n "$hsm" ] && stage bench_decode 120 bench_decode
 
 # ---- the compiled peer's timing (last) ------------------------------------------------------------
 if [ -n "$compile_pid" ]; then
@@ -551,13 +558,33 @@ decode = {}
 for p in sorted(glob.glob(os.path.join(res, "generate_*.json"))):
     j = load_json(p)
     decode[os.path.basename(p)[len("generate_"):-5]] = {k: j.get(k) for k in ("seconds", "tokens_per_s", "decoder",
-                                                                               "cached", "error") if k in j}
+                                                                               "decoder_note", "cached", "error")
+                                                        if k in j}
 bd = load_json(os.path.join(res, "bench_decode.json")) if os.path.exists(os.path.join(res, "bench_decode.json")) else {}
-decode["bench"] = [{k: m.get(k) for k in ("name", "decode_cached_tokens_per_s", "decode_uncached_tokens_per_s",
+decode["bench"] = [{k: m.get(k) for k in ("name", "decode_graph_tokens_per_s", "decode_cached_tokens_per_s",
+                                          "decode_uncached_tokens_per_s", "graph_vs_uncached", "graph_vs_cached",
                                           "cached_vs_uncached")} for m in bd.get("models", [])]
-c, u = decode.get(device + "_cached", {}), decode.get(device + "_uncached", {})
+# `hsm generate` of 200 tokens: the default cached path (the graph on CUDA) against LibTorch's eager
+# cached step and the uncached path; the goals of issue 49 answered in one place.
+c, e, u = (decode.get(device + "_" + k, {}) for k in ("cached", "cached_eager", "uncached"))
 if c.get("tokens_per_s") and u.get("tokens_per_s"):
     decode["generate_cached_vs_uncached"] = c["tokens_per_s"] / u["tokens_per_s"]
+if c.get("tokens_per_s") and e.get("tokens_per_s"):
+    decode["generate_cached_vs_eager"] = c["tokens_per_s"] / e["tokens_per_s"]
+ab = next((m for m in decode["bench"] if m.get("name") == "hsm_ab"), {})
+best = ab.get("decode_graph_tokens_per_s") or ab.get("decode_cached_tokens_per_s")
+goals = {"decoder": c.get("decoder"),
+         "generate_200_seconds": {k: decode.get(device + "_" + k, {}).get("seconds")
+                                  for k in ("cached", "cached_eager", "uncached")},
+         "generate_200_cpu_seconds": decode.get("cpu_cached", {}).get("seconds")}
+if "generate_cached_vs_uncached" in decode:
+    goals["cached_3x_uncached"] = decode["generate_cached_vs_uncached"] >= 3
+if best:
+    goals["hsm_ab_bench_tokens_per_s"] = best
+    goals["hsm_ab_3000_tokens_per_s"] = best >= 3000
+if ab.get("graph_vs_uncached"):
+    goals["hsm_ab_bench_graph_vs_uncached"] = ab["graph_vs_uncached"]
+decode["goals"] = goals
 report["decode"] = decode
 for name in ("bindings.txt", "tests.txt"):
     try:

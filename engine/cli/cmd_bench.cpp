@@ -97,6 +97,13 @@ Command add_bench_command(CLI::App& app) {
                  {"decode_cached_tokens_per_s", r.decode_cached_tokens_per_s},
                  {"decode_uncached_tokens_per_s", r.decode_uncached_tokens_per_s},
                  {"decode_fast_tokens_per_s", r.decode_fast_tokens_per_s},
+                 {"decode_graph_tokens_per_s", r.decode_graph_tokens_per_s},
+                 {"graph_vs_uncached", r.decode_uncached_tokens_per_s > 0
+                                           ? r.decode_graph_tokens_per_s / r.decode_uncached_tokens_per_s
+                                           : 0.0},
+                 {"graph_vs_cached", r.decode_cached_tokens_per_s > 0
+                                         ? r.decode_graph_tokens_per_s / r.decode_cached_tokens_per_s
+                                         : 0.0},
                  {"fast_vs_uncached", r.decode_uncached_tokens_per_s > 0
                                           ? r.decode_fast_tokens_per_s / r.decode_uncached_tokens_per_s
                                           : 0.0},
@@ -133,6 +140,13 @@ Command add_bench_command(CLI::App& app) {
               r.decode_fast_tokens_per_s,
               r.decode_uncached_tokens_per_s > 0 ? r.decode_fast_tokens_per_s / r.decode_uncached_tokens_per_s : 0.0);
         }
+        for (const auto& r : report.results)
+          if (r.decode_graph_tokens_per_s > 0)
+            std::printf("%s @%lld: decoding as a CUDA graph %.0f tokens/s, eager cached %.0f, uncached %.0f (%.2fx uncached)\n",
+                        r.name.c_str(), static_cast<long long>(r.context), r.decode_graph_tokens_per_s,
+                        r.decode_cached_tokens_per_s, r.decode_uncached_tokens_per_s,
+                        r.decode_uncached_tokens_per_s > 0 ? r.decode_graph_tokens_per_s / r.decode_uncached_tokens_per_s
+                                                           : 0.0);
         for (const auto& r : report.results)
           if (r.train_cuda_graph)
             std::printf("%s @%lld: training step as a CUDA graph %.0f tokens/s, its eager step %.0f (%.2fx)\n",

@@ -69,6 +69,7 @@ Command add_generate_command(CLI::App& app) {
                                           {"ended", r.ended},
                                           {"cached", options.use_cache},
                                           {"decoder", r.decoder},
+                                          {"decoder_note", r.decoder_note},
                                           {"decode_threads", r.decode_threads},
                                           {"seconds", r.seconds},
                                           {"tokens_per_s", r.tokens_per_s},
@@ -80,6 +81,7 @@ Command add_generate_command(CLI::App& app) {
               const std::string threads = r.decode_threads > 0 ? " on " + std::to_string(r.decode_threads) +
                                                                      (r.decode_threads == 1 ? " thread" : " threads")
                                                                : "";
+              if (!r.decoder_note.empty()) std::fprintf(stderr, "[no CUDA graph: %s]\n", r.decoder_note.c_str());
               std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, seed %llu, %s decoder%s%s]\n", r.tokens.size(),
                            r.tokens_per_s, static_cast<unsigned long long>(r.seed), r.decoder.c_str(),
                            threads.c_str(), r.ended ? ", end of story" : "");

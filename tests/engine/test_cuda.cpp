@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hsm/mixer_kind.h"
+#include "inference/cuda_graph_decoder.h"
 #include "model/mixers/mixer.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
@@ -335,4 +336,137 @@ TEST(Cuda, CachedDecodingEqualsUncached) {
       logits = model->step(next.view({1}), state).reshape({-1});
     }
   }
+}
+
+// ---- decoding as a CUDA graph (inference/cuda_graph_decoder.h) -----------------------------------
+
+namespace {
+
+#define HSM_REQUIRE_GRAPH_DECODING()                                                                    \
+  do {                                                                                                  \
+    HSM_REQUIRE_CUDA();                                                                                 \
+    if (!CudaGraphDecoder::available(torch::kCUDA))                                                     \
+      GTEST_SKIP() << "this build records no CUDA graph (HSM_CUDA_GRAPHS) or HSM_CUDA_GRAPH=0 is set"; \
+  } while (0)
+
+// hsm_ab with shifts 1..8 (a register that wraps within the context of 24), gpt, a hybrid.
+std::vector<std::pair<std::string, ModelConfig>> decoding_models() {
+  auto with = [](std::vector<LayerSpec> layers) {
+    auto c = tiny_config();
+    c.layers = std::move(layers);
+    return c;
+  };
+  return {{"hsm_ab", with(std::vector<LayerSpec>(4, LayerSpec{"hsm_ab", 64, 1}))},
+          {"gpt", with(std::vector<LayerSpec>(3, LayerSpec{"attn", 64, 4}))},
+          {"hybrid", with({{"hsm_ab", 64, 1}, {"attn", 64, 4}, {"hsm_ab_mh_ext", 64, 4}, {"attn", 64, 2}})}};
+}
+
+Gpt cuda_model(const ModelConfig& c) {
+  torch::manual_seed(11);
+  Gpt model(c);
+  {
+    torch::NoGradGuard no_grad;  // (a,b) off their equal initial values, so that a wrong shift shows
+    for (auto& p : model->named_parameters())
+      if (p.key().find(".mixer.") != std::string::npos && p.value().dim() <= 1) p.value().uniform_(-1.5, 1.5);
+  }
+  model->to(torch::kCUDA);
+  model->eval();
+  return model;
+}
+
+torch::Tensor cuda_tokens(std::vector<int64_t> ids) {
+  return torch::tensor(ids, torch::kLong).view({1, -1}).to(torch::kCUDA);
+}
+
+}  // namespace
+
+// 200 greedy tokens (temperature 0) through the graph and through LibTorch's eager cached step,
+// sliding the window as the generator does (a new prefill loaded into the graph's buffers) every
+// time the context of 24 fills. Both are fed the eager path's token (so one near-tie cannot make
+// the rest of the comparison meaningless), and at every token: the logits within 1e-4 of the
+// largest (fp32 on one GPU: the graph replays the eager step's operators except attention, which
+// sums over the whole fixed buffer with the later slots masked to exact zeros: another reduction
+// length and order, a few ulps per sum; a wrong slot or position is O(1)), and the same argmax
+// unless the eager top two are within that tolerance.
+TEST(Cuda, GraphedDecodingEqualsEagerCachedDecoding) {
+  HSM_REQUIRE_GRAPH_DECODING();
+  torch::NoGradGuard no_grad;
+  constexpr int64_t kTokens = 200, kSlide = 6;
+  for (const auto& [name, config] : decoding_models()) {
+    auto model = cuda_model(config);
+    CudaGraphDecoder graph(model);
+    std::vector<int64_t> seq = {3, 17, 42, 5};
+    DecodeState eager;
+    auto logits = model->prefill(cuda_tokens(seq), eager).reshape({-1});
+    {
+      DecodeState state;
+      model->prefill(cuda_tokens(seq), state);
+      graph.load(state);
+    }
+    int64_t ties = 0, slides = 0;
+    for (int64_t i = 0; i < kTokens; ++i) {
+      const auto next = logits.argmax().item<int64_t>();
+      seq.push_back(next);
+      if (eager.pos == config.context) {  // slide: both start again from the window's last tokens
+        const std::vector<int64_t> window(seq.end() - (config.context - kSlide), seq.end());
+        eager = DecodeState();
+        logits = model->prefill(cuda_tokens(window), eager).reshape({-1});
+        DecodeState state;
+        model->prefill(cuda_tokens(window), state);
+        graph.load(state);
+        ++slides;
+        continue;
+      }
+      logits = model->step(torch::full({1}, next, torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA)),
+                           eager)
+                   .reshape({-1});
+      const auto g = graph.step(next).reshape({-1}).clone();
+      ASSERT_EQ(graph.position(), eager.pos) << name << " token " << i;
+      ASSERT_TRUE(close_to(g, logits, 1e-4)) << name << " token " << i;
+      if (g.argmax().item<int64_t>() != logits.argmax().item<int64_t>()) {
+        const auto top = std::get<0>(logits.topk(2));
+        const double gap = (top[0] - top[1]).item<double>(), scale = logits.abs().max().item<double>();
+        EXPECT_LE(gap, 1e-4 * scale) << name << " token " << i << ": another token, and not a near-tie";
+        ++ties;
+      }
+    }
+    EXPECT_GE(slides, 20) << name;  // 200 tokens through a window of 24 that slides by 6
+    EXPECT_LE(ties, 2) << name;
+  }
+}
+
+// The graph's buffers are the decoder's whole state: after one prompt and some tokens, a second
+// (shorter) prompt loaded into it decodes exactly as a freshly recorded decoder (and as the eager
+// step): nothing of the first sequence is read, masked or not.
+TEST(Cuda, GraphReplayAfterASecondPromptEqualsAFreshDecoder) {
+  HSM_REQUIRE_GRAPH_DECODING();
+  torch::NoGradGuard no_grad;
+  const auto config = decoding_models()[2].second;  // the hybrid: shift rings and KV buffers
+  auto model = cuda_model(config);
+  auto decode = [&](CudaGraphDecoder& g, const std::vector<int64_t>& prompt, int64_t n) {
+    DecodeState state;
+    auto logits = model->prefill(cuda_tokens(prompt), state).reshape({-1});
+    g.load(state);
+    std::vector<torch::Tensor> out;
+    for (int64_t i = 0; i < n; ++i) {
+      logits = g.step(logits.argmax().view({1})).reshape({-1}).clone();
+      out.push_back(logits);
+    }
+    return out;
+  };
+  CudaGraphDecoder used(model);
+  decode(used, {9, 8, 7, 6, 5, 4, 3, 2, 1, 10, 11}, 10);  // 21 of 24 slots filled
+  const auto again = decode(used, {1, 2, 3}, 15);
+  CudaGraphDecoder fresh(model);
+  const auto first = decode(fresh, {1, 2, 3}, 15);
+  DecodeState eager;  // fed the graph's tokens
+  auto previous = model->prefill(cuda_tokens({1, 2, 3}), eager).reshape({-1});
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_TRUE(close_to(again[i], first[i], 1e-6)) << "token " << i;
+    const auto logits = model->step(previous.argmax().view({1}), eager).reshape({-1});
+    EXPECT_TRUE(close_to(again[i], logits, 1e-4)) << "token " << i << " against the eager step";
+    previous = again[i];
+  }
+  while (used.position() < config.context) used.step(int64_t{0});
+  EXPECT_THROW(used.step(int64_t{0}), std::logic_error) << "the context is full";
 }

@@ -44,6 +44,9 @@ struct BenchResult {
   double forward_tokens_per_s = 0;          // = eval_tokens_per_s (kept for older readers)
   double decode_cached_tokens_per_s = 0;    // incremental: KV cache / shift ring
   double decode_uncached_tokens_per_s = 0;  // recomputing the window for every token
+  // CUDA: the cached step recorded once as a CUDA graph and replayed per token
+  // (inference/cuda_graph_decoder.h), the same tokens; 0 where no graph was recorded.
+  double decode_graph_tokens_per_s = 0;
   double decode_fast_tokens_per_s = 0;      // the hand-written fp32 path (CPU; 0 where it does not apply)
   double train_peak_mb = 0;                 // peak resident memory of the process during training steps (CPU)
   double train_flops_per_token = 0;         // 6 × model_macs_per_token (hsm/cost.h, `hsm inspect`)

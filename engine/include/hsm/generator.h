@@ -53,9 +53,13 @@ struct GenerationResult {
   uint64_t seed = 0;   // the seed used (reproduces the run)
   double seconds = 0;
   double tokens_per_s = 0;
-  // Which decoding path ran: "fast" (hand-written fp32, cached), "libtorch" (cached steps) or
+  // Which decoding path ran: "fast" (hand-written fp32, cached), "cuda-graph" (CUDA: the cached
+  // step recorded once as a CUDA graph and replayed per token), "libtorch" (cached steps) or
   // "libtorch-uncached" (the window recomputed for every token).
   std::string decoder;
+  // Why a CUDA model's decoding is not "cuda-graph" (a mixer without a static-shape step, a
+  // recording that failed); empty otherwise, and when HSM_CUDA_GRAPH=0 turned the graph off.
+  std::string decoder_note;
   // CPU threads the decoder used for the last token: the cached paths choose 1, or more when the
   // model is large and the machine has cores free, before every token (choose_decode_threads in
   // hsm/cpu_threads.h); the uncached path uses LibTorch's pool. 0 on a GPU.

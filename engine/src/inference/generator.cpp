@@ -8,6 +8,7 @@
 
 #include "hsm/cpu_threads.h"
 #include "hsm/tokenizer.h"
+#include "inference/cuda_graph_decoder.h"
 #include "inference/model_impl.h"
 #include "kernels/parallel_gemm.h"
 
@@ -119,6 +120,26 @@ class FastPathDecoder : public TokenDecoder {
   FastDecoder fast_;
 };
 
+// CUDA: LibTorch's batched prefill for a window, then one CUDA graph replay per token
+// (inference/cuda_graph_decoder.h); the logits come to the host once per token for sampling.
+class GraphDecoder : public TokenDecoder {
+ public:
+  explicit GraphDecoder(const Model::Impl& m) : m_(m), graph_(m.gpt) {}
+  const float* start(const std::vector<int32_t>& window) override {
+    DecodeState state;
+    auto logits = m_.gpt->prefill(token_tensor(window).to(m_.device), state);
+    graph_.load(state);
+    return keep(logits.squeeze(0).to(torch::kCPU, torch::kFloat32));
+  }
+  const float* next(int32_t id, const std::vector<int32_t>&) override {
+    return keep(graph_.step(id).squeeze(0).to(torch::kCPU, torch::kFloat32));
+  }
+
+ private:
+  const Model::Impl& m_;
+  CudaGraphDecoder graph_;
+};
+
 // Whether `text` ends a sentence: '.', '!' or '?', then any closing quotes or brackets (a
 // story's dialogue ends `."`), ignoring trailing white space.
 bool ends_sentence(const std::string& text) {
@@ -174,13 +195,24 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
   // The fast path knows nothing of knock-outs (hsm/knock_out.h): LibTorch's steps honour them.
   const bool fast = options.use_cache && options.fast_path && m.fast && m.gpt->knock_outs().empty();
   std::unique_ptr<TokenDecoder> decoder;
-  if (fast)
+  if (fast) {
     decoder = std::make_unique<FastPathDecoder>(m);
-  else if (options.use_cache)
-    decoder = std::make_unique<CachedDecoder>(m);
-  else
-    decoder = std::make_unique<UncachedDecoder>(m);
-  result.decoder = fast ? "fast" : options.use_cache ? "libtorch" : "libtorch-uncached";
+    result.decoder = "fast";
+  } else if (options.use_cache && CudaGraphDecoder::available(m.device)) {
+    try {
+      decoder = std::make_unique<GraphDecoder>(m);
+      result.decoder = "cuda-graph";
+    } catch (const std::exception& e) {  // LibTorch's cached steps instead, saying why
+      result.decoder_note = e.what();
+    }
+  }
+  if (!decoder) {
+    if (options.use_cache)
+      decoder = std::make_unique<CachedDecoder>(m);
+    else
+      decoder = std::make_unique<UncachedDecoder>(m);
+    result.decoder = options.use_cache ? "libtorch" : "libtorch-uncached";
+  }
 
   // The model has consumed all[win_start..]; every decoder slides the same window so their
   // logits agree token for token.

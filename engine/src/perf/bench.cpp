@@ -9,6 +9,7 @@
 
 #include "hsm/cost.h"
 #include "hsm/params.h"
+#include "inference/cuda_graph_decoder.h"
 #include "inference/fast_decoder.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
@@ -244,6 +245,23 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
           sync(device);
         }
         r.decode_cached_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
+        if (CudaGraphDecoder::available(device)) {
+          // The same greedy tokens through the graphed step (inference/cuda_graph_decoder.h):
+          // prefill, then one replay per token, argmax fed back on the device as above.
+          say(tag + "decoding with caches as a CUDA graph");
+          try {
+            CudaGraphDecoder graph(model);  // recorded before the clock starts, as Model::load would not
+            t0 = Clock::now();
+            DecodeState state;
+            auto logits = model->prefill(prompt, state);
+            graph.load(state);
+            for (int64_t i = 0; i < n; ++i) logits = graph.step(logits.argmax(-1));
+            sync(device);
+            r.decode_graph_tokens_per_s = static_cast<double>(n) / seconds_since(t0);
+          } catch (const std::exception& e) {
+            say(tag + "no CUDA graph decoding (" + e.what() + ")");
+          }
+        }
         if (device.is_cpu() && FastDecoder::supports(config)) {
           say(tag + "decoding on the fast path");
           FastDecoder fast(*model);  // as Model::load, which builds it when it loads the model
