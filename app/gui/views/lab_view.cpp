@@ -186,6 +186,15 @@ void LabView::buildResultControls() {
   // "in_context_recall" at 1280 px); the last column takes what is left.
   grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   grid_->horizontalHeader()->setStretchLastSection(true);
+  // The cells' colour key (issue 48: a key for every tint).
+  colourKey_ = new QLabel(tr("Cell colour, the answer accuracy: %1 %2 %3 %4 %5")
+                              .arg(colours::swatch(accuracyColour(0), QStringLiteral("0")),
+                                   colours::swatch(accuracyColour(0.25), QStringLiteral("0.25")),
+                                   colours::swatch(accuracyColour(0.5), QStringLiteral("0.5")),
+                                   colours::swatch(accuracyColour(0.75), QStringLiteral("0.75")),
+                                   colours::swatch(accuracyColour(1), QStringLiteral("1"))));
+  colourKey_->setObjectName(QStringLiteral("lab_colour_key"));
+  colourKey_->setWordWrap(true);
 
   axis_ = new QComboBox;
   axis_->setObjectName(QStringLiteral("lab_difficulty_axis"));
@@ -248,7 +257,12 @@ QWidget* LabView::buildResults() {
   rightLayout->addWidget(status_);
   rightLayout->addWidget(training_);
   auto* lower = new QSplitter(Qt::Vertical);
-  lower->addWidget(grid_);
+  auto* gridBox = new QWidget;
+  auto* gridLayout = new QVBoxLayout(gridBox);
+  gridLayout->setContentsMargins(0, 0, 0, 0);
+  gridLayout->addWidget(grid_, 1);
+  gridLayout->addWidget(colourKey_);
+  lower->addWidget(gridBox);
   auto* plotBox = new QWidget;
   auto* plotLayout = new QVBoxLayout(plotBox);
   plotLayout->setContentsMargins(0, 0, 0, 0);

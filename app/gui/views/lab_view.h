@@ -138,6 +138,7 @@ class LabView : public StudioView {
   QLabel* training_ = nullptr;  // the runs in training and how far each is
   QPlainTextEdit* log_ = nullptr;
   QTableWidget* grid_ = nullptr;
+  QLabel* colourKey_ = nullptr;  // what the cells' colours say
   QComboBox* axis_ = nullptr;
   PlotPanel* difficultyPlot_ = nullptr;
   PlotPanel* cellPlot_ = nullptr;
