@@ -3,6 +3,7 @@
 
 #include <QLocale>
 #include <QMouseEvent>
+#include <QResizeEvent>
 #include <QToolButton>
 #include <algorithm>
 #include <cmath>
@@ -144,6 +145,8 @@ void ParallelCoordinates::draw() {
       line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, col, col, pass[r] ? 4 : 2));
     }
 
+  // The pixels between two axes, about (a resize draws again: resizeEvent).
+  const int gap = p->width() / std::max(n, 1);
   for (int a = 0; a < n; ++a) {
     auto* axis = new QCPItemLine(p);
     axis->start->setCoords(a, 0);
@@ -159,7 +162,9 @@ void ParallelCoordinates::draw() {
       t->position->setCoords(a, y);
       t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
       t->setPadding(QMargins(4, 0, 0, 0));
-      t->setText(text);
+      // No wider than the gap to the next axis (issue 48: long values ran into their neighbours);
+      // the table beside the plot has them whole.
+      t->setText(a + 1 < n ? QFontMetrics(small).elidedText(text, Qt::ElideRight, std::max(gap - 8, 24)) : text);
       t->setFont(small);
       t->setColor(QColor(70, 70, 70));
       t->setBrush(QColor(255, 255, 255, 170));
@@ -191,6 +196,11 @@ void ParallelCoordinates::draw() {
                         .arg(colourName_, QString::number(clo, 'g', 4), QString::number(chi, 'g', 4)));
   }
   if (isVisible()) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ParallelCoordinates::resizeEvent(QResizeEvent* e) {
+  PlotPanel::resizeEvent(e);
+  if (e->oldSize().width() != e->size().width() && !axes_.isEmpty()) draw();  // the labels fit the new gaps
 }
 
 void ParallelCoordinates::pressed(QMouseEvent* e) {

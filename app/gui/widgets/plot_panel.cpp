@@ -179,7 +179,7 @@ void PlotPanel::setLegendBelow(int columns) {
   plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   plot_->legend->setBrush(Qt::NoBrush);
   plot_->legend->setBorderPen(Qt::NoPen);
-  plot_->legend->setIconSize(22, 10);  // short samples: more entries a row, fewer rows taken from the axes
+  plot_->legend->setIconSize(22, 18);  // short samples: more entries a row, fewer rows taken from the axes
   plot_->legend->setColumnSpacing(4);
   plot_->legend->setRowSpacing(0);
 }
