@@ -89,7 +89,7 @@ QWidget* TrainingView::buildPlots() {
   scatterPlot_ = new PlotPanel(tr("Accuracy vs loss"), tr("validation loss"), tr("validation accuracy"));
   // The legends under the axes, where they cover no curve (issue 48); the loss's a run a row, its
   // train and validation side by side.
-  lossPlot_->setLegendBelow(2);
+  lossPlot_->setLegendBelow(2, 2);
   auto* grid = new QWidget;
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);

@@ -155,7 +155,8 @@ void ParallelCoordinates::draw() {
     auto* name = new QCPItemText(p);
     name->position->setCoords(a, stagger && a % 2 == 1 ? 1.12 : 1.04);
     name->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
-    name->setText(axes_[a].name);
+    // Names alternate between two heights when staggered: each has two gaps, else one.
+    name->setText(QFontMetrics(font()).elidedText(axes_[a].name, Qt::ElideRight, std::max((stagger ? 2 : 1) * gap - 6, 24)));
     name->setFont(font());
     auto label = [&](double y, const QString& text) {
       auto* t = new QCPItemText(p);

@@ -172,8 +172,9 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   });
 }
 
-void PlotPanel::setLegendBelow(int columns) {
+void PlotPanel::setLegendBelow(int columns, int atLeast) {
   maxLegendColumns_ = columns;
+  minLegendColumns_ = std::min(atLeast, columns);
   if (legendBelow_) return fitLegend();
   legendBelow_ = true;  // placed there by redraw() while it has entries to show
   plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
@@ -196,8 +197,8 @@ void PlotPanel::fitLegend() {
     if (QCPAbstractLegendItem* item = legend->item(i)) widths << item->minimumOuterSizeHint().width();
   if (widths.isEmpty()) return;
   const int room = plot_->width() - legend->margins().left() - legend->margins().right() - 8;
-  int columns = 1;
-  for (int c = std::min<int>(maxLegendColumns_, static_cast<int>(widths.size())); c > 1; --c) {
+  int columns = std::min<int>(minLegendColumns_, static_cast<int>(widths.size()));
+  for (int c = std::min<int>(maxLegendColumns_, static_cast<int>(widths.size())); c > columns; --c) {
     int total = (c - 1) * legend->columnSpacing();
     for (int j = 0; j < c; ++j) {
       int widest = 0;

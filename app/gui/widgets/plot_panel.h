@@ -31,8 +31,9 @@ class PlotPanel : public QWidget {
   bool logY() const { return logY_; }
   void resetView();  // fit all data
   // The legend in rows of at most `columns` entries under the axes, where it covers no data
-  // (issue 48): every plot's legend is there, as many entries a row as the width holds.
-  void setLegendBelow(int columns);
+  // (issue 48): every plot's legend is there, as many entries a row as the width holds, and at
+  // least `atLeast` (entries that belong side by side, a run's train and validation, stay so).
+  void setLegendBelow(int columns, int atLeast = 1);
   static constexpr int kMaxLegendColumns = 6;
   // The layer the emphasised series (PlotSeries::emphasised) are drawn on, above the others.
   static constexpr const char* kEmphasisedLayer = "emphasised";
@@ -68,7 +69,7 @@ class PlotPanel : public QWidget {
 
   QString title_, xLabel_, yLabel_;
   bool legendBelow_ = false;
-  int maxLegendColumns_ = kMaxLegendColumns;
+  int maxLegendColumns_ = kMaxLegendColumns, minLegendColumns_ = 1;
   QCustomPlot* plot_;
   QCheckBox* logBox_;
   QVector<PlotSeries> series_;
