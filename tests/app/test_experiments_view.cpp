@@ -12,6 +12,8 @@
 #include <QDir>
 #include <QFile>
 #include <QRegularExpression>
+#include <QScrollBar>
+#include <QHeaderView>
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
@@ -461,4 +463,64 @@ TEST(ExperimentsView, TakesTheOpenRunsAsOneExperiment) {
   EXPECT_TRUE(same(number(s.view, 0, "best val_loss"), rows[0].best_val_loss));
   EXPECT_TRUE(same(number(s.view, 1, "best val_loss"), rows[3].best_val_loss));
   EXPECT_EQ(text(s.view, 0, "state"), QStringLiteral("done"));
+}
+
+// Issue 48: the three bundled models as one experiment. They differ in every field of every
+// layer (about 45 settings before, each a column and an axis with overlapping labels): a layer
+// field that differs in more than two layers is one setting, each model's layers as a list, and
+// the free-text description is none; the run's name stays at the left of the table scrolled
+// right to the losses, at 1024x600.
+TEST(ExperimentsView, TheBundledModelsDifferInAFewSettingsAndTheRunNameStaysInView) {
+  Studio s;
+  const QStringList models = {QStringLiteral("gpt"), QStringLiteral("hsm_ab"), QStringLiteral("hybrid_0_6")};
+  for (const QString& m : models) ASSERT_GE(s.runs.open(QStringLiteral(HSM_RESOURCES_PATH "/models/") + m), 0) << m.toStdString();
+  s.view.resize(1024, 600);
+  s.view.show();
+  ASSERT_TRUE(s.view.useOpenRuns()) << s.view.statusLabel()->text().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !s.view.isReading() && s.view.model()->rowCount() == 3; }, 60000))
+      << s.view.statusLabel()->text().toStdString();
+  const ExperimentTable& t = s.view.model()->table();
+  std::set<std::string> settings;
+  for (const ExperimentColumn& c : t.columns)
+    if (c.setting) settings.insert(c.name.toStdString());
+  EXPECT_EQ(settings, (std::set<std::string>{"model.name", "model.layers.ffn", "model.layers.heads", "model.layers.mixer"}));
+  int hybrid = -1;
+  for (int r = 0; r < 3; ++r)
+    if (text(s.view, r, column::kRun) == QLatin1String("hybrid_0_6")) hybrid = r;
+  ASSERT_GE(hybrid, 0);
+  EXPECT_EQ(text(s.view, hybrid, QStringLiteral("model.layers.mixer")), QStringLiteral("hsm_ab, attn×5, hsm_ab"));
+  EXPECT_EQ(text(s.view, hybrid, QStringLiteral("model.layers.ffn")), QStringLiteral("1024, 512×5, 1024"));
+  // An axis per setting and per metric that has a value: no more.
+  const QVector<ParallelCoordinates::Axis>& axes = s.view.parallel()->axes();
+  EXPECT_LE(axes.size(), 12) << axes.size() << " axes";
+  EXPECT_GE(s.view.parallel()->axisOf(QStringLiteral("layers.mixer")), 0);
+
+  // Scrolled right to the last column: the run names are still in view, whole, at the left.
+  QTableView* table = s.view.table();
+  QCoreApplication::processEvents();
+  table->scrollTo(table->model()->index(0, table->model()->columnCount() - 1));
+  QCoreApplication::processEvents();
+  ASSERT_GT(table->horizontalScrollBar()->value(), 0) << "the table does not scroll at 1024x600";
+  EXPECT_LT(table->columnViewportPosition(0), 0);  // the table's own run column is scrolled away
+  auto* frozen = table->findChild<QTableView*>(QStringLiteral("frozen_column"));
+  ASSERT_NE(frozen, nullptr) << "no column stays in view";
+  EXPECT_TRUE(frozen->isVisible());
+  EXPECT_LE(frozen->geometry().left(), table->viewport()->geometry().left());
+  const int runColumn = t.columnOf(column::kRun);
+  ASSERT_EQ(runColumn, 0);
+  for (int r = 0; r < table->model()->rowCount(); ++r) {
+    const QModelIndex i = frozen->model()->index(r, runColumn);
+    const QString name = i.data().toString();
+    EXPECT_TRUE(models.contains(name)) << name.toStdString();
+    const QRect cell = frozen->visualRect(i);
+    EXPECT_TRUE(frozen->viewport()->rect().contains(cell.topLeft())) << name.toStdString();
+    EXPECT_GE(cell.width(), frozen->fontMetrics().horizontalAdvance(name)) << name.toStdString() << " is cut";
+  }
+  EXPECT_TRUE(frozen->isColumnHidden(1));
+  // Its header sorts the table by the run.
+  frozen->horizontalHeader()->sectionClicked(0);
+  EXPECT_EQ(table->horizontalHeader()->sortIndicatorSection(), 0);
+  EXPECT_EQ(table->model()->index(0, 0).data().toString(), QStringLiteral("gpt"));
+  frozen->horizontalHeader()->sectionClicked(0);
+  EXPECT_EQ(table->model()->index(0, 0).data().toString(), QStringLiteral("hybrid_0_6"));
 }

@@ -445,6 +445,49 @@ TEST(LabView, IsATabAfterTheOtherViews) {
   EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::kDiagnostics);
 }
 
+// Issue 48, no stale view: a new lab (another folder) run in the same view shows nothing of the
+// previous one while it runs: its cell-training plot and its log are the new lab's from the
+// start, never the last lab's curve under the new lab's grid.
+TEST(LabView, ANewLabShowsNothingOfThePreviousOneWhileItRuns) {
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  bool finished = false;
+  QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
+  const QString a = test::temp_root() + QStringLiteral("/lab-stale-a"), b = test::temp_root() + QStringLiteral("/lab-stale-b");
+  auto* log = view.findChild<QPlainTextEdit*>(QStringLiteral("lab_log"));
+  auto xLabel = [&] { return view.cellPlot()->plot()->xAxis->label(); };
+  view.setFolder(a);
+  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 3);
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return finished; }, 120000));
+  ASSERT_EQ(view.cellPlot()->series().size(), 2);  // lab A's one seed and chance
+  EXPECT_TRUE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
+  EXPECT_TRUE(log->toPlainText().contains(QStringLiteral("lab-stale-a"))) << log->toPlainText().toStdString();
+
+  // Lab B (another model, a long budget) starts: nothing of A is left in the plot or the log.
+  finished = false;
+  view.setFolder(b);
+  tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("hsm_ab")}, 100000);
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  EXPECT_TRUE(view.cellPlot()->series().isEmpty()) << view.cellPlot()->series().front().name.toStdString();
+  EXPECT_FALSE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
+  EXPECT_TRUE(xLabel().contains(QStringLiteral("lab-stale-b"))) << xLabel().toStdString();
+  EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-a"))) << log->toPlainText().toStdString();
+  EXPECT_TRUE(log->toPlainText().contains(QStringLiteral("lab-stale-b"))) << log->toPlainText().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return view.progress()->value() > 0; }, 60000)) << view.status().toStdString();
+  EXPECT_TRUE(view.cellPlot()->series().isEmpty());  // B has no scored cell while it trains
+  view.cancelLab();
+  ASSERT_TRUE(test::wait_for([&] { return finished; }, 60000));
+  EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-a")));
+
+  // Lab A reopened: its curve again, and nothing of B's log.
+  ASSERT_TRUE(view.openLab(a)) << view.status().toStdString();
+  ASSERT_EQ(view.cellPlot()->series().size(), 2);
+  EXPECT_TRUE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
+  EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-b"))) << log->toPlainText().toStdString();
+}
+
 // Closing the studio while a lab runs asks first (Cancel: it goes on); Yes stops every worker
 // at its step with its checkpoint and closes.
 TEST(LabView, ClosingWhileALabRunsAsksThenStopsItsWorkers) {

@@ -12,6 +12,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollBar>
 #include <QSettings>
 #include <QTest>
 #include <QToolButton>
@@ -228,4 +229,43 @@ TEST(Presentation, ShowsTheModelAndPageDownSwitchesItWithANewStory) {
     EXPECT_EQ(p.promptButtons()[i]->text().replace(QLatin1Char('\n'), QLatin1Char(' ')), paper[i].simplified());
   }
   EXPECT_TRUE(engine.waitIdle(60000));
+}
+
+// Issue 48: a story longer than the screen shows whole lines only: the line at the top is never
+// cut through its letters, and the newest line is whole, whatever the window's height.
+TEST(Presentation, AnOverflowingStoryShowsWholeLinesOnly) {
+  RunList runs;
+  EngineHost engine;
+  PlaygroundView playground(&runs, &engine);
+  PresentationMode p(&playground);
+  p.setTextSize(28);
+  p.resize(900, 500);
+  p.show();
+  TokenText* story = p.story();
+  story->setPrompt(QStringLiteral("Once upon a time"));
+  hsm::GeneratedToken token;
+  token.prob = 0.5;
+  auto tell = [&](int tokens) {
+    for (int i = 0; i < tokens; ++i) {
+      token.text = " word" + std::to_string(i % 10);
+      story->appendToken(token);
+    }
+    QCoreApplication::processEvents();
+  };
+  tell(300);
+  const int lineHeight = QFontMetrics(story->font()).height();
+  for (int height : {301, 347, 419, 480, 533, 611}) {
+    p.resize(900, height);
+    QCoreApplication::processEvents();
+    tell(7);  // the story goes on at this height
+    const int top = story->verticalScrollBar()->value();
+    const int bottom = top + story->viewport()->height();
+    const QVector<int> tops = story->lineTops();
+    ASSERT_GT(top, 0) << "the story does not overflow at height " << height;
+    for (int i = 0; i < tops.size(); ++i)
+      EXPECT_FALSE(tops[i] < top && tops[i] + lineHeight > top)
+          << "line " << i << " is cut at the top: it starts at " << tops[i] << ", the view at " << top << " (height "
+          << height << ")";
+    EXPECT_LE(tops.back() + lineHeight, bottom) << "the newest line is not whole at height " << height;
+  }
 }

@@ -16,6 +16,7 @@
 #include <QSettings>
 #include <QTimer>
 #include <cmath>
+#include <qcustomplot.h>
 
 #include "gui/engine/engine_host.h"
 #include "gui/main_window.h"
@@ -254,4 +255,36 @@ TEST(MainWindowRecent, ARunTrainedInTheStudioIsInRecentAfterARestart) {
   click(recent->viewport(), QPointF(at.center()));
   ASSERT_NE(again.runs()->indexOf(run), -1);
   EXPECT_EQ(again.runs()->currentRun()->dir, run);
+}
+
+// Issue 48: a run trained now among the three bundled demo runs is drawn above their curves
+// and thicker, in every plot of the Training view, whatever the order the runs were opened in.
+TEST(TrainingView, TheCurrentRunIsDrawnAboveTheOthersAndThicker) {
+  Studio s;
+  const int mine = s.runs.open(trained_run());
+  for (const char* m : {"gpt", "hsm_ab", "hybrid_0_6"})
+    ASSERT_GE(s.runs.open(QStringLiteral(HSM_RESOURCES_PATH "/models/") + QLatin1String(m)), 0) << m;
+  s.runs.setCurrent(mine);
+  s.view.resize(1280, 720);
+  s.view.show();
+  const QString name = s.runs.at(mine).name();
+  auto drawOrder = [](QCPGraph* g) { return std::pair(g->layer()->index(), g->layer()->children().indexOf(g)); };
+  ASSERT_TRUE(wait_for([&] { return s.view.lossPlot()->plot()->graphCount() >= 8; })) << s.view.lossPlot()->plot()->graphCount();
+  for (PlotPanel* panel : {s.view.lossPlot(), s.view.findChild<PlotPanel*>(QStringLiteral("Validation accuracy"))}) {
+    ASSERT_NE(panel, nullptr);
+    QCustomPlot* p = panel->plot();
+    QList<QCPGraph*> current, others;
+    for (int i = 0; i < p->graphCount(); ++i) {
+      QCPGraph* g = p->graph(i);
+      if (g->name().endsWith(QLatin1String(" train (raw)"))) continue;  // faint, beneath on purpose
+      (g->name().startsWith(name + QLatin1Char(' ')) || g->name() == name ? current : others) << g;
+    }
+    ASSERT_FALSE(current.isEmpty()) << panel->title().toStdString();
+    ASSERT_GE(others.size(), 3) << panel->title().toStdString();
+    for (QCPGraph* c : current)
+      for (QCPGraph* o : others) {
+        EXPECT_GT(drawOrder(c), drawOrder(o)) << c->name().toStdString() << " drawn beneath " << o->name().toStdString();
+        EXPECT_GT(c->pen().widthF(), o->pen().widthF()) << c->name().toStdString() << " vs " << o->name().toStdString();
+      }
+  }
 }

@@ -5,6 +5,7 @@
 
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLabel>
 #include <QPainter>
 #include <QTabWidget>
 #include <ctime>
@@ -13,7 +14,11 @@
 #include "gui/stall_monitor.h"
 #include "gui/studio_application.h"
 #include "gui/run_list.h"
+#include "gui/engine/engine_host.h"
+#include "gui/views/lab_view.h"
 #include "gui/views/playground_view.h"
+#include "gui/views/probe_view.h"
+#include "gui/widgets/colour_maps.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/token_text.h"
 #include "hsm/run_folder.h"
@@ -229,4 +234,22 @@ TEST(StallMonitor, NamesTheSlowestEventsWithTheirPhase) {
   EXPECT_TRUE(found);
   EXPECT_GE(monitor.maxBusyByPhase().value(QStringLiteral("slow_paint")), 40.0);
   EXPECT_LT(monitor.maxBusyByPhase().value(QStringLiteral("idle")), 40.0);
+}
+
+// Issue 48: a colour key beside every tint of a table: the Lab's cells (answer accuracy, red to
+// green) and the Probe's logit lens (the top token's probability), each key showing the colours
+// the cells are painted with at the ends of the scale.
+TEST(ColourKeys, TheLabGridAndTheLogitLensShowTheirTintsColours) {
+  RunList runs;
+  EngineHost engine;
+  LabView lab(&runs, &engine);
+  auto* labKey = lab.findChild<QLabel*>(QStringLiteral("lab_colour_key"));
+  ASSERT_NE(labKey, nullptr) << "the Lab's cells have no colour key";
+  for (double a : {0.0, 1.0})
+    EXPECT_TRUE(labKey->text().contains(colours::redToGreen(a, 0.55, 0.95).name())) << labKey->text().toStdString();
+  ProbeView probe(&runs, &engine);
+  auto* lensKey = probe.findChild<QLabel*>(QStringLiteral("lens_title"));
+  ASSERT_NE(lensKey, nullptr) << "the logit lens has no colour key";
+  for (double p : {0.01, 1.0})
+    EXPECT_TRUE(lensKey->text().contains(TokenText::tint(p).name())) << lensKey->text().toStdString();
 }

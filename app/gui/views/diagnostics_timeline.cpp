@@ -51,7 +51,6 @@ DiagnosticsTimeline::DiagnosticsTimeline(QWidget* parent) : QWidget(parent) {
          "prediction is from the final one (nats)"));
   plot_ = new PlotPanel(tr("Indicators over training (recorded probe text)"), tr("step"), tr("ENTROPY"));
   plot_->setObjectName(QStringLiteral("timeline_plot"));
-  plot_->setLegendAlignment(Qt::AlignTop | Qt::AlignRight);
   marker_ = new QCPItemStraightLine(plot_->plot());
   marker_->setPen(QPen(QColor(120, 120, 120), 1, Qt::DashLine));
   marker_->setVisible(false);

@@ -15,6 +15,7 @@
 #include <QMessageBox>
 #include <QPainter>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextStream>
@@ -174,7 +175,16 @@ QWidget* DiagnosticsView::buildRows() {
   bl->addWidget(source_);
   bl->addWidget(sides, 1);
   auto* rows = new QSplitter(Qt::Vertical);
-  rows->addWidget(timeline_);
+  // The timeline scrolls when its pane is short (issue 48): its plot and controls, shown for a
+  // run that recorded diagnoses over training, no longer add to the view's smallest height
+  // (the window grew to 772 px, past a 1280x720 screen).
+  auto* timelineScroll = new QScrollArea;
+  timelineScroll->setWidget(timeline_);
+  timelineScroll->setWidgetResizable(true);
+  timelineScroll->setFrameShape(QFrame::NoFrame);
+  timelineScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  timelineScroll->setMinimumHeight(timeline_->minimumSizeHint().height());  // its message's, as before
+  rows->addWidget(timelineScroll);
   rows->addWidget(below);
   rows->setStretchFactor(0, 1);
   rows->setStretchFactor(1, 3);

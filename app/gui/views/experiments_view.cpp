@@ -30,6 +30,7 @@
 #include "gui/studio_settings.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/views/sweep_form.h"
+#include "gui/widgets/frozen_column_table.h"
 #include "gui/widgets/parallel_coordinates.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
@@ -135,7 +136,8 @@ void ExperimentsView::buildTable() {
   model_ = new ExperimentModel(this);
   proxy_ = new ExperimentFilter(this);
   proxy_->setSourceModel(model_);
-  table_ = new QTableView;
+  // The run's name stays at the left while the table scrolls right to the losses (issue 48).
+  table_ = new FrozenColumnTable;
   table_->setObjectName(QStringLiteral("experiments_table"));
   table_->setModel(proxy_);
   table_->setSortingEnabled(true);

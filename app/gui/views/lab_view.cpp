@@ -186,6 +186,15 @@ void LabView::buildResultControls() {
   // "in_context_recall" at 1280 px); the last column takes what is left.
   grid_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   grid_->horizontalHeader()->setStretchLastSection(true);
+  // The cells' colour key (issue 48: a key for every tint).
+  colourKey_ = new QLabel(tr("Cell colour, the answer accuracy: %1 %2 %3 %4 %5")
+                              .arg(colours::swatch(accuracyColour(0), QStringLiteral("0")),
+                                   colours::swatch(accuracyColour(0.25), QStringLiteral("0.25")),
+                                   colours::swatch(accuracyColour(0.5), QStringLiteral("0.5")),
+                                   colours::swatch(accuracyColour(0.75), QStringLiteral("0.75")),
+                                   colours::swatch(accuracyColour(1), QStringLiteral("1"))));
+  colourKey_->setObjectName(QStringLiteral("lab_colour_key"));
+  colourKey_->setWordWrap(true);
 
   axis_ = new QComboBox;
   axis_->setObjectName(QStringLiteral("lab_difficulty_axis"));
@@ -248,7 +257,12 @@ QWidget* LabView::buildResults() {
   rightLayout->addWidget(status_);
   rightLayout->addWidget(training_);
   auto* lower = new QSplitter(Qt::Vertical);
-  lower->addWidget(grid_);
+  auto* gridBox = new QWidget;
+  auto* gridLayout = new QVBoxLayout(gridBox);
+  gridLayout->setContentsMargins(0, 0, 0, 0);
+  gridLayout->addWidget(grid_, 1);
+  gridLayout->addWidget(colourKey_);
+  lower->addWidget(gridBox);
   auto* plotBox = new QWidget;
   auto* plotLayout = new QVBoxLayout(plotBox);
   plotLayout->setContentsMargins(0, 0, 0, 0);
@@ -463,7 +477,7 @@ bool LabView::runLab() {
   results_ = lab->results();
   runTitles_.clear();
   for (const hsm::SweepPoint& p : lab->sweep().points) runTitles_[qstr(p.name)] = runTitle(p);
-  showTable(grid, lab->table());
+  showTable(folder(), grid, lab->table());
   const qint64 scored = static_cast<qint64>(results_.size());
   runningDir_ = folder();
   QString error;
@@ -486,7 +500,7 @@ void LabView::refreshFromFolder() {
   try {
     const hsm::Lab lab(runningDir_.toStdString(), hsm::Lab::stored_grid(runningDir_.toStdString()));
     results_ = lab.results();
-    showTable(lab.grid(), lab.table());
+    showTable(runningDir_, lab.grid(), lab.table());
   } catch (const std::exception&) {
     // A results line half-written by a worker: the next scored run shows it.
   }
@@ -526,7 +540,7 @@ bool LabView::openLab(const QString& dir) {
     folder_->setText(dir);
     fillForm(grid);
     results_ = lab.results();
-    showTable(grid, lab.table());
+    showTable(dir, grid, lab.table());
     status_->setText(tr("%1: %2 of %3 runs scored")
                          .arg(QFileInfo(dir).fileName())
                          .arg(lab.results().size())
@@ -538,7 +552,17 @@ bool LabView::openLab(const QString& dir) {
   }
 }
 
-void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
+void LabView::showLab(const QString& dir) {
+  if (QDir(dir).absolutePath() == QDir(shownDir_).absolutePath() && !shownDir_.isEmpty()) return;
+  shownDir_ = dir;
+  log_->clear();
+  cellRow_ = cellColumn_ = -1;
+  cellPlot_->setXLabel(tr("step · no cell of %1 scored yet").arg(QFileInfo(dir).fileName()));
+  cellPlot_->setSeries({});
+}
+
+void LabView::showTable(const QString& dir, const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
+  showLab(dir);
   // A lab with MQAR but no recall_at (the default lab) shows MQAR against context at first: a
   // distance plot would be empty. Once the user picks an axis, it is kept.
   if (grid.tasks != shownGrid_.tasks && axis_->currentData().toString() == QLatin1String("distance")) {
@@ -584,12 +608,12 @@ void LabView::showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell
   }
   grid_->resizeRowsToContents();
   showDifficulty();
-  // Until a cell is hovered or chosen, the curve of the first one scored (an empty plot would
-  // look like a failure).
-  if (cellPlot_->series().isEmpty())
-    for (int r = 0; r < grid_->rowCount(); ++r)
-      for (int c = 0; c < grid_->columnCount(); ++c)
-        if (!cellRuns(r, c).empty()) return showCellCurve(r, c);
+  // The shown cell's curve with its new points; until a cell is hovered or chosen, the curve of
+  // the first one scored (an empty plot would look like a failure).
+  if (!cellRuns(cellRow_, cellColumn_).empty()) return showCellCurve(cellRow_, cellColumn_);
+  for (int r = 0; r < grid_->rowCount(); ++r)
+    for (int c = 0; c < grid_->columnCount(); ++c)
+      if (!cellRuns(r, c).empty()) return showCellCurve(r, c);
 }
 
 // "0.964 ± 0.021 ★": the mean over seeds at the best learning rate, its spread, and the marks of
@@ -662,6 +686,8 @@ void LabView::showCellCurve(int row, int column) {
   if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
       column >= static_cast<int>(shownGrid_.tasks.size()))
     return;
+  cellRow_ = row;
+  cellColumn_ = column;
   QVector<PlotSeries> series;
   int colour = 0;
   for (const hsm::LabRun* r : cellRuns(row, column)) {

@@ -106,7 +106,10 @@ class LabView : public StudioView {
   QWidget* buildForm();
   QWidget* buildResults();
   void connectSignals();
-  void showTable(const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
+  // Shows lab `dir`'s grid and cells. Another lab than the one shown (issue 48, no stale view):
+  // its cell curve and log go at once; the same lab's shown cell is drawn again with its new points.
+  void showTable(const QString& dir, const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
+  void showLab(const QString& dir);  // forgets the cell curve and log of another lab than `dir`
   void setRunning(bool running);
   void refreshFromFolder();  // a worker scored a run: the grid and plots follow
   void onRunnerFinished(bool cancelled, const QString& error);
@@ -135,6 +138,7 @@ class LabView : public StudioView {
   QLabel* training_ = nullptr;  // the runs in training and how far each is
   QPlainTextEdit* log_ = nullptr;
   QTableWidget* grid_ = nullptr;
+  QLabel* colourKey_ = nullptr;  // what the cells' colours say
   QComboBox* axis_ = nullptr;
   PlotPanel* difficultyPlot_ = nullptr;
   PlotPanel* cellPlot_ = nullptr;
@@ -145,6 +149,8 @@ class LabView : public StudioView {
   std::vector<hsm::LabRun> results_;
   std::vector<hsm::LabCell> cells_;
   hsm::LabGrid shownGrid_;
+  QString shownDir_;               // the lab folder the grid, cell curve and log are of
+  int cellRow_ = -1, cellColumn_ = -1;  // the cell whose curve is shown (-1: none)
 };
 
 }  // namespace studio

@@ -165,10 +165,7 @@ QWidget* LossesView::buildPlots() {
   histogram_ = new PlotPanel(tr("Loss histogram"), tr("loss (nats)"), tr("share of tokens"));
   histogram_->setObjectName(QStringLiteral("losses_histogram"));
   auto* plotsRow = new QSplitter(Qt::Horizontal);
-  for (PlotPanel* p : {byPosition_, byDistance_, byFrequency_, histogram_}) {
-    p->setLegendBelow(3);  // over no curve
-    plotsRow->addWidget(p);
-  }
+  for (PlotPanel* p : {byPosition_, byDistance_, byFrequency_, histogram_}) plotsRow->addWidget(p);  // legends under the axes
   return plotsRow;
 }
 
@@ -425,9 +422,7 @@ void LossesView::drawDocuments() {
 QString LossesView::tintKey() const { return tintKey_->text(); }
 
 void LossesView::updateTintKey(const QString& compared) {
-  auto swatch = [](const QColor& c, const QString& text) {
-    return QStringLiteral("<span style='background:%1'>&nbsp;%2&nbsp;</span>").arg(c.name(), text.toHtmlEscaped());
-  };
+  using colours::swatch;
   if (compared.isEmpty()) {
     tintKey_->setText(tr("Each token tinted by its loss: %1 %2 %3 %4")
                           .arg(swatch(lossTint(0), tr("0")), swatch(lossTint(2), tr("2")), swatch(lossTint(4), tr("4")),
@@ -607,6 +602,15 @@ void LossesView::drawPlots() {
       h.y << counts[i] / static_cast<double>(s->tokens.size());
     }
     histogram << h;
+  }
+  // The current run's curves above the compared runs', thicker (issue 48).
+  const RunEntry* current = runs_->currentRun();
+  int k = 0;
+  for (const QString& dir : state_->order()) {
+    if (!scoresOf(dir)) continue;
+    for (QVector<PlotSeries>* plot : {&position, &distance, &frequency, &histogram})
+      (*plot)[k].emphasised = current && dir == current->dir;
+    ++k;
   }
   byPosition_->setSeries(position);
   byDistance_->setSeries(distance);

@@ -81,6 +81,7 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   story_->setTextSize(settings.value(QStringLiteral("presentation/text_size"), kDefaultTextSize).toDouble());
   story_->setTinted(settings.value(QStringLiteral("presentation/tint"), false).toBool());
   story_->setPlaceholderText(tr("Press “New story” or pick one of the paper's prompts below."));
+  story_->setWholeLines(true);  // an overflowing story scrolls by whole lines, none cut at the top
   connect(story_, &TokenText::textSizeStep, this, [this](double step) { setTextSize(textSize() + step); });
 
   newStory_ = new QPushButton(tr("New story"));

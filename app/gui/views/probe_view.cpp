@@ -143,8 +143,13 @@ QWidget* ProbeView::buildLens() {
   lensExport_->setToolTip(tr("The lens grid as PNG, PDF or SVG, or its numbers as CSV"));
   auto* lensTitle = new QLabel(
       tr("<b>Logit lens</b>: each stream's most likely next token per position through the final LayerNorm and "
-         "the tied output layer, tinted by its probability (red 1% → green 100%). Hover: top 5, KL to the last "
-         "layer, rank of the actual next token."));
+         "the tied output layer, tinted by its probability: %1 %2 %3 %4. Hover: top 5, KL to the last "
+         "layer, rank of the actual next token.")
+          .arg(colours::swatch(TokenText::tint(0.01), QStringLiteral("1%")),
+               colours::swatch(TokenText::tint(0.1), QStringLiteral("10%")),
+               colours::swatch(TokenText::tint(0.3), QStringLiteral("30%")),
+               colours::swatch(TokenText::tint(1), QStringLiteral("100%"))));
+  lensTitle->setObjectName(QStringLiteral("lens_title"));
   lensTitle->setWordWrap(true);
   auto* lensBox = new QWidget;
   auto* lensHead = new QHBoxLayout;

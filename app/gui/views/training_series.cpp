@@ -33,6 +33,7 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
   for (int i = 0; i < runs.size(); ++i) {
     const RunEntry& run = *runs[i];
     const bool isCurrent = i == current;
+    const qsizetype from[5] = {c.loss.size(), c.accuracy.size(), c.speed.size(), c.lr.size(), c.scatter.size()};
     QVector<double> tx, ty, vx, vy, ax, qx, qy, sx, sy, lx, ly;
     for (const hsm::MetricRecord& m : run.metrics) {
       const double x = wall ? m.wall_s : static_cast<double>(m.step);
@@ -92,6 +93,13 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
                                PlotSeries::Style::kDashedLine};
     c.speed << PlotSeries{n, run.color, sx, smoothed(sy, weight), PlotSeries::Style::kLine};
     c.lr << PlotSeries{n, run.color, lx, ly, PlotSeries::Style::kLine};
+    // The current run's curves above the others, thicker (issue 48): a run trained now is not
+    // one thin line among the demo runs' curves. Its faint raw curve stays beneath.
+    if (!isCurrent) continue;
+    QVector<PlotSeries>* plots[5] = {&c.loss, &c.accuracy, &c.speed, &c.lr, &c.scatter};
+    for (int p = 0; p < 5; ++p)
+      for (qsizetype k = from[p]; k < plots[p]->size(); ++k)
+        (*plots[p])[k].emphasised = (*plots[p])[k].style != PlotSeries::Style::kFaintLine;
   }
   return c;
 }

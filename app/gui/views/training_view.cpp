@@ -87,9 +87,9 @@ QWidget* TrainingView::buildPlots() {
   speedPlot_ = new PlotPanel(tr("Throughput"), tr("step"), tr("tokens/s"));
   lrPlot_ = new PlotPanel(tr("Learning rate"), tr("step"), tr("learning rate"));
   scatterPlot_ = new PlotPanel(tr("Accuracy vs loss"), tr("validation loss"), tr("validation accuracy"));
-  // The legends under the axes, where they cover no curve (issue 48).
-  lossPlot_->setLegendBelow(2);
-  for (PlotPanel* p : {accuracyPlot_, speedPlot_, lrPlot_, scatterPlot_}) p->setLegendBelow(3);
+  // The legends under the axes, where they cover no curve (issue 48); the loss's a run a row, its
+  // train and validation side by side.
+  lossPlot_->setLegendBelow(2, 2);
   auto* grid = new QWidget;
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);

@@ -36,6 +36,9 @@
 namespace studio {
 namespace {
 
+// A multihead cell's tint by b's share t of |a| + |b| (0: white, 1: blue).
+QColor headTint(double t) { return colours::whiteToBlue(t, 0.45, 0.25); }
+
 QString same_dir(const QString& dir) { return QDir(dir).absolutePath(); }
 
 QString layer_without_weights(const hsm::MixerWeights& w) {
@@ -746,7 +749,7 @@ void WeightsView::fillHeadTable() {
       // Tint by |b|: how much the head mixes in its shifted input.
       const double t =
           std::min(1.0, std::abs(double(w.b[j])) / std::max(1e-6, std::abs(double(w.a[j])) + std::abs(double(w.b[j]))));
-      item->setBackground(colours::whiteToBlue(t, 0.45, 0.25));
+      item->setBackground(headTint(t));
       item->setData(Qt::UserRole, double(w.a[j]));
       item->setData(Qt::UserRole + 1, double(w.b[j]));
       headTable_->setItem(r, j, item);
@@ -755,7 +758,11 @@ void WeightsView::fillHeadTable() {
   headTable_->setVerticalHeaderLabels(rowLabels);
   headNote_->setText(
       mh.isEmpty() ? (weights_.empty() ? tr("No weights loaded.") : tr("No multihead (a,b) layers in this model."))
-                   : tr("Cells tinted by b's share |b|/(|a|+|b|)."));
+                   : tr("Cells tinted by b's share |b|/(|a|+|b|), how much the head mixes in its shifted input: "
+                        "%1 %2 %3")
+                         .arg(colours::swatch(headTint(0), QStringLiteral("0")),
+                              colours::swatch(headTint(0.5), QStringLiteral("0.5")),
+                              colours::swatch(headTint(1), QStringLiteral("1"))));
 }
 
 }  // namespace studio

@@ -102,4 +102,8 @@ QColor layerShade(int i, int n) {
   return QColor::fromHsvF(0.62 - 0.55 * t, 0.75, 0.85 - 0.25 * t);
 }
 
+QString swatch(const QColor& colour, const QString& text) {
+  return QStringLiteral("<span style='background:%1; color:black'>&nbsp;%2&nbsp;</span>").arg(colour.name(), text.toHtmlEscaped());
+}
+
 }  // namespace studio::colours

@@ -3,9 +3,14 @@
 // runs, layers and groups apart, and the sequential and diverging maps that encode a value.
 // A view or widget asks here; no other file holds a table of colours (tests/check_colour_maps.sh).
 #include <QColor>
+#include <QString>
 #include <vector>
 
 namespace studio::colours {
+
+// One entry of a colour key, as rich text for a QLabel: `text` on a swatch of `colour` (issue 48:
+// a key beside every tint).
+QString swatch(const QColor& colour, const QString& text);
 
 // The colour with this alpha (0-255).
 QColor withAlpha(QColor colour, int alpha);

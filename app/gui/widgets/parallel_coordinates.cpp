@@ -3,6 +3,7 @@
 
 #include <QLocale>
 #include <QMouseEvent>
+#include <QResizeEvent>
 #include <QToolButton>
 #include <algorithm>
 #include <cmath>
@@ -144,6 +145,8 @@ void ParallelCoordinates::draw() {
       line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, col, col, pass[r] ? 4 : 2));
     }
 
+  // The pixels between two axes, about (a resize draws again: resizeEvent).
+  const int gap = p->width() / std::max(n, 1);
   for (int a = 0; a < n; ++a) {
     auto* axis = new QCPItemLine(p);
     axis->start->setCoords(a, 0);
@@ -152,14 +155,17 @@ void ParallelCoordinates::draw() {
     auto* name = new QCPItemText(p);
     name->position->setCoords(a, stagger && a % 2 == 1 ? 1.12 : 1.04);
     name->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
-    name->setText(axes_[a].name);
+    // Names alternate between two heights when staggered: each has two gaps, else one.
+    name->setText(QFontMetrics(font()).elidedText(axes_[a].name, Qt::ElideRight, std::max((stagger ? 2 : 1) * gap - 6, 24)));
     name->setFont(font());
     auto label = [&](double y, const QString& text) {
       auto* t = new QCPItemText(p);
       t->position->setCoords(a, y);
       t->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
       t->setPadding(QMargins(4, 0, 0, 0));
-      t->setText(text);
+      // No wider than the gap to the next axis (issue 48: long values ran into their neighbours);
+      // the table beside the plot has them whole.
+      t->setText(a + 1 < n ? QFontMetrics(small).elidedText(text, Qt::ElideRight, std::max(gap - 8, 24)) : text);
       t->setFont(small);
       t->setColor(QColor(70, 70, 70));
       t->setBrush(QColor(255, 255, 255, 170));
@@ -191,6 +197,11 @@ void ParallelCoordinates::draw() {
                         .arg(colourName_, QString::number(clo, 'g', 4), QString::number(chi, 'g', 4)));
   }
   if (isVisible()) p->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ParallelCoordinates::resizeEvent(QResizeEvent* e) {
+  PlotPanel::resizeEvent(e);
+  if (e->oldSize().width() != e->size().width() && !axes_.isEmpty()) draw();  // the labels fit the new gaps
 }
 
 void ParallelCoordinates::pressed(QMouseEvent* e) {

@@ -14,6 +14,7 @@
 
 class QCPItemRect;
 class QMouseEvent;
+class QResizeEvent;
 
 namespace studio {
 
@@ -48,6 +49,9 @@ class ParallelCoordinates : public PlotPanel {
 
  signals:
   void brushesChanged();
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override;
 
  private:
   void draw();

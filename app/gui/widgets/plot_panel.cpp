@@ -33,10 +33,12 @@ class LazyResizePlot : public QCustomPlot {
     // Its white background covers the widget: the window need not paint beneath it first.
     setAttribute(Qt::WA_OpaquePaintEvent);
   }
+  std::function<void()> resized;  // before the queued replot (the legend's rows follow the width)
 
  protected:
   void resizeEvent(QResizeEvent*) override {
     setViewport(rect());
+    if (resized) resized();
     replot(rpQueuedReplot);
   }
 };
@@ -101,6 +103,7 @@ void decimate_line(const QVector<double>& x, const QVector<double>& y, int bucke
 
 PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent)
     : QWidget(parent), title_(title), xLabel_(xLabel), yLabel_(yLabel), plot_(new LazyResizePlot(this)) {
+  static_cast<LazyResizePlot*>(plot_)->resized = [this] { fitLegend(); };
   setObjectName(title);
   auto* titleLabel = new PanelTitle(title);
   logBox_ = new QCheckBox(tr("Log y"));  // short: four panels side by side fit 1024 pixels
@@ -136,6 +139,10 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   plot_->legend->setFont(legendFont);
   plot_->legend->setBrush(QColor(255, 255, 255, 210));
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  // The legend under the axes, where it covers no data (issue 48), as many entries a row as fit.
+  setLegendBelow(kMaxLegendColumns);
+  // Emphasised curves (the current run's) on a layer of their own above the others'.
+  plot_->addLayer(QString::fromLatin1(kEmphasisedLayer), plot_->layer(QStringLiteral("main")), QCustomPlot::limAbove);
   plot_->setNoAntialiasingOnDrag(true);
   // QCustomPlot repaints (and flushes the window) inside every replot by default; several
   // plots replotted in one pass of the event loop then paint one after another. Scheduled
@@ -165,18 +172,47 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   });
 }
 
-void PlotPanel::setLegendAlignment(Qt::Alignment alignment) {
-  if (legendBelow_) return;
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, alignment);
-}
-
-void PlotPanel::setLegendBelow(int columns) {
-  if (legendBelow_) return;
+void PlotPanel::setLegendBelow(int columns, int atLeast) {
+  maxLegendColumns_ = columns;
+  minLegendColumns_ = std::min(atLeast, columns);
+  if (legendBelow_) return fitLegend();
   legendBelow_ = true;  // placed there by redraw() while it has entries to show
   plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  plot_->legend->setWrap(columns);
   plot_->legend->setBrush(Qt::NoBrush);
   plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->legend->setIconSize(22, 18);  // short samples: more entries a row, fewer rows taken from the axes
+  plot_->legend->setColumnSpacing(4);
+  plot_->legend->setRowSpacing(0);
+}
+
+// As many entries a row as the plot's width holds (at least one, at most the view's number): the
+// fewer rows under the axes, the taller they stay.
+void PlotPanel::fitLegend() {
+  QCPLegend* legend = plot_->legend;
+  QCPLayoutGrid* grid = plot_->plotLayout();
+  const bool below = grid->rowCount() > 1 && grid->hasElement(1, 0) && grid->element(1, 0) == legend;
+  if (!legendBelow_ || !below || legend->itemCount() == 0) return;
+  QVector<int> widths;
+  for (int i = 0; i < legend->itemCount(); ++i)  // (a grid's empty cells are no item)
+    if (QCPAbstractLegendItem* item = legend->item(i)) widths << item->minimumOuterSizeHint().width();
+  if (widths.isEmpty()) return;
+  const int room = plot_->width() - legend->margins().left() - legend->margins().right() - 8;
+  int columns = std::min<int>(minLegendColumns_, static_cast<int>(widths.size()));
+  for (int c = std::min<int>(maxLegendColumns_, static_cast<int>(widths.size())); c > columns; --c) {
+    int total = (c - 1) * legend->columnSpacing();
+    for (int j = 0; j < c; ++j) {
+      int widest = 0;
+      for (int i = j; i < widths.size(); i += c) widest = std::max(widest, widths[i]);
+      total += widest;
+    }
+    if (total <= room) {
+      columns = c;
+      break;
+    }
+  }
+  if (legend->wrap() == columns) return;
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // the entries rearranged into the new rows
 }
 
 void PlotPanel::setLogOptionVisible(bool visible) { logBox_->setVisible(visible); }
@@ -218,6 +254,10 @@ void PlotPanel::redraw() {
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, s.color, s.color, 5));
         break;
     }
+    if (s.emphasised) {
+      pen.setWidthF(pen.widthF() * 1.8);
+      g->setLayer(QString::fromLatin1(kEmphasisedLayer));
+    }
     g->setPen(pen);
     if (s.style == PlotSeries::Style::kScatter) {
       g->setData(s.x, s.y);
@@ -238,11 +278,13 @@ void PlotPanel::redraw() {
     }
   }
   plot_->legend->setVisible(legendItems > 1);
-  if (legendBelow_) {
+  // Where a view put the legend itself (the Architecture view's cost plot: right of the axes), it stays.
+  QCPLayoutGrid* grid = plot_->plotLayout();
+  const bool inset = plot_->legend->layout() == plot_->axisRect()->insetLayout();
+  const bool below = grid->rowCount() > 1 && grid->hasElement(1, 0) && grid->element(1, 0) == plot_->legend;
+  if (legendBelow_ && (inset || below)) {
     // Its row under the axes only while it shows: an empty row there squeezed the axes.
-    QCPLayoutGrid* grid = plot_->plotLayout();
-    const bool below = grid->rowCount() > 1 && grid->hasElement(1, 0);
-    if (legendItems > 1 && !below) {
+    if (legendItems > 1 && inset) {
       plot_->axisRect()->insetLayout()->take(plot_->legend);
       grid->addElement(1, 0, plot_->legend);
       grid->setRowStretchFactor(1, 0.001);  // its own height, the axes the rest
@@ -251,6 +293,7 @@ void PlotPanel::redraw() {
       grid->simplify();
       plot_->axisRect()->insetLayout()->addElement(plot_->legend, Qt::AlignTop | Qt::AlignRight);
     }
+    fitLegend();
   }
   if (!userMoved_) {
     plot_->rescaleAxes();

@@ -30,9 +30,13 @@ class PlotPanel : public QWidget {
   void setLogY(bool on);
   bool logY() const { return logY_; }
   void resetView();  // fit all data
-  void setLegendAlignment(Qt::Alignment alignment);
-  // The legend in a row of `columns` entries under the axes, where it covers no data (issue 48).
-  void setLegendBelow(int columns);
+  // The legend in rows of at most `columns` entries under the axes, where it covers no data
+  // (issue 48): every plot's legend is there, as many entries a row as the width holds, and at
+  // least `atLeast` (entries that belong side by side, a run's train and validation, stay so).
+  void setLegendBelow(int columns, int atLeast = 1);
+  static constexpr int kMaxLegendColumns = 6;
+  // The layer the emphasised series (PlotSeries::emphasised) are drawn on, above the others.
+  static constexpr const char* kEmphasisedLayer = "emphasised";
   QString title() const { return title_; }
 
   // Writes the plot (by extension: .png, .pdf, .svg) or its data (.csv). Returns an empty
@@ -61,9 +65,11 @@ class PlotPanel : public QWidget {
  private:
   void exportWithDialog();
   void redraw();
+  void fitLegend();
 
   QString title_, xLabel_, yLabel_;
   bool legendBelow_ = false;
+  int maxLegendColumns_ = kMaxLegendColumns, minLegendColumns_ = 1;
   QCustomPlot* plot_;
   QCheckBox* logBox_;
   QVector<PlotSeries> series_;

@@ -14,6 +14,9 @@ struct PlotSeries {
   QVector<double> x, y;  // x ascending, except for kScatter
   Style style = Style::kLine;
   bool in_legend = true;
+  // The current run's curve (issue 48): drawn above the others, thicker, so that a run trained
+  // now is not one thin line among the demo runs' curves.
+  bool emphasised = false;
 };
 
 }  // namespace studio

@@ -3,7 +3,11 @@
 
 #include <QHelpEvent>
 #include <QMouseEvent>
+#include <QAbstractTextDocumentLayout>
+#include <QScrollBar>
 #include <QShortcut>
+#include <QTextBlock>
+#include <QTextFrame>
 #include <QWheelEvent>
 #include <QTextDocument>
 #include <QTextCursor>
@@ -39,6 +43,8 @@ void TokenText::setTextSize(double points) {
   setFont(f);
   document()->setDefaultFont(f);
   if (generatedDocument_) generatedDocument_->setDefaultFont(f);
+  if (wholeLines_) ensureCursorVisible();
+  snapToLine();
 }
 
 void TokenText::setTinted(bool tinted) {
@@ -112,6 +118,66 @@ void TokenText::appendToken(const hsm::GeneratedToken& token) {
   spans_.push_back(std::move(span));
   generated_ += text;
   ensureCursorVisible();
+  snapToLine();
+}
+
+void TokenText::setWholeLines(bool on) {
+  if (on && !wholeLines_)
+    connect(verticalScrollBar(), &QScrollBar::valueChanged, this, &TokenText::snapToLine, Qt::UniqueConnection);
+  wholeLines_ = on;
+  snapToLine();
+}
+
+QVector<int> TokenText::lineTops() const {
+  QVector<int> tops;
+  QAbstractTextDocumentLayout* layout = document()->documentLayout();
+  for (QTextBlock b = document()->begin(); b.isValid(); b = b.next()) {
+    const double top = layout->blockBoundingRect(b).top();
+    for (int i = 0; b.layout() && i < b.layout()->lineCount(); ++i)
+      tops << static_cast<int>(std::floor(top + b.layout()->lineAt(i).y()));
+  }
+  return tops;
+}
+
+// ensureCursorVisible() and a resize leave the view at any pixel: the line at its top is then
+// cut. Moved down to that line's end (the next line's top), the newest line stays in view.
+void TokenText::snapToLine() {
+  if (!wholeLines_ || snapping_) return;
+  snapping_ = true;
+  // Room for one more line below the last while the text overflows: a line's top can always be
+  // scrolled to the top (a text that fits keeps the plain margin, and no scroll bar).
+  QTextFrameFormat frame = document()->rootFrame()->frameFormat();
+  const double plain = document()->documentMargin();
+  const double text = document()->documentLayout()->documentSize().height() - frame.bottomMargin() + plain;
+  const double room = text > viewport()->height() ? fontMetrics().lineSpacing() * 1.5 : plain;
+  if (frame.bottomMargin() != room) {
+    frame.setBottomMargin(room);
+    document()->rootFrame()->setFrameFormat(frame);
+  }
+  // Scrolled up (by the user): to the top of the line cut there; else down to the next line's.
+  QScrollBar* bar = verticalScrollBar();
+  const int at = bar->value();
+  int target = at;
+  const QVector<int> tops = lineTops();
+  if (at < lastScroll_) {
+    for (int top : tops)
+      if (top <= at) target = top;
+  } else {
+    for (int top : tops)
+      if (top >= at) {
+        target = top;
+        break;
+      }
+  }
+  if (at > 0 && target != at && target <= bar->maximum()) bar->setValue(target);
+  lastScroll_ = bar->value();
+  snapping_ = false;
+}
+
+void TokenText::resizeEvent(QResizeEvent* e) {
+  QTextEdit::resizeEvent(e);
+  if (wholeLines_) ensureCursorVisible();
+  snapToLine();
 }
 
 void TokenText::appendNote(const QString& note) {

@@ -33,6 +33,14 @@ class TokenText : public QTextEdit {
   void setTinted(bool tinted);
   bool tinted() const { return tinted_; }
 
+  // Whole lines only (presentation mode, issue 48): the text scrolls to line boundaries, so a
+  // story that overflows never shows its top line cut through its letters; there is room below
+  // the last line to scroll so.
+  void setWholeLines(bool on);
+  bool wholeLines() const { return wholeLines_; }
+  // The top of each line of the text, in document pixels (where whole-line scrolling stops).
+  QVector<int> lineTops() const;
+
   int tokenCount() const { return static_cast<int>(spans_.size()); }
   QString generatedText() const { return generated_; }
   // The tooltip for the character at a document position ("" outside generated tokens).
@@ -68,14 +76,18 @@ class TokenText : public QTextEdit {
   bool event(QEvent* e) override;
   void mouseReleaseEvent(QMouseEvent* e) override;
   void wheelEvent(QWheelEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
 
  private:
+  void snapToLine();  // whole lines: scrolls down to the next line's top
   struct Span {
     int start = 0, end = 0;
     hsm::GeneratedToken token;
   };
   std::vector<Span> spans_;
   bool tinted_ = true;
+  bool wholeLines_ = false, snapping_ = false;
+  int lastScroll_ = 0;  // the scroll value snapToLine() last left
   QString generated_;
   // Provenance mode: the generated document kept aside, each piece's span and its token.
   QTextDocument* generatedDocument_ = nullptr;

@@ -153,7 +153,10 @@ struct SweepRow {
 std::vector<SweepRow> sweep_table(const std::string& dir);
 // The same for run folders not trained as one sweep (the studio's open runs as one experiment):
 // each run's model and training settings as axis paths ("model.layers.0.mixer", "train.lr"),
-// of which `settings` keeps those that differ between the runs; the state is "done" when the
+// of which `settings` keeps those that differ between the runs; a field of the layers that
+// differs in more than two layers, or between runs of different depths, is one setting
+// ("model.layers.mixer": "hsm_ab, attn×5, hsm_ab"), and the description is left out (issue 48:
+// the bundled models gave ~45 columns); the state is "done" when the
 // run reached its steps, else "stopped". Throws naming a folder that is not a run folder.
 std::vector<SweepRow> runs_table(const std::vector<std::string>& run_dirs);
 

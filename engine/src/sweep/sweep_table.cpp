@@ -57,18 +57,107 @@ std::vector<std::pair<std::string, std::string>> run_settings(const RunInfo& inf
   return out;
 }
 
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+// "model.layers.3.mixer" -> layer 3, field "mixer"; false for a path not of one layer.
+bool layer_path(const std::string& path, size_t* layer, std::string* field) {
+  static const std::string prefix = "model.layers.";
+  if (path.rfind(prefix, 0) != 0) return false;
+  const size_t dot = path.find('.', prefix.size());
+  if (dot == std::string::npos) return false;
+  const std::string index = path.substr(prefix.size(), dot - prefix.size());
+  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return false;
+  *layer = std::stoul(index);
+  *field = path.substr(dot + 1);
+  return true;
+}
+
+// A run's layers' values of one field, consecutive repeats counted: "hsm_ab, attn×5, hsm_ab".
+std::string layer_list(const std::vector<std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    while (j < values.size() && values[j] == values[i]) ++j;
+    if (!out.empty()) out += ", ";
+    out += values[i] + (j - i > 1 ? "×" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return out;
+}
+
+// The runs' settings as the table compares them (issue 48: the three bundled models differ in
+// every field of every layer, about 45 columns). A field of the layers stays one setting per
+// layer ("model.layers.1.mixer") while the runs have as many layers and at most two of them
+// differ in it; else it is one setting ("model.layers.mixer"), each run's layers as a list. The
+// description (free text that differs with the name) and the bookkeeping of a run (when it
+// validated, saved and logged, its device and threads) are left out.
+std::vector<Settings> compared_settings(const std::vector<Settings>& runs, const std::vector<RunInfo>& infos) {
+  // field -> layer -> the values the runs have there ("" where a run has no such layer)
+  std::map<std::string, std::map<size_t, std::set<std::string>>> fields;
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const auto& [path, value] : runs[i]) {
+      size_t layer = 0;
+      std::string field;
+      if (layer_path(path, &layer, &field)) fields[field][layer];
+    }
+  bool same_depth = true;
+  for (const RunInfo& info : infos) same_depth = same_depth && info.model.layers.size() == infos[0].model.layers.size();
+  std::set<std::string> listed;  // the fields shown as one list per run
+  for (auto& [field, layers] : fields) {
+    int differing = 0;
+    for (auto& [layer, values] : layers) {
+      for (const Settings& run : runs) {
+        std::string v;
+        for (const auto& [path, value] : run)
+          if (path == "model.layers." + std::to_string(layer) + "." + field) v = value;
+        values.insert(v);
+      }
+      differing += values.size() > 1;
+    }
+    if (!same_depth || differing > 2) listed.insert(field);
+  }
+  // How a run was watched, saved and where it ran, not what it learned: no column of its own.
+  static const std::set<std::string> bookkeeping = {"train.device",    "train.eval_every", "train.checkpoint_every",
+                                                    "train.log_every", "train.keep_best",  "train.threads",
+                                                    "train.probe_text"};
+  std::vector<Settings> out;
+  for (const Settings& run : runs) {
+    Settings s;
+    std::map<std::string, std::vector<std::string>> lists;  // field -> the run's layers' values
+    for (const auto& [path, value] : run) {
+      size_t layer = 0;
+      std::string field;
+      if (path == "model.description" || bookkeeping.count(path)) continue;
+      if (!layer_path(path, &layer, &field) || !listed.count(field)) {
+        s.emplace_back(path, value);
+        continue;
+      }
+      std::vector<std::string>& list = lists[field];
+      if (list.empty()) s.emplace_back("model.layers." + field, std::string());  // its place among the settings
+      if (list.size() <= layer) list.resize(layer + 1, "-");
+      list[layer] = value;
+    }
+    for (auto& [path, value] : s)
+      if (path.rfind("model.layers.", 0) == 0 && lists.count(path.substr(13))) value = layer_list(lists[path.substr(13)]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<SweepRow> runs_table(const std::vector<std::string>& run_dirs) {
   std::vector<RunInfo> infos;
-  std::vector<std::vector<std::pair<std::string, std::string>>> all;
-  std::map<std::string, std::set<std::string>> values;  // path -> the values the runs have
-  std::map<std::string, size_t> runs_with;               // path -> how many runs have it
+  std::vector<Settings> all;
   for (const std::string& dir : run_dirs) {
     infos.push_back(read_run_info(dir));
     all.push_back(run_settings(infos.back()));
-    for (const auto& [path, value] : all.back()) values[path].insert(value), ++runs_with[path];
   }
+  all = compared_settings(all, infos);
+  std::map<std::string, std::set<std::string>> values;  // path -> the values the runs have
+  std::map<std::string, size_t> runs_with;               // path -> how many runs have it
+  for (const Settings& run : all)
+    for (const auto& [path, value] : run) values[path].insert(value), ++runs_with[path];
   std::vector<SweepRow> rows;
   for (size_t i = 0; i < infos.size(); ++i) {
     const RunInfo& info = infos[i];
