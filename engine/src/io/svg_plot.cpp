@@ -136,9 +136,9 @@ void draw_lines(std::ostringstream& s, const SvgPanel& p, const Box& b) {
     const double x = x_pos(v.x);
     s << "<line class=\"vref\" data-x=\"" << tick_text(v.x) << "\" x1=\"" << num(x) << "\" y1=\"" << num(b.y0)
       << "\" x2=\"" << num(x) << "\" y2=\"" << num(b.y0 + b.h) << "\" stroke=\"" << colour
-      << "\" stroke-dasharray=\"5 3\"><title>" << xml_escape(v.label) << "</title></line>\n";
-    s << "<text transform=\"translate(" << num(x - 3) << "," << num(b.y0 + 4) << ") rotate(90)\" font-size=\"9\" fill=\""
-      << colour << "\">" << xml_escape(v.label) << "</text>\n";
+      << "\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\n";
+    s << "<text x=\"" << num(x + 3) << "\" y=\"" << num(b.y0 + 10) << "\" font-size=\"9\" fill=\"" << colour << "\">"
+      << xml_escape(v.label) << "</text>\n";
   }
   for (size_t k = 0; k < p.series.size(); ++k) {
     const SvgSeries& ser = p.series[k];
