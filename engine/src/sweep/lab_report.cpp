@@ -540,10 +540,8 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
                "; bars: ± sd over seeds; dashed: the baseline's chance)",
                svg_figure("Accuracy against task difficulty", panels, 3, 320, 240));
   }
-  // MAD's score: per task, the mean over its settings.
-  bool several = false;
-  for (const auto& [family, tasks] : task_families(g)) several = several || tasks.size() >= 2;
-  if (several) {
+  // MAD's score: per task, the mean over its settings (when the lab sweeps a task's difficulty).
+  if (!difficulty.empty()) {
     b.push_back({Block::kText, "Per task, the mean over its settings in this lab of each cell's mean answer accuracy "
                                "(MAD's score; the settings as listed under \"The exact settings\"):"});
     Block scores{Block::kTable};
