@@ -1,10 +1,10 @@
-// `hsm lab --out DIR [--task SPEC]... [--model NAME]... [--lr X]... [--seeds N] [--steps N]
+// `hsm lab --out DIR [--task SPEC]... [--model NAME]... [--lr X]... [--weight-decay X]... [--seeds N] [--steps N]
 // [--batch N] [--stop-accuracy A] [--size lab|tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
 // lab (hsm/lab.h, docs/lab.md), the friendly front of a grid of task runs: it writes the grid
 // and trains it with the one launcher (`hsm sweep`'s). A folder that holds a lab continues it
 // (`hsm lab --out DIR` alone); --table prints its table (mean ± sd over seeds at the best
 // learning rate, the best, ties and chance marked) without training; `--protocol zoology` is a
-// named protocol's grid; --dry-run prints a grid and its estimated CPU time and writes nothing;
+// named protocol's grid (`--protocol mad`: MAD's); --dry-run prints a grid and its estimated CPU time and writes nothing;
 // `hsm lab report DIR` writes the lab's report; `hsm lab convert DIR` converts a lab folder of
 // an older hsm.
 #include <unistd.h>
@@ -48,6 +48,7 @@ nlohmann::json cell_json(const LabCell& c) {
   if (c.n > 0) {
     auto number = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
     r.update({{"best_lr", c.best_lr},
+              {"best_weight_decay", c.best_weight_decay},
               {"answer_accuracy", c.answer_accuracy},
               {"mean", c.answer_accuracy},
               {"sd", number(c.answer_sd)},
@@ -66,9 +67,9 @@ nlohmann::json cell_json(const LabCell& c) {
   return r;
 }
 
-void print_table(const std::vector<LabCell>& cells, size_t learning_rates) {
-  std::printf("%-48s %-18s %8s %-22s %6s  %s\n", "task", "model", "best lr", "answer (mean ± sd, n)", "chance",
-              "marks");
+void print_table(const std::vector<LabCell>& cells, size_t settings, bool weight_decays) {
+  std::printf("%-48s %-18s %8s%s %-22s %6s  %s\n", "task", "model", "best lr", weight_decays ? "  best wd" : "",
+              "answer (mean ± sd, n)", "chance", "marks");
   for (const LabCell& c : cells) {
     if (c.n == 0) {  // never "best lr 0, answer nan"
       std::printf("%-48s %-18s %8s\n", c.task.c_str(), c.model.c_str(), "unfinished");
@@ -85,13 +86,16 @@ void print_table(const std::vector<LabCell>& cells, size_t learning_rates) {
     if (!c.finished())
       marks += std::string(marks.empty() ? "" : ", ") + "unfinished (" + std::to_string(c.runs) + "/" +
                std::to_string(c.expected_runs) + " runs)";
-    std::printf("%-48s %-18s %8g %-23s %6.3g  %s\n", c.task.c_str(), c.model.c_str(), c.best_lr, answer, c.chance,
-                marks.c_str());
+    char wd[32] = "";
+    if (weight_decays) std::snprintf(wd, sizeof wd, " %8g", c.best_weight_decay);
+    std::printf("%-48s %-18s %8g%s %-23s %6.3g  %s\n", c.task.c_str(), c.model.c_str(), c.best_lr, wd, answer,
+                c.chance, marks.c_str());
   }
   std::printf("best: the row's highest mean; tied with best: one-sided Welch's t-test over seeds (two-proportion "
               "z-test on the pooled answers when a cell has one seed), p >= %g; at chance: one-sided exact binomial "
-              "test of the pooled answers against the task's chance rate, p >= %g / %zu learning rate(s)\n",
-              kTieAlpha, kChanceAlpha, learning_rates);
+              "test of the pooled answers against the task's chance rate, p >= %g / %zu %s\n",
+              kTieAlpha, kChanceAlpha, settings,
+              weight_decays ? "learning rate x weight decay settings" : "learning rate(s)");
 }
 
 std::string hours_text(double seconds) {
@@ -119,12 +123,14 @@ std::string estimate_text(const LabGrid& g, const Sweep& sweep, int jobs, bool j
     nlohmann::json points = nlohmann::json::array();
     for (const SweepPoint& p : sweep.points)
       points.push_back({{"name", p.name}, {"task", p.task}, {"model", p.model_source}, {"lr", p.train.lr},
+                        {"weight_decay", p.train.weight_decay},
                         {"seed", p.train.seed}, {"steps", p.train.steps}, {"batch", p.train.batch_size},
                         {"d_model", p.model.d_model}, {"layers", p.model.layers.size()},
                         {"heads", max_over_layers(p.model, &LayerSpec::heads)},
                         {"ffn", max_over_layers(p.model, &LayerSpec::ffn)}});
     return nlohmann::json{{"protocol", g.protocol},   {"tasks", g.tasks},     {"models", g.models},
-                          {"lrs", g.lrs},             {"seeds", g.seeds},     {"steps", g.steps},
+                          {"lrs", g.lrs},             {"weight_decays", g.weight_decays},
+                          {"seeds", g.seeds},         {"steps", g.steps},
                           {"batch", g.batch},         {"size", g.size},       {"test_examples", g.test_examples},
                           {"device", g.device},       {"stop_accuracy", g.stop_accuracy}, {"runs", e.runs},       {"cpu_seconds", e.cpu_s},
                           {"longest_run", e.longest_run}, {"longest_run_cpu_seconds", e.longest_run_s},
@@ -134,11 +140,21 @@ std::string estimate_text(const LabGrid& g, const Sweep& sweep, int jobs, bool j
   }
   std::string s = (g.protocol.empty() ? std::string("lab") : "protocol " + g.protocol) + ": " +
                   std::to_string(g.tasks.size()) + " task(s) x " + std::to_string(g.models.size()) + " model(s) x " +
-                  std::to_string(g.lrs.size()) + " learning rate(s) x " + std::to_string(g.seeds) + " seed(s) = " +
+                  std::to_string(g.lrs.size()) + " learning rate(s) x " +
+                  (g.weight_decays.empty() ? "" : std::to_string(g.weight_decays.size()) + " weight decay(s) x ") +
+                  std::to_string(g.seeds) + " seed(s) = " +
                   std::to_string(e.runs) + " runs of " + std::to_string(g.steps) + " steps of " +
                   std::to_string(g.batch) + "\n";
   for (const std::string& t : g.tasks) s += "  task  " + t + "\n";
   for (const std::string& m : g.models) s += "  model " + m + "\n";
+  auto list = [](const std::vector<double>& v) {
+    std::string out;
+    for (double x : v) out += (out.empty() ? "" : ", ") + exact_number_text(x);
+    return out;
+  };
+  s += "  learning rates {" + list(g.lrs) + "}" +
+       (g.weight_decays.empty() ? std::string(", weight decay 0") : " x weight decays {" + list(g.weight_decays) + "}") +
+       ": the best counts per cell\n";
   s += "estimated CPU time: " + hours_text(e.cpu_s) + " in all (at most: early stopping can only shorten it), " +
        hours_text(e.cpu_s / std::max(1, jobs)) + " on " + std::to_string(jobs) + " worker(s) of one core; the " +
        "longest run " + hours_text(e.longest_run_s) + " (" + e.longest_run + "); from the runs' multiply-adds at " +
@@ -183,6 +199,9 @@ Command add_lab_command(CLI::App& app) {
   auto* models = cmd->add_option("--model", a->grid.models,
                                  "A preset or config file; repeat for several (default: gpt, hsm_ab, hybrid_0_6)");
   auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.003)");
+  auto* wds = cmd->add_option("--weight-decay", a->grid.weight_decays,
+                              "A weight decay; repeat for several: an axis, the best over lr x weight decay counts "
+                              "(default: none, every run at 0)");
   auto* seeds = cmd->add_option("--seeds", a->grid.seeds, "Training seeds per cell (default 2)")
                     ->check(CLI::Range(int64_t{1}, int64_t{100}));
   auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run at most (default 1000)")
@@ -207,8 +226,8 @@ Command add_lab_command(CLI::App& app) {
   cmd->add_flag("--events", a->events,
                 "Print the workers' progress events on stdout, one JSON object a line (hsm/grid_workers.h)");
   auto* protocol = cmd->add_option("--protocol", a->protocol,
-                                   "A named protocol's grid instead of --task/--model/...: zoology (Zoology's MQAR grid; "
-                                   "docs/lab.md)");
+                                   "A named protocol's grid instead of --task/--model/...: zoology (Zoology's MQAR grid), "
+                                   "mad (MAD's six tasks over their difficulty settings; docs/lab.md)");
   cmd->add_flag("--dry-run", a->dry_run, "Print the grid and its estimated CPU time; train nothing, write nothing");
   auto* report = cmd->add_subcommand("report", "Write the lab's report: Markdown and HTML (figures as SVG), the "
                                                "verdict table, the figures, the settings and the command that reruns it");
@@ -219,7 +238,7 @@ Command add_lab_command(CLI::App& app) {
   auto* convert = cmd->add_subcommand("convert", "Convert a lab folder of an older hsm (lab.json) to the grid format");
   convert->add_option("dir", a->convert, "The lab folder")->required()->check(CLI::ExistingDirectory);
   cmd->require_subcommand(0, 1);
-  const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, seeds, steps, batch, size, stop, examples, device};
+  const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, wds, seeds, steps, batch, size, stop, examples, device};
   return {cmd, [a, grid_options, convert, report, protocol]() {
             if (report->parsed()) return write_lab_report(a->report_dir, a->report_out, a->force);
             if (convert->parsed()) {
@@ -239,7 +258,7 @@ Command add_lab_command(CLI::App& app) {
             if (protocol->count() > 0) {
               if (grid_given)
                 throw std::invalid_argument("--protocol " + a->protocol + " sets the grid (tasks, models, learning "
-                                            "rates, seeds, steps, batch, size, early stop, test examples); give --device, --jobs "
+                                            "rates, weight decays, seeds, steps, batch, size, early stop, test examples); give --device, --jobs "
                                             "or --slurm beside it, or a grid without --protocol");
               named = lab_protocol(a->protocol, a->out);
               grid = named.grid;
@@ -289,7 +308,7 @@ Command add_lab_command(CLI::App& app) {
               for (const LabCell& c : cells) rows.push_back(cell_json(c));
               std::cout << nlohmann::json{{"lab", a->out}, {"cells", rows}}.dump(2) << "\n";
             } else {
-              print_table(cells, lab.grid().lrs.size());
+              print_table(cells, lab_optimiser_settings(lab.grid()), !lab.grid().weight_decays.empty());
             }
             return 0;
           }};

@@ -113,6 +113,7 @@ Command add_task_command(CLI::App& app) {
               const TaskExample ex = task->example(split, i);
               nlohmann::json j = {{"tokens", ex.tokens}, {"targets", ex.targets}, {"mask", ex.mask}};
               if (ex.difficulty >= 0) j["distance"] = ex.difficulty;
+              if (!ex.distance.empty()) j["distances"] = ex.distance;  // per position (mqar)
               if (a->json) {
                 std::cout << (i > a->first ? "," : "") << j.dump();
                 continue;

@@ -640,6 +640,30 @@ void set_score(const std::string& lab, const std::string& point, double accuracy
   std::ofstream(file) << j.dump();
 }
 
+// Makes the lab `args` describe (--table: nothing trains), trains and scores its point 0 as a
+// worker does, and gives that real scored state to every other point (the suite's time); the
+// tests then set each point's score by hand. Returns the scored state's text.
+std::string grid_scored_by_one_run(const std::string& lab, const std::string& args) {
+  EXPECT_EQ(shell(hsm("lab --out " + lab + " " + args + " --table")).exit_code, 0) << args;
+  const Result trained = shell(hsm("sweep run " + lab + " --point 0 --threads 1"));
+  EXPECT_EQ(trained.exit_code, 0) << trained.out;
+  const auto grid = nlohmann::json::parse(read_file(lab + "/sweep.json"));
+  const std::string first = lab + "/points/" + grid["points"][0]["name"].get<std::string>() + ".json";
+  const std::string scored = read_file(first);
+  for (const auto& p : grid["points"])
+    if (!fs::exists(lab + "/points/" + p["name"].get<std::string>() + ".json"))
+      std::ofstream(lab + "/points/" + p["name"].get<std::string>() + ".json") << scored;
+  return scored;
+}
+
+// The point names of a lab, in the grid's order.
+std::vector<std::string> point_names(const std::string& lab) {
+  std::vector<std::string> names;
+  const auto grid = nlohmann::json::parse(read_file(lab + "/sweep.json"));
+  for (const auto& p : grid["points"]) names.push_back(p["name"].get<std::string>());
+  return names;
+}
+
 }  // namespace
 
 // A lab whose scores are set by hand (1 task x 3 models x 2 lrs x 2 seeds, 128 test answers a
@@ -652,21 +676,24 @@ TEST(LabCli, TheTableMarksTheBestTiesAndChanceByTheirNamedTests) {
   const std::string a = write_model(dir, "attn_d32", "attn", 32), b = write_model(dir, "attn_d16", "attn", 16),
                     c = write_model(dir, "hsm_ab_d32", "hsm_ab", 32);
   const std::string task = "mqar:vocab=32,pairs=2,context=16";  // 16 values: chance 1/16
-  // The grid (--table trains nothing), then one point trained and scored as a worker does it;
-  // its state, a real scored one, stands for the other 11 (the suite's time), each given its
+  // The grid, one point trained and scored, its state standing for the other 11, each given its
   // score below. Points are named by what differs: m0_attn_d32,lr=0.001,seed=1 ...
-  ASSERT_EQ(shell(hsm("lab --out " + lab + " --task " + task + " --model " + a + " --model " + b + " --model " + c +
-                      " --lr 0.001 --lr 0.003 --seeds 2 --steps 1 --batch 4 --size as_is --test-examples 64 --table"))
-                .exit_code,
-            0);
-  const Result trained = shell(hsm("sweep run " + lab + " --point 0 --threads 1"));
-  ASSERT_EQ(trained.exit_code, 0) << trained.out;
-  const std::string scored = read_file(lab + "/points/m0_attn_d32,lr=0.001,seed=1.json");
+  const std::string scored = grid_scored_by_one_run(
+      lab, "--task " + task + " --model " + a + " --model " + b + " --model " + c +
+               " --lr 0.001 --lr 0.003 --seeds 2 --steps 1 --batch 4 --size as_is --test-examples 64");
   ASSERT_EQ(nlohmann::json::parse(scored)["score"]["answers"], 128) << scored;
+  // MQAR's answers carry their key-query distance (issue 50): the score counts them by it, every
+  // answer once, at distances a query can have (even, 4 to 15 at 2 pairs in 16).
+  int64_t by_distance = 0;
+  const auto counted = nlohmann::json::parse(scored)["score"]["by_distance"];
+  for (const auto& [d, n] : counted.items()) {
+    EXPECT_EQ(std::stoi(d) % 2, 0) << d;
+    EXPECT_GE(std::stoi(d), 2) << d;
+    EXPECT_LE(std::stoi(d), 15) << d;
+    by_distance += n[1].get<int64_t>();
+  }
+  EXPECT_EQ(by_distance, 128) << scored;
   const auto grid = nlohmann::json::parse(read_file(lab + "/sweep.json"));
-  for (const auto& p : grid["points"])
-    if (!fs::exists(lab + "/points/" + p["name"].get<std::string>() + ".json"))
-      std::ofstream(lab + "/points/" + p["name"].get<std::string>() + ".json") << scored;
   const std::map<std::string, std::map<double, std::vector<double>>> scores = {
       {"m0_attn_d32", {{0.001, {0.5, 0.6015625}}, {0.003, {0.90625, 0.953125}}}},
       {"m1_attn_d16", {{0.001, {0.84375, 0.9375}}, {0.003, {0.25, 0.296875}}}},
@@ -845,4 +872,264 @@ TEST(TaskCli, StopAccuracyEndsATaskRunDoneAtTheFirstValidationThatReachesIt) {
   expect_refusal("train --data " + dir + "/stories.txt --config " + dir + "/tiny.json --out " + dir +
                      "/corpus --steps 5 --stop-accuracy 0.5 --threads 1 --device cpu",
                  "a corpus run has no answers");
+}
+
+// ---- The distance figure, the weight-decay axis, MAD's protocol and its figure (issue 50).
+
+namespace {
+
+// A model of `layers` layers of `mixer` at d 32, no MLP to speak of, for a task of vocabulary
+// `vocab` and context `context`, in dir/NAME.json.
+std::string write_stack(const std::string& dir, const std::string& name, const std::string& mixer, int layers,
+                        int vocab, int context) {
+  const std::string path = dir + "/" + name + ".json";
+  std::string list;
+  for (int l = 0; l < layers; ++l)
+    list += std::string(l ? ", " : "") + R"({"mixer": ")" + mixer + R"(", "ffn": 1, "heads": 1})";
+  std::ofstream(path) << R"({"name": ")" << name << R"(", "vocab_size": )" << vocab << R"(, "d_model": 32, "context": )"
+                      << context << R"(, "dropout": 0, "layers": [)" << list << "]}";
+  return path;
+}
+
+// Sets a point's score: its answer accuracy and, per distance, (right, answers).
+void set_distance_score(const std::string& lab, const std::string& point, double accuracy,
+                        const std::map<int, std::pair<int, int>>& by_distance) {
+  const std::string file = lab + "/points/" + point + ".json";
+  auto j = nlohmann::json::parse(read_file(file));
+  j["score"]["answer_accuracy"] = accuracy;
+  nlohmann::json by = nlohmann::json::object();
+  for (const auto& [d, n] : by_distance) by[std::to_string(d)] = {n.first, n.second};
+  j["score"]["by_distance"] = by;
+  std::ofstream(file) << j.dump();
+}
+
+// The (x, y) of every point an SVG draws for the series `label` (its circles' titles "label: x, y").
+std::map<double, double> svg_points(const std::string& svg, const std::string& label) {
+  std::map<double, double> points;
+  const std::string key = "<title>" + label + ": ";
+  for (size_t at = svg.find(key); at != std::string::npos; at = svg.find(key, at + 1)) {
+    const size_t from = at + key.size(), comma = svg.find(", ", from), end = svg.find("</title>", from);
+    points[std::stod(svg.substr(from, comma - from))] = std::stod(svg.substr(comma + 2, end - comma - 2));
+  }
+  return points;
+}
+
+}  // namespace
+
+// The report's figure "accuracy against key-query distance" (issue 50): recall_at at distances 2
+// to 31 with a 4-layer hsm_ab (shifts 1, 2, 4, 8: reach 15, inside the distances) and two layers
+// of attention (reach 31: every distance). The figure's numbers are the runs' by-distance scores
+// pooled over the seeds of each cell's best learning rate; hsm_ab's reach is a dashed vertical
+// line at 15 in its colour, attention has none.
+TEST(LabCli, TheReportDrawsAccuracyAgainstDistanceWithEachModelsReach) {
+  const std::string dir = temp("lab_distance");
+  const std::string lab = dir + "/lab";
+  const std::string task = "recall_at:vocab=32,context=32,min_distance=2,max_distance=31";
+  const std::string attn = write_stack(dir, "attn_2", "attn", 2, 32, 32);
+  const std::string hsm_ab = write_stack(dir, "hsm_ab_4", "hsm_ab", 4, 32, 32);
+  grid_scored_by_one_run(lab, "--task " + task + " --model " + attn + " --model " + hsm_ab +
+                                  " --lr 0.001 --lr 0.003 --seeds 2 --steps 1 --batch 4 --size as_is --test-examples 32");
+  // Scores by hand: per model, lr and seed, (right, answers) at distances 3, 10, 15, 16 and 30.
+  // The best lr: attention 0.003, hsm_ab 0.001 (higher means).
+  auto counts = [](int model, int lr, int seed) {
+    std::map<int, std::pair<int, int>> c;
+    for (int d : {3, 10, 15, 16, 30}) {
+      const int answers = 4 + d % 3;
+      const int right = model == 1 ? (d <= 15 ? (lr == 0 ? answers - seed : 1) : 0) : (lr == 1 ? answers - 1 : seed);
+      c[d] = {right, answers};
+    }
+    return c;
+  };
+  std::map<std::string, std::map<int, std::pair<int, int>>> stored;
+  const std::vector<std::string> names = point_names(lab);
+  ASSERT_EQ(names.size(), 8u);
+  for (const std::string& name : names) {
+    const int model = name.find("m1_") == 0 ? 1 : 0;
+    const int lr = name.find("lr=0.003") != std::string::npos ? 1 : 0;
+    const int seed = name.find("seed=2") != std::string::npos ? 2 : 1;
+    const auto c = counts(model, lr, seed);
+    int right = 0, answers = 0;
+    for (const auto& [d, n] : c) {
+      right += n.first;
+      answers += n.second;
+    }
+    set_distance_score(lab, name, static_cast<double>(right) / answers, c);
+    stored[name] = c;
+  }
+  const auto cells = nlohmann::json::parse(shell("{ " + hsm("lab --out " + lab + " --table --json") + " 2>/dev/null; }").out)["cells"];
+  ASSERT_EQ(cells.size(), 2u);
+  ASSERT_EQ(cells[0]["best_lr"].get<double>(), 0.003);
+  ASSERT_EQ(cells[1]["best_lr"].get<double>(), 0.001);
+  const Result rep = shell(hsm("lab report " + lab));
+  ASSERT_EQ(rep.exit_code, 0) << rep.out;
+  const std::string md = read_file(lab + "/report.md"), svg = read_file(lab + "/report-distance.svg");
+  EXPECT_NE(md.find("report-distance.svg"), std::string::npos);
+  EXPECT_NE(read_file(lab + "/report.html").find("class=\"vref\""), std::string::npos) << "the figure inline";
+  // Each model's line: per distance, the pooled right / answers of its best lr's two seeds.
+  const std::map<std::string, std::string> best = {{"attn_2", "m0_attn_2,lr=0.003"}, {"hsm_ab_4", "m1_hsm_ab_4,lr=0.001"}};
+  for (const auto& [label, prefix] : best) {
+    const std::map<double, double> drawn = svg_points(svg, label);
+    ASSERT_EQ(drawn.size(), 5u) << label << "\n" << svg;
+    for (int d : {3, 10, 15, 16, 30}) {
+      const auto& s1 = stored.at(prefix + ",seed=1").at(d);
+      const auto& s2 = stored.at(prefix + ",seed=2").at(d);
+      const int right = s1.first + s2.first, answers = s1.second + s2.second;
+      EXPECT_NEAR(drawn.at(d), static_cast<double>(right) / answers, 5e-6) << label << " at " << d;
+      // The figure's numbers are in the page too: "0.xyz (right / answers)" in the model's column.
+      const size_t row = md.find("| " + std::to_string(d) + " | ");
+      ASSERT_NE(row, std::string::npos) << d;
+      const std::string line = md.substr(row, md.find('\n', row) - row);
+      EXPECT_NE(line.find("(" + std::to_string(right) + " / " + std::to_string(answers) + ")"), std::string::npos)
+          << label << ": " << line;
+    }
+  }
+  // The reach: hsm_ab's at 15 in its colour (the palette's second, #e69f00), attention's none.
+  EXPECT_NE(svg.find("<line class=\"vref\" data-x=\"15\""), std::string::npos) << svg;
+  const size_t reach = svg.find("<line class=\"vref\"");
+  EXPECT_NE(svg.substr(reach, svg.find('\n', reach) - reach).find("stroke=\"#e69f00\""), std::string::npos);
+  EXPECT_EQ(svg.find("<line class=\"vref\"", reach + 1), std::string::npos) << "attention reaches every distance";
+  EXPECT_NE(svg.find("hsm_ab_4 reaches 15 back"), std::string::npos);
+  EXPECT_NE(md.find("hsm_ab_4 (reach 15)"), std::string::npos);
+  EXPECT_NE(md.find("attn_2 (reach 31)"), std::string::npos);
+}
+
+// A weight-decay axis (MAD's best over lr x weight decay): each run trains at its point's weight
+// decay (its config says so), and the table and the report take the best over both axes.
+TEST(LabCli, AWeightDecayAxisReachesEveryRunAndTheTableTakesTheBestOverLrAndWd) {
+  const std::string dir = temp("lab_wd");
+  const std::string lab = dir + "/lab";
+  const Result r = shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " +
+                             write_config(dir) + " --lr 0.001 --lr 0.003 --weight-decay 0 --weight-decay 0.1 --seeds 1 "
+                             "--steps 2 --batch 4 --size as_is --test-examples 16 --jobs 2 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::vector<std::string> names = point_names(lab);
+  ASSERT_EQ(names.size(), 4u);
+  std::set<std::pair<double, double>> trained;
+  for (const std::string& name : names) {
+    const auto config = nlohmann::json::parse(read_file(lab + "/runs/" + name + "/config.json"));
+    const double lr = config["training"]["lr"].get<double>(), wd = config["training"]["weight_decay"].get<double>();
+    EXPECT_NE(name.find("weight_decay=" + std::string(wd == 0 ? "0.0" : "0.1")), std::string::npos) << name;
+    trained.insert({lr, wd});
+  }
+  EXPECT_EQ(trained, (std::set<std::pair<double, double>>{{0.001, 0}, {0.001, 0.1}, {0.003, 0}, {0.003, 0.1}}));
+  // The best: lr 0.001 with weight decay 0.1, neither axis' best alone (lr 0.003 wins at wd 0).
+  const std::map<std::pair<std::string, std::string>, double> scores = {
+      {{"0.001", "0.0"}, 0.25}, {{"0.001", "0.1"}, 0.75}, {{"0.003", "0.0"}, 0.5}, {{"0.003", "0.1"}, 0.125}};
+  for (const auto& [setting, accuracy] : scores)
+    set_score(lab, "lr=" + setting.first + ",weight_decay=" + setting.second, accuracy);
+  const auto cell = json_of("lab --out " + lab + " --table --json")["cells"][0];
+  EXPECT_EQ(cell["best_lr"].get<double>(), 0.001) << cell;
+  EXPECT_EQ(cell["best_weight_decay"].get<double>(), 0.1) << cell;
+  EXPECT_EQ(cell["mean"].get<double>(), 0.75) << cell;
+  EXPECT_EQ(cell["runs"], 4);
+  EXPECT_EQ(cell["expected_runs"], 4);
+  EXPECT_NE(read_file(lab + "/table.csv").find(",best_weight_decay\n"), std::string::npos);
+  ASSERT_EQ(shell(hsm("lab report " + lab)).exit_code, 0);
+  const std::string md = read_file(lab + "/report.md");
+  EXPECT_NE(md.find("--weight-decay 0 --weight-decay 0.1"), std::string::npos) << "the rerun command";
+  EXPECT_NE(md.find("weight decays {0, 0.1}"), std::string::npos);
+  EXPECT_NE(md.find("| 0.001 | 0.1 | 0.7500 |"), std::string::npos) << md;  // best lr, best wd, mean
+  // The same grid again continues it; another weight decay is another grid, refused.
+  expect_refusal("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " + write_config(dir) +
+                     " --lr 0.001 --lr 0.003 --weight-decay 0 --seeds 1 --steps 2 --batch 4 --size as_is "
+                     "--test-examples 16 --table",
+                 "holds another lab grid");
+  expect_refusal("lab --out " + dir + "/bad --weight-decay 0.1 --weight-decay 0.1 --dry-run", "--weight-decay 0.1 is given twice");
+}
+
+// MAD's protocol (Poli et al. 2024) as a named lab: six tasks, each at its baseline and at each
+// change of one difficulty setting (mad-lab's configs/tasks/*.yml), width 128, batch 128, lr {1e-4,
+// 5e-4, 1e-3} x weight decay {0, 0.1}, 12,800 training and 1,280 test examples; the estimate
+// printed and nothing written by --dry-run; --slurm writes its array job and its models.
+TEST(LabCli, TheMadProtocolIsPrintedWithItsGridAndEstimateBeforeAnythingRuns) {
+  const std::string dir = temp("lab_mad");
+  const auto j = json_of("lab --protocol mad --out " + dir + "/m --dry-run --json --jobs 2");
+  EXPECT_FALSE(fs::exists(dir + "/m")) << "a dry run writes nothing";
+  EXPECT_EQ(j["protocol"], "mad");
+  const auto tasks = j["tasks"].get<std::vector<std::string>>();
+  std::map<std::string, int> per_task;
+  for (const std::string& t : tasks) ++per_task[t.substr(0, t.find(':'))];
+  // The baseline and MAD's changes: in-context recall 1 + 3 vocabularies + 3 lengths + 4 training
+  // set sizes; noisy recall also 3 noise shares; selective copy 2 lengths and 3 copy counts;
+  // memorization 5 vocabularies.
+  EXPECT_EQ(per_task, (std::map<std::string, int>{{"in_context_recall", 11}, {"fuzzy_recall", 11},
+                                                  {"noisy_recall", 14}, {"selective_copy", 13},
+                                                  {"compress", 11}, {"memorize", 6}}));
+  EXPECT_EQ(tasks[0], "in_context_recall:vocab=16,context=128,train=12800");
+  for (const char* t : {"in_context_recall:vocab=128,context=128,train=12800",
+                        "in_context_recall:vocab=16,context=1024,train=12800",
+                        "in_context_recall:vocab=16,context=128,train=800",
+                        "noisy_recall:vocab=144,context=128,noise_vocab=16,noise=20,train=12800",
+                        "noisy_recall:vocab=32,context=128,noise_vocab=16,noise=80,train=12800",
+                        "selective_copy:vocab=16,context=256,copy=96,train=12800",
+                        "memorize:vocab=8192,context=32,train=256"})
+    EXPECT_NE(std::find(tasks.begin(), tasks.end(), t), tasks.end()) << t;
+  EXPECT_EQ(j["lrs"], nlohmann::json({1e-4, 5e-4, 1e-3}));
+  EXPECT_EQ(j["weight_decays"], nlohmann::json({0.0, 0.1}));
+  EXPECT_EQ(j["batch"], 128);
+  EXPECT_EQ(j["test_examples"], 1280);
+  EXPECT_EQ(j["seeds"], 1);
+  EXPECT_EQ(j["runs"], 66 * 3 * 3 * 2);
+  std::set<int64_t> widths;
+  std::set<double> wds;
+  for (const auto& p : j["points"]) {
+    widths.insert(p["d_model"].get<int64_t>());
+    wds.insert(p["weight_decay"].get<double>());
+  }
+  EXPECT_EQ(widths, (std::set<int64_t>{128}));
+  EXPECT_EQ(wds, (std::set<double>{0, 0.1}));
+  EXPECT_GT(j["cpu_seconds"].get<double>(), 0);
+  EXPECT_NEAR(j["wall_seconds_on_jobs"].get<double>(), j["cpu_seconds"].get<double>() / 2, 1e-6);
+  const Result text = shell(hsm("lab --protocol mad --out " + dir + "/m --dry-run"));
+  EXPECT_NE(text.out.find("protocol mad: 66 task(s) x 3 model(s) x 3 learning rate(s) x 2 weight decay(s) x 1 seed(s) = 1188 runs"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("weight decays {0, 0.1}"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("estimated CPU time"), std::string::npos) << text.out;
+  expect_refusal("lab --protocol mad --out " + dir + "/m --weight-decay 0 --dry-run", "--protocol mad sets the grid");
+  const Result slurm = shell(hsm("lab --protocol mad --out " + dir + "/m --slurm --device cuda"));
+  ASSERT_EQ(slurm.exit_code, 0) << slurm.out;
+  EXPECT_NE(slurm.out.find("estimated CPU time"), std::string::npos) << slurm.out;
+  EXPECT_NE(read_file(dir + "/m/sweep.sbatch").find("#SBATCH --array=0-1187"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir + "/m/models/mad_hybrid.json"));
+  const auto spec = nlohmann::json::parse(read_file(dir + "/m/sweep.json"))["spec"];
+  EXPECT_EQ(spec["axes"]["train.weight_decay"], nlohmann::json({0.0, 0.1}));
+  EXPECT_EQ(spec["train"]["device"], "cuda");
+  EXPECT_TRUE(spec["train"]["cosine"].get<bool>());
+}
+
+// MAD's figure (issue 50): a task swept over its difficulty settings (a baseline and changes of
+// one setting each) is drawn as accuracy against each setting, one line per model, and scored as
+// the mean over its settings.
+TEST(LabCli, TheReportDrawsAccuracyAgainstEachDifficultySettingAndMadsMean) {
+  const std::string dir = temp("lab_difficulty");
+  const std::string lab = dir + "/lab";
+  const std::vector<std::string> tasks = {"mqar:vocab=64,pairs=2,context=16", "mqar:vocab=64,pairs=2,context=32",
+                                          "mqar:vocab=64,pairs=4,context=16", "mqar:vocab=64,pairs=2,context=48"};
+  std::string args;
+  for (const std::string& t : tasks) args += " --task " + t;
+  grid_scored_by_one_run(lab, args + " --model " + write_stack(dir, "a", "attn", 2, 64, 16) + " --model " +
+                                  write_stack(dir, "h", "hsm_ab", 2, 64, 16) +
+                                  " --lr 0.003 --seeds 1 --steps 1 --batch 4 --size as_is --test-examples 8");
+  // Accuracy by hand: task t, model m -> (t + 1) / 8 + m / 16.
+  const std::vector<std::string> names = point_names(lab);
+  ASSERT_EQ(names.size(), 8u);
+  auto accuracy = [](size_t t, int m) { return static_cast<double>(t + 1) / 8 + m / 16.0; };
+  for (const std::string& name : names)
+    set_score(lab, name, accuracy(std::stoul(name.substr(1, 1)), name.find(",m1_") != std::string::npos ? 1 : 0));
+  ASSERT_EQ(shell(hsm("lab report " + lab)).exit_code, 0);
+  const std::string svg = read_file(lab + "/report-difficulty.svg"), md = read_file(lab + "/report.md");
+  // Two panels: context (16, 32, 48: tasks 0, 1, 3) and pairs (2, 4: tasks 0, 2).
+  EXPECT_NE(svg.find("mqar: context"), std::string::npos);
+  EXPECT_NE(svg.find("mqar: pairs"), std::string::npos);
+  const std::map<double, double> a = svg_points(svg, "a"), h = svg_points(svg, "h");
+  // svg_points keys by x: the context panel's 16, 32, 48 and the pairs panel's 2, 4.
+  EXPECT_EQ(a, (std::map<double, double>{{2, accuracy(0, 0)}, {4, accuracy(2, 0)}, {16, accuracy(0, 0)},
+                                         {32, accuracy(1, 0)}, {48, accuracy(3, 0)}}));
+  EXPECT_EQ(h, (std::map<double, double>{{2, accuracy(0, 1)}, {4, accuracy(2, 1)}, {16, accuracy(0, 1)},
+                                         {32, accuracy(1, 1)}, {48, accuracy(3, 1)}}));
+  // MAD's score: the mean over the four settings.
+  char mean_a[16], mean_h[16];
+  std::snprintf(mean_a, sizeof mean_a, "%.3f", (accuracy(0, 0) + accuracy(1, 0) + accuracy(2, 0) + accuracy(3, 0)) / 4);
+  std::snprintf(mean_h, sizeof mean_h, "%.3f", (accuracy(0, 1) + accuracy(1, 1) + accuracy(2, 1) + accuracy(3, 1)) / 4);
+  EXPECT_NE(md.find(std::string("| mqar | 4 | ") + mean_a + " | " + mean_h + " |"), std::string::npos) << md;
 }

@@ -740,10 +740,7 @@ QVector<PlotSeries> LabView::reachLines(const QVector<PlotSeries>& curves, const
       if (qstr(r.model) != curve.name) continue;
       int64_t reach = -1;
       try {
-        const hsm::ReceptiveField field = hsm::receptive_field(hsm::read_run_info(r.run_dir).model);
-        const std::vector<bool>& last = field.reachable.back();
-        for (int64_t k = 0; k < static_cast<int64_t>(last.size()); ++k)
-          if (last[static_cast<size_t>(k)]) reach = k;
+        reach = hsm::model_reach(hsm::read_run_info(r.run_dir).model);  // the lab report's reach too
       } catch (const std::exception&) {
         continue;  // a run folder removed since: another run of the model may say
       }

@@ -23,6 +23,8 @@ struct LabGrid {
   std::vector<std::string> tasks;   // task specs (hsm/tasks.h)
   std::vector<std::string> models;  // preset names or config files
   std::vector<double> lrs;
+  // Weight decays as an axis (train.weight_decay; MAD's {0, 0.1}); empty: none, every run at 0.
+  std::vector<double> weight_decays;
   int64_t seeds = 1;                // training seeds 1..seeds (the data seed is the task's)
   int64_t steps = 300, batch = 32;
   std::string size = "lab";         // "lab" / "tiny": model_at_size() of each; "as_is": the model as given
@@ -41,16 +43,21 @@ LabGrid default_lab_grid();
 // for the user to tick.
 std::vector<std::string> lab_task_choices();
 
-// The runs of a lab: tasks x models x learning rates x seeds (the one place this is written).
+// The runs of a lab: tasks x models x learning rates x weight decays x seeds (the one place this
+// is written).
 int64_t lab_run_count(const LabGrid& grid);
+// The optimiser settings a cell chooses its best among: learning rates x weight decays (MAD's
+// "best run counts"; the at-chance test's Bonferroni k).
+size_t lab_optimiser_settings(const LabGrid& grid);
 
-// The grid spec of a lab (hsm/sweep.h): axes task, model, train.lr and seed; its models at lab
+// The grid spec of a lab (hsm/sweep.h): axes task, model, train.lr, train.weight_decay (when the
+// grid has weight decays) and seed; its models at lab
 // size (or as they are); each run's learning rate decaying to a tenth; scored on test_examples.
 std::string lab_spec_json(const LabGrid& grid);
 
 // ---- Named protocols (docs/lab.md, "Protocols"): a published grid as a lab.
 
-// The protocols `hsm lab --protocol` knows: "zoology".
+// The protocols `hsm lab --protocol` knows: "zoology", "mad".
 std::vector<std::string> lab_protocols();
 
 struct LabProtocol {
@@ -87,7 +94,7 @@ Sweep lab_sweep(const LabGrid& grid, const std::map<std::string, std::string>& m
 
 struct LabRun {
   std::string task, model, run_dir;
-  double lr = 0;
+  double lr = 0, weight_decay = 0;
   int64_t seed = 0, steps = 0;
   double wall_s = 0;
   TaskScore score;  // on fresh test examples
@@ -97,15 +104,17 @@ struct LabRun {
 // protocol"; the tests are hsm/lab_stats.h's).
 struct LabCell {
   std::string task, model;
-  double best_lr = 0;  // the learning rate whose mean answer accuracy over seeds is highest (the first on a tie)
-  double answer_accuracy = NAN, sequence_accuracy = NAN;  // mean over seeds at best_lr
-  std::vector<double> seed_accuracy;                      // answer accuracy per seed at best_lr
+  // The learning rate and weight decay whose mean answer accuracy over seeds is highest (the first
+  // in the grid's order on a tie): MAD's best over lr x weight decay.
+  double best_lr = 0, best_weight_decay = 0;
+  double answer_accuracy = NAN, sequence_accuracy = NAN;  // mean over seeds at the best setting
+  std::vector<double> seed_accuracy;                      // answer accuracy per seed at the best setting
   double answer_sd = NAN;      // sample standard deviation of seed_accuracy (n - 1); NaN for one seed
   int64_t n = 0;               // seeds scored at best_lr
   int64_t right = 0, answers = 0;  // the test answers at best_lr, pooled over its seeds
   double chance = NAN;         // the task's chance rate, 1 / its answer tokens (Task::chance)
   // One-sided exact binomial test of right of answers against chance: at_chance when its p-value
-  // is at least kChanceAlpha / (the grid's learning rates).
+  // is at least kChanceAlpha / (the grid's optimiser settings, lab_optimiser_settings).
   double p_above_chance = NAN;
   bool at_chance = false;
   bool best = false;           // the highest mean of its task's row (the first on a tie)
@@ -116,7 +125,7 @@ struct LabCell {
   double p_below_best = NAN;
   bool tied_with_best = false;
   int64_t runs = 0;                                       // finished runs of the cell (all lrs)
-  int64_t expected_runs = 0;                              // the grid's runs of the cell (lrs x seeds)
+  int64_t expected_runs = 0;                              // the grid's runs of the cell (lrs x wds x seeds)
   bool finished() const { return runs >= expected_runs; }
 };
 

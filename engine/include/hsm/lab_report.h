@@ -5,11 +5,13 @@
 // the figures (SVG: answer accuracy per task per model with the chance line; accuracy against
 // learning rate; MQAR accuracy against model width when the lab has a width axis), the exact
 // settings, each run's score, and the command that reruns it. Plain C++.
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "hsm/lab.h"
+#include "hsm/svg_plot.h"
 
 namespace hsm {
 
@@ -18,6 +20,46 @@ struct LabReport {
   std::string html;      // the figures inline: one file
   std::vector<std::pair<std::string, std::string>> figures;  // file name -> SVG text
 };
+
+// The figure "accuracy against key-query distance" (issue 50: the why of hsm_ab's edge): one
+// panel per task whose answers carry a distance (Task::answers_carry_distance: recall_at, mqar),
+// one line per model, its runs at the cell's best learning rate (and weight decay) pooled over
+// seeds; each model's reach (model_reach of its point's model) a dashed vertical line in its
+// colour when it lies inside the distances drawn. Tasks with no scored run yet have no panel.
+struct LabDistanceSeries {
+  std::string model;
+  std::map<int64_t, std::pair<int64_t, int64_t>> counts;  // distance -> (right, answers)
+  int64_t reach = -1;                                      // model_reach; -1: the model is unknown
+};
+struct LabDistancePanel {
+  std::string task;
+  std::vector<LabDistanceSeries> series;  // one per model, in the grid's order
+  SvgPanel panel;                         // what the figure draws of them
+};
+std::vector<LabDistancePanel> lab_distance_panels(const Lab& lab, const std::vector<LabCell>& cells,
+                                                  const std::vector<LabRun>& runs);
+
+// MAD's figure (issue 50): accuracy against each task's difficulty setting. The grid's tasks of one
+// name form a family whose first is its baseline; a task that differs from the baseline in one
+// setting (seed aside) is a change of that setting (MAD's design: each change varies one). One
+// panel per family and changed setting: x the setting's value (the baseline's among them), one
+// line per model, y its cell's mean answer accuracy (best over lr and weight decay).
+struct LabDifficultyPanel {
+  std::string family, setting;  // "in_context_recall", "vocab"
+  std::vector<size_t> tasks;    // the grid's task indices drawn, in x order
+  std::vector<int64_t> values;  // the setting's value of each
+  SvgPanel panel;
+};
+std::vector<LabDifficultyPanel> lab_difficulty_panels(const Lab& lab, const std::vector<LabCell>& cells);
+
+// MAD's score per task family and model: the mean over the family's settings (every grid task of
+// that name) of the cells' mean answer accuracy. NaN while a cell of the family has no run scored.
+struct LabFamilyScore {
+  std::string family, model;
+  double mean = NAN;
+  int64_t settings = 0, scored = 0;  // the family's tasks; those with a scored cell
+};
+std::vector<LabFamilyScore> lab_family_scores(const Lab& lab, const std::vector<LabCell>& cells);
 
 // The report of `lab` as it stands (unfinished cells say so). figure_stem: the figures' file
 // names start with it ("report" -> report-accuracy.svg); version: hsm's.

@@ -26,4 +26,10 @@ struct ReceptiveField {
 
 ReceptiveField receptive_field(const ModelConfig& config);
 
+// The model's reach: the farthest offset k (0..context-1) that reaches an output position
+// after its last layer (HSM §3: a 4-layer hsm_ab shifting by 1, 2, 4, 8 reaches 15; attention
+// context - 1). An answer whose token sits further back than this cannot be read, whatever the
+// training: the line the lab report draws on accuracy against key-query distance.
+int64_t model_reach(const ModelConfig& config);
+
 }  // namespace hsm

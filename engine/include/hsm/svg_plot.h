@@ -21,11 +21,18 @@ struct SvgRefLine {
   std::string label;  // "chance 0.016"
 };
 
+struct SvgVLine {
+  double x = NAN;
+  std::string label;  // "hsm_ab reaches 15 back"
+  int colour = -1;    // the palette index of the series it belongs to; -1: grey
+};
+
 struct SvgPanel {
   std::string title, x_label, y_label;
   std::vector<std::string> categories;  // not empty: a bar chart, a group of bars per category
   std::vector<SvgSeries> series;
   std::vector<SvgRefLine> lines;        // dashed horizontal lines
+  std::vector<SvgVLine> vlines;         // a line plot's dashed vertical lines (a model's reach), class "vref"
   bool log_x = false;                   // a line plot's x on a log scale (learning rates, widths)
   double y_min = 0, y_max = 1;
 };

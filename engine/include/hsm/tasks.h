@@ -39,6 +39,11 @@ struct TaskExample {
   std::vector<int32_t> tokens, targets;
   std::vector<uint8_t> mask;
   int64_t difficulty = -1;  // recall_at: the distance this example asks about; -1: none
+  // Per position, the key-query distance of the answer there (mqar: a window's answers each sit at
+  // their own distance; 0 where no answer). Empty: every answer is at `difficulty`.
+  std::vector<int32_t> distance;
+  // The difficulty (distance) of the answer at position t: distance[t], else difficulty.
+  int64_t answer_difficulty(size_t t) const { return distance.empty() ? difficulty : distance[t]; }
 };
 
 // Which examples: train (what training draws), validation (what training scores) and test
@@ -77,6 +82,10 @@ class Task {
   // guesser that knows which tokens can be answers but not which one is right scores
   // chance() = 1 / answer_tokens() (the lab's "at chance" test, docs/lab.md).
   virtual int64_t answer_tokens() const = 0;
+  // True when a scored answer's difficulty is its key-query distance (recall_at, mqar): the score's
+  // by_difficulty is then accuracy against distance, and a model's receptive field bounds it (the
+  // lab report's distance figure). parity and permutation record their length instead.
+  virtual bool answers_carry_distance() const { return false; }
   double chance() const { return 1.0 / static_cast<double>(answer_tokens()); }
   int64_t vocab_size() const { return get("vocab"); }
   int64_t context() const { return get("context"); }
@@ -147,7 +156,9 @@ struct TaskScore {
   double answer_accuracy = NAN;    // answer tokens predicted exactly (top-1)
   double sequence_accuracy = NAN;  // examples whose every answer is right
   int64_t answers = 0, examples = 0;
-  // recall_at: distance -> (right, answers), for accuracy against distance.
+  // An answer's difficulty (TaskExample::answer_difficulty) -> (right, answers): accuracy against
+  // key-query distance for recall_at and mqar (Task::answers_carry_distance), against length for
+  // parity and permutation.
   std::map<int64_t, std::pair<int64_t, int64_t>> by_difficulty;
 };
 

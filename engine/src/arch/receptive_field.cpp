@@ -48,6 +48,15 @@ ReceptiveField receptive_field(const ModelConfig& config) {
   return rf;
 }
 
+int64_t model_reach(const ModelConfig& config) {
+  const ReceptiveField rf = receptive_field(config);
+  int64_t reach = 0;
+  if (!rf.reachable.empty())
+    for (int64_t k = 0; k < rf.context; ++k)
+      if (rf.reachable.back()[static_cast<size_t>(k)]) reach = k;
+  return reach;
+}
+
 std::vector<int64_t> ReceptiveField::offsets(size_t layer, int64_t t) const {
   std::vector<int64_t> out;
   const auto& r = reachable.at(layer);

@@ -67,7 +67,7 @@ TaskScore TaskData::score(Gpt& model, TaskSplit split, int64_t count, int64_t ba
       const auto e = static_cast<size_t>(rp[a] / T);
       if (hp[a]) ++right;
       else ++missed[e];
-      const int64_t d = examples[e].difficulty;
+      const int64_t d = examples[e].answer_difficulty(static_cast<size_t>(rp[a] % T));
       if (d >= 0) {
         auto& cell = s.by_difficulty[d];
         cell.first += hp[a] ? 1 : 0;

@@ -98,13 +98,16 @@ void draw_bars(std::ostringstream& s, const SvgPanel& p, const Box& b) {
 
 void draw_lines(std::ostringstream& s, const SvgPanel& p, const Box& b) {
   double lo = INFINITY, hi = -INFINITY;
+  auto extend = [&](double x) {
+    if (std::isfinite(x) && (!p.log_x || x > 0)) {
+      const double v = p.log_x ? std::log10(x) : x;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  };
   for (const SvgSeries& ser : p.series)
-    for (double x : ser.x)
-      if (std::isfinite(x) && (!p.log_x || x > 0)) {
-        const double v = p.log_x ? std::log10(x) : x;
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
-      }
+    for (double x : ser.x) extend(x);
+  for (const SvgVLine& v : p.vlines) extend(v.x);
   if (!std::isfinite(lo)) return;
   if (hi == lo) {
     lo -= 0.5;
@@ -119,10 +122,23 @@ void draw_lines(std::ostringstream& s, const SvgPanel& p, const Box& b) {
   for (const SvgSeries& ser : p.series) xs.insert(xs.end(), ser.x.begin(), ser.x.end());
   std::sort(xs.begin(), xs.end());
   xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  for (double x : xs) {
+  // Many x values (distances 2..63): every k-th labelled, so that the labels do not overlap.
+  const size_t every = xs.size() > 12 ? (xs.size() + 9) / 10 : 1;
+  for (size_t i = 0; i < xs.size(); i += every) {
+    const double x = xs[i];
     if (!std::isfinite(x) || (p.log_x && x <= 0)) continue;
     s << "<text x=\"" << num(x_pos(x)) << "\" y=\"" << num(b.y0 + b.h + 12) << "\" text-anchor=\"middle\" "
       << "font-size=\"9\">" << tick_text(x) << "</text>\n";
+  }
+  for (const SvgVLine& v : p.vlines) {
+    if (!std::isfinite(v.x) || (p.log_x && v.x <= 0)) continue;
+    const std::string colour = v.colour >= 0 ? svg_colour(v.colour) : "#555";
+    const double x = x_pos(v.x);
+    s << "<line class=\"vref\" data-x=\"" << tick_text(v.x) << "\" x1=\"" << num(x) << "\" y1=\"" << num(b.y0)
+      << "\" x2=\"" << num(x) << "\" y2=\"" << num(b.y0 + b.h) << "\" stroke=\"" << colour
+      << "\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\n";
+    s << "<text x=\"" << num(x + 3) << "\" y=\"" << num(b.y0 + 10) << "\" font-size=\"9\" fill=\"" << colour << "\">"
+      << xml_escape(v.label) << "</text>\n";
   }
   for (size_t k = 0; k < p.series.size(); ++k) {
     const SvgSeries& ser = p.series[k];

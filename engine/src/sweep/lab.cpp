@@ -26,7 +26,8 @@ using ojson = nlohmann::ordered_json;
 nlohmann::json grid_json(const LabGrid& g) {
   return {{"tasks", g.tasks}, {"models", g.models}, {"lrs", g.lrs},   {"seeds", g.seeds},
           {"steps", g.steps}, {"batch", g.batch},   {"size", g.size}, {"test_examples", g.test_examples},
-          {"device", g.device}, {"protocol", g.protocol}, {"stop_accuracy", g.stop_accuracy}};
+          {"device", g.device}, {"protocol", g.protocol}, {"stop_accuracy", g.stop_accuracy},
+          {"weight_decays", g.weight_decays}};
 }
 
 // Exact (issue 46): 0.003 and 0.0030000001 never share a run folder.
@@ -56,6 +57,9 @@ void check_grid(const LabGrid& g) {
   refuse_repeats(g.tasks, "--task", [](const std::string& t) { return t; });
   refuse_repeats(g.models, "--model", [](const std::string& m) { return m; });
   refuse_repeats(g.lrs, "--lr", lr_text);
+  refuse_repeats(g.weight_decays, "--weight-decay", lr_text);
+  for (double wd : g.weight_decays)
+    if (!(wd >= 0 && wd < 1)) throw std::invalid_argument("--weight-decay " + lr_text(wd) + ": use 0 to below 1");
   for (const std::string& t : g.tasks) parse_task(t);  // a bad task is named before anything runs
 }
 
@@ -96,8 +100,10 @@ std::vector<std::string> lab_task_choices() {
 }
 
 int64_t lab_run_count(const LabGrid& g) {
-  return static_cast<int64_t>(g.tasks.size() * g.models.size() * g.lrs.size()) * g.seeds;
+  return static_cast<int64_t>(g.tasks.size() * g.models.size() * lab_optimiser_settings(g)) * g.seeds;
 }
+
+size_t lab_optimiser_settings(const LabGrid& g) { return g.lrs.size() * std::max<size_t>(1, g.weight_decays.size()); }
 
 std::string lab_spec_json(const LabGrid& g) {
   std::vector<int64_t> seeds;
@@ -106,13 +112,14 @@ std::string lab_spec_json(const LabGrid& g) {
   axes["task"] = g.tasks;
   axes["model"] = g.models;
   axes["train.lr"] = g.lrs;
+  if (!g.weight_decays.empty()) axes["train.weight_decay"] = g.weight_decays;
   axes["seed"] = seeds;
   ojson train = ojson::object();
   train["steps"] = g.steps;
   train["batch_size"] = g.batch;
   train["warmup_steps"] = g.steps / 10;
   train["cosine"] = true;
-  train["weight_decay"] = 0.0;  // MAD's grid has 0 and 0.1; 0 at this budget
+  train["weight_decay"] = 0.0;  // unless an axis: MAD's grid has 0 and 0.1 (--weight-decay, --protocol mad)
   // With early stopping a run is validated more often: it stops closer to where it got there.
   train["eval_every"] = std::max<int64_t>(50, g.steps / (g.stop_accuracy > 0 ? 10 : 6));
   train["eval_batches"] = 4;
@@ -133,31 +140,114 @@ std::string lab_spec_json(const LabGrid& g) {
 
 // ---- Named protocols.
 
-std::vector<std::string> lab_protocols() { return {"zoology"}; }
+std::vector<std::string> lab_protocols() { return {"zoology", "mad"}; }
 
 namespace {
 
-// Two layers of `mixer` at width d, no MLP (FFN 1), dropout 0: Zoology's MQAR models (its
-// state mixer is the identity). The vocabulary and context are the task's (a lab's model takes
-// them).
-std::string two_layer_config(const std::string& name, const std::string& mixer, int64_t heads, int64_t d,
-                             const std::string& init) {
+// A protocol's model at width d, dropout 0. The vocabulary and context are the task's (a lab's
+// model takes them).
+std::string protocol_config(const std::string& name, const std::string& description, int64_t d,
+                            const std::vector<LayerSpec>& layers, const std::string& init) {
   ModelConfig m;
   m.name = name;
-  m.description = "Zoology MQAR model (Arora et al. 2023): 2 layers of " + mixer + " at d " + std::to_string(d) +
-                  ", no MLP";
+  m.description = description;
   m.vocab_size = 8192;
   m.d_model = d;
   m.context = 64;
   m.dropout = 0;
   m.init = init;
-  m.layers = {LayerSpec{mixer, 1, heads}, LayerSpec{mixer, 1, heads}};
+  m.layers = layers;
   return to_json(m);
+}
+
+// Two layers of `mixer` at width d, no MLP (FFN 1): Zoology's MQAR models (its state mixer is the
+// identity).
+std::string two_layer_config(const std::string& name, const std::string& mixer, int64_t heads, int64_t d,
+                             const std::string& init) {
+  return protocol_config(name, "Zoology MQAR model (Arora et al. 2023): 2 layers of " + mixer + " at d " +
+                                   std::to_string(d) + ", no MLP",
+                         d, {LayerSpec{mixer, 1, heads}, LayerSpec{mixer, 1, heads}}, init);
+}
+
+// MAD's benchmark (Poli et al. 2024; athms/mad-lab mad/configs.py make_benchmark_mad_configs and
+// configs/tasks/*.yml): each task at its baseline setting and at each change of one setting from
+// it (the difficulty settings), in our tasks' terms (docs/lab.md, "Protocols").
+struct MadTask {
+  std::string name, baseline;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> changes;
+};
+
+std::vector<MadTask> mad_tasks() {
+  const std::vector<int64_t> train = {6400, 3200, 1600, 800};
+  return {
+      {"in_context_recall", "vocab=16,context=128,train=12800",
+       {{"vocab", {32, 64, 128}}, {"context", {256, 512, 1024}}, {"train", train}}},
+      {"fuzzy_recall", "vocab=16,context=128,key_size=3,value_size=3,train=12800",
+       {{"vocab", {32, 64, 128}}, {"context", {256, 512, 1024}}, {"train", train}}},
+      {"noisy_recall", "vocab=32,context=128,noise_vocab=16,noise=20,train=12800",
+       {{"vocab", {48, 80, 144}}, {"context", {256, 512, 1024}}, {"train", train}, {"noise", {40, 60, 80}}}},
+      {"selective_copy", "vocab=16,context=256,copy=16,train=12800",
+       {{"vocab", {32, 64, 128}}, {"context", {512, 1024}}, {"train", train}, {"copy", {32, 64, 96}}}},
+      // MAD's seq_len L of compression is L - 1 tokens and the compression token; here they are
+      // asked back in the same window: context 2L - 1.
+      {"compress", "vocab=16,context=63,train=12800",
+       {{"vocab", {32, 64, 128}}, {"context", {127, 255, 511}}, {"train", train}}},
+      {"memorize", "vocab=256,context=32,train=256", {{"vocab", {512, 1024, 2048, 4096, 8192}}}},
+  };
+}
+
+// "name:a=1,b=2" with key's value replaced.
+std::string with_setting(const std::string& name, const std::string& settings, const std::string& key, int64_t value) {
+  std::string out, item;
+  std::istringstream in(settings);
+  while (std::getline(in, item, ','))
+    out += (out.empty() ? "" : ",") +
+           (item.rfind(key + "=", 0) == 0 ? key + "=" + std::to_string(value) : item);
+  return name + ":" + out;
+}
+
+LabProtocol mad_protocol(const std::string& dir) {
+  LabProtocol p;
+  p.summary = "MAD's benchmark (Poli et al. 2024): six tasks, each at its baseline and at every change of one "
+              "difficulty setting; width 128, batch 128, AdamW with a cosine schedule, 12,800 training and 1,280 "
+              "test examples, lr {1e-4, 5e-4, 1e-3} x weight decay {0, 0.1}, the best run counts; a task's score "
+              "the mean over its settings";
+  LabGrid& g = p.grid;
+  g.protocol = "mad";
+  for (const MadTask& t : mad_tasks()) {
+    g.tasks.push_back(t.name + ":" + t.baseline);
+    for (const auto& [key, values] : t.changes)
+      for (int64_t v : values) g.tasks.push_back(with_setting(t.name, t.baseline, key, v));
+  }
+  // MAD's models: two blocks of (sequence mixer, MLP) at width 128 (benchmark.py's default:
+  // mh-attention, swiglu, mh-attention, swiglu; mh-attention's 16 heads); here an FFN of 4 x 128.
+  const fs::path models = fs::weakly_canonical(fs::absolute(dir)) / "models";
+  constexpr int64_t kWidth = 128, kFfn = 4 * kWidth;
+  const LayerSpec attn{"attn", kFfn, 16}, hsm{"hsm_ab", kFfn, 1};
+  for (const auto& [label, layers] : std::vector<std::pair<std::string, std::vector<LayerSpec>>>{
+           {"attn", {attn, attn}}, {"hsm_ab", {hsm, hsm}}, {"hybrid", {hsm, attn}}}) {
+    const std::string model = "mad_" + label;
+    const std::string file = (models / (model + ".json")).string();
+    g.models.push_back(file);
+    p.model_files[file] = protocol_config(model, "MAD model (Poli et al. 2024): 2 blocks of mixer and MLP at width 128 (" +
+                                                     layers[0].mixer + ", " + layers[1].mixer + ")",
+                                          kWidth, layers, "gpt2");
+  }
+  g.lrs = {1e-4, 5e-4, 1e-3};
+  g.weight_decays = {0.0, 0.1};
+  g.seeds = 1;
+  g.batch = 128;
+  g.steps = 200 * 12800 / 128;  // MAD's 200 epochs of its 12,800 examples
+  g.size = "as_is";
+  g.test_examples = 1280;
+  g.stop_accuracy = 0;  // MAD trains every run to the end
+  return p;
 }
 
 }  // namespace
 
 LabProtocol lab_protocol(const std::string& name, const std::string& dir) {
+  if (name == "mad") return mad_protocol(dir);
   if (name != "zoology") {
     std::string known;
     for (const std::string& p : lab_protocols()) known += (known.empty() ? "" : ", ") + p;
@@ -264,15 +354,18 @@ namespace {
 LabGrid grid_of(const std::string& dir, const Sweep& sweep) {
   const nlohmann::json spec = nlohmann::json::parse(sweep.spec_json);
   const nlohmann::json axes = spec.value("axes", nlohmann::json::object());
-  const bool lab = axes.is_object() && axes.size() == 4 && axes.contains("task") && axes.contains("model") &&
-                   axes.contains("train.lr") && axes.contains("seed") && spec.contains("test_examples");
+  const bool wd = axes.is_object() && axes.contains("train.weight_decay");
+  const bool lab = axes.is_object() && axes.size() == (wd ? 5u : 4u) && axes.contains("task") &&
+                   axes.contains("model") && axes.contains("train.lr") && axes.contains("seed") &&
+                   spec.contains("test_examples");
   if (!lab)
     throw std::invalid_argument("'" + dir + "' holds a sweep, not a lab (its axes are not task, model, train.lr, "
-                                "seed); see it with hsm sweep table " + dir);
+                                "[train.weight_decay,] seed); see it with hsm sweep table " + dir);
   LabGrid g;
   g.tasks = axes["task"].get<std::vector<std::string>>();
   g.models = axes["model"].get<std::vector<std::string>>();
   g.lrs = axes["train.lr"].get<std::vector<double>>();
+  if (wd) g.weight_decays = axes["train.weight_decay"].get<std::vector<double>>();
   g.seeds = static_cast<int64_t>(axes["seed"].size());
   const nlohmann::json train = spec.value("train", nlohmann::json::object());
   g.steps = train.value("steps", g.steps);
@@ -311,6 +404,7 @@ std::vector<LabRun> Lab::results(std::vector<std::string>* warnings) const {
     r.model = p.model_source;
     r.run_dir = sweep_run_dir(dir_, p);
     r.lr = p.train.lr;
+    r.weight_decay = p.train.weight_decay;
     r.seed = static_cast<int64_t>(p.train.seed);
     r.steps = p.train.steps;
     r.wall_s = s.wall_s;
@@ -368,39 +462,44 @@ std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const {
       LabCell c;
       c.task = task;
       c.model = model;
-      c.expected_runs = static_cast<int64_t>(grid_.lrs.size()) * grid_.seeds;
-      for (double lr : grid_.lrs) {
-        std::vector<double> acc;
-        double seq = 0;
-        int64_t right = 0, answers = 0;
-        for (const LabRun& r : runs)
-          if (r.task == task && r.model == model && r.lr == lr && std::isfinite(r.score.answer_accuracy)) {
-            acc.push_back(r.score.answer_accuracy);
-            seq += r.score.sequence_accuracy;
-            right += std::llround(r.score.answer_accuracy * static_cast<double>(r.score.answers));
-            answers += r.score.answers;
-            ++c.runs;
+      c.expected_runs = static_cast<int64_t>(lab_optimiser_settings(grid_)) * grid_.seeds;
+      const std::vector<double> wds = grid_.weight_decays.empty() ? std::vector<double>{0.0} : grid_.weight_decays;
+      for (double lr : grid_.lrs)
+        for (double wd : wds) {
+          std::vector<double> acc;
+          double seq = 0;
+          int64_t right = 0, answers = 0;
+          for (const LabRun& r : runs)
+            if (r.task == task && r.model == model && r.lr == lr && r.weight_decay == wd &&
+                std::isfinite(r.score.answer_accuracy)) {
+              acc.push_back(r.score.answer_accuracy);
+              seq += r.score.sequence_accuracy;
+              right += std::llround(r.score.answer_accuracy * static_cast<double>(r.score.answers));
+              answers += r.score.answers;
+              ++c.runs;
+            }
+          if (acc.empty()) continue;
+          const SeedStats st = seed_stats(acc);
+          // MAD's rule: the learning rate (and weight decay) whose mean over the seeds is best (the
+          // first on a tie).
+          if (c.n == 0 || st.mean > c.answer_accuracy) {
+            c.best_lr = lr;
+            c.best_weight_decay = wd;
+            c.answer_accuracy = st.mean;
+            c.answer_sd = st.sd;
+            c.n = st.n;
+            c.sequence_accuracy = seq / static_cast<double>(acc.size());
+            c.seed_accuracy = acc;
+            c.right = right;
+            c.answers = answers;
           }
-        if (acc.empty()) continue;
-        const SeedStats st = seed_stats(acc);
-        // MAD's rule: the learning rate whose mean over the seeds is best (the first on a tie).
-        if (c.n == 0 || st.mean > c.answer_accuracy) {
-          c.best_lr = lr;
-          c.answer_accuracy = st.mean;
-          c.answer_sd = st.sd;
-          c.n = st.n;
-          c.sequence_accuracy = seq / static_cast<double>(acc.size());
-          c.seed_accuracy = acc;
-          c.right = right;
-          c.answers = answers;
         }
-      }
       cells.push_back(std::move(c));
     }
   for (size_t t = 0; t < grid_.tasks.size(); ++t) {
     std::vector<LabCell*> row;
     for (size_t m = 0; m < grid_.models.size(); ++m) row.push_back(&cells[t * grid_.models.size() + m]);
-    mark_row(row, parse_task(grid_.tasks[t])->chance(), grid_.lrs.size());
+    mark_row(row, parse_task(grid_.tasks[t])->chance(), lab_optimiser_settings(grid_));
   }
   return cells;
 }
@@ -412,7 +511,7 @@ void Lab::write_table_csv(const std::string& csv) const {
 std::string Lab::table_csv(const std::vector<LabCell>& cells) {
   std::ostringstream out;
   out << "task,model,best_lr,answer_accuracy,answer_sd,n,sequence_accuracy,seed_accuracies,right,answers,chance,"
-         "p_above_chance,at_chance,best,tie_test,p_below_best,tied_with_best,runs\n";
+         "p_above_chance,at_chance,best,tie_test,p_below_best,tied_with_best,runs,best_weight_decay\n";
   auto quoted = [](const std::string& s) { return "\"" + s + "\""; };
   auto number = [](double x) { return std::isfinite(x) ? number_text(x) : std::string(); };
   auto flag = [](const LabCell& c, bool b) { return c.n == 0 ? "" : b ? "1" : "0"; };
@@ -423,7 +522,8 @@ std::string Lab::table_csv(const std::vector<LabCell>& cells) {
         << number(c.answer_accuracy) << "," << number(c.answer_sd) << "," << c.n << "," << number(c.sequence_accuracy)
         << "," << seeds << "," << c.right << "," << c.answers << "," << number(c.chance) << ","
         << number(c.p_above_chance) << "," << flag(c, c.at_chance) << "," << flag(c, c.best) << "," << c.tie_test
-        << "," << number(c.p_below_best) << "," << flag(c, c.tied_with_best) << "," << c.runs << "\n";
+        << "," << number(c.p_below_best) << "," << flag(c, c.tied_with_best) << "," << c.runs << ","
+        << (c.n > 0 ? lr_text(c.best_weight_decay) : "") << "\n";
   }
   return out.str();
 }

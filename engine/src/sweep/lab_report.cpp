@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "hsm/grid_workers.h"
+#include "hsm/receptive_field.h"
 #include "hsm/svg_plot.h"
 #include "hsm/tasks.h"
 
@@ -212,7 +213,165 @@ std::string task_title(const std::string& spec) {
   return title;
 }
 
+// The point that trains `model` on `task` (its model at the task's shape), or null.
+const SweepPoint* point_of(const Lab& lab, const std::string& task, const std::string& model) {
+  for (const SweepPoint& p : lab.sweep().points)
+    if (p.task == task && p.model_source == model) return &p;
+  return nullptr;
+}
+
 }  // namespace
+
+std::vector<LabDistancePanel> lab_distance_panels(const Lab& lab, const std::vector<LabCell>& cells,
+                                                  const std::vector<LabRun>& runs) {
+  const LabGrid& g = lab.grid();
+  const size_t M = g.models.size();
+  std::vector<LabDistancePanel> panels;
+  for (size_t t = 0; t < g.tasks.size(); ++t) {
+    const auto task = parse_task(g.tasks[t]);
+    if (!task->answers_carry_distance()) continue;
+    LabDistancePanel d;
+    d.task = g.tasks[t];
+    d.panel.title = task_title(g.tasks[t]);
+    d.panel.x_label = "key–query distance";
+    d.panel.y_label = "test answer accuracy";
+    d.panel.lines = {{task->chance(), "chance " + general(task->chance())}};
+    int64_t farthest = 0;
+    for (size_t m = 0; m < M; ++m) {
+      const LabCell& c = cells[t * M + m];
+      LabDistanceSeries ser;
+      ser.model = g.models[m];
+      // The cell's runs at its best learning rate (and weight decay), pooled over their seeds.
+      for (const LabRun& r : runs)
+        if (r.task == d.task && r.model == ser.model && c.n > 0 && r.lr == c.best_lr &&
+            r.weight_decay == c.best_weight_decay)
+          for (const auto& [dist, n] : r.score.by_difficulty) {
+            ser.counts[dist].first += n.first;
+            ser.counts[dist].second += n.second;
+          }
+      if (!ser.counts.empty()) farthest = std::max(farthest, ser.counts.rbegin()->first);
+      if (const SweepPoint* p = point_of(lab, d.task, ser.model)) ser.reach = model_reach(p->model);
+      d.series.push_back(ser);
+    }
+    if (farthest == 0) continue;  // no run scored yet
+    for (size_t m = 0; m < M; ++m) {
+      const LabDistanceSeries& ser = d.series[m];
+      SvgSeries line;
+      line.label = model_label(ser.model);
+      line.colour = static_cast<int>(m);
+      for (const auto& [dist, n] : ser.counts) {
+        line.x.push_back(static_cast<double>(dist));
+        line.y.push_back(n.second > 0 ? static_cast<double>(n.first) / static_cast<double>(n.second) : NAN);
+      }
+      d.panel.series.push_back(line);
+      // A reach inside the distances drawn: keys further back than it never reach the query.
+      if (ser.reach >= 0 && ser.reach < farthest)
+        d.panel.vlines.push_back({static_cast<double>(ser.reach),
+                                  model_label(ser.model) + " reaches " + std::to_string(ser.reach) + " back",
+                                  static_cast<int>(m)});
+    }
+    panels.push_back(std::move(d));
+  }
+  return panels;
+}
+
+namespace {
+
+// The grid's task indices by task name, in first-seen order.
+std::vector<std::pair<std::string, std::vector<size_t>>> task_families(const LabGrid& g) {
+  std::vector<std::pair<std::string, std::vector<size_t>>> families;
+  for (size_t t = 0; t < g.tasks.size(); ++t) {
+    const std::string name = parse_task(g.tasks[t])->name();
+    auto f = std::find_if(families.begin(), families.end(), [&](const auto& x) { return x.first == name; });
+    if (f == families.end()) families.push_back({name, {t}});
+    else f->second.push_back(t);
+  }
+  return families;
+}
+
+std::map<std::string, int64_t> settings_of(const std::string& spec) {
+  std::map<std::string, int64_t> out;
+  const auto task = parse_task(spec);
+  for (const TaskSetting& s : task->settings())
+    if (s.key != "seed") out[s.key] = s.value;
+  return out;
+}
+
+}  // namespace
+
+std::vector<LabDifficultyPanel> lab_difficulty_panels(const Lab& lab, const std::vector<LabCell>& cells) {
+  const LabGrid& g = lab.grid();
+  const size_t M = g.models.size();
+  std::vector<LabDifficultyPanel> panels;
+  for (const auto& [family, tasks] : task_families(g)) {
+    if (tasks.size() < 2) continue;
+    const std::map<std::string, int64_t> base = settings_of(g.tasks[tasks[0]]);
+    std::vector<std::string> keys;                        // changed settings, first-seen order
+    std::map<std::string, std::vector<size_t>> changed;  // setting -> tasks changing it alone
+    for (size_t i = 1; i < tasks.size(); ++i) {
+      std::vector<std::string> differ;
+      for (const auto& [k, v] : settings_of(g.tasks[tasks[i]]))
+        if (!base.count(k) || base.at(k) != v) differ.push_back(k);
+      if (differ.size() != 1) continue;
+      if (!changed.count(differ[0])) keys.push_back(differ[0]);
+      changed[differ[0]].push_back(tasks[i]);
+    }
+    for (const std::string& key : keys) {
+      LabDifficultyPanel d;
+      d.family = family;
+      d.setting = key;
+      std::vector<std::pair<int64_t, size_t>> points = {{base.at(key), tasks[0]}};
+      for (size_t t : changed[key]) points.emplace_back(settings_of(g.tasks[t]).at(key), t);
+      std::sort(points.begin(), points.end());
+      for (const auto& [v, t] : points) {
+        d.values.push_back(v);
+        d.tasks.push_back(t);
+      }
+      d.panel.title = family + ": " + key;
+      d.panel.x_label = key;
+      d.panel.y_label = "test answer accuracy";
+      d.panel.log_x = d.values.front() > 0 && d.values.back() >= 4 * d.values.front();
+      const auto base_task = parse_task(g.tasks[tasks[0]]);
+      d.panel.lines = {{base_task->chance(), "chance " + general(base_task->chance()) + " (baseline)"}};
+      for (size_t m = 0; m < M; ++m) {
+        SvgSeries ser;
+        ser.label = model_label(g.models[m]);
+        ser.colour = static_cast<int>(m);
+        for (size_t i = 0; i < d.tasks.size(); ++i) {
+          const LabCell& c = cells[d.tasks[i] * M + m];
+          ser.x.push_back(static_cast<double>(d.values[i]));
+          ser.y.push_back(c.answer_accuracy);
+          ser.err.push_back(c.answer_sd);
+        }
+        d.panel.series.push_back(ser);
+      }
+      panels.push_back(std::move(d));
+    }
+  }
+  return panels;
+}
+
+std::vector<LabFamilyScore> lab_family_scores(const Lab& lab, const std::vector<LabCell>& cells) {
+  const LabGrid& g = lab.grid();
+  const size_t M = g.models.size();
+  std::vector<LabFamilyScore> scores;
+  for (const auto& [family, tasks] : task_families(g))
+    for (size_t m = 0; m < M; ++m) {
+      LabFamilyScore f;
+      f.family = family;
+      f.model = g.models[m];
+      f.settings = static_cast<int64_t>(tasks.size());
+      double sum = 0;
+      for (size_t t : tasks)
+        if (cells[t * M + m].n > 0) {
+          sum += cells[t * M + m].answer_accuracy;
+          ++f.scored;
+        }
+      if (f.scored == f.settings) f.mean = sum / static_cast<double>(f.settings);
+      scores.push_back(f);
+    }
+  return scores;
+}
 
 LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::string& version) {
   const LabGrid& g = lab.grid();
@@ -236,16 +395,20 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
                                  (g.protocol.empty() ? "" : " Protocol: **" + g.protocol + "**.")});
   for (const std::string& w : warnings) b.push_back({Block::kText, "Warning: " + w});
 
+  const bool wd_axis = !g.weight_decays.empty();
   // ---- The verdict.
   b.push_back({Block::kHeading, "## The verdict"});
   b.push_back({Block::kText,
-               "Test answer accuracy per task and model at the model's best learning rate (the rate whose mean over "
-               "seeds is highest), as mean ± sample standard deviation over the seeds (n seeds). **Bold**: the "
+               "Test answer accuracy per task and model at the model's best learning rate" +
+                   std::string(wd_axis ? " and weight decay (the setting" : " (the rate") +
+                   " whose mean over seeds is highest; MAD's rule), as mean ± sample standard deviation over the seeds (n seeds). **Bold**: the "
                "row's best. ≈best: not distinguishable from the row's best (one-sided Welch's t-test over seeds, or "
                "with fewer than two seeds a two-proportion z-test on the pooled test answers; p ≥ " +
                    general(kTieAlpha) + "). ○chance: not distinguishable from the task's chance rate (one-sided exact "
                "binomial test of the pooled test answers at the best rate; p ≥ " + general(kChanceAlpha) +
-                   " / " + std::to_string(g.lrs.size()) + " learning rate(s)). Best learning rate per cell below."});
+                   " / " + std::to_string(lab_optimiser_settings(g)) +
+                   (wd_axis ? " settings of learning rate x weight decay" : " learning rate(s)") +
+                   "). Best learning rate per cell below."});
   Block verdict{Block::kTable};
   std::vector<std::string> header = {"task", "chance"};
   header.insert(header.end(), labels.begin(), labels.end());
@@ -257,14 +420,15 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   }
   b.push_back(verdict);
   Block detail{Block::kTable};
-  detail.rows.push_back({"task", "model", "best lr", "mean", "sd", "n", "right / answers", "p (> chance)", "at chance",
+  detail.rows.push_back({"task", "model", "best lr", "best wd", "mean", "sd", "n", "right / answers", "p (> chance)", "at chance",
                          "test vs best", "p (best > it)", "tied with best"});
   for (const LabCell& c : cells) {
     if (c.n == 0) {
-      detail.rows.push_back({c.task, model_label(c.model), "unfinished", "", "", "0", "", "", "", "", "", ""});
+      detail.rows.push_back({c.task, model_label(c.model), "unfinished", "", "", "", "0", "", "", "", "", "", ""});
       continue;
     }
-    detail.rows.push_back({c.task, model_label(c.model), exact_number_text(c.best_lr), fixed(c.answer_accuracy, 4),
+    detail.rows.push_back({c.task, model_label(c.model), exact_number_text(c.best_lr),
+                           exact_number_text(c.best_weight_decay), fixed(c.answer_accuracy, 4),
                            fixed(c.answer_sd, 4), std::to_string(c.n),
                            std::to_string(c.right) + " / " + std::to_string(c.answers), general(c.p_above_chance),
                            c.at_chance ? "yes" : "no", c.best ? "(best)" : c.tie_test, general(c.p_below_best),
@@ -305,21 +469,25 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
     l.y_label = "test answer accuracy";
     l.log_x = true;
     l.lines = p.lines;
-    for (size_t m = 0; m < M; ++m) {
-      SvgSeries ser;
-      ser.label = labels[m];
-      ser.colour = static_cast<int>(m);
-      for (double lr : g.lrs) {
-        std::vector<double> acc;
-        for (const LabRun& r : runs)
-          if (r.task == g.tasks[t] && r.model == g.models[m] && r.lr == lr) acc.push_back(r.score.answer_accuracy);
-        const SeedStats st = seed_stats(acc);
-        ser.x.push_back(lr);
-        ser.y.push_back(st.mean);
-        ser.err.push_back(st.sd);
+    // With a weight-decay axis, a line per model and weight decay.
+    const std::vector<double> wds = wd_axis ? g.weight_decays : std::vector<double>{0.0};
+    for (size_t m = 0; m < M; ++m)
+      for (double wd : wds) {
+        SvgSeries ser;
+        ser.label = labels[m] + (wd_axis ? ", wd " + exact_number_text(wd) : "");
+        ser.colour = static_cast<int>(l.series.size());
+        for (double lr : g.lrs) {
+          std::vector<double> acc;
+          for (const LabRun& r : runs)
+            if (r.task == g.tasks[t] && r.model == g.models[m] && r.lr == lr && r.weight_decay == wd)
+              acc.push_back(r.score.answer_accuracy);
+          const SeedStats st = seed_stats(acc);
+          ser.x.push_back(lr);
+          ser.y.push_back(st.mean);
+          ser.err.push_back(st.sd);
+        }
+        l.series.push_back(ser);
       }
-      l.series.push_back(ser);
-    }
     lr_panels.push_back(l);
   }
   add_figure("accuracy", "Test answer accuracy per task and model (mean over seeds at the best learning rate, bars: ± "
@@ -327,6 +495,70 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
              svg_figure("Answer accuracy per task", bars, 3, 320, 240));
   add_figure("lr", "Test answer accuracy against the learning rate (mean over seeds, bars: ± sd; dashed: chance)",
              svg_figure("Accuracy against learning rate", lr_panels, 3));
+  const std::vector<LabDistancePanel> distance = lab_distance_panels(lab, cells, runs);
+  if (!distance.empty()) {
+    std::vector<SvgPanel> panels;
+    for (const LabDistancePanel& d : distance) panels.push_back(d.panel);
+    add_figure("distance", "Test answer accuracy against key–query distance (the answers of the best learning rate's "
+               "runs, pooled over seeds), one line per model; dashed vertical: a model's reach, the farthest offset "
+               "its receptive field carries to the query (model_reach: a 4-layer hsm_ab shifts by 1, 2, 4 and 8, "
+               "15 back); a model that reaches every distance has none. The answer's value sits one position after "
+               "its key. Dashed horizontal: chance",
+               svg_figure("Accuracy against key–query distance", panels, 2, 420, 260));
+    for (const LabDistancePanel& d : distance) {
+      Block table{Block::kTable};
+      std::vector<std::string> header = {"distance"};
+      for (const LabDistanceSeries& ser : d.series)
+        header.push_back(model_label(ser.model) + " (reach " + std::to_string(ser.reach) + ")");
+      table.rows.push_back(header);
+      std::set<int64_t> all;
+      for (const LabDistanceSeries& ser : d.series)
+        for (const auto& [dist, n] : ser.counts) all.insert(dist);
+      for (int64_t dist : all) {
+        std::vector<std::string> row = {std::to_string(dist)};
+        for (const LabDistanceSeries& ser : d.series) {
+          const auto n = ser.counts.find(dist);
+          row.push_back(n == ser.counts.end() || n->second.second == 0
+                            ? "–"
+                            : fixed(static_cast<double>(n->second.first) / static_cast<double>(n->second.second)) +
+                                  " (" + std::to_string(n->second.first) + " / " + std::to_string(n->second.second) + ")");
+        }
+        table.rows.push_back(row);
+      }
+      b.push_back({Block::kText, "The distance figure's numbers for `" + d.task + "`: accuracy (right / answers) per "
+                                 "key–query distance, pooled over the seeds at each cell's best learning rate:"});
+      b.push_back(table);
+    }
+  }
+  const std::vector<LabDifficultyPanel> difficulty = lab_difficulty_panels(lab, cells);
+  if (!difficulty.empty()) {
+    std::vector<SvgPanel> panels;
+    for (const LabDifficultyPanel& d : difficulty) panels.push_back(d.panel);
+    add_figure("difficulty", "Test answer accuracy against each task's difficulty setting, one line per model (MAD's "
+               "figure: each point a task setting that changes one setting of the task's first, its baseline; the "
+               "cell's best learning rate" + std::string(wd_axis ? " and weight decay" : "") +
+               "; bars: ± sd over seeds; dashed: the baseline's chance)",
+               svg_figure("Accuracy against task difficulty", panels, 3, 320, 240));
+  }
+  // MAD's score: per task, the mean over its settings (when the lab sweeps a task's difficulty).
+  if (!difficulty.empty()) {
+    b.push_back({Block::kText, "Per task, the mean over its settings in this lab of each cell's mean answer accuracy "
+                               "(MAD's score; the settings as listed under \"The exact settings\"):"});
+    Block scores{Block::kTable};
+    std::vector<std::string> head = {"task", "settings"};
+    head.insert(head.end(), labels.begin(), labels.end());
+    scores.rows.push_back(head);
+    const std::vector<LabFamilyScore> fam = lab_family_scores(lab, cells);
+    for (size_t i = 0; i < fam.size(); i += M) {
+      std::vector<std::string> row = {fam[i].family, std::to_string(fam[i].settings)};
+      for (size_t m = 0; m < M; ++m)
+        row.push_back(std::isfinite(fam[i + m].mean) ? fixed(fam[i + m].mean)
+                                                    : "unfinished (" + std::to_string(fam[i + m].scored) + "/" +
+                                                          std::to_string(fam[i + m].settings) + ")");
+      scores.rows.push_back(row);
+    }
+    b.push_back(scores);
+  }
   const std::vector<ModelFamily> families = width_families(lab);
   if (!families.empty()) {
     std::vector<SvgPanel> width_panels;
@@ -358,14 +590,24 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   // ---- The settings.
   b.push_back({Block::kHeading, "## The exact settings"});
   const nlohmann::json spec = nlohmann::json::parse(lab.sweep().spec_json);
-  std::string lrs;
-  for (double lr : g.lrs) lrs += (lrs.empty() ? "" : ", ") + exact_number_text(lr);
+  auto list = [](const std::vector<double>& v) {
+    std::string out;
+    for (double x : v) out += (out.empty() ? "" : ", ") + exact_number_text(x);
+    return out;
+  };
+  const std::string size_text = g.size == "lab"    ? "at lab size (`--size lab`: d 64, up to 4 layers, one head, no MLP)"
+                                : g.size == "tiny" ? "at tiny size (`--size tiny`)"
+                                                   : "as given";
   b.push_back({Block::kText, "hsm " + version + "; " + std::to_string(g.tasks.size()) + " task(s) x " +
-                                 std::to_string(M) + " model(s) x learning rates {" + lrs + "} x seeds 1.." +
+                                 std::to_string(M) + " model(s) x learning rates {" + list(g.lrs) + "} x " +
+                                 (wd_axis ? "weight decays {" + list(g.weight_decays) + "} x " : "") + "seeds 1.." +
                                  std::to_string(g.seeds) + " = " + std::to_string(lab_run_count(g)) + " runs of " +
                                  std::to_string(g.steps) + " steps of " + std::to_string(g.batch) +
-                                 " examples; models " + (g.size == "tiny" ? "at lab size (`--size tiny`)" : "as given") +
-                                 "; each run scored on " + std::to_string(g.test_examples) +
+                                 " examples" +
+                                 (g.stop_accuracy > 0 ? ", each ending at the first validation at " +
+                                                            general(g.stop_accuracy) + " answer accuracy"
+                                                      : "") +
+                                 "; models " + size_text + "; each run scored on " + std::to_string(g.test_examples) +
                                  " fresh test examples; device " + g.device + "."});
   Block tasks{Block::kTable};
   tasks.rows.push_back({"task", "every setting", "answer tokens", "chance"});
@@ -409,9 +651,10 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
     for (const std::string& t : g.tasks) cmd += " \\\n  --task " + shell_word(t);
     for (const std::string& m : g.models) cmd += " \\\n  --model " + shell_word(m);
     for (double lr : g.lrs) cmd += " --lr " + exact_number_text(lr);
+    for (double wd : g.weight_decays) cmd += " --weight-decay " + exact_number_text(wd);
     cmd += " \\\n  --seeds " + std::to_string(g.seeds) + " --steps " + std::to_string(g.steps) + " --batch " +
            std::to_string(g.batch) + " --size " + g.size + " --test-examples " + std::to_string(g.test_examples) +
-           " --device " + g.device;
+           " --stop-accuracy " + exact_number_text(g.stop_accuracy) + " --device " + g.device;
   }
   cmd += "\nhsm lab report NEW_LAB";
   b.push_back({Block::kCode, cmd});

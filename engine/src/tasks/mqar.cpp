@@ -25,6 +25,7 @@ class Mqar : public Task {
     return "multi-query associative recall: key-value pairs, then the keys again; answer each with its value";
   }
   int64_t answer_tokens() const override { return get("vocab") - get("vocab") / 2; }  // [vocab/2, vocab)
+  bool answers_carry_distance() const override { return true; }
   std::string source() const override {
     return "Arora et al. 2023, Zoology (zoology/data/multiquery_ar.py)";
   }
@@ -63,6 +64,7 @@ class Mqar : public Task {
     std::vector<double> p(static_cast<size_t>(space));
     for (int64_t g = 0; g < space; ++g) p[static_cast<size_t>(g)] = kPowerA * std::pow(g + 1.0, kPowerA - 1);
     std::vector<uint8_t> filled(static_cast<size_t>(T), 0);
+    ex.distance.assign(static_cast<size_t>(T), 0);  // each answer's key-query distance
     for (int64_t i = 0; i < 2 * P; ++i) filled[static_cast<size_t>(i)] = 1;
     for (int64_t i = 0; i < P; ++i) {
       double total = 0;
@@ -76,6 +78,7 @@ class Mqar : public Task {
       ex.tokens[at] = keys[static_cast<size_t>(i)];
       ex.targets[at] = values[static_cast<size_t>(i)];
       ex.mask[at] = 1;
+      ex.distance[at] = static_cast<int32_t>(at - static_cast<size_t>(2 * i));  // key i sits at 2i
       filled[at] = 1;
     }
     for (size_t t = 0; t < filled.size(); ++t)

@@ -21,6 +21,7 @@ class RecallAt : public Task {
     return "A B, filler, A again at distance d (a range): answer B; accuracy against distance";
   }
   int64_t answer_tokens() const override { return get("vocab") - get("vocab") / 2; }  // [vocab/2, vocab)
+  bool answers_carry_distance() const override { return true; }
   std::string source() const override { return "this project (issue 38): the 2^l path question of HSM"; }
   std::string token_label(int32_t id) const override {
     return key_value_label(*this, id, static_cast<int32_t>(get("vocab") / 2), static_cast<int32_t>(get("vocab")));
