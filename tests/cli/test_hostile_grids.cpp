@@ -440,6 +440,23 @@ TEST(HostileGrids, AnImpossiblePointPidDoesNotBlockTheSweep) {
   }
 }
 
+// 11b. A grid whose points/ folder was removed (its logs and states cleaned away by hand) runs
+// every point again: the first worker's log is not refused for want of the folder.
+TEST(HostileGrids, AGridWithoutItsPointsFolderRunsEveryPoint) {
+  const std::string dir = temp("nopoints");
+  const std::string spec = write_spec(dir, 2);
+  const std::string sw = dir + "/sw";
+  ASSERT_EQ(shell(hsm("sweep '" + spec + "' --out '" + sw + "' --slurm")).exit_code, 0);
+  fs::remove_all(sw + "/points");
+  const Result r = shell("timeout 300 " + hsm("sweep --out '" + sw + "' --jobs 2"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("cannot write the log"), std::string::npos) << r.out;
+  int done = 0;
+  for (const auto& e : fs::directory_iterator(sw + "/points"))
+    if (e.path().extension() == ".json" && read_file(e.path().string()).find("\"done\"") != std::string::npos) ++done;
+  EXPECT_EQ(done, 2) << r.out;
+}
+
 // 12. A full disk while a point's state is written keeps the old state file (a failed point
 // keeps its error) and says so, naming the file.
 TEST(HostileGrids, AFullDiskKeepsThePointStateFile) {

@@ -133,6 +133,8 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
                     const std::function<void(const std::string&)>& report, bool events) {
   const Sweep sweep = load_sweep(dir);
   check_grid_folder(dir, "sweep");
+  // The workers' logs go to points/; a grid whose points/ was cleaned away by hand runs again.
+  fs::create_directories(fs::path(dir) / "points");
   jobs = std::max(1, jobs);
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int threads = std::max(1, cores / jobs);
