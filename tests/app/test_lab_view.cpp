@@ -305,10 +305,17 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
             << cell->toolTip().toStdString();
         EXPECT_TRUE(cell->toolTip().contains(models[r])) << cell->toolTip().toStdString();
       }
-    // Accuracy against distance: one curve per model over recall_at's distances 2..15, each
-    // point the model's recall_at answers at that distance (the scores' by_distance:
-    // [right, all]) pooled over its runs.
+    // Accuracy against distance: one choice per task whose answers carry their key-query
+    // distance, MQAR's first (the lab's first task). On recall_at: one curve per model over its
+    // distances 2..15, each point the model's recall_at answers at that distance (the scores'
+    // by_distance: [right, all]) pooled over its runs.
     PlotPanel* plot = view.difficultyPlot();
+    EXPECT_EQ(view.difficultyAxis()->currentData().toString(), QStringLiteral("distance:") + tasks[0]);
+    ASSERT_EQ(plot->series().size(), 3);  // MQAR's distances: two models and chance
+    EXPECT_LE(plot->series()[0].x.back(), 15);  // context 16
+    const int recallAxis = view.difficultyAxis()->findData(QStringLiteral("distance:recall_at:vocab=32,context=16,max_distance=15"));
+    ASSERT_GE(recallAxis, 0);
+    view.difficultyAxis()->setCurrentIndex(recallAxis);
     ASSERT_EQ(plot->series().size(), 3);  // two models and chance
     // Chance drawn dashed across the distances: 1 / recall_at's answer tokens.
     EXPECT_EQ(plot->series()[2].style, PlotSeries::Style::kDashedLine);
@@ -341,7 +348,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_LT(plot->plot()->yAxis->range().lower, 0.0);  // an accuracy's whole range, not the data's
     EXPECT_GT(plot->plot()->yAxis->range().upper, 1.0);
     // Against pairs: the one MQAR cell per model, at 2 pairs.
-    view.difficultyAxis()->setCurrentIndex(1);
+    view.difficultyAxis()->setCurrentIndex(view.difficultyAxis()->findData(QStringLiteral("pairs")));
     ASSERT_EQ(plot->series().size(), 3);
     EXPECT_EQ(plot->series()[0].x, QVector<double>{2});
     EXPECT_NEAR(plot->series()[0].y[0], expectedCell(dir2, 0, 0).accuracy, 1e-7);  // a plot holds floats
@@ -410,6 +417,44 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_EQ(view.difficultyPlot()->series().size(), 3);
     EXPECT_TRUE(view.status().contains(QStringLiteral("4 of 4"))) << view.status().toStdString();
     EXPECT_FALSE(view.openLab(test::temp_root()));  // no lab there
+  }
+}
+
+// A lab made by `hsm lab` with settings the form shows (weight decays) and some it does not (size,
+// early stop, test examples) reopens as itself: the form's grid is the folder's, so Run
+// continues it instead of being refused as another grid.
+TEST(LabView, AReopenedLabKeepsEveryGridSettingOfItsFolder) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab_wd");
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  grid.tasks = {"mqar:vocab=32,pairs=2,context=16"};
+  grid.models = {"gpt"};
+  grid.lrs = {0.001, 0.003};
+  grid.weight_decays = {0, 0.1};
+  grid.size = "tiny";
+  grid.stop_accuracy = 0;
+  grid.test_examples = 64;
+  grid.steps = 3;
+  grid.batch = 4;
+  grid.seeds = 1;
+  { const hsm::Lab made(dir.toStdString(), grid); }  // the folder, nothing trained
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  EXPECT_EQ(view.findChild<QLineEdit*>(QStringLiteral("lab_weight_decays"))->text(), QStringLiteral("0, 0.1"));
+  EXPECT_TRUE(view.formGrid() == grid);
+  EXPECT_EQ(view.formGrid().size, "tiny");
+  EXPECT_EQ(view.formGrid().weight_decays, (std::vector<double>{0, 0.1}));
+  // The field is the axis: emptied, none; a bad value is refused naming it.
+  auto* decays = view.findChild<QLineEdit*>(QStringLiteral("lab_weight_decays"));
+  decays->setText(QString());
+  EXPECT_TRUE(view.formGrid().weight_decays.empty());
+  decays->setText(QStringLiteral("0.1, 2"));
+  try {
+    (void)view.formGrid();
+    ADD_FAILURE() << "weight decay 2 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("weight decay '2'"), std::string::npos) << e.what();
   }
 }
 

@@ -25,6 +25,7 @@
 #include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
@@ -66,6 +67,9 @@ QStringList checkedTexts(const QListWidget* list) {
     if (list->item(i)->checkState() == Qt::Checked) out << list->item(i)->text().trimmed();
   return out;
 }
+
+// The difficulty axis "accuracy against key-query distance on TASK" is "distance:TASK".
+constexpr const char* kDistanceAxis = "distance:";
 
 // A lab's point as a person reads it: "mqar · da_static_emb_qk · lr 0.003 · seed 1".
 QString runTitle(const hsm::SweepPoint& p) {
@@ -143,6 +147,11 @@ void LabView::buildFormControls() {
   lrs_ = new QLineEdit;
   lrs_->setObjectName(QStringLiteral("lab_lrs"));
   lrs_->setToolTip(tr("Learning rates, comma-separated; each cell keeps the best (MAD's protocol)"));
+  weightDecays_ = new QLineEdit;
+  weightDecays_->setObjectName(QStringLiteral("lab_weight_decays"));
+  weightDecays_->setPlaceholderText(tr("none: every run at 0"));
+  weightDecays_->setToolTip(tr("Weight decays, comma-separated (MAD: 0, 0.1): an axis; each cell keeps the best over "
+                               "learning rate x weight decay. Empty: no axis, every run at 0"));
   folder_ = new QLineEdit;
   folder_->setObjectName(QStringLiteral("lab_folder"));
   folder_->setPlaceholderText(tr("lab folder (created if missing)"));
@@ -198,9 +207,7 @@ void LabView::buildResultControls() {
 
   axis_ = new QComboBox;
   axis_->setObjectName(QStringLiteral("lab_difficulty_axis"));
-  axis_->addItem(tr("recall_at: accuracy against distance"), QStringLiteral("distance"));
-  axis_->addItem(tr("mqar: accuracy against pairs"), QStringLiteral("pairs"));
-  axis_->addItem(tr("mqar: accuracy against context"), QStringLiteral("context"));
+  setDifficultyAxes(hsm::default_lab_grid());
   difficultyPlot_ = new PlotPanel(tr("Lab accuracy against difficulty"), tr("distance"), tr("answer accuracy"));
   difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
   cellPlot_ = new PlotPanel(tr("Lab cell training"), tr("step"), tr("validation answer accuracy"));
@@ -229,6 +236,7 @@ QWidget* LabView::buildForm() {
   budget->addRow(tr("Steps"), steps_);
   budget->addRow(tr("Batch"), batch_);
   budget->addRow(tr("Learning rates"), lrs_);
+  budget->addRow(tr("Weight decays"), weightDecays_);
   budget->addRow(tr("Seeds"), seeds_);
   auto* folderRow = new QHBoxLayout;
   folderRow->addWidget(folder_, 1);
@@ -379,13 +387,20 @@ void LabView::fillForm(const hsm::LabGrid& grid) {
   QStringList lrs;
   for (double lr : grid.lrs) lrs << QString::number(lr);
   lrs_->setText(lrs.join(QStringLiteral(", ")));
+  QStringList decays;
+  for (double wd : grid.weight_decays) decays << QString::number(wd);
+  weightDecays_->setText(decays.join(QStringLiteral(", ")));
+  // What the form does not show (size, early stop, test examples, device, protocol) is the
+  // filled grid's: a reopened lab runs on as itself, not as another grid refused by its folder.
+  formBase_ = grid;
 }
 
 hsm::LabGrid LabView::formGrid() const {
-  hsm::LabGrid grid = hsm::default_lab_grid();
+  hsm::LabGrid grid = formBase_;
   grid.tasks.clear();
   grid.models.clear();
   grid.lrs.clear();
+  grid.weight_decays.clear();
   for (const QString& t : checkedTexts(tasks_)) grid.tasks.push_back(t.toStdString());
   for (int i = 0; i < models_->count(); ++i) {
     const QListWidgetItem* item = models_->item(i);
@@ -401,6 +416,14 @@ hsm::LabGrid LabView::formGrid() const {
       throw std::invalid_argument("learning rate '" + part.trimmed().toStdString() +
                                   "' is not a positive number; give e.g. 0.001, 0.003");
     grid.lrs.push_back(lr);
+  }
+  for (const QString& part : weightDecays_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const double wd = part.trimmed().toDouble(&ok);
+    if (!ok || !(wd >= 0 && wd < 1))
+      throw std::invalid_argument("weight decay '" + part.trimmed().toStdString() +
+                                  "' is not a number from 0 to below 1; give e.g. 0, 0.1, or nothing for none");
+    grid.weight_decays.push_back(wd);
   }
   if (grid.tasks.empty()) throw std::invalid_argument("no task checked; check at least one task");
   if (grid.models.empty()) throw std::invalid_argument("no model checked; check at least one model");
@@ -449,7 +472,7 @@ void LabView::setRunning(bool running) {
   run_->setEnabled(!running);
   cancel_->setEnabled(running);
   open_->setEnabled(!running);
-  for (QWidget* w : std::initializer_list<QWidget*>{tasks_, newTask_, models_, addConfig_, steps_, batch_, seeds_, lrs_, folder_, browse_})
+  for (QWidget* w : std::initializer_list<QWidget*>{tasks_, newTask_, models_, addConfig_, steps_, batch_, seeds_, lrs_, weightDecays_, folder_, browse_})
     w->setEnabled(!running);  // the form is the running grid's until it stops
 }
 
@@ -563,18 +586,9 @@ void LabView::showLab(const QString& dir) {
 
 void LabView::showTable(const QString& dir, const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
   showLab(dir);
-  // A lab with MQAR but no recall_at (the default lab) shows MQAR against context at first: a
-  // distance plot would be empty. Once the user picks an axis, it is kept.
-  if (grid.tasks != shownGrid_.tasks && axis_->currentData().toString() == QLatin1String("distance")) {
-    bool recall = false, mqar = false;
-    for (const std::string& t : grid.tasks) {
-      recall = recall || t.rfind("recall_at", 0) == 0;
-      mqar = mqar || t.rfind("mqar", 0) == 0;
-    }
-    if (mqar && !recall) {
-      const QSignalBlocker quiet(axis_);  // showDifficulty() runs below, once
-      axis_->setCurrentIndex(axis_->findData(QStringLiteral("context")));
-    }
+  if (grid.tasks != shownGrid_.tasks) {
+    const QSignalBlocker quiet(axis_);  // showDifficulty() runs below, once
+    setDifficultyAxes(grid);
   }
   shownGrid_ = grid;
   cells_ = cells;
@@ -634,7 +648,7 @@ QString LabView::cellToolTip(const hsm::LabCell& c) {
   QStringList seeds;
   for (double a : c.seed_accuracy) seeds << QString::number(a, 'f', 3);
   QString tip = tr("%1 on %2\nanswer accuracy %3 (mean of %4 seed(s): %5), sd %6\nsequence accuracy %7\n"
-                   "best learning rate %8; runs finished: %9")
+                   "best learning rate %8, weight decay %10; runs finished: %9")
                     .arg(qstr(c.model), qstr(c.task))
                     .arg(c.answer_accuracy, 0, 'f', 4)
                     .arg(c.n)
@@ -642,7 +656,8 @@ QString LabView::cellToolTip(const hsm::LabCell& c) {
                     .arg(std::isfinite(c.answer_sd) ? QString::number(c.answer_sd, 'f', 4) : tr("— (one seed)"))
                     .arg(c.sequence_accuracy, 0, 'f', 4)
                     .arg(c.best_lr)
-                    .arg(c.runs);
+                    .arg(c.runs)
+                    .arg(c.best_weight_decay);
   tip += tr("\nchance %1: %2 (one-sided exact binomial test of %3 of %4 answers, p = %5)")
              .arg(c.chance, 0, 'g', 3)
              .arg(c.at_chance ? tr("indistinguishable from chance") : tr("above chance"))
@@ -665,12 +680,15 @@ std::vector<const hsm::LabRun*> LabView::cellRuns(int row, int column) const {
     return {};
   const std::string& model = shownGrid_.models[static_cast<size_t>(row)];
   const std::string& task = shownGrid_.tasks[static_cast<size_t>(column)];
-  double bestLr = 0;
+  double bestLr = 0, bestWd = 0;
   for (const hsm::LabCell& c : cells_)
-    if (c.model == model && c.task == task) bestLr = c.best_lr;
+    if (c.model == model && c.task == task) {
+      bestLr = c.best_lr;
+      bestWd = c.best_weight_decay;
+    }
   std::vector<const hsm::LabRun*> runs;
   for (const hsm::LabRun& r : results_)
-    if (r.model == model && r.task == task && r.lr == bestLr) runs.push_back(&r);
+    if (r.model == model && r.task == task && r.lr == bestLr && r.weight_decay == bestWd) runs.push_back(&r);
   std::sort(runs.begin(), runs.end(), [](const hsm::LabRun* a, const hsm::LabRun* b) { return a->seed < b->seed; });
   return runs;
 }
@@ -758,17 +776,42 @@ QVector<PlotSeries> LabView::reachLines(const QVector<PlotSeries>& curves, const
   return lines;
 }
 
+// The difficulty plot's choices for `grid`: accuracy against key-query distance on each task
+// whose answers carry one (the default lab's MQAR at context 64 first: hsm_ab's reach of 15
+// against keys up to 60 back, the *why* of its cell), then MQAR's settings across its cells.
+// The chosen one is kept while the lab still offers it.
+void LabView::setDifficultyAxes(const hsm::LabGrid& grid) {
+  const QString kept = axis_->currentData().toString();
+  axis_->clear();
+  for (const std::string& t : grid.tasks) {
+    try {
+      if (hsm::parse_task(t)->answers_carry_distance())
+        axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(t)), QLatin1String(kDistanceAxis) + qstr(t));
+    } catch (const std::exception&) {
+      // a spec this hsm cannot read: no distance choice for it (the grid's cell says why)
+    }
+  }
+  axis_->addItem(tr("mqar: accuracy against pairs"), QStringLiteral("pairs"));
+  axis_->addItem(tr("mqar: accuracy against context"), QStringLiteral("context"));
+  const int at = axis_->findData(kept);
+  axis_->setCurrentIndex(at >= 0 ? at : 0);
+}
+
 void LabView::showDifficulty() {
   const QString axis = axis_->currentData().toString();
+  // "distance:TASK": accuracy against key-query distance on that task (recall_at, mqar: the
+  // answers that carry their distance), its runs pooled; else an MQAR setting across cells.
+  const bool distance = axis.startsWith(QLatin1String(kDistanceAxis));
+  const QString distanceTask = distance ? axis.mid(static_cast<int>(std::strlen(kDistanceAxis))) : QString();
   QVector<PlotSeries> series;
   int colour = 0;
   double chance = 0;  // the highest chance of the tasks drawn (one value when they share a vocabulary)
   for (const std::string& model : shownGrid_.models) {
     std::map<int64_t, std::pair<double, double>> points;  // x -> (sum, count)
-    if (axis == QLatin1String("distance")) {
+    if (distance) {
       for (const hsm::LabRun& r : results_) {
+        if (r.model != model || qstr(r.task) != distanceTask) continue;
         const auto task = hsm::parse_task(r.task);
-        if (r.model != model || task->name() != "recall_at") continue;
         chance = std::max(chance, task->chance());
         for (const auto& [d, c] : r.score.by_difficulty) {
           points[d].first += static_cast<double>(c.first);
@@ -802,14 +845,14 @@ void LabView::showDifficulty() {
   if (!series.isEmpty()) {
     QVector<double> xs;
     for (const PlotSeries& s : series) xs += s.x;
-    if (axis == QLatin1String("distance")) series << reachLines(series, xs);
+    if (distance) series << reachLines(series, xs);
     series << chanceLine(xs, chance);
   }
   // An empty plot says why instead of showing bare axes.
+  const QString label = distance ? tr("key-query distance on %1").arg(distanceTask) : axis;
   difficultyPlot_->setXLabel(series.isEmpty() ? tr("%1 (no %2 results in this lab yet)")
-                                                    .arg(axis, axis == QLatin1String("distance") ? QStringLiteral("recall_at")
-                                                                                                 : QStringLiteral("mqar"))
-                                              : axis);
+                                                    .arg(label, distance ? distanceTask : QStringLiteral("mqar"))
+                                              : label);
   difficultyPlot_->setSeries(series);
   showAccuracyRange(difficultyPlot_);
 }

@@ -77,8 +77,9 @@ class LabView : public StudioView {
   QString status() const;
   // The run a cell opens (empty when the cell has none scored).
   QString cellRun(int row, int column) const;
-  // Accuracy against difficulty per model: recall_at's accuracy by distance (its runs pooled),
-  // or each MQAR cell's accuracy against its pairs or its context.
+  // Accuracy against difficulty per model: a recall task's accuracy by key-query distance
+  // (recall_at's and MQAR's answers carry it; its runs pooled), or each MQAR cell's accuracy
+  // against its pairs or its context.
   PlotPanel* difficultyPlot() const { return difficultyPlot_; }
   QComboBox* difficultyAxis() const { return axis_; }
   // The hovered (or current) cell's curve: validation answer accuracy against step, one
@@ -114,6 +115,7 @@ class LabView : public StudioView {
   void refreshFromFolder();  // a worker scored a run: the grid and plots follow
   void onRunnerFinished(bool cancelled, const QString& error);
   void showDifficulty();
+  void setDifficultyAxes(const hsm::LabGrid& grid);
   void addArchitectureItem();
   // The scored runs of a cell at its best learning rate, by seed.
   std::vector<const hsm::LabRun*> cellRuns(int row, int column) const;
@@ -125,6 +127,8 @@ class LabView : public StudioView {
   QSpinBox* batch_ = nullptr;
   QSpinBox* seeds_ = nullptr;
   QLineEdit* lrs_ = nullptr;
+  QLineEdit* weightDecays_ = nullptr;
+  hsm::LabGrid formBase_;  // the grid last filled in: what the form does not show comes from it
   QLineEdit* folder_ = nullptr;
   QPushButton* browse_ = nullptr;
   QPushButton* addConfig_ = nullptr;
