@@ -204,7 +204,7 @@ Command add_lab_command(CLI::App& app) {
                               "(default: none, every run at 0)");
   auto* seeds = cmd->add_option("--seeds", a->grid.seeds, "Training seeds per cell (default 2)")
                     ->check(CLI::Range(int64_t{1}, int64_t{100}));
-  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run at most (default 1000)")
+  auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run at most (default 2000)")
                     ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   auto* batch = cmd->add_option("--batch", a->grid.batch, "Examples per step (default 128)")
                     ->check(CLI::Range(int64_t{1}, int64_t{65536}));

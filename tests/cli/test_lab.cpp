@@ -483,7 +483,10 @@ TEST(LabCli, DefaultGridIsTheIssuesAndFitsItsTimeBudget) {
     EXPECT_EQ(p["ffn"], 1) << p["name"];
     EXPECT_LE(p["layers"], 4) << p["name"];
   }
-  EXPECT_LE(grid["cpu_seconds"].get<double>(), 1850.0) << "past the estimate of the grid timed at 15 minutes";
+  // The default's estimate is 3,510 CPU-seconds at full steps (2,000); the grid as timed on two
+  // cores (docs/lab.md, "The default lab") ends most of its runs early.
+  EXPECT_LE(grid["cpu_seconds"].get<double>(), 3600.0) << "past the estimate of the grid timed in docs/lab.md";
+  EXPECT_EQ(grid["steps"], 2000) << "attention leaves MQAR's plateau at every seed only with the rate high past step 900";
 
   ASSERT_EQ(shell(hsm("lab --out " + dir + "/lab --table")).exit_code, 0);  // writes the grid, trains nothing
   const auto spec = nlohmann::json::parse(read_file(dir + "/lab/sweep.json"))["spec"];
