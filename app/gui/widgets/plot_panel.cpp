@@ -220,37 +220,34 @@ void PlotPanel::fitLegend() {
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // the entries rearranged into the new rows
 }
 
-namespace {
+int PlotPanel::ticksFor(int pixels, int perTick) { return std::clamp(pixels / perTick, 2, 5); }
 
-// The ticks an axis of this many pixels holds with room for their labels: at most QCustomPlot's
-// five, at least two.
-int ticksFor(int pixels, int perTick) { return std::clamp(pixels / perTick, 2, 5); }
-
-// A label elided to `length` pixels in the axis' font; never empty (an empty label takes no
-// room in the margin, so the next layout would differ from this one).
-QString elided(const QCPAxis* axis, const QString& label, int length) {
+QString PlotPanel::elidedLabel(const QCPAxis* axis, const QString& label, int length) {
   const QFontMetrics metrics(axis->labelFont());
   if (label.isEmpty()) return label;
   return metrics.elidedText(label, Qt::ElideRight, std::max(length, metrics.horizontalAdvance(label.left(1) + QChar(0x2026))));
 }
 
-}  // namespace
-
 void PlotPanel::fitTicks() {
   // The axes' room: the plot less its tick labels, axis labels and a legend below (about 70 px
-  // high, 80 px wide). A view's own ticker (categories, layers) keeps its ticks.
-  const int height = plot_->height() - 70, width = plot_->width() - 80;
+  // high, 80 px wide, the axis rect's own width when it is known). A view's own ticker
+  // (categories, layers) keeps its ticks, unless it is a fixed step that may take multiples.
+  const int height = plot_->height() - 70;
+  const int width = std::min(plot_->width() - 80, plot_->axisRect()->width() > 0 ? plot_->axisRect()->width() : 1 << 20);
   for (QCPAxis* axis : {plot_->yAxis, plot_->xAxis}) {
     const QSharedPointer<QCPAxisTicker> ticker = axis->ticker();
-    const bool plain = typeid(*ticker) == typeid(QCPAxisTicker) || typeid(*ticker) == typeid(QCPAxisTickerLog);
-    if (!plain || (axis == plot_->xAxis && typeid(*ticker) != typeid(QCPAxisTickerLog))) continue;
-    ticker->setTickCount(axis == plot_->yAxis ? ticksFor(height, 28) : ticksFor(width, 90));
+    const auto* fixed = dynamic_cast<const QCPAxisTickerFixed*>(ticker.data());
+    const bool log = typeid(*ticker) == typeid(QCPAxisTickerLog);
+    const bool follows = typeid(*ticker) == typeid(QCPAxisTicker) || log ||
+                         (fixed && fixed->scaleStrategy() == QCPAxisTickerFixed::ssMultiples);
+    if (!follows || (axis == plot_->xAxis && !log && !fixed)) continue;
+    ticker->setTickCount(axis == plot_->yAxis ? ticksFor(height, 28) : std::max(1, width / 90));
   }
 }
 
 void PlotPanel::fitAxisLabels() {
   const QRect axes = plot_->axisRect()->rect();
-  const QString x = elided(plot_->xAxis, xLabel_, axes.width()), y = elided(plot_->yAxis, yLabel_, axes.height());
+  const QString x = elidedLabel(plot_->xAxis, xLabel_, axes.width()), y = elidedLabel(plot_->yAxis, yLabel_, axes.height());
   if (plot_->xAxis->label() != x) plot_->xAxis->setLabel(x);
   if (plot_->yAxis->label() != y) plot_->yAxis->setLabel(y);
 }

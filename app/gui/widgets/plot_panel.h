@@ -12,6 +12,7 @@
 
 #include "gui/widgets/plot_series.h"
 
+class QCPAxis;
 class QCustomPlot;
 class QCheckBox;
 class QLabel;
@@ -28,6 +29,11 @@ class PlotPanel : public QWidget {
   const QVector<PlotSeries>& series() const { return series_; }
   void setXLabel(const QString& label);
   void setYLabel(const QString& label);
+  // The ticks an axis of this many pixels holds with room for their labels (at most QCustomPlot's
+  // five, at least two); a label elided to `length` pixels in the axis' font, never empty (an
+  // empty label takes no room in the margin, so the next layout would differ).
+  static int ticksFor(int pixels, int perTick);
+  static QString elidedLabel(const QCPAxis* axis, const QString& label, int length);
   // The axes' labels as set (the plot shows them elided to its axes' length).
   QString xLabel() const { return xLabel_; }
   QString yLabel() const { return yLabel_; }
