@@ -188,13 +188,15 @@ QWidget* DiagnosticsView::buildRows() {
   rows->addWidget(below);
   rows->setStretchFactor(0, 1);
   rows->setStretchFactor(1, 3);
-  rows->setSizes({240, 760});
-  // A run with records gets the plot's room back (without, the pane keeps to its message).
-  connect(timeline_, &DiagnosticsTimeline::hasRecordsChanged, rows, [rows](bool has) {
-    if (!has) return;
+  // Without records the pane keeps to its message (at 1280x720 it left 100 px blank under it,
+  // issue 48); a run with records gets the plot's room, a quarter of the height.
+  const int message = timelineScroll->minimumHeight();
+  rows->setSizes({message, 1000});
+  connect(timeline_, &DiagnosticsTimeline::hasRecordsChanged, rows, [rows, message](bool has) {
     const QList<int> sizes = rows->sizes();
     const int total = sizes.value(0) + sizes.value(1);
-    if (sizes.value(0) < 200 && total > 400) rows->setSizes({total / 4, total - total / 4});
+    if (has && sizes.value(0) < 200 && total > 400) rows->setSizes({total / 4, total - total / 4});
+    if (!has && sizes.value(0) > message) rows->setSizes({message, total - message});
   });
   return rows;
 }
