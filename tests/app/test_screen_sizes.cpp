@@ -244,8 +244,7 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Laptop, ScreenSizes, ::testing::Values(QSize(1280, 720), QSize(1024, 600),
-                                                            QSize(1024, 540)),
+INSTANTIATE_TEST_SUITE_P(Laptop, ScreenSizes, ::testing::Values(QSize(1280, 720), QSize(1024, 600), QSize(1024, 540)),
                          [](const ::testing::TestParamInfo<QSize>& info) {
                            return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
                          });

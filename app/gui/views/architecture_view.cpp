@@ -178,8 +178,9 @@ void ArchitectureView::buildDiagramControls() {
   coverage_->setObjectName(QStringLiteral("coverage_plot"));
   cost_ = new PlotPanel(tr("Cost per token per layer"), tr("context length T"), tr("multiply-adds"));
   cost_->setObjectName(QStringLiteral("cost_plot"));
-  cost_->setToolTip(tr("Multiply-adds per token of one layer of each mixer family against the context length; "
-                       "dashed, this model's per layer: its mixers, FFNs and output layer over its layer count"));
+  cost_->setToolTip(
+      tr("Multiply-adds per token of one layer of each mixer family against the context length; "
+         "dashed, this model's per layer: its mixers, FFNs and output layer over its layer count"));
 }
 
 QWidget* ArchitectureView::buildReceptiveField() {
@@ -563,8 +564,7 @@ void ArchitectureView::refreshCost() {
     }
     series << s;
   }
-  PlotSeries model{
-      tr("this model per layer"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
+  PlotSeries model{tr("this model per layer"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
   for (int64_t T = 8; T <= 2048; T += 8) {
     model.x << double(T);
     model.y << double(hsm::model_macs_per_token(c, T)) / std::max<size_t>(1, c.layers.size());

@@ -76,14 +76,17 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     // The legend a run a line, its name in its colour; a key below says which line is which
     // (issue 48: four runs' "train" and "validation (story_start windows)" entries took half of
     // the plot's height at 1024x600).
-    c.loss << PlotSeries{n + tr(" train"), run.color, tx, smoothed(ty, weight), PlotSeries::Style::kLine,
-                         true, false, n};
+    PlotSeries train{n + tr(" train"), run.color, tx, smoothed(ty, weight), PlotSeries::Style::kLine};
+    train.legend = n;
+    c.loss << train;
     // Which windows the validation loss is on (what `hsm eval` and the Probe view score by default).
     const QString kind = run.has_info ? QString::fromStdString(run.info.training.windows) : QString();
     if (!kind.isEmpty() && !windowKinds.contains(kind)) windowKinds << kind;
     const QString windows = kind.isEmpty() ? QString() : tr(" (%1 windows)").arg(kind);
-    c.loss << PlotSeries{n + tr(" validation") + windows, run.color.darker(130), vx, vy,
-                         PlotSeries::Style::kDashedLine, false};
+    PlotSeries validation{n + tr(" validation") + windows, run.color.darker(130), vx, vy,
+                          PlotSeries::Style::kDashedLine};
+    validation.in_legend = false;
+    c.loss << validation;
     QVector<double> accX, accY;
     for (int k = 0; k < vx.size(); ++k)
       if (std::isfinite(ax[k])) {
@@ -116,10 +119,10 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     const QColor key(110, 110, 110);
     c.loss << PlotSeries{tr("train"), key, {}, {}, PlotSeries::Style::kLine};
     // Which windows: the runs' own (a curve's name in the CSV says which); named when they share one.
-    c.loss << PlotSeries{windowKinds.size() == 1 ? tr("validation (%1)").arg(windowKinds.first())
-                         : windowKinds.isEmpty() ? tr("validation")
-                                                 : tr("validation (own windows)"),
-                         key, {}, {}, PlotSeries::Style::kDashedLine};
+    const QString validation = windowKinds.size() == 1 ? tr("validation (%1)").arg(windowKinds.first())
+                               : windowKinds.isEmpty() ? tr("validation")
+                                                       : tr("validation (own windows)");
+    c.loss << PlotSeries{validation, key, {}, {}, PlotSeries::Style::kDashedLine};
   }
   return c;
 }

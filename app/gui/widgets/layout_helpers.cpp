@@ -28,9 +28,10 @@ QScrollArea* scrollWhenShort(QWidget* content, Qt::ScrollBarPolicy horizontal) {
   area->setHorizontalScrollBarPolicy(horizontal);
   // Without a horizontal bar the area is at least as wide as the content's smallest width and
   // a vertical bar beside it.
-  if (horizontal == Qt::ScrollBarAlwaysOff)
-    area->setMinimumWidth(content->minimumSizeHint().width() +
-                          area->style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 2);
+  if (horizontal == Qt::ScrollBarAlwaysOff) {
+    const int bar = area->style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+    area->setMinimumWidth(content->minimumSizeHint().width() + bar + 2);
+  }
   return area;
 }
 

@@ -225,7 +225,8 @@ int PlotPanel::ticksFor(int pixels, int perTick) { return std::clamp(pixels / pe
 QString PlotPanel::elidedLabel(const QCPAxis* axis, const QString& label, int length) {
   const QFontMetrics metrics(axis->labelFont());
   if (label.isEmpty()) return label;
-  return metrics.elidedText(label, Qt::ElideRight, std::max(length, metrics.horizontalAdvance(label.left(1) + QChar(0x2026))));
+  const int least = metrics.horizontalAdvance(label.left(1) + QChar(0x2026));
+  return metrics.elidedText(label, Qt::ElideRight, std::max(length, least));
 }
 
 void PlotPanel::fitTicks() {
@@ -233,7 +234,8 @@ void PlotPanel::fitTicks() {
   // high, 80 px wide, the axis rect's own width when it is known). A view's own ticker
   // (categories, layers) keeps its ticks, unless it is a fixed step that may take multiples.
   const int height = plot_->height() - 70;
-  const int width = std::min(plot_->width() - 80, plot_->axisRect()->width() > 0 ? plot_->axisRect()->width() : 1 << 20);
+  const int known = plot_->axisRect()->width();
+  const int width = known > 0 ? std::min(plot_->width() - 80, known) : plot_->width() - 80;
   for (QCPAxis* axis : {plot_->yAxis, plot_->xAxis}) {
     const QSharedPointer<QCPAxisTicker> ticker = axis->ticker();
     const auto* fixed = dynamic_cast<const QCPAxisTickerFixed*>(ticker.data());
@@ -247,7 +249,8 @@ void PlotPanel::fitTicks() {
 
 void PlotPanel::fitAxisLabels() {
   const QRect axes = plot_->axisRect()->rect();
-  const QString x = elidedLabel(plot_->xAxis, xLabel_, axes.width()), y = elidedLabel(plot_->yAxis, yLabel_, axes.height());
+  const QString x = elidedLabel(plot_->xAxis, xLabel_, axes.width());
+  const QString y = elidedLabel(plot_->yAxis, yLabel_, axes.height());
   if (plot_->xAxis->label() != x) plot_->xAxis->setLabel(x);
   if (plot_->yAxis->label() != y) plot_->yAxis->setLabel(y);
 }
