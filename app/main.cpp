@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QJsonDocument>
+#include <QScreen>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -64,6 +65,15 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("hsm-studio"));
   QApplication::setApplicationName(QStringLiteral("HSM Studio"));
   QApplication::setApplicationVersion(QStringLiteral(HSM_VERSION));
+  // Qt's raster painting has no 8-bit (palette) displays: every window painted black and the
+  // studio crashed in the style's first frame (Xvfb started with `-screen 0 WxHx8`). Say so instead.
+  if (const QScreen* screen = QGuiApplication::primaryScreen(); screen && screen->depth() < 16) {
+    std::fprintf(stderr,
+                 "hsm-studio: the display has %d bits per pixel; the studio needs 16 or more (under Xvfb: "
+                 "xvfb-run -s '-screen 0 1280x720x24' hsm-studio)\n",
+                 screen->depth());
+    return 2;
+  }
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Train, inspect and play with Hierarchical Shift Mixing models."));

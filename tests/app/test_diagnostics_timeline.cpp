@@ -4,6 +4,7 @@
 // and the log a real training wrote.
 #include <gtest/gtest.h>
 
+#include <QAbstractScrollArea>
 #include <QCheckBox>
 #include <QFile>
 #include <QSlider>
@@ -140,15 +141,25 @@ TEST(DiagnosticsOverTime, ARunWithoutTheFileSaysSo) {
   EXPECT_TRUE(view.timeline()->message().contains(QStringLiteral("This run has no diagnostics over time")))
       << view.timeline()->message().toStdString();
   EXPECT_FALSE(view.timeline()->showsStep());
-  // Only the message shows, in a pane of its height; a run with records gets the plot's room.
+  // Only the message shows, in a pane of its height (issue 48: the pane kept 240 px, blank under
+  // the message); a run with records gets the plot's room, and gives it back after a switch.
   view.resize(1400, 900);
   view.show();
   wait_for([] { return false; }, 100);
+  auto* pane = qobject_cast<QAbstractScrollArea*>(view.timeline()->parentWidget()->parentWidget());
+  ASSERT_NE(pane, nullptr) << "the timeline scrolls in a pane of its own";
   EXPECT_LT(view.timeline()->height(), 100);
+  EXPECT_LT(pane->height(), 100);
+  const int without = runs.current();
   runs.setCurrent(runs.open(trained_run()));
   ASSERT_TRUE(wait_for([&] { return view.timeline()->hasLog() && !view.timeline()->records().empty(); }, 10000));
   wait_for([] { return false; }, 100);
   EXPECT_GT(view.timeline()->height(), 150);
+  EXPECT_GT(pane->height(), 150);
+  runs.setCurrent(without);
+  ASSERT_TRUE(wait_for([&] { return view.timeline()->records().empty(); }, 10000));
+  wait_for([] { return false; }, 100);
+  EXPECT_LT(pane->height(), 100);
 }
 
 TEST(DiagnosticsOverTime, ReadsTheLogATrainingWrote) {

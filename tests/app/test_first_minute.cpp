@@ -18,6 +18,7 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSettings>
+#include <QStandardPaths>
 #include <QTimer>
 
 #include "gui/engine/engine_host.h"
@@ -131,6 +132,22 @@ TEST(FirstMinute, TheDiagnosticsViewDiagnosesTheCurrentRunWhenFirstShown) {
   view.show();
   QCoreApplication::processEvents();
   EXPECT_FALSE(view.isRunning());
+}
+
+// Issue 48: on an 8-bit display (Xvfb's `-screen 0 WxHx8`) Qt painted every window black and the
+// studio crashed in its style's first frame; it stops at once and says what display it needs.
+TEST(Display, AnEightBitDisplayIsRefusedWithAMessage) {
+  const QString xvfbRun = QStandardPaths::findExecutable(QStringLiteral("xvfb-run"));
+  if (xvfbRun.isEmpty() || QStandardPaths::findExecutable(QStringLiteral("Xvfb")).isEmpty())
+    GTEST_SKIP() << "no xvfb-run and Xvfb here";
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.remove(QStringLiteral("QT_QPA_PLATFORM"));  // the X server's display, not offscreen
+  const ProcessResult r = run_program(xvfbRun,
+                                      {QStringLiteral("-a"), QStringLiteral("-s"), QStringLiteral("-screen 0 640x480x8"),
+                                       QStringLiteral(HSM_STUDIO_PATH), QStringLiteral("--version")},
+                                      60000, env);
+  EXPECT_EQ(r.exit_code, 2) << r.err.toStdString();
+  EXPECT_TRUE(QString::fromUtf8(r.err).contains(QStringLiteral("8 bits per pixel"))) << r.err.toStdString();
 }
 
 TEST(Version, BothProgramsAndTheAboutBoxShowTheProjectVersion) {

@@ -501,7 +501,7 @@ TEST(LabView, ANewLabShowsNothingOfThePreviousOneWhileItRuns) {
   QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
   const QString a = test::temp_root() + QStringLiteral("/lab-stale-a"), b = test::temp_root() + QStringLiteral("/lab-stale-b");
   auto* log = view.findChild<QPlainTextEdit*>(QStringLiteral("lab_log"));
-  auto xLabel = [&] { return view.cellPlot()->plot()->xAxis->label(); };
+  auto xLabel = [&] { return view.cellPlot()->xLabel(); };
   view.setFolder(a);
   tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 3);
   ASSERT_TRUE(view.runLab()) << view.status().toStdString();

@@ -71,8 +71,9 @@ TEST(TrainingSeries, EachPlotGetsEveryOverlaidRunsFinitePoints) {
   const TrainingCurves c = training_curves(r.runs(), 0, CurveOptions{0.5, false, true});
 
   // Loss: the current run's raw curve (faint, out of the legend), its smoothed curve and
-  // its validation; the other run's smoothed and validation curves. NaN losses are skipped.
-  ASSERT_EQ(c.loss.size(), 5);
+  // its validation; the other run's smoothed and validation curves; the key's two entries.
+  // NaN losses are skipped.
+  ASSERT_EQ(c.loss.size(), 7);
   const PlotSeries* raw = named(c.loss, QStringLiteral("first train (raw)"));
   ASSERT_NE(raw, nullptr);
   EXPECT_EQ(raw->style, PlotSeries::Style::kFaintLine);
@@ -89,6 +90,22 @@ TEST(TrainingSeries, EachPlotGetsEveryOverlaidRunsFinitePoints) {
   EXPECT_EQ(validation->x, (QVector<double>{20, 30}));
   EXPECT_EQ(validation->y, (QVector<double>{3.5, 3.0}));
   EXPECT_EQ(validation->color, r.first.color.darker(130));
+  // The legend (issue 48): a run an entry, by its name alone, and a key for the line styles;
+  // the validation curves out of it (four runs' pairs of long entries hid the curves at 1024x600).
+  EXPECT_EQ(smooth->legend, QStringLiteral("first"));
+  EXPECT_TRUE(smooth->in_legend);
+  EXPECT_FALSE(validation->in_legend);
+  QStringList legend;
+  for (const PlotSeries& s : c.loss)
+    if (s.in_legend) legend << (s.legend.isEmpty() ? s.name : s.legend);
+  EXPECT_EQ(legend, (QStringList{QStringLiteral("first"), QStringLiteral("second"), QStringLiteral("train"),
+                                 QStringLiteral("validation")}));
+  EXPECT_EQ(c.loss[5].style, PlotSeries::Style::kLine);
+  EXPECT_TRUE(c.loss[5].x.isEmpty());
+  EXPECT_EQ(c.loss[6].style, PlotSeries::Style::kDashedLine);
+  EXPECT_TRUE(c.loss[6].x.isEmpty());
+  for (const QVector<PlotSeries>* plot : {&c.speed, &c.lr})
+    for (const PlotSeries& s : *plot) EXPECT_FALSE(s.in_legend) << s.name.toStdString();
   EXPECT_EQ(named(c.loss, QStringLiteral("second train (raw)")), nullptr);  // only the current run's
   ASSERT_NE(named(c.loss, QStringLiteral("second train")), nullptr);
 
@@ -112,7 +129,7 @@ TEST(TrainingSeries, WithoutOverlayOnlyTheCurrentRunIsDrawnButTheScatterKeepsEve
   const TwoRuns r;
   const TrainingCurves c = training_curves(r.runs(), 1, CurveOptions{0.0, true, false});
   // No smoothing: no raw curve behind the train curve, which is then the raw points.
-  ASSERT_EQ(c.loss.size(), 2);
+  ASSERT_EQ(c.loss.size(), 4);  // with the key's two entries
   EXPECT_EQ(c.loss[0].name, QStringLiteral("second train"));
   EXPECT_EQ(c.loss[0].y, (QVector<double>{5.0}));
   EXPECT_EQ(c.loss[0].x, (QVector<double>{1.0}));  // wall time, not the step

@@ -3,7 +3,10 @@
 // the slowest GUI events.
 #include <gtest/gtest.h>
 
+#include <qcustomplot.h>
+
 #include <QElapsedTimer>
+#include <QFontMetrics>
 #include <QFile>
 #include <QLabel>
 #include <QPainter>
@@ -57,6 +60,43 @@ TEST(PlotPanel, HundredThousandPointsAreDrawnDecimatedAndExportedWhole) {
   EXPECT_NE(plot.exportTo(QDir(temp_root()).filePath(QStringLiteral("x.bmp"))), QString());
   plot.setLogY(true);
   EXPECT_EQ(plot.plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+}
+
+// Issue 48: at 1024x600 the Training view's throughput plot printed six overlapping tick labels
+// and "cross-entropy (nats)" ran past its axis. A short plot has fewer ticks, and each axis label
+// fits its axis' length (elided, never empty), whole again when the plot is large.
+TEST(PlotPanel, ASmallPlotHasFewTicksAndItsAxisLabelsFit) {
+  PlotPanel plot(QStringLiteral("Throughput"), QStringLiteral("tokens back to its previous occurrence"),
+                 QStringLiteral("cross-entropy (nats)"));
+  PlotSeries s;
+  s.name = QStringLiteral("run");
+  s.color = Qt::blue;
+  for (int i = 0; i <= 460; i += 10) {
+    s.x << i;
+    s.y << 500 + 3 * i;
+  }
+  plot.setSeries({s});
+  auto layOut = [&](QSize size) {
+    plot.resize(size);
+    plot.show();
+    QCoreApplication::processEvents();
+    plot.plot()->replot();
+  };
+  auto fits = [](const QCPAxis* axis, int length) {
+    return QFontMetrics(axis->labelFont()).horizontalAdvance(axis->label()) <= length;
+  };
+  layOut(QSize(290, 150));
+  const QCPAxisRect* axes = plot.plot()->axisRect();
+  EXPECT_LE(plot.plot()->yAxis->tickVector().size(), 3) << "ticks on an axis " << axes->height() << " px high";
+  EXPECT_FALSE(plot.plot()->yAxis->label().isEmpty());
+  EXPECT_NE(plot.plot()->yAxis->label(), plot.yLabel()) << "elided on an axis " << axes->height() << " px high";
+  EXPECT_TRUE(fits(plot.plot()->yAxis, axes->height())) << plot.plot()->yAxis->label().toStdString();
+  EXPECT_TRUE(fits(plot.plot()->xAxis, axes->width())) << plot.plot()->xAxis->label().toStdString();
+  EXPECT_EQ(plot.yLabel(), QStringLiteral("cross-entropy (nats)"));  // the label as set, for the CSV
+  layOut(QSize(900, 600));
+  EXPECT_GE(plot.plot()->yAxis->tickVector().size(), 4);
+  EXPECT_EQ(plot.plot()->yAxis->label(), QStringLiteral("cross-entropy (nats)"));
+  EXPECT_EQ(plot.plot()->xAxis->label(), QStringLiteral("tokens back to its previous occurrence"));
 }
 
 TEST(PlotPanel, DecimationKeepsEndsAndExtremes) {

@@ -178,6 +178,9 @@ void ArchitectureView::buildDiagramControls() {
   coverage_->setObjectName(QStringLiteral("coverage_plot"));
   cost_ = new PlotPanel(tr("Cost per token per layer"), tr("context length T"), tr("multiply-adds"));
   cost_->setObjectName(QStringLiteral("cost_plot"));
+  cost_->setToolTip(
+      tr("Multiply-adds per token of one layer of each mixer family against the context length; "
+         "dashed, this model's per layer: its mixers, FFNs and output layer over its layer count"));
 }
 
 QWidget* ArchitectureView::buildReceptiveField() {
@@ -216,6 +219,10 @@ void ArchitectureView::placeCostLegend() {
   cp->legend->setFont(legendFont);
   cp->legend->setRowSpacing(0);
   cp->legend->setIconSize(16, 8);
+  // One entry a row: the panel's legend filled its columns first (its place under the axes), which
+  // beside them made one row of seven entries and left the axes 40 px wide at 1024x600.
+  cp->legend->setWrap(0);
+  cp->legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
 }
 
 void ArchitectureView::connectSignals() {
@@ -557,18 +564,19 @@ void ArchitectureView::refreshCost() {
     }
     series << s;
   }
-  PlotSeries model{
-      tr("this model, per layer\n(mixer + FFN + output)"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
+  PlotSeries model{tr("this model per layer"), QColor(0, 0, 0), {}, {}, PlotSeries::Style::kDashedLine};
   for (int64_t T = 8; T <= 2048; T += 8) {
     model.x << double(T);
     model.y << double(hsm::model_macs_per_token(c, T)) / std::max<size_t>(1, c.layers.size());
   }
   series << model;
-  cost_->setSeries(series);
-  // A tick every 1000 tokens: four-digit labels do not fit closer in a narrow pane.
+  // A tick every 1000 tokens: four-digit labels do not fit closer in a narrow pane; every 2000
+  // when the pane is narrower still (1024x600: "10002000").
   QSharedPointer<QCPAxisTickerFixed> ticks(new QCPAxisTickerFixed);
   ticks->setTickStep(1000);
+  ticks->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);  // PlotPanel::fitTicks sets how many
   cost_->plot()->xAxis->setTicker(ticks);
+  cost_->setSeries(series);
   if (!cost_->logY()) cost_->setLogY(true);
 }
 

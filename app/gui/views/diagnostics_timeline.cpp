@@ -195,7 +195,7 @@ void DiagnosticsTimeline::redraw() {
     }
     series << s;
   }
-  plot_->plot()->yAxis->setLabel(indicatorBox_->currentText());
+  plot_->setYLabel(indicatorBox_->currentText());
   plot_->setSeries(series);
   {
     const QSignalBlocker block(slider_);

@@ -30,6 +30,7 @@
 #include "gui/views/diagnosis_state.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/layout_helpers.h"
 #include "gui/widgets/radar_chart.h"
 #include "gui/widgets/task_example_bar.h"
 #include "gui/widgets/widget_export.h"
@@ -100,7 +101,8 @@ void DiagnosticsView::build() {
   layout->addLayout(buildPromptBar());
   layout->addLayout(buildChoiceBar());
   layout->addWidget(status_);
-  layout->addWidget(rows, 1);
+  // The plots and tables scroll when the window is short; the prompt's Run and Export stay (issue 48).
+  layout->addWidget(scrollWhenShort(rows), 1);
 }
 
 void DiagnosticsView::buildControls() {
@@ -126,6 +128,7 @@ void DiagnosticsView::buildControls() {
   compareRun_->setMinimumContentsLength(16);
   compareRun_->setEnabled(false);
   exportButton_ = new QPushButton(tr("Export all…"));
+  exportButton_->setObjectName(QStringLiteral("diag_export"));
   exportButton_->setToolTip(tr("Every plot as PNG, PDF and SVG, and the numbers as CSV, into a folder"));
   status_ = new QLabel(tr("Choose a run, type a prompt and press Run."));
   status_->setObjectName(QStringLiteral("diag_status"));
@@ -178,23 +181,22 @@ QWidget* DiagnosticsView::buildRows() {
   // The timeline scrolls when its pane is short (issue 48): its plot and controls, shown for a
   // run that recorded diagnoses over training, no longer add to the view's smallest height
   // (the window grew to 772 px, past a 1280x720 screen).
-  auto* timelineScroll = new QScrollArea;
-  timelineScroll->setWidget(timeline_);
-  timelineScroll->setWidgetResizable(true);
-  timelineScroll->setFrameShape(QFrame::NoFrame);
-  timelineScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  QScrollArea* timelineScroll = scrollWhenShort(timeline_, Qt::ScrollBarAlwaysOff);
+  timelineScroll->setMinimumWidth(0);  // the view's width is the plots' to decide, as before
   timelineScroll->setMinimumHeight(timeline_->minimumSizeHint().height());  // its message's, as before
   rows->addWidget(timelineScroll);
   rows->addWidget(below);
   rows->setStretchFactor(0, 1);
   rows->setStretchFactor(1, 3);
-  rows->setSizes({240, 760});
-  // A run with records gets the plot's room back (without, the pane keeps to its message).
-  connect(timeline_, &DiagnosticsTimeline::hasRecordsChanged, rows, [rows](bool has) {
-    if (!has) return;
+  // Without records the pane keeps to its message (at 1280x720 it left 100 px blank under it,
+  // issue 48); a run with records gets the plot's room, a quarter of the height.
+  const int message = timelineScroll->minimumHeight();
+  rows->setSizes({message, 1000});
+  connect(timeline_, &DiagnosticsTimeline::hasRecordsChanged, rows, [rows, message](bool has) {
     const QList<int> sizes = rows->sizes();
     const int total = sizes.value(0) + sizes.value(1);
-    if (sizes.value(0) < 200 && total > 400) rows->setSizes({total / 4, total - total / 4});
+    if (has && sizes.value(0) < 200 && total > 400) rows->setSizes({total / 4, total - total / 4});
+    if (!has && sizes.value(0) > message) rows->setSizes({message, total - message});
   });
   return rows;
 }

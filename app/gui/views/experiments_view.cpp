@@ -500,7 +500,7 @@ void ExperimentsView::drawScatter() {
   const ExperimentTable& t = model_->table();
   const int xc = t.columnOf(chosen(scatterX_)), yc = t.columnOf(chosen(scatterY_));
   scatter_->setXLabel(scatterX_->currentText());
-  scatter_->plot()->yAxis->setLabel(scatterY_->currentText());
+  scatter_->setYLabel(scatterY_->currentText());
   QVector<PlotSeries> series;
   if (xc >= 0 && yc >= 0) {
     // One series per value of the first text setting (the mixer, a placement), so the groups show.

@@ -33,6 +33,7 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/engine_types.h"
+#include "gui/widgets/layout_helpers.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
 #include "gui/widgets/colour_maps.h"
@@ -112,7 +113,7 @@ void LabView::build() {
   QWidget* form = buildForm();
   QWidget* right = buildResults();
   auto* splitter = new QSplitter(Qt::Horizontal);
-  splitter->addWidget(form);
+  splitter->addWidget(scrollWhenShort(form, Qt::ScrollBarAlwaysOff));  // the form scrolls; Run and the exports stay
   splitter->addWidget(right);
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 3);

@@ -26,6 +26,7 @@
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
 #include "gui/widgets/field_error.h"
+#include "gui/widgets/layout_helpers.h"
 #include "gui/views/probe_view.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/token_text.h"
@@ -154,9 +155,15 @@ QWidget* PlaygroundView::buildLeft() {
   leftLayout->addWidget(new QLabel(tr("<b>Prompt</b>")));
   leftLayout->addWidget(promptEdit_);
   leftLayout->addLayout(buttons);
-  leftLayout->addWidget(settings);
-  leftLayout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
-  leftLayout->addWidget(paperList_, 1);
+  // The settings and the paper's prompts scroll when the window is short; the prompt and
+  // Generate stay in view (issue 48).
+  auto* lower = new QWidget;
+  auto* lowerLayout = new QVBoxLayout(lower);
+  lowerLayout->setContentsMargins(0, 0, 0, 0);
+  lowerLayout->addWidget(settings);
+  lowerLayout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
+  lowerLayout->addWidget(paperList_, 1);
+  leftLayout->addWidget(scrollWhenShort(lower, Qt::ScrollBarAlwaysOff), 1);
   left->setMinimumWidth(300);
   left->setMaximumWidth(420);
   return left;

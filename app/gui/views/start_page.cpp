@@ -15,6 +15,7 @@
 #include "gui/engine_types.h"
 #include "gui/help/glossary.h"
 #include "gui/studio_settings.h"
+#include "gui/widgets/layout_helpers.h"
 #include "hsm/presets.h"
 
 namespace studio {
@@ -123,10 +124,15 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   innerLayout->addWidget(quick);
   innerLayout->addLayout(cards);
   innerLayout->addStretch(2);
-  auto* layout = new QHBoxLayout(this);
-  layout->addStretch(1);
-  layout->addWidget(inner, 4);
-  layout->addStretch(1);
+  auto* centred = new QWidget;
+  auto* centredLayout = new QHBoxLayout(centred);
+  centredLayout->addStretch(1);
+  centredLayout->addWidget(inner, 4);
+  centredLayout->addStretch(1);
+  // On a short window the page scrolls rather than set the window's smallest height (issue 48).
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(scrollWhenShort(centred));
   refreshRecent();
 }
 

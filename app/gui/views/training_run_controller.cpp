@@ -95,16 +95,17 @@ void TrainingRunController::buildStatus() {
   trainProgress_->setValue(0);
   trainProgress_->setFormat(tr("no training"));
   trainProgress_->setTextVisible(true);
+  buildLog();
+  // The log's toggle on the stage's row: a row less under the plots (issue 48, 1024x540).
   auto* progressRow = new QHBoxLayout;
   progressRow->addWidget(stageLabel_, 1);
   progressRow->addWidget(dataProgress_);
-  buildLog();
+  progressRow->addWidget(logToggle_);
   status_ = new QWidget;
   auto* layout = new QVBoxLayout(status_);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(progressRow);
   layout->addWidget(trainProgress_);
-  layout->addWidget(logToggle_, 0, Qt::AlignLeft);
   layout->addWidget(log_);
 }
 

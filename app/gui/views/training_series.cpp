@@ -30,6 +30,7 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
   const double weight = options.smoothing;
   const bool wall = options.wall_time;
   TrainingCurves c;
+  QStringList windowKinds;
   for (int i = 0; i < runs.size(); ++i) {
     const RunEntry& run = *runs[i];
     const bool isCurrent = i == current;
@@ -72,12 +73,20 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     const QString n = run.name();
     if (isCurrent && weight > 0)
       c.loss << PlotSeries{n + tr(" train (raw)"), run.color, tx, ty, PlotSeries::Style::kFaintLine, false};
-    c.loss << PlotSeries{n + tr(" train"), run.color, tx, smoothed(ty, weight), PlotSeries::Style::kLine};
+    // The legend a run a line, its name in its colour; a key below says which line is which
+    // (issue 48: four runs' "train" and "validation (story_start windows)" entries took half of
+    // the plot's height at 1024x600).
+    PlotSeries train{n + tr(" train"), run.color, tx, smoothed(ty, weight), PlotSeries::Style::kLine};
+    train.legend = n;
+    c.loss << train;
     // Which windows the validation loss is on (what `hsm eval` and the Probe view score by default).
-    const QString windows =
-        run.has_info ? tr(" (%1 windows)").arg(QString::fromStdString(run.info.training.windows)) : QString();
-    c.loss << PlotSeries{n + tr(" validation") + windows, run.color.darker(130), vx, vy,
-                         PlotSeries::Style::kDashedLine};
+    const QString kind = run.has_info ? QString::fromStdString(run.info.training.windows) : QString();
+    if (!kind.isEmpty() && !windowKinds.contains(kind)) windowKinds << kind;
+    const QString windows = kind.isEmpty() ? QString() : tr(" (%1 windows)").arg(kind);
+    PlotSeries validation{n + tr(" validation") + windows, run.color.darker(130), vx, vy,
+                          PlotSeries::Style::kDashedLine};
+    validation.in_legend = false;
+    c.loss << validation;
     QVector<double> accX, accY;
     for (int k = 0; k < vx.size(); ++k)
       if (std::isfinite(ax[k])) {
@@ -87,12 +96,15 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     // A task run's validation accuracy is on its answers (answer_accuracy); beside it the share
     // of examples with every answer right.
     const bool task = !run.task.empty();
-    c.accuracy << PlotSeries{task ? n + tr(" answers") : n, run.color, accX, accY, PlotSeries::Style::kLine};
+    // A legend only where a task run's two curves need one: the runs' colours are the loss plot's.
+    c.accuracy << PlotSeries{task ? n + tr(" answers") : n, run.color, accX, accY, PlotSeries::Style::kLine, task};
     if (task && !qx.isEmpty())
       c.accuracy << PlotSeries{n + tr(" sequences"), run.color.darker(130), qx, qy,
                                PlotSeries::Style::kDashedLine};
-    c.speed << PlotSeries{n, run.color, sx, smoothed(sy, weight), PlotSeries::Style::kLine};
-    c.lr << PlotSeries{n, run.color, lx, ly, PlotSeries::Style::kLine};
+    // Throughput and learning rate without a legend of their own: the runs' colours are the loss
+    // plot's, and at 1024x600 two more legends left their curves a few pixels high.
+    c.speed << PlotSeries{n, run.color, sx, smoothed(sy, weight), PlotSeries::Style::kLine, false};
+    c.lr << PlotSeries{n, run.color, lx, ly, PlotSeries::Style::kLine, false};
     // The current run's curves above the others, thicker (issue 48): a run trained now is not
     // one thin line among the demo runs' curves. Its faint raw curve stays beneath.
     if (!isCurrent) continue;
@@ -100,6 +112,17 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     for (int p = 0; p < 5; ++p)
       for (qsizetype k = from[p]; k < plots[p]->size(); ++k)
         (*plots[p])[k].emphasised = (*plots[p])[k].style != PlotSeries::Style::kFaintLine;
+  }
+  // The key: a solid line is a run's train loss, a dashed one its validation (no points: only
+  // the legend shows them).
+  if (!c.loss.isEmpty()) {
+    const QColor key(110, 110, 110);
+    c.loss << PlotSeries{tr("train"), key, {}, {}, PlotSeries::Style::kLine};
+    // Which windows: the runs' own (a curve's name in the CSV says which); named when they share one.
+    const QString validation = windowKinds.size() == 1 ? tr("validation (%1)").arg(windowKinds.first())
+                               : windowKinds.isEmpty() ? tr("validation")
+                                                       : tr("validation (own windows)");
+    c.loss << PlotSeries{validation, key, {}, {}, PlotSeries::Style::kDashedLine};
   }
   return c;
 }

@@ -16,6 +16,7 @@
 #include "gui/views/training_form.h"
 #include "gui/views/training_run_controller.h"
 #include "gui/views/training_series.h"
+#include "gui/widgets/layout_helpers.h"
 #include "gui/widgets/plot_panel.h"
 
 namespace studio {
@@ -37,13 +38,9 @@ void TrainingView::build() {
 }
 
 QWidget* TrainingView::buildFormPane() {
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(form_);
-  scroll->setWidgetResizable(true);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  QScrollArea* scroll = scrollWhenShort(form_, Qt::ScrollBarAlwaysOff);
   scroll->setMinimumWidth(form_->sizeHint().width() + 24);
   scroll->setMaximumWidth(520);
-  scroll->setFrameShape(QFrame::NoFrame);
   // The actions stay in view below the scrolling form.
   auto* left = new QWidget;
   auto* leftLayout = new QVBoxLayout(left);
@@ -87,9 +84,12 @@ QWidget* TrainingView::buildPlots() {
   speedPlot_ = new PlotPanel(tr("Throughput"), tr("step"), tr("tokens/s"));
   lrPlot_ = new PlotPanel(tr("Learning rate"), tr("step"), tr("learning rate"));
   scatterPlot_ = new PlotPanel(tr("Accuracy vs loss"), tr("validation loss"), tr("validation accuracy"));
-  // The legends under the axes, where they cover no curve (issue 48); the loss's a run a row, its
-  // train and validation side by side.
-  lossPlot_->setLegendBelow(2, 2);
+  // The legends under the axes, where they cover no curve (issue 48); the loss's a run an entry
+  // and the key of its solid (train) and dashed (validation) lines, as many a row as fit.
+  lossPlot_->setLegendBelow(6, 2);
+  // The second row's plots may be shorter than the loss's: the view fits a 1024x600 screen
+  // under a window manager (about 540 px for the window, issue 48).
+  for (PlotPanel* p : {speedPlot_, lrPlot_}) p->plot()->setMinimumHeight(90);
   auto* grid = new QWidget;
   auto* gridLayout = new QGridLayout(grid);
   gridLayout->setContentsMargins(0, 0, 0, 0);

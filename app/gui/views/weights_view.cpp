@@ -96,7 +96,8 @@ void WeightsView::build() {
 }
 
 void WeightsView::buildAbPlot() {
-  abPlot_ = new PlotPanel(tr("Learned a and b per layer"), tr("layer"), tr("weight"));
+  // Each layer's shift under its name as a bare number: "s=8s=16s=32s=64" ran together at 1024x600.
+  abPlot_ = new PlotPanel(tr("Learned a and b per layer"), tr("layer, its shift s below"), tr("weight"));
   abPlot_->setObjectName(QStringLiteral("ab_plot"));
   abPlot_->setLogOptionVisible(false);
   QCustomPlot* p = abPlot_->plot();
@@ -630,7 +631,7 @@ void WeightsView::drawBars() {
     keys << w.layer;
     a << w.a[0];
     b << w.b[0];
-    ticker->addTick(w.layer, tr("L%1\ns=%2").arg(w.layer).arg(w.shifts.empty() ? 0 : w.shifts[0]));
+    ticker->addTick(w.layer, tr("L%1\n%2").arg(w.layer).arg(w.shifts.empty() ? 0 : w.shifts[0]));
   }
   barsA_->setData(keys, a, true);
   barsB_->setData(keys, b, true);

@@ -65,6 +65,16 @@ HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QS
       applyLabels();
       plot()->replot(QCustomPlot::rpQueuedReplot);
     }
+    // The colour scale's ticks and label fit its height too (issue 48: six values on 40 px,
+    // "normalised" cut, in the Diagnostics view at 1024x600).
+    QCPAxis* axis = scale_->axis();
+    const int length = scale_->rect().height();
+    const QString label = elidedLabel(axis, scaleLabel_, length);
+    if (axis->label() != label) axis->setLabel(label);
+    if (const int ticks = ticksFor(length, 24); length > 0 && axis->ticker()->tickCount() != ticks) {
+      axis->ticker()->setTickCount(ticks);
+      plot()->replot(QCustomPlot::rpQueuedReplot);
+    }
   });
   map_ = new QCPColorMap(p->xAxis, p->yAxis);
   map_->setInterpolate(false);
@@ -114,7 +124,10 @@ HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QS
   });
 }
 
-void HeatmapPanel::setScaleLabel(const QString& label) { scale_->axis()->setLabel(label); }
+void HeatmapPanel::setScaleLabel(const QString& label) {
+  scaleLabel_ = label;
+  scale_->axis()->setLabel(label);
+}
 
 void HeatmapPanel::setMatrix(int rows, int cols, const std::vector<double>& values, const QStringList& rowLabels,
                              const QStringList& colLabels, Palette palette) {

@@ -63,6 +63,7 @@ class HeatmapPanel : public PlotPanel {
   QStringList rowLabels_, colLabels_;
   QVector<int> pinnedRows_;
   QString message_;
+  QString scaleLabel_;                 // as set; shown elided to the scale's height
   QPair<int, int> labelsShown_{0, 0};  // what applyLabels() last fitted
 };
 

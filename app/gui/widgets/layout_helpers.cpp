@@ -2,6 +2,8 @@
 
 #include <QHBoxLayout>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QStyle>
 
 namespace studio {
 
@@ -16,6 +18,21 @@ QHBoxLayout* makeRow(const QList<QWidget*>& widgets, const QList<QWidget*>& stre
   auto* row = new QHBoxLayout;
   for (QWidget* w : widgets) row->addWidget(w, stretched.contains(w) ? 1 : 0);
   return row;
+}
+
+QScrollArea* scrollWhenShort(QWidget* content, Qt::ScrollBarPolicy horizontal) {
+  auto* area = new QScrollArea;
+  area->setWidget(content);
+  area->setWidgetResizable(true);
+  area->setFrameShape(QFrame::NoFrame);
+  area->setHorizontalScrollBarPolicy(horizontal);
+  // Without a horizontal bar the area is at least as wide as the content's smallest width and
+  // a vertical bar beside it.
+  if (horizontal == Qt::ScrollBarAlwaysOff) {
+    const int bar = area->style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+    area->setMinimumWidth(content->minimumSizeHint().width() + bar + 2);
+  }
+  return area;
 }
 
 }  // namespace studio

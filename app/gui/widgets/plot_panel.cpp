@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <typeinfo>
 
 #include "gui/studio_settings.h"
 #include "gui/widgets/widget_export.h"
@@ -103,7 +104,11 @@ void decimate_line(const QVector<double>& x, const QVector<double>& y, int bucke
 
 PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString& yLabel, QWidget* parent)
     : QWidget(parent), title_(title), xLabel_(xLabel), yLabel_(yLabel), plot_(new LazyResizePlot(this)) {
-  static_cast<LazyResizePlot*>(plot_)->resized = [this] { fitLegend(); };
+  static_cast<LazyResizePlot*>(plot_)->resized = [this] {
+    fitLegend();
+    fitTicks();
+  };
+  connect(plot_, &QCustomPlot::afterLayout, this, &PlotPanel::fitAxisLabels);
   setObjectName(title);
   auto* titleLabel = new PanelTitle(title);
   logBox_ = new QCheckBox(tr("Log y"));  // short: four panels side by side fit 1024 pixels
@@ -180,7 +185,7 @@ void PlotPanel::setLegendBelow(int columns, int atLeast) {
   plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   plot_->legend->setBrush(Qt::NoBrush);
   plot_->legend->setBorderPen(Qt::NoPen);
-  plot_->legend->setIconSize(22, 18);  // short samples: more entries a row, fewer rows taken from the axes
+  plot_->legend->setIconSize(18, 14);  // short samples: more entries a row, fewer rows taken from the axes
   plot_->legend->setColumnSpacing(4);
   plot_->legend->setRowSpacing(0);
 }
@@ -215,11 +220,51 @@ void PlotPanel::fitLegend() {
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // the entries rearranged into the new rows
 }
 
+int PlotPanel::ticksFor(int pixels, int perTick) { return std::clamp(pixels / perTick, 2, 5); }
+
+QString PlotPanel::elidedLabel(const QCPAxis* axis, const QString& label, int length) {
+  const QFontMetrics metrics(axis->labelFont());
+  if (label.isEmpty()) return label;
+  const int least = metrics.horizontalAdvance(label.left(1) + QChar(0x2026));
+  return metrics.elidedText(label, Qt::ElideRight, std::max(length, least));
+}
+
+void PlotPanel::fitTicks() {
+  // The axes' room: the plot less its tick labels, axis labels and a legend below (about 70 px
+  // high, 80 px wide, the axis rect's own width when it is known). A view's own ticker
+  // (categories, layers) keeps its ticks, unless it is a fixed step that may take multiples.
+  const int height = plot_->height() - 70;
+  const int known = plot_->axisRect()->width();
+  const int width = known > 0 ? std::min(plot_->width() - 80, known) : plot_->width() - 80;
+  for (QCPAxis* axis : {plot_->yAxis, plot_->xAxis}) {
+    const QSharedPointer<QCPAxisTicker> ticker = axis->ticker();
+    const auto* fixed = dynamic_cast<const QCPAxisTickerFixed*>(ticker.data());
+    const bool log = typeid(*ticker) == typeid(QCPAxisTickerLog);
+    const bool follows = typeid(*ticker) == typeid(QCPAxisTicker) || log ||
+                         (fixed && fixed->scaleStrategy() == QCPAxisTickerFixed::ssMultiples);
+    if (!follows || (axis == plot_->xAxis && !log && !fixed)) continue;
+    ticker->setTickCount(axis == plot_->yAxis ? ticksFor(height, 28) : std::max(1, width / 90));
+  }
+}
+
+void PlotPanel::fitAxisLabels() {
+  const QRect axes = plot_->axisRect()->rect();
+  const QString x = elidedLabel(plot_->xAxis, xLabel_, axes.width());
+  const QString y = elidedLabel(plot_->yAxis, yLabel_, axes.height());
+  if (plot_->xAxis->label() != x) plot_->xAxis->setLabel(x);
+  if (plot_->yAxis->label() != y) plot_->yAxis->setLabel(y);
+}
+
 void PlotPanel::setLogOptionVisible(bool visible) { logBox_->setVisible(visible); }
 
 void PlotPanel::setXLabel(const QString& label) {
   xLabel_ = label;
   plot_->xAxis->setLabel(label);
+}
+
+void PlotPanel::setYLabel(const QString& label) {
+  yLabel_ = label;
+  plot_->yAxis->setLabel(label);
 }
 
 void PlotPanel::setSeries(const QVector<PlotSeries>& series) {
@@ -233,7 +278,7 @@ void PlotPanel::redraw() {
   QVector<double> xd, yd;
   for (const PlotSeries& s : series_) {
     QCPGraph* g = plot_->addGraph();
-    g->setName(s.name);
+    g->setName(s.legend.isEmpty() ? s.name : s.legend);
     QPen pen(s.color);
     pen.setWidthF(1.6);
     switch (s.style) {
@@ -305,6 +350,7 @@ void PlotPanel::redraw() {
       plot_->yAxis->scaleRange(1.08);
     }
   }
+  fitTicks();  // a log scale's new ticker too
   // A hidden plot (another tab) is drawn when it is shown, not on every update.
   if (isVisible()) {
     plot_->replot(QCustomPlot::rpQueuedReplot);

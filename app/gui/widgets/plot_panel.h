@@ -12,6 +12,7 @@
 
 #include "gui/widgets/plot_series.h"
 
+class QCPAxis;
 class QCustomPlot;
 class QCheckBox;
 class QLabel;
@@ -27,6 +28,15 @@ class PlotPanel : public QWidget {
   void setSeries(const QVector<PlotSeries>& series);
   const QVector<PlotSeries>& series() const { return series_; }
   void setXLabel(const QString& label);
+  void setYLabel(const QString& label);
+  // The ticks an axis of this many pixels holds with room for their labels (at most QCustomPlot's
+  // five, at least two); a label elided to `length` pixels in the axis' font, never empty (an
+  // empty label takes no room in the margin, so the next layout would differ).
+  static int ticksFor(int pixels, int perTick);
+  static QString elidedLabel(const QCPAxis* axis, const QString& label, int length);
+  // The axes' labels as set (the plot shows them elided to its axes' length).
+  QString xLabel() const { return xLabel_; }
+  QString yLabel() const { return yLabel_; }
   void setLogY(bool on);
   bool logY() const { return logY_; }
   void resetView();  // fit all data
@@ -66,6 +76,11 @@ class PlotPanel : public QWidget {
   void exportWithDialog();
   void redraw();
   void fitLegend();
+  // Fewer ticks on a short or narrow axis, so that their labels never overlap (issue 48: the
+  // Training view's throughput at 1024x600); and each axis label elided to its axis' length
+  // rather than cut by the plot's edge.
+  void fitTicks();
+  void fitAxisLabels();
 
   QString title_, xLabel_, yLabel_;
   bool legendBelow_ = false;

@@ -17,6 +17,8 @@ struct PlotSeries {
   // The current run's curve (issue 48): drawn above the others, thicker, so that a run trained
   // now is not one thin line among the demo runs' curves.
   bool emphasised = false;
+  // What the legend says, when not the name (the name stays the curve's in an exported CSV).
+  QString legend = {};
 };
 
 }  // namespace studio
