@@ -1,10 +1,15 @@
 # One ctest test per GoogleTest suite: `<prefix><Suite>.*` runs the executable once with
 # --gtest_filter=<Suite>.*, so every test of the suite runs, in its order, in one process.
 #
-# Why (CI time): a LibTorch test executable spends ~0.85 s of CPU starting (the dynamic loader
+# Why (CI time): a LibTorch test executable spends ~0.85-1.0 s of CPU starting (the dynamic loader
 # binding LibTorch's ~290 libraries, then its operator registrations) before it runs a test;
-# gtest_discover_tests starts it once per test, ~930 times in `make test` (the median test_model
-# test takes 1.0 s, 0.85 s of it the start). Per suite it starts ~140 times.
+# gtest_discover_tests starts it once per test: 896 times for the engine suites that use this (the
+# median test_model test takes 1.0 s), 136 times per suite. A suite whose SetUpTestSuite trains a
+# run (Hostile, HostileFiles, Distributed) trains it once instead of once per test.
+#
+# Only for suites whose tests do not need a fresh process each: the studio's do (LabView's tests
+# failed in one process, the form remembering an earlier test's settings), so they keep
+# gtest_discover_tests.
 #
 #   hsm_add_gtest_suites(<target> [PREFIX <prefix>] [PROPERTIES <name> <value> ...]
 #                        [ENVIRONMENT <var>=<value> ...])
