@@ -83,6 +83,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${HSM_HOMEPAGE}")
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
+# xz on every core: ~43 s of CPU for the ~42 MB payload, the longest part of `make package`.
+set(CPACK_THREADS 0)
 # Debian's libtorch links the generic reference BLAS unless OpenBLAS is installed, about 25x
 # slower matrix products (README.md, "Set-up"); nothing in the binaries names it, so dpkg-shlibdeps
 # cannot find it.
