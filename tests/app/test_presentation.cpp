@@ -8,6 +8,8 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QFile>
+#include <QLabel>
+#include <QApplication>
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -69,6 +71,32 @@ TEST(Presentation, F11EntersFullScreenAndEscLeaves) {
   EXPECT_TRUE(p->isPresenting());
   p->findChild<QPushButton*>(QStringLiteral("leave_presentation"))->click();
   EXPECT_FALSE(p->isPresenting());
+}
+
+// Read from the back of a room (issue 48): every control of the presentation bar, not only New
+// story and the prompts, is at least 1.25x the desktop's font, and its words fit it.
+TEST(Presentation, EveryControlIsAtTheReadableSize) {
+  MainWindow w;
+  w.show();
+  w.findChild<QToolButton*>(QStringLiteral("present_button"))->click();
+  PresentationMode* p = w.presentation();
+  ASSERT_TRUE(p->isPresenting());
+  const double desktop = QApplication::font().pointSizeF();
+  int checked = 0;
+  for (QAbstractButton* b : p->findChildren<QAbstractButton*>()) {
+    if (!b->isVisible()) continue;
+    EXPECT_GE(b->font().pointSizeF(), 1.25 * desktop - 1e-6) << b->text().toStdString();
+    EXPECT_GE(b->width(), QFontMetrics(b->font()).horizontalAdvance(b->text().split(QLatin1Char('\n')).first()) / 2)
+        << b->text().toStdString();
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);  // New story, A-, A+, the tint, Leave (and the prompts)
+  for (const char* name : {"typewriter_speed_label", "presentation_status"}) {
+    auto* label = p->findChild<QLabel*>(QString::fromLatin1(name));
+    ASSERT_NE(label, nullptr) << name;
+    EXPECT_GE(label->font().pointSizeF(), 1.25 * desktop - 1e-6) << name;
+  }
+  p->findChild<QPushButton*>(QStringLiteral("leave_presentation"))->click();
 }
 
 TEST(Presentation, NewStoryEndsAtASentenceEndWithAFreshSeed) {

@@ -1,6 +1,9 @@
 #include "gui/views/presentation_mode.h"
 
+#include <initializer_list>
+
 #include <QCheckBox>
+#include <QFontMetrics>
 #include <QCloseEvent>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -100,8 +103,6 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   smaller->setToolTip(tr("Smaller text (Ctrl+minus, Ctrl+wheel)"));
   auto* larger = new QPushButton(tr("A+"));
   larger->setToolTip(tr("Larger text (Ctrl+plus, Ctrl+wheel)"));
-  smaller->setFixedWidth(44);
-  larger->setFixedWidth(44);
   connect(smaller, &QPushButton::clicked, this, [this] { setTextSize(textSize() - 2); });
   connect(larger, &QPushButton::clicked, this, [this] { setTextSize(textSize() + 2); });
   bindTextSizeKeys(this, [this](double step) { setTextSize(textSize() + 2 * step); });
@@ -110,17 +111,16 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   tint_->setObjectName(QStringLiteral("presentation_tint"));
   tint_->setToolTip(tr("Colour each word by how likely the model found it: red unlikely, green likely"));
   tint_->setChecked(story_->tinted());
-  tint_->setMinimumWidth(tint_->sizeHint().width());
   connect(tint_, &QCheckBox::toggled, this, &PresentationMode::setTinted);
 
   speed_ = new QSlider(Qt::Horizontal);
   speed_->setObjectName(QStringLiteral("typewriter_speed"));
   speed_->setRange(0, static_cast<int>(std::size(kSpeeds)) - 1);
   speed_->setPageStep(1);
-  speed_->setFixedWidth(110);
+  speed_->setFixedWidth(140);
   speed_->setToolTip(tr("Typewriter speed: how fast the words appear"));
   speedLabel_ = new QLabel;
-  speedLabel_->setMinimumWidth(72);
+  speedLabel_->setObjectName(QStringLiteral("typewriter_speed_label"));
   connect(speed_, &QSlider::valueChanged, this, [this](int i) {
     speedLabel_->setText(kSpeeds[i] == 0 ? tr("instant") : tr("%1 tokens/s").arg(kSpeeds[i]));
     QSettings().setValue(QStringLiteral("presentation/speed"), i);
@@ -143,7 +143,8 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   bar->addSpacing(16);
   bar->addWidget(tint_);
   bar->addSpacing(16);
-  bar->addWidget(new QLabel(tr("Speed")));
+  auto* speedName = new QLabel(tr("Speed"));
+  bar->addWidget(speedName);
   bar->addWidget(speed_);
   bar->addWidget(speedLabel_);
   bar->addStretch(1);
@@ -155,6 +156,16 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   QFont readable = status_->font();  // read from the back of the room
   readable.setPointSizeF(readable.pointSizeF() * 1.25);
   status_->setFont(readable);
+  // Every control of the bar at the readable size too (issue 48: A−, A+, the tint, the speed and
+  // Leave were the desktop's size at 1024x600), each as wide as its words need.
+  for (QWidget* control : std::initializer_list<QWidget*>{smaller, larger, tint_, speedName, speedLabel_, leaveButton}) {
+    control->setFont(readable);
+    control->setMinimumHeight(40);
+  }
+  smaller->setFixedWidth(QFontMetrics(readable).horizontalAdvance(QStringLiteral("A−")) + 28);
+  larger->setFixedWidth(QFontMetrics(readable).horizontalAdvance(QStringLiteral("A+")) + 28);
+  tint_->setMinimumWidth(tint_->sizeHint().width());
+  speedLabel_->setMinimumWidth(QFontMetrics(readable).horizontalAdvance(tr("%1 tokens/s").arg(50)) + 4);
   // Which model tells the story: its run, its model and its mixers, in the bar's font.
   model_ = new QLabel;
   model_->setObjectName(QStringLiteral("presentation_model"));
