@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
+#include <QApplication>
 #include <QComboBox>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -76,6 +77,25 @@ TEST(ArchitectureView, ParamCountFollowsTheEditorAndMatchesTheEngine) {
   EXPECT_EQ(view.totalParams(), -1);
   view.setLayerHeads(1, 8);
   EXPECT_TRUE(view.error().isEmpty());
+}
+
+// Issue 48: in a narrow pane (the view at 1024 px) the Mixer column still shows each layer's
+// mixer whole; the numbers scroll instead.
+TEST(ArchitectureView, TheMixerColumnShowsTheMixerWholeWhenNarrow) {
+  RunList runs;
+  ArchitectureView view(&runs);
+  ASSERT_TRUE(view.setPreset(QStringLiteral("hybrid_mh_0_6")));
+  view.resize(480, 560);
+  view.show();
+  QApplication::processEvents();
+  auto* table = view.findChild<QTableWidget*>(QStringLiteral("layer_table"));
+  ASSERT_NE(table, nullptr);
+  for (int r = 0; r < table->rowCount(); ++r) {
+    auto* mixer = qobject_cast<QComboBox*>(table->cellWidget(r, 1));
+    ASSERT_NE(mixer, nullptr) << r;
+    const int textWidth = mixer->fontMetrics().horizontalAdvance(mixer->currentText());
+    EXPECT_GE(table->columnWidth(1), textWidth) << "layer " << r << ": " << mixer->currentText().toStdString();
+  }
 }
 
 // Issue 48: the view follows the Run selector as every other view does (a run's own config, a

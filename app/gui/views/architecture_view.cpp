@@ -86,8 +86,11 @@ void ArchitectureView::buildModelControls() {
   table_->setHorizontalHeaderLabels(
       {tr("Layer"), tr("Mixer"), tr("FFN"), tr("Heads"), tr("Mixer params"), tr("FFN params"), tr("Layer total")});
   table_->verticalHeader()->setVisible(false);
+  // Every column as wide as its contents, the mixer's names whole (issue 48: stretched, the Mixer
+  // column was squeezed to nothing at 1024 px by the numbers beside it); the last column takes
+  // what is left, and a narrow pane scrolls.
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setSectionResizeMode(kMixer, QHeaderView::Stretch);
+  table_->horizontalHeader()->setStretchLastSection(true);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   addLayerButton_ = new QPushButton(tr("+ Layer"));
