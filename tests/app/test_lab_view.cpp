@@ -456,6 +456,12 @@ TEST(LabView, AReopenedLabKeepsEveryGridSettingOfItsFolder) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("weight decay '2'"), std::string::npos) << e.what();
   }
+  // A new folder is a new lab: hsm lab's defaults for what the form does not show, not the
+  // reopened lab's.
+  decays->setText(QString());
+  view.setFolder(test::temp_root() + QStringLiteral("/lab_new"));
+  EXPECT_EQ(view.formGrid().size, hsm::default_lab_grid().size);
+  EXPECT_EQ(view.formGrid().stop_accuracy, hsm::default_lab_grid().stop_accuracy);
 }
 
 TEST(LabView, IsATabAfterTheOtherViews) {

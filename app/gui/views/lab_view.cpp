@@ -25,10 +25,10 @@
 #include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
-#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
+#include <vector>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine/grid_runner.h"
@@ -70,7 +70,21 @@ QStringList checkedTexts(const QListWidget* list) {
 }
 
 // The difficulty axis "accuracy against key-query distance on TASK" is "distance:TASK".
-constexpr const char* kDistanceAxis = "distance:";
+const QLatin1String kDistanceAxis("distance:");
+
+// A comma-separated list of numbers from a form field, each one `valid`; else one line naming
+// the bad part ("learning rate 'x' is not a positive number; ...").
+std::vector<double> numberList(const QString& text, const std::string& what, const std::string& rule,
+                               const std::function<bool(double)>& valid) {
+  std::vector<double> out;
+  for (const QString& part : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const double x = part.trimmed().toDouble(&ok);
+    if (!ok || !valid(x)) throw std::invalid_argument(what + " '" + part.trimmed().toStdString() + "' " + rule);
+    out.push_back(x);
+  }
+  return out;
+}
 
 // A lab's point as a person reads it: "mqar · da_static_emb_qk · lr 0.003 · seed 1".
 QString runTitle(const hsm::SweepPoint& p) {
@@ -391,13 +405,20 @@ void LabView::fillForm(const hsm::LabGrid& grid) {
   QStringList decays;
   for (double wd : grid.weight_decays) decays << QString::number(wd);
   weightDecays_->setText(decays.join(QStringLiteral(", ")));
-  // What the form does not show (size, early stop, test examples, device, protocol) is the
-  // filled grid's: a reopened lab runs on as itself, not as another grid refused by its folder.
-  formBase_ = grid;
 }
 
 hsm::LabGrid LabView::formGrid() const {
-  hsm::LabGrid grid = formBase_;
+  // What the form does not show (size, early stop, test examples, device, protocol) is the
+  // folder's lab's when the folder holds one: a reopened lab runs on as itself, not as another
+  // grid its folder refuses; a new folder gets hsm lab's defaults.
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  if (!folder().isEmpty()) {
+    try {
+      grid = hsm::Lab::stored_grid(folder().toStdString());
+    } catch (const std::exception&) {
+      // no lab there (yet): the defaults; an unreadable one is refused, named, when Run opens it
+    }
+  }
   grid.tasks.clear();
   grid.models.clear();
   grid.lrs.clear();
@@ -410,22 +431,11 @@ hsm::LabGrid LabView::formGrid() const {
                               ? QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString()
                               : item->text().trimmed().toStdString());
   }
-  for (const QString& part : lrs_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-    bool ok = false;
-    const double lr = part.trimmed().toDouble(&ok);
-    if (!ok || !(lr > 0))
-      throw std::invalid_argument("learning rate '" + part.trimmed().toStdString() +
-                                  "' is not a positive number; give e.g. 0.001, 0.003");
-    grid.lrs.push_back(lr);
-  }
-  for (const QString& part : weightDecays_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-    bool ok = false;
-    const double wd = part.trimmed().toDouble(&ok);
-    if (!ok || !(wd >= 0 && wd < 1))
-      throw std::invalid_argument("weight decay '" + part.trimmed().toStdString() +
-                                  "' is not a number from 0 to below 1; give e.g. 0, 0.1, or nothing for none");
-    grid.weight_decays.push_back(wd);
-  }
+  grid.lrs = numberList(lrs_->text(), "learning rate", "is not a positive number; give e.g. 0.001, 0.003",
+                         [](double lr) { return lr > 0; });
+  grid.weight_decays = numberList(weightDecays_->text(), "weight decay",
+                                  "is not a number from 0 to below 1; give e.g. 0, 0.1, or nothing for none",
+                                  [](double wd) { return wd >= 0 && wd < 1; });
   if (grid.tasks.empty()) throw std::invalid_argument("no task checked; check at least one task");
   if (grid.models.empty()) throw std::invalid_argument("no model checked; check at least one model");
   if (grid.lrs.empty()) throw std::invalid_argument("no learning rate; give at least one, e.g. 0.003");
@@ -787,7 +797,7 @@ void LabView::setDifficultyAxes(const hsm::LabGrid& grid) {
   for (const std::string& t : grid.tasks) {
     try {
       if (hsm::parse_task(t)->answers_carry_distance())
-        axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(t)), QLatin1String(kDistanceAxis) + qstr(t));
+        axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(t)), QString(kDistanceAxis) + qstr(t));
     } catch (const std::exception&) {
       // a spec this hsm cannot read: no distance choice for it (the grid's cell says why)
     }
@@ -802,8 +812,8 @@ void LabView::showDifficulty() {
   const QString axis = axis_->currentData().toString();
   // "distance:TASK": accuracy against key-query distance on that task (recall_at, mqar: the
   // answers that carry their distance), its runs pooled; else an MQAR setting across cells.
-  const bool distance = axis.startsWith(QLatin1String(kDistanceAxis));
-  const QString distanceTask = distance ? axis.mid(static_cast<int>(std::strlen(kDistanceAxis))) : QString();
+  const bool distance = axis.startsWith(kDistanceAxis);
+  const QString distanceTask = distance ? axis.mid(kDistanceAxis.size()) : QString();
   QVector<PlotSeries> series;
   int colour = 0;
   double chance = 0;  // the highest chance of the tasks drawn (one value when they share a vocabulary)

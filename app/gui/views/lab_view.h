@@ -128,7 +128,6 @@ class LabView : public StudioView {
   QSpinBox* seeds_ = nullptr;
   QLineEdit* lrs_ = nullptr;
   QLineEdit* weightDecays_ = nullptr;
-  hsm::LabGrid formBase_;  // the grid last filled in: what the form does not show comes from it
   QLineEdit* folder_ = nullptr;
   QPushButton* browse_ = nullptr;
   QPushButton* addConfig_ = nullptr;
