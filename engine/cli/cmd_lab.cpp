@@ -1,5 +1,5 @@
 // `hsm lab --out DIR [--task SPEC]... [--model NAME]... [--lr X]... [--weight-decay X]... [--seeds N] [--steps N]
-// [--batch N] [--stop-accuracy A] [--size lab|tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
+// [--batch N] [--stop-accuracy A] [--stop-stall-steps N] [--stop-stall-gain G] [--size lab|tiny|as_is] [--device D] [--jobs N] [--slurm] [--json | --csv]`: the mixer
 // lab (hsm/lab.h, docs/lab.md), the friendly front of a grid of task runs: it writes the grid
 // and trains it with the one launcher (`hsm sweep`'s). A folder that holds a lab continues it
 // (`hsm lab --out DIR` alone); --table prints its table (mean ± sd over seeds at the best
@@ -132,7 +132,8 @@ std::string estimate_text(const LabGrid& g, const Sweep& sweep, int jobs, bool j
                           {"lrs", g.lrs},             {"weight_decays", g.weight_decays},
                           {"seeds", g.seeds},         {"steps", g.steps},
                           {"batch", g.batch},         {"size", g.size},       {"test_examples", g.test_examples},
-                          {"device", g.device},       {"stop_accuracy", g.stop_accuracy}, {"runs", e.runs},       {"cpu_seconds", e.cpu_s},
+                          {"device", g.device},       {"stop_accuracy", g.stop_accuracy},
+                          {"stop_stall_steps", g.stop_stall_steps}, {"stop_stall_gain", g.stop_stall_gain}, {"runs", e.runs},       {"cpu_seconds", e.cpu_s},
                           {"longest_run", e.longest_run}, {"longest_run_cpu_seconds", e.longest_run_s},
                           {"jobs", jobs},             {"wall_seconds_on_jobs", e.cpu_s / std::max(1, jobs)},
                           {"points", points}}
@@ -172,6 +173,9 @@ int write_lab_report(const std::string& dir, std::string out, bool force) {
   const std::vector<std::string> inputs = {(fs::path(dir) / "sweep.json").string(), (fs::path(dir) / "runs").string(),
                                            (fs::path(dir) / "points").string()};
   for (const auto& [path, text] : files) check_output_file("--out", path, inputs, force);
+  // A folder named in --out that is not there yet is made (the report's own; nothing in it is replaced).
+  const fs::path folder = fs::path(out).parent_path();
+  if (!folder.empty()) fs::create_directories(folder);
   for (const auto& [path, text] : files) write_file_atomic(path, text);
   std::cout << "wrote " << out << " and " << files[1].first << " (" << files.size() - 2 << " figures beside them)\n";
   return 0;
@@ -213,6 +217,15 @@ Command add_lab_command(CLI::App& app) {
   auto* stop = cmd->add_option("--stop-accuracy", a->grid.stop_accuracy,
                                "A run ends, done, at the first validation this accurate (default 0.99; 0: every step)")
                    ->check(CLI::Range(0.0, 1.0));
+  auto* stall_steps =
+      cmd->add_option("--stop-stall-steps", a->grid.stop_stall_steps,
+                      "A run ends, done, when its validation loss fell by less than --stop-stall-gain over this many "
+                      "steps: it has stopped learning (default 500; 0: off)")
+          ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
+  auto* stall_gain = cmd->add_option("--stop-stall-gain", a->grid.stop_stall_gain,
+                                     "The fraction of its validation loss a run must shed over --stop-stall-steps "
+                                     "(default 0.03)")
+                         ->check(CLI::Range(0.0, 1.0));
   auto* examples = cmd->add_option("--test-examples", a->grid.test_examples, "Fresh test examples per run (1280)")
                        ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_flag("--json", a->json, "Print the table as JSON");
@@ -238,7 +251,9 @@ Command add_lab_command(CLI::App& app) {
   auto* convert = cmd->add_subcommand("convert", "Convert a lab folder of an older hsm (lab.json) to the grid format");
   convert->add_option("dir", a->convert, "The lab folder")->required()->check(CLI::ExistingDirectory);
   cmd->require_subcommand(0, 1);
-  const std::vector<CLI::Option*> grid_options = {tasks, models, lrs, wds, seeds, steps, batch, size, stop, examples, device};
+  const std::vector<CLI::Option*> grid_options = {tasks,      models,     lrs,      wds,         seeds,      steps,
+                                                  batch,      size,       stop,     stall_steps, stall_gain, examples,
+                                                  device};
   return {cmd, [a, grid_options, convert, report, protocol]() {
             if (report->parsed()) return write_lab_report(a->report_dir, a->report_out, a->force);
             if (convert->parsed()) {

@@ -432,6 +432,7 @@ TEST(LabView, AReopenedLabKeepsEveryGridSettingOfItsFolder) {
   grid.weight_decays = {0, 0.1};
   grid.size = "tiny";
   grid.stop_accuracy = 0;
+  grid.stop_stall_steps = 0;
   grid.test_examples = 64;
   grid.steps = 3;
   grid.batch = 4;
@@ -462,6 +463,7 @@ TEST(LabView, AReopenedLabKeepsEveryGridSettingOfItsFolder) {
   view.setFolder(test::temp_root() + QStringLiteral("/lab_new"));
   EXPECT_EQ(view.formGrid().size, hsm::default_lab_grid().size);
   EXPECT_EQ(view.formGrid().stop_accuracy, hsm::default_lab_grid().stop_accuracy);
+  EXPECT_EQ(view.formGrid().stop_stall_steps, hsm::default_lab_grid().stop_stall_steps);
 }
 
 TEST(LabView, IsATabAfterTheOtherViews) {

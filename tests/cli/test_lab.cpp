@@ -475,6 +475,8 @@ TEST(LabCli, DefaultGridIsTheIssuesAndFitsItsTimeBudget) {
   EXPECT_EQ(grid["size"], "lab");
   EXPECT_GE(grid["seeds"].get<int64_t>(), 2) << "a cell is a mean over seeds, not one seed's luck";
   EXPECT_EQ(grid["stop_accuracy"], 0.99);
+  EXPECT_EQ(grid["stop_stall_steps"], 500) << "a run that has stopped learning ends: the lab's 15 minutes";
+  EXPECT_EQ(grid["stop_stall_gain"], 0.03);
   EXPECT_EQ(grid["runs"], 18);
   // Every run's model at lab size: one head a layer, no MLP, d 64.
   for (const auto& p : grid["points"]) {
@@ -491,6 +493,8 @@ TEST(LabCli, DefaultGridIsTheIssuesAndFitsItsTimeBudget) {
   ASSERT_EQ(shell(hsm("lab --out " + dir + "/lab --table")).exit_code, 0);  // writes the grid, trains nothing
   const auto spec = nlohmann::json::parse(read_file(dir + "/lab/sweep.json"))["spec"];
   EXPECT_EQ(spec["train"]["stop_accuracy"], 0.99);
+  EXPECT_EQ(spec["train"]["stop_stall_steps"], 500);
+  EXPECT_EQ(spec["train"]["stop_stall_gain"], 0.03);
   EXPECT_EQ(spec["train"]["batch_size"], 128) << "MQAR's circuit forms at batch 128, not at 32";
 }
 
@@ -877,6 +881,46 @@ TEST(TaskCli, StopAccuracyEndsATaskRunDoneAtTheFirstValidationThatReachesIt) {
                  "a corpus run has no answers");
 }
 
+// The stall stop (issue 50: the default lab's runs that cannot learn a task end early): a run
+// whose best validation loss falls by less than --stop-stall-gain over --stop-stall-steps ends,
+// done, at the first validation that shows it. Here a learning rate too small to move the loss,
+// validations every 10 steps and a window of 20: step 30, the first whose window has a
+// validation before it (step 10). A run cut at step 20 and resumed stops at the same step 30: it
+// remembers its validations (without them it would wait for two more, to step 50); the settings
+// are the run's own (config.json), not given again.
+TEST(TaskCli, StopStallEndsARunThatStoppedLearningAtTheSameStepWholeOrResumed) {
+  const std::string dir = temp("stop_stall");
+  const std::string args = " --task mqar:vocab=32,pairs=2,context=16 --config " + write_config(dir) +
+                           " --batch 8 --eval-every 10 --lr 1e-9 --stop-stall-steps 20 --stop-stall-gain 0.03 "
+                           "--threads 1 --device cpu";
+  const Result whole = shell(hsm("train" + args + " --out " + dir + "/whole --steps 400"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.out;
+  EXPECT_NE(whole.out.find("less than --stop-stall-gain 0.03 over the last 20 steps; stopped early at step 30 of 400, "
+                           "done"),
+            std::string::npos)
+      << whole.out;
+  EXPECT_EQ(run_step(dir + "/whole"), 30);
+  EXPECT_EQ(newest_checkpoint(dir + "/whole"), 30);
+  const auto training = nlohmann::json::parse(read_file(dir + "/whole/config.json"))["training"];
+  EXPECT_EQ(training["stop_stall_steps"], 20);
+  EXPECT_EQ(training["stop_stall_gain"], 0.03);
+
+  ASSERT_EQ(shell(hsm("train" + args + " --out " + dir + "/cut --steps 20")).exit_code, 0);
+  EXPECT_EQ(run_step(dir + "/cut"), 20) << "stopped before its window had a validation before it";
+  const Result resumed = shell(hsm("train --resume --out " + dir + "/cut --steps 400 --threads 1 --device cpu"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("stopped early at step 30 of 400, done"), std::string::npos) << resumed.out;
+  EXPECT_EQ(run_step(dir + "/cut"), 30);
+
+  // Off (the default): a run without it writes neither key and trains its steps.
+  ASSERT_EQ(shell(hsm("train --task mqar:vocab=32,pairs=2,context=16 --config " + write_config(dir) + " --out " + dir +
+                      "/off --steps 40 --batch 8 --eval-every 10 --lr 1e-9 --threads 1 --device cpu"))
+                .exit_code,
+            0);
+  EXPECT_EQ(run_step(dir + "/off"), 40);
+  EXPECT_FALSE(nlohmann::json::parse(read_file(dir + "/off/config.json"))["training"].contains("stop_stall_steps"));
+}
+
 // ---- The distance figure, the weight-decay axis, MAD's protocol and its figure (issue 50).
 
 namespace {
@@ -1029,7 +1073,14 @@ TEST(LabCli, AWeightDecayAxisReachesEveryRunAndTheTableTakesTheBestOverLrAndWd) 
   EXPECT_NE(read_file(lab + "/table.csv").find(",best_weight_decay\n"), std::string::npos);
   ASSERT_EQ(shell(hsm("lab report " + lab)).exit_code, 0);
   const std::string md = read_file(lab + "/report.md");
+  // --out in a folder not made yet: made, the report written whole into it.
+  const Result elsewhere = shell(hsm("lab report " + lab + " --out " + dir + "/reports/wd/answer.md"));
+  ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.out;
+  EXPECT_NE(read_file(dir + "/reports/wd/answer.md").find("## How to rerun it"), std::string::npos);
   EXPECT_NE(md.find("--weight-decay 0 --weight-decay 0.1"), std::string::npos) << "the rerun command";
+  EXPECT_NE(md.find("--stop-stall-steps 500 --stop-stall-gain 0.03"), std::string::npos) << "the rerun command";
+  EXPECT_NE(md.find("when its best validation loss fell by less than 3 % over 500 steps (stalled"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("weight decays {0, 0.1}"), std::string::npos);
   EXPECT_NE(md.find("| 0.001 | 0.1 | 0.7500 |"), std::string::npos) << md;  // best lr, best wd, mean
   // The same grid again continues it; another weight decay is another grid, refused.

@@ -31,6 +31,10 @@ struct LabGrid {
   int64_t test_examples = 1280;
   std::string device = "cpu";       // where every run trains and is scored
   double stop_accuracy = 0;         // a run ends, done, at the first validation this accurate (0: off)
+  // A run ends, done, when its validation loss fell by less than stop_stall_gain over the last
+  // stop_stall_steps steps (train.stop_stall_steps; 0: off): it has stopped learning.
+  int64_t stop_stall_steps = 0;
+  double stop_stall_gain = 0.03;
   std::string protocol;             // a named protocol's grid ("zoology"), "" for any other; kept as the spec's name
   bool operator==(const LabGrid& o) const;
 };

@@ -35,6 +35,13 @@ struct TrainSettings {
   // A task run stops early, done, at the first validation whose answer accuracy is at least this
   // (Zoology stops at 0.99); 0 = off. A corpus run has no answers: refused there.
   double stop_accuracy = 0;
+  // A run also stops early, done, when it has stopped learning: when its best validation loss fell
+  // by less than stop_stall_gain (a fraction of it) over the last stop_stall_steps steps, checked
+  // at validations from warmup_steps + stop_stall_steps on (docs/lab.md, "The default lab":
+  // attention's plateau on MQAR falls 8-22 % per 500 steps before it leaves it, a run that cannot
+  // learn a task 0.6-2 %); 0 steps = off.
+  int64_t stop_stall_steps = 0;
+  double stop_stall_gain = 0.03;
   // Diagnosed at every validation into RUN/diagnostics.jsonl (hsm/diagnostics_log.h); empty:
   // no record. The default is the first prompt of HSM Table 3 (resources/prompts/hsm_table3.json).
   std::string probe_text = "Alice was so tired when she got home so she went";

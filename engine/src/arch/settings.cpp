@@ -121,6 +121,13 @@ const std::vector<SettingSpec>& train_setting_specs() {
            "A task run stops early, done, at the first validation whose answer accuracy reaches this (Zoology: "
            "0.99); 0 = off (default)",
            Kind::kReal, &TrainSettings::stop_accuracy, 0, 1),
+      spec("stop_stall_steps", "--stop-stall-steps", "Stop a stalled run after",
+           "A run stops early, done, when its best validation loss fell by less than --stop-stall-gain over this "
+           "many steps (checked from the end of the warm-up plus these steps); 0 = off (default)",
+           Kind::kInteger, &TrainSettings::stop_stall_steps, 0, kManySteps),
+      spec("stop_stall_gain", "--stop-stall-gain", "Stalled below a gain of",
+           "The fraction of its validation loss a run must shed over --stop-stall-steps to go on (default 0.03)",
+           Kind::kReal, &TrainSettings::stop_stall_gain, 0, 1),
       spec("seed", "--seed", "Seed", "Random seed: the same seed gives the same run on one machine (default 1337)",
            Kind::kInteger, &TrainSettings::seed, 0, static_cast<double>(std::numeric_limits<int64_t>::max())),
       device_spec(),

@@ -23,12 +23,17 @@ namespace hsm {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainSettings, steps, epochs, batch_size, lr, weight_decay, beta1,
                                                 beta2, eps, grad_clip, warmup_steps, cosine, min_lr, eval_every,
                                                 eval_batches, checkpoint_every, log_every, seed, device, threads, bf16,
-                                                windows, keep_best, probe_text, stop_accuracy)
+                                                windows, keep_best, probe_text, stop_accuracy, stop_stall_steps,
+                                                stop_stall_gain)
 
-// stop_accuracy only where it is set: a run without it writes the config.json it always wrote.
+// The early stops only where they are set: a run without them writes the config.json it always wrote.
 nlohmann::json settings_to_json(const TrainSettings& s) {
   nlohmann::json j = s;
   if (s.stop_accuracy == 0) j.erase("stop_accuracy");
+  if (s.stop_stall_steps == 0) {
+    j.erase("stop_stall_steps");
+    j.erase("stop_stall_gain");
+  }
   return j;
 }
 

@@ -598,15 +598,21 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   const std::string size_text = g.size == "lab"    ? "at lab size (`--size lab`: d 64, up to 4 layers, one head, no MLP)"
                                 : g.size == "tiny" ? "at tiny size (`--size tiny`)"
                                                    : "as given";
+  // How a run may end before its steps: done at the accuracy, or done because it stopped learning.
+  std::string early_stops;
+  if (g.stop_accuracy > 0) early_stops = "at the first validation at " + general(g.stop_accuracy) + " answer accuracy";
+  if (g.stop_stall_steps > 0)
+    early_stops += (early_stops.empty() ? "" : ", or ") + std::string("when its best validation loss fell by less than ") +
+                   general(100 * g.stop_stall_gain) + " % over " + std::to_string(g.stop_stall_steps) +
+                   " steps (stalled; each run's steps are in the table below)";
+  if (!early_stops.empty()) early_stops = ", each ending early " + early_stops;
   b.push_back({Block::kText, "hsm " + version + "; " + std::to_string(g.tasks.size()) + " task(s) x " +
                                  std::to_string(M) + " model(s) x learning rates {" + list(g.lrs) + "} x " +
                                  (wd_axis ? "weight decays {" + list(g.weight_decays) + "} x " : "") + "seeds 1.." +
                                  std::to_string(g.seeds) + " = " + std::to_string(lab_run_count(g)) + " runs of " +
                                  std::to_string(g.steps) + " steps of " + std::to_string(g.batch) +
                                  " examples" +
-                                 (g.stop_accuracy > 0 ? ", each ending at the first validation at " +
-                                                            general(g.stop_accuracy) + " answer accuracy"
-                                                      : "") +
+                                 early_stops +
                                  "; models " + size_text + "; each run scored on " + std::to_string(g.test_examples) +
                                  " fresh test examples; device " + g.device + "."});
   Block tasks{Block::kTable};
@@ -654,7 +660,9 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
     for (double wd : g.weight_decays) cmd += " --weight-decay " + exact_number_text(wd);
     cmd += " \\\n  --seeds " + std::to_string(g.seeds) + " --steps " + std::to_string(g.steps) + " --batch " +
            std::to_string(g.batch) + " --size " + g.size + " --test-examples " + std::to_string(g.test_examples) +
-           " --stop-accuracy " + exact_number_text(g.stop_accuracy) + " --device " + g.device;
+           " --stop-accuracy " + exact_number_text(g.stop_accuracy) + " \\\n  --stop-stall-steps " +
+           std::to_string(g.stop_stall_steps) + " --stop-stall-gain " + exact_number_text(g.stop_stall_gain) +
+           " --device " + g.device;
   }
   cmd += "\nhsm lab report NEW_LAB";
   b.push_back({Block::kCode, cmd});

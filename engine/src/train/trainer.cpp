@@ -179,6 +179,9 @@ struct Trainer::Impl::Run {
   std::string best_weights;
   double best_val_loss = INFINITY;
   int64_t best_step = -1, last_checkpoint = 0;
+  // (step, validation loss) of every validation so far, a resumed run's from metrics.jsonl: what
+  // the stall stop (ts.stop_stall_steps) compares
+  std::vector<std::pair<int64_t, double>> val_history;
   // the loop
   std::vector<int64_t> order;
   int64_t order_epoch = -1, step = 0;
@@ -193,7 +196,7 @@ struct Trainer::Impl::Run {
   Clock::time_point timer;
   double excluded_s = 0;  // evaluation and checkpoint time, kept out of tokens/s
   bool warned_far_off = false;
-  bool stopped_early = false;  // the answer accuracy reached ts.stop_accuracy: done, before total_steps
+  bool stopped_early = false;  // reached ts.stop_accuracy, or stalled (ts.stop_stall_steps): done, before total_steps
   bool validation_stopped = false;  // stop() came during the validation of `step`: it has no val point
   TrainSummary summary;
   // data parallel (train/distributed.h): this rank's share of each batch, the stop every rank
@@ -240,6 +243,8 @@ struct Trainer::Impl::Run {
   void record_diagnostics(int64_t at);
   void emit(MetricRecord m);
   void restore_best();
+  void restore_val_history();
+  std::string stalled(int64_t at) const;
   void checkpoint(int64_t at);
   void report_weights(int64_t at);
   double run_validation(int64_t at, bool full);
@@ -276,6 +281,7 @@ TrainSummary Trainer::Impl::run() {
     r.open_diagnostics();
   }
   r.restore_best();
+  r.restore_val_history();
   if (!spec.resume) r.checkpoint(0);  // a run folder is loadable (and resumable) from the start
   r.started_run = true;
   r.report_weights(r.start_step);
@@ -531,6 +537,8 @@ void Trainer::Impl::Run::prepare_data() {
                                 "for a task run (--task)");
   if (ts.stop_accuracy > 0 && dp)
     throw std::invalid_argument("--stop-accuracy is for one process; train without --nproc, or without it");
+  if (ts.stop_stall_steps > 0 && dp)
+    throw std::invalid_argument("--stop-stall-steps is for one process; train without --nproc, or without it");
   if (task)
     prepare_task_data();
   else
@@ -717,6 +725,35 @@ void Trainer::Impl::Run::restore_best() {
   }
 }
 
+// The stall stop's memory of a resumed run: its validations up to the checkpoint it continues from,
+// so that a run killed and resumed stops where it would have stopped whole.
+void Trainer::Impl::Run::restore_val_history() {
+  if (!spec.resume || ts.stop_stall_steps == 0 || !writer) return;
+  for (const MetricRecord& m : read_metrics(spec.run_dir))
+    if (m.kind == "eval" && m.step <= start_step && std::isfinite(m.val_loss)) val_history.emplace_back(m.step, m.val_loss);
+}
+
+// The stall stop: the best validation loss of the validations at or before `at` - stop_stall_steps
+// against the best of all. "" while the run still sheds at least stop_stall_gain of it; else the
+// line that says why it ends. Not before the warm-up plus the window: a run is judged on steps
+// at its full learning rate.
+std::string Trainer::Impl::Run::stalled(int64_t at) const {
+  const int64_t from = at - ts.stop_stall_steps;
+  if (from < ts.warmup_steps) return "";
+  double before = INFINITY, now = INFINITY;
+  for (const auto& [s, loss] : val_history) {
+    if (s <= from) before = std::min(before, loss);
+    if (s <= at) now = std::min(now, loss);
+  }
+  if (!std::isfinite(before) || !(before > 0)) return "";
+  const double gain = (before - now) / before;
+  if (gain >= ts.stop_stall_gain) return "";
+  return "best validation loss " + num(now) + ", " + num(100 * gain) + " % below its best by step " +
+         std::to_string(from) + " (" + num(before) + "): less than --stop-stall-gain " + num(ts.stop_stall_gain) +
+         " over the last " + std::to_string(ts.stop_stall_steps) + " steps; stopped early at step " +
+         std::to_string(at) + " of " + std::to_string(total_steps) + ", done (it has stopped learning)";
+}
+
 // ---- a checkpoint: config.json's record (run/run_json.h, beside its reader) with the weights ----
 void Trainer::Impl::Run::checkpoint(int64_t at) {
   // Non-finite weights never reach the disk: the last finite checkpoint stays the newest.
@@ -776,6 +813,7 @@ double Trainer::Impl::Run::run_validation(int64_t at, bool full) {
   m.wall_s = wall();
   emit(m);
   last_eval = m;
+  if (std::isfinite(m.val_loss)) val_history.emplace_back(at, m.val_loss);
   report_weights(at);
   record_diagnostics(at);
   if (ts.keep_best && std::isfinite(m.val_loss) && !(m.val_loss >= best_val_loss)) {
@@ -1004,6 +1042,16 @@ void Trainer::Impl::Run::loop() {
         log("answer accuracy " + num(last_eval.answer_accuracy) + " reached --stop-accuracy " + num(ts.stop_accuracy) +
             " at step " + std::to_string(step) + " of " + std::to_string(total_steps) + ": stopped early, done");
         break;
+      }
+      // The stall stop: a run that no longer learns is done too (docs/lab.md, "The default lab").
+      if (eval_now && ts.stop_stall_steps > 0 && step < total_steps) {
+        const std::string why = stalled(step);
+        if (!why.empty()) {
+          stopped_early = true;
+          if (!checkpoint_now) checkpoint(step);
+          log(why);
+          break;
+        }
       }
     }
     if (validation_stopped || (stop_now() && step < total_steps)) {
