@@ -21,6 +21,7 @@
 #include <QTableView>
 #include <QTabWidget>
 #include <QThread>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <fstream>

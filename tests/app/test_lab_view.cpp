@@ -2,6 +2,7 @@
 // a few steps), run through the view's buttons; the lab's workers are `hsm lab` processes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include <QComboBox>

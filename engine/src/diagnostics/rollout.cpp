@@ -1,5 +1,6 @@
 // Attention rollout (Abnar & Zuidema 2020) from the matrices `hsm diagnose` reports, and the
 // Playground's provenance tint read from it (hsm/probe.h). Torch-free.
+#include <algorithm>
 #include <stdexcept>
 
 #include "hsm/probe.h"

@@ -2,6 +2,7 @@
 // seed, its table of best learning rates, and the conversion of an older hsm's lab folder.
 #include "hsm/lab.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
