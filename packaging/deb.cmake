@@ -83,8 +83,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${HSM_HOMEPAGE}")
 # zstd: the ~42 MB payload (mostly the bundled models' weights, which no compressor shrinks much)
-# in 0.6 s of CPU to 32.5 MB, where xz -6 took 44 s for 29.9 MB on one core (-T0 split it into
-# no more blocks than one) and was the longest part of `make package`, in CI too. dpkg reads zstd
+# in 0.6 s of CPU to 32.5 MB, where xz -6 took 44 s for 29.9 MB (-T0 no faster than -T1 here)
+# and was the longest part of `make package`, in CI too. dpkg reads zstd
 # since 1.21.18 (Debian 12 has 1.21.22; Ubuntu's own packages use it since 21.10).
 set(CPACK_DEBIAN_COMPRESSION_TYPE zstd)
 set(CPACK_THREADS 0)
