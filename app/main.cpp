@@ -40,13 +40,15 @@ void quiet_messages(QtMsgType type, const QMessageLogContext& context, const QSt
   std::fprintf(stderr, "%s\n", text.constData());
 }
 
+// Training and evaluation in the studio meet a busy machine as hsm's do: a short OpenMP spin
+// (docs/performance.md, "Contention"), which libgomp reads only at start, so this may load the
+// studio once more before any library's initialiser runs.
+void short_openmp_spin(int, char** argv, char** envp) { hsm::use_short_openmp_spin(argv, envp); }
+HSM_BEFORE_LIBRARIES(short_openmp_spin);
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Training and evaluation in the studio meet a busy machine as hsm's do: a short OpenMP spin
-  // (docs/performance.md, "Contention"), which libgomp reads only at start, so this may start
-  // the studio once more before anything else happens.
-  hsm::use_short_openmp_spin(argv);
   const bool smoke = has_arg(argc, argv, "--smoke");
   const bool help = has_arg(argc, argv, "--help") || has_arg(argc, argv, "-h") || has_arg(argc, argv, "--version");
   if (!has_display()) {

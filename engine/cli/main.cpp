@@ -1,6 +1,7 @@
 // `hsm`: the command-line front end of the engine. Errors are caught here and printed as
 // one line; the exit status is non-zero on any failure.
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 
@@ -13,19 +14,23 @@ namespace {
 
 // Commands whose parallel regions follow each other closely (training, evaluation, benchmarks):
 // they run with a short OpenMP spin (hsm/cpu_threads.h: use_short_openmp_spin), which costs
-// starting the program twice (a fraction of a second) and so is not worth it for the others.
+// loading the program twice (a fraction of a second) and so is not worth it for the others.
+// Plain C (strcmp): it runs before the C++ library's initialisers.
 bool runs_parallel_work(int argc, char** argv) {
-  if (argc < 2) return false;
-  const std::string command = argv[1];
+  if (argc < 2 || argv == nullptr || argv[1] == nullptr) return false;
   for (const char* c : {"train", "eval", "bench", "diagnose", "probe", "trace", "ablate", "compare", "lab", "sweep"})
-    if (command == c) return true;
+    if (std::strcmp(argv[1], c) == 0) return true;
   return false;
 }
+
+void short_openmp_spin_for_parallel_work(int argc, char** argv, char** envp) {
+  if (runs_parallel_work(argc, argv)) hsm::use_short_openmp_spin(argv, envp);
+}
+HSM_BEFORE_LIBRARIES(short_openmp_spin_for_parallel_work);
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (runs_parallel_work(argc, argv)) hsm::use_short_openmp_spin(argv);
   CLI::App app{"hsm: train, inspect and sample GPT-style models with Hierarchical Shift Mixing"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hsm ") + HSM_VERSION);

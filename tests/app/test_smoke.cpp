@@ -196,3 +196,17 @@ TEST(Smoke, WithoutADisplayItSaysHowToRun) {
   EXPECT_TRUE(err.contains(QStringLiteral("xvfb-run"))) << err.toStdString();
   EXPECT_TRUE(err.contains(QStringLiteral("QT_QPA_PLATFORM=offscreen")));
 }
+
+// As hsm's parallel commands (Cli.ParallelCommandsGetTheShortOpenMpSpinInOneStart): the studio
+// runs on the short OpenMP spin (hsm/cpu_threads.h), set before any library's initialiser, so
+// libgomp, which prints what it read under OMP_DISPLAY_ENV=verbose, starts once and reads it.
+TEST(Smoke, TheShortOpenMpSpinReachesLibgompInOneStart) {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* var : {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"}) env.remove(QLatin1String(var));
+  env.insert(QStringLiteral("OMP_DISPLAY_ENV"), QStringLiteral("verbose"));
+  const ProcessResult r = run_program(QStringLiteral(HSM_STUDIO_PATH), {QStringLiteral("--version")}, 30000, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err.toStdString();
+  const QString err = QString::fromUtf8(r.err);
+  EXPECT_EQ(err.count(QStringLiteral("OPENMP DISPLAY ENVIRONMENT BEGIN")), 1) << err.toStdString();
+  EXPECT_TRUE(err.contains(QStringLiteral("GOMP_SPINCOUNT = '10000'"))) << err.toStdString();
+}

@@ -22,8 +22,10 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string("HSM_RESOURCES='") + HSM_RESOURCES_PATH + "' '" + HSM_CLI_PATH + "' " + args + " 2>&1";
+// `env`: what goes before the command ("env -u NAME NAME=value", as for env(1)).
+Result run(const std::string& args, const std::string& env = "") {
+  const std::string cmd =
+      env + " HSM_RESOURCES='" + HSM_RESOURCES_PATH + "' '" + HSM_CLI_PATH + "' " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   Result r{-1, ""};
   if (!pipe) return r;
@@ -144,6 +146,34 @@ TEST(Cli, BadInputFailsWithOneLineReason) {
 
   r = run("");
   EXPECT_NE(r.status, 0);
+}
+
+// libgomp prints the settings it read under OMP_DISPLAY_ENV=verbose, from its initialiser: once per
+// start of the program. The parallel commands run on the short spin (GOMP_SPINCOUNT 10000,
+// hsm/cpu_threads.h), set before any library's initialiser, so libgomp (and LibTorch with it)
+// starts once and reads it; a user's setting is kept; the other commands keep libgomp's default.
+TEST(Cli, ParallelCommandsGetTheShortOpenMpSpinInOneStart) {
+  const auto starts = [](const std::string& out) {
+    int n = 0;
+    for (size_t at = out.find("OPENMP DISPLAY ENVIRONMENT BEGIN"); at != std::string::npos;
+         at = out.find("OPENMP DISPLAY ENVIRONMENT BEGIN", at + 1))
+      ++n;
+    return n;
+  };
+  const std::string unset = "env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY OMP_DISPLAY_ENV=verbose";
+  for (const char* command : {"train", "eval", "sweep"}) {
+    const auto r = run(std::string(command) + " --help", unset);
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(starts(r.out), 1) << command << ": libgomp started more than once\n" << r.out;
+    EXPECT_NE(r.out.find("GOMP_SPINCOUNT = '10000'"), std::string::npos) << command << "\n" << r.out;
+  }
+  auto r = run("eval --help", "env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=5000 OMP_DISPLAY_ENV=verbose");
+  EXPECT_EQ(starts(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("GOMP_SPINCOUNT = '5000'"), std::string::npos) << r.out;
+  r = run("presets", unset);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(starts(r.out), 1) << r.out;
+  EXPECT_EQ(r.out.find("GOMP_SPINCOUNT = '10000'"), std::string::npos) << r.out;
 }
 
 // ---- training pipeline from the command line ----------------------------------------------

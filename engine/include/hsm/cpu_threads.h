@@ -29,11 +29,24 @@ std::string cpu_threads_note();
 // with a short spin, one busy loop beside 2 cores (docs/performance.md, "Contention").
 constexpr const char* kOpenMpSpinCount = "10000";
 
-// For a command-line program's main(), before anything else: when neither GOMP_SPINCOUNT nor
-// OMP_WAIT_POLICY is set, sets GOMP_SPINCOUNT to kOpenMpSpinCount and executes the program
-// again (/proc/self/exe, same arguments), since libgomp has read its settings already. Returns
-// when either is set (a user's choice is kept) or the exec fails (libgomp's default then).
-void use_short_openmp_spin(char** argv);
+// For a program's .preinit_array (HSM_BEFORE_LIBRARIES below): when neither GOMP_SPINCOUNT nor
+// OMP_WAIT_POLICY is in `envp`, executes the program again (/proc/self/exe, same arguments)
+// with GOMP_SPINCOUNT=kOpenMpSpinCount added, since libgomp reads its settings in its own
+// initialiser. Run there, before any library's initialiser, the first start costs the dynamic
+// loading alone, not LibTorch's operator registrations too (`hsm eval --help`: 1.21 s of CPU
+// against 1.52 s from main(); docs/performance.md, "Contention"). Returns when either is set
+// (a user's choice is kept) or the exec fails (libgomp's default then). Touches no C library
+// state (it runs before the C library's initialiser, which would drop a setenv): reads envp,
+// builds the new list on the stack.
+void use_short_openmp_spin(char** argv, char** envp);
+
+// Registers `function` (void(int argc, char** argv, char** envp)) in this executable's
+// .preinit_array: the dynamic loader calls it after loading and relocating every library and
+// before any initialiser runs (glibc's, libgomp's, LibTorch's, this program's). An
+// executable's main file only; a library's entry would be ignored.
+#define HSM_BEFORE_LIBRARIES(function)                                                              \
+  __attribute__((section(".preinit_array"), used)) static void (*const hsm_before_libraries_##function)( \
+      int, char**, char**) = function
 //
 // A parallel region waits at its end for its slowest thread. When another program keeps a
 // core busy, the thread that shares that core runs only in the other program's pauses, and a

@@ -1,6 +1,7 @@
 // The CPU thread set-up of every command and of the studio (hsm/cpu_threads.h declares it):
 // LibTorch's pool, OpenBLAS's threads, the allocator, and the checks of the kernel and
 // matrix-product choices made through the environment.
+#include <alloca.h>
 #include <dirent.h>
 #include <malloc.h>
 #include <omp.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -84,11 +86,23 @@ std::string cpu_threads_note() {
   return note + (kernels && *kernels ? " (HSM_KERNELS)" : "");
 }
 
-void use_short_openmp_spin(char** argv) {
-  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  if (::setenv("GOMP_SPINCOUNT", kOpenMpSpinCount, 1) != 0) return;
-  ::execv("/proc/self/exe", argv);
-  // Only when the exec failed: the setting stays for child processes, this one keeps the default.
+void use_short_openmp_spin(char** argv, char** envp) {
+  if (argv == nullptr || envp == nullptr) return;
+  const auto is = [](const char* entry, const char* name) {
+    const size_t n = std::strlen(name);
+    return std::strncmp(entry, name, n) == 0 && entry[n] == '=';
+  };
+  size_t count = 0;
+  for (; envp[count] != nullptr; ++count)
+    if (is(envp[count], "GOMP_SPINCOUNT") || is(envp[count], "OMP_WAIT_POLICY")) return;
+  char setting[64] = "GOMP_SPINCOUNT=";
+  std::strncat(setting, kOpenMpSpinCount, sizeof(setting) - std::strlen(setting) - 1);
+  char** env = static_cast<char**>(alloca((count + 2) * sizeof(char*)));
+  std::memcpy(env, envp, count * sizeof(char*));
+  env[count] = setting;
+  env[count + 1] = nullptr;
+  ::execve("/proc/self/exe", argv, env);
+  // Only when the exec failed: this process keeps libgomp's default.
 }
 
 int choose_threads(int pool_threads, int cores, double others_running) {
