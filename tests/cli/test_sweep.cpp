@@ -15,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tiny_run.h"
@@ -81,17 +82,39 @@ int done_points(const std::string& sweep) {
   return n;
 }
 
-// Each run folder's metrics.jsonl, read beside training points: a checkpoint folder renamed or
-// pruned while a recursive walk is inside it would end the walk with an error, so only the runs'
-// own files are looked at, and a file that is not there yet counts 0.
-uintmax_t metrics_bytes(const std::string& sweep) {
-  uintmax_t n = 0;
+// Each run folder's metrics.jsonl size, by the run's (and its point's) name. Read beside
+// training points: a checkpoint folder renamed or pruned while a recursive walk is inside it
+// would end the walk with an error, so only the runs' own files are looked at.
+std::map<std::string, uintmax_t> metrics_sizes(const std::string& sweep) {
+  std::map<std::string, uintmax_t> sizes;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(sweep) / "runs", ec)) {
     const uintmax_t size = fs::file_size(e.path() / "metrics.jsonl", ec);
-    if (!ec) n += size;
+    if (!ec) sizes[e.path().filename().string()] = size;
   }
-  return n;
+  return sizes;
+}
+
+// A point that trains now with at least 100 of its 300 steps to go: one that its state file
+// names running, whose curve grew since `before` (this launcher trains it, past its start-up)
+// and whose last record is at step 200 or before. A stop signal now finds it in its loop, however
+// quickly the machine trains: a point near its end could finish first, and one just started
+// could still be loading its data.
+std::string point_midway(const std::string& sweep, const std::map<std::string, uintmax_t>& before) {
+  for (const auto& [run, size] : metrics_sizes(sweep)) {
+    const auto was = before.find(run);
+    if (size < (was == before.end() ? 0 : was->second) + 200) continue;
+    const std::string state = read_file(sweep + "/points/" + run + ".json");
+    if (state.find("\"running\"") == std::string::npos) continue;
+    std::istringstream lines(read_file(sweep + "/runs/" + run + "/metrics.jsonl"));
+    int64_t last_step = -1;
+    for (std::string line; std::getline(lines, line);) {
+      const json m = json::parse(line, nullptr, false);  // the last line may be half-written
+      if (!m.is_discarded() && m.contains("step")) last_step = m["step"].get<int64_t>();
+    }
+    if (last_step >= 0 && last_step <= 200) return run;
+  }
+  return "";
 }
 
 void expect_no_point_outlives(const std::string& sweep) {
@@ -122,8 +145,10 @@ TEST(Sweep, KilledTwiceContinuesToFourRunsWhoseTableMatchesTheirMetrics) {
 
   // 2: SIGTERM once the points train again: they stop with a checkpoint, the launcher ends.
   launcher = start_sweep(dir, dir + "/2.log");
-  const uintmax_t before = metrics_bytes(sweep);
-  ASSERT_TRUE(wait_until([&] { return metrics_bytes(sweep) > before + 200; }, 120)) << read_file(dir + "/2.log");
+  const std::map<std::string, uintmax_t> before = metrics_sizes(sweep);
+  std::string midway;
+  ASSERT_TRUE(wait_until([&] { return !(midway = point_midway(sweep, before)).empty(); }, 120))
+      << read_file(dir + "/2.log");
   ::kill(launcher, SIGTERM);
   ASSERT_TRUE(wait_until([&] { return !alive(launcher); }, 60)) << read_file(dir + "/2.log");
   expect_no_point_outlives(sweep);
@@ -149,7 +174,9 @@ TEST(Sweep, KilledTwiceContinuesToFourRunsWhoseTableMatchesTheirMetrics) {
     const size_t from = at + std::strlen("stopped at step ");
     stopped[e.path().string()] = {text.size(), text.substr(from, text.find_first_not_of("0123456789", from) - from)};
   }
-  EXPECT_GE(stopped.size(), 1u) << "no point was training when the SIGTERM came";
+  EXPECT_EQ(stopped.count(sweep + "/points/" + midway + ".log"), 1u)
+      << midway << " was training when the SIGTERM came, and its log does not say where it stopped\n"
+      << log2 << read_file(sweep + "/points/" + midway + ".log");
 
   // 3: to the end.
   const Result r = shell("cd '" + dir + "' && " + hsm("sweep spec.json --out sw --jobs 2"));
