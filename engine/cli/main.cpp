@@ -24,7 +24,7 @@ bool runs_parallel_work(int argc, char** argv) {
 }
 
 void short_openmp_spin_for_parallel_work(int argc, char** argv, char** envp) {
-  if (runs_parallel_work(argc, argv)) hsm::use_short_openmp_spin(argv, envp);
+  hsm::start_before_libraries(argv, envp, runs_parallel_work(argc, argv));
 }
 HSM_BEFORE_LIBRARIES(short_openmp_spin_for_parallel_work);
 

@@ -40,6 +40,16 @@ constexpr const char* kOpenMpSpinCount = "10000";
 // builds the new list on the stack.
 void use_short_openmp_spin(char** argv, char** envp);
 
+// For a program's .preinit_array, as use_short_openmp_spin (which is this with short_spin), and
+// for every program under an address-space limit (ulimit -v), spin or not: OpenBLAS maps a
+// 128 MiB buffer per thread as it loads (one per core unless OPENBLAS_NUM_THREADS,
+// GOTO_NUM_THREADS or OMP_NUM_THREADS says otherwise) and retries a failed map forever, so
+// under too low a limit a program hung before main (OpenBLAS 0.3.29, Debian 13). Under a limit,
+// OPENBLAS_NUM_THREADS is added (HSM_BLAS_THREADS or 1: what set_cpu_threads gives OpenBLAS)
+// when none of those is set, and when the room for its buffers cannot be mapped the program
+// ends with exit status 1 and the limit, the need and the fix on stderr.
+void start_before_libraries(char** argv, char** envp, bool short_spin);
+
 // Registers `function` (void(int argc, char** argv, char** envp)) in this executable's
 // .preinit_array: the dynamic loader calls it after loading and relocating every library and
 // before any initialiser runs (glibc's, libgomp's, LibTorch's, this program's). An

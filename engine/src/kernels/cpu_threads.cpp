@@ -4,6 +4,8 @@
 #include <alloca.h>
 #include <dirent.h>
 #include <malloc.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -86,24 +88,111 @@ std::string cpu_threads_note() {
   return note + (kernels && *kernels ? " (HSM_KERNELS)" : "");
 }
 
-void use_short_openmp_spin(char** argv, char** envp) {
-  if (argv == nullptr || envp == nullptr) return;
-  const auto is = [](const char* entry, const char* name) {
-    const size_t n = std::strlen(name);
-    return std::strncmp(entry, name, n) == 0 && entry[n] == '=';
-  };
-  size_t count = 0;
-  for (; envp[count] != nullptr; ++count)
-    if (is(envp[count], "GOMP_SPINCOUNT") || is(envp[count], "OMP_WAIT_POLICY")) return;
-  char setting[64] = "GOMP_SPINCOUNT=";
-  std::strncat(setting, kOpenMpSpinCount, sizeof(setting) - std::strlen(setting) - 1);
-  char** env = static_cast<char**>(alloca((count + 2) * sizeof(char*)));
-  std::memcpy(env, envp, count * sizeof(char*));
-  env[count] = setting;
-  env[count + 1] = nullptr;
-  ::execve("/proc/self/exe", argv, env);
-  // Only when the exec failed: this process keeps libgomp's default.
+namespace {
+
+// Plain C helpers for start_before_libraries: the C library is not initialised yet.
+bool env_is(const char* entry, const char* name) {
+  const size_t n = std::strlen(name);
+  return std::strncmp(entry, name, n) == 0 && entry[n] == '=';
 }
+
+// The value of `name` in envp, or nullptr.
+const char* env_value(char** envp, const char* name) {
+  for (size_t i = 0; envp[i] != nullptr; ++i)
+    if (env_is(envp[i], name)) return envp[i] + std::strlen(name) + 1;
+  return nullptr;
+}
+
+// A positive decimal count, or 0.
+long parse_count(const char* text) {
+  if (text == nullptr || *text == '\0') return 0;
+  long n = 0;
+  for (; *text >= '0' && *text <= '9' && n < 1000000; ++text) n = n * 10 + (*text - '0');
+  return *text == '\0' ? n : 0;
+}
+
+// Appends n in decimal to buf (of `size` bytes, NUL-terminated).
+void append_number(char* buf, size_t size, unsigned long long n) {
+  char digits[24];
+  int len = 0;
+  do {
+    digits[len++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n > 0);
+  size_t at = std::strlen(buf);
+  while (len > 0 && at + 1 < size) buf[at++] = digits[--len];
+  buf[at] = '\0';
+}
+
+void append(char* buf, size_t size, const char* text) { std::strncat(buf, text, size - std::strlen(buf) - 1); }
+
+}  // namespace
+
+void start_before_libraries(char** argv, char** envp, bool short_spin) {
+  if (argv == nullptr || envp == nullptr) return;
+  size_t count = 0;
+  bool spin_set = false;
+  for (; envp[count] != nullptr; ++count)
+    if (env_is(envp[count], "GOMP_SPINCOUNT") || env_is(envp[count], "OMP_WAIT_POLICY")) spin_set = true;
+  char spin[64] = "GOMP_SPINCOUNT=";
+  append(spin, sizeof spin, kOpenMpSpinCount);
+
+  // OpenBLAS's threads as it loads: OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS, OMP_NUM_THREADS
+  // (its own order), else a thread per core.
+  long blas = parse_count(env_value(envp, "OPENBLAS_NUM_THREADS"));
+  if (blas == 0) blas = parse_count(env_value(envp, "GOTO_NUM_THREADS"));
+  if (blas == 0) blas = parse_count(env_value(envp, "OMP_NUM_THREADS"));
+  rlimit limit{};
+  const bool limited = ::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  char blas_setting[64] = "OPENBLAS_NUM_THREADS=";
+  const bool set_blas = limited && blas == 0;
+  if (set_blas) {
+    // Under an address-space limit, as many as the engine will use (set_cpu_threads).
+    blas = std::max(1L, parse_count(env_value(envp, "HSM_BLAS_THREADS")));
+    append_number(blas_setting, sizeof blas_setting, static_cast<unsigned long long>(blas));
+  }
+
+  const bool add_spin = short_spin && !spin_set;
+  if (add_spin || set_blas) {
+    char** env = static_cast<char**>(alloca((count + 3) * sizeof(char*)));
+    std::memcpy(env, envp, count * sizeof(char*));
+    size_t n = count;
+    if (add_spin) env[n++] = spin;
+    if (set_blas) env[n++] = blas_setting;
+    env[n] = nullptr;
+    ::execve("/proc/self/exe", argv, env);
+    // Only when the exec failed: this process keeps libgomp's and OpenBLAS's defaults.
+    if (set_blas) return;
+  }
+  if (!limited) return;
+  // OpenBLAS (0.3.29, Debian 13) maps its 128 MiB buffer for each of its threads in its
+  // initialiser and retries a failed map forever: under too low a limit the program would hang
+  // before main. The room it needs, probed (nothing is committed), or a clear error now.
+  constexpr unsigned long long kBuffer = (128ULL << 20) + (8ULL << 10), kMargin = 16ULL << 20;
+  const long threads = std::max(1L, blas);  // set above: the exec carried it, or the user did
+  const unsigned long long need = kBuffer * static_cast<unsigned long long>(threads) + kMargin;
+  void* probe = ::mmap(nullptr, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (probe != MAP_FAILED) {
+    ::munmap(probe, need);
+    return;
+  }
+  char message[512] = "";
+  const char* name = argv[0] != nullptr ? argv[0] : "hsm";
+  if (const char* slash = std::strrchr(name, '/')) name = slash + 1;
+  append(message, sizeof message, name);
+  append(message, sizeof message, ": error: the address-space limit (ulimit -v) of ");
+  append_number(message, sizeof message, static_cast<unsigned long long>(limit.rlim_cur) >> 20);
+  append(message, sizeof message, " MiB is too low to start: OpenBLAS maps 128 MiB per thread (");
+  append_number(message, sizeof message, static_cast<unsigned long long>(threads));
+  append(message, sizeof message, ") as it loads and waits forever when it cannot; raise the limit by ");
+  append_number(message, sizeof message, need >> 20);
+  append(message, sizeof message, " MiB or more\n");
+  const ssize_t written = ::write(2, message, std::strlen(message));
+  (void)written;
+  ::_exit(1);
+}
+
+void use_short_openmp_spin(char** argv, char** envp) { start_before_libraries(argv, envp, true); }
 
 int choose_threads(int pool_threads, int cores, double others_running) {
   const int pool = std::max(1, pool_threads);
