@@ -868,6 +868,15 @@ TEST(TaskCli, StopAccuracyEndsATaskRunDoneAtTheFirstValidationThatReachesIt) {
   EXPECT_EQ(run_step(run), 10);
   EXPECT_EQ(last_train_step(run), 10);
   EXPECT_EQ(newest_checkpoint(run), 10);
+  // Resumed (a lab killed between the stop and its score continues its runs so): done at its
+  // checkpoint, nothing trained and nothing added to its curve.
+  const std::string metrics = read_file(run + "/metrics.jsonl");
+  const Result again = shell(hsm("train --resume --out " + run + " --steps 400 --threads 1 --device cpu"));
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("the run was done at its checkpoint: answer accuracy"), std::string::npos) << again.out;
+  EXPECT_EQ(run_step(run), 10);
+  EXPECT_EQ(newest_checkpoint(run), 10);
+  EXPECT_EQ(read_file(run + "/metrics.jsonl"), metrics);
   double accuracy = -1;
   for (const std::string& line : lines_of(run + "/metrics.jsonl")) {
     const auto m = nlohmann::json::parse(line);
@@ -887,7 +896,7 @@ TEST(TaskCli, StopAccuracyEndsATaskRunDoneAtTheFirstValidationThatReachesIt) {
 // validations every 10 steps and a window of 20: step 30, the first whose window has a
 // validation before it (step 10). A run cut at step 20 and resumed stops at the same step 30: it
 // remembers its validations (without them it would wait for two more, to step 50); the settings
-// are the run's own (config.json), not given again.
+// are the run's own (config.json), not given again. The stopped run resumed is done at step 30.
 TEST(TaskCli, StopStallEndsARunThatStoppedLearningAtTheSameStepWholeOrResumed) {
   const std::string dir = temp("stop_stall");
   const std::string args = " --task mqar:vocab=32,pairs=2,context=16 --config " + write_config(dir) +
@@ -911,6 +920,15 @@ TEST(TaskCli, StopStallEndsARunThatStoppedLearningAtTheSameStepWholeOrResumed) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_NE(resumed.out.find("stopped early at step 30 of 400, done"), std::string::npos) << resumed.out;
   EXPECT_EQ(run_step(dir + "/cut"), 30);
+  // A run resumed from the checkpoint of its early stop is done there: not trained on.
+  const std::string metrics = read_file(dir + "/whole/metrics.jsonl");
+  const Result again = shell(hsm("train --resume --out " + dir + "/whole --steps 400 --threads 1 --device cpu"));
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("the run was done at its checkpoint: best validation loss"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("stopped early at step 30 of 400, done"), std::string::npos) << again.out;
+  EXPECT_EQ(run_step(dir + "/whole"), 30);
+  EXPECT_EQ(newest_checkpoint(dir + "/whole"), 30);
+  EXPECT_EQ(read_file(dir + "/whole/metrics.jsonl"), metrics);
 
   // Off (the default): a run without it writes neither key and trains its steps.
   ASSERT_EQ(shell(hsm("train --task mqar:vocab=32,pairs=2,context=16 --config " + write_config(dir) + " --out " + dir +

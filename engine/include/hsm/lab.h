@@ -41,7 +41,9 @@ struct LabGrid {
 
 // MQAR at context 64 and 16, in_context_recall x gpt, hsm_ab, hybrid_0_6 at lab size; one
 // learning rate (0.003), two seeds, up to 2,000 steps of 128 (warm-up 200, cosine over the 2,000)
-// with an early stop at 0.99 (docs/lab.md, "The default lab": its time on two cores).
+// with an early stop at 0.99 and the stall stop (500 steps, 0.03: a run whose validation loss fell
+// less than 3 % over its last 500 steps is done; docs/lab.md, "The stall stop"). Its time on two
+// cores: docs/lab.md, "The default lab".
 LabGrid default_lab_grid();
 // Every task at the difficulty the lab offers it (the default grid's first): what a form lists
 // for the user to tick.

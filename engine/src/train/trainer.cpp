@@ -237,6 +237,7 @@ struct Trainer::Impl::Run {
   bool finished_already() const { return spec.resume && total_steps == start_step && !final_validation_missing(); }
   void restore_last_metrics(const nlohmann::json& metrics);
   TrainSummary finished_summary() const;
+  TrainSummary finished_early_summary(const std::string& why);
   void build_model();
   void open_metrics();
   void open_diagnostics();
@@ -245,6 +246,8 @@ struct Trainer::Impl::Run {
   void restore_best();
   void restore_val_history();
   std::string stalled(int64_t at) const;
+  std::string early_stop(int64_t at) const;
+  std::string stopped_early_already() const;
   void checkpoint(int64_t at);
   void report_weights(int64_t at);
   double run_validation(int64_t at, bool full);
@@ -282,6 +285,7 @@ TrainSummary Trainer::Impl::run() {
   }
   r.restore_best();
   r.restore_val_history();
+  if (const std::string why = r.stopped_early_already(); !why.empty()) return r.finished_early_summary(why);
   if (!spec.resume) r.checkpoint(0);  // a run folder is loadable (and resumable) from the start
   r.started_run = true;
   r.report_weights(r.start_step);
@@ -627,6 +631,14 @@ TrainSummary Trainer::Impl::Run::finished_summary() const {
   return done;
 }
 
+// A resume of a run that stopped early at its checkpoint (stopped_early_already): done there.
+TrainSummary Trainer::Impl::Run::finished_early_summary(const std::string& why) {
+  log("the run was done at its checkpoint: " + why);
+  step = start_step;
+  stopped_early = true;
+  return finish();
+}
+
 // ---- model and optimizer ------------------------------------------------------------------------
 void Trainer::Impl::Run::build_model() {
   set_cpu_threads(spec.threads > 0 ? spec.threads : ts.threads);
@@ -728,9 +740,17 @@ void Trainer::Impl::Run::restore_best() {
 // The stall stop's memory of a resumed run: its validations up to the checkpoint it continues from,
 // so that a run killed and resumed stops where it would have stopped whole.
 void Trainer::Impl::Run::restore_val_history() {
-  if (!spec.resume || ts.stop_stall_steps == 0 || !writer) return;
-  for (const MetricRecord& m : read_metrics(spec.run_dir))
-    if (m.kind == "eval" && m.step <= start_step && std::isfinite(m.val_loss)) val_history.emplace_back(m.step, m.val_loss);
+  if (!spec.resume || !writer || (ts.stop_stall_steps == 0 && ts.stop_accuracy <= 0)) return;
+  for (const MetricRecord& m : read_metrics(spec.run_dir)) {
+    if (m.kind != "eval" || m.step > start_step) continue;
+    if (std::isfinite(m.val_loss)) val_history.emplace_back(m.step, m.val_loss);
+    // config.json's metrics keep the loss and accuracy of the checkpoint's validation, not a
+    // task's answer accuracy, which --stop-accuracy reads.
+    if (m.step == start_step && last_eval.step == start_step) {
+      last_eval.answer_accuracy = m.answer_accuracy;
+      last_eval.sequence_accuracy = m.sequence_accuracy;
+    }
+  }
 }
 
 // The stall stop: the best validation loss of the validations at or before `at` - stop_stall_steps
@@ -752,6 +772,26 @@ std::string Trainer::Impl::Run::stalled(int64_t at) const {
          std::to_string(from) + " (" + num(before) + "): less than --stop-stall-gain " + num(ts.stop_stall_gain) +
          " over the last " + std::to_string(ts.stop_stall_steps) + " steps; stopped early at step " +
          std::to_string(at) + " of " + std::to_string(total_steps) + ", done (it has stopped learning)";
+}
+
+// The early stops, at a validation of step `at` (last_eval): Zoology's (--stop-accuracy, at 0.99)
+// and the stall stop (docs/lab.md, "The stall stop"). "" when the run goes on; else the line that
+// says why it is done.
+std::string Trainer::Impl::Run::early_stop(int64_t at) const {
+  if (ts.stop_accuracy > 0 && last_eval.answer_accuracy >= ts.stop_accuracy)
+    return "answer accuracy " + num(last_eval.answer_accuracy) + " reached --stop-accuracy " + num(ts.stop_accuracy) +
+           " at step " + std::to_string(at) + " of " + std::to_string(total_steps) + ": stopped early, done";
+  if (ts.stop_stall_steps > 0) return stalled(at);
+  return "";
+}
+
+// A resume from the checkpoint of a validation at which the run, with these settings, stops
+// early: it was done there (a lab or sweep killed between a run's early stop and its score
+// continues it), so it is not trained on. The validation is the checkpoint's own (its step);
+// a checkpoint whose validation let the run go on lets it go on again.
+std::string Trainer::Impl::Run::stopped_early_already() const {
+  if (!spec.resume || start_step <= 0 || start_step >= total_steps || last_eval.step != start_step) return "";
+  return early_stop(start_step);
 }
 
 // ---- a checkpoint: config.json's record (run/run_json.h, beside its reader) with the weights ----
@@ -1035,17 +1075,8 @@ void Trainer::Impl::Run::loop() {
         excluded_s += seconds_since(t0);
       }
       trainer.progress("training", static_cast<double>(step) / static_cast<double>(total_steps));
-      // Early stopping (Zoology's, at 0.99): the run is done at this validation.
-      if (eval_now && ts.stop_accuracy > 0 && step < total_steps && last_eval.answer_accuracy >= ts.stop_accuracy) {
-        stopped_early = true;
-        if (!checkpoint_now) checkpoint(step);
-        log("answer accuracy " + num(last_eval.answer_accuracy) + " reached --stop-accuracy " + num(ts.stop_accuracy) +
-            " at step " + std::to_string(step) + " of " + std::to_string(total_steps) + ": stopped early, done");
-        break;
-      }
-      // The stall stop: a run that no longer learns is done too (docs/lab.md, "The default lab").
-      if (eval_now && ts.stop_stall_steps > 0 && step < total_steps) {
-        const std::string why = stalled(step);
+      if (eval_now && step < total_steps) {
+        const std::string why = early_stop(step);
         if (!why.empty()) {
           stopped_early = true;
           if (!checkpoint_now) checkpoint(step);
