@@ -218,7 +218,10 @@ TEST_F(Distributed, BadLauncherSettingsAreNamed) {
             " --timeout 10");
   ::close(fd);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("MASTER_PORT " + std::to_string(port) + " on 127.0.0.1 is in use"), std::string::npos) << r.out;
+  // Against LibTorch 2.x the rank refuses before it opens the port (Distributed.RefusedInWordsOnLibTorch2).
+  const std::string why = HSM_TEST_DATA_PARALLEL ? "MASTER_PORT " + std::to_string(port) + " on 127.0.0.1 is in use"
+                                                 : "data-parallel training is wired for LibTorch 1.13's c10d";
+  EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ + "/bad"));
 }
 

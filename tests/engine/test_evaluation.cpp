@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cmath>
 #include <thread>
 
 #include "kernels/gemm.h"
@@ -44,21 +43,11 @@ TEST(Evaluation, SlicesHaveAFixedSizeWhateverTheCores) {
   EXPECT_EQ(eval_slice_windows(kEvalSliceTokens * 4), 1);
 }
 
-// The one combination whose sums oneDNN 3 (Debian 13's 3.7.2, with LibTorch 2.6) leaves off in
-// their last bits: evaluate_batch's threads of its own (threads > 0) while LibTorch has a pool of
-// 2 or more, on the oneDNN backend: off by 1e-8 to 1.4e-6 on a sum of 25,636 (5e-11 of it;
-// packaging/libtorch2-check.sh). Every slice's sgemm there sees one OpenMP thread, outside any
-// parallel region, as in the exact cases; why oneDNN 3 differs is not found. The product never
-// takes that path: it passes threads = 0 (LibTorch's pool when it has two or more threads, threads
-// of its own only when it has one), and those sums are exact on every version measured.
-bool own_threads_beside_a_pool(GemmBackend backend, int torch_threads, int threads) {
-  return backend == GemmBackend::kOneDnn && onednn_major_version() >= 3 && torch_threads > 1 && threads > 0;
-}
-
 // One, two and three LibTorch threads, OpenBLAS on one or two, the pool or threads of its own,
-// on each backend: every sum is bit-identical to one thread's (but the combination above). A
-// SerialScope removed from the slices (or a slice size taken from the cores) fails this on AMD
-// Zen 3.
+// on each backend: every sum is bit-identical to one thread's. A SerialScope removed from the
+// slices (or a slice size taken from the cores) fails this on AMD Zen 3; a SerialScope whose one
+// thread LibTorch's first call in a new thread undoes fails it against LibTorch 2.6 (oneDNN
+// backend, LibTorch on 2-3 threads, evaluate_batch on threads of its own).
 TEST(Evaluation, ThreadsGiveTheSameLossAsOneThread) {
   Gpt model = eval_model();
   c10::InferenceMode inference;
@@ -79,10 +68,7 @@ TEST(Evaluation, ThreadsGiveTheSameLossAsOneThread) {
           const BatchEval many = evaluate_batch(model, x, y, threads);
           const std::string what = name + ": LibTorch " + std::to_string(torch_threads) + ", OpenBLAS " +
                                    std::to_string(blas) + ", evaluate_batch threads " + std::to_string(threads);
-          if (own_threads_beside_a_pool(backend, torch_threads, threads))
-            EXPECT_NEAR(many.loss_sum, one.loss_sum, 1e-10 * std::abs(one.loss_sum)) << what;
-          else
-            EXPECT_EQ(many.loss_sum, one.loss_sum) << what << ": off by " << many.loss_sum - one.loss_sum;
+          EXPECT_EQ(many.loss_sum, one.loss_sum) << what << ": off by " << many.loss_sum - one.loss_sum;
           EXPECT_EQ(many.correct, one.correct) << what;
           EXPECT_EQ(blas_threads() == 0 ? 0 : blas, blas_threads()) << "OpenBLAS's count is restored: " << what;
         }

@@ -262,7 +262,7 @@ int DecodeThreads::choose(int pool_threads) {
 }
 
 ThreadLimit::ThreadLimit(int n) {
-  at::internal::lazy_init_num_threads();  // as in SerialScope: ATen's first-call setting, then ours
+  init_aten_threads_here();  // as in SerialScope: ATen's first-call setting, then ours
   before_ = omp_get_max_threads();
   omp_set_num_threads(std::max(1, std::min(n, before_)));
 }

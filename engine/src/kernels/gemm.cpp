@@ -82,14 +82,6 @@ bool onednn_available() {
 #endif
 }
 
-int onednn_major_version() {
-#ifdef HSM_HAVE_ONEDNN
-  return static_cast<int>(dnnl_version()->major);
-#else
-  return 0;
-#endif
-}
-
 GemmBackend parse_gemm_backend(const std::string& name) {
   if (name == "libtorch" || name == "openblas") return GemmBackend::kLibTorch;
   if (name == "onednn") {

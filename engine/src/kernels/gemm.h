@@ -24,8 +24,6 @@ std::string gemm_backend_name(GemmBackend backend);
 GemmBackend parse_gemm_backend(const std::string& name);
 // True when this build links oneDNN.
 bool onednn_available();
-// The linked oneDNN's major version (2 on Debian 12, 3 on Debian 13); 0 without oneDNN.
-int onednn_major_version();
 
 // The backend in use: HSM_GEMM when set (an invalid value throws, see parse_gemm_backend),
 // else the default above. Chosen once per process, unless set_gemm_backend changes it.

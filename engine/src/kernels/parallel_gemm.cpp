@@ -15,10 +15,22 @@ namespace {
 thread_local bool serial_scope = false;
 }  // namespace
 
+void init_aten_threads_here() {
+  // Both copies of the once-per-thread flag: at::internal::lazy_init_num_threads is inline, and
+  // against LibTorch 2.6 (Debian 13) the copy compiled into our code (at::parallel_for's, a
+  // template) and LibTorch's own (its operators', reached through at::get_num_threads) keep a
+  // thread_local flag each. With only ours set, LibTorch's first operator in a new thread reset
+  // the count to its pool's; with only LibTorch's, our first at::parallel_for did: evaluate_batch's
+  // own threads then ran their slices' products on 2 threads where a SerialScope set 1, and the
+  // sums differed in their last bits (Evaluation.ThreadsGiveTheSameLossAsOneThread).
+  at::internal::lazy_init_num_threads();
+  (void)at::get_num_threads();
+}
+
 SerialScope::SerialScope() : was_serial_(serial_scope) {
   // ATen sets each thread's OpenMP count from its own setting at the thread's first parallel
   // call; do that first, or it would undo the one thread set here.
-  at::internal::lazy_init_num_threads();
+  init_aten_threads_here();
   omp_threads_ = omp_get_max_threads();
   omp_set_num_threads(1);  // this thread's OpenMP setting only (an ICV of its own task)
   serial_scope = true;

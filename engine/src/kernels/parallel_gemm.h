@@ -43,6 +43,9 @@ class SerialScope {
 };
 // True inside a SerialScope on this thread.
 bool in_serial_scope();
+// ATen's once-per-thread setting of this thread's OpenMP count (LibTorch's pool size), done now,
+// so that a count set after it holds: any code that sets the count for a scope calls this first.
+void init_aten_threads_here();
 
 // OpenBLAS on one thread for this object's life (nothing without OpenBLAS); the count before
 // is restored after.
