@@ -13,7 +13,7 @@
 namespace {
 
 // Commands whose parallel regions follow each other closely (training, evaluation, benchmarks):
-// they run with a short OpenMP spin (hsm/cpu_threads.h: use_short_openmp_spin), which costs
+// they run with a short OpenMP spin (hsm/cpu_threads.h: start_before_libraries), which costs
 // loading the program twice (a fraction of a second) and so is not worth it for the others.
 // Plain C (strcmp): it runs before the C++ library's initialisers.
 bool runs_parallel_work(int argc, char** argv) {
@@ -23,10 +23,12 @@ bool runs_parallel_work(int argc, char** argv) {
   return false;
 }
 
-void short_openmp_spin_for_parallel_work(int argc, char** argv, char** envp) {
+// Before any library starts: the short spin for those commands, and for every command the
+// address-space limit's check (OpenBLAS would hang under too low a one; start_before_libraries).
+void before_libraries(int argc, char** argv, char** envp) {
   hsm::start_before_libraries(argv, envp, runs_parallel_work(argc, argv));
 }
-HSM_BEFORE_LIBRARIES(short_openmp_spin_for_parallel_work);
+HSM_BEFORE_LIBRARIES(before_libraries);
 
 }  // namespace
 
