@@ -138,14 +138,20 @@ void start_before_libraries(char** argv, char** envp, bool short_spin) {
   append(spin, sizeof spin, kOpenMpSpinCount);
 
   // OpenBLAS's threads as it loads: OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS, OMP_NUM_THREADS
-  // (its own order), else a thread per core.
-  long blas = parse_count(env_value(envp, "OPENBLAS_NUM_THREADS"));
-  if (blas == 0) blas = parse_count(env_value(envp, "GOTO_NUM_THREADS"));
-  if (blas == 0) blas = parse_count(env_value(envp, "OMP_NUM_THREADS"));
+  // (its own order), else a thread per core. One of them set, whatever its value, is the user's
+  // choice (and a value this cannot read, added to again, would execute the program forever).
+  const char* blas_names[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"};
+  bool blas_named = false;
+  long blas = 0;
+  for (const char* name : blas_names)
+    if (const char* value = env_value(envp, name); value != nullptr && !blas_named) {
+      blas_named = true;
+      blas = parse_count(value);
+    }
   rlimit limit{};
   const bool limited = ::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
   char blas_setting[64] = "OPENBLAS_NUM_THREADS=";
-  const bool set_blas = limited && blas == 0;
+  const bool set_blas = limited && !blas_named;
   if (set_blas) {
     // Under an address-space limit, as many as the engine will use (set_cpu_threads).
     blas = std::max(1L, parse_count(env_value(envp, "HSM_BLAS_THREADS")));
@@ -169,7 +175,7 @@ void start_before_libraries(char** argv, char** envp, bool short_spin) {
   // initialiser and retries a failed map forever: under too low a limit the program would hang
   // before main. The room it needs, probed (nothing is committed), or a clear error now.
   constexpr unsigned long long kBuffer = (128ULL << 20) + (8ULL << 10), kMargin = 16ULL << 20;
-  const long threads = std::max(1L, blas);  // set above: the exec carried it, or the user did
+  const long threads = std::max(1L, blas);  // the exec carried it, or the user's (1 where unreadable)
   const unsigned long long need = kBuffer * static_cast<unsigned long long>(threads) + kMargin;
   void* probe = ::mmap(nullptr, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (probe != MAP_FAILED) {

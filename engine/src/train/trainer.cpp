@@ -278,14 +278,15 @@ TrainSummary Trainer::Impl::run() {
   r.join_group();
   r.prepare();
   if (r.finished_already()) return r.finished_summary();
+  r.restore_val_history();
+  // Before the model is built and the run's files are opened: nothing of it is touched.
+  if (const std::string why = r.stopped_early_already(); !why.empty()) return r.finished_early_summary(why);
   r.build_model();
   if (r.writer) {
     r.open_metrics();
     r.open_diagnostics();
   }
   r.restore_best();
-  r.restore_val_history();
-  if (const std::string why = r.stopped_early_already(); !why.empty()) return r.finished_early_summary(why);
   if (!spec.resume) r.checkpoint(0);  // a run folder is loadable (and resumable) from the start
   r.started_run = true;
   r.report_weights(r.start_step);
