@@ -3,6 +3,7 @@
 #
 #   bench/gpu_check.sh [--debs DIR] [--data FILE] [--out DIR] [--device cuda|cpu] [--quick]
 #                      [--budget SECONDS] [--jobs N] [--build DIR] [--torch-dir DIR] [--force-debs]
+#                      [--no-cpu-seeds]
 #
 # Run from the repository root on a machine with a GPU and a Python PyTorch 2.x, where nothing can
 # be installed or downloaded. Needs: g++ (C++17), cmake, ninja, python3 with torch, and DIR
@@ -23,7 +24,9 @@
 #   train     400 x 32 x 128 hsm_ab, seeds 1-4, and gpt, seed 1, on the device, TinyStories
 #             sample, the bundled tokenizer (resources/models/hsm_ab/tokenizer.model)
 #   eval      each run evaluated on the device (and hsm_ab seed 1 on the CPU too)
-#   bench     `hsm bench gpt hsm_ab hybrid_0_6` at batch 32 and 256 (training tokens/s, MFU)
+#   bench     `hsm bench gpt hsm_ab hybrid_0_6` at batch 32 and 256 (training tokens/s, MFU); at the
+#             largest batch again with the fused CUDA kernels off (HSM_CUDA_FUSED=0: what they give),
+#             and one profiled step per model (results/prof_*.kernels.txt: device time per kernel)
 #   peer      bench/gpu_reference_speed.py: plain PyTorch, eager, the same models and batches
 #   decode    hsm generate of 200 tokens: cached (on CUDA the CUDA graph), cached eager
 #             (HSM_CUDA_GRAPH=0), uncached, and cached on the CPU; hsm bench's batch-1 decoding rates
@@ -38,6 +41,7 @@
 # (default 470 s) skips what would start too late (and stops a stage at it), saying so.
 # --quick (for trying the script on a CPU): 20 steps of batch 4, two hsm_ab seeds, small bench.
 # --force-debs: unpack the .debs even where the system has the packages (to try that path).
+# --no-cpu-seeds: skip train_cpu_seeds (~270 s; the CPU's spread is unchanged while the CPU code is).
 set -u
 # Every variable is exported and every function too (export -f below): stage runs its command
 # under timeout(1), in a new bash, which must see them.
@@ -54,6 +58,7 @@ jobs=$(nproc 2> /dev/null || echo 4)
 build=""
 torch_dir=""
 force_debs=0
+cpu_seeds=1
 while [ $# -gt 0 ]; do
   case $1 in
     --debs) debs=$2; shift 2 ;;
@@ -66,6 +71,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --torch-dir) torch_dir=$2; shift 2 ;;
     --force-debs) force_debs=1; shift ;;
+    --no-cpu-seeds) cpu_seeds=0; shift ;;
     -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -203,13 +209,13 @@ generator="-G Ninja"
 command -v ninja > /dev/null || generator=""
 keep_going="-k 0"
 [ -n "$generator" ] || keep_going="-k"
-# configure FAST TESTS: HSM_CUDA_FAST and HSM_BUILD_TESTS as given.
+# configure FAST TESTS [KERNELS]: HSM_CUDA_FAST, HSM_BUILD_TESTS and HSM_CUDA_KERNELS (default ON) as given.
 configure() {
-  echo "== configure: HSM_CUDA_FAST=$1 HSM_BUILD_TESTS=$2 TORCH_DIR=${torch_dir:-<default>}"
+  echo "== configure: HSM_CUDA_FAST=$1 HSM_BUILD_TESTS=$2 HSM_CUDA_KERNELS=${3:-ON} TORCH_DIR=${torch_dir:-<default>}"
   # shellcheck disable=SC2086
   cmake -S "$repo" -B "$build" $generator -DCMAKE_BUILD_TYPE=Release -DHSM_BUILD_APP=OFF -DHSM_BUILD_TESTS="$2" \
-    -DHSM_CUDA_FAST="$1" ${torch_dir:+-DTORCH_DIR="$torch_dir"} ${cmake_prefix:+-DCMAKE_PREFIX_PATH="$cmake_prefix"} \
-    $launcher
+    -DHSM_CUDA_FAST="$1" -DHSM_CUDA_KERNELS="${3:-ON}" ${torch_dir:+-DTORCH_DIR="$torch_dir"} \
+    ${cmake_prefix:+-DCMAKE_PREFIX_PATH="$cmake_prefix"} $launcher
 }
 # is_built TARGET: up to date (a dry run with nothing to do).
 is_built() {
@@ -232,7 +238,8 @@ build_targets() {
 }
 hsm=$build/engine/cli/hsm
 tests=ON
-stage configure 120 configure ON ON || { tests=OFF; stage configure_without_tests 120 configure ON OFF; }
+stage configure 120 configure ON ON || stage configure_without_kernels 120 configure ON ON OFF ||
+  { tests=OFF; stage configure_without_tests 120 configure ON OFF OFF; }
 targets="hsm"
 [ $tests = ON ] && targets="hsm test_cuda test_cuda_cli"
 # shellcheck disable=SC2086
@@ -240,9 +247,9 @@ stage build 420 build_targets $targets
 build_note="HSM_CUDA_FAST=ON HSM_BUILD_TESTS=$tests"
 if ! is_built hsm; then
   # The fused CUDA code is what this machine's LibTorch may refuse: without it, the rest still runs.
-  build_note="HSM_CUDA_FAST=OFF HSM_BUILD_TESTS=$tests"
+  build_note="HSM_CUDA_FAST=OFF HSM_CUDA_KERNELS=OFF HSM_BUILD_TESTS=$tests"
   # shellcheck disable=SC2086
-  stage configure_fast_off 120 configure OFF $tests && stage build_fast_off 300 build_targets $targets
+  stage configure_fast_off 120 configure OFF $tests OFF && stage build_fast_off 300 build_targets $targets
 fi
 if is_built hsm && [ -x "$hsm" ]; then
   record build_result ok 0 "$build_note"
@@ -353,6 +360,24 @@ bench_one() {  # BATCH
   cat "$out/results/bench_b$1.json"
   return $rc
 }
+bench_unfused() {  # BATCH: the same with the fused CUDA kernels off (what they give, in one run)
+  HSM_CUDA_FUSED=0 "$hsm" bench gpt hsm_ab hybrid_0_6 --batch "$1" --steps "$bench_steps" --no-decode \
+    --device "$device" --json > "$out/results/unfused_b$1.json"
+  local rc=$?
+  cat "$out/results/unfused_b$1.json"
+  local f  # and each family alone: what each is worth
+  for f in norm dropout shift loss; do
+    HSM_CUDA_FUSED=$f "$hsm" bench gpt hsm_ab hybrid_0_6 --batch "$1" --steps "$bench_steps" --no-decode \
+      --device "$device" --json > "$out/results/only_${f}_b$1.json" || rc=1
+  done
+  return $rc
+}
+profile_step() {  # BATCH: one profiled training step per model; the kernels' device time by name
+  "$hsm" bench gpt hsm_ab hybrid_0_6 --batch "$1" --steps 2 --no-decode --device "$device" \
+    --profile "$work/prof_" > /dev/null || return 1
+  local f
+  for f in "$work"/prof_*.kernels.txt; do cp "$f" "$out/results/"; head -12 "$f"; done
+}
 peer() {  # MODE(eager|compile) MODELS...
   local mode=$1
   shift
@@ -387,6 +412,7 @@ wait_compile_ready
 peer_batches=$bench_batches
 if [ -n "$hsm" ]; then
   for b in $bench_batches; do stage "bench_b$b" "$bench_limit" bench_one "$b"; done
+  stage "bench_unfused_b${bench_batches##* }" "$bench_limit" bench_unfused "${bench_batches##* }"
 fi
 rm -f "$out/results/peer_eager.jsonl"
 stage peer_eager 150 peer eager gpt hsm_ab hybrid_0_6
@@ -454,8 +480,11 @@ train_cpu_seeds() {
   tail -n 3 "$out"/results/train_cpu_hsm_ab_s*.out
   return $rc
 }
-if [ "$device" != cpu ] && [ -n "$hsm" ] && [ -f "$data" ]; then
+[ -n "$hsm" ] && [ "$device" != cpu ] && stage profile 60 profile_step "${bench_batches##* }"
+if [ "$device" != cpu ] && [ -n "$hsm" ] && [ -f "$data" ] && [ $cpu_seeds -eq 1 ]; then
   stage train_cpu_seeds 300 train_cpu_seeds
+elif [ $cpu_seeds -eq 0 ]; then
+  record train_cpu_seeds skipped 0 "--no-cpu-seeds"
 fi
 
 # ---- the report ----------------------------------------------------------------------------------
@@ -534,14 +563,29 @@ for mode in ("eager", "compile"):
         peers[(row.get("model"), row.get("batch"), mode)] = row
 speed = []
 bench = {}
+unfused_rows = []
+for p in sorted(glob.glob(os.path.join(res, "unfused_b*.json"))):
+    unfused_rows += load_json(p).get("models", [])
+family_rows = {}  # HSM_CUDA_FUSED=<family>: that family of fused kernels alone
+for p in sorted(glob.glob(os.path.join(res, "only_*_b*.json"))):
+    family_rows.setdefault(os.path.basename(p).split("_")[1], []).extend(load_json(p).get("models", []))
 for p in sorted(glob.glob(os.path.join(res, "bench_b*.json"))):
     j = load_json(p)
-    bench[os.path.basename(p)[:-5]] = {k: j.get(k) for k in ("sgemm_peak_gflops", "peak_kind", "error") if k in j}
+    bench[os.path.basename(p)[:-5]] = {k: j.get(k) for k in ("sgemm_peak_gflops", "peak_kind", "cuda_kernels", "error")
+                                       if k in j}
     for m in j.get("models", []):
         row = {"model": m["name"], "batch": m["batch"], "hsm_tokens_per_s": m["train_tokens_per_s"],
                "mfu": m.get("mfu"), "cuda_graph": m.get("train_cuda_graph"),
                "hsm_eager_step_tokens_per_s": m.get("train_eager_tokens_per_s"),
                "graph_vs_eager_step": m.get("graph_vs_eager")}
+        unfused = next((u for u in unfused_rows if u["name"] == m["name"] and u["batch"] == m["batch"]), None)
+        if unfused:  # the same step with HSM_CUDA_FUSED=0, in the same run
+            row["hsm_unfused_tokens_per_s"] = unfused["train_tokens_per_s"]
+            row["fused_vs_unfused"] = m["train_tokens_per_s"] / unfused["train_tokens_per_s"]
+        for fam in ("norm", "dropout", "shift", "loss"):
+            only = next((u for u in family_rows.get(fam, []) if u["name"] == m["name"] and u["batch"] == m["batch"]), None)
+            if only:
+                row["only_%s_tokens_per_s" % fam] = only["train_tokens_per_s"]
         for mode in ("eager", "compile"):
             peer = peers.get((m["name"], m["batch"], mode), {})
             if "train_tokens_per_s" in peer:
@@ -551,6 +595,12 @@ for p in sorted(glob.glob(os.path.join(res, "bench_b*.json"))):
                 row[mode + "_note"] = peer.get("error") or peer.get("skipped")
         speed.append(row)
 report["bench"] = bench
+profile = {}
+for p in sorted(glob.glob(os.path.join(res, "prof_*.kernels.txt"))):
+    with open(p) as f:
+        profile[os.path.basename(p)[len("prof_"):-len(".kernels.txt")]] = f.read().splitlines()[:14]
+if profile:
+    report["profile"] = profile  # one step per model: the kernels' device time, largest first
 report["speed"] = speed
 report["peer_rows"] = [dict(r) for r in peers.values()]
 

@@ -86,6 +86,26 @@ def time_steps(one_step, batch, context, steps, device):
     return batch * context * steps / (time.perf_counter() - t0)
 
 
+def profile_kernels(one_step, device, prefix):
+    """One step under torch.profiler: the kernels' device time summed by name, as `hsm bench --profile`."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        one_step()
+        sync(device)
+    totals = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            us, n = totals.get(e.name, (0.0, 0))
+            totals[e.name] = (us + e.time_range.elapsed_us(), n + 1)
+    total = sum(us for us, _ in totals.values())
+    with open(prefix + ".kernels.txt", "w") as f:
+        f.write("device time of one step: %.3f ms in %d kernel names\n" % (total / 1e3, len(totals)))
+        f.write("   ms       %  launches  kernel\n")
+        for name, (us, n) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+            f.write("%7.3f  %5.1f  %8d  %s\n" % (us / 1e3, 100 * us / max(total, 1e-9), n, name[:160]))
+    prof.export_chrome_trace(prefix + ".trace.json")
+
+
 def wait_for(path, deadline):
     while not os.path.exists(path):
         if deadline and time.time() > deadline:
@@ -105,6 +125,7 @@ def main():
     ap.add_argument("--deadline", type=float, default=0, help="skip what would start after this UNIX time")
     ap.add_argument("--ready", help="with --go: warm (compile) every model first, then create this file")
     ap.add_argument("--go", help="with --ready: then wait for this file before timing them all")
+    ap.add_argument("--profile", help="also profile one step of each into DIR/peer_MODEL_BATCH_MODE.kernels.txt")
     a = ap.parse_args()
     device = torch.device(a.device)
     mode = "compile" if a.compile else "eager"
@@ -123,6 +144,8 @@ def main():
                     prepared.append((row, one_step))
                     continue
                 row["train_tokens_per_s"] = time_steps(one_step, batch, a.context, a.steps, device)
+                if a.profile:
+                    profile_kernels(one_step, device, os.path.join(a.profile, "peer_%s_%d_%s" % (name, batch, mode)))
             except Exception as e:  # noqa: BLE001 - reported, the next model still runs
                 row["error"] = "%s: %s" % (type(e).__name__, str(e)[:500])
             print(json.dumps(row), flush=True)

@@ -78,6 +78,7 @@ Command add_bench_command(CLI::App& app) {
                                 {"baseline", report.results.front().name},
                                 {"sgemm_peak_gflops", report.sgemm_peak_gflops},
                                 {"peak_kind", report.peak_kind},
+                                {"cuda_kernels", report.cuda_kernels},
                                 {"sgemm_peak_by_backend", report.sgemm_peak_by_backend},
                                 {"models", nlohmann::json::array()}};
           for (const auto& r : report.results) {

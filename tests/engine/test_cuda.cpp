@@ -20,6 +20,8 @@
 
 #include "hsm/mixer_kind.h"
 #include "inference/cuda_graph_decoder.h"
+#include "model/cuda_fused.h"
+#include "model/dropout.h"
 #include "model/mixers/mixer.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
@@ -469,4 +471,200 @@ TEST(Cuda, GraphReplayAfterASecondPromptEqualsAFreshDecoder) {
   }
   while (used.position() < config.context) used.step(int64_t{0});
   EXPECT_THROW(used.step(int64_t{0}), std::logic_error) << "the context is full";
+}
+
+// ---- the fused training kernels (model/cuda_fused.h) ---------------------------------------------
+
+// Everywhere: CPU tensors never take the fused kernels (the CPU keeps its own), and a build or a
+// run without them says why in the words the run log and `hsm bench --json` print.
+TEST(DeviceStep, FusedKernelsAreForCudaTensorsAndSayWhetherTheyAreOn) {
+  const auto x = torch::randn({2, 5, 8}), w = torch::ones({8}), b = torch::zeros({8});
+  EXPECT_FALSE(cuda_fused::eligible_layer_norm(x, w, b));
+  EXPECT_FALSE(cuda_fused::eligible_dropout(x, x));
+  EXPECT_FALSE(cuda_fused::eligible_shift_mix(x, torch::ones({}), torch::ones({}), 1));
+  EXPECT_FALSE(cuda_fused::eligible_lm_loss(x.reshape({10, 8}), torch::randn({4, 8})));
+  const std::string said = cuda_fused::describe();
+  EXPECT_EQ(said.rfind("fused CUDA kernels: ", 0), 0u) << said;
+  if (said.find("not built") != std::string::npos) {
+    EXPECT_FALSE(cuda_fused::enabled());
+    cuda_fused::set_enabled(true);  // turning on what is not built changes nothing
+    EXPECT_FALSE(cuda_fused::enabled());
+  } else {
+    const bool was = cuda_fused::enabled();
+    cuda_fused::set_enabled(false);
+    EXPECT_FALSE(cuda_fused::enabled());
+    EXPECT_NE(cuda_fused::describe().find("off"), std::string::npos) << cuda_fused::describe();
+    cuda_fused::set_enabled(was);
+  }
+}
+
+// The eligible_* calls below also run the check at first use (model/cuda_fused.cpp): a family that
+// fails it is off, its ASSERT fails, and stderr says by how much it disagreed.
+#define HSM_REQUIRE_FUSED()                                                                        \
+  do {                                                                                             \
+    HSM_REQUIRE_CUDA();                                                                            \
+    if (!cuda_fused::enabled()) GTEST_SKIP() << cuda_fused::describe();                            \
+  } while (0)
+
+// LayerNorm against LibTorch's on the same GPU, fp32: widths of each kernel variant (≤ 256, ≤ 512,
+// ≤ 1024 per row, and one that is no multiple of 32), and enough rows that a warp takes several
+// (the weight gradients' partial sums over a warp's rows). fp32 sums in another order: 1e-5 of the
+// largest value forward, 1e-4 for gradients summed over 9,000 rows.
+TEST(Cuda, FusedLayerNormMatchesLibTorch) {
+  HSM_REQUIRE_FUSED();
+  const auto f32 = torch::TensorOptions().device(torch::kCUDA);
+  for (const int64_t d : {32, 100, 256, 512, 1024}) {
+    for (const int64_t rows : {7, 9000}) {
+      torch::manual_seed(static_cast<uint64_t>(d + rows));
+      const auto x = (torch::randn({rows, d}, f32) * 3 + 1).requires_grad_(true);
+      const auto w = torch::randn({d}, f32).requires_grad_(true), b = torch::randn({d}, f32).requires_grad_(true);
+      const auto up = torch::randn({rows, d}, f32);
+      ASSERT_TRUE(cuda_fused::eligible_layer_norm(x, w, b));
+      const auto y = cuda_fused::layer_norm(x, w, b, 1e-5);
+      (y * up).sum().backward();
+      const auto dx = x.grad().clone(), dw = w.grad().clone(), db = b.grad().clone();
+      x.mutable_grad().reset();
+      w.mutable_grad().reset();
+      b.mutable_grad().reset();
+      const auto ref = torch::layer_norm(x, {d}, w, b, 1e-5);
+      (ref * up).sum().backward();
+      const std::string at = "d " + std::to_string(d) + ", rows " + std::to_string(rows);
+      EXPECT_TRUE(close_to(y, ref, 1e-5)) << at << " forward";
+      EXPECT_TRUE(close_to(dx, x.grad(), 1e-4)) << at << " input gradient";
+      EXPECT_TRUE(close_to(dw, w.grad(), 1e-4)) << at << " weight gradient";
+      EXPECT_TRUE(close_to(db, b.grad(), 1e-4)) << at << " bias gradient";
+    }
+  }
+  EXPECT_FALSE(cuda_fused::eligible_layer_norm(torch::zeros({2, 1025}, f32), torch::ones({1025}, f32),
+                                               torch::zeros({1025}, f32)))
+      << "wider than the kernels take";
+  EXPECT_FALSE(cuda_fused::eligible_layer_norm(torch::zeros({2, 8}), torch::ones({8}), torch::zeros({8})))
+      << "the CPU keeps LibTorch's";
+}
+
+// The CUDA dropout draws the CPU's hashed mask (model/dropout.cpp) from the same seed: the same
+// elements dropped, the kept ones scaled by 1/(1 − p); its gradient is the upstream gradient times
+// that mask; the residual form adds h and passes h's gradient through. fp32 and bf16 outputs of
+// the block (y), an fp32 residual stream (h).
+TEST(Cuda, FusedDropoutDrawsTheCpusMaskFromTheSameSeed) {
+  HSM_REQUIRE_FUSED();
+  const double p = 0.1;
+  const int64_t seed = 0x1234567890abcdefLL;
+  const auto seed_t = torch::full({1}, seed, torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA));
+  const auto mask = dropout_mask({4, 50, 64}, p, static_cast<uint64_t>(seed));  // CPU, fp32
+  const double kept = mask.ne(0).to(torch::kDouble).mean().item<double>();
+  EXPECT_NEAR(kept, 1 - p, 0.02);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    torch::manual_seed(11);
+    const auto y = torch::randn({4, 50, 64}).to(torch::kCUDA, dtype).requires_grad_(true);
+    const auto h = torch::randn({4, 50, 64}, torch::TensorOptions().device(torch::kCUDA)).requires_grad_(true);
+    const auto up = torch::randn({4, 50, 64}, torch::TensorOptions().device(torch::kCUDA));
+    const std::string at = dtype == torch::kBFloat16 ? "bf16 y" : "fp32 y";
+    ASSERT_TRUE(cuda_fused::eligible_dropout(h, y)) << at;
+    const auto out = cuda_fused::dropout_with_seed(h, y, p, seed_t);
+    ASSERT_EQ(out.scalar_type(), torch::kFloat32) << at;
+    const auto y32 = y.detach().to(torch::kCPU, torch::kFloat32), h32 = h.detach().cpu();
+    EXPECT_TRUE(close_to(out, h32 + y32 * mask, 1e-6)) << at << " residual forward";
+    EXPECT_TRUE(torch::equal((out.detach().cpu() - h32).ne(0), mask.ne(0) & y32.ne(0))) << at << " dropped elements";
+    (out * up).sum().backward();
+    EXPECT_TRUE(close_to(h.grad(), up, 0)) << at << " the residual's gradient passes through";
+    EXPECT_TRUE(close_to(y.grad().to(torch::kFloat32), (up.cpu() * mask).to(dtype).to(torch::kFloat32), 1e-6))
+        << at << " gradient = upstream × mask";
+    const auto alone = cuda_fused::dropout_with_seed({}, y.detach(), p, seed_t);
+    EXPECT_EQ(alone.scalar_type(), dtype) << at;
+    EXPECT_TRUE(close_to(alone.to(torch::kFloat32), (y32 * mask).to(dtype).to(torch::kFloat32), 1e-6)) << at;
+  }
+  // Seeds come from LibTorch's CUDA generator: a new mask each call, the same after manual_seed.
+  const auto y = torch::ones({1000}, torch::TensorOptions().device(torch::kCUDA));
+  torch::manual_seed(3);
+  const auto a = cuda_fused::dropout({}, y, 0.5), b = cuda_fused::dropout({}, y, 0.5);
+  torch::manual_seed(3);
+  const auto a2 = cuda_fused::dropout({}, y, 0.5);
+  EXPECT_FALSE(torch::equal(a, b)) << "two calls drew the same mask";
+  EXPECT_TRUE(torch::equal(a, a2)) << "torch::manual_seed does not repeat the mask";
+  EXPECT_NEAR(a.eq(0).to(torch::kDouble).mean().item<double>(), 0.5, 0.06);
+}
+
+// The fused output layer against LibTorch's path under bf16 autocast (bf16 logits, then
+// cross_entropy in fp32): the loss to 2e-4 (the same bf16 product, though cuBLAS may sum in another
+// order and round a logit the other way), the gradients to 1% in norm (the loss's gradient rounded
+// to bf16 before the products, in both). A wrong kernel is off by O(1). Vocabularies of one block
+// pass (1000) and of several (5000); targets at the first and last token id included.
+TEST(Cuda, FusedLmLossMatchesCrossEntropyUnderAutocast) {
+  HSM_REQUIRE_FUSED();
+  if (!compat::autocast_supported()) GTEST_SKIP() << "no autocast in this LibTorch";
+  const auto f32 = torch::TensorOptions().device(torch::kCUDA);
+  for (const int64_t V : {1000, 5000}) {
+    torch::manual_seed(static_cast<uint64_t>(V));
+    const int64_t N = 600, d = 64;
+    const auto h = torch::randn({N, d}, f32).requires_grad_(true);
+    const auto w = (torch::randn({V, d}, f32) * 0.3).requires_grad_(true);
+    auto t = torch::randint(0, V, {N}, f32.dtype(torch::kLong));
+    t.index_put_({0}, 0);
+    t.index_put_({1}, V - 1);
+    torch::Tensor fused, ref;
+    {
+      compat::AutocastGuard autocast(torch::Device(torch::kCUDA), true);
+      ASSERT_TRUE(cuda_fused::eligible_lm_loss(h, w));
+      fused = cuda_fused::lm_loss(h, w, t);
+    }
+    (fused * 3).backward();  // an upstream gradient other than 1
+    const auto dh = h.grad().clone(), dw = w.grad().clone();
+    h.mutable_grad().reset();
+    w.mutable_grad().reset();
+    {
+      compat::AutocastGuard autocast(torch::Device(torch::kCUDA), true);
+      ref = torch::nn::functional::cross_entropy(torch::matmul(h, w.t()).to(torch::kFloat32), t);
+    }
+    (ref * 3).backward();
+    const std::string at = "V " + std::to_string(V);
+    EXPECT_NEAR(fused.item<double>(), ref.item<double>(), 2e-4 * ref.item<double>()) << at;
+    EXPECT_TRUE(close_in_norm(dh, h.grad(), 1e-2)) << at << " hidden-state gradient";
+    EXPECT_TRUE(close_in_norm(dw, w.grad(), 1e-2)) << at << " weight gradient";
+  }
+  EXPECT_FALSE(cuda_fused::eligible_lm_loss(torch::zeros({2, 8}, f32), torch::zeros({5, 8}, f32)))
+      << "without autocast the plain fp32 path keeps its precision";
+}
+
+// A model's training steps under bf16 autocast with the fused kernels follow the same steps with
+// LibTorch's kernels (no dropout: the two draw different masks): the losses agree to 2% over 12
+// steps (bf16 roundings in another order, through Adam), for an (a,b) layer, attention and an
+// (a,b) vector layer. With dropout 0.1 the fused model learns (the loss falls by over 10% on the
+// batch it sees again).
+TEST(Cuda, FusedKernelsTrainAsLibTorchsUnderAutocast) {
+  HSM_REQUIRE_FUSED();
+  if (!compat::autocast_supported()) GTEST_SKIP() << "no autocast in this LibTorch";
+  auto train = [](bool fused, double dropout) {
+    cuda_fused::set_enabled(fused);
+    auto config = tiny_config("hsm_ab", "attn");
+    config.layers.push_back(LayerSpec{"hsm_ab_vec", 64, 1});
+    config.dropout = dropout;
+    torch::manual_seed(21);
+    Gpt model(config);
+    model->to(torch::kCUDA);
+    model->train();
+    AdamW opt(named(*model), {});
+    torch::manual_seed(22);
+    const auto opts = torch::TensorOptions().dtype(torch::kLong).device(torch::kCUDA);
+    const auto x = torch::randint(0, config.vocab_size, {8, kT}, opts), y = torch::randint(0, config.vocab_size, {8, kT}, opts);
+    std::vector<double> losses;
+    for (int step = 0; step < 12; ++step) {
+      torch::Tensor loss;
+      {
+        compat::AutocastGuard autocast(torch::Device(torch::kCUDA), true);
+        loss = model->loss(x, y);
+      }
+      opt.zero_grad();
+      loss.backward();
+      opt.clip_and_step(1e-2, 1.0, loss);
+      losses.push_back(loss.item<double>());
+    }
+    cuda_fused::set_enabled(true);
+    return losses;
+  };
+  const auto fused = train(true, 0.0), plain = train(false, 0.0);
+  for (size_t i = 0; i < fused.size(); ++i) EXPECT_NEAR(fused[i], plain[i], 2e-2 * plain[i]) << "step " << i;
+  EXPECT_LT(fused.back(), fused.front() * 0.9) << "no learning to compare";
+  const auto with_dropout = train(true, 0.1);
+  EXPECT_LT(with_dropout.back(), with_dropout.front() * 0.9) << "the fused model with dropout did not learn";
 }

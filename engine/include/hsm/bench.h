@@ -62,6 +62,8 @@ struct BenchReport {
   // on CUDA, where training runs in bf16 autocast, the best bf16 matrix product of large squares.
   double sgemm_peak_gflops = 0;
   std::string peak_kind = "fp32 sgemm";  // which of the two ("bf16 matmul" on CUDA)
+  // On CUDA: whether the training step ran on the fused kernels (model/cuda_fused.h), in words.
+  std::string cuda_kernels;
   // The same per CPU matrix-product backend ("onednn", "libtorch"; kernels/gemm.h), all measured
   // in this run, so which one is faster on a CPU can be read off; the peak above is the best.
   std::map<std::string, double> sgemm_peak_by_backend;

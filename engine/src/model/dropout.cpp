@@ -1,4 +1,6 @@
 #include "model/dropout.h"
+#include "kernels/dropout_hash.h"
+#include "model/cuda_fused.h"
 
 #include <immintrin.h>
 
@@ -10,28 +12,20 @@
 namespace hsm {
 namespace {
 
-// A 32-bit integer finaliser with full avalanche (Wellons' "lowbias32").
-inline uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
-
-// The keys of (seed, stream) and the keep threshold of p: element i is kept when
-// mix32(mix32(i ^ key1) + key2) >= threshold, and then scaled by `scale`.
+// The keys of (seed, stream) and the keep threshold of p (kernels/dropout_hash.h, shared with the
+// CUDA kernels): element i is kept when mix32(mix32(i ^ key1) + key2) >= threshold, and then
+// scaled by `scale`.
 struct MaskKeys {
   uint32_t key1, key2, threshold;
   float scale;
   MaskKeys(double p, uint64_t seed, uint64_t stream) {
-    key1 = mix32(static_cast<uint32_t>(seed) ^ mix32(static_cast<uint32_t>(stream) + 0x9e3779b9U));
-    key2 = mix32(static_cast<uint32_t>(seed >> 32) ^ mix32(static_cast<uint32_t>(stream >> 32) + key1));
-    threshold = static_cast<uint32_t>(std::min(p, 1.0) * 4294967295.0);
-    scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0F;
+    const dropout_hash::Keys k = dropout_hash::keys(seed, stream);
+    key1 = k.key1;
+    key2 = k.key2;
+    threshold = dropout_hash::threshold(p);
+    scale = dropout_hash::scale(p);
   }
-  float keep(uint32_t i) const { return mix32(mix32(i ^ key1) + key2) >= threshold ? scale : 0.0F; }
+  float keep(uint32_t i) const { return dropout_hash::kept({key1, key2}, i, threshold) ? scale : 0.0F; }
 };
 
 // out[i] = (h ? h[i] : 0) + x[i] · keep(offset + i); x null: the mask itself.
@@ -140,12 +134,17 @@ torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint6
 
 torch::Tensor fast_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;
+  if (cuda_fused::eligible_dropout({}, x)) return cuda_fused::dropout({}, x, p);
   if (!x.is_cpu()) return torch::dropout(x, p, true);
   if (!fused_on(x)) return x * dropout_mask(x.sizes(), p, draw_dropout_seed()).to(x.scalar_type());
   return HashedDropout::apply(x, p, static_cast<int64_t>(draw_dropout_seed()));
 }
 
 torch::Tensor residual_dropout(const torch::Tensor& h, const torch::Tensor& y, double p, bool training) {
+  // On CUDA in a step that learns, one kernel (also at p = 0: LibTorch's add of a bf16 output to
+  // the fp32 stream took its slow casting path, 92 µs at 256 × 128 × 256).
+  if (torch::GradMode::is_enabled() && cuda_fused::eligible_dropout(h, y))
+    return cuda_fused::dropout(h, y, training ? std::max(p, 0.0) : 0.0);
   if (!training || p <= 0 || !fused_on(y) || !h.is_cpu() || h.scalar_type() != torch::kFloat32 ||
       h.sizes() != y.sizes())
     return h + fast_dropout(y, p, training);

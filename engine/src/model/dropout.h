@@ -20,7 +20,8 @@ uint64_t draw_dropout_seed();
 // attention splits its batch over threads this way and draws the same masks).
 torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t seed, uint64_t stream = 0, int64_t offset = 0);
 
-// x * dropout_mask in training (p > 0), x otherwise. CUDA tensors use torch::dropout. On the
+// x * dropout_mask in training (p > 0), x otherwise. CUDA tensors use the same hashed masks
+// (model/cuda_fused.h) where the fused kernels are built, else torch::dropout. On the
 // CPU in fp32 the mask is never stored: the forward pass applies the hash as it goes and the
 // backward pass draws it again from the seed (one pass each way, vectorised).
 torch::Tensor fast_dropout(const torch::Tensor& x, double p, bool training);

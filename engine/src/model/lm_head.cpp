@@ -10,6 +10,7 @@
 #include "kernels/gemm.h"
 #include "kernels/token_scores_rows.h"
 #include "model/lm_head.h"
+#include "model/cuda_fused.h"
 #include "kernels/parallel_gemm.h"
 
 namespace hsm {
@@ -138,6 +139,8 @@ torch::Tensor lm_head_loss(const torch::Tensor& h, const torch::Tensor& weight, 
     const LossSums sums = lm_head_loss_sums(flat, weight, t);
     return torch::tensor(sums.loss_sum / static_cast<double>(flat.size(0)), flat.options().dtype(torch::kFloat32));
   }
+  if (cuda_fused::eligible_lm_loss(flat, weight))  // CUDA under bf16 autocast: one pass over the logits
+    return cuda_fused::lm_loss(flat, weight, t);
   auto logits = torch::matmul(flat, weight.t());  // CUDA / bf16: the plain path
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), t);
 }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "kernels/fast_kernels.h"
+#include "model/cuda_fused.h"
 #include "model/dropout.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel_gemm.h"
@@ -42,6 +43,13 @@ struct FastGelu : torch::autograd::Function<FastGelu> {
     return {dx};
   }
 };
+
+// A LayerNorm module's forward; in a CUDA step that learns, the fused kernels' (model/cuda_fused.h).
+torch::Tensor norm(torch::nn::LayerNorm& ln, const torch::Tensor& x) {
+  if (torch::GradMode::is_enabled() && cuda_fused::eligible_layer_norm(x, ln->weight, ln->bias))
+    return cuda_fused::layer_norm(x, ln->weight, ln->bias, ln->options.eps());
+  return ln->forward(x);
+}
 
 torch::Tensor fast_gelu(const torch::Tensor& x) {
   if (x.is_cpu() && x.scalar_type() == torch::kFloat32) return FastGelu::apply(x);
@@ -103,15 +111,15 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
   if (mixer_knocked_out) {
     h = h_in.clone();  // h_in + 0; a copy, as the FFN below may add to it in place
   } else {
-    auto x = ln1->forward(h_in);
-    auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, ln1->forward(qk)) : mixer->forward(x);
+    auto x = norm(ln1, h_in);
+    auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, norm(ln1, qk)) : mixer->forward(x);
     h = residual_dropout(h_in, y, dropout, is_training());
   }
   if (inference_on_cpu(h, *this)) {  // evaluation: the FFN's output added in place
     ffn->add_forward_to(h, ln2->forward(h));
     return h;
   }
-  return residual_dropout(h, ffn->forward(ln2->forward(h)), dropout, is_training());
+  return residual_dropout(h, ffn->forward(norm(ln2, h)), dropout, is_training());
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerState& cache, int64_t pos, int64_t context,
@@ -325,7 +333,7 @@ torch::Tensor GptImpl::forward_embedded(const torch::Tensor& h0) {
 
 torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
   const auto e = embed(idx);
-  return ln_f->forward(run_blocks(fast_dropout(e, config.dropout, is_training()), e));
+  return norm(ln_f, run_blocks(fast_dropout(e, config.dropout, is_training()), e));
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {

@@ -53,6 +53,16 @@ std::string torch_version() {
 
 bool autocast_supported() { return TORCH_VERSION_MAJOR >= 2; }
 
+bool cuda_autocast_bf16() {
+#ifdef HSM_AUTOCAST_PER_DEVICE
+  return at::autocast::is_autocast_enabled(at::kCUDA) && at::autocast::get_autocast_dtype(at::kCUDA) == at::kBFloat16;
+#elif TORCH_VERSION_MAJOR >= 2
+  return at::autocast::is_enabled() && at::autocast::get_autocast_gpu_dtype() == at::kBFloat16;
+#else
+  return false;
+#endif
+}
+
 // The CUDA step's LibTorch 2.x calls, behind the CMake option HSM_CUDA_FAST (gpu_check.sh builds
 // without them if a LibTorch refuses them).
 #if TORCH_VERSION_MAJOR >= 2 && defined(HSM_CUDA_FAST)

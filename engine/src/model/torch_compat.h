@@ -42,6 +42,10 @@ class AutocastGuard {
 // Whether AutocastGuard can do anything with this LibTorch.
 bool autocast_supported();
 
+// Whether bf16 autocast is on for CUDA on this thread (an AutocastGuard is active): the fused
+// output layer (model/cuda_fused.h) then computes in bf16 as autocast would. False on 1.13.
+bool cuda_autocast_bf16();
+
 // The global 2-norm of `tensors` (a gradient), as a 0-dim fp32 tensor on their device: computed
 // there, no host sync (2.x with HSM_CUDA_FAST: one _foreach_norm; else a norm per tensor).
 // Undefined when empty.

@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -12,12 +16,17 @@
 #include "hsm/params.h"
 #include "inference/cuda_graph_decoder.h"
 #include "inference/fast_decoder.h"
+#include "model/cuda_fused.h"
 #include "model/model.h"
 #include "model/torch_compat.h"
 #include "train/adamw.h"
 #include "train/cuda_graph_step.h"
 #include "kernels/gemm.h"
 #include "eval/evaluation.h"
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 
 namespace hsm {
 namespace {
@@ -30,6 +39,55 @@ void sync(const torch::Device& device) {
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One training step under LibTorch's Kineto profiler with the GPU's kernels (LibTorch 2.x, CUDA):
+// the Chrome trace at `path` and, at `path` with ".kernels.txt" for ".trace.json", the kernels'
+// device time summed by name, largest first, so one look says where a step's time goes. False
+// where this LibTorch has no such profiler (then the caller falls back to the operator trace).
+bool profile_cuda_kernels(const std::string& path, const std::function<void()>& step,
+                          const std::function<void(const std::string&)>& say) {
+#if TORCH_VERSION_MAJOR >= 2
+  namespace prof = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
+  prof::prepareProfiler(config, activities);
+  prof::enableProfiler(config, activities);
+  step();
+  torch::cuda::synchronize();
+  auto result = prof::disableProfiler();
+  std::map<std::string, std::pair<double, int64_t>> by_name;  // kernel -> (µs, launches)
+  double total_us = 0;
+  for (const auto& e : result->events()) {
+    if (e.deviceType() != c10::DeviceType::CUDA) continue;
+    auto& [us, n] = by_name[e.name()];
+    us += static_cast<double>(e.durationNs()) / 1e3;
+    ++n;
+    total_us += static_cast<double>(e.durationNs()) / 1e3;
+  }
+  result->save(path);
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(by_name.begin(), by_name.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::ostringstream text;
+  text << "device time of one step: " << total_us / 1e3 << " ms in " << rows.size() << " kernel names\n";
+  text << "   ms       %  launches  kernel\n";
+  for (const auto& [name, v] : rows) {
+    char line[96];
+    std::snprintf(line, sizeof line, "%7.3f  %5.1f  %8lld  ", v.first / 1e3, 100.0 * v.first / std::max(total_us, 1e-9),
+                  static_cast<long long>(v.second));
+    text << line << name.substr(0, 160) << "\n";
+  }
+  std::string summary_path = path;
+  const auto dot = summary_path.rfind(".trace.json");
+  summary_path = (dot == std::string::npos ? summary_path : summary_path.substr(0, dot)) + ".kernels.txt";
+  std::ofstream(summary_path) << text.str();
+  say("kernel summary in " + summary_path + " (" + std::to_string(total_us / 1e3) + " ms of device time)");
+  return true;
+#else
+  (void)path, (void)step, (void)say;
+  return false;
+#endif
+}
 
 // Peak resident memory since the last reset, in MB (Linux: VmHWM, reset through clear_refs).
 void reset_peak_memory() {
@@ -104,6 +162,7 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
     if (o.on_progress) o.on_progress(s);
   };
   BenchReport report;
+  if (device.is_cuda()) report.cuda_kernels = cuda_fused::describe();
   if (o.measure_peak && !models.empty()) {
     say(device.is_cuda() ? "bf16 matmul peak" : "sgemm peak");
     if (device.is_cuda()) {
@@ -207,8 +266,10 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
       if (!o.profile_prefix.empty()) {
         const std::string path = o.profile_prefix + r.name + "_" + std::to_string(T) + ".trace.json";
         say(tag + "profiling one step into " + path);
-        torch::autograd::profiler::RecordProfile profile(path);
-        train_once();
+        if (!device.is_cuda() || !profile_cuda_kernels(path, train_once, [&](const std::string& m) { say(tag + m); })) {
+          torch::autograd::profiler::RecordProfile profile(path);
+          train_once();
+        }
       }
       r.train_peak_mb = device.is_cpu() ? peak_memory_mb() : 0;
       if (report.sgemm_peak_gflops > 0)

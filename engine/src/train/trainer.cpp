@@ -34,6 +34,7 @@
 #include "io/io_util.h"
 #include "io/record_log.h"
 #include "hsm/run_folder.h"
+#include "model/cuda_fused.h"
 #include "model/model.h"
 #include "kernels/fast_kernels.h"
 #include "model/torch_compat.h"
@@ -672,7 +673,8 @@ void Trainer::Impl::Run::build_model() {
     load_optimizer(*optimizer, resume_from ? resume_from->optimizer : paths.optimizer, start_step);
   }
   if (dp) dp->attach(model->parameters());
-  log("model " + model_config.name + " on " + device.str() + (bf16 ? " (bf16 autocast)" : "") + ", " +
+  log("model " + model_config.name + " on " + device.str() + (bf16 ? " (bf16 autocast)" : "") +
+      (device.is_cuda() ? " (" + cuda_fused::describe() + ")" : "") + ", " +
       cpu_threads_note() + "; " + std::to_string(total_steps) + " steps of " + std::to_string(batch) + "x" +
       std::to_string(T) + " tokens, " + std::to_string(steps_per_epoch) + " steps per epoch");
 }

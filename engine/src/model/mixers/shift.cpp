@@ -1,5 +1,6 @@
 #include "model/mixers/shift.h"
 #include "kernels/parallel_gemm.h"
+#include "model/cuda_fused.h"
 
 #include <algorithm>
 
@@ -187,6 +188,8 @@ ShiftABImpl::ShiftABImpl(MixerKind kind, int64_t d, int64_t shift) : ShiftMixerI
 torch::Tensor ShiftABImpl::mix(const torch::Tensor& x, const torch::Tensor& xs) { return a * x + b * xs; }
 
 torch::Tensor ShiftABImpl::forward(const torch::Tensor& x) {
+  if (torch::GradMode::is_enabled() && zeroed_heads().empty() && cuda_fused::eligible_shift_mix(x, a, b, shift))
+    return cuda_fused::shift_mix(x, a, b, shift);  // one kernel each way on CUDA
   if (!fused_shift_mix(x, a, b, shift)) return ShiftMixerImpl::forward(x);
   return FusedShiftMix::apply(x.contiguous(), a, b, shift);
 }
@@ -203,6 +206,8 @@ torch::Tensor ShiftABVectorImpl::mix(const torch::Tensor& x, const torch::Tensor
 }
 
 torch::Tensor ShiftABVectorImpl::forward(const torch::Tensor& x) {
+  if (torch::GradMode::is_enabled() && zeroed_heads().empty() && cuda_fused::eligible_shift_mix(x, a, b, shift))
+    return cuda_fused::shift_mix(x, a, b, shift);  // one kernel each way on CUDA
   if (!fused_shift_mix(x, a, b, shift)) return ShiftMixerImpl::forward(x);
   return FusedShiftMix::apply(x.contiguous(), a, b, shift);
 }

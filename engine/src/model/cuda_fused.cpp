@@ -1,0 +1,482 @@
+#include "model/cuda_fused.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+
+#include "model/dropout.h"
+#include "model/torch_compat.h"
+
+#if HSM_CUDA_KERNELS
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "kernels/cuda/fused_kernels.h"
+#include "kernels/dropout_hash.h"
+#endif
+
+namespace hsm::cuda_fused {
+namespace {
+
+// Which kernel families are on: HSM_CUDA_FUSED unset or 1: all; 0: none; else a comma-separated
+// list of the ones on (norm, dropout, shift, loss), for an A/B of one family.
+constexpr unsigned kNorm = 1, kDropout = 2, kShift = 4, kLoss = 8, kAll = 15;
+unsigned families_from_env() {
+  const char* v = std::getenv("HSM_CUDA_FUSED");
+  if (v == nullptr || std::string(v).empty() || std::string(v) == "1") return kAll;
+  if (std::string(v) == "0") return 0;
+  unsigned on = 0;
+  std::string list = std::string(v) + ",";
+  for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
+    const std::string name = list.substr(start, comma - start);
+    on |= name == "norm" ? kNorm : name == "dropout" ? kDropout : name == "shift" ? kShift : name == "loss" ? kLoss : 0;
+  }
+  return on;
+}
+std::atomic<unsigned>& families() {
+  static std::atomic<unsigned> on{families_from_env()};
+  return on;
+}
+[[maybe_unused]] bool on(unsigned family) {
+#if HSM_CUDA_KERNELS
+  return (families().load(std::memory_order_relaxed) & family) != 0;
+#else
+  (void)family;
+  return false;
+#endif
+}
+
+bool fp32_cuda(const torch::Tensor& t) {
+  return t.defined() && t.is_cuda() && t.scalar_type() == torch::kFloat32;
+}
+
+// The first use of a family on a device checks it against LibTorch (self_check below); false turns
+// the family off for the process. Always true where the kernels are not built (on() is false then).
+bool checked(unsigned family, const torch::Device& device);
+
+}  // namespace
+
+bool enabled() { return on(kAll); }
+
+void set_enabled(bool enable) { families().store(enable ? kAll : 0, std::memory_order_relaxed); }
+
+std::string describe() {
+#if HSM_CUDA_KERNELS
+  const unsigned f = families().load(std::memory_order_relaxed);
+  if (f == kAll) return "fused CUDA kernels: on";
+  if (f == 0) return "fused CUDA kernels: off (HSM_CUDA_FUSED=0)";
+  std::string names;
+  for (const auto& [bit, name] : {std::pair{kNorm, "norm"}, {kDropout, "dropout"}, {kShift, "shift"}, {kLoss, "loss"}})
+    if (f & bit) names += std::string(names.empty() ? "" : ",") + name;
+  return "fused CUDA kernels: " + names + " only (HSM_CUDA_FUSED)";
+#else
+  return "fused CUDA kernels: not built (they need a CUDA LibTorch and a CUDA compiler at configure time)";
+#endif
+}
+
+bool eligible_layer_norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto fits = [&](const torch::Tensor& w) {
+    return fp32_cuda(w) && w.dim() == 1 && w.size(0) == x.size(-1) && w.device() == x.device();
+  };
+  return on(kNorm) && fp32_cuda(x) && x.dim() >= 1 && x.size(-1) >= 1 && x.size(-1) <= 1024 && fits(weight) &&
+         fits(bias) && checked(kNorm, x.device());
+}
+
+bool eligible_dropout(const torch::Tensor& h, const torch::Tensor& y) {
+  if (!on(kDropout) || !y.defined() || !y.is_cuda() || y.numel() >= (int64_t{1} << 32)) return false;
+  if (y.scalar_type() != torch::kFloat32 && y.scalar_type() != torch::kBFloat16) return false;
+  return (!h.defined() || (fp32_cuda(h) && h.sizes() == y.sizes() && h.device() == y.device())) &&
+         checked(kDropout, y.device());
+}
+
+bool eligible_shift_mix(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int64_t s) {
+  if (!on(kShift) || !fp32_cuda(x) || x.dim() != 3 || s < 1 || x.size(2) > 1024 || !fp32_cuda(a) || !fp32_cuda(b))
+    return false;
+  const int64_t d = x.size(2);
+  auto fits = [&](const torch::Tensor& w) { return w.numel() == 1 || (w.dim() == 1 && w.size(0) == d); };
+  return fits(a) && fits(b) && (a.numel() == 1) == (b.numel() == 1) && a.device() == x.device() &&
+         b.device() == x.device() && checked(kShift, x.device());
+}
+
+bool eligible_lm_loss(const torch::Tensor& h, const torch::Tensor& weight) {
+  return on(kLoss) && fp32_cuda(h) && fp32_cuda(weight) && h.dim() == 2 && weight.dim() == 2 &&
+         h.size(1) == weight.size(1) && compat::cuda_autocast_bf16() && checked(kLoss, h.device());
+}
+
+#if HSM_CUDA_KERNELS
+namespace {
+
+namespace k = hsm::cuda_kernels;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+void* stream_of(const torch::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+
+void check_launch(const char* what) {
+  const char* e = k::last_error();
+  if (*e != '\0') throw std::runtime_error(std::string("CUDA kernel ") + what + ": " + e);
+}
+
+// The CPU's numbers for p (kernels/dropout_hash.h): keep where hash >= threshold, times scale.
+uint32_t keep_threshold(double p) { return dropout_hash::threshold(p); }
+float keep_scale(double p) { return dropout_hash::scale(p); }
+
+struct LayerNormFn : torch::autograd::Function<LayerNormFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias, double eps) {
+    const auto xc = x.contiguous();
+    const int64_t d = x.size(-1), rows = x.numel() / d;
+    auto y = torch::empty_like(xc);
+    auto mean = torch::empty({rows}, xc.options());
+    auto rstd = torch::empty({rows}, xc.options());
+    const auto w = weight.contiguous(), b = bias.contiguous();
+    k::layer_norm_forward(xc.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr<float>(),
+                          mean.data_ptr<float>(), rstd.data_ptr<float>(), rows, d, static_cast<float>(eps),
+                          stream_of(x));
+    check_launch("layer_norm_forward");
+    ctx->save_for_backward({xc, w, mean, rstd});
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
+    const auto g = grads[0].to(torch::kFloat32).contiguous();
+    const int64_t d = x.size(-1), rows = x.numel() / d;
+    const int64_t parts = k::partial_rows(k::RowSum::kLayerNormBackward, rows, d);
+    auto dx = torch::empty_like(x);
+    auto dw_part = torch::empty({parts, d}, x.options());
+    auto db_part = torch::empty({parts, d}, x.options());
+    k::layer_norm_backward(g.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                           w.data_ptr<float>(), dx.data_ptr<float>(), dw_part.data_ptr<float>(),
+                           db_part.data_ptr<float>(), rows, d, stream_of(x));
+    check_launch("layer_norm_backward");
+    return {dx, dw_part.sum(0), db_part.sum(0), torch::Tensor()};
+  }
+};
+
+// y · mask, or h + y · mask: two functions because an autograd function takes no undefined input.
+torch::Tensor masked(const torch::Tensor& h, const torch::Tensor& y, double p, const torch::Tensor& seed) {
+  const auto yc = y.contiguous();
+  auto out = h.defined() ? torch::empty(h.sizes(), h.options()) : torch::empty(yc.sizes(), yc.options());
+  const auto hc = h.defined() ? h.contiguous() : h;
+  k::dropout_forward(hc.defined() ? hc.data_ptr<float>() : nullptr, yc.data_ptr(),
+                     yc.scalar_type() == torch::kBFloat16, out.data_ptr(), out.scalar_type() == torch::kBFloat16,
+                     seed.data_ptr<int64_t>(), keep_threshold(p), keep_scale(p), yc.numel(), stream_of(yc));
+  check_launch("dropout_forward");
+  return out;
+}
+
+torch::Tensor masked_grad(AutogradContext* ctx, const torch::Tensor& grad) {
+  const auto seed = ctx->get_saved_variables()[0];
+  const double p = ctx->saved_data["p"].toDouble();
+  const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["y_dtype"].toInt());
+  const auto g = grad.contiguous();
+  auto dy = torch::empty(g.sizes(), g.options().dtype(dtype));
+  k::dropout_backward(g.data_ptr(), g.scalar_type() == torch::kBFloat16, dy.data_ptr(), dtype == torch::kBFloat16,
+                      seed.data_ptr<int64_t>(), keep_threshold(p), keep_scale(p), g.numel(), stream_of(g));
+  check_launch("dropout_backward");
+  return dy;
+}
+
+struct DropoutFn : torch::autograd::Function<DropoutFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& y, double p, const torch::Tensor& seed) {
+    ctx->save_for_backward({seed});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["y_dtype"] = static_cast<int64_t>(y.scalar_type());
+    return masked({}, y, p, seed);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {masked_grad(ctx, grads[0]), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct ResidualDropoutFn : torch::autograd::Function<ResidualDropoutFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& y, double p,
+                               const torch::Tensor& seed) {
+    ctx->save_for_backward({seed});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["y_dtype"] = static_cast<int64_t>(y.scalar_type());
+    return masked(h, y, p, seed);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {grads[0], masked_grad(ctx, grads[0]), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct ShiftMixFn : torch::autograd::Function<ShiftMixFn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& a,
+                               const torch::Tensor& b, int64_t s) {
+    const auto xc = x.contiguous(), ac = a.contiguous(), bc = b.contiguous();
+    const int64_t T = x.size(1), d = x.size(2), rows = x.size(0) * T;
+    auto y = torch::empty_like(xc);
+    k::shift_mix_forward(xc.data_ptr<float>(), ac.data_ptr<float>(), bc.data_ptr<float>(), ac.numel() != 1,
+                         y.data_ptr<float>(), rows, T, d, s, stream_of(x));
+    check_launch("shift_mix_forward");
+    ctx->save_for_backward({xc, ac, bc});
+    ctx->saved_data["s"] = s;
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &a = saved[1], &b = saved[2];
+    const int64_t s = ctx->saved_data["s"].toInt();
+    const auto g = grads[0].to(torch::kFloat32).contiguous();
+    const int64_t T = x.size(1), d = x.size(2), rows = x.size(0) * T;
+    const int64_t parts = k::partial_rows(k::RowSum::kShiftMixBackward, rows, d);
+    auto dx = torch::empty_like(x);
+    auto da_part = torch::empty({parts, d}, x.options());
+    auto db_part = torch::empty({parts, d}, x.options());
+    const bool vector = a.numel() != 1;
+    k::shift_mix_backward(g.data_ptr<float>(), x.data_ptr<float>(), a.data_ptr<float>(), b.data_ptr<float>(), vector,
+                          dx.data_ptr<float>(), da_part.data_ptr<float>(), db_part.data_ptr<float>(), rows, T, d, s,
+                          stream_of(x));
+    check_launch("shift_mix_backward");
+    auto da = da_part.sum(0), db = db_part.sum(0);  // [d]
+    if (!vector) {
+      da = da.sum().reshape(a.sizes());
+      db = db.sum().reshape(b.sizes());
+    }
+    return {dx, da, db, torch::Tensor()};
+  }
+};
+
+struct LmLossFn : torch::autograd::Function<LmLossFn> {
+  // h [N, d], weight [V, d] fp32; targets [N] -> the mean loss (0-dim fp32).
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& weight,
+                               const torch::Tensor& targets) {
+    const int64_t N = h.size(0), V = weight.size(0);
+    const auto hb = h.to(torch::kBFloat16).contiguous();
+    const auto wb = weight.to(torch::kBFloat16).contiguous();
+    auto logits = torch::mm(hb, wb.t()).contiguous();  // [N, V] bf16, then the loss's gradient in place
+    auto row_loss = torch::empty({N}, h.options());
+    const auto t = targets.to(torch::kLong).contiguous();
+    k::softmax_xent_inplace(logits.data_ptr(), t.data_ptr<int64_t>(), row_loss.data_ptr<float>(), N, V, stream_of(h));
+    check_launch("softmax_xent");
+    ctx->save_for_backward({logits, hb, wb});
+    return row_loss.mean();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &grad_logits = saved[0], &hb = saved[1], &wb = saved[2];
+    // d(mean loss)/d(logits) = (softmax − one-hot) / N, times the incoming gradient.
+    const auto scale = grads[0].to(torch::kFloat32) / static_cast<double>(grad_logits.size(0));
+    auto dh = torch::mm(grad_logits, wb).to(torch::kFloat32).mul_(scale);      // [N, d]
+    auto dw = torch::mm(grad_logits.t(), hb).to(torch::kFloat32).mul_(scale);  // [V, d]
+    return {dh, dw, torch::Tensor()};
+  }
+};
+
+torch::Tensor draw_seed(const torch::Tensor& like) {
+  return torch::randint(std::numeric_limits<int64_t>::max(), {1},
+                        torch::TensorOptions().dtype(torch::kLong).device(like.device()));
+}
+
+}  // namespace
+
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
+  return LayerNormFn::apply(x, weight, bias, eps);
+}
+
+torch::Tensor dropout_with_seed(const torch::Tensor& h, const torch::Tensor& y, double p, const torch::Tensor& seed) {
+  return h.defined() ? ResidualDropoutFn::apply(h, y, p, seed) : DropoutFn::apply(y, p, seed);
+}
+
+torch::Tensor dropout(const torch::Tensor& h, const torch::Tensor& y, double p) {
+  return dropout_with_seed(h, y, p, draw_seed(y));
+}
+
+torch::Tensor shift_mix(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int64_t s) {
+  return ShiftMixFn::apply(x, a, b, s);
+}
+
+torch::Tensor lm_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
+  return LmLossFn::apply(h, weight, targets);
+}
+
+namespace {
+
+// ---- the check at first use -----------------------------------------------------------------------
+// Each family's kernels against LibTorch's operations on random inputs on the device, forward and
+// backward, in every width variant and with more rows than a wave of the GPU has warps (so a warp
+// sums several rows: 9,000 rows against 4,224 warps of an H100's wave of the LayerNorm backward). Inputs come from a generator of its own (the run's random streams are untouched),
+// autocast is off for it, and a few milliseconds once per process and device. A family whose
+// result differs is turned off for the process, saying so once on stderr: a kernel that is wrong
+// on some GPU or CUDA version costs speed, never a run. Tolerances: fp32 sums in another order
+// (1e-4 of the largest value; 1e-3 for sums over thousands of rows); the bf16 output layer 2% in
+// norm (the rounding of its gradient); a wrong kernel is off by O(1).
+
+struct CheckInputs {
+  at::Generator gen = at::detail::createCPUGenerator(20261127);
+  torch::Device device;
+  explicit CheckInputs(const torch::Device& d) : device(d) {}
+  torch::Tensor randn(at::IntArrayRef sizes) { return torch::randn(sizes, gen).to(device); }
+  torch::Tensor leaf(at::IntArrayRef sizes) { return randn(sizes).requires_grad_(true); }
+};
+
+// max |a − b| over max |b|, as a fraction (NaN anywhere: 1).
+double worst(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto A = a.detach().to(torch::kFloat64), B = b.detach().to(torch::kFloat64);
+  const double d = (A - B).abs().max().item<double>(), scale = std::max(B.abs().max().item<double>(), 1e-12);
+  return std::isfinite(d) ? d / scale : 1.0;
+}
+double in_norm(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto A = a.detach().to(torch::kFloat64), B = b.detach().to(torch::kFloat64);
+  const double d = (A - B).norm().item<double>(), scale = std::max(B.norm().item<double>(), 1e-12);
+  return std::isfinite(d) ? d / scale : 1.0;
+}
+
+// The largest disagreement, as a fraction of the tolerance (≤ 1: the family passes).
+double check_norm(CheckInputs& in) {
+  double bad = 0;
+  for (const int64_t d : {100, 256, 512, 700}) {
+    const auto x = in.leaf({9000, d}), w = in.leaf({d}), b = in.leaf({d}), up = in.randn({9000, d});
+    (layer_norm(x, w, b, 1e-5) * up).sum().backward();
+    const auto dx = x.grad().clone(), dw = w.grad().clone(), db = b.grad().clone();
+    const auto y = layer_norm(x, w, b, 1e-5);
+    x.mutable_grad().reset();
+    w.mutable_grad().reset();
+    b.mutable_grad().reset();
+    const auto ref = torch::layer_norm(x, {d}, w, b, 1e-5);
+    (ref * up).sum().backward();
+    bad = std::max({bad, worst(y, ref) / 1e-4, worst(dx, x.grad()) / 1e-3, worst(dw, w.grad()) / 1e-3,
+                    worst(db, b.grad()) / 1e-3});
+  }
+  return bad;
+}
+
+double check_dropout(CheckInputs& in) {
+  double bad = 0;
+  const int64_t seed = 0x5eed1234abcdLL;
+  const auto seed_t = torch::full({1}, seed, torch::TensorOptions().dtype(torch::kLong).device(in.device));
+  const auto mask = dropout_mask({5000, 96}, 0.1, static_cast<uint64_t>(seed)).to(in.device);  // the CPU's mask
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto y = in.randn({5000, 96}).to(dtype).requires_grad_(true), h = in.leaf({5000, 96});
+    const auto up = in.randn({5000, 96});
+    const auto out = dropout_with_seed(h, y, 0.1, seed_t);
+    (out * up).sum().backward();
+    const auto y32 = y.detach().to(torch::kFloat32);
+    bad = std::max({bad, worst(out, h.detach() + y32 * mask) / 1e-5, worst(h.grad(), up) / 1e-6,
+                    worst(y.grad().to(torch::kFloat32), (up * mask).to(dtype).to(torch::kFloat32)) / 1e-5,
+                    worst(dropout_with_seed({}, y.detach(), 0.1, seed_t).to(torch::kFloat32),
+                          (y32 * mask).to(dtype).to(torch::kFloat32)) / 1e-5});
+  }
+  return bad;
+}
+
+double check_shift(CheckInputs& in) {
+  double bad = 0;
+  const int64_t B = 30, T = 200;  // 6,000 rows: more than a wave's warps, as for LayerNorm
+  for (const auto& [d, vector, s] : {std::tuple<int64_t, bool, int64_t>{256, false, 7}, {100, true, 64},
+                                     {700, true, 150}, {256, false, 250}}) {
+    const auto x = in.leaf({B, T, d}), up = in.randn({B, T, d});
+    const auto a = vector ? in.leaf({d}) : in.leaf({}), b = vector ? in.leaf({d}) : in.leaf({});
+    (shift_mix(x, a, b, s) * up).sum().backward();
+    const auto y = shift_mix(x, a, b, s);
+    const auto dx = x.grad().clone(), da = a.grad().clone(), db = b.grad().clone();
+    x.mutable_grad().reset();
+    a.mutable_grad().reset();
+    b.mutable_grad().reset();
+    const auto shifted = s >= T ? torch::zeros_like(x) : torch::constant_pad_nd(x.narrow(1, 0, T - s), {0, 0, s, 0});
+    const auto ref = a * x + b * shifted;
+    (ref * up).sum().backward();
+    bad = std::max({bad, worst(y, ref) / 1e-4, worst(dx, x.grad()) / 1e-4, worst(da, a.grad()) / 1e-3,
+                    worst(db, b.grad()) / 1e-3});
+  }
+  return bad;
+}
+
+double check_loss(CheckInputs& in) {
+  double bad = 0;
+  for (const int64_t V : {1000, 5000}) {
+    const int64_t N = 2000, d = 64;
+    const auto h = in.leaf({N, d}), w = (in.randn({V, d}) * 0.3).requires_grad_(true);
+    const auto t = torch::randint(0, V, {N}, in.gen).to(in.device);
+    const auto loss = lm_loss(h, w, t);
+    (loss * 3).backward();
+    const auto dh = h.grad().clone(), dw = w.grad().clone();
+    h.mutable_grad().reset();
+    w.mutable_grad().reset();
+    const auto logits = torch::mm(h.to(torch::kBFloat16), w.to(torch::kBFloat16).t()).to(torch::kFloat32);
+    const auto ref = torch::nn::functional::cross_entropy(logits, t);
+    (ref * 3).backward();
+    bad = std::max({bad, worst(loss, ref) / 2e-4, in_norm(dh, h.grad()) / 2e-2, in_norm(dw, w.grad()) / 2e-2});
+  }
+  return bad;
+}
+
+double self_check(unsigned family, const torch::Device& device) {
+  c10::InferenceMode not_inference(false);
+  torch::AutoGradMode grad(true);
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  const c10::cuda::CUDAGuard on_device(device);
+  CheckInputs in(device);
+  switch (family) {
+    case kNorm: return check_norm(in);
+    case kDropout: return check_dropout(in);
+    case kShift: return check_shift(in);
+    default: return check_loss(in);
+  }
+}
+
+const char* family_name(unsigned family) {
+  return family == kNorm ? "norm" : family == kDropout ? "dropout" : family == kShift ? "shift" : "loss";
+}
+
+bool checked(unsigned family, const torch::Device& device) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, unsigned>, bool> results;  // (device, family) -> passed
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(static_cast<int>(device.index()), family);
+  if (const auto it = results.find(key); it != results.end()) return it->second;
+  // Not while a CUDA graph is being recorded (the check synchronises): LibTorch's operations then,
+  // and the check at the next eager use. The trainer's and bench's eager warm-up steps come first.
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(c10::cuda::getCurrentCUDAStream(device.index()).stream(), &capturing) != cudaSuccess ||
+      capturing != cudaStreamCaptureStatusNone)
+    return false;
+  double bad = 2;
+  std::string why;
+  try {
+    bad = self_check(family, device);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  const bool ok = bad <= 1.0;
+  results[key] = ok;
+  if (!ok) {
+    std::fprintf(stderr, "hsm: the fused CUDA %s kernels disagreed with LibTorch on %s (%s): LibTorch's operations "
+                 "are used instead\n", family_name(family), device.str().c_str(),
+                 why.empty() ? ("off by " + std::to_string(bad) + "x the tolerance").c_str() : why.substr(0, 300).c_str());
+  }
+  return ok;
+}
+
+}  // namespace
+
+#else  // built without the kernels: eligible_* say no, so these are never reached
+
+namespace {
+[[noreturn]] void not_built() { throw std::logic_error(describe()); }
+bool checked(unsigned, const torch::Device&) { return false; }
+}  // namespace
+torch::Tensor layer_norm(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) { not_built(); }
+torch::Tensor dropout_with_seed(const torch::Tensor&, const torch::Tensor&, double, const torch::Tensor&) {
+  not_built();
+}
+torch::Tensor dropout(const torch::Tensor&, const torch::Tensor&, double) { not_built(); }
+torch::Tensor shift_mix(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, int64_t) { not_built(); }
+torch::Tensor lm_loss(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) { not_built(); }
+
+#endif
+
+}  // namespace hsm::cuda_fused

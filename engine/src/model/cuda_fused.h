@@ -1,0 +1,45 @@
+#pragma once
+// The training step's fused CUDA kernels (kernels/cuda/fused_kernels.h) as autograd functions
+// (issue 49). Each has an `eligible` test; where it says no (the CPU, another dtype, a width over
+// 1024, a build without them) the caller keeps its LibTorch path. They serve the step that learns:
+// evaluation and decoding keep LibTorch's operations.
+//
+// Built where LibTorch has CUDA and CMake finds a CUDA compiler (HSM_CUDA_KERNELS); HSM_CUDA_FUSED=0
+// in the environment turns them off at run time (the A/B of `hsm bench`, a suspected kernel), and
+// HSM_CUDA_FUSED=norm,dropout,shift,loss (any of the four) keeps only those on.
+#include <torch/torch.h>
+
+#include <string>
+
+namespace hsm::cuda_fused {
+
+// Built in, and some of them on (HSM_CUDA_FUSED not 0, set_enabled(false) not called).
+bool enabled();
+// Turns them on or off for the whole process from here on (tests compare both in one run); the
+// environment's choice until called. Turning them on where they are not built changes nothing.
+void set_enabled(bool on);
+// "fused CUDA kernels: on" / "...: off (HSM_CUDA_FUSED=0)" / "...: not built (...)".
+std::string describe();
+
+// LayerNorm over the last dimension (fp32 [..., d], d ≤ 1024, weight and bias [d]).
+bool eligible_layer_norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, double eps);
+
+// h + dropout(y, p) (h undefined: dropout(y, p)), the mask the CPU's hashed dropout draws from the
+// same seed (model/dropout.cpp); y fp32 or bf16, h fp32 of y's shape. The seed is drawn on the
+// device from LibTorch's CUDA generator (a CUDA graph draws a new one each replay).
+bool eligible_dropout(const torch::Tensor& h, const torch::Tensor& y);
+torch::Tensor dropout(const torch::Tensor& h, const torch::Tensor& y, double p);
+// The same with the seed given ([1] int64 on y's device): for tests against dropout_mask().
+torch::Tensor dropout_with_seed(const torch::Tensor& h, const torch::Tensor& y, double p, const torch::Tensor& seed);
+
+// HSM (a,b) / (a,b) vector: a ⊙ x[t] + b ⊙ x[t − s]; x fp32 [B, T, d], a and b fp32 scalars or [d].
+bool eligible_shift_mix(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int64_t s);
+torch::Tensor shift_mix(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int64_t s);
+
+// The tied output layer's mean cross-entropy, h [N, d] · weightᵀ in bf16 (as autocast computes it),
+// the softmax and its gradient in one pass over the logits, kept in bf16 for the backward pass.
+bool eligible_lm_loss(const torch::Tensor& h, const torch::Tensor& weight);
+torch::Tensor lm_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
+
+}  // namespace hsm::cuda_fused
