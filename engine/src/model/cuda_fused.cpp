@@ -120,7 +120,10 @@ namespace k = hsm::cuda_kernels;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// The tensor's device's current stream. Every launch below happens under a CUDAGuard of that device
+// (`on_device`), so the kernels' grids (sized for the current device) and their stream agree.
 void* stream_of(const torch::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+c10::cuda::CUDAGuard on_device(const torch::Tensor& t) { return c10::cuda::CUDAGuard(t.device()); }
 
 void check_launch(const char* what) {
   const char* e = k::last_error();
@@ -134,6 +137,7 @@ float keep_scale(double p) { return dropout_hash::scale(p); }
 struct LayerNormFn : torch::autograd::Function<LayerNormFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                const torch::Tensor& bias, double eps) {
+    const auto guard = on_device(x);
     const auto xc = x.contiguous();
     const int64_t d = x.size(-1), rows = x.numel() / d;
     auto y = torch::empty_like(xc);
@@ -151,6 +155,7 @@ struct LayerNormFn : torch::autograd::Function<LayerNormFn> {
     const auto saved = ctx->get_saved_variables();
     const auto &x = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
     const auto g = grads[0].to(torch::kFloat32).contiguous();
+    const auto guard = on_device(x);
     const int64_t d = x.size(-1), rows = x.numel() / d;
     const int64_t parts = k::partial_rows(k::RowSum::kLayerNormBackward, rows, d);
     auto dx = torch::empty_like(x);
@@ -166,6 +171,7 @@ struct LayerNormFn : torch::autograd::Function<LayerNormFn> {
 
 // y · mask, or h + y · mask: two functions because an autograd function takes no undefined input.
 torch::Tensor masked(const torch::Tensor& h, const torch::Tensor& y, double p, const torch::Tensor& seed) {
+  const auto guard = on_device(y);
   const auto yc = y.contiguous();
   auto out = h.defined() ? torch::empty(h.sizes(), h.options()) : torch::empty(yc.sizes(), yc.options());
   const auto hc = h.defined() ? h.contiguous() : h;
@@ -181,6 +187,7 @@ torch::Tensor masked_grad(AutogradContext* ctx, const torch::Tensor& grad) {
   const double p = ctx->saved_data["p"].toDouble();
   const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["y_dtype"].toInt());
   const auto g = grad.contiguous();
+  const auto guard = on_device(g);
   auto dy = torch::empty(g.sizes(), g.options().dtype(dtype));
   k::dropout_backward(g.data_ptr(), g.scalar_type() == torch::kBFloat16, dy.data_ptr(), dtype == torch::kBFloat16,
                       seed.data_ptr<int64_t>(), keep_threshold(p), keep_scale(p), g.numel(), stream_of(g));
@@ -216,6 +223,7 @@ struct ResidualDropoutFn : torch::autograd::Function<ResidualDropoutFn> {
 struct ShiftMixFn : torch::autograd::Function<ShiftMixFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& a,
                                const torch::Tensor& b, int64_t s) {
+    const auto guard = on_device(x);
     const auto xc = x.contiguous(), ac = a.contiguous(), bc = b.contiguous();
     const int64_t T = x.size(1), d = x.size(2), rows = x.size(0) * T;
     auto y = torch::empty_like(xc);
@@ -231,6 +239,7 @@ struct ShiftMixFn : torch::autograd::Function<ShiftMixFn> {
     const auto &x = saved[0], &a = saved[1], &b = saved[2];
     const int64_t s = ctx->saved_data["s"].toInt();
     const auto g = grads[0].to(torch::kFloat32).contiguous();
+    const auto guard = on_device(x);
     const int64_t T = x.size(1), d = x.size(2), rows = x.size(0) * T;
     const int64_t parts = k::partial_rows(k::RowSum::kShiftMixBackward, rows, d);
     auto dx = torch::empty_like(x);
@@ -254,6 +263,7 @@ struct LmLossFn : torch::autograd::Function<LmLossFn> {
   // h [N, d], weight [V, d] fp32; targets [N] -> the mean loss (0-dim fp32).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& weight,
                                const torch::Tensor& targets) {
+    const auto guard = on_device(h);
     const int64_t N = h.size(0), V = weight.size(0);
     const auto hb = h.to(torch::kBFloat16).contiguous();
     const auto wb = weight.to(torch::kBFloat16).contiguous();
@@ -418,7 +428,7 @@ double self_check(unsigned family, const torch::Device& device) {
   c10::InferenceMode not_inference(false);
   torch::AutoGradMode grad(true);
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  const c10::cuda::CUDAGuard on_device(device);
+  const c10::cuda::CUDAGuard device_guard(device);
   CheckInputs in(device);
   switch (family) {
     case kNorm: return check_norm(in);
