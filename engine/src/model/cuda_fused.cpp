@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -17,7 +18,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -39,7 +39,12 @@ unsigned families_from_env() {
   std::string list = std::string(v) + ",";
   for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
     const std::string name = list.substr(start, comma - start);
-    on |= name == "norm" ? kNorm : name == "dropout" ? kDropout : name == "shift" ? kShift : name == "loss" ? kLoss : 0;
+    const unsigned bit =
+        name == "norm" ? kNorm : name == "dropout" ? kDropout : name == "shift" ? kShift : name == "loss" ? kLoss : 0;
+    if (bit == 0 && !name.empty())
+      std::fprintf(stderr, "hsm: HSM_CUDA_FUSED names no kernel family '%s' (0, 1, or any of norm,dropout,shift,loss)\n",
+                   name.c_str());
+    on |= bit;
   }
   return on;
 }
@@ -61,7 +66,7 @@ bool fp32_cuda(const torch::Tensor& t) {
 }
 
 // The first use of a family on a device checks it against LibTorch (self_check below); false turns
-// the family off for the process. Always true where the kernels are not built (on() is false then).
+// the family off for the process. Where the kernels are not built it is never reached (on() is false).
 bool checked(unsigned family, const torch::Device& device);
 
 }  // namespace
