@@ -2,7 +2,7 @@
 # Where a training step's GPU time goes (issue 49): one call on a GPU machine.
 #
 #   bench/gpu_profile.sh [--out DIR] [--batch N] [--models "hsm_ab gpt hybrid_0_6"]
-#                        [--compiled "hsm_ab"] [--debs DIR] [--build DIR] [--jobs N]
+#                        [--compiled "hsm_ab"] [--debs DIR] [--build DIR] [--jobs N] [--ab "VAR=VALUE ..."]
 #
 # Builds hsm against the machine's PyTorch as bench/gpu_check.sh does (the Debian .debs of what the
 # machine lacks unpacked from DIR, default .gpu-debs/), then profiles one training step of each
@@ -10,7 +10,8 @@
 # peer (bench/gpu_reference_speed.py --profile: eager, and compiled for the --compiled models).
 # Each profile sums the kernels' device time by name; OUT/summary.txt holds them all, with the
 # rates (OUT/bench.json, OUT/peer.jsonl). HSM_* variables set for the run reach hsm bench, so one
-# call can A/B a switch: `--ab "HSM_FUSED_KERNELS=0"` repeats hsm bench with it.
+# call can A/B a switch: `--ab "HSM_CUDA_FUSED=0"` repeats hsm bench with it. OUT (default
+# gpu_profile_out/) must be new, empty, or an earlier OUT of this script.
 # A development tool, not part of the product or of `make test`.
 set -u
 out=${OUT:-gpu_profile_out}
@@ -31,15 +32,23 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --ab) ab=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "gpu_profile: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [ -f CMakeLists.txt ] && [ -d engine ] || { echo "gpu_profile: run from the repository root" >&2; exit 2; }
 repo=$(pwd)
-mkdir -p "$out" || exit 2
+# OUT is this script's: a folder it made before (its marker) has its files replaced; any other
+# folder that is not empty is refused, so nothing this script did not write is overwritten.
+marker=.hsm_gpu_profile
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -e "$out/$marker" ]; then
+  echo "gpu_profile: '$out' is not empty and not a folder of this script's: name a new one with --out" >&2
+  exit 2
+fi
+mkdir -p "$out" && touch "$out/$marker" || exit 2
 out=$(cd "$out" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/hsm_gpu_profile.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT  # the unpacked .debs, the traces (the summary and a tarball stay in OUT)
 t0=$(date +%s)
 say() { echo "[gpu_profile $(($(date +%s) - t0))s] $*"; }
 

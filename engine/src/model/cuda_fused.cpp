@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
 #include "model/dropout.h"
+#include "model/mixers/mixer.h"
 #include "model/torch_compat.h"
 
 #if HSM_CUDA_KERNELS
@@ -20,6 +22,7 @@
 
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "kernels/cuda/fused_kernels.h"
 #include "kernels/dropout_hash.h"
@@ -350,40 +353,51 @@ double in_norm(const torch::Tensor& a, const torch::Tensor& b) {
   return std::isfinite(d) ? d / scale : 1.0;
 }
 
+// f()'s output and the gradients of (output · up).sum() with respect to `leaves`, taken from them
+// and cleared, so that the fused pass and LibTorch's can be run one after the other on one input.
+struct Pass {
+  torch::Tensor out;
+  std::vector<torch::Tensor> grads;
+};
+Pass run(const std::function<torch::Tensor()>& f, const torch::Tensor& up, std::vector<torch::Tensor> leaves) {
+  Pass p{f(), {}};
+  (p.out * up).sum().backward();
+  for (auto& leaf : leaves) {
+    p.grads.push_back(leaf.grad().clone());
+    leaf.mutable_grad().reset();
+  }
+  return p;
+}
+
 // The largest disagreement, as a fraction of the tolerance (≤ 1: the family passes).
 double check_norm(CheckInputs& in) {
   double bad = 0;
   for (const int64_t d : {100, 256, 512, 700}) {
     const auto x = in.leaf({9000, d}), w = in.leaf({d}), b = in.leaf({d}), up = in.randn({9000, d});
-    (layer_norm(x, w, b, 1e-5) * up).sum().backward();
-    const auto dx = x.grad().clone(), dw = w.grad().clone(), db = b.grad().clone();
-    const auto y = layer_norm(x, w, b, 1e-5);
-    x.mutable_grad().reset();
-    w.mutable_grad().reset();
-    b.mutable_grad().reset();
-    const auto ref = torch::layer_norm(x, {d}, w, b, 1e-5);
-    (ref * up).sum().backward();
-    bad = std::max({bad, worst(y, ref) / 1e-4, worst(dx, x.grad()) / 1e-3, worst(dw, w.grad()) / 1e-3,
-                    worst(db, b.grad()) / 1e-3});
+    const Pass fused = run([&] { return layer_norm(x, w, b, 1e-5); }, up, {x, w, b});
+    const Pass ref = run([&] { return torch::layer_norm(x, {d}, w, b, 1e-5); }, up, {x, w, b});
+    bad = std::max({bad, worst(fused.out, ref.out) / 1e-4, worst(fused.grads[0], ref.grads[0]) / 1e-3,
+                    worst(fused.grads[1], ref.grads[1]) / 1e-3, worst(fused.grads[2], ref.grads[2]) / 1e-3});
   }
   return bad;
 }
 
+// Against the CPU's mask for the same seed (the one hash of kernels/dropout_hash.h).
 double check_dropout(CheckInputs& in) {
   double bad = 0;
   const int64_t seed = 0x5eed1234abcdLL;
   const auto seed_t = torch::full({1}, seed, torch::TensorOptions().dtype(torch::kLong).device(in.device));
-  const auto mask = dropout_mask({5000, 96}, 0.1, static_cast<uint64_t>(seed)).to(in.device);  // the CPU's mask
+  const auto mask = dropout_mask({5000, 96}, 0.1, static_cast<uint64_t>(seed)).to(in.device);
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     const auto y = in.randn({5000, 96}).to(dtype).requires_grad_(true), h = in.leaf({5000, 96});
     const auto up = in.randn({5000, 96});
-    const auto out = dropout_with_seed(h, y, 0.1, seed_t);
-    (out * up).sum().backward();
+    const Pass fused = run([&] { return dropout_with_seed(h, y, 0.1, seed_t); }, up, {h, y});
     const auto y32 = y.detach().to(torch::kFloat32);
-    bad = std::max({bad, worst(out, h.detach() + y32 * mask) / 1e-5, worst(h.grad(), up) / 1e-6,
-                    worst(y.grad().to(torch::kFloat32), (up * mask).to(dtype).to(torch::kFloat32)) / 1e-5,
-                    worst(dropout_with_seed({}, y.detach(), 0.1, seed_t).to(torch::kFloat32),
-                          (y32 * mask).to(dtype).to(torch::kFloat32)) / 1e-5});
+    auto rounded = [&](const torch::Tensor& t) { return t.to(dtype).to(torch::kFloat32); };  // to y's type
+    bad = std::max({bad, worst(fused.out, h.detach() + y32 * mask) / 1e-5, worst(fused.grads[0], up) / 1e-6,
+                    worst(fused.grads[1].to(torch::kFloat32), rounded(up * mask)) / 1e-5,
+                    worst(dropout_with_seed({}, y.detach(), 0.1, seed_t).to(torch::kFloat32), rounded(y32 * mask)) /
+                        1e-5});
   }
   return bad;
 }
@@ -395,36 +409,31 @@ double check_shift(CheckInputs& in) {
                                      {700, true, 150}, {256, false, 250}}) {
     const auto x = in.leaf({B, T, d}), up = in.randn({B, T, d});
     const auto a = vector ? in.leaf({d}) : in.leaf({}), b = vector ? in.leaf({d}) : in.leaf({});
-    (shift_mix(x, a, b, s) * up).sum().backward();
-    const auto y = shift_mix(x, a, b, s);
-    const auto dx = x.grad().clone(), da = a.grad().clone(), db = b.grad().clone();
-    x.mutable_grad().reset();
-    a.mutable_grad().reset();
-    b.mutable_grad().reset();
-    const auto shifted = s >= T ? torch::zeros_like(x) : torch::constant_pad_nd(x.narrow(1, 0, T - s), {0, 0, s, 0});
-    const auto ref = a * x + b * shifted;
-    (ref * up).sum().backward();
-    bad = std::max({bad, worst(y, ref) / 1e-4, worst(dx, x.grad()) / 1e-4, worst(da, a.grad()) / 1e-3,
-                    worst(db, b.grad()) / 1e-3});
+    const int64_t shift = s;  // a lambda cannot capture a structured binding in C++17
+    const Pass fused = run([&] { return shift_mix(x, a, b, shift); }, up, {x, a, b});
+    const Pass ref = run([&] { return a * x + b * shift_right(x, shift); }, up, {x, a, b});
+    bad = std::max({bad, worst(fused.out, ref.out) / 1e-4, worst(fused.grads[0], ref.grads[0]) / 1e-4,
+                    worst(fused.grads[1], ref.grads[1]) / 1e-3, worst(fused.grads[2], ref.grads[2]) / 1e-3});
   }
   return bad;
 }
 
 double check_loss(CheckInputs& in) {
   double bad = 0;
+  const auto up = torch::full({}, 3.0, torch::TensorOptions().device(in.device));  // an incoming gradient not 1
   for (const int64_t V : {1000, 5000}) {
     const int64_t N = 2000, d = 64;
     const auto h = in.leaf({N, d}), w = (in.randn({V, d}) * 0.3).requires_grad_(true);
     const auto t = torch::randint(0, V, {N}, in.gen).to(in.device);
-    const auto loss = lm_loss(h, w, t);
-    (loss * 3).backward();
-    const auto dh = h.grad().clone(), dw = w.grad().clone();
-    h.mutable_grad().reset();
-    w.mutable_grad().reset();
-    const auto logits = torch::mm(h.to(torch::kBFloat16), w.to(torch::kBFloat16).t()).to(torch::kFloat32);
-    const auto ref = torch::nn::functional::cross_entropy(logits, t);
-    (ref * 3).backward();
-    bad = std::max({bad, worst(loss, ref) / 2e-4, in_norm(dh, h.grad()) / 2e-2, in_norm(dw, w.grad()) / 2e-2});
+    const Pass fused = run([&] { return lm_loss(h, w, t); }, up, {h, w});
+    const Pass ref = run(
+        [&] {
+          const auto logits = torch::mm(h.to(torch::kBFloat16), w.to(torch::kBFloat16).t()).to(torch::kFloat32);
+          return torch::nn::functional::cross_entropy(logits, t);
+        },
+        up, {h, w});
+    bad = std::max({bad, worst(fused.out, ref.out) / 2e-4, in_norm(fused.grads[0], ref.grads[0]) / 2e-2,
+                    in_norm(fused.grads[1], ref.grads[1]) / 2e-2});
   }
   return bad;
 }
