@@ -483,6 +483,7 @@ TEST(DeviceStep, FusedKernelsAreForCudaTensorsAndSayWhetherTheyAreOn) {
   EXPECT_FALSE(cuda_fused::eligible_dropout(x, x));
   EXPECT_FALSE(cuda_fused::eligible_shift_mix(x, torch::ones({}), torch::ones({}), 1));
   EXPECT_FALSE(cuda_fused::eligible_lm_loss(x.reshape({10, 8}), torch::randn({4, 8})));
+  EXPECT_FALSE(cuda_fused::eligible_bias_gelu(x, b));
   const std::string said = cuda_fused::describe();
   EXPECT_EQ(said.rfind("fused CUDA kernels: ", 0), 0u) << said;
   if (said.find("not built") != std::string::npos) {
@@ -624,6 +625,46 @@ TEST(Cuda, FusedLmLossMatchesCrossEntropyUnderAutocast) {
   }
   EXPECT_FALSE(cuda_fused::eligible_lm_loss(torch::zeros({2, 8}, f32), torch::zeros({5, 8}, f32)))
       << "without autocast the plain fp32 path keeps its precision";
+}
+
+// The FFN's bias + GELU under bf16 autocast against LibTorch's (the product with its bias, then
+// torch::gelu in bf16): each value to 1% of the largest (bf16 rounding, in a different place: the
+// product is rounded before the bias is added here), the first product's gradient likewise, the bias
+// gradient to 1% in norm. Widths of one block across, of several, and one that is no multiple of
+// the block; enough rows that each block of rows sums many.
+TEST(Cuda, FusedBiasGeluMatchesLibTorchUnderAutocast) {
+  HSM_REQUIRE_FUSED();
+  if (!compat::autocast_supported()) GTEST_SKIP() << "no autocast in this LibTorch";
+  const auto f32 = torch::TensorOptions().device(torch::kCUDA);
+  for (const int64_t f : {64, 1024, 1300}) {
+    torch::manual_seed(static_cast<uint64_t>(f));
+    const int64_t N = 5000, d = 96;
+    const auto x = torch::randn({N, d}, f32).requires_grad_(true);
+    const auto w = (torch::randn({f, d}, f32) * 0.2).requires_grad_(true), b = torch::randn({f}, f32).requires_grad_(true);
+    const auto up = torch::randn({N, f}, f32);
+    torch::Tensor fused, ref;
+    {
+      compat::AutocastGuard autocast(torch::Device(torch::kCUDA), true);
+      ASSERT_TRUE(cuda_fused::eligible_bias_gelu(x, b));
+      fused = cuda_fused::bias_gelu(torch::nn::functional::linear(x, w), b);
+    }
+    ASSERT_EQ(fused.scalar_type(), torch::kBFloat16);
+    (fused * up).sum().backward();
+    const auto dx = x.grad().clone(), dw = w.grad().clone(), db = b.grad().clone();
+    for (const auto& t : {x, w, b}) t.mutable_grad().reset();
+    {
+      compat::AutocastGuard autocast(torch::Device(torch::kCUDA), true);
+      ref = torch::gelu(torch::nn::functional::linear(x, w, b));
+    }
+    (ref * up).sum().backward();
+    const std::string at = "f " + std::to_string(f);
+    EXPECT_TRUE(close_to(fused.to(torch::kFloat32), ref.to(torch::kFloat32), 1e-2)) << at << " forward";
+    EXPECT_TRUE(close_in_norm(dx, x.grad(), 1e-2)) << at << " input gradient";
+    EXPECT_TRUE(close_in_norm(dw, w.grad(), 1e-2)) << at << " weight gradient";
+    EXPECT_TRUE(close_in_norm(db, b.grad(), 1e-2)) << at << " bias gradient";
+  }
+  EXPECT_FALSE(cuda_fused::eligible_bias_gelu(torch::zeros({2, 8}, f32), torch::zeros({8}, f32)))
+      << "without autocast the first product stays fp32: LibTorch's path";
 }
 
 // A model's training steps under bf16 autocast with the fused kernels follow the same steps with

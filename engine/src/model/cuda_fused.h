@@ -6,7 +6,7 @@
 //
 // Built where LibTorch has CUDA and CMake finds a CUDA compiler (HSM_CUDA_KERNELS); HSM_CUDA_FUSED=0
 // in the environment turns them off at run time (the A/B of `hsm bench`, a suspected kernel), and
-// HSM_CUDA_FUSED=norm,dropout,shift,loss (any of the four) keeps only those on.
+// HSM_CUDA_FUSED=norm,dropout,shift,loss,gelu (any of the five) keeps only those on.
 #include <torch/torch.h>
 
 #include <string>
@@ -41,5 +41,12 @@ torch::Tensor shift_mix(const torch::Tensor& x, const torch::Tensor& a, const to
 // the softmax and its gradient in one pass over the logits, kept in bf16 for the backward pass.
 bool eligible_lm_loss(const torch::Tensor& h, const torch::Tensor& weight);
 torch::Tensor lm_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
+
+// The FFN's bias + GELU (erf form) after its first product under bf16 autocast: u = x · W1ᵀ without
+// the bias (bf16 [..., f], any f), bias fp32 [f] -> GELU(u + bias) in bf16; its backward pass gives
+// u's gradient and the bias gradient in one pass over the rows. `x` is the FFN's input (fp32 on
+// CUDA) and autocast must be on: the first product then comes out in bf16.
+bool eligible_bias_gelu(const torch::Tensor& x, const torch::Tensor& bias);
+torch::Tensor bias_gelu(const torch::Tensor& u, const torch::Tensor& bias);
 
 }  // namespace hsm::cuda_fused

@@ -65,6 +65,10 @@ FeedForwardImpl::FeedForwardImpl(int64_t d, int64_t hidden, double proj_std) {
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  // A CUDA step that learns under bf16 autocast: the first product without its bias, then the bias
+  // and GELU in one kernel, whose backward pass also gives the bias gradient (model/cuda_fused.h).
+  if (torch::GradMode::is_enabled() && fc1->bias.defined() && cuda_fused::eligible_bias_gelu(x, fc1->bias))
+    return linear(fc2, cuda_fused::bias_gelu(torch::nn::functional::linear(x, fc1->weight), fc1->bias));
   return linear(fc2, fast_gelu(linear(fc1, x)));
 }
 

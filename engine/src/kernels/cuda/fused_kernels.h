@@ -20,7 +20,7 @@ namespace hsm::cuda_kernels {
 // The kernels that sum over rows write one partial row per warp of their grid; the grid is one
 // wave of the GPU (as many blocks as its multiprocessors hold at once for that kernel), at most what
 // the rows need. How many partial rows each writes, on the current device:
-enum class RowSum { kLayerNormBackward, kShiftMixBackward };
+enum class RowSum { kLayerNormBackward, kShiftMixBackward, kBiasGeluBackward };
 int64_t partial_rows(RowSum kernel, int64_t rows, int64_t d);
 // The largest width the row kernels take (per lane 32 values in registers).
 constexpr int64_t kMaxWidth = 1024;
@@ -56,6 +56,14 @@ void shift_mix_backward(const float* g, const float* x, const float* a, const fl
 // gradient, softmax − one-hot (unscaled), for the backward pass's two matrix products.
 void softmax_xent_inplace(void* logits_bf16, const int64_t* targets, float* row_loss, int64_t rows, int64_t V,
                           void* stream);
+
+// The FFN's a = GELU(u + bias) (the erf form), u and a bf16 [rows, f] (the first product's output
+// under autocast, without its bias), bias fp32 [f]; any f.
+void bias_gelu_forward(const void* u_bf16, const float* bias, void* a_bf16, int64_t rows, int64_t f, void* stream);
+// du = g · GELU'(u + bias) in bf16, and partials ([partial_rows(kBiasGeluBackward, rows, f), f], fp32)
+// of the bias gradient Σ du over rows.
+void bias_gelu_backward(const void* g_bf16, const void* u_bf16, const float* bias, void* du_bf16, float* db_part,
+                        int64_t rows, int64_t f, void* stream);
 
 // The last launch's error as text, empty when none (cudaGetLastError).
 const char* last_error();

@@ -1,0 +1,315 @@
+// The fused kernels' device code (issue 49), apart from their launches (fused_kernels.cu), so
+// that the same source also runs on the CPU: tests/engine/simt_emulation.h supplies the CUDA
+// names these use (threadIdx, __shfl_xor_sync, __syncthreads, __nv_bfloat16, ...) with one
+// thread per CUDA thread, and test_kernel_emulation runs every kernel below against LibTorch
+// on any machine, every CI run, where the GPU's own check runs only on a GPU machine.
+//
+// Include it after <cuda_runtime.h> and <cuda_bf16.h> (nvcc) or after the emulation header.
+// Only what both provide: warp shuffles of a whole warp (every lane of a warp takes the same
+// branches around them), __syncthreads in kernels whose every thread reaches it, __shared__
+// arrays, bf16 as __nv_bfloat16 with __bfloat162float/__float2bfloat16, and the float maths of
+// <cmath> (expf, logf, erff, fmaxf, rsqrtf).
+//
+// Row kernels (LayerNorm, the shift mix's backward pass) give each warp whole rows: lane l holds
+// columns l, l + 32, ... of a row in registers (d ≤ 1024: at most 32 per lane), so a row is read
+// once, its sums are warp shuffles, and the weight gradients accumulate per lane over the warp's
+// rows before one partial row per warp is written. Column kernels (the FFN's bias + GELU) give
+// each thread one column of a block of rows, so its bias gradient is a sum in a register.
+// Element kernels (dropout) are grid-stride loops.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/dropout_hash.h"
+
+namespace hsm::cuda_kernels {
+namespace {
+
+constexpr int kThreads = 256;  // 8 warps per block
+constexpr int kWarpsPerBlock = kThreads / 32;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float load(const void* p, bool bf16, int64_t i) {
+  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]) : static_cast<const float*>(p)[i];
+}
+__device__ __forceinline__ void store(void* p, bool bf16, int64_t i, float v) {
+  if (bf16)
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
+  else
+    static_cast<float*>(p)[i] = v;
+}
+
+// ---- LayerNorm ---------------------------------------------------------------------------------
+template <int kPerLane>
+__global__ void layer_norm_forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                                          const float* __restrict__ b, float* __restrict__ y, float* __restrict__ mean,
+                                          float* __restrict__ rstd, int64_t rows, int d, float eps) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const float inv_d = 1.0f / static_cast<float>(d);
+  for (int64_t r = warp; r < rows; r += warps) {
+    const float* xr = x + r * d;
+    float v[kPerLane];
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int c = lane + 32 * k;
+      v[k] = c < d ? xr[c] : 0.0f;
+      s += v[k];
+    }
+    const float m = warp_sum(s) * inv_d;
+    float q = 0;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int c = lane + 32 * k;
+      const float t = c < d ? v[k] - m : 0.0f;
+      q += t * t;
+    }
+    const float rs = rsqrtf(warp_sum(q) * inv_d + eps);  // the biased variance, as torch's layer_norm
+    float* yr = y + r * d;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int c = lane + 32 * k;
+      if (c < d) yr[c] = (v[k] - m) * rs * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
+    }
+    if (lane == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
+  }
+}
+
+// dx = rstd · (g·w − mean(g·w) − x̂ · mean(g·w·x̂)) per row; dw += g·x̂, db += g per lane.
+template <int kPerLane>
+__global__ void layer_norm_backward_kernel(const float* __restrict__ g, const float* __restrict__ x,
+                                           const float* __restrict__ mean, const float* __restrict__ rstd,
+                                           const float* __restrict__ w, float* __restrict__ dx,
+                                           float* __restrict__ dw_part, float* __restrict__ db_part, int64_t rows,
+                                           int d) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const float inv_d = 1.0f / static_cast<float>(d);
+  float acc_w[kPerLane], acc_b[kPerLane];
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) acc_w[k] = acc_b[k] = 0.0f;
+  for (int64_t r = warp; r < rows; r += warps) {
+    const float m = mean[r], rs = rstd[r];
+    const float* xr = x + r * d;
+    const float* gr = g + r * d;
+    float xh[kPerLane], gw[kPerLane];
+    float s1 = 0, s2 = 0;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int c = lane + 32 * k;
+      if (c < d) {
+        const float gv = gr[c];
+        xh[k] = (xr[c] - m) * rs;
+        gw[k] = gv * (w ? w[c] : 1.0f);
+        acc_w[k] += gv * xh[k];
+        acc_b[k] += gv;
+      } else {
+        xh[k] = gw[k] = 0.0f;
+      }
+      s1 += gw[k];
+      s2 += gw[k] * xh[k];
+    }
+    s1 = warp_sum(s1) * inv_d;
+    s2 = warp_sum(s2) * inv_d;
+    float* dxr = dx + r * d;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int c = lane + 32 * k;
+      if (c < d) dxr[c] = rs * (gw[k] - s1 - xh[k] * s2);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int c = lane + 32 * k;
+    if (c < d) {
+      dw_part[warp * d + c] = acc_w[k];
+      db_part[warp * d + c] = acc_b[k];
+    }
+  }
+}
+
+// ---- dropout with hashed masks (kernels/dropout_hash.h, as the CPU draws them) --------------------
+// The keys of (*seed, stream 0), read on the device: a CUDA graph replays with the seed of the day.
+__device__ __forceinline__ dropout_hash::Keys keys_of(const int64_t* seed_ptr) {
+  return dropout_hash::keys(static_cast<uint64_t>(*seed_ptr), 0);
+}
+__device__ __forceinline__ float keep(const dropout_hash::Keys& k, uint32_t i, uint32_t threshold, float scale) {
+  return dropout_hash::kept(k, i, threshold) ? scale : 0.0f;
+}
+
+__global__ void dropout_forward_kernel(const float* __restrict__ h, const void* __restrict__ y, bool y_bf16,
+                                       void* __restrict__ out, bool out_bf16, const int64_t* __restrict__ seed,
+                                       uint32_t threshold, float scale, int64_t n) {
+  const dropout_hash::Keys k = keys_of(seed);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float v = load(y, y_bf16, i) * keep(k, static_cast<uint32_t>(i), threshold, scale);
+    store(out, out_bf16, i, h ? h[i] + v : v);
+  }
+}
+
+__global__ void dropout_backward_kernel(const void* __restrict__ g, bool g_bf16, void* __restrict__ dy, bool dy_bf16,
+                                        const int64_t* __restrict__ seed, uint32_t threshold, float scale, int64_t n) {
+  const dropout_hash::Keys k = keys_of(seed);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    store(dy, dy_bf16, i, load(g, g_bf16, i) * keep(k, static_cast<uint32_t>(i), threshold, scale));
+}
+
+// ---- the shift mix (HSM (a,b), (a,b) vector) ---------------------------------------------------
+// One warp per row (a row's position t = r mod T, read once per row, not per element).
+__global__ void shift_mix_forward_kernel(const float* __restrict__ x, const float* __restrict__ a,
+                                         const float* __restrict__ b, bool vector, float* __restrict__ y, int64_t rows,
+                                         int64_t T, int64_t d, int64_t s) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const float a0 = a[0], b0 = b[0];
+  for (int64_t r = warp; r < rows; r += warps) {
+    const float* xr = x + r * d;
+    float* yr = y + r * d;
+    if (r % T >= s) {
+      const float* xs = xr - s * d;
+      for (int64_t c = lane; c < d; c += 32) yr[c] = (vector ? a[c] : a0) * xr[c] + (vector ? b[c] : b0) * xs[c];
+    } else {
+      for (int64_t c = lane; c < d; c += 32) yr[c] = (vector ? a[c] : a0) * xr[c];
+    }
+  }
+}
+
+template <int kPerLane>
+__global__ void shift_mix_backward_kernel(const float* __restrict__ g, const float* __restrict__ x,
+                                          const float* __restrict__ a, const float* __restrict__ b, bool vector,
+                                          float* __restrict__ dx, float* __restrict__ da_part,
+                                          float* __restrict__ db_part, int64_t rows, int64_t T, int d, int64_t s) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  float av[kPerLane], bv[kPerLane], acc_a[kPerLane], acc_b[kPerLane];
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int c = lane + 32 * k;
+    av[k] = c < d ? a[vector ? c : 0] : 0.0f;
+    bv[k] = c < d ? b[vector ? c : 0] : 0.0f;
+    acc_a[k] = acc_b[k] = 0.0f;
+  }
+  for (int64_t r = warp; r < rows; r += warps) {
+    const int64_t t = r % T;
+    const float* gr = g + r * d;
+    const float* xr = x + r * d;
+    float* dxr = dx + r * d;
+    const bool later = t + s < T, earlier = t >= s;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int c = lane + 32 * k;
+      if (c < d) {
+        const float gv = gr[c];
+        dxr[c] = later ? av[k] * gv + bv[k] * gr[s * d + c] : av[k] * gv;
+        acc_a[k] += gv * xr[c];
+        if (earlier) acc_b[k] += gv * xr[c - s * d];
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int c = lane + 32 * k;
+    if (c < d) {
+      da_part[warp * d + c] = acc_a[k];
+      db_part[warp * d + c] = acc_b[k];
+    }
+  }
+}
+
+// ---- cross-entropy over bf16 logits, in place ----------------------------------------------------
+__device__ __forceinline__ float block_reduce(float v, bool take_max, float* scratch) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = take_max ? fmaxf(v, other) : v + other;
+  }
+  __syncthreads();  // scratch may still be read from the previous reduction
+  if (lane == 0) scratch[w] = v;
+  __syncthreads();
+  float r = scratch[0];
+  for (int i = 1; i < kWarpsPerBlock; ++i) r = take_max ? fmaxf(r, scratch[i]) : r + scratch[i];
+  return r;
+}
+
+__global__ void softmax_xent_kernel(__nv_bfloat16* __restrict__ logits, const int64_t* __restrict__ targets,
+                                    float* __restrict__ row_loss, int64_t V) {
+  __shared__ float scratch[kWarpsPerBlock];
+  __shared__ float target_logit;
+  const int64_t r = blockIdx.x;
+  __nv_bfloat16* row = logits + r * V;
+  const int64_t target = targets[r];
+  const bool valid = target >= 0 && target < V;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < V; c += blockDim.x) m = fmaxf(m, __bfloat162float(row[c]));
+  m = block_reduce(m, true, scratch);
+  if (threadIdx.x == 0) target_logit = valid ? __bfloat162float(row[target]) : NAN;
+  float s = 0;
+  for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += expf(__bfloat162float(row[c]) - m);
+  s = block_reduce(s, false, scratch);  // its __syncthreads also orders target_logit before the writes
+  const float inv_s = 1.0f / s;
+  if (threadIdx.x == 0) row_loss[r] = m + logf(s) - target_logit;
+  for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
+    const float p = expf(__bfloat162float(row[c]) - m) * inv_s;
+    row[c] = __float2bfloat16(c == target ? p - 1.0f : p);
+  }
+}
+
+// ---- the FFN's bias + GELU (erf form, torch::gelu's default) over bf16 [rows, f] -------------------
+// Block (x, y) takes columns x·kThreads + threadIdx.x of rows y, y + gridDim.y, ...: a warp reads
+// 32 neighbouring values of a row, and a thread's share of the bias gradient stays in a register.
+__device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+// d/dv GELU(v) = Φ(v) + v · φ(v)
+__device__ __forceinline__ float gelu_erf_grad(float v) {
+  return 0.5f * (1.0f + erff(v * 0.70710678118654752f)) + v * 0.39894228040143268f * expf(-0.5f * v * v);
+}
+
+// a = GELU(u + bias), u and a bf16 [rows, f], bias fp32 [f].
+__global__ void bias_gelu_forward_kernel(const __nv_bfloat16* __restrict__ u, const float* __restrict__ bias,
+                                         __nv_bfloat16* __restrict__ a, int64_t rows, int64_t f) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= f) return;
+  const float bc = bias[c];
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const int64_t i = r * f + c;
+    a[i] = __float2bfloat16(gelu_erf(__bfloat162float(u[i]) + bc));
+  }
+}
+
+// du = g · GELU'(u + bias) (bf16), and per block row y the partial bias gradient Σ du over its rows
+// (fp32, before du's rounding) into db_part[y, c].
+__global__ void bias_gelu_backward_kernel(const __nv_bfloat16* __restrict__ g, const __nv_bfloat16* __restrict__ u,
+                                          const float* __restrict__ bias, __nv_bfloat16* __restrict__ du,
+                                          float* __restrict__ db_part, int64_t rows, int64_t f) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= f) return;
+  const float bc = bias[c];
+  float acc = 0.0f;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const int64_t i = r * f + c;
+    const float d = __bfloat162float(g[i]) * gelu_erf_grad(__bfloat162float(u[i]) + bc);
+    du[i] = __float2bfloat16(d);
+    acc += d;
+  }
+  db_part[static_cast<int64_t>(blockIdx.y) * f + c] = acc;
+}
+
+
+}  // namespace
+}  // namespace hsm::cuda_kernels
