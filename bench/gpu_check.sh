@@ -368,7 +368,7 @@ bench_unfused() {  # BATCH: the same with the fused CUDA kernels off (what they 
   local rc=$?
   cat "$out/results/unfused_b$1.json"
   local f  # and each family alone: what each is worth
-  for f in norm dropout shift loss gelu; do
+  for f in norm dropout shift loss gelu addnorm; do
     HSM_CUDA_FUSED=$f "$hsm" bench gpt hsm_ab hybrid_0_6 --batch "$1" --steps "$bench_steps" --no-decode \
       --device "$device" --json > "$out/results/only_${f}_b$1.json" || rc=1
   done

@@ -484,6 +484,7 @@ TEST(DeviceStep, FusedKernelsAreForCudaTensorsAndSayWhetherTheyAreOn) {
   EXPECT_FALSE(cuda_fused::eligible_shift_mix(x, torch::ones({}), torch::ones({}), 1));
   EXPECT_FALSE(cuda_fused::eligible_lm_loss(x.reshape({10, 8}), torch::randn({4, 8})));
   EXPECT_FALSE(cuda_fused::eligible_bias_gelu(x, b));
+  EXPECT_FALSE(cuda_fused::eligible_add_norm(x, x, w, b));
   const std::string said = cuda_fused::describe();
   EXPECT_EQ(said.rfind("fused CUDA kernels: ", 0), 0u) << said;
   if (said.find("not built") != std::string::npos) {
@@ -625,6 +626,51 @@ TEST(Cuda, FusedLmLossMatchesCrossEntropyUnderAutocast) {
   }
   EXPECT_FALSE(cuda_fused::eligible_lm_loss(torch::zeros({2, 8}, f32), torch::zeros({5, 8}, f32)))
       << "without autocast the plain fp32 path keeps its precision";
+}
+
+// A block's residual add with dropout and ln2 in one kernel against the two it replaces: the CPU's
+// mask for the same seed, then LayerNorm; h's and x's gradients both flowing back (the FFN's residual
+// and its input), y fp32 and bf16, and without dropout (p 0 keeps every element). Tolerances as
+// LayerNorm's; y's bf16 gradient rounded once on both sides.
+TEST(Cuda, FusedAddNormIsResidualDropoutThenLayerNorm) {
+  HSM_REQUIRE_FUSED();
+  const auto f32 = torch::TensorOptions().device(torch::kCUDA);
+  const int64_t seed = 0x0badc0ffee12LL, rows = 3000;
+  const auto seed_t = torch::full({1}, seed, f32.dtype(torch::kLong));
+  for (const int64_t d : {64, 300, 1024}) {
+    for (const double p : {0.0, 0.1}) {
+      for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+        torch::manual_seed(static_cast<uint64_t>(d));
+        const auto mask = p > 0 ? dropout_mask({rows, d}, p, static_cast<uint64_t>(seed)).to(torch::kCUDA)
+                                : torch::ones({rows, d}, f32);
+        const auto h_in = torch::randn({rows, d}, f32).requires_grad_(true);
+        const auto y = torch::randn({rows, d}, f32).to(dtype).requires_grad_(true);
+        const auto w = torch::randn({d}, f32).requires_grad_(true), b = torch::randn({d}, f32).requires_grad_(true);
+        const auto up_h = torch::randn({rows, d}, f32), up_x = torch::randn({rows, d}, f32);
+        ASSERT_TRUE(cuda_fused::eligible_add_norm(h_in, y, w, b));
+        const auto [h, x] = cuda_fused::add_norm_with_seed(h_in, y, p, w, b, 1e-5, seed_t);
+        ((h * up_h).sum() + (x * up_x).sum()).backward();
+        std::vector<torch::Tensor> fused;
+        for (const auto& t : {h_in, y, w, b}) {
+          fused.push_back(t.grad().clone());
+          t.mutable_grad().reset();
+        }
+        const auto h_ref = h_in + y.to(torch::kFloat32) * mask;
+        const auto x_ref = torch::layer_norm(h_ref, {d}, w, b, 1e-5);
+        ((h_ref * up_h).sum() + (x_ref * up_x).sum()).backward();
+        const std::string at = "d " + std::to_string(d) + ", p " + std::to_string(p) +
+                               (dtype == torch::kBFloat16 ? ", bf16 y" : ", fp32 y");
+        EXPECT_TRUE(close_to(h, h_ref, 1e-6)) << at << " h";
+        EXPECT_TRUE(close_to(x, x_ref, 1e-5)) << at << " x";
+        EXPECT_TRUE(close_to(fused[0], h_in.grad(), 1e-4)) << at << " h_in's gradient";
+        EXPECT_TRUE(close_to(fused[1].to(torch::kFloat32), y.grad().to(torch::kFloat32),
+                             dtype == torch::kBFloat16 ? 1e-2 : 1e-4))
+            << at << " y's gradient";
+        EXPECT_TRUE(close_to(fused[2], w.grad(), 1e-4)) << at << " weight gradient";
+        EXPECT_TRUE(close_to(fused[3], b.grad(), 1e-4)) << at << " bias gradient";
+      }
+    }
+  }
 }
 
 // The FFN's bias + GELU under bf16 autocast against LibTorch's (the product with its bias, then

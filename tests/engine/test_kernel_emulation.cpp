@@ -270,6 +270,74 @@ TEST(KernelEmulation, BiasGeluAndItsBackwardMatchTorchGeluWithTheBiasGradient) {
   }
 }
 
+TEST(KernelEmulation, AddNormIsTheResidualDropoutThenLayerNormBothWays) {
+  torch::manual_seed(6);
+  const int64_t rows = 21;
+  const int64_t seed = 0x0badc0ffee12LL;
+  std::vector<int64_t> seed_dev{seed};
+  for (const int64_t d : {7, 256, 300, 1000}) {
+    for (const double p : {0.0, 0.3}) {
+      for (const auto y_type : {torch::kFloat32, torch::kBFloat16}) {
+        // which gradients come back: both; with fp32 dropout also only x's (h unused further), only h's
+        const std::vector<int> which = p > 0 && y_type == torch::kFloat32 ? std::vector<int>{3, 2, 1} : std::vector<int>{3};
+        for (const int grads : which) {
+          const unsigned blocks = d == 256 ? 1U : 3U;  // one block: 8 warps take the 21 rows in turn
+          SCOPED_TRACE("d " + std::to_string(d) + ", p " + std::to_string(p) +
+                       (y_type == torch::kBFloat16 ? ", bf16 y" : ", fp32 y") + ", gradients " + std::to_string(grads));
+          const auto mask = p > 0 ? hsm::dropout_mask({rows, d}, p, static_cast<uint64_t>(seed)) : torch::ones({rows, d});
+          const auto h_in = torch::randn({rows, d}), y = torch::randn({rows, d}).to(y_type);
+          const auto w = torch::randn({d}), b = torch::randn({d});
+          const auto gh = torch::randn({rows, d}), gx = torch::randn({rows, d});
+          const bool with_gh = grads & 1, with_gx = grads & 2;
+          Guarded g_h_in(h_in), g_y(y), g_w(w), g_b(b), g_gh(gh), g_gx(gx);
+          auto h = Guarded::nan({rows, d}, torch::kFloat32), x = Guarded::nan({rows, d}, torch::kFloat32);
+          auto mean = Guarded::nan({rows}, torch::kFloat32), rstd = Guarded::nan({rows}, torch::kFloat32);
+          auto dh_in = Guarded::nan({rows, d}, torch::kFloat32), dy = Guarded::nan({rows, d}, y_type);
+          const int64_t parts = blocks * kWarpsPerBlock;
+          auto dw = Guarded::nan({parts, d}, torch::kFloat32), db = Guarded::nan({parts, d}, torch::kFloat32);
+          const bool y_bf16 = y_type == torch::kBFloat16;
+          const uint32_t threshold = hsm::dropout_hash::threshold(p);
+          const float scale = hsm::dropout_hash::scale(p);
+          by_width(d, [&](auto per_lane) {
+            constexpr int K = decltype(per_lane)::value;
+            simt::launch(blocks, kThreads, [&] {
+              add_norm_forward_kernel<K>(g_h_in.f32(), g_y.data(), y_bf16, seed_dev.data(), threshold, scale, g_w.f32(),
+                                         g_b.f32(), h.f32(), x.f32(), mean.f32(), rstd.f32(), rows, static_cast<int>(d),
+                                         1e-5f);
+            });
+            simt::launch(blocks, kThreads, [&] {
+              add_norm_backward_kernel<K>(with_gx ? g_gx.data() : nullptr, false, with_gh ? g_gh.f32() : nullptr,
+                                          h.f32(), mean.f32(), rstd.f32(), g_w.f32(), seed_dev.data(), threshold,
+                                          scale, dh_in.f32(), dy.data(), y_bf16, dw.f32(), db.f32(), rows,
+                                          static_cast<int>(d));
+            });
+          });
+          const auto hl = h_in.clone().requires_grad_(true), yl = y.to(torch::kFloat32).requires_grad_(true);
+          const auto wl = w.clone().requires_grad_(true), bl = b.clone().requires_grad_(true);
+          const auto h_ref = hl + yl * mask;
+          const auto x_ref = torch::layer_norm(h_ref, {d}, wl, bl, 1e-5);
+          ((with_gh ? (h_ref * gh).sum() : torch::zeros({})) + (with_gx ? (x_ref * gx).sum() : torch::zeros({})))
+              .backward();
+          EXPECT_TRUE(close(h.tensor(), h_ref.detach(), 1e-6, 1e-6));
+          EXPECT_TRUE(close(x.tensor(), x_ref.detach(), 1e-5, 1e-5));
+          EXPECT_TRUE(close(dh_in.tensor(), hl.grad(), 1e-4, 1e-4));
+          auto want_dy = yl.grad();
+          if (y_bf16) want_dy = bf16_round(want_dy);
+          EXPECT_TRUE(close(dy.tensor(), want_dy, 1e-4, y_bf16 ? 1.0 / 128 : 1e-4));
+          if (with_gx) {
+            EXPECT_TRUE(close(dw.tensor().sum(0), wl.grad(), 1e-4, 1e-4));
+            EXPECT_TRUE(close(db.tensor().sum(0), bl.grad(), 1e-4, 1e-4));
+          } else {
+            EXPECT_TRUE(close(dw.tensor().abs().sum(0), torch::zeros({d}), 0, 0)) << "no x gradient: no LN weight gradient";
+          }
+          for (Guarded* buf : {&g_h_in, &g_y, &g_w, &g_b, &g_gh, &g_gx, &h, &x, &mean, &rstd, &dh_in, &dy, &dw, &db})
+            EXPECT_TRUE(buf->guards_intact());
+        }
+      }
+    }
+  }
+}
+
 // The emulation itself: a shuffle reads the partner lane's value, and a kernel whose warps each
 // take several rows gets them all (the property every row kernel above relies on).
 TEST(KernelEmulation, ShufflesExchangeWithThePartnerLane) {

@@ -32,8 +32,8 @@ namespace hsm::cuda_fused {
 namespace {
 
 // Which kernel families are on: HSM_CUDA_FUSED unset or 1: all; 0: none; else a comma-separated
-// list of the ones on (norm, dropout, shift, loss, gelu), for an A/B of one family.
-constexpr unsigned kNorm = 1, kDropout = 2, kShift = 4, kLoss = 8, kGelu = 16, kAll = 31;
+// list of the ones on (norm, dropout, shift, loss, gelu, addnorm), for an A/B of one family.
+constexpr unsigned kNorm = 1, kDropout = 2, kShift = 4, kLoss = 8, kGelu = 16, kAddNorm = 32, kAll = 63;
 unsigned families_from_env() {
   const char* v = std::getenv("HSM_CUDA_FUSED");
   if (v == nullptr || std::string(v).empty() || std::string(v) == "1") return kAll;
@@ -47,10 +47,11 @@ unsigned families_from_env() {
                          : name == "shift"   ? kShift
                          : name == "loss"    ? kLoss
                          : name == "gelu"    ? kGelu
+                         : name == "addnorm" ? kAddNorm
                                              : 0;
     if (bit == 0 && !name.empty())
       std::fprintf(stderr,
-                   "hsm: HSM_CUDA_FUSED names no kernel family '%s' (0, 1, or any of norm,dropout,shift,loss,gelu)\n",
+                   "hsm: HSM_CUDA_FUSED names no kernel family '%s' (0, 1, or any of norm,dropout,shift,loss,gelu,addnorm)\n",
                    name.c_str());
     on |= bit;
   }
@@ -90,7 +91,7 @@ std::string describe() {
   if (f == 0) return "fused CUDA kernels: off (HSM_CUDA_FUSED=0)";
   std::string names;
   for (const auto& [bit, name] : {std::pair{kNorm, "norm"}, {kDropout, "dropout"}, {kShift, "shift"}, {kLoss, "loss"},
-                                  {kGelu, "gelu"}})
+                                  {kGelu, "gelu"}, {kAddNorm, "addnorm"}})
     if (f & bit) names += std::string(names.empty() ? "" : ",") + name;
   return "fused CUDA kernels: " + names + " only (HSM_CUDA_FUSED)";
 #else
@@ -125,6 +126,18 @@ bool eligible_shift_mix(const torch::Tensor& x, const torch::Tensor& a, const to
 bool eligible_lm_loss(const torch::Tensor& h, const torch::Tensor& weight) {
   return on(kLoss) && fp32_cuda(h) && fp32_cuda(weight) && h.dim() == 2 && weight.dim() == 2 &&
          h.size(1) == weight.size(1) && compat::cuda_autocast_bf16() && checked(kLoss, h.device());
+}
+
+bool eligible_add_norm(const torch::Tensor& h_in, const torch::Tensor& y, const torch::Tensor& weight,
+                       const torch::Tensor& bias) {
+  if (!on(kAddNorm) || !fp32_cuda(h_in) || h_in.dim() < 1 || h_in.size(-1) < 1 || h_in.size(-1) > 1024) return false;
+  if (!y.defined() || y.device() != h_in.device() || y.sizes() != h_in.sizes() || y.numel() >= (int64_t{1} << 32) ||
+      (y.scalar_type() != torch::kFloat32 && y.scalar_type() != torch::kBFloat16))
+    return false;
+  auto fits = [&](const torch::Tensor& w) {
+    return fp32_cuda(w) && w.dim() == 1 && w.size(0) == h_in.size(-1) && w.device() == h_in.device();
+  };
+  return fits(weight) && fits(bias) && checked(kAddNorm, h_in.device());
 }
 
 bool eligible_bias_gelu(const torch::Tensor& x, const torch::Tensor& bias) {
@@ -305,6 +318,52 @@ struct LmLossFn : torch::autograd::Function<LmLossFn> {
   }
 };
 
+struct AddNormFn : torch::autograd::Function<AddNormFn> {
+  // -> {h = h_in + y · mask, x = LayerNorm(h)}
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& h_in, const torch::Tensor& y,
+                               const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& seed,
+                               double p, double eps) {
+    const auto guard = on_device(h_in);
+    const auto hc = h_in.contiguous(), yc = y.contiguous(), w = weight.contiguous(), b = bias.contiguous();
+    const int64_t d = hc.size(-1), rows = hc.numel() / d;
+    auto h = torch::empty_like(hc), x = torch::empty_like(hc);
+    auto mean = torch::empty({rows}, hc.options()), rstd = torch::empty({rows}, hc.options());
+    k::add_norm_forward(hc.data_ptr<float>(), yc.data_ptr(), yc.scalar_type() == torch::kBFloat16,
+                        seed.data_ptr<int64_t>(), keep_threshold(p), keep_scale(p), w.data_ptr<float>(),
+                        b.data_ptr<float>(), h.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(),
+                        rstd.data_ptr<float>(), rows, d, static_cast<float>(eps), stream_of(h_in));
+    check_launch("add_norm_forward");
+    ctx->save_for_backward({h, w, mean, rstd, seed});
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["y_dtype"] = static_cast<int64_t>(y.scalar_type());
+    return {h, x};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &h = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3], &seed = saved[4];
+    const double p = ctx->saved_data["p"].toDouble();
+    const auto y_dtype = static_cast<torch::ScalarType>(ctx->saved_data["y_dtype"].toInt());
+    const auto guard = on_device(h);
+    // Either output's gradient may be undefined (not used further): the kernel takes it as zero.
+    const auto gh = grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous() : torch::Tensor();
+    const auto gx = grads[1].defined() ? grads[1].contiguous() : torch::Tensor();
+    const bool gx_bf16 = gx.defined() && gx.scalar_type() == torch::kBFloat16;
+    const auto gx_use = gx.defined() && !gx_bf16 ? gx.to(torch::kFloat32) : gx;
+    const int64_t d = h.size(-1), rows = h.numel() / d;
+    const int64_t parts = k::partial_rows(k::RowSum::kAddNormBackward, rows, d);
+    auto dh_in = torch::empty_like(h);
+    auto dy = torch::empty(h.sizes(), h.options().dtype(y_dtype));
+    auto dw_part = torch::empty({parts, d}, h.options()), db_part = torch::empty({parts, d}, h.options());
+    k::add_norm_backward(gx_use.defined() ? gx_use.data_ptr() : nullptr, gx_bf16,
+                         gh.defined() ? gh.data_ptr<float>() : nullptr, h.data_ptr<float>(), mean.data_ptr<float>(),
+                         rstd.data_ptr<float>(), w.data_ptr<float>(), seed.data_ptr<int64_t>(), keep_threshold(p),
+                         keep_scale(p), dh_in.data_ptr<float>(), dy.data_ptr(), y_dtype == torch::kBFloat16,
+                         dw_part.data_ptr<float>(), db_part.data_ptr<float>(), rows, d, stream_of(h));
+    check_launch("add_norm_backward");
+    return {dh_in, dy, dw_part.sum(0), db_part.sum(0), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 struct BiasGeluFn : torch::autograd::Function<BiasGeluFn> {
   // u bf16 [..., f], bias fp32 [f] -> GELU(u + bias) bf16 [..., f].
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& u, const torch::Tensor& bias) {
@@ -357,6 +416,18 @@ torch::Tensor shift_mix(const torch::Tensor& x, const torch::Tensor& a, const to
 
 torch::Tensor lm_loss(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
   return LmLossFn::apply(h, weight, targets);
+}
+
+std::pair<torch::Tensor, torch::Tensor> add_norm_with_seed(const torch::Tensor& h_in, const torch::Tensor& y, double p,
+                                                           const torch::Tensor& weight, const torch::Tensor& bias,
+                                                           double eps, const torch::Tensor& seed) {
+  const auto out = AddNormFn::apply(h_in, y, weight, bias, seed, p, eps);
+  return {out[0], out[1]};
+}
+
+std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& h_in, const torch::Tensor& y, double p,
+                                                 const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
+  return add_norm_with_seed(h_in, y, p, weight, bias, eps, draw_seed(y));
 }
 
 torch::Tensor bias_gelu(const torch::Tensor& u, const torch::Tensor& bias) {
@@ -500,6 +571,39 @@ double check_gelu(CheckInputs& in) {
   return bad;
 }
 
+// Against h = h_in + y · (the CPU's mask for the same seed), then torch::layer_norm, as one output
+// [h, x] so that both gradients reach the kernel: the LayerNorm tolerances above; y's gradient in
+// bf16 to 1% of the largest (one rounding, of nearly the same value, on both sides).
+double check_add_norm(CheckInputs& in) {
+  double bad = 0;
+  const int64_t seed = 0x5eed4321dcbaLL, rows = 9000;
+  const auto seed_t = torch::full({1}, seed, torch::TensorOptions().dtype(torch::kLong).device(in.device));
+  for (const int64_t d : {100, 256, 700}) {
+    const auto mask = dropout_mask({rows, d}, 0.1, static_cast<uint64_t>(seed)).to(in.device);
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+      const auto h_in = in.leaf({rows, d}), y = in.randn({rows, d}).to(dtype).requires_grad_(true);
+      const auto w = in.leaf({d}), b = in.leaf({d}), up = in.randn({rows, 2 * d});
+      const Pass fused = run(
+          [&] {
+            const auto [h, x] = add_norm_with_seed(h_in, y, 0.1, w, b, 1e-5, seed_t);
+            return torch::cat({h, x}, 1);
+          },
+          up, {h_in, y, w, b});
+      const Pass ref = run(
+          [&] {
+            const auto h = h_in + y.to(torch::kFloat32) * mask;
+            return torch::cat({h, torch::layer_norm(h, {d}, w, b, 1e-5)}, 1);
+          },
+          up, {h_in, y, w, b});
+      const double y_tol = dtype == torch::kBFloat16 ? 1e-2 : 1e-4;
+      bad = std::max({bad, worst(fused.out, ref.out) / 1e-4, worst(fused.grads[0], ref.grads[0]) / 1e-4,
+                      worst(fused.grads[1].to(torch::kFloat32), ref.grads[1].to(torch::kFloat32)) / y_tol,
+                      worst(fused.grads[2], ref.grads[2]) / 1e-3, worst(fused.grads[3], ref.grads[3]) / 1e-3});
+    }
+  }
+  return bad;
+}
+
 double self_check(unsigned family, const torch::Device& device) {
   c10::InferenceMode not_inference(false);
   torch::AutoGradMode grad(true);
@@ -511,12 +615,13 @@ double self_check(unsigned family, const torch::Device& device) {
     case kDropout: return check_dropout(in);
     case kShift: return check_shift(in);
     case kGelu: return check_gelu(in);
+    case kAddNorm: return check_add_norm(in);
     default: return check_loss(in);
   }
 }
 
 const char* family_name(unsigned family) {
-  return family == kNorm ? "norm" : family == kDropout ? "dropout" : family == kShift ? "shift" : family == kGelu ? "gelu" : "loss";
+  return family == kNorm ? "norm" : family == kDropout ? "dropout" : family == kShift ? "shift" : family == kGelu ? "gelu" : family == kAddNorm ? "addnorm" : "loss";
 }
 
 bool checked(unsigned family, const torch::Device& device) {
@@ -564,6 +669,15 @@ torch::Tensor dropout(const torch::Tensor&, const torch::Tensor&, double) { not_
 torch::Tensor shift_mix(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, int64_t) { not_built(); }
 torch::Tensor lm_loss(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) { not_built(); }
 torch::Tensor bias_gelu(const torch::Tensor&, const torch::Tensor&) { not_built(); }
+std::pair<torch::Tensor, torch::Tensor> add_norm_with_seed(const torch::Tensor&, const torch::Tensor&, double,
+                                                           const torch::Tensor&, const torch::Tensor&, double,
+                                                           const torch::Tensor&) {
+  not_built();
+}
+std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor&, const torch::Tensor&, double,
+                                                 const torch::Tensor&, const torch::Tensor&, double) {
+  not_built();
+}
 
 #endif
 

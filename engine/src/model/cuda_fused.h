@@ -6,10 +6,11 @@
 //
 // Built where LibTorch has CUDA and CMake finds a CUDA compiler (HSM_CUDA_KERNELS); HSM_CUDA_FUSED=0
 // in the environment turns them off at run time (the A/B of `hsm bench`, a suspected kernel), and
-// HSM_CUDA_FUSED=norm,dropout,shift,loss,gelu (any of the five) keeps only those on.
+// HSM_CUDA_FUSED=norm,dropout,shift,loss,gelu,addnorm (any of the six) keeps only those on.
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
 
 namespace hsm::cuda_fused {
 
@@ -32,6 +33,19 @@ bool eligible_dropout(const torch::Tensor& h, const torch::Tensor& y);
 torch::Tensor dropout(const torch::Tensor& h, const torch::Tensor& y, double p);
 // The same with the seed given ([1] int64 on y's device): for tests against dropout_mask().
 torch::Tensor dropout_with_seed(const torch::Tensor& h, const torch::Tensor& y, double p, const torch::Tensor& seed);
+
+// A block's residual add with dropout and the LayerNorm after it: h = h_in + dropout(y, p) and
+// x = LayerNorm(h) (weight, bias, eps), returned as {h, x}, in one kernel each way (the backward
+// pass adds h's own gradient to LayerNorm's, and gives y's through the same mask). h_in fp32
+// [..., d], d ≤ 1024; y fp32 or bf16 of h_in's shape. The mask is dropout()'s.
+bool eligible_add_norm(const torch::Tensor& h_in, const torch::Tensor& y, const torch::Tensor& weight,
+                       const torch::Tensor& bias);
+std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& h_in, const torch::Tensor& y, double p,
+                                                 const torch::Tensor& weight, const torch::Tensor& bias, double eps);
+// The same with the seed given ([1] int64 on y's device): for tests against dropout_mask().
+std::pair<torch::Tensor, torch::Tensor> add_norm_with_seed(const torch::Tensor& h_in, const torch::Tensor& y, double p,
+                                                           const torch::Tensor& weight, const torch::Tensor& bias,
+                                                           double eps, const torch::Tensor& seed);
 
 // HSM (a,b) / (a,b) vector: a ⊙ x[t] + b ⊙ x[t − s]; x fp32 [B, T, d], a and b fp32 scalars or [d].
 bool eligible_shift_mix(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int64_t s);

@@ -117,6 +117,13 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
   } else {
     auto x = norm(ln1, h_in);
     auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, norm(ln1, qk)) : mixer->forward(x);
+    // A CUDA step that learns: the residual add with its dropout and ln2 in one kernel each way
+    // (model/cuda_fused.h), the FFN's input from the same pass as the stream.
+    if (torch::GradMode::is_enabled() && cuda_fused::eligible_add_norm(h_in, y, ln2->weight, ln2->bias)) {
+      const auto [hs, x2] = cuda_fused::add_norm(h_in, y, is_training() ? std::max(dropout, 0.0) : 0.0, ln2->weight,
+                                                 ln2->bias, ln2->options.eps());
+      return residual_dropout(hs, ffn->forward(x2), dropout, is_training());
+    }
     h = residual_dropout(h_in, y, dropout, is_training());
   }
   if (inference_on_cpu(h, *this)) {  // evaluation: the FFN's output added in place

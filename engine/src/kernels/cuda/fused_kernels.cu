@@ -72,6 +72,14 @@ struct LayerNormBackward {
   static const void* ptr() { return reinterpret_cast<const void*>(&layer_norm_backward_kernel<N>); }
 };
 template <int N>
+struct AddNormForward {
+  static const void* ptr() { return reinterpret_cast<const void*>(&add_norm_forward_kernel<N>); }
+};
+template <int N>
+struct AddNormBackward {
+  static const void* ptr() { return reinterpret_cast<const void*>(&add_norm_backward_kernel<N>); }
+};
+template <int N>
 struct ShiftMixBackward {
   static const void* ptr() { return reinterpret_cast<const void*>(&shift_mix_backward_kernel<N>); }
 };
@@ -81,7 +89,9 @@ struct ShiftMixBackward {
 int64_t partial_rows(RowSum kernel, int64_t rows, int64_t d) {
   if (kernel == RowSum::kBiasGeluBackward)
     return column_grid(rows, d, reinterpret_cast<const void*>(&bias_gelu_backward_kernel)).y;
-  const void* k = kernel == RowSum::kLayerNormBackward ? by_width<LayerNormBackward>(d) : by_width<ShiftMixBackward>(d);
+  const void* k = kernel == RowSum::kLayerNormBackward ? by_width<LayerNormBackward>(d)
+                  : kernel == RowSum::kAddNormBackward  ? by_width<AddNormBackward>(d)
+                                                        : by_width<ShiftMixBackward>(d);
   return row_blocks(rows, k) * kWarpsPerBlock;
 }
 
@@ -105,6 +115,23 @@ void layer_norm_backward(const float* g, const float* x, const float* mean, cons
                          float* dx, float* dw_part, float* db_part, int64_t rows, int64_t d, void* stream) {
   const auto grid = static_cast<unsigned>(partial_rows(RowSum::kLayerNormBackward, rows, d) / kWarpsPerBlock);
   HSM_BY_WIDTH(layer_norm_backward_kernel, d, g, x, mean, rstd, w, dx, dw_part, db_part, rows, static_cast<int>(d));
+}
+
+void add_norm_forward(const float* h_in, const void* y, bool y_bf16, const int64_t* seed, uint32_t threshold,
+                      float scale, const float* w, const float* b, float* h_out, float* x_out, float* mean,
+                      float* rstd, int64_t rows, int64_t d, float eps, void* stream) {
+  const auto grid = static_cast<unsigned>(row_blocks(rows, by_width<AddNormForward>(d)));
+  HSM_BY_WIDTH(add_norm_forward_kernel, d, h_in, y, y_bf16, seed, threshold, scale, w, b, h_out, x_out, mean, rstd,
+               rows, static_cast<int>(d), eps);
+}
+
+void add_norm_backward(const void* gx, bool gx_bf16, const float* gh, const float* h, const float* mean,
+                       const float* rstd, const float* w, const int64_t* seed, uint32_t threshold, float scale,
+                       float* dh_in, void* dy, bool dy_bf16, float* dw_part, float* db_part, int64_t rows, int64_t d,
+                       void* stream) {
+  const auto grid = static_cast<unsigned>(partial_rows(RowSum::kAddNormBackward, rows, d) / kWarpsPerBlock);
+  HSM_BY_WIDTH(add_norm_backward_kernel, d, gx, gx_bf16, gh, h, mean, rstd, w, seed, threshold, scale, dh_in, dy,
+               dy_bf16, dw_part, db_part, rows, static_cast<int>(d));
 }
 
 void dropout_forward(const float* h, const void* y, bool y_bf16, void* out, bool out_bf16, const int64_t* seed,

@@ -45,23 +45,45 @@ __device__ __forceinline__ void store(void* p, bool bf16, int64_t i, float v) {
     static_cast<float*>(p)[i] = v;
 }
 
-// ---- LayerNorm ---------------------------------------------------------------------------------
+// ---- dropout with hashed masks (kernels/dropout_hash.h, as the CPU draws them) --------------------
+// The keys of (*seed, stream 0), read on the device: a CUDA graph replays with the seed of the day.
+__device__ __forceinline__ dropout_hash::Keys keys_of(const int64_t* seed_ptr) {
+  return dropout_hash::keys(static_cast<uint64_t>(*seed_ptr), 0);
+}
+__device__ __forceinline__ float keep(const dropout_hash::Keys& k, uint32_t i, uint32_t threshold, float scale) {
+  return dropout_hash::kept(k, i, threshold) ? scale : 0.0f;
+}
+
+// ---- LayerNorm, alone or after a block's residual add with dropout ------------------------------
+// One warp per row. The add: h = h_in + y · mask (the dropout mask above; threshold 0 keeps every
+// element), written out for the stream, then x = LN(h) for the FFN, from one read of h_in and y.
+// LayerNorm alone is the same with no y. Null pointers: y (no add), h_out (not written), w and b
+// (1 and 0), seed (no mask).
 template <int kPerLane>
-__global__ void layer_norm_forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                                          const float* __restrict__ b, float* __restrict__ y, float* __restrict__ mean,
-                                          float* __restrict__ rstd, int64_t rows, int d, float eps) {
+__device__ __forceinline__ void norm_rows_forward(const float* __restrict__ h_in, const void* __restrict__ y,
+                                                  bool y_bf16, const int64_t* __restrict__ seed, uint32_t threshold,
+                                                  float scale, const float* __restrict__ w,
+                                                  const float* __restrict__ b, float* __restrict__ h_out,
+                                                  float* __restrict__ x_out, float* __restrict__ mean,
+                                                  float* __restrict__ rstd, int64_t rows, int d, float eps) {
+  const dropout_hash::Keys keys = seed ? keys_of(seed) : dropout_hash::Keys{0, 0};
   const int lane = threadIdx.x & 31;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   const float inv_d = 1.0f / static_cast<float>(d);
   for (int64_t r = warp; r < rows; r += warps) {
-    const float* xr = x + r * d;
     float v[kPerLane];
     float s = 0;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      v[k] = c < d ? xr[c] : 0.0f;
+      const int64_t i = r * d + c;
+      v[k] = 0.0f;
+      if (c < d) {
+        v[k] = h_in[i];
+        if (y) v[k] += load(y, y_bf16, i) * keep(keys, static_cast<uint32_t>(i), threshold, scale);
+        if (h_out) h_out[i] = v[k];
+      }
       s += v[k];
     }
     const float m = warp_sum(s) * inv_d;
@@ -73,11 +95,10 @@ __global__ void layer_norm_forward_kernel(const float* __restrict__ x, const flo
       q += t * t;
     }
     const float rs = rsqrtf(warp_sum(q) * inv_d + eps);  // the biased variance, as torch's layer_norm
-    float* yr = y + r * d;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      if (c < d) yr[c] = (v[k] - m) * rs * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
+      if (c < d) x_out[r * d + c] = (v[k] - m) * rs * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
     }
     if (lane == 0) {
       mean[r] = m;
@@ -86,13 +107,19 @@ __global__ void layer_norm_forward_kernel(const float* __restrict__ x, const flo
   }
 }
 
-// dx = rstd · (g·w − mean(g·w) − x̂ · mean(g·w·x̂)) per row; dw += g·x̂, db += g per lane.
+// dx = rstd · (g·w − mean(g·w) − x̂ · mean(g·w·x̂)) per row (g: x's gradient, fp32 or bf16; null:
+// zero), plus gh (the stream's own gradient, null: zero), into dh_in; dy = dh_in · mask in y's type
+// (dy null: not written); per lane dw += g·x̂, db += g over the warp's rows, one partial row per warp.
+// h: the normalised rows (h_out of the add, or LayerNorm's input).
 template <int kPerLane>
-__global__ void layer_norm_backward_kernel(const float* __restrict__ g, const float* __restrict__ x,
-                                           const float* __restrict__ mean, const float* __restrict__ rstd,
-                                           const float* __restrict__ w, float* __restrict__ dx,
-                                           float* __restrict__ dw_part, float* __restrict__ db_part, int64_t rows,
-                                           int d) {
+__device__ __forceinline__ void norm_rows_backward(const void* __restrict__ g, bool g_bf16,
+                                                   const float* __restrict__ gh, const float* __restrict__ h,
+                                                   const float* __restrict__ mean, const float* __restrict__ rstd,
+                                                   const float* __restrict__ w, const int64_t* __restrict__ seed,
+                                                   uint32_t threshold, float scale, float* __restrict__ dh_in,
+                                                   void* __restrict__ dy, bool dy_bf16, float* __restrict__ dw_part,
+                                                   float* __restrict__ db_part, int64_t rows, int d) {
+  const dropout_hash::Keys keys = seed ? keys_of(seed) : dropout_hash::Keys{0, 0};
   const int lane = threadIdx.x & 31;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
@@ -102,16 +129,15 @@ __global__ void layer_norm_backward_kernel(const float* __restrict__ g, const fl
   for (int k = 0; k < kPerLane; ++k) acc_w[k] = acc_b[k] = 0.0f;
   for (int64_t r = warp; r < rows; r += warps) {
     const float m = mean[r], rs = rstd[r];
-    const float* xr = x + r * d;
-    const float* gr = g + r * d;
     float xh[kPerLane], gw[kPerLane];
     float s1 = 0, s2 = 0;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
       if (c < d) {
-        const float gv = gr[c];
-        xh[k] = (xr[c] - m) * rs;
+        const int64_t i = r * d + c;
+        const float gv = g ? load(g, g_bf16, i) : 0.0f;
+        xh[k] = (h[i] - m) * rs;
         gw[k] = gv * (w ? w[c] : 1.0f);
         acc_w[k] += gv * xh[k];
         acc_b[k] += gv;
@@ -123,11 +149,15 @@ __global__ void layer_norm_backward_kernel(const float* __restrict__ g, const fl
     }
     s1 = warp_sum(s1) * inv_d;
     s2 = warp_sum(s2) * inv_d;
-    float* dxr = dx + r * d;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      if (c < d) dxr[c] = rs * (gw[k] - s1 - xh[k] * s2);
+      if (c < d) {
+        const int64_t i = r * d + c;
+        const float total = rs * (gw[k] - s1 - xh[k] * s2) + (gh ? gh[i] : 0.0f);
+        dh_in[i] = total;
+        if (dy) store(dy, dy_bf16, i, total * keep(keys, static_cast<uint32_t>(i), threshold, scale));
+      }
     }
   }
 #pragma unroll
@@ -140,15 +170,51 @@ __global__ void layer_norm_backward_kernel(const float* __restrict__ g, const fl
   }
 }
 
-// ---- dropout with hashed masks (kernels/dropout_hash.h, as the CPU draws them) --------------------
-// The keys of (*seed, stream 0), read on the device: a CUDA graph replays with the seed of the day.
-__device__ __forceinline__ dropout_hash::Keys keys_of(const int64_t* seed_ptr) {
-  return dropout_hash::keys(static_cast<uint64_t>(*seed_ptr), 0);
-}
-__device__ __forceinline__ float keep(const dropout_hash::Keys& k, uint32_t i, uint32_t threshold, float scale) {
-  return dropout_hash::kept(k, i, threshold) ? scale : 0.0f;
+// y = (x − mean) · rstd · w + b per row; mean and rstd kept for the backward pass.
+template <int kPerLane>
+__global__ void layer_norm_forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                                          const float* __restrict__ b, float* __restrict__ y, float* __restrict__ mean,
+                                          float* __restrict__ rstd, int64_t rows, int d, float eps) {
+  norm_rows_forward<kPerLane>(x, nullptr, false, nullptr, 0, 1.0f, w, b, nullptr, y, mean, rstd, rows, d, eps);
 }
 
+// dx, and per-warp partials of dw = Σ g·x̂ and db = Σ g.
+template <int kPerLane>
+__global__ void layer_norm_backward_kernel(const float* __restrict__ g, const float* __restrict__ x,
+                                           const float* __restrict__ mean, const float* __restrict__ rstd,
+                                           const float* __restrict__ w, float* __restrict__ dx,
+                                           float* __restrict__ dw_part, float* __restrict__ db_part, int64_t rows,
+                                           int d) {
+  norm_rows_backward<kPerLane>(g, false, nullptr, x, mean, rstd, w, nullptr, 0, 1.0f, dx, nullptr, false, dw_part,
+                               db_part, rows, d);
+}
+
+// h_out = h_in + y · mask, x_out = LN(h_out).
+template <int kPerLane>
+__global__ void add_norm_forward_kernel(const float* __restrict__ h_in, const void* __restrict__ y, bool y_bf16,
+                                        const int64_t* __restrict__ seed, uint32_t threshold, float scale,
+                                        const float* __restrict__ w, const float* __restrict__ b,
+                                        float* __restrict__ h_out, float* __restrict__ x_out,
+                                        float* __restrict__ mean, float* __restrict__ rstd, int64_t rows, int d,
+                                        float eps) {
+  norm_rows_forward<kPerLane>(h_in, y, y_bf16, seed, threshold, scale, w, b, h_out, x_out, mean, rstd, rows, d, eps);
+}
+
+// From x's gradient gx and h_out's gh (either null: zero): dh_in = gh + LN's input gradient,
+// dy = dh_in · mask in y's type, LN's weight partials. h: the forward pass's h_out.
+template <int kPerLane>
+__global__ void add_norm_backward_kernel(const void* __restrict__ gx, bool gx_bf16, const float* __restrict__ gh,
+                                         const float* __restrict__ h, const float* __restrict__ mean,
+                                         const float* __restrict__ rstd, const float* __restrict__ w,
+                                         const int64_t* __restrict__ seed, uint32_t threshold, float scale,
+                                         float* __restrict__ dh_in, void* __restrict__ dy, bool dy_bf16,
+                                         float* __restrict__ dw_part, float* __restrict__ db_part, int64_t rows,
+                                         int d) {
+  norm_rows_backward<kPerLane>(gx, gx_bf16, gh, h, mean, rstd, w, seed, threshold, scale, dh_in, dy, dy_bf16,
+                               dw_part, db_part, rows, d);
+}
+
+// ---- dropout: y · mask, or the residual add h + y · mask ------------------------------------------
 __global__ void dropout_forward_kernel(const float* __restrict__ h, const void* __restrict__ y, bool y_bf16,
                                        void* __restrict__ out, bool out_bf16, const int64_t* __restrict__ seed,
                                        uint32_t threshold, float scale, int64_t n) {

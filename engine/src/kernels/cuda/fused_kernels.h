@@ -20,7 +20,7 @@ namespace hsm::cuda_kernels {
 // The kernels that sum over rows write one partial row per warp of their grid; the grid is one
 // wave of the GPU (as many blocks as its multiprocessors hold at once for that kernel), at most what
 // the rows need. How many partial rows each writes, on the current device:
-enum class RowSum { kLayerNormBackward, kShiftMixBackward, kBiasGeluBackward };
+enum class RowSum { kLayerNormBackward, kShiftMixBackward, kBiasGeluBackward, kAddNormBackward };
 int64_t partial_rows(RowSum kernel, int64_t rows, int64_t d);
 // The largest width the row kernels take (per lane 32 values in registers).
 constexpr int64_t kMaxWidth = 1024;
@@ -31,6 +31,20 @@ void layer_norm_forward(const float* x, const float* w, const float* b, float* y
 // dx, and per-warp partials of dw = Σ g · x̂ and db = Σ g ([partial_rows(kLayerNormBackward, rows, d), d]).
 void layer_norm_backward(const float* g, const float* x, const float* mean, const float* rstd, const float* w,
                          float* dx, float* dw_part, float* db_part, int64_t rows, int64_t d, void* stream);
+
+// A block's residual add with dropout, then LayerNorm, in one pass: h_out = h_in + y · mask (the
+// dropout mask below; threshold 0 and scale 1: none), x_out = LN(h_out) with mean and rstd kept.
+// h_in, h_out, x_out fp32 [rows, d]; y fp32 or bf16; d ≤ 1024.
+void add_norm_forward(const float* h_in, const void* y, bool y_bf16, const int64_t* seed, uint32_t threshold,
+                      float scale, const float* w, const float* b, float* h_out, float* x_out, float* mean,
+                      float* rstd, int64_t rows, int64_t d, float eps, void* stream);
+// Its backward pass from x's gradient gx (fp32 or bf16, null: zero) and h_out's gh (fp32, null: zero):
+// dh_in = gh + LN's input gradient, dy = dh_in · mask in y's type, and partials
+// ([partial_rows(kAddNormBackward, rows, d), d]) of LN's weight and bias gradients. h: h_out.
+void add_norm_backward(const void* gx, bool gx_bf16, const float* gh, const float* h, const float* mean,
+                       const float* rstd, const float* w, const int64_t* seed, uint32_t threshold, float scale,
+                       float* dh_in, void* dy, bool dy_bf16, float* dw_part, float* db_part, int64_t rows, int64_t d,
+                       void* stream);
 
 // Dropout with the CPU's hashed masks (model/dropout.cpp): element i is kept, scaled by `scale`,
 // where mix32(mix32(i ^ key1) + key2) >= threshold, the keys made from *seed (a device int64, so a
