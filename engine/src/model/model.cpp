@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 
 #include "kernels/fast_kernels.h"
 #include "model/cuda_fused.h"
@@ -131,6 +132,20 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
     return h;
   }
   return residual_dropout(h, ffn->forward(norm(ln2, h)), dropout, is_training());
+}
+
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_joined(const torch::Tensor& h_in, const torch::Tensor& x,
+                                                                  torch::nn::LayerNorm& next) {
+  const double p = is_training() ? std::max(dropout, 0.0) : 0.0;
+  // h + dropout(y), then the LayerNorm after it: one kernel each way where it can, else the two.
+  auto add_then_norm = [&](const torch::Tensor& h, const torch::Tensor& y, torch::nn::LayerNorm& ln) {
+    if (cuda_fused::eligible_add_norm(h, y, ln->weight, ln->bias))
+      return cuda_fused::add_norm(h, y, p, ln->weight, ln->bias, ln->options.eps());
+    auto out = residual_dropout(h, y, dropout, is_training());
+    return std::make_pair(out, norm(ln, out));
+  };
+  const auto [h, x2] = add_then_norm(h_in, mixer->forward(x), ln2);
+  return add_then_norm(h, ffn->forward(x2), next);
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerState& cache, int64_t pos, int64_t context,
@@ -344,7 +359,21 @@ torch::Tensor GptImpl::forward_embedded(const torch::Tensor& h0) {
 
 torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
   const auto e = embed(idx);
-  return norm(ln_f, run_blocks(fast_dropout(e, config.dropout, is_training()), e));
+  auto h = fast_dropout(e, config.dropout, is_training());
+  // A CUDA step that learns through a plain stack (no DA *_qk layer, none skipped or knocked out):
+  // each block's residual adds joined to the LayerNorm after them (BlockImpl::forward_joined), the
+  // last one to ln_f; the same sums as run_blocks then ln_f.
+  const bool plain = std::all_of(sources_.begin(), sources_.end(), [](QkSource s) { return s == QkSource::kSelf; });
+  const bool knocked_out =
+      std::any_of(blocks.begin(), blocks.end(), [](const Block& b) { return b->mixer_knocked_out; });
+  if (torch::GradMode::is_enabled() && h.is_cuda() && cuda_fused::enabled() && plain && skip_.empty() &&
+      !knocked_out && !blocks.empty()) {
+    auto x = norm(blocks[0]->ln1, h);
+    for (size_t l = 0; l < blocks.size(); ++l)
+      std::tie(h, x) = blocks[l]->forward_joined(h, x, l + 1 < blocks.size() ? blocks[l + 1]->ln1 : ln_f);
+    return x;
+  }
+  return norm(ln_f, run_blocks(h, e));
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {

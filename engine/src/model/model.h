@@ -45,6 +45,12 @@ struct BlockImpl : torch::nn::Module {
                      const torch::Tensor& qk = {});
   // Positions 0..T-1 at once, filling the cache: [B, T, d] -> [B, T, d] (eval mode).
   torch::Tensor prefill(const torch::Tensor& h, MixerState& state, int64_t context, const torch::Tensor& qk = {});
+  // A CUDA step that learns, through a plain stack (GptImpl::hidden): forward(h) given x = ln1(h)
+  // already, returning {the block's output, next(output)}, `next` being the LayerNorm after the
+  // block (the next block's ln1, or ln_f). Each residual add is joined to the LayerNorm after it
+  // (ln2, then `next`) where cuda_fused::eligible_add_norm says so; the same sums either way.
+  std::pair<torch::Tensor, torch::Tensor> forward_joined(const torch::Tensor& h, const torch::Tensor& x,
+                                                         torch::nn::LayerNorm& next);
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   std::shared_ptr<MixerImpl> mixer;
   QkSourceMixerImpl* qk_mixer = nullptr;  // mixer, when its Q, K come from another stream
