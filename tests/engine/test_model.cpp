@@ -133,3 +133,51 @@ TEST(LmHeadLoss, EqualsPlainCrossEntropyWithGradients) {
   torch::NoGradGuard no_grad;
   EXPECT_NEAR(hsm::lm_head_loss(h, w, y).item<double>(), ref.item<double>(), 1e-5);
 }
+
+// The stack a CUDA step that learns runs (GptImpl::run_blocks_joined: each residual add joined to
+// the LayerNorm after it, BlockImpl::forward_joined) is the plain one, run_blocks then ln_f: the
+// same output and the same gradients, with dropout drawing the same masks in the same order. On the
+// CPU both take the unjoined operations, so this checks the wiring: which LayerNorm follows which
+// add, the last one ln_f, the dropout of each residual, mixers of three kinds.
+TEST(JoinedStack, IsTheBlocksThenTheFinalNormWithTheSameGradients) {
+  ModelConfig c;
+  c.name = "joined";
+  c.vocab_size = 40;
+  c.d_model = 24;
+  c.context = 16;
+  c.dropout = 0.2;
+  c.layers = {LayerSpec{"hsm_ab", 48, 1}, LayerSpec{"attn", 48, 2}, LayerSpec{"hsm_ab_vec", 48, 1}};
+  torch::manual_seed(5);
+  Gpt model(c);
+  {  // LayerNorms apart from one another (at init every one is the identity map, weight 1, bias 0)
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.2);
+  }
+  model->train();
+  const auto h0 = torch::randn({3, 16, 24});
+  const auto up = torch::randn({3, 16, 24});
+  auto blocks_then_norm = [&](torch::Tensor h) {  // run_blocks' loop for a plain stack, then ln_f
+    for (auto& block : model->blocks) h = block->forward(h);
+    return model->ln_f->forward(h);
+  };
+  auto run = [&](bool joined) {
+    model->zero_grad();
+    torch::manual_seed(9);  // the same dropout seeds, drawn in the same order
+    const auto h = h0.clone().requires_grad_(true);
+    const auto out = joined ? model->run_blocks_joined(h) : blocks_then_norm(h);
+    (out * up).sum().backward();
+    std::vector<torch::Tensor> grads = {out.detach().clone(), h.grad().clone()};
+    for (const auto& p : model->parameters())  // the embeddings get none: h is given
+      grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return grads;
+  };
+  const auto joined = run(true), plain = run(false);
+  ASSERT_EQ(joined.size(), plain.size());
+  EXPECT_GT((joined[0] - model->ln_f->forward(h0)).abs().max().item<double>(), 1e-3) << "the blocks did something";
+  for (size_t i = 0; i < joined.size(); ++i)
+    EXPECT_TRUE(torch::allclose(joined[i], plain[i], 1e-5, 1e-6)) << (i == 0 ? "output" : i == 1 ? "input gradient" : "a parameter's gradient");
+  model->eval();
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::allclose(model->run_blocks_joined(h0), blocks_then_norm(h0), 1e-5, 1e-6))
+      << "evaluation (no dropout)";
+}

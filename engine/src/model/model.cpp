@@ -367,13 +367,17 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
   const bool knocked_out =
       std::any_of(blocks.begin(), blocks.end(), [](const Block& b) { return b->mixer_knocked_out; });
   if (torch::GradMode::is_enabled() && h.is_cuda() && cuda_fused::enabled() && plain && skip_.empty() &&
-      !knocked_out && !blocks.empty()) {
-    auto x = norm(blocks[0]->ln1, h);
-    for (size_t l = 0; l < blocks.size(); ++l)
-      std::tie(h, x) = blocks[l]->forward_joined(h, x, l + 1 < blocks.size() ? blocks[l + 1]->ln1 : ln_f);
-    return x;
-  }
+      !knocked_out && !blocks.empty())
+    return run_blocks_joined(h);
   return norm(ln_f, run_blocks(h, e));
+}
+
+torch::Tensor GptImpl::run_blocks_joined(torch::Tensor h) {
+  if (blocks.empty()) return norm(ln_f, h);
+  auto x = norm(blocks[0]->ln1, h);
+  for (size_t l = 0; l < blocks.size(); ++l)
+    std::tie(h, x) = blocks[l]->forward_joined(h, x, l + 1 < blocks.size() ? blocks[l + 1]->ln1 : ln_f);
+  return x;
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& idx, const torch::Tensor& targets) {

@@ -85,6 +85,10 @@ struct GptImpl : torch::nn::Module {
   torch::Tensor loss(const torch::Tensor& idx, const torch::Tensor& targets);
   // The blocks and the final norm: [B, T, d] -> [B, T, d] (before the tied output layer).
   torch::Tensor hidden(const torch::Tensor& idx);
+  // ln_f(the blocks of a plain stack (h)) with each residual add joined to the LayerNorm after it
+  // (BlockImpl::forward_joined): what hidden() runs in a CUDA step that learns through a plain
+  // stack (no DA *_qk layer, none skipped or knocked out), with the same sums; any device (tests).
+  torch::Tensor run_blocks_joined(torch::Tensor h);
   // Incremental decoding: feeds token ids [B] at position state.pos -> logits [B, vocab].
   // Costs O(1) in the context length for HSM layers, O(pos) for attention (KV cache).
   // Throws when the context is full: the caller slides its window and starts over.
