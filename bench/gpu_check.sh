@@ -10,6 +10,7 @@
 # (default .gpu-debs/) holding Debian 12 .debs of what the machine lacks, unpacked with dpkg -x:
 # nlohmann-json3-dev, libcli11-dev, libsentencepiece-dev, libsentencepiece0, pkgconf, pkgconf-bin,
 # libpkgconf3, libgtest-dev, libgmock-dev; and DIR/data/tinystories-sample.txt (the corpus).
+# bench/gpu_debs.sh makes that folder on a Debian 12 machine (git-ignored: carry it to the GPU machine).
 #
 # Stages, each time-boxed and independent (a failed one is recorded and the next runs):
 #   env       GPU, compiler, PyTorch
