@@ -52,6 +52,16 @@ torch::Tensor norm(torch::nn::LayerNorm& ln, const torch::Tensor& x) {
   return ln->forward(x);
 }
 
+// A step that learns: h + dropout(y) and the LayerNorm after it, {h, ln(h)}: one CUDA kernel each
+// way where cuda_fused::eligible_add_norm says so, else the residual dropout and norm(); the same sums.
+std::pair<torch::Tensor, torch::Tensor> add_then_norm(const torch::Tensor& h, const torch::Tensor& y, double dropout,
+                                                      bool training, torch::nn::LayerNorm& ln) {
+  if (cuda_fused::eligible_add_norm(h, y, ln->weight, ln->bias))
+    return cuda_fused::add_norm(h, y, training ? std::max(dropout, 0.0) : 0.0, ln->weight, ln->bias, ln->options.eps());
+  auto out = residual_dropout(h, y, dropout, training);
+  return {out, norm(ln, out)};
+}
+
 torch::Tensor fast_gelu(const torch::Tensor& x) {
   if (x.is_cpu() && x.scalar_type() == torch::kFloat32) return FastGelu::apply(x);
   return torch::gelu(x);
@@ -118,11 +128,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
   } else {
     auto x = norm(ln1, h_in);
     auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, norm(ln1, qk)) : mixer->forward(x);
-    // A CUDA step that learns: the residual add with its dropout and ln2 in one kernel each way
-    // (model/cuda_fused.h), the FFN's input from the same pass as the stream.
-    if (torch::GradMode::is_enabled() && cuda_fused::eligible_add_norm(h_in, y, ln2->weight, ln2->bias)) {
-      const auto [hs, x2] = cuda_fused::add_norm(h_in, y, is_training() ? std::max(dropout, 0.0) : 0.0, ln2->weight,
-                                                 ln2->bias, ln2->options.eps());
+    if (torch::GradMode::is_enabled()) {  // a step that learns: the residual add joined to ln2
+      const auto [hs, x2] = add_then_norm(h_in, y, dropout, is_training(), ln2);
       return residual_dropout(hs, ffn->forward(x2), dropout, is_training());
     }
     h = residual_dropout(h_in, y, dropout, is_training());
@@ -136,16 +143,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_joined(const torch::Tensor& h_in, const torch::Tensor& x,
                                                                   torch::nn::LayerNorm& next) {
-  const double p = is_training() ? std::max(dropout, 0.0) : 0.0;
-  // h + dropout(y), then the LayerNorm after it: one kernel each way where it can, else the two.
-  auto add_then_norm = [&](const torch::Tensor& h, const torch::Tensor& y, torch::nn::LayerNorm& ln) {
-    if (cuda_fused::eligible_add_norm(h, y, ln->weight, ln->bias))
-      return cuda_fused::add_norm(h, y, p, ln->weight, ln->bias, ln->options.eps());
-    auto out = residual_dropout(h, y, dropout, is_training());
-    return std::make_pair(out, norm(ln, out));
-  };
-  const auto [h, x2] = add_then_norm(h_in, mixer->forward(x), ln2);
-  return add_then_norm(h, ffn->forward(x2), next);
+  const auto [h, x2] = add_then_norm(h_in, mixer->forward(x), dropout, is_training(), ln2);
+  return add_then_norm(h, ffn->forward(x2), dropout, is_training(), next);
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerState& cache, int64_t pos, int64_t context,
