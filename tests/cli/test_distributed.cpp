@@ -57,13 +57,8 @@ double max_relative_difference(const std::map<int64_t, double>& a, const std::ma
 class Distributed : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    const bool trains_on_ranks = name == "TwoRanksOfBatch8LearnAsOneProcessOfBatch16" ||
-                                 name == "ATwoRankRunResumesInOneProcess" ||
-                                 name == "KillingOneRankEndsTheRunWithAMessage";
-    if (!HSM_TEST_DATA_PARALLEL && trains_on_ranks)
-      GTEST_SKIP() << "data-parallel training is wired for LibTorch 1.13's c10d only (docs/distributed.md); "
-                      "Distributed.RefusedInWordsOnLibTorch2 checks this build's refusal";
+    if (!HSM_TEST_DATA_PARALLEL)
+      GTEST_SKIP() << "this build's LibTorch has no c10d Gloo process group: no data-parallel training";
   }
   static void SetUpTestSuite() {
     dir_ = (fs::temp_directory_path() / ("hsm-dist-" + std::to_string(::getpid()))).string();
@@ -204,6 +199,11 @@ TEST_F(Distributed, BadLauncherSettingsAreNamed) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << r.out;
 
+  // NCCL is not wired: refused in words before any rendezvous, and no run folder is made.
+  r = shell("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29512 " + base + " --backend nccl --timeout 10");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--backend nccl: HSM Studio wires only Gloo"), std::string::npos) << r.out;
+
   // A port something listens on: rank 0 says so instead of waiting.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -218,24 +218,9 @@ TEST_F(Distributed, BadLauncherSettingsAreNamed) {
             " --timeout 10");
   ::close(fd);
   EXPECT_NE(r.exit_code, 0);
-  // Against LibTorch 2.x the rank refuses before it opens the port (Distributed.RefusedInWordsOnLibTorch2).
-  const std::string why = HSM_TEST_DATA_PARALLEL ? "MASTER_PORT " + std::to_string(port) + " on 127.0.0.1 is in use"
-                                                 : "data-parallel training is wired for LibTorch 1.13's c10d";
+  const std::string why = "MASTER_PORT " + std::to_string(port) + " on 127.0.0.1 is in use";
   EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ + "/bad"));
-}
-
-// Against LibTorch 2.x `--nproc` is refused in one line naming the reason, exit status 1, and
-// leaves no run folder behind.
-TEST_F(Distributed, RefusedInWordsOnLibTorch2) {
-  if (HSM_TEST_DATA_PARALLEL) GTEST_SKIP() << "this build trains data-parallel (LibTorch 1.13)";
-  const std::string out = dir_ + "/refused";
-  const Result r = shell(train(out, "--nproc 2 --batch 8"));
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("data-parallel training is wired for LibTorch 1.13's c10d; this build uses LibTorch 2."),
-            std::string::npos)
-      << r.out;
-  EXPECT_FALSE(fs::exists(out + "/checkpoints")) << r.out;
 }
 
 }  // namespace

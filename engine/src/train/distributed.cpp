@@ -4,23 +4,34 @@
 // of gradients as soon as all of its gradients are ready, so communication overlaps the rest of
 // the backward pass. Buckets are assigned in reverse parameter order (the last layers' gradients
 // come first in backward), as DDP does.
+//
+// The same code runs against LibTorch 1.13 (Debian 12) and 2.x (Debian 13's 2.6, PyTorch's own
+// builds). What c10d changed between them is kept to two functions below: gloo_group() (a
+// ProcessGroupGloo was a ProcessGroup; in 2.x it is a Backend that a ProcessGroup dispatches to)
+// and make_reducer() (the Reducer's constructor gained and lost arguments from release to release).
 #include "train/distributed.h"
 
-#if TORCH_VERSION_MAJOR < 2
+// A LibTorch built without Gloo (USE_C10D_GLOO undefined, e.g. without USE_DISTRIBUTED) has no
+// process group for the CPU: data-parallel training is refused in words there.
+#if defined(USE_C10D_GLOO)
+#define HSM_DATA_PARALLEL 1
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
+#else
+#define HSM_DATA_PARALLEL 0
 #endif
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
+#include <type_traits>
 
 namespace hsm {
 
-#if TORCH_VERSION_MAJOR < 2
+#if HSM_DATA_PARALLEL
 struct DataParallel::C10d {
   c10::intrusive_ptr<c10d::Store> store;       // this rank's client (rank 0 also serves it)
   c10::intrusive_ptr<c10d::Store> beat_store;  // the heartbeat thread's own connection
@@ -51,24 +62,93 @@ int64_t numel_of(const std::vector<torch::Tensor>& tensors) {
 
 std::string beat_key(int rank) { return "hsm/beat/" + std::to_string(rank); }
 
+// A TCPStore's options: a port and a timeout, and the classic socket server on every LibTorch (from
+// 2.3 on there is a libuv one, the default since 2.4, which not every build has: Debian 13's 2.6
+// refuses it, "PyTorch was build without libuv support"), so the same behaviour and the same
+// messages (a port in use) everywhere.
+c10d::TCPStoreOptions store_options(int port, milliseconds timeout) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(port);
+  o.timeout = timeout;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  o.useLibUV = false;
+#endif
+  return o;
+}
+
+// Gloo's process group over `store`. LibTorch 1.x: ProcessGroupGloo is itself the ProcessGroup.
+// 2.x: it is a Backend; a ProcessGroup sends each collective to the Backend registered for the
+// tensors' device, here Gloo for CPU tensors (what torch.distributed.init_process_group("gloo")
+// builds).
+c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  const c10::intrusive_ptr<c10d::ProcessGroupGloo::Options>& options) {
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+#if TORCH_VERSION_MAJOR < 2
+  return gloo;
+#else
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, size);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  return group;
+#endif
+}
+
+// std::make_shared<T>(args...) where T has that constructor, else null (checked at compile time,
+// so a signature this LibTorch lacks is never named).
+template <class T, class... Args>
+std::shared_ptr<T> make_shared_if(Args&&... args) {
+  if constexpr (std::is_constructible_v<T, Args&&...>)
+    return std::make_shared<T>(std::forward<Args>(args)...);
+  else
+    return nullptr;
+}
+
+// The DDP Reducer, no unused parameters, gradients copied out of the buckets (not views). Its
+// constructor differs between releases; the known forms, newest first:
+//   2.9+:     (params, buckets, group, sparse, cap, find_unused, as_view, names, first_cap,
+//              skip_all_reduce_unused, use_python_reducer, cap_list[, batched_grad_copy])
+//   2.7-2.8:  (params, buckets, group, sparse, cap, find_unused, as_view, names, first_cap,
+//              skip_all_reduce_unused, use_python_reducer)
+//   1.13-2.6: (params, buckets, per_bucket_limits, group, sparse, cap, find_unused, as_view,
+//              names, first_cap)
+// Null if this LibTorch has none of them (the caller refuses in words).
+std::shared_ptr<c10d::Reducer> make_reducer(const std::vector<torch::Tensor>& parameters,
+                                            const std::vector<std::vector<size_t>>& buckets,
+                                            const std::vector<size_t>& limits,
+                                            const c10::intrusive_ptr<c10d::ProcessGroup>& group, int64_t cap,
+                                            int64_t first_cap) {
+  using Names = std::unordered_map<size_t, std::string>;
+  const std::vector<bool> sparse(parameters.size(), false);
+  const bool find_unused = false, as_view = false, skip_unused = false, python_reducer = false;
+  if (auto r = make_shared_if<c10d::Reducer>(parameters, buckets, group, sparse, cap, find_unused, as_view, Names{},
+                                             first_cap, skip_unused, python_reducer, std::vector<int64_t>{}))
+    return r;  // an empty cap list: the Reducer's rebuilt buckets keep first_cap, then cap
+  if (auto r = make_shared_if<c10d::Reducer>(parameters, buckets, group, sparse, cap, find_unused, as_view, Names{},
+                                             first_cap, skip_unused, python_reducer))
+    return r;
+  return make_shared_if<c10d::Reducer>(parameters, buckets, limits, group, sparse, cap, find_unused, as_view, Names{},
+                                       first_cap);
+}
+
 }  // namespace
 
 DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
     : options_(options), device_(device), c10d_(std::make_unique<C10d>()) {
   validate(options_);
-  if (options_.backend == "nccl" || (options_.backend == "auto" && device_.is_cuda()))
+  // Gloo carries CPU tensors here; CUDA training would need NCCL's process group, not wired
+  // (and never run: no machine here has two GPUs).
+  if (options_.backend == "nccl" || device_.is_cuda())
     throw std::invalid_argument(
-        "--backend nccl: this build's LibTorch (" + std::string(TORCH_VERSION) +
-        ") has no NCCL process group wired in HSM Studio; train on the CPU with --backend gloo (docs/distributed.md)");
+        (options_.backend == "nccl" ? std::string("--backend nccl") : "data-parallel training on " + device_.str()) +
+        ": HSM Studio wires only Gloo, for training on the CPU (--device cpu, --backend gloo or auto); NCCL for CUDA "
+        "is not wired (docs/distributed.md)");
   backend_ = "gloo";
 
   // The rendezvous: rank 0 serves the store and waits until every rank has connected.
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<uint16_t>(options_.master_port);
+  c10d::TCPStoreOptions so = store_options(options_.master_port, ms(options_.timeout_s));
   so.isServer = options_.rank == 0;
   so.numWorkers = static_cast<size_t>(options_.world_size);
   so.waitWorkers = true;
-  so.timeout = ms(options_.timeout_s);
   try {
     c10d_->store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, so);
   } catch (const std::exception& e) {
@@ -91,11 +171,9 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
   }
 
   // The heartbeat: its own connection (not counted as a worker), a beat and the step every 0.5 s.
-  c10d::TCPStoreOptions bo;
-  bo.port = so.port;
+  c10d::TCPStoreOptions bo = store_options(options_.master_port, ms(std::min(options_.timeout_s, 10.0)));
   bo.isServer = false;
   bo.waitWorkers = false;
-  bo.timeout = ms(std::min(options_.timeout_s, 10.0));
   c10d_->beat_store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, bo);
   beat_ = std::thread([this] { heartbeat_loop(); });
 
@@ -109,7 +187,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
   gloo_options->threads = 2;
   guarded("the process group's rendezvous", [&] {
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>("hsm/gloo", c10d_->store);
-    c10d_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, options_.rank, options_.world_size, gloo_options);
+    c10d_->group = gloo_group(prefixed, options_.rank, options_.world_size, gloo_options);
   });
 }
 
@@ -187,16 +265,14 @@ void DataParallel::attach(const std::vector<torch::Tensor>& parameters) {
     });
   const auto bucket_bytes = static_cast<size_t>(options_.bucket_mb * 1024 * 1024);
   const size_t first_bucket_bytes = std::min<size_t>(bucket_bytes, 1024 * 1024);
-  auto [indices, limits] =
-      c10d::compute_bucket_assignment_by_size(parameters, {first_bucket_bytes, bucket_bytes}, {}, {}, c10::nullopt);
+  auto [indices, limits] = c10d::compute_bucket_assignment_by_size(parameters, {first_bucket_bytes, bucket_bytes});
   std::reverse(indices.begin(), indices.end());
   std::reverse(limits.begin(), limits.end());
-  c10d_->reducer = std::make_shared<c10d::Reducer>(parameters, indices, limits, c10d_->group,
-                                             std::vector<bool>(parameters.size(), false),
-                                             static_cast<int64_t>(bucket_bytes), /*find_unused_parameters=*/false,
-                                             /*gradient_as_bucket_view=*/false,
-                                             std::unordered_map<size_t, std::string>{},
-                                             static_cast<int64_t>(first_bucket_bytes));
+  c10d_->reducer = make_reducer(parameters, indices, limits, c10d_->group, static_cast<int64_t>(bucket_bytes),
+                                static_cast<int64_t>(first_bucket_bytes));
+  if (!c10d_->reducer)
+    throw std::invalid_argument("data-parallel training: this LibTorch's (" + std::string(TORCH_VERSION) +
+                                ") DDP Reducer has a constructor HSM Studio does not know (docs/distributed.md)");
 }
 
 void DataParallel::prepare_backward(const torch::Tensor& loss) {
@@ -259,14 +335,13 @@ void DataParallel::fail(const std::string& what, const std::string& error) {
 // destructor waits for that work: keep it (and what it uses) alive until the process exits.
 void DataParallel::abandon() { c10d_.release(); }
 
-#else  // LibTorch 2.x: process groups became c10d::Backends behind a c10d::ProcessGroup, and the
-       // Reducer's constructor changed; not wired yet (docs/distributed.md).
+#else  // no Gloo in this LibTorch
 struct DataParallel::C10d {};
 
 DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
     : options_(options), device_(device) {
-  throw std::invalid_argument("data-parallel training is wired for LibTorch 1.13's c10d; this build uses LibTorch " +
-                              std::string(TORCH_VERSION) + " (docs/distributed.md)");
+  throw std::invalid_argument("data-parallel training needs c10d's Gloo process group, and this build's LibTorch (" +
+                              std::string(TORCH_VERSION) + ") was built without it (docs/distributed.md)");
 }
 DataParallel::~DataParallel() = default;
 void DataParallel::publish_ready(const std::string&) {}
