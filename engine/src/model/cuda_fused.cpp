@@ -141,7 +141,8 @@ bool eligible_add_norm(const torch::Tensor& h_in, const torch::Tensor& y, const 
 }
 
 bool eligible_bias_gelu(const torch::Tensor& x, const torch::Tensor& bias) {
-  return on(kGelu) && fp32_cuda(x) && fp32_cuda(bias) && bias.dim() == 1 && bias.device() == x.device() &&
+  const bool x_ok = fp32_cuda(x) || (x.is_cuda() && x.scalar_type() == torch::kBFloat16);
+  return on(kGelu) && x_ok && fp32_cuda(bias) && bias.dim() == 1 && bias.device() == x.device() &&
          compat::cuda_autocast_bf16() && checked(kGelu, x.device());
 }
 
@@ -319,18 +320,20 @@ struct LmLossFn : torch::autograd::Function<LmLossFn> {
 };
 
 struct AddNormFn : torch::autograd::Function<AddNormFn> {
-  // -> {h = h_in + y · mask, x = LayerNorm(h)}
+  // -> {h = h_in + y · mask, x = LayerNorm(h)}, x in bf16 where x_bf16 (x's gradient then comes back
+  // in bf16 too, which the backward kernel reads as it is)
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& h_in, const torch::Tensor& y,
                                const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& seed,
-                               double p, double eps) {
+                               double p, double eps, bool x_bf16) {
     const auto guard = on_device(h_in);
     const auto hc = h_in.contiguous(), yc = y.contiguous(), w = weight.contiguous(), b = bias.contiguous();
     const int64_t d = hc.size(-1), rows = hc.numel() / d;
-    auto h = torch::empty_like(hc), x = torch::empty_like(hc);
+    auto h = torch::empty_like(hc);
+    auto x = torch::empty_like(hc, x_bf16 ? torch::kBFloat16 : torch::kFloat32);
     auto mean = torch::empty({rows}, hc.options()), rstd = torch::empty({rows}, hc.options());
     k::add_norm_forward(hc.data_ptr<float>(), yc.data_ptr(), yc.scalar_type() == torch::kBFloat16,
                         seed.data_ptr<int64_t>(), keep_threshold(p), keep_scale(p), w.data_ptr<float>(),
-                        b.data_ptr<float>(), h.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(),
+                        b.data_ptr<float>(), h.data_ptr<float>(), x.data_ptr(), x_bf16, mean.data_ptr<float>(),
                         rstd.data_ptr<float>(), rows, d, static_cast<float>(eps), stream_of(h_in));
     check_launch("add_norm_forward");
     ctx->save_for_backward({h, w, mean, rstd, seed});
@@ -360,7 +363,8 @@ struct AddNormFn : torch::autograd::Function<AddNormFn> {
                          keep_scale(p), dh_in.data_ptr<float>(), dy.data_ptr(), y_dtype == torch::kBFloat16,
                          dw_part.data_ptr<float>(), db_part.data_ptr<float>(), rows, d, stream_of(h));
     check_launch("add_norm_backward");
-    return {dh_in, dy, dw_part.sum(0), db_part.sum(0), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dh_in, dy, dw_part.sum(0), db_part.sum(0), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -420,14 +424,15 @@ torch::Tensor lm_loss(const torch::Tensor& h, const torch::Tensor& weight, const
 
 std::pair<torch::Tensor, torch::Tensor> add_norm_with_seed(const torch::Tensor& h_in, const torch::Tensor& y, double p,
                                                            const torch::Tensor& weight, const torch::Tensor& bias,
-                                                           double eps, const torch::Tensor& seed) {
-  const auto out = AddNormFn::apply(h_in, y, weight, bias, seed, p, eps);
+                                                           double eps, const torch::Tensor& seed, bool x_bf16) {
+  const auto out = AddNormFn::apply(h_in, y, weight, bias, seed, p, eps, x_bf16);
   return {out[0], out[1]};
 }
 
 std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& h_in, const torch::Tensor& y, double p,
-                                                 const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
-  return add_norm_with_seed(h_in, y, p, weight, bias, eps, draw_seed(y));
+                                                 const torch::Tensor& weight, const torch::Tensor& bias, double eps,
+                                                 bool x_bf16) {
+  return add_norm_with_seed(h_in, y, p, weight, bias, eps, draw_seed(y), x_bf16);
 }
 
 torch::Tensor bias_gelu(const torch::Tensor& u, const torch::Tensor& bias) {
@@ -573,7 +578,9 @@ double check_gelu(CheckInputs& in) {
 
 // Against h = h_in + y · (the CPU's mask for the same seed), then torch::layer_norm, as one output
 // [h, x] so that both gradients reach the kernel: the LayerNorm tolerances above; y's gradient in
-// bf16 to 1% of the largest (one rounding, of nearly the same value, on both sides).
+// bf16 to 1% of the largest (one rounding, of nearly the same value, on both sides). x in bf16
+// (x_bf16) against torch::layer_norm's rounded to bf16: to 1% too (the two fp32 values, 1e-6 apart,
+// may round to neighbouring bf16 values), and x's gradient then reaches both sides in bf16.
 double check_add_norm(CheckInputs& in) {
   double bad = 0;
   const int64_t seed = 0x5eed4321dcbaLL, rows = 9000;
@@ -581,24 +588,33 @@ double check_add_norm(CheckInputs& in) {
   for (const int64_t d : {100, 256, 700}) {
     const auto mask = dropout_mask({rows, d}, 0.1, static_cast<uint64_t>(seed)).to(in.device);
     for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-      const auto h_in = in.leaf({rows, d}), y = in.randn({rows, d}).to(dtype).requires_grad_(true);
-      const auto w = in.leaf({d}), b = in.leaf({d}), up = in.randn({rows, 2 * d});
-      const Pass fused = run(
-          [&] {
-            const auto [h, x] = add_norm_with_seed(h_in, y, 0.1, w, b, 1e-5, seed_t);
-            return torch::cat({h, x}, 1);
-          },
-          up, {h_in, y, w, b});
-      const Pass ref = run(
-          [&] {
-            const auto h = h_in + y.to(torch::kFloat32) * mask;
-            return torch::cat({h, torch::layer_norm(h, {d}, w, b, 1e-5)}, 1);
-          },
-          up, {h_in, y, w, b});
-      const double y_tol = dtype == torch::kBFloat16 ? 1e-2 : 1e-4;
-      bad = std::max({bad, worst(fused.out, ref.out) / 1e-4, worst(fused.grads[0], ref.grads[0]) / 1e-4,
-                      worst(fused.grads[1].to(torch::kFloat32), ref.grads[1].to(torch::kFloat32)) / y_tol,
-                      worst(fused.grads[2], ref.grads[2]) / 1e-3, worst(fused.grads[3], ref.grads[3]) / 1e-3});
+      for (const bool x_bf16 : {false, true}) {
+        const auto x_type = x_bf16 ? torch::kBFloat16 : torch::kFloat32;
+        const auto h_in = in.leaf({rows, d}), y = in.randn({rows, d}).to(dtype).requires_grad_(true);
+        const auto w = in.leaf({d}), b = in.leaf({d}), up = in.randn({rows, 2 * d});
+        bool x_type_right = false;
+        const Pass fused = run(
+            [&] {
+              const auto [h, x] = add_norm_with_seed(h_in, y, 0.1, w, b, 1e-5, seed_t, x_bf16);
+              x_type_right = x.scalar_type() == x_type;
+              return torch::cat({h, x.to(torch::kFloat32)}, 1);
+            },
+            up, {h_in, y, w, b});
+        if (!x_type_right) return 1e9;
+        const Pass ref = run(
+            [&] {
+              const auto h = h_in + y.to(torch::kFloat32) * mask;
+              const auto x = torch::layer_norm(h, {d}, w, b, 1e-5).to(x_type);
+              return torch::cat({h, x.to(torch::kFloat32)}, 1);
+            },
+            up, {h_in, y, w, b});
+        const double y_tol = dtype == torch::kBFloat16 ? 1e-2 : 1e-4, x_tol = x_bf16 ? 1e-2 : 1e-4;
+        bad = std::max({bad, worst(fused.out.narrow(1, 0, d), ref.out.narrow(1, 0, d)) / 1e-4,
+                        worst(fused.out.narrow(1, d, d), ref.out.narrow(1, d, d)) / x_tol,
+                        worst(fused.grads[0], ref.grads[0]) / 1e-4,
+                        worst(fused.grads[1].to(torch::kFloat32), ref.grads[1].to(torch::kFloat32)) / y_tol,
+                        worst(fused.grads[2], ref.grads[2]) / 1e-3, worst(fused.grads[3], ref.grads[3]) / 1e-3});
+      }
     }
   }
   return bad;
@@ -671,11 +687,11 @@ torch::Tensor lm_loss(const torch::Tensor&, const torch::Tensor&, const torch::T
 torch::Tensor bias_gelu(const torch::Tensor&, const torch::Tensor&) { not_built(); }
 std::pair<torch::Tensor, torch::Tensor> add_norm_with_seed(const torch::Tensor&, const torch::Tensor&, double,
                                                            const torch::Tensor&, const torch::Tensor&, double,
-                                                           const torch::Tensor&) {
+                                                           const torch::Tensor&, bool) {
   not_built();
 }
 std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor&, const torch::Tensor&, double,
-                                                 const torch::Tensor&, const torch::Tensor&, double) {
+                                                 const torch::Tensor&, const torch::Tensor&, double, bool) {
   not_built();
 }
 

@@ -37,15 +37,20 @@ torch::Tensor dropout_with_seed(const torch::Tensor& h, const torch::Tensor& y, 
 // A block's residual add with dropout and the LayerNorm after it: h = h_in + dropout(y, p) and
 // x = LayerNorm(h) (weight, bias, eps), returned as {h, x}, in one kernel each way (the backward
 // pass adds h's own gradient to LayerNorm's, and gives y's through the same mask). h_in fp32
-// [..., d], d ≤ 1024; y fp32 or bf16 of h_in's shape. The mask is dropout()'s.
+// [..., d], d ≤ 1024; y fp32 or bf16 of h_in's shape. The mask is dropout()'s. x_bf16: x comes
+// out in bf16, rounded as autocast's cast before a product would round it, for an x that only a
+// product under bf16 autocast reads (the FFN): that cast, its backward and half of x's bytes are
+// saved; h stays fp32.
 bool eligible_add_norm(const torch::Tensor& h_in, const torch::Tensor& y, const torch::Tensor& weight,
                        const torch::Tensor& bias);
 std::pair<torch::Tensor, torch::Tensor> add_norm(const torch::Tensor& h_in, const torch::Tensor& y, double p,
-                                                 const torch::Tensor& weight, const torch::Tensor& bias, double eps);
+                                                 const torch::Tensor& weight, const torch::Tensor& bias, double eps,
+                                                 bool x_bf16 = false);
 // The same with the seed given ([1] int64 on y's device): for tests against dropout_mask().
 std::pair<torch::Tensor, torch::Tensor> add_norm_with_seed(const torch::Tensor& h_in, const torch::Tensor& y, double p,
                                                            const torch::Tensor& weight, const torch::Tensor& bias,
-                                                           double eps, const torch::Tensor& seed);
+                                                           double eps, const torch::Tensor& seed,
+                                                           bool x_bf16 = false);
 
 // HSM (a,b) / (a,b) vector: a ⊙ x[t] + b ⊙ x[t − s]; x fp32 [B, T, d], a and b fp32 scalars or [d].
 bool eligible_shift_mix(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, int64_t s);
@@ -58,8 +63,9 @@ torch::Tensor lm_loss(const torch::Tensor& h, const torch::Tensor& weight, const
 
 // The FFN's bias + GELU (erf form) after its first product under bf16 autocast: u = x · W1ᵀ without
 // the bias (bf16 [..., f], any f), bias fp32 [f] -> GELU(u + bias) in bf16; its backward pass gives
-// u's gradient and the bias gradient in one pass over the rows. `x` is the FFN's input (fp32 on
-// CUDA) and autocast must be on: the first product then comes out in bf16.
+// u's gradient and the bias gradient in one pass over the rows. `x` is the FFN's input (fp32 or,
+// from add_norm's x_bf16, bf16 on CUDA) and autocast must be on: the first product then comes out
+// in bf16.
 bool eligible_bias_gelu(const torch::Tensor& x, const torch::Tensor& bias);
 torch::Tensor bias_gelu(const torch::Tensor& u, const torch::Tensor& bias);
 

@@ -8,6 +8,7 @@
 #include "kernels/fast_kernels.h"
 #include "model/cuda_fused.h"
 #include "model/dropout.h"
+#include "model/torch_compat.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel_gemm.h"
 
@@ -54,10 +55,13 @@ torch::Tensor norm(torch::nn::LayerNorm& ln, const torch::Tensor& x) {
 
 // A step that learns: h + dropout(y) and the LayerNorm after it, {h, ln(h)}: one CUDA kernel each
 // way where cuda_fused::eligible_add_norm says so, else the residual dropout and norm(); the same sums.
+// for_product: only a matrix product reads ln(h) (the FFN's first): under bf16 autocast the kernel
+// then writes it in bf16 as autocast's cast would have, and that cast (and its backward) is gone.
 std::pair<torch::Tensor, torch::Tensor> add_then_norm(const torch::Tensor& h, const torch::Tensor& y, double dropout,
-                                                      bool training, torch::nn::LayerNorm& ln) {
+                                                      bool training, torch::nn::LayerNorm& ln, bool for_product) {
   if (cuda_fused::eligible_add_norm(h, y, ln->weight, ln->bias))
-    return cuda_fused::add_norm(h, y, training ? std::max(dropout, 0.0) : 0.0, ln->weight, ln->bias, ln->options.eps());
+    return cuda_fused::add_norm(h, y, training ? std::max(dropout, 0.0) : 0.0, ln->weight, ln->bias, ln->options.eps(),
+                                for_product && compat::cuda_autocast_bf16());
   auto out = residual_dropout(h, y, dropout, training);
   return {out, norm(ln, out)};
 }
@@ -129,7 +133,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
     auto x = norm(ln1, h_in);
     auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, norm(ln1, qk)) : mixer->forward(x);
     if (torch::GradMode::is_enabled()) {  // a step that learns: the residual add joined to ln2
-      const auto [hs, x2] = add_then_norm(h_in, y, dropout, is_training(), ln2);
+      const auto [hs, x2] = add_then_norm(h_in, y, dropout, is_training(), ln2, /*for_product=*/true);
       return residual_dropout(hs, ffn->forward(x2), dropout, is_training());
     }
     h = residual_dropout(h_in, y, dropout, is_training());
@@ -143,8 +147,9 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_joined(const torch::Tensor& h_in, const torch::Tensor& x,
                                                                   torch::nn::LayerNorm& next) {
-  const auto [h, x2] = add_then_norm(h_in, mixer->forward(x), dropout, is_training(), ln2);
-  return add_then_norm(h, ffn->forward(x2), dropout, is_training(), next);
+  const auto [h, x2] = add_then_norm(h_in, mixer->forward(x), dropout, is_training(), ln2, /*for_product=*/true);
+  // The next block's mixer (or the model's output) reads the next LayerNorm's output: fp32.
+  return add_then_norm(h, ffn->forward(x2), dropout, is_training(), next, /*for_product=*/false);
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerState& cache, int64_t pos, int64_t context,

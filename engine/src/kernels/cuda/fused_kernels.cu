@@ -118,11 +118,11 @@ void layer_norm_backward(const float* g, const float* x, const float* mean, cons
 }
 
 void add_norm_forward(const float* h_in, const void* y, bool y_bf16, const int64_t* seed, uint32_t threshold,
-                      float scale, const float* w, const float* b, float* h_out, float* x_out, float* mean,
-                      float* rstd, int64_t rows, int64_t d, float eps, void* stream) {
+                      float scale, const float* w, const float* b, float* h_out, void* x_out, bool x_bf16,
+                      float* mean, float* rstd, int64_t rows, int64_t d, float eps, void* stream) {
   const auto grid = static_cast<unsigned>(row_blocks(rows, by_width<AddNormForward>(d)));
-  HSM_BY_WIDTH(add_norm_forward_kernel, d, h_in, y, y_bf16, seed, threshold, scale, w, b, h_out, x_out, mean, rstd,
-               rows, static_cast<int>(d), eps);
+  HSM_BY_WIDTH(add_norm_forward_kernel, d, h_in, y, y_bf16, seed, threshold, scale, w, b, h_out, x_out, x_bf16, mean,
+               rstd, rows, static_cast<int>(d), eps);
 }
 
 void add_norm_backward(const void* gx, bool gx_bf16, const float* gh, const float* h, const float* mean,

@@ -64,7 +64,7 @@ __device__ __forceinline__ void norm_rows_forward(const float* __restrict__ h_in
                                                   bool y_bf16, const int64_t* __restrict__ seed, uint32_t threshold,
                                                   float scale, const float* __restrict__ w,
                                                   const float* __restrict__ b, float* __restrict__ h_out,
-                                                  float* __restrict__ x_out, float* __restrict__ mean,
+                                                  void* __restrict__ x_out, bool x_bf16, float* __restrict__ mean,
                                                   float* __restrict__ rstd, int64_t rows, int d, float eps) {
   const dropout_hash::Keys keys = seed ? keys_of(seed) : dropout_hash::Keys{0, 0};
   const int lane = threadIdx.x & 31;
@@ -98,7 +98,7 @@ __device__ __forceinline__ void norm_rows_forward(const float* __restrict__ h_in
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      if (c < d) x_out[r * d + c] = (v[k] - m) * rs * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f);
+      if (c < d) store(x_out, x_bf16, r * d + c, (v[k] - m) * rs * (w ? w[c] : 1.0f) + (b ? b[c] : 0.0f));
     }
     if (lane == 0) {
       mean[r] = m;
@@ -175,7 +175,7 @@ template <int kPerLane>
 __global__ void layer_norm_forward_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                           const float* __restrict__ b, float* __restrict__ y, float* __restrict__ mean,
                                           float* __restrict__ rstd, int64_t rows, int d, float eps) {
-  norm_rows_forward<kPerLane>(x, nullptr, false, nullptr, 0, 1.0f, w, b, nullptr, y, mean, rstd, rows, d, eps);
+  norm_rows_forward<kPerLane>(x, nullptr, false, nullptr, 0, 1.0f, w, b, nullptr, y, false, mean, rstd, rows, d, eps);
 }
 
 // dx, and per-warp partials of dw = Σ g·x̂ and db = Σ g.
@@ -189,15 +189,16 @@ __global__ void layer_norm_backward_kernel(const float* __restrict__ g, const fl
                                db_part, rows, d);
 }
 
-// h_out = h_in + y · mask, x_out = LN(h_out).
+// h_out = h_in + y · mask, x_out = LN(h_out) (fp32, or bf16 for a product under autocast).
 template <int kPerLane>
 __global__ void add_norm_forward_kernel(const float* __restrict__ h_in, const void* __restrict__ y, bool y_bf16,
                                         const int64_t* __restrict__ seed, uint32_t threshold, float scale,
                                         const float* __restrict__ w, const float* __restrict__ b,
-                                        float* __restrict__ h_out, float* __restrict__ x_out,
+                                        float* __restrict__ h_out, void* __restrict__ x_out, bool x_bf16,
                                         float* __restrict__ mean, float* __restrict__ rstd, int64_t rows, int d,
                                         float eps) {
-  norm_rows_forward<kPerLane>(h_in, y, y_bf16, seed, threshold, scale, w, b, h_out, x_out, mean, rstd, rows, d, eps);
+  norm_rows_forward<kPerLane>(h_in, y, y_bf16, seed, threshold, scale, w, b, h_out, x_out, x_bf16, mean, rstd, rows,
+                              d, eps);
 }
 
 // From x's gradient gx and h_out's gh (either null: zero): dh_in = gh + LN's input gradient,

@@ -34,10 +34,11 @@ void layer_norm_backward(const float* g, const float* x, const float* mean, cons
 
 // A block's residual add with dropout, then LayerNorm, in one pass: h_out = h_in + y · mask (the
 // dropout mask below; threshold 0 and scale 1: none), x_out = LN(h_out) with mean and rstd kept.
-// h_in, h_out, x_out fp32 [rows, d]; y fp32 or bf16; d ≤ 1024.
+// h_in, h_out fp32 [rows, d]; y fp32 or bf16; x_out fp32 or bf16 (rounded to nearest even, as
+// autocast's cast before a product rounds it); d ≤ 1024.
 void add_norm_forward(const float* h_in, const void* y, bool y_bf16, const int64_t* seed, uint32_t threshold,
-                      float scale, const float* w, const float* b, float* h_out, float* x_out, float* mean,
-                      float* rstd, int64_t rows, int64_t d, float eps, void* stream);
+                      float scale, const float* w, const float* b, float* h_out, void* x_out, bool x_bf16,
+                      float* mean, float* rstd, int64_t rows, int64_t d, float eps, void* stream);
 // Its backward pass from x's gradient gx (fp32 or bf16, null: zero) and h_out's gh (fp32, null: zero):
 // dh_in = gh + LN's input gradient, dy = dh_in · mask in y's type, and partials
 // ([partial_rows(kAddNormBackward, rows, d), d]) of LN's weight and bias gradients. h: h_out.
