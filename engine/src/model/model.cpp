@@ -146,10 +146,9 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor&
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_joined(const torch::Tensor& h_in, const torch::Tensor& x,
-                                                                  torch::nn::LayerNorm& next) {
+                                                                  torch::nn::LayerNorm& next, bool next_for_product) {
   const auto [h, x2] = add_then_norm(h_in, mixer->forward(x), dropout, is_training(), ln2, /*for_product=*/true);
-  // The next block's mixer (or the model's output) reads the next LayerNorm's output: fp32.
-  return add_then_norm(h, ffn->forward(x2), dropout, is_training(), next, /*for_product=*/false);
+  return add_then_norm(h, ffn->forward(x2), dropout, is_training(), next, next_for_product);
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerState& cache, int64_t pos, int64_t context,
@@ -379,8 +378,13 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
 torch::Tensor GptImpl::run_blocks_joined(torch::Tensor h) {
   if (blocks.empty()) return norm(ln_f, h);
   auto x = norm(blocks[0]->ln1, h);
-  for (size_t l = 0; l < blocks.size(); ++l)
-    std::tie(h, x) = blocks[l]->forward_joined(h, x, l + 1 < blocks.size() ? blocks[l + 1]->ln1 : ln_f);
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    const bool last = l + 1 == blocks.size();
+    // ln_f's output leaves the model (hidden()): fp32. A next block's ln1 may write bf16 for an
+    // attention mixer's products.
+    const bool next_for_product = !last && blocks[l + 1]->mixer->reads_input_through_products_only();
+    std::tie(h, x) = blocks[l]->forward_joined(h, x, last ? ln_f : blocks[l + 1]->ln1, next_for_product);
+  }
   return x;
 }
 

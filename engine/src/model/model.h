@@ -49,8 +49,10 @@ struct BlockImpl : torch::nn::Module {
   // already, returning {the block's output, next(output)}, `next` being the LayerNorm after the
   // block (the next block's ln1, or ln_f). Each residual add is joined to the LayerNorm after it
   // (ln2, then `next`) where cuda_fused::eligible_add_norm says so; the same sums either way.
+  // next_for_product: only matrix products read next's output (the next block's mixer is
+  // attention), which may then come out in bf16 under bf16 autocast, as ln2's does for the FFN.
   std::pair<torch::Tensor, torch::Tensor> forward_joined(const torch::Tensor& h, const torch::Tensor& x,
-                                                         torch::nn::LayerNorm& next);
+                                                         torch::nn::LayerNorm& next, bool next_for_product);
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   std::shared_ptr<MixerImpl> mixer;
   QkSourceMixerImpl* qk_mixer = nullptr;  // mixer, when its Q, K come from another stream

@@ -22,6 +22,7 @@ struct AttentionImpl : MixerImpl {
   torch::Tensor attention_weights(const torch::Tensor& x);
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights
   int64_t separable_heads() const override { return heads; }  // zeroed before the output projection
+  bool reads_input_through_products_only() const override { return true; }  // x only through qkv
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   int64_t heads, head_dim;

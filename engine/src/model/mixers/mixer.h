@@ -72,6 +72,11 @@ struct MixerImpl : torch::nn::Module {
   // head where its heads are still apart: attention-like mixers before the output projection,
   // the shift mixers' heads as their channel group of the output.
   virtual int64_t separable_heads() const { return 0; }
+  // Whether forward(x) reads x only as the input of matrix products (attention's qkv): under bf16
+  // autocast those read x in bf16, so the LayerNorm before this mixer may write it in bf16 itself
+  // (model.cpp, add_then_norm) and autocast's cast is saved. False where anything else reads x
+  // (the shift mixers mix x itself in fp32).
+  virtual bool reads_input_through_products_only() const { return false; }
   // From now on forward, step and prefill zero these heads' outputs (empty: none). Throws
   // std::invalid_argument for a head outside 0..separable_heads()-1.
   void set_zeroed_heads(const std::vector<int64_t>& heads);
