@@ -104,13 +104,13 @@ std::shared_ptr<T> make_shared_if(Args&&... args) {
 }
 
 // The DDP Reducer, no unused parameters, gradients copied out of the buckets (not views). Its
-// constructor differs between releases; the known forms, newest first:
-//   2.9+:     (params, buckets, group, sparse, cap, find_unused, as_view, names, first_cap,
-//              skip_all_reduce_unused, use_python_reducer, cap_list[, batched_grad_copy])
-//   2.7-2.8:  (params, buckets, group, sparse, cap, find_unused, as_view, names, first_cap,
-//              skip_all_reduce_unused, use_python_reducer)
-//   1.13-2.6: (params, buckets, per_bucket_limits, group, sparse, cap, find_unused, as_view,
-//              names, first_cap)
+// constructor differs between releases; the known forms, newest first (PyTorch's main branch
+// of late 2026, the releases after 2.6, 1.13 to 2.6):
+//   (params, buckets, group, sparse, cap, find_unused, as_view, names, first_cap,
+//    skip_all_reduce_unused, use_python_reducer, cap_list[, batched_grad_copy])
+//   (params, buckets, group, sparse, cap, find_unused, as_view, names, first_cap,
+//    skip_all_reduce_unused, use_python_reducer)
+//   (params, buckets, per_bucket_limits, group, sparse, cap, find_unused, as_view, names, first_cap)
 // Null if this LibTorch has none of them (the caller refuses in words).
 std::shared_ptr<c10d::Reducer> make_reducer(const std::vector<torch::Tensor>& parameters,
                                             const std::vector<std::vector<size_t>>& buckets,
