@@ -17,7 +17,8 @@
 #   deps      the .debs unpacked into a prefix (skipped when the system has the packages)
 #   build     hsm + test_cuda + test_cuda_cli against the machine's PyTorch LibTorch
 #             (TORCH_DIR from torch.utils.cmake_prefix_path), going on past a test that fails
-#             to compile; if hsm fails, again with -DHSM_CUDA_FAST=OFF (the fused optimizer off);
+#             to compile; if hsm fails, again with -DHSM_DATA_PARALLEL=OFF (c10d's API left out),
+#             then also with -DHSM_CUDA_FAST=OFF and -DHSM_CUDA_KERNELS=OFF (the fused code off);
 #             without the tests where GTest is missing
 #   bindings  cmake/check_std_bindings.sh on every binary built (issue 49's crash)
 #   tests     the suites labelled cuda (test_cuda: CUDA against the CPU; test_cuda_cli: a
@@ -210,13 +211,15 @@ generator="-G Ninja"
 command -v ninja > /dev/null || generator=""
 keep_going="-k 0"
 [ -n "$generator" ] || keep_going="-k"
-# configure FAST TESTS [KERNELS]: HSM_CUDA_FAST, HSM_BUILD_TESTS and HSM_CUDA_KERNELS (default ON) as given.
+# configure FAST TESTS [KERNELS [DATA_PARALLEL]]: HSM_CUDA_FAST, HSM_BUILD_TESTS, HSM_CUDA_KERNELS and
+# HSM_DATA_PARALLEL (both default ON) as given.
 configure() {
-  echo "== configure: HSM_CUDA_FAST=$1 HSM_BUILD_TESTS=$2 HSM_CUDA_KERNELS=${3:-ON} TORCH_DIR=${torch_dir:-<default>}"
+  echo "== configure: HSM_CUDA_FAST=$1 HSM_BUILD_TESTS=$2 HSM_CUDA_KERNELS=${3:-ON}" \
+    "HSM_DATA_PARALLEL=${4:-ON} TORCH_DIR=${torch_dir:-<default>}"
   # shellcheck disable=SC2086
   cmake -S "$repo" -B "$build" $generator -DCMAKE_BUILD_TYPE=Release -DHSM_BUILD_APP=OFF -DHSM_BUILD_TESTS="$2" \
-    -DHSM_CUDA_FAST="$1" -DHSM_CUDA_KERNELS="${3:-ON}" ${torch_dir:+-DTORCH_DIR="$torch_dir"} \
-    ${cmake_prefix:+-DCMAKE_PREFIX_PATH="$cmake_prefix"} $launcher
+    -DHSM_CUDA_FAST="$1" -DHSM_CUDA_KERNELS="${3:-ON}" -DHSM_DATA_PARALLEL="${4:-ON}" \
+    ${torch_dir:+-DTORCH_DIR="$torch_dir"} ${cmake_prefix:+-DCMAKE_PREFIX_PATH="$cmake_prefix"} $launcher
 }
 # is_built TARGET: up to date (a dry run with nothing to do).
 is_built() {
@@ -239,18 +242,27 @@ build_targets() {
 }
 hsm=$build/engine/cli/hsm
 tests=ON
-stage configure 120 configure ON ON || stage configure_without_kernels 120 configure ON ON OFF ||
+kernels=ON
+stage configure 120 configure ON ON || { kernels=OFF; stage configure_without_kernels 120 configure ON ON OFF; } ||
   { tests=OFF; stage configure_without_tests 120 configure ON OFF OFF; }
 targets="hsm"
 [ $tests = ON ] && targets="hsm test_cuda test_cuda_cli"
 # shellcheck disable=SC2086
 stage build 420 build_targets $targets
-build_note="HSM_CUDA_FAST=ON HSM_BUILD_TESTS=$tests"
+build_note="HSM_CUDA_FAST=ON HSM_CUDA_KERNELS=$kernels HSM_BUILD_TESTS=$tests"
+if ! is_built hsm; then
+  # Data-parallel training calls c10d's C++ API, which changes from release to release: without it
+  # first (one file recompiled), the fused kernels and everything else kept.
+  build_note="HSM_CUDA_FAST=ON HSM_CUDA_KERNELS=$kernels HSM_DATA_PARALLEL=OFF HSM_BUILD_TESTS=$tests"
+  # shellcheck disable=SC2086
+  stage configure_data_parallel_off 120 configure ON $tests $kernels OFF &&
+    stage build_data_parallel_off 300 build_targets $targets
+fi
 if ! is_built hsm; then
   # The fused CUDA code is what this machine's LibTorch may refuse: without it, the rest still runs.
-  build_note="HSM_CUDA_FAST=OFF HSM_CUDA_KERNELS=OFF HSM_BUILD_TESTS=$tests"
+  build_note="HSM_CUDA_FAST=OFF HSM_CUDA_KERNELS=OFF HSM_DATA_PARALLEL=OFF HSM_BUILD_TESTS=$tests"
   # shellcheck disable=SC2086
-  stage configure_fast_off 120 configure OFF $tests OFF && stage build_fast_off 300 build_targets $targets
+  stage configure_fast_off 120 configure OFF $tests OFF OFF && stage build_fast_off 300 build_targets $targets
 fi
 if is_built hsm && [ -x "$hsm" ]; then
   record build_result ok 0 "$build_note"

@@ -58,7 +58,8 @@ class Distributed : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HSM_TEST_DATA_PARALLEL)
-      GTEST_SKIP() << "this build's LibTorch has no c10d Gloo process group: no data-parallel training";
+      GTEST_SKIP() << "no data-parallel training in this build (a LibTorch without c10d's Gloo, or "
+                      "HSM_DATA_PARALLEL=OFF)";
   }
   static void SetUpTestSuite() {
     dir_ = (fs::temp_directory_path() / ("hsm-dist-" + std::to_string(::getpid()))).string();

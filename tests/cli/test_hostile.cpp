@@ -298,7 +298,8 @@ int hsm_processes_naming(const std::string& path) {
 // step it stopped, not step 0's), every rank exits, and the launcher exits 130.
 TEST_F(Hostile, TheLauncherPassesAStopSignalOnToItsRanks) {
   if (!HSM_TEST_DATA_PARALLEL)
-    GTEST_SKIP() << "this build's LibTorch has no c10d Gloo process group: no data-parallel training";
+    GTEST_SKIP() << "no data-parallel training in this build (a LibTorch without c10d's Gloo, or "
+                    "HSM_DATA_PARALLEL=OFF)";
   for (const int sig : {SIGINT, SIGTERM}) {
     const std::string run = dir_ + "/launcher-signal-" + std::to_string(sig);
     const std::string rc = run + ".rc", pid = run + ".pid";

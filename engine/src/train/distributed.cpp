@@ -12,8 +12,9 @@
 #include "train/distributed.h"
 
 // A LibTorch built without Gloo (USE_C10D_GLOO undefined, e.g. without USE_DISTRIBUTED) has no
-// process group for the CPU: data-parallel training is refused in words there.
-#if defined(USE_C10D_GLOO)
+// process group for the CPU, and a build with HSM_DATA_PARALLEL=OFF (engine/CMakeLists.txt) leaves
+// this file's c10d code out: data-parallel training is refused in words there.
+#if defined(USE_C10D_GLOO) && !defined(HSM_NO_DATA_PARALLEL)
 #define HSM_DATA_PARALLEL 1
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -335,13 +336,18 @@ void DataParallel::fail(const std::string& what, const std::string& error) {
 // destructor waits for that work: keep it (and what it uses) alive until the process exits.
 void DataParallel::abandon() { c10d_.release(); }
 
-#else  // no Gloo in this LibTorch
+#else  // no Gloo in this LibTorch, or HSM_DATA_PARALLEL=OFF
 struct DataParallel::C10d {};
 
 DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
     : options_(options), device_(device) {
+#if defined(HSM_NO_DATA_PARALLEL)
+  throw std::invalid_argument("data-parallel training was left out of this build (HSM_DATA_PARALLEL=OFF; "
+                              "docs/distributed.md)");
+#else
   throw std::invalid_argument("data-parallel training needs c10d's Gloo process group, and this build's LibTorch (" +
                               std::string(TORCH_VERSION) + ") was built without it (docs/distributed.md)");
+#endif
 }
 DataParallel::~DataParallel() = default;
 void DataParallel::publish_ready(const std::string&) {}
