@@ -134,6 +134,43 @@ TEST(LmHeadLoss, EqualsPlainCrossEntropyWithGradients) {
   EXPECT_NEAR(hsm::lm_head_loss(h, w, y).item<double>(), ref.item<double>(), 1e-5);
 }
 
+// MixerImpl::reads_input_through_products_only() lets the LayerNorm before a mixer write its output
+// in bf16 under autocast (model.cpp, add_then_norm): it must be true only where forward(x) reads x
+// through matrix products alone. What that means, checked: with column j of every weight that reads
+// a d-wide input zeroed, x[..., j] no longer moves the output. Every mixer of the registry that
+// claims it is checked, and the check itself tells hsm_ab (which mixes x itself) apart.
+TEST(MixerInput, OnlyMixersThatReadItThroughProductsClaimSo) {
+  constexpr int64_t kD = 32, kT = 16, kChannel = 3;
+  auto build = [&](const std::string& id) {
+    const LayerSpec spec{id, 64, mixer_info(id).multi_head ? 4 : 1};
+    torch::manual_seed(5);
+    auto m = make_mixer(spec, 1, kD, 0.0, kT);
+    m->eval();
+    return m;
+  };
+  auto ignores_a_channel_no_weight_reads = [&](const std::shared_ptr<MixerImpl>& m) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : m->parameters())
+      if (p.dim() == 2 && p.size(1) == kD) p.select(1, kChannel).zero_();
+    const auto x = torch::randn({2, kT, kD});
+    auto moved = x.clone();
+    moved.select(2, kChannel).add_(5.0);
+    return torch::allclose(m->forward(x), m->forward(moved), 1e-6, 1e-6);
+  };
+  int claimed = 0;
+  for (const MixerInfo& info : all_mixers()) {
+    const auto m = build(info.id);
+    if (!m->reads_input_through_products_only()) continue;
+    ++claimed;
+    EXPECT_TRUE(ignores_a_channel_no_weight_reads(m)) << info.id << " claims to read x only through products";
+  }
+  EXPECT_GT(claimed, 0) << "attention claims it";
+  EXPECT_TRUE(build("attn")->reads_input_through_products_only());
+  const auto hsm_ab = build("hsm_ab");
+  EXPECT_FALSE(hsm_ab->reads_input_through_products_only());
+  EXPECT_FALSE(ignores_a_channel_no_weight_reads(hsm_ab)) << "the check tells a mixer that reads x itself apart";
+}
+
 // The stack a CUDA step that learns runs (GptImpl::run_blocks_joined: each residual add joined to
 // the LayerNorm after it, BlockImpl::forward_joined) is the plain one, run_blocks then ln_f: the
 // same output and the same gradients, with dropout drawing the same masks in the same order. On the
