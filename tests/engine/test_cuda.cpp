@@ -631,7 +631,10 @@ TEST(Cuda, FusedLmLossMatchesCrossEntropyUnderAutocast) {
 // A block's residual add with dropout and ln2 in one kernel against the two it replaces: the CPU's
 // mask for the same seed, then LayerNorm; h's and x's gradients both flowing back (the FFN's residual
 // and its input), y fp32 and bf16, and without dropout (p 0 keeps every element). Tolerances as
-// LayerNorm's; y's bf16 gradient rounded once on both sides.
+// LayerNorm's; y's bf16 gradient rounded once on both sides. With bf16 y also x in bf16 (x_bf16: for
+// a product under autocast): torch::layer_norm's output rounded to bf16 (one bf16 step where the two
+// fp32 values straddle a rounding boundary; most are equal), x's gradient then coming back in bf16
+// on both sides.
 TEST(Cuda, FusedAddNormIsResidualDropoutThenLayerNorm) {
   HSM_REQUIRE_FUSED();
   const auto f32 = torch::TensorOptions().device(torch::kCUDA);
@@ -640,76 +643,45 @@ TEST(Cuda, FusedAddNormIsResidualDropoutThenLayerNorm) {
   for (const int64_t d : {64, 300, 1024}) {
     for (const double p : {0.0, 0.1}) {
       for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-        torch::manual_seed(static_cast<uint64_t>(d));
-        const auto mask = p > 0 ? dropout_mask({rows, d}, p, static_cast<uint64_t>(seed)).to(torch::kCUDA)
-                                : torch::ones({rows, d}, f32);
-        const auto h_in = torch::randn({rows, d}, f32).requires_grad_(true);
-        const auto y = torch::randn({rows, d}, f32).to(dtype).requires_grad_(true);
-        const auto w = torch::randn({d}, f32).requires_grad_(true), b = torch::randn({d}, f32).requires_grad_(true);
-        const auto up_h = torch::randn({rows, d}, f32), up_x = torch::randn({rows, d}, f32);
-        ASSERT_TRUE(cuda_fused::eligible_add_norm(h_in, y, w, b));
-        const auto [h, x] = cuda_fused::add_norm_with_seed(h_in, y, p, w, b, 1e-5, seed_t);
-        ((h * up_h).sum() + (x * up_x).sum()).backward();
-        std::vector<torch::Tensor> fused;
-        for (const auto& t : {h_in, y, w, b}) {
-          fused.push_back(t.grad().clone());
-          t.mutable_grad().reset();
+        for (const bool x_bf16 : {false, true}) {
+          if (x_bf16 && dtype != torch::kBFloat16) continue;
+          torch::manual_seed(static_cast<uint64_t>(d));
+          const auto mask = p > 0 ? dropout_mask({rows, d}, p, static_cast<uint64_t>(seed)).to(torch::kCUDA)
+                                  : torch::ones({rows, d}, f32);
+          const auto h_in = torch::randn({rows, d}, f32).requires_grad_(true);
+          const auto y = torch::randn({rows, d}, f32).to(dtype).requires_grad_(true);
+          const auto w = torch::randn({d}, f32).requires_grad_(true), b = torch::randn({d}, f32).requires_grad_(true);
+          auto up_h = torch::randn({rows, d}, f32), up_x = torch::randn({rows, d}, f32);
+          if (x_bf16) up_x = up_x.to(torch::kBFloat16).to(torch::kFloat32);  // x's gradient, exact in bf16
+          ASSERT_TRUE(cuda_fused::eligible_add_norm(h_in, y, w, b));
+          const auto [h, x] = cuda_fused::add_norm_with_seed(h_in, y, p, w, b, 1e-5, seed_t, x_bf16);
+          ASSERT_EQ(x.scalar_type(), x_bf16 ? torch::kBFloat16 : torch::kFloat32);
+          ASSERT_EQ(h.scalar_type(), torch::kFloat32);
+          ((h * up_h).sum() + (x.to(torch::kFloat32) * up_x).sum()).backward();
+          std::vector<torch::Tensor> fused;
+          for (const auto& t : {h_in, y, w, b}) {
+            fused.push_back(t.grad().clone());
+            t.mutable_grad().reset();
+          }
+          const auto h_ref = h_in + y.to(torch::kFloat32) * mask;
+          auto x_ref = torch::layer_norm(h_ref, {d}, w, b, 1e-5);
+          if (x_bf16) x_ref = x_ref.to(torch::kBFloat16);
+          ((h_ref * up_h).sum() + (x_ref.to(torch::kFloat32) * up_x).sum()).backward();
+          const std::string at = "d " + std::to_string(d) + ", p " + std::to_string(p) +
+                                 (dtype == torch::kBFloat16 ? ", bf16 y" : ", fp32 y") + (x_bf16 ? ", bf16 x" : "");
+          EXPECT_TRUE(close_to(h, h_ref, 1e-6)) << at << " h";
+          EXPECT_TRUE(close_to(x.to(torch::kFloat32), x_ref.to(torch::kFloat32), x_bf16 ? 1e-2 : 1e-5)) << at << " x";
+          if (x_bf16)
+            EXPECT_GT((x == x_ref).to(torch::kFloat64).mean().item<double>(), 0.95) << at << " x rounded as LibTorch's";
+          EXPECT_TRUE(close_to(fused[0], h_in.grad(), 1e-4)) << at << " h_in's gradient";
+          EXPECT_TRUE(close_to(fused[1].to(torch::kFloat32), y.grad().to(torch::kFloat32),
+                               dtype == torch::kBFloat16 ? 1e-2 : 1e-4))
+              << at << " y's gradient";
+          EXPECT_TRUE(close_to(fused[2], w.grad(), 1e-4)) << at << " weight gradient";
+          EXPECT_TRUE(close_to(fused[3], b.grad(), 1e-4)) << at << " bias gradient";
         }
-        const auto h_ref = h_in + y.to(torch::kFloat32) * mask;
-        const auto x_ref = torch::layer_norm(h_ref, {d}, w, b, 1e-5);
-        ((h_ref * up_h).sum() + (x_ref * up_x).sum()).backward();
-        const std::string at = "d " + std::to_string(d) + ", p " + std::to_string(p) +
-                               (dtype == torch::kBFloat16 ? ", bf16 y" : ", fp32 y");
-        EXPECT_TRUE(close_to(h, h_ref, 1e-6)) << at << " h";
-        EXPECT_TRUE(close_to(x, x_ref, 1e-5)) << at << " x";
-        EXPECT_TRUE(close_to(fused[0], h_in.grad(), 1e-4)) << at << " h_in's gradient";
-        EXPECT_TRUE(close_to(fused[1].to(torch::kFloat32), y.grad().to(torch::kFloat32),
-                             dtype == torch::kBFloat16 ? 1e-2 : 1e-4))
-            << at << " y's gradient";
-        EXPECT_TRUE(close_to(fused[2], w.grad(), 1e-4)) << at << " weight gradient";
-        EXPECT_TRUE(close_to(fused[3], b.grad(), 1e-4)) << at << " bias gradient";
       }
     }
-  }
-}
-
-// x in bf16 (x_bf16: for the FFN's product under autocast) is torch::layer_norm's output rounded to
-// bf16 (one bf16 step where the two fp32 values straddle a rounding boundary; most are equal), and
-// x's gradient, which then comes back in bf16, gives the same h_in, y, weight and bias gradients as
-// LibTorch's operations fed the same bf16 gradient.
-TEST(Cuda, FusedAddNormWritesXInBf16ForAProduct) {
-  HSM_REQUIRE_FUSED();
-  const auto f32 = torch::TensorOptions().device(torch::kCUDA);
-  const int64_t seed = 0x0badc0ffee12LL, rows = 3000;
-  const auto seed_t = torch::full({1}, seed, f32.dtype(torch::kLong));
-  for (const int64_t d : {64, 300, 1024}) {
-    torch::manual_seed(static_cast<uint64_t>(d));
-    const double p = 0.1;
-    const auto mask = dropout_mask({rows, d}, p, static_cast<uint64_t>(seed)).to(torch::kCUDA);
-    const auto h_in = torch::randn({rows, d}, f32).requires_grad_(true);
-    const auto y = torch::randn({rows, d}, f32).to(torch::kBFloat16).requires_grad_(true);
-    const auto w = torch::randn({d}, f32).requires_grad_(true), b = torch::randn({d}, f32).requires_grad_(true);
-    const auto up_h = torch::randn({rows, d}, f32), up_x = torch::randn({rows, d}, f32).to(torch::kBFloat16);
-    const auto [h, x] = cuda_fused::add_norm_with_seed(h_in, y, p, w, b, 1e-5, seed_t, /*x_bf16=*/true);
-    ASSERT_EQ(x.scalar_type(), torch::kBFloat16);
-    ASSERT_EQ(h.scalar_type(), torch::kFloat32);
-    ((h * up_h).sum() + (x.to(torch::kFloat32) * up_x.to(torch::kFloat32)).sum()).backward();
-    std::vector<torch::Tensor> fused;
-    for (const auto& t : {h_in, y, w, b}) {
-      fused.push_back(t.grad().clone());
-      t.mutable_grad().reset();
-    }
-    const auto h_ref = h_in + y.to(torch::kFloat32) * mask;
-    const auto x_ref = torch::layer_norm(h_ref, {d}, w, b, 1e-5).to(torch::kBFloat16);
-    ((h_ref * up_h).sum() + (x_ref.to(torch::kFloat32) * up_x.to(torch::kFloat32)).sum()).backward();
-    const std::string at = "d " + std::to_string(d);
-    EXPECT_TRUE(close_to(x.to(torch::kFloat32), x_ref.to(torch::kFloat32), 1e-2)) << at << " x";
-    EXPECT_GT((x == x_ref).to(torch::kFloat64).mean().item<double>(), 0.95) << at << " x rounded as LibTorch's";
-    EXPECT_TRUE(close_to(h, h_ref, 1e-6)) << at << " h";
-    EXPECT_TRUE(close_to(fused[0], h_in.grad(), 1e-4)) << at << " h_in's gradient";
-    EXPECT_TRUE(close_to(fused[1].to(torch::kFloat32), y.grad().to(torch::kFloat32), 1e-2)) << at << " y's gradient";
-    EXPECT_TRUE(close_to(fused[2], w.grad(), 1e-4)) << at << " weight gradient";
-    EXPECT_TRUE(close_to(fused[3], b.grad(), 1e-4)) << at << " bias gradient";
   }
 }
 

@@ -32,8 +32,18 @@ namespace hsm::cuda_fused {
 namespace {
 
 // Which kernel families are on: HSM_CUDA_FUSED unset or 1: all; 0: none; else a comma-separated
-// list of the ones on (norm, dropout, shift, loss, gelu, addnorm), for an A/B of one family.
-constexpr unsigned kNorm = 1, kDropout = 2, kShift = 4, kLoss = 8, kGelu = 16, kAddNorm = 32, kAll = 63;
+// list of the ones on (the names below), for an A/B of one family.
+constexpr unsigned kNorm = 1, kDropout = 2, kShift = 4, kLoss = 8, kGelu = 16, kAddNorm = 32;
+// Every family with its name: the one list that HSM_CUDA_FUSED, describe() and the messages read.
+constexpr std::pair<unsigned, const char*> kFamilies[] = {{kNorm, "norm"}, {kDropout, "dropout"}, {kShift, "shift"},
+                                                          {kLoss, "loss"}, {kGelu, "gelu"},       {kAddNorm, "addnorm"}};
+constexpr unsigned kAll = kNorm | kDropout | kShift | kLoss | kGelu | kAddNorm;
+
+[[maybe_unused]] const char* family_name(unsigned family) {
+  for (const auto& [bit, name] : kFamilies)
+    if (bit == family) return name;
+  return "?";
+}
 unsigned families_from_env() {
   const char* v = std::getenv("HSM_CUDA_FUSED");
   if (v == nullptr || std::string(v).empty() || std::string(v) == "1") return kAll;
@@ -42,17 +52,15 @@ unsigned families_from_env() {
   std::string list = std::string(v) + ",";
   for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1) {
     const std::string name = list.substr(start, comma - start);
-    const unsigned bit = name == "norm"      ? kNorm
-                         : name == "dropout" ? kDropout
-                         : name == "shift"   ? kShift
-                         : name == "loss"    ? kLoss
-                         : name == "gelu"    ? kGelu
-                         : name == "addnorm" ? kAddNorm
-                                             : 0;
-    if (bit == 0 && !name.empty())
-      std::fprintf(stderr,
-                   "hsm: HSM_CUDA_FUSED names no kernel family '%s' (0, 1, or any of norm,dropout,shift,loss,gelu,addnorm)\n",
-                   name.c_str());
+    unsigned bit = 0;
+    for (const auto& [b, n] : kFamilies)
+      if (name == n) bit = b;
+    if (bit == 0 && !name.empty()) {
+      std::string known;
+      for (const auto& [b, n] : kFamilies) known += std::string(known.empty() ? "" : ",") + n;
+      std::fprintf(stderr, "hsm: HSM_CUDA_FUSED names no kernel family '%s' (0, 1, or any of %s)\n", name.c_str(),
+                   known.c_str());
+    }
     on |= bit;
   }
   return on;
@@ -90,8 +98,7 @@ std::string describe() {
   if (f == kAll) return "fused CUDA kernels: on";
   if (f == 0) return "fused CUDA kernels: off (HSM_CUDA_FUSED=0)";
   std::string names;
-  for (const auto& [bit, name] : {std::pair{kNorm, "norm"}, {kDropout, "dropout"}, {kShift, "shift"}, {kLoss, "loss"},
-                                  {kGelu, "gelu"}, {kAddNorm, "addnorm"}})
+  for (const auto& [bit, name] : kFamilies)
     if (f & bit) names += std::string(names.empty() ? "" : ",") + name;
   return "fused CUDA kernels: " + names + " only (HSM_CUDA_FUSED)";
 #else
@@ -634,10 +641,6 @@ double self_check(unsigned family, const torch::Device& device) {
     case kAddNorm: return check_add_norm(in);
     default: return check_loss(in);
   }
-}
-
-const char* family_name(unsigned family) {
-  return family == kNorm ? "norm" : family == kDropout ? "dropout" : family == kShift ? "shift" : family == kGelu ? "gelu" : family == kAddNorm ? "addnorm" : "loss";
 }
 
 bool checked(unsigned family, const torch::Device& device) {

@@ -15,13 +15,13 @@
 // process group for the CPU, and a build with HSM_DATA_PARALLEL=OFF (engine/CMakeLists.txt) leaves
 // this file's c10d code out: data-parallel training is refused in words there.
 #if defined(USE_C10D_GLOO) && !defined(HSM_NO_DATA_PARALLEL)
-#define HSM_DATA_PARALLEL 1
+#define HSM_WITH_C10D 1
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 #else
-#define HSM_DATA_PARALLEL 0
+#define HSM_WITH_C10D 0
 #endif
 
 #include <algorithm>
@@ -32,7 +32,7 @@
 
 namespace hsm {
 
-#if HSM_DATA_PARALLEL
+#if HSM_WITH_C10D
 struct DataParallel::C10d {
   c10::intrusive_ptr<c10d::Store> store;       // this rank's client (rank 0 also serves it)
   c10::intrusive_ptr<c10d::Store> beat_store;  // the heartbeat thread's own connection
