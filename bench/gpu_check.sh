@@ -32,7 +32,10 @@
 #   peer      bench/gpu_reference_speed.py: plain PyTorch, eager, the same models and batches
 #   decode    hsm generate of 200 tokens: cached (on CUDA the CUDA graph), cached eager
 #             (HSM_CUDA_GRAPH=0), uncached, and cached on the CPU; hsm bench's batch-1 decoding rates
-#             (graph, eager cached, uncached) for hsm_ab, gpt, hybrid_0_6; decode.goals in the report
+#             (graph, eager cached, uncached) for hsm_ab, gpt, hybrid_0_6; decode.goals in the report;
+#             each generate's time to its first token (first use of the kernels, the graph's
+#             recording) apart from its rate after it, and (after the timings) cached and uncached
+#             again with CUDA_MODULE_LOADING=EAGER: how much of that first time is loading kernels
 #   compiled  the peer under torch.compile at batch 256: compiled in the background from the
 #             build on (a minute or more per model, on the CPU), held before the timed stages,
 #             timed last
@@ -74,7 +77,7 @@ while [ $# -gt 0 ]; do
     --torch-dir) torch_dir=$2; shift 2 ;;
     --force-debs) force_debs=1; shift ;;
     --no-cpu-seeds) cpu_seeds=0; shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -u/{/^set -u/d;p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -434,11 +437,15 @@ stage peer_eager 150 peer eager gpt hsm_ab hybrid_0_6
 
 # ---- decode --------------------------------------------------------------------------------------
 # MODE: cached (on CUDA the step as a CUDA graph, decoder "cuda-graph"), cached_eager (LibTorch's
-# cached step operator by operator: HSM_CUDA_GRAPH=0), uncached (the window again for every token).
+# cached step operator by operator: HSM_CUDA_GRAPH=0), uncached (the window again for every token);
+# *_modules_loaded: the same with CUDA_MODULE_LOADING=EAGER (every kernel's module loaded when the
+# model reaches the device, before the timed call), which shows how much of first_token_seconds is
+# CUDA's lazy loading of kernels at their first launch.
 generate_one() {  # DEVICE MODE
   local extra="" env=""
-  [ "$2" = uncached ] && extra=--no-cache
+  case $2 in uncached*) extra=--no-cache ;; esac
   [ "$2" = cached_eager ] && env="HSM_CUDA_GRAPH=0"
+  case $2 in *_modules_loaded) env="$env CUDA_MODULE_LOADING=EAGER" ;; esac
   # shellcheck disable=SC2086
   env $env "$hsm" generate "$runs/hsm_ab_s1" --prompt "Once upon a time" --max-tokens 200 --no-stop --temperature 0 \
     --device "$1" $extra --json > "$out/results/generate_$1_$2.json"
@@ -476,6 +483,12 @@ if [ -n "$compile_pid" ]; then
   log "peer_compile: $(cut -f1 "$status_dir/peer_compile") after $(($(date +%s) - t0))s of timing"
 else
   record peer_compile skipped 0 "out of the time budget"
+fi
+
+# Where the first token's time goes on CUDA (after every timing: loading every module takes the
+# driver seconds and memory).
+if [ -n "$hsm" ] && [ -d "$decode_runs" ] && [ "$device" != cpu ]; then
+  for c in cached_modules_loaded uncached_modules_loaded; do stage "generate_${device}_$c" 45 generate_one "$device" "$c"; done
 fi
 
 # ---- the same recipe on the CPU: four seeds, for the loss spread -----------------------------------
@@ -586,8 +599,8 @@ for p in sorted(glob.glob(os.path.join(res, "only_*_b*.json"))):
     family_rows.setdefault(os.path.basename(p).split("_")[1], []).extend(load_json(p).get("models", []))
 for p in sorted(glob.glob(os.path.join(res, "bench_b*.json"))):
     j = load_json(p)
-    bench[os.path.basename(p)[:-5]] = {k: j.get(k) for k in ("sgemm_peak_gflops", "peak_kind", "cuda_kernels", "error")
-                                       if k in j}
+    bench[os.path.basename(p)[:-5]] = {k: j.get(k) for k in ("sgemm_peak_gflops", "peak_kind", "cuda_kernels",
+                                                             "cuda_kernel_checks", "error") if k in j}
     for m in j.get("models", []):
         row = {"model": m["name"], "batch": m["batch"], "hsm_tokens_per_s": m["train_tokens_per_s"],
                "mfu": m.get("mfu"), "cuda_graph": m.get("train_cuda_graph"),
@@ -597,7 +610,7 @@ for p in sorted(glob.glob(os.path.join(res, "bench_b*.json"))):
         if unfused:  # the same step with HSM_CUDA_FUSED=0, in the same run
             row["hsm_unfused_tokens_per_s"] = unfused["train_tokens_per_s"]
             row["fused_vs_unfused"] = m["train_tokens_per_s"] / unfused["train_tokens_per_s"]
-        for fam in ("norm", "dropout", "shift", "loss"):
+        for fam in sorted(family_rows):  # every family bench_unfused timed alone
             only = next((u for u in family_rows.get(fam, []) if u["name"] == m["name"] and u["batch"] == m["batch"]), None)
             if only:
                 row["only_%s_tokens_per_s" % fam] = only["train_tokens_per_s"]
@@ -622,9 +635,13 @@ report["peer_rows"] = [dict(r) for r in peers.values()]
 decode = {}
 for p in sorted(glob.glob(os.path.join(res, "generate_*.json"))):
     j = load_json(p)
-    decode[os.path.basename(p)[len("generate_"):-5]] = {k: j.get(k) for k in ("seconds", "tokens_per_s", "decoder",
-                                                                               "decoder_note", "cached", "error")
-                                                        if k in j}
+    d = {k: j.get(k) for k in ("seconds", "tokens_per_s", "first_token_seconds", "setup_seconds", "decoder",
+                               "decoder_note", "cached", "error") if k in j}
+    # The rate once the first token could be sampled: the decoding itself, first use of the
+    # kernels (and on CUDA the graph's recording) left out.
+    if j.get("tokens") and j.get("first_token_seconds") is not None and j["seconds"] > j["first_token_seconds"]:
+        d["after_first_tokens_per_s"] = len(j["tokens"]) / (j["seconds"] - j["first_token_seconds"])
+    decode[os.path.basename(p)[len("generate_"):-5]] = d
 bd = load_json(os.path.join(res, "bench_decode.json")) if os.path.exists(os.path.join(res, "bench_decode.json")) else {}
 decode["bench"] = [{k: m.get(k) for k in ("name", "decode_graph_tokens_per_s", "decode_cached_tokens_per_s",
                                           "decode_uncached_tokens_per_s", "graph_vs_uncached", "graph_vs_cached",
@@ -636,12 +653,17 @@ if c.get("tokens_per_s") and u.get("tokens_per_s"):
     decode["generate_cached_vs_uncached"] = c["tokens_per_s"] / u["tokens_per_s"]
 if c.get("tokens_per_s") and e.get("tokens_per_s"):
     decode["generate_cached_vs_eager"] = c["tokens_per_s"] / e["tokens_per_s"]
+if c.get("after_first_tokens_per_s") and u.get("after_first_tokens_per_s"):
+    decode["generate_cached_vs_uncached_after_first"] = c["after_first_tokens_per_s"] / u["after_first_tokens_per_s"]
 ab = next((m for m in decode["bench"] if m.get("name") == "hsm_ab"), {})
 best = ab.get("decode_graph_tokens_per_s") or ab.get("decode_cached_tokens_per_s")
 goals = {"decoder": c.get("decoder"),
          "generate_200_seconds": {k: decode.get(device + "_" + k, {}).get("seconds")
                                   for k in ("cached", "cached_eager", "uncached")},
-         "generate_200_cpu_seconds": decode.get("cpu_cached", {}).get("seconds")}
+         "generate_200_cpu_seconds": decode.get("cpu_cached", {}).get("seconds"),
+         "generate_200_first_token_seconds": {k: decode.get(device + "_" + k, {}).get("first_token_seconds")
+                                              for k in ("cached", "cached_eager", "uncached", "cached_modules_loaded",
+                                                        "uncached_modules_loaded")}}
 if "generate_cached_vs_uncached" in decode:
     goals["cached_3x_uncached"] = decode["generate_cached_vs_uncached"] >= 3
 if best:

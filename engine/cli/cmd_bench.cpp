@@ -79,6 +79,7 @@ Command add_bench_command(CLI::App& app) {
                                 {"sgemm_peak_gflops", report.sgemm_peak_gflops},
                                 {"peak_kind", report.peak_kind},
                                 {"cuda_kernels", report.cuda_kernels},
+                                {"cuda_kernel_checks", report.cuda_kernel_checks},
                                 {"sgemm_peak_by_backend", report.sgemm_peak_by_backend},
                                 {"models", nlohmann::json::array()}};
           for (const auto& r : report.results) {
@@ -153,6 +154,9 @@ Command add_bench_command(CLI::App& app) {
             std::printf("%s @%lld: training step as a CUDA graph %.0f tokens/s, its eager step %.0f (%.2fx)\n",
                         r.name.c_str(), static_cast<long long>(r.context), r.train_tokens_per_s,
                         r.train_eager_tokens_per_s, r.train_tokens_per_s / r.train_eager_tokens_per_s);
+        if (!report.cuda_kernels.empty())
+          std::printf("%s%s%s\n", report.cuda_kernels.c_str(), report.cuda_kernel_checks.empty() ? "" : "; checked: ",
+                      report.cuda_kernel_checks.c_str());
         std::string by_backend;
         for (const auto& [name, peak] : report.sgemm_peak_by_backend)
           by_backend += (by_backend.empty() ? " (" : ", ") + name + " " + std::to_string(static_cast<int>(peak + 0.5));

@@ -73,17 +73,22 @@ Command add_generate_command(CLI::App& app) {
                                           {"decode_threads", r.decode_threads},
                                           {"seconds", r.seconds},
                                           {"tokens_per_s", r.tokens_per_s},
+                                          {"first_token_seconds", r.first_token_seconds},
+                                          {"setup_seconds", r.setup_seconds},
                                           {"tokens", tokens}}
                                .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                         << "\n";
             } else {
-              std::cout << "\n";
+              std::cout << std::endl;  // before the summary on stderr, also through a pipe
               const std::string threads = r.decode_threads > 0 ? " on " + std::to_string(r.decode_threads) +
                                                                      (r.decode_threads == 1 ? " thread" : " threads")
                                                                : "";
               if (!r.decoder_note.empty()) std::fprintf(stderr, "[no CUDA graph: %s]\n", r.decoder_note.c_str());
-              std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, seed %llu, %s decoder%s%s]\n", r.tokens.size(),
-                           r.tokens_per_s, static_cast<unsigned long long>(r.seed), r.decoder.c_str(),
+              const double first = r.first_token_seconds;
+              std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, the first after %.*f %s, seed %llu, %s decoder%s%s]\n",
+                           r.tokens.size(), r.tokens_per_s, first < 1 ? 0 : 2, first < 1 ? first * 1000 : first,
+                           first < 1 ? "ms" : "s",
+                           static_cast<unsigned long long>(r.seed), r.decoder.c_str(),
                            threads.c_str(), r.ended ? ", end of story" : "");
             }
             return 0;

@@ -227,6 +227,11 @@ TEST(CliPipeline, TrainEvalGenerateAndRefuseACorruptCheckpoint) {
   auto gen = run_json("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop --json");
   EXPECT_EQ(gen["tokens"].size(), 12u);
   EXPECT_EQ(gen["seed"], 4);
+  // The time to the first token is part of the whole, and the decoder's making part of it.
+  EXPECT_GT(gen["first_token_seconds"].get<double>(), 0.0);
+  EXPECT_LT(gen["first_token_seconds"].get<double>(), gen["seconds"].get<double>());
+  EXPECT_GE(gen["setup_seconds"].get<double>(), 0.0);
+  EXPECT_LE(gen["setup_seconds"].get<double>(), gen["first_token_seconds"].get<double>());
   for (const auto& t : gen["tokens"]) {
     EXPECT_GT(t["prob"].get<double>(), 0.0);
     EXPECT_GE(t["top"].size(), 1u);
@@ -238,6 +243,8 @@ TEST(CliPipeline, TrainEvalGenerateAndRefuseACorruptCheckpoint) {
   auto text = run("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop");
   EXPECT_EQ(text.status, 0);
   EXPECT_EQ(text.out.rfind("Once upon" + gen["text"].get<std::string>(), 0), 0u) << text.out;
+  EXPECT_NE(text.out.find("[12 tokens, "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" tokens/s, the first after "), std::string::npos) << text.out;
 
   // A truncated checkpoint is refused with a reason.
   const std::string weights = run_dir + "/model.safetensors";

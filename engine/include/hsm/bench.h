@@ -64,6 +64,9 @@ struct BenchReport {
   std::string peak_kind = "fp32 sgemm";  // which of the two ("bf16 matmul" on CUDA)
   // On CUDA: whether the training step ran on the fused kernels (model/cuda_fused.h), in words.
   std::string cuda_kernels;
+  // On CUDA, after the timings: what each family's check at first use found (passed, or disagreed
+  // and so LibTorch's operations timed instead); empty where none ran.
+  std::string cuda_kernel_checks;
   // The same per CPU matrix-product backend ("onednn", "libtorch"; kernels/gemm.h), all measured
   // in this run, so which one is faster on a CPU can be read off; the peak above is the best.
   std::map<std::string, double> sgemm_peak_by_backend;

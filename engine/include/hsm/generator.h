@@ -51,8 +51,13 @@ struct GenerationResult {
   bool ended = false;  // stopped at <|endoftext|>
   bool sentence_end = false;  // stopped at a sentence end (SampleSettings::end_at_sentence_after)
   uint64_t seed = 0;   // the seed used (reproduces the run)
-  double seconds = 0;
-  double tokens_per_s = 0;
+  double seconds = 0;       // the whole call: decoder made, prompt encoded, every token
+  double tokens_per_s = 0;  // tokens / seconds
+  // Seconds until the first token could be sampled: the decoder made (on CUDA the step recorded as
+  // a graph, setup_seconds) and the prompt encoded. On a GPU this holds a process's first use of
+  // each kernel; what follows is the decoding rate proper.
+  double first_token_seconds = 0;
+  double setup_seconds = 0;  // of first_token_seconds, making the decoder (CPU paths: ~0)
   // Which decoding path ran: "fast" (hand-written fp32, cached), "cuda-graph" (CUDA: the cached
   // step recorded once as a CUDA graph and replayed per token), "libtorch" (cached steps) or
   // "libtorch-uncached" (the window recomputed for every token).

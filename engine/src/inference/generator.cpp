@@ -194,6 +194,7 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
 
   // The fast path knows nothing of knock-outs (hsm/knock_out.h): LibTorch's steps honour them.
   const bool fast = options.use_cache && options.fast_path && m.fast && m.gpt->knock_outs().empty();
+  const auto t_decoder = std::chrono::steady_clock::now();
   std::unique_ptr<TokenDecoder> decoder;
   if (fast) {
     decoder = std::make_unique<FastPathDecoder>(m);
@@ -213,6 +214,8 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
       decoder = std::make_unique<UncachedDecoder>(m);
     result.decoder = options.use_cache ? "libtorch" : "libtorch-uncached";
   }
+  const auto since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
+  result.setup_seconds = since(t_decoder);
 
   // The model has consumed all[win_start..]; every decoder slides the same window so their
   // logits agree token for token.
@@ -220,7 +223,8 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
   // The leading <|endoftext|> is not the prompt's.
   result.prompt_tokens_cut = std::max<int64_t>(0, static_cast<int64_t>(win_start) - 1);
   auto window = [&] { return std::vector<int32_t>(all.begin() + static_cast<long>(win_start), all.end()); };
-  const float* logits = decoder->start(window());
+  const float* logits = decoder->start(window());  // on the host: every decoder has waited for its device
+  result.first_token_seconds = since(t0);
   const auto vocab = static_cast<size_t>(m.config.vocab_size);
 
   std::vector<int32_t> generated, pending;
@@ -271,7 +275,7 @@ GenerationResult Generator::run(const std::string& prompt, const GenerateOptions
   }
   result.decode_threads = m.device.is_cpu() ? decoder->threads() : 0;
   result.text = tok.decode(generated);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.seconds = since(t0);
   result.tokens_per_s = result.seconds > 0 ? static_cast<double>(result.tokens.size()) / result.seconds : 0;
   return result;
 }

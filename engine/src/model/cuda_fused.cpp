@@ -643,12 +643,24 @@ double self_check(unsigned family, const torch::Device& device) {
   }
 }
 
+struct CheckResult {
+  bool passed = false;
+  std::string why;  // for one that did not pass
+};
+struct CheckResults {
+  std::mutex mutex;
+  std::map<std::pair<unsigned, int>, CheckResult> by_family;  // (family, device index), families' order
+};
+CheckResults& check_results_store() {
+  static CheckResults store;
+  return store;
+}
+
 bool checked(unsigned family, const torch::Device& device) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, unsigned>, bool> results;  // (device, family) -> passed
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(static_cast<int>(device.index()), family);
-  if (const auto it = results.find(key); it != results.end()) return it->second;
+  auto& store = check_results_store();
+  const std::lock_guard<std::mutex> lock(store.mutex);
+  const auto key = std::make_pair(family, static_cast<int>(device.index()));
+  if (const auto it = store.by_family.find(key); it != store.by_family.end()) return it->second.passed;
   // Not while a CUDA graph is being recorded (the check synchronises): LibTorch's operations then,
   // and the check at the next eager use. The trainer's and bench's eager warm-up steps come first.
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
@@ -663,16 +675,28 @@ bool checked(unsigned family, const torch::Device& device) {
     why = e.what();
   }
   const bool ok = bad <= 1.0;
-  results[key] = ok;
+  if (!ok && why.empty()) why = "off by " + std::to_string(bad) + "x the tolerance";
+  store.by_family[key] = {ok, why.substr(0, 300)};
   if (!ok) {
     std::fprintf(stderr, "hsm: the fused CUDA %s kernels disagreed with LibTorch on %s (%s): LibTorch's operations "
-                 "are used instead\n", family_name(family), device.str().c_str(),
-                 why.empty() ? ("off by " + std::to_string(bad) + "x the tolerance").c_str() : why.substr(0, 300).c_str());
+                 "are used instead\n", family_name(family), device.str().c_str(), store.by_family[key].why.c_str());
   }
   return ok;
 }
 
 }  // namespace
+
+std::string check_results() {
+  auto& store = check_results_store();
+  const std::lock_guard<std::mutex> lock(store.mutex);
+  std::string out;
+  for (const auto& [key, result] : store.by_family) {
+    out += std::string(out.empty() ? "" : ", ") + family_name(key.first) +
+           (result.passed ? " passed" : " disagreed") + " on " + torch::Device(torch::kCUDA, key.second).str();
+    if (!result.passed) out += " (" + result.why + ")";
+  }
+  return out;
+}
 
 #else  // built without the kernels: eligible_* say no, so these are never reached
 
@@ -680,6 +704,7 @@ namespace {
 [[noreturn]] void not_built() { throw std::logic_error(describe()); }
 bool checked(unsigned, const torch::Device&) { return false; }
 }  // namespace
+std::string check_results() { return ""; }
 torch::Tensor layer_norm(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) { not_built(); }
 torch::Tensor dropout_with_seed(const torch::Tensor&, const torch::Tensor&, double, const torch::Tensor&) {
   not_built();

@@ -21,6 +21,11 @@ bool enabled();
 void set_enabled(bool on);
 // "fused CUDA kernels: on" / "...: off (HSM_CUDA_FUSED=0)" / "...: not built (...)".
 std::string describe();
+// What the checks at first use (each family against LibTorch, once per device) found so far in this
+// process: "norm passed on cuda:0, gelu disagreed on cuda:0 (off by 3.1x the tolerance)", in the
+// families' order; empty before any ran. A family that disagreed is off for the process, so a
+// figure taken after it is LibTorch's for that family (hsm bench reports this beside its rates).
+std::string check_results();
 
 // LayerNorm over the last dimension (fp32 [..., d], d ≤ 1024, weight and bias [d]).
 bool eligible_layer_norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);

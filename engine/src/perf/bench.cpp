@@ -357,6 +357,7 @@ BenchReport run_bench(const std::vector<ModelConfig>& models, const BenchOptions
         r.train_rate_vs_baseline = base > 0 ? r.train_tokens_per_s * r.train_flops_per_token / base : 0.0;
         break;
       }
+  if (device.is_cuda()) report.cuda_kernel_checks = cuda_fused::check_results();
   return report;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "hsm/grid_workers.h"
 #include "hsm/receptive_field.h"
@@ -27,6 +28,10 @@ struct Block {
   std::string text;                             // heading, paragraph, code; a figure's caption
   std::vector<std::vector<std::string>> rows;   // a table: the header first
   std::string file, svg;                        // a figure; a code block's language in file ("sh" when empty)
+
+  // `{Block::kText, "..."}` and the like, the fields not given empty.
+  Block(Kind kind, std::string text = {}, std::vector<std::vector<std::string>> rows = {}, std::string file = {})
+      : kind(kind), text(std::move(text)), rows(std::move(rows)), file(std::move(file)) {}
 };
 
 std::string fixed(double x, int digits = 3) {
