@@ -1,5 +1,6 @@
 // `hsm generate RUN_DIR --prompt TEXT [...]`: streams a continuation token by token;
-// --json gives every token with its probability and the top alternatives.
+// --json gives every token with its probability and the top alternatives. --samples N makes N
+// stories in one process (one model load; on a GPU the kernels' first use paid once).
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,12 +12,42 @@
 
 namespace hsm::cli {
 
+namespace {
+
+// One generation as `hsm generate --json` prints it: every token with its probability and the top
+// alternatives, the decoder that ran and its timings.
+nlohmann::json generation_json(const GenerationResult& r, bool cached) {
+  nlohmann::json tokens = nlohmann::json::array();
+  for (const auto& t : r.tokens) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& alt : t.top) top.push_back({{"id", alt.id}, {"piece", alt.piece}, {"prob", alt.prob}});
+    tokens.push_back({{"id", t.id}, {"piece", t.piece}, {"text", t.text}, {"prob", t.prob}, {"top", top}});
+  }
+  return {{"prompt", r.prompt},
+          {"text", r.text},
+          {"seed", r.seed},
+          {"prompt_tokens", r.prompt_tokens},
+          {"prompt_tokens_cut", r.prompt_tokens_cut},
+          {"ended", r.ended},
+          {"cached", cached},
+          {"decoder", r.decoder},
+          {"decoder_note", r.decoder_note},
+          {"decode_threads", r.decode_threads},
+          {"seconds", r.seconds},
+          {"tokens_per_s", r.tokens_per_s},
+          {"first_token_seconds", r.first_token_seconds},
+          {"setup_seconds", r.setup_seconds},
+          {"tokens", tokens}};
+}
+
+}  // namespace
+
 Command add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text from a trained run");
   struct Args {
     std::string run, prompt, device = "auto";
     GenerateOptions options;
-    int threads = 0;
+    int threads = 0, samples = 1;
     bool no_cache = false, no_fast_path = false, no_stop = false, json = false;
   };
   auto a = std::make_shared<Args>();
@@ -30,6 +61,10 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", s.seed, "Random seed; 0 = random (default), reported with --json");
   cmd->add_option("--max-tokens", s.max_new_tokens, "Tokens to generate at most (default 256)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--samples", a->samples,
+                  "Stories to generate from the prompt, one after another (default 1); with --seed S the i-th "
+                  "uses seed S+i. --json prints {\"samples\": [...]} when more than one")
+      ->check(CLI::Range(1, 10000));
   cmd->add_flag("--no-stop", a->no_stop, "Keep going past <|endoftext|>");
   cmd->add_flag("--no-cache", a->no_cache, "Recompute the window for every token (for comparison)");
   cmd->add_flag("--no-fast-path", a->no_fast_path,
@@ -44,52 +79,40 @@ Command add_generate_command(CLI::App& app) {
             options.use_cache = !a->no_cache;
             options.fast_path = !a->no_fast_path;
             options.sampling.stop_at_end = !a->no_stop;
-            if (!a->json) {
-              std::cout << a->prompt << std::flush;
-            }
-            const GenerationResult r = Generator(model).run(a->prompt, options, [&](const GeneratedToken& t) {
-              if (!a->json) std::cout << t.text << std::flush;
-              return true;
-            });
-            if (r.prompt_tokens_cut > 0)
-              std::fprintf(stderr, "hsm: note: the prompt is %lld tokens; the model saw only its last %lld (its context)\n",
-                           static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.prompt_tokens - r.prompt_tokens_cut));
-            if (a->json) {
-              nlohmann::json tokens = nlohmann::json::array();
-              for (const auto& t : r.tokens) {
-                nlohmann::json top = nlohmann::json::array();
-                for (const auto& alt : t.top) top.push_back({{"id", alt.id}, {"piece", alt.piece}, {"prob", alt.prob}});
-                tokens.push_back({{"id", t.id}, {"piece", t.piece}, {"text", t.text}, {"prob", t.prob}, {"top", top}});
+            Generator generator(model);
+            nlohmann::json samples = nlohmann::json::array();
+            for (int i = 0; i < a->samples; ++i) {
+              // Sample i from seed + i, so each story of a seeded call is reproduced alone (--seed S+i).
+              if (a->options.sampling.seed != 0) options.sampling.seed = a->options.sampling.seed + i;
+              if (!a->json) std::cout << (i > 0 ? "\n" : "") << a->prompt << std::flush;
+              const GenerationResult r = generator.run(a->prompt, options, [&](const GeneratedToken& t) {
+                if (!a->json) std::cout << t.text << std::flush;
+                return true;
+              });
+              if (r.prompt_tokens_cut > 0 && i == 0)
+                std::fprintf(stderr,
+                             "hsm: note: the prompt is %lld tokens; the model saw only its last %lld (its context)\n",
+                             static_cast<long long>(r.prompt_tokens),
+                             static_cast<long long>(r.prompt_tokens - r.prompt_tokens_cut));
+              if (a->json) {
+                samples.push_back(generation_json(r, options.use_cache));
+                continue;
               }
-              std::cout << nlohmann::json{{"prompt", r.prompt},
-                                          {"text", r.text},
-                                          {"seed", r.seed},
-                                          {"prompt_tokens", r.prompt_tokens},
-                                          {"prompt_tokens_cut", r.prompt_tokens_cut},
-                                          {"ended", r.ended},
-                                          {"cached", options.use_cache},
-                                          {"decoder", r.decoder},
-                                          {"decoder_note", r.decoder_note},
-                                          {"decode_threads", r.decode_threads},
-                                          {"seconds", r.seconds},
-                                          {"tokens_per_s", r.tokens_per_s},
-                                          {"first_token_seconds", r.first_token_seconds},
-                                          {"setup_seconds", r.setup_seconds},
-                                          {"tokens", tokens}}
-                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                        << "\n";
-            } else {
               std::cout << std::endl;  // before the summary on stderr, also through a pipe
               const std::string threads = r.decode_threads > 0 ? " on " + std::to_string(r.decode_threads) +
                                                                      (r.decode_threads == 1 ? " thread" : " threads")
                                                                : "";
-              if (!r.decoder_note.empty()) std::fprintf(stderr, "[no CUDA graph: %s]\n", r.decoder_note.c_str());
+              if (!r.decoder_note.empty() && i == 0) std::fprintf(stderr, "[no CUDA graph: %s]\n", r.decoder_note.c_str());
               const double first = r.first_token_seconds;
               std::fprintf(stderr, "[%zu tokens, %.1f tokens/s, the first after %.*f %s, seed %llu, %s decoder%s%s]\n",
                            r.tokens.size(), r.tokens_per_s, first < 1 ? 0 : 2, first < 1 ? first * 1000 : first,
-                           first < 1 ? "ms" : "s",
-                           static_cast<unsigned long long>(r.seed), r.decoder.c_str(),
+                           first < 1 ? "ms" : "s", static_cast<unsigned long long>(r.seed), r.decoder.c_str(),
                            threads.c_str(), r.ended ? ", end of story" : "");
+            }
+            if (a->json) {
+              // One sample: its object, as always; several: {"samples": [...]}, in the order made.
+              const nlohmann::json out = a->samples == 1 ? samples[0] : nlohmann::json{{"samples", samples}};
+              std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
             }
             return 0;
           }};

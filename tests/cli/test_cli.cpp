@@ -239,6 +239,23 @@ TEST(CliPipeline, TrainEvalGenerateAndRefuseACorruptCheckpoint) {
   auto again = run_json("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop --json --no-cache");
   EXPECT_EQ(again["text"], gen["text"]);
 
+  // Several stories in one process: the i-th from seed + i, each as its own call with that seed.
+  auto several = run_json("generate " + run_dir + " --prompt 'Once upon' --seed 3 --max-tokens 12 --no-stop --json --samples 2");
+  ASSERT_EQ(several["samples"].size(), 2u) << several.dump();
+  EXPECT_EQ(several["samples"][0]["seed"], 3);
+  EXPECT_EQ(several["samples"][1]["seed"], 4);
+  EXPECT_EQ(several["samples"][1]["text"], gen["text"]);
+  EXPECT_EQ(several["samples"][1]["tokens"], gen["tokens"]);
+  EXPECT_GT(several["samples"][1]["first_token_seconds"].get<double>(), 0.0);
+  auto three = run("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop --samples 3");
+  EXPECT_EQ(three.status, 0);
+  EXPECT_EQ(three.out.rfind("Once upon" + gen["text"].get<std::string>(), 0), 0u) << three.out;
+  size_t summaries = 0;
+  for (size_t at = three.out.find("[12 tokens, "); at != std::string::npos; at = three.out.find("[12 tokens, ", at + 1))
+    ++summaries;
+  EXPECT_EQ(summaries, 3u) << three.out;
+  EXPECT_NE(run("generate " + run_dir + " --samples 0").status, 0);
+
   // Streamed text mode prints the prompt and the continuation.
   auto text = run("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop");
   EXPECT_EQ(text.status, 0);
