@@ -447,9 +447,9 @@ generate_one() {  # DEVICE MODE
   case $2 in uncached*) extra=--no-cache ;; esac
   [ "$2" = cached_eager ] && env="HSM_CUDA_GRAPH=0"
   case $2 in *_modules_loaded) env="$env CUDA_MODULE_LOADING=EAGER" ;; esac
-  # shellcheck disable=SC2086
   # Two stories in one process: the first pays every first use, the second shows what another story
   # costs a process (the studio, a demo) that has decoded before.
+  # shellcheck disable=SC2086
   env $env "$hsm" generate "$runs/hsm_ab_s1" --prompt "Once upon a time" --max-tokens 200 --no-stop --temperature 0 \
     --device "$1" $extra --samples 2 --json > "$out/results/generate_$1_$2.json"
 }
@@ -506,8 +506,8 @@ train_cpu_seeds() {
   return $rc
 }
 [ -n "$hsm" ] && [ "$device" != cpu ] && stage profile 60 profile_step "${bench_batches##* }"
-# Where the first token's time goes on CUDA (after every timing and the profile: loading every module takes the
-# driver seconds and memory).
+# Where the first token's time goes on CUDA (after every timing and the profile: loading every
+# module takes the driver seconds and memory).
 if [ -n "$hsm" ] && [ -d "$decode_runs" ] && [ "$device" != cpu ]; then
   for c in cached_modules_loaded uncached_modules_loaded; do stage "generate_${device}_$c" 45 generate_one "$device" "$c"; done
 fi
