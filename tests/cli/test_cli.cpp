@@ -245,7 +245,14 @@ TEST(CliPipeline, TrainEvalGenerateAndRefuseACorruptCheckpoint) {
   EXPECT_EQ(several["samples"][0]["seed"], 3);
   EXPECT_EQ(several["samples"][1]["seed"], 4);
   EXPECT_EQ(several["samples"][1]["text"], gen["text"]);
-  EXPECT_EQ(several["samples"][1]["tokens"], gen["tokens"]);
+  // The same tokens; their probabilities to rounding (a token's threads follow the machine's load,
+  // and a split product may sum in another order).
+  ASSERT_EQ(several["samples"][1]["tokens"].size(), gen["tokens"].size());
+  for (size_t i = 0; i < gen["tokens"].size(); ++i) {
+    EXPECT_EQ(several["samples"][1]["tokens"][i]["id"], gen["tokens"][i]["id"]) << i;
+    EXPECT_NEAR(several["samples"][1]["tokens"][i]["prob"].get<double>(), gen["tokens"][i]["prob"].get<double>(), 1e-5)
+        << i;
+  }
   EXPECT_GT(several["samples"][1]["first_token_seconds"].get<double>(), 0.0);
   auto three = run("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop --samples 3");
   EXPECT_EQ(three.status, 0);
