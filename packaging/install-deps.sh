@@ -20,6 +20,8 @@ packages=(
   dpkg-dev help2man desktop-file-utils appstream man-db
   # the sweep's Slurm array job on a single-node Slurm (tests/cli/test_sweep_slurm.sh)
   slurm-wlm munge
+  # tests/bench/test_gpu_check_report.py (bench/gpu_check.sh's report); the Slurm test's free port
+  python3
 )
 
 missing=()
