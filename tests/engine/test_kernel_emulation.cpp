@@ -216,11 +216,15 @@ TEST(KernelEmulation, DropoutDrawsTheCpusMaskAndItsGradient) {
 
 TEST(KernelEmulation, SoftmaxCrossEntropyInPlaceGivesTheLossAndItsGradient) {
   torch::manual_seed(4);
-  for (const int64_t V : {7, 256, 1000}) {
+  // V beyond 2,048 (256 threads × 8 values at a time): a thread's running maximum grows from one
+  // pass to the next and its sum is rescaled; the last row rises along the row, so it grows every pass.
+  for (const int64_t V : {7, 256, 1000, 2049, 5000}) {
     SCOPED_TRACE("V " + std::to_string(V));
-    const int64_t rows = 4;
-    const auto logits = bf16_round(torch::randn({rows, V}) * 4);
-    const std::vector<int64_t> targets{0, V - 1, 3 % V, -1};  // both ends, and one outside [0, V)
+    const int64_t rows = 5;
+    auto logits = torch::randn({rows, V}) * 4;
+    logits[rows - 1] = torch::linspace(-12, 12, V);
+    logits = bf16_round(logits);
+    const std::vector<int64_t> targets{0, V - 1, 3 % V, -1, V / 2};  // both ends, one outside [0, V)
     Guarded buf(logits.to(torch::kBFloat16));
     auto row_loss = Guarded::nan({rows}, torch::kFloat32);
     std::vector<int64_t> t = targets;
@@ -247,7 +251,9 @@ TEST(KernelEmulation, BiasGeluAndItsBackwardMatchTorchGeluWithTheBiasGradient) {
   torch::manual_seed(5);
   const int64_t rows = 37;
   for (const int64_t f : {1, 100, 256, 300, 1024}) {
-    for (const unsigned down : {1U, 5U, 37U}) {  // blocks of rows: each takes every (down)th row
+    // blocks of rows: each takes every (down)th chunk of kColumnRows rows (37 rows: 5 chunks, the last
+    // of 5 rows); 2: chunks interleaved; 37: blocks with no row (their partial sums 0)
+    for (const unsigned down : {1U, 2U, 5U, 37U}) {
       SCOPED_TRACE("f " + std::to_string(f) + ", " + std::to_string(down) + " blocks down");
       const auto u = bf16_round(torch::randn({rows, f}) * 2), bias = torch::randn({f});
       const auto g = bf16_round(torch::randn({rows, f}));

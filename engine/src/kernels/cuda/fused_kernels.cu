@@ -45,16 +45,19 @@ int64_t row_blocks(int64_t rows, const void* kernel) {
   return need < wave ? (need > 0 ? need : 1) : wave;
 }
 // Column kernels: blocks of kThreads columns across, and as many blocks of rows down as fill one wave
-// (each takes every (chunks)th row), at most one per row and within CUDA's 65,535 grid rows.
+// (each takes every (down)th chunk of kColumnRows rows), at most one per chunk and within CUDA's
+// 65,535 grid rows.
 dim3 column_grid(int64_t rows, int64_t cols, const void* kernel) {
   const int64_t across = (cols + kThreads - 1) / kThreads;
+  const int64_t chunks = (rows + kColumnRows - 1) / kColumnRows;
   int64_t down = wave_blocks(kernel) / (across > 0 ? across : 1);
-  down = down < rows ? down : rows;
+  down = down < chunks ? down : chunks;
   down = down < 65535 ? down : 65535;
   return dim3(static_cast<unsigned>(across > 0 ? across : 1), static_cast<unsigned>(down > 0 ? down : 1));
 }
+// Element kernels: enough blocks for kElementsAtOnce elements per thread, at most kMaxElementBlocks.
 int64_t element_blocks(int64_t n) {
-  const int64_t need = (n + kThreads * 4 - 1) / (kThreads * 4);
+  const int64_t need = (n + kThreads * kElementsAtOnce - 1) / (kThreads * kElementsAtOnce);
   return need < kMaxElementBlocks ? (need > 0 ? need : 1) : kMaxElementBlocks;
 }
 

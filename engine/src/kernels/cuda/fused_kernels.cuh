@@ -16,6 +16,14 @@
 // rows before one partial row per warp is written. Column kernels (the FFN's bias + GELU) give
 // each thread one column of a block of rows, so its bias gradient is a sum in a register.
 // Element kernels (dropout) are grid-stride loops.
+//
+// Loads in flight: a GPU thread waits for a load only where its value is first used, so a loop that
+// loads a value, uses it and stores the result keeps one load per thread in flight, far fewer than
+// the memory needs to stream at full bandwidth, and nvcc does not reorder such loops by itself (the
+// PTX showed it: docs/performance.md, "Loads in flight"). So every loop below loads first and uses
+// after: a lane's whole row in the row kernels (before the dropout hash and the stores), several
+// rows, elements, columns or values at a time in the column, element, shift and cross-entropy
+// kernels (kColumnRows, kElementsAtOnce, kShiftAtOnce, kXentAtOnce).
 #pragma once
 
 #include <cmath>
@@ -28,6 +36,12 @@ namespace {
 
 constexpr int kThreads = 256;  // 8 warps per block
 constexpr int kWarpsPerBlock = kThreads / 32;
+// Column kernels take this many rows at a time, element kernels this many elements per thread at a
+// time, and the cross-entropy this many values per thread: loads issued together, then used.
+constexpr int kColumnRows = 8;
+constexpr int kElementsAtOnce = 4;
+constexpr int kXentAtOnce = 8;
+constexpr int kShiftAtOnce = 8;
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -72,16 +86,21 @@ __device__ __forceinline__ void norm_rows_forward(const float* __restrict__ h_in
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   const float inv_d = 1.0f / static_cast<float>(d);
   for (int64_t r = warp; r < rows; r += warps) {
-    float v[kPerLane];
+    float v[kPerLane], yv[kPerLane];
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {  // the row's loads first, all in flight together
+      const int c = lane + 32 * k;
+      const int64_t i = r * d + c;
+      v[k] = c < d ? h_in[i] : 0.0f;
+      yv[k] = y && c < d ? load(y, y_bf16, i) : 0.0f;
+    }
     float s = 0;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      const int64_t i = r * d + c;
-      v[k] = 0.0f;
       if (c < d) {
-        v[k] = h_in[i];
-        if (y) v[k] += load(y, y_bf16, i) * keep(keys, static_cast<uint32_t>(i), threshold, scale);
+        const int64_t i = r * d + c;
+        if (y) v[k] += yv[k] * keep(keys, static_cast<uint32_t>(i), threshold, scale);
         if (h_out) h_out[i] = v[k];
       }
       s += v[k];
@@ -216,14 +235,27 @@ __global__ void add_norm_backward_kernel(const void* __restrict__ gx, bool gx_bf
 }
 
 // ---- dropout: y · mask, or the residual add h + y · mask ------------------------------------------
+// Grid-stride loops taking kElementsAtOnce elements per thread at a time (i, i + stride, ...: each a
+// warp's neighbouring elements), all loaded before any is used.
 __global__ void dropout_forward_kernel(const float* __restrict__ h, const void* __restrict__ y, bool y_bf16,
                                        void* __restrict__ out, bool out_bf16, const int64_t* __restrict__ seed,
                                        uint32_t threshold, float scale, int64_t n) {
   const dropout_hash::Keys k = keys_of(seed);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float v = load(y, y_bf16, i) * keep(k, static_cast<uint32_t>(i), threshold, scale);
-    store(out, out_bf16, i, h ? h[i] + v : v);
+  for (int64_t i0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i0 < n;
+       i0 += stride * kElementsAtOnce) {
+    float yv[kElementsAtOnce], hv[kElementsAtOnce];
+#pragma unroll
+    for (int j = 0; j < kElementsAtOnce; ++j) {
+      const int64_t i = i0 + j * stride;
+      yv[j] = i < n ? load(y, y_bf16, i) : 0.0f;
+      hv[j] = h && i < n ? h[i] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kElementsAtOnce; ++j) {
+      const int64_t i = i0 + j * stride;
+      if (i < n) store(out, out_bf16, i, hv[j] + yv[j] * keep(k, static_cast<uint32_t>(i), threshold, scale));
+    }
   }
 }
 
@@ -231,12 +263,25 @@ __global__ void dropout_backward_kernel(const void* __restrict__ g, bool g_bf16,
                                         const int64_t* __restrict__ seed, uint32_t threshold, float scale, int64_t n) {
   const dropout_hash::Keys k = keys_of(seed);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    store(dy, dy_bf16, i, load(g, g_bf16, i) * keep(k, static_cast<uint32_t>(i), threshold, scale));
+  for (int64_t i0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i0 < n;
+       i0 += stride * kElementsAtOnce) {
+    float gv[kElementsAtOnce];
+#pragma unroll
+    for (int j = 0; j < kElementsAtOnce; ++j) {
+      const int64_t i = i0 + j * stride;
+      gv[j] = i < n ? load(g, g_bf16, i) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kElementsAtOnce; ++j) {
+      const int64_t i = i0 + j * stride;
+      if (i < n) store(dy, dy_bf16, i, gv[j] * keep(k, static_cast<uint32_t>(i), threshold, scale));
+    }
+  }
 }
 
 // ---- the shift mix (HSM (a,b), (a,b) vector) ---------------------------------------------------
-// One warp per row (a row's position t = r mod T, read once per row, not per element).
+// One warp per row (a row's position t = r mod T, read once per row, not per element); a lane's
+// columns kShiftAtOnce at a time, loaded before any is used.
 __global__ void shift_mix_forward_kernel(const float* __restrict__ x, const float* __restrict__ a,
                                          const float* __restrict__ b, bool vector, float* __restrict__ y, int64_t rows,
                                          int64_t T, int64_t d, int64_t s) {
@@ -246,12 +291,25 @@ __global__ void shift_mix_forward_kernel(const float* __restrict__ x, const floa
   const float a0 = a[0], b0 = b[0];
   for (int64_t r = warp; r < rows; r += warps) {
     const float* xr = x + r * d;
+    const bool shifted = r % T >= s;  // the row has a partner s rows up, in its own sequence
+    const float* xs = shifted ? xr - s * d : xr;
     float* yr = y + r * d;
-    if (r % T >= s) {
-      const float* xs = xr - s * d;
-      for (int64_t c = lane; c < d; c += 32) yr[c] = (vector ? a[c] : a0) * xr[c] + (vector ? b[c] : b0) * xs[c];
-    } else {
-      for (int64_t c = lane; c < d; c += 32) yr[c] = (vector ? a[c] : a0) * xr[c];
+    for (int64_t c0 = lane; c0 < d; c0 += 32 * kShiftAtOnce) {
+      float xv[kShiftAtOnce], sv[kShiftAtOnce], av[kShiftAtOnce], bv[kShiftAtOnce];
+#pragma unroll
+      for (int j = 0; j < kShiftAtOnce; ++j) {
+        const int64_t c = c0 + 32 * j;
+        const bool in = c < d;
+        xv[j] = in ? xr[c] : 0.0f;
+        sv[j] = in && shifted ? xs[c] : 0.0f;
+        av[j] = in && vector ? a[c] : a0;
+        bv[j] = in && vector ? b[c] : b0;
+      }
+#pragma unroll
+      for (int j = 0; j < kShiftAtOnce; ++j) {
+        const int64_t c = c0 + 32 * j;
+        if (c < d) yr[c] = shifted ? av[j] * xv[j] + bv[j] * sv[j] : av[j] * xv[j];
+      }
     }
   }
 }
@@ -315,6 +373,10 @@ __device__ __forceinline__ float block_reduce(float v, bool take_max, float* scr
   return r;
 }
 
+// One block per row, two passes over it: the row's maximum and its sum of exponentials together
+// (each thread keeps a running maximum and rescales its sum when the maximum grows), then the
+// gradient written in place (the row, 10 KB at V = 5,000, read again from L2). kXentAtOnce values
+// per thread at a time, loaded before they are used.
 __global__ void softmax_xent_kernel(__nv_bfloat16* __restrict__ logits, const int64_t* __restrict__ targets,
                                     float* __restrict__ row_loss, int64_t V) {
   __shared__ float scratch[kWarpsPerBlock];
@@ -323,44 +385,81 @@ __global__ void softmax_xent_kernel(__nv_bfloat16* __restrict__ logits, const in
   __nv_bfloat16* row = logits + r * V;
   const int64_t target = targets[r];
   const bool valid = target >= 0 && target < V;
-  float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < V; c += blockDim.x) m = fmaxf(m, __bfloat162float(row[c]));
-  m = block_reduce(m, true, scratch);
+  const int64_t step = static_cast<int64_t>(blockDim.x) * kXentAtOnce;
+  float m = -INFINITY, s = 0.0f;  // this thread's running maximum, and Σ exp(value − m) of its values
+  for (int64_t c0 = threadIdx.x; c0 < V; c0 += step) {
+    float v[kXentAtOnce];
+#pragma unroll
+    for (int j = 0; j < kXentAtOnce; ++j) {
+      const int64_t c = c0 + static_cast<int64_t>(j) * blockDim.x;
+      v[j] = c < V ? __bfloat162float(row[c]) : -INFINITY;
+    }
+    float m_new = m;
+#pragma unroll
+    for (int j = 0; j < kXentAtOnce; ++j) m_new = fmaxf(m_new, v[j]);
+    if (m_new > -INFINITY) {  // else every value so far is padding: nothing to add
+      s *= expf(m - m_new);   // m = −∞: exp(−∞) = 0, s was 0
+#pragma unroll
+      for (int j = 0; j < kXentAtOnce; ++j) s += expf(v[j] - m_new);
+      m = m_new;
+    }
+  }
+  const float row_max = block_reduce(m, true, scratch);
   if (threadIdx.x == 0) target_logit = valid ? __bfloat162float(row[target]) : NAN;
-  float s = 0;
-  for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += expf(__bfloat162float(row[c]) - m);
-  s = block_reduce(s, false, scratch);  // its __syncthreads also orders target_logit before the writes
-  const float inv_s = 1.0f / s;
-  if (threadIdx.x == 0) row_loss[r] = m + logf(s) - target_logit;
-  for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
-    const float p = expf(__bfloat162float(row[c]) - m) * inv_s;
-    row[c] = __float2bfloat16(c == target ? p - 1.0f : p);
+  // each thread's sum moved to the row's maximum (a thread with no values: m = −∞, s = 0)
+  const float sum = block_reduce(m > -INFINITY ? s * expf(m - row_max) : 0.0f, false, scratch);
+  // block_reduce's __syncthreads also orders target_logit before the writes below
+  const float inv_sum = 1.0f / sum;
+  if (threadIdx.x == 0) row_loss[r] = row_max + logf(sum) - target_logit;
+  for (int64_t c0 = threadIdx.x; c0 < V; c0 += step) {
+    float v[kXentAtOnce];
+#pragma unroll
+    for (int j = 0; j < kXentAtOnce; ++j) {
+      const int64_t c = c0 + static_cast<int64_t>(j) * blockDim.x;
+      v[j] = c < V ? __bfloat162float(row[c]) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kXentAtOnce; ++j) {
+      const int64_t c = c0 + static_cast<int64_t>(j) * blockDim.x;
+      if (c < V) {
+        const float p = expf(v[j] - row_max) * inv_sum;
+        row[c] = __float2bfloat16(c == target ? p - 1.0f : p);
+      }
+    }
   }
 }
 
 // ---- the FFN's bias + GELU (erf form, torch::gelu's default) over bf16 [rows, f] -------------------
-// Block (x, y) takes columns x·kThreads + threadIdx.x of rows y, y + gridDim.y, ...: a warp reads
-// 32 neighbouring values of a row, and a thread's share of the bias gradient stays in a register.
+// Block (x, y) takes column x·kThreads + threadIdx.x of the rows of chunks y, y + gridDim.y, ...
+// (chunk k: rows k·kColumnRows to k·kColumnRows + kColumnRows − 1): a warp reads 32 neighbouring
+// values of a row, and a thread's share of the bias gradient stays in a register.
 __device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
 // d/dv GELU(v) = Φ(v) + v · φ(v)
 __device__ __forceinline__ float gelu_erf_grad(float v) {
   return 0.5f * (1.0f + erff(v * 0.70710678118654752f)) + v * 0.39894228040143268f * expf(-0.5f * v * v);
 }
 
-// a = GELU(u + bias), u and a bf16 [rows, f], bias fp32 [f].
+// a = GELU(u + bias), u and a bf16 [rows, f], bias fp32 [f]. A block takes kColumnRows rows at a
+// time, every value loaded before any is used: a thread has kColumnRows loads in flight instead of
+// one (one 2-byte load per thread at a time keeps about a sixth of the GPU's memory bandwidth busy).
 __global__ void bias_gelu_forward_kernel(const __nv_bfloat16* __restrict__ u, const float* __restrict__ bias,
                                          __nv_bfloat16* __restrict__ a, int64_t rows, int64_t f) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= f) return;
   const float bc = bias[c];
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const int64_t i = r * f + c;
-    a[i] = __float2bfloat16(gelu_erf(__bfloat162float(u[i]) + bc));
+  for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kColumnRows; r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.y) * kColumnRows) {
+    float v[kColumnRows];
+#pragma unroll
+    for (int j = 0; j < kColumnRows; ++j) v[j] = r0 + j < rows ? __bfloat162float(u[(r0 + j) * f + c]) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < kColumnRows; ++j)
+      if (r0 + j < rows) a[(r0 + j) * f + c] = __float2bfloat16(gelu_erf(v[j] + bc));
   }
 }
 
 // du = g · GELU'(u + bias) (bf16), and per block row y the partial bias gradient Σ du over its rows
-// (fp32, before du's rounding) into db_part[y, c].
+// (fp32, before du's rounding) into db_part[y, c]. Rows kColumnRows at a time, as the forward pass.
 __global__ void bias_gelu_backward_kernel(const __nv_bfloat16* __restrict__ g, const __nv_bfloat16* __restrict__ u,
                                           const float* __restrict__ bias, __nv_bfloat16* __restrict__ du,
                                           float* __restrict__ db_part, int64_t rows, int64_t f) {
@@ -368,15 +467,26 @@ __global__ void bias_gelu_backward_kernel(const __nv_bfloat16* __restrict__ g, c
   if (c >= f) return;
   const float bc = bias[c];
   float acc = 0.0f;
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const int64_t i = r * f + c;
-    const float d = __bfloat162float(g[i]) * gelu_erf_grad(__bfloat162float(u[i]) + bc);
-    du[i] = __float2bfloat16(d);
-    acc += d;
+  for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kColumnRows; r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.y) * kColumnRows) {
+    float gv[kColumnRows], uv[kColumnRows];
+#pragma unroll
+    for (int j = 0; j < kColumnRows; ++j) {
+      const bool in = r0 + j < rows;
+      gv[j] = in ? __bfloat162float(g[(r0 + j) * f + c]) : 0.0f;
+      uv[j] = in ? __bfloat162float(u[(r0 + j) * f + c]) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kColumnRows; ++j) {
+      if (r0 + j < rows) {
+        const float d = gv[j] * gelu_erf_grad(uv[j] + bc);
+        du[(r0 + j) * f + c] = __float2bfloat16(d);
+        acc += d;
+      }
+    }
   }
   db_part[static_cast<int64_t>(blockIdx.y) * f + c] = acc;
 }
-
 
 }  // namespace
 }  // namespace hsm::cuda_kernels
