@@ -403,6 +403,9 @@ def main():
         return 0
     if not a.out:
         ap.error("give gpu_check.sh's output folder, or --goals REPORT")
+    # Only a folder gpu_check.sh wrote (its status/ and results/) gets a gpu_check.json.
+    if not (os.path.isdir(os.path.join(a.out, "status")) and os.path.isdir(os.path.join(a.out, "results"))):
+        ap.error("'%s' is not an output folder of bench/gpu_check.sh (no status/ and results/ in it)" % a.out)
     report = build_report(a.out, a.device, a.quick, a.budget, a.started)
     path = os.path.join(a.out, "gpu_check.json")
     with open(path + ".tmp", "w") as f:

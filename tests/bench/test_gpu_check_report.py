@@ -202,6 +202,16 @@ class RunFolder(unittest.TestCase):
         g = self.report()["issue_goals"]
         self.assertEqual(g["unmet"], ["decode_hsm_ab_tokens_per_s", "decode_cached_vs_uncached"])
 
+    def test_a_folder_not_written_by_gpu_check_is_refused_and_left_alone(self):
+        other = tempfile.mkdtemp(prefix="gpu_report_other.")
+        try:
+            done = subprocess.run([sys.executable, SCRIPT, other, "--device", "cuda"], capture_output=True, text=True)
+            self.assertNotEqual(done.returncode, 0)
+            self.assertIn("not an output folder of bench/gpu_check.sh", done.stderr)
+            self.assertEqual(os.listdir(other), [])
+        finally:
+            shutil.rmtree(other)
+
     def test_a_cpu_run_measures_no_goal_of_cuda(self):
         self.write_run()
         g = self.report(device="cpu")["issue_goals"]
