@@ -2,7 +2,7 @@
 #   make run   install dependencies, build, launch the studio on its bundled defaults
 #   make test  install dependencies, build, run every test, the package test, then the fuzzers briefly
 #   make fuzz  the fuzzers alone (fuzz/README.md): FUZZ_SECONDS per target
-#   make package       the .deb: $(BUILD_DIR)/hsm-studio_<version>_<arch>.deb (packaging/deb.cmake)
+#   make package       the .deb: $(BUILD_DIR)/hsm-studio_<version>-1+deb<N>_<arch>.deb (packaging/deb.cmake)
 #   make package-test  build it, install it with apt, run the installed programs from /tmp, remove it
 #                      (needs root or password-less sudo; packaging/package-test.sh)
 BUILD_DIR ?= build

@@ -1,4 +1,4 @@
-# `make package` (CPack's DEB generator): build/hsm-studio_<version>_<arch>.deb with the
+# `make package` (CPack's DEB generator): build/hsm-studio_<version>-1+deb<N>_<arch>.deb with the
 # programs, the tokenizer plugin and the data in the installed layout (top-level
 # CMakeLists.txt), a desktop entry, an icon in the hicolor theme, AppStream metainfo and man
 # pages. Its dependencies are computed by dpkg-shlibdeps from the binaries, so
@@ -13,6 +13,34 @@ set(HSM_SCREENSHOT_URL "https://raw.githubusercontent.com/hsm-studio/hsm-studio/
 set(HSM_MAINTAINER "HSM Studio developers <hsm-studio@users.noreply.github.com>")
 string(TIMESTAMP HSM_RELEASE_DATE "%Y-%m-%d" UTC)
 string(TIMESTAMP HSM_RELEASE_DATE_RFC2822 "%a, %d %b %Y %H:%M:%S +0000" UTC)
+
+# The release it was built on, in the Debian revision: dpkg-shlibdeps writes the build machine's
+# library versions into Depends (Debian 12's libtorch1.13, Debian 13's libtorch2.6), so a package
+# built on one release does not install on the other, and the two must not be confused:
+# hsm-studio_0.1.0-1+deb12_amd64.deb and hsm-studio_0.1.0-1+deb13_amd64.deb (Ubuntu 24.04:
+# 1+ubuntu24.04; a release without a version number, such as Debian testing, by its code name).
+set(HSM_DEB_RELEASE "")
+if(EXISTS /etc/os-release)
+  file(STRINGS /etc/os-release os_release_lines REGEX "^(ID|VERSION_ID|VERSION_CODENAME)=")
+  foreach(line IN LISTS os_release_lines)
+    if(line MATCHES "^([A-Z_]+)=\"?([^\"]*)\"?$")
+      set(os_${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
+    endif()
+  endforeach()
+  if(os_ID STREQUAL "debian" AND os_VERSION_ID)
+    set(HSM_DEB_RELEASE "deb${os_VERSION_ID}")
+  elseif(os_ID AND os_VERSION_ID)
+    set(HSM_DEB_RELEASE "${os_ID}${os_VERSION_ID}")
+  elseif(os_ID AND os_VERSION_CODENAME)
+    set(HSM_DEB_RELEASE "${os_ID}.${os_VERSION_CODENAME}")
+  endif()
+endif()
+if(HSM_DEB_RELEASE STREQUAL "")
+  set(HSM_DEB_REVISION "1")
+else()
+  set(HSM_DEB_REVISION "1+${HSM_DEB_RELEASE}")
+endif()
+set(HSM_DEB_VERSION "${PROJECT_VERSION}-${HSM_DEB_REVISION}")  # the changelog's version too
 
 set(HSM_PACKAGING_OUT "${CMAKE_BINARY_DIR}/packaging")
 configure_file("${CMAKE_CURRENT_LIST_DIR}/hsm-studio.desktop.in" "${HSM_PACKAGING_OUT}/${HSM_APP_ID}.desktop" @ONLY)
@@ -78,7 +106,8 @@ string(CONCAT CPACK_PACKAGE_DESCRIPTION
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_OUTPUT_FILE_PREFIX "${CMAKE_BINARY_DIR}")
 set(CPACK_STRIP_FILES ON)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # hsm-studio_<version>_<arch>.deb
+set(CPACK_DEBIAN_PACKAGE_RELEASE "${HSM_DEB_REVISION}")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # hsm-studio_<version>-<release>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${HSM_HOMEPAGE}")

@@ -13,6 +13,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=packaging/debian-root.sh
+. "$here/debian-root.sh"  # debian_mirror; die and say are this script's own (below)
 src="$(cd "$here/.." && pwd)"
 mode=cpu
 root=""
@@ -51,21 +53,8 @@ command -v debootstrap >/dev/null || die "debootstrap is missing (apt-get instal
 [ -n "$root" ] || root="/var/tmp/hsm-$suite-$mode"
 root="$(realpath -m "$root")"
 
-# The Debian mirror the machine's apt already uses (one-line and deb822 sources).
-find_mirror() {
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] || continue
-    awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/) { print $i; break } }' "$f"
-  done
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' "$f"
-  done
-}
 if [ -z "$mirror" ]; then
-  mirror="$(find_mirror | grep -E '/debian/?$' | head -1 || true)"
-  [ -n "$mirror" ] || die "no Debian mirror (a URI ending in /debian) in /etc/apt/sources.list*; pass --mirror URL"
+  mirror="$(debian_mirror)" || die "no Debian mirror (a URI ending in /debian) in /etc/apt/sources.list*; pass --mirror URL"
 fi
 mirror="${mirror%/}"
 
