@@ -45,7 +45,9 @@
 # Report: OUT/gpu_check.json (OUT: --out, else $OUT, else gpu_check_out/), logs in OUT/logs/, written
 # by bench/gpu_check_report.py, which also answers issue 49's goals in it (`issue_goals`: each goal
 # met, not met or not measured, with the figures it was read from) and prints them last;
-# `bench/gpu_check_report.py --goals REPORT` reads them off any earlier report.
+# `bench/gpu_check_report.py --goals REPORT` reads them off any earlier report. OUT must be new, empty,
+# or a folder this script made (its marker .hsm_gpu_check): there its previous report (logs/, results/,
+# status/, gpu_check.json) is replaced and nothing else; any other folder is refused, untouched.
 # Whole run on one H100/H200: about 8 minutes (build 70-100 s with 16 cores, the CPU seeds ~270 s); --budget
 # (default 470 s) skips what would start too late (and stops a stage at it), saying so.
 # --quick (for trying the script on a CPU): 20 steps of batch 4, two hsm_ab seeds, small bench.

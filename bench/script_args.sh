@@ -1,7 +1,9 @@
+# shellcheck shell=bash
 # The options and the output folder of bench/gpu_check.sh, gpu_profile.sh and gpu_debs.sh (issue 65),
 # sourced by each after it sets `me` (its name in messages). A script removes or replaces only what
 # it can prove it made: the folder it writes into is new, empty, or holds the marker it wrote there.
 
+# shellcheck disable=SC2154  # me: set by the script that sources this file
 die() { echo "$me: $*" >&2; exit 2; }
 
 # value OPTION VALUE...: VALUE, refused in one line when it is missing, empty or another option

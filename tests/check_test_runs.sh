@@ -19,7 +19,7 @@ say_failed() {
 
 # run FILTER: the probe's output and exit status (in $out and $rc).
 run() {
-  out=$(TEST_PREMATURE_EXIT_FILE= "$probe" --gtest_filter="$1" 2>&1)
+  out=$(TEST_PREMATURE_EXIT_FILE='' "$probe" --gtest_filter="$1" 2>&1)
   rc=$?
 }
 
