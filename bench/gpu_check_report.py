@@ -419,8 +419,15 @@ def write_new_then_rename(path, text):
         raise
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error in one line (argparse prints its whole usage first): what is wrong and --help."""
+
+    def error(self, message):
+        self.exit(2, "gpu_check_report: %s (see --help)\n" % message)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="?", help="gpu_check.sh's output folder (results/, status/)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--quick", action="store_true")

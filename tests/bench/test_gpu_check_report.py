@@ -101,6 +101,14 @@ class NotAReport(unittest.TestCase):
         done = subprocess.run([sys.executable, SCRIPT, "--goals", missing], capture_output=True, text=True)
         self.check_refused(missing, done, "No such file or directory")
 
+    def test_goals_with_no_file_and_no_arguments_at_all(self):
+        for args, reason in ((["--goals"], "argument --goals: expected one argument"),
+                             ([], "give gpu_check.sh's output folder, or --goals REPORT"),
+                             (["--budget", "many"], "argument --budget: invalid int value: 'many'")):
+            done = subprocess.run([sys.executable, SCRIPT] + args, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertEqual(done.stderr, "gpu_check_report: %s (see --help)\n" % reason)
+
     def test_a_folder(self):
         folder = tempfile.mkdtemp(prefix="gpu_report_folder.")
         try:
