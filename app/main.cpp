@@ -7,9 +7,11 @@
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "gui/help/tour.h"
 #include "gui/main_window.h"
@@ -45,6 +47,23 @@ void quiet_messages(QtMsgType type, const QMessageLogContext& context, const QSt
 // studio once more before any library's initialiser runs.
 void short_openmp_spin(int, char** argv, char** envp) { hsm::use_short_openmp_spin(argv, envp); }
 HSM_BEFORE_LIBRARIES(short_openmp_spin);
+
+// A --smoke number: a whole number in [min, max], else false after one line that names the option,
+// the range and the value (a word or a 0 was taken as 0 steps before: issue 65).
+bool whole_number(const QCommandLineParser& parser, const QCommandLineOption& option, qint64 min, qint64 max,
+                  int& value) {
+  const QString text = parser.value(option);
+  bool ok = false;
+  const qint64 v = text.trimmed().toLongLong(&ok);
+  if (!ok || v < min || v > max) {
+    std::fprintf(stderr, "hsm-studio: --%s must be a whole number from %lld to %lld, not '%s'\n",
+                 option.names().constFirst().toUtf8().constData(), static_cast<long long>(min),
+                 static_cast<long long>(max), text.toUtf8().constData());
+    return false;
+  }
+  value = static_cast<int>(v);
+  return true;
+}
 
 }  // namespace
 
@@ -116,11 +135,12 @@ int main(int argc, char** argv) {
     o.target = parser.value(smokeOpt);
     o.data = parser.value(dataOpt);
     o.out = parser.value(outOpt);
-    o.steps = parser.value(stepsOpt).toInt();
-    o.batch = parser.value(batchOpt).toInt();
-    o.threads = parser.value(threadsOpt).toInt();
-    o.max_tokens = parser.value(tokensOpt).toInt();
-    o.timeout_s = parser.value(timeoutOpt).toInt();
+    const qint64 cores = std::max(1u, std::thread::hardware_concurrency());
+    if (!whole_number(parser, stepsOpt, 1, 10'000'000, o.steps) || !whole_number(parser, batchOpt, 1, 65'536, o.batch) ||
+        !whole_number(parser, threadsOpt, 0, cores, o.threads) ||
+        !whole_number(parser, tokensOpt, 1, 100'000, o.max_tokens) ||
+        !whole_number(parser, timeoutOpt, 1, 7 * 24 * 3600, o.timeout_s))
+      return 2;
     o.screenshots = parser.value(shotsOpt);
     if (parser.isSet(promptOpt)) o.prompt = parser.value(promptOpt);
     const QJsonObject report = studio::SmokeDriver(&window, o).run();

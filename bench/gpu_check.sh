@@ -45,7 +45,9 @@
 # Report: OUT/gpu_check.json (OUT: --out, else $OUT, else gpu_check_out/), logs in OUT/logs/, written
 # by bench/gpu_check_report.py, which also answers issue 49's goals in it (`issue_goals`: each goal
 # met, not met or not measured, with the figures it was read from) and prints them last;
-# `bench/gpu_check_report.py --goals REPORT` reads them off any earlier report.
+# `bench/gpu_check_report.py --goals REPORT` reads them off any earlier report. OUT must be new, empty,
+# or a folder this script made (its marker .hsm_gpu_check): there its previous report (logs/, results/,
+# status/, gpu_check.json) is replaced and nothing else; any other folder is refused, untouched.
 # Whole run on one H100/H200: about 8 minutes (build 70-100 s with 16 cores, the CPU seeds ~270 s); --budget
 # (default 470 s) skips what would start too late (and stops a stage at it), saying so.
 # --quick (for trying the script on a CPU): 20 steps of batch 4, two hsm_ab seeds, small bench.
@@ -68,40 +70,44 @@ build=""
 torch_dir=""
 force_debs=0
 cpu_seeds=1
+me=gpu_check
+# shellcheck source=bench/script_args.sh
+. "$(dirname "$0")/script_args.sh"
 while [ $# -gt 0 ]; do
   case $1 in
-    --debs) debs=$2; shift 2 ;;
-    --data) data=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --device) device=$2; shift 2 ;;
+    --debs) debs=$(value "$@") || exit 2; shift 2 ;;
+    --data) data=$(value "$@") || exit 2; shift 2 ;;
+    --out) out=$(value "$@") || exit 2; shift 2 ;;
+    --device) device=$(value "$@") || exit 2; shift 2 ;;
     --quick) quick=1; shift ;;
-    --budget) budget=$2; shift 2 ;;
-    --jobs) jobs=$2; shift 2 ;;
-    --build) build=$2; shift 2 ;;
-    --torch-dir) torch_dir=$2; shift 2 ;;
+    --budget) budget=$(value "$@") || exit 2; shift 2 ;;
+    --jobs) jobs=$(value "$@") || exit 2; shift 2 ;;
+    --build) build=$(value "$@") || exit 2; shift 2 ;;
+    --torch-dir) torch_dir=$(value "$@") || exit 2; shift 2 ;;
     --force-debs) force_debs=1; shift ;;
     --no-cpu-seeds) cpu_seeds=0; shift ;;
     -h|--help) sed -n '2,/^set -u/{/^set -u/d;p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
+case $device in cuda|cpu) ;; *) die "--device is cuda or cpu, not '$device'" ;; esac
+case $budget in ''|*[!0-9]*) die "--budget is a whole number of seconds, not '$budget'" ;; esac
+case $jobs in ''|0|*[!0-9]*) die "--jobs is a whole number from 1, not '$jobs'" ;; esac
 if [ ! -f CMakeLists.txt ] || [ ! -d engine ]; then
-  echo "gpu_check: run from the repository root" >&2
-  exit 2
+  die "run from the repository root"
 fi
 repo=$(pwd)
 [ -n "$data" ] || data=$debs/data/tinystories-sample.txt
-# OUT's logs/, results/ and status/ are this script's: a previous report's are replaced, anything
-# else there is left alone (and stops the script).
-if [ -e "$out/gpu_check.json" ]; then
-  rm -rf "$out/logs" "$out/results" "$out/status" "$out/gpu_check.json"
-elif [ -e "$out/logs" ] || [ -e "$out/results" ] || [ -e "$out/status" ]; then
-  echo "gpu_check: '$out' holds logs/, results/ or status/ but no gpu_check.json: not a report of this script" >&2
-  exit 2
-fi
-mkdir -p "$out/logs" "$out/results" || exit 2
-out=$(cd "$out" && pwd)
+# OUT is this script's own folder: made here (the marker in it, written first) or new or empty. In a
+# folder of its own a previous report (logs/, results/, status/, gpu_check.json) is replaced and
+# anything else there is left alone; any other folder is refused before anything is written.
+own_folder --out "$out" .hsm_gpu_check
+out=$(cd -- "$out" && pwd) || exit 2
+rm -rf -- "$out/logs" "$out/results" "$out/status" "$out/gpu_check.json"
+mkdir "$out/logs" "$out/results" || die "cannot write in '$out'"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hsm_gpu_check.XXXXXX") || exit 2
+# The build, the unpacked .debs and the runs are this script's alone: removed however it ends.
+trap 'rm -rf "$work"' EXIT
 [ -n "$build" ] || build=$work/build
 status_dir=$out/status
 mkdir -p "$status_dir"
@@ -529,6 +535,5 @@ quick_flag=""
 [ $quick -eq 1 ] && quick_flag=--quick
 python3 "$repo/bench/gpu_check_report.py" "$out" --device "$device" $quick_flag --budget "$budget" --started "$t_start"
 rc=$?
-rm -rf "$work"
 log "done"
 exit $rc

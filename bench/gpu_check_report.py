@@ -24,6 +24,7 @@ import os
 import re
 import statistics
 import sys
+import tempfile
 import time
 
 # The spread of four CPU seeds of the recipe (hsm_ab, 400 x 32 x 128), measured on an H200 machine's
@@ -386,8 +387,47 @@ def goal_lines(goals):
     return ["issue 49's goals: " + verdict] + lines
 
 
+def read_goals(path):
+    """The goals of the report at PATH; None (the reason printed in one line) when it is not one."""
+    try:
+        with open(path) as f:
+            report = json.load(f)
+        if not isinstance(report, dict):
+            raise ValueError("a JSON %s, not an object" % type(report).__name__)
+        goals = issue_goals(report)
+        goal_lines(goals)
+        return goals
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else (str(e).splitlines() or [type(e).__name__])[0]
+        print("gpu_check_report: '%s' is not a report of bench/gpu_check.sh (%s)" % (path, reason), file=sys.stderr)
+        return None
+
+
+def write_new_then_rename(path, text):
+    """TEXT as the file PATH: written into a new file of its own beside it (created, never opened: a
+    link or a file planted there is not followed or written through), then renamed over PATH, which
+    replaces PATH itself (a link at PATH too), never what a link there points to."""
+    folder, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=folder or ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error in one line (argparse prints its whole usage first): what is wrong and --help."""
+
+    def error(self, message):
+        self.exit(2, "gpu_check_report: %s (see --help)\n" % message)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="?", help="gpu_check.sh's output folder (results/, status/)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--quick", action="store_true")
@@ -396,9 +436,10 @@ def main():
     ap.add_argument("--goals", metavar="REPORT", help="print the goals of an existing gpu_check.json")
     ap.add_argument("--json", action="store_true", help="with --goals: the goals as JSON")
     a = ap.parse_args()
-    if a.goals:
-        with open(a.goals) as f:
-            goals = issue_goals(json.load(f))
+    if a.goals is not None:
+        goals = read_goals(a.goals)
+        if goals is None:
+            return 2
         print(json.dumps(goals, indent=2) if a.json else "\n".join(goal_lines(goals)))
         return 0
     if not a.out:
@@ -408,9 +449,7 @@ def main():
         ap.error("'%s' is not an output folder of bench/gpu_check.sh (no status/ and results/ in it)" % a.out)
     report = build_report(a.out, a.device, a.quick, a.budget, a.started)
     path = os.path.join(a.out, "gpu_check.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(report, f, indent=2)
-    os.replace(path + ".tmp", path)
+    write_new_then_rename(path, json.dumps(report, indent=2))
     print(json.dumps({k: report[k] for k in ("wall_s", "hsm_ab_val_loss", "speed") if k in report}, indent=1))
     print("stages:", ", ".join("%s=%s" % (k, v["status"]) for k, v in report["stages"].items()))
     print("\n".join(goal_lines(report["issue_goals"])))

@@ -12,12 +12,15 @@ set -euo pipefail
 
 out=.gpu-debs
 data=../shared/data/tinystories/tinystories-sample.txt
+me=gpu_debs
+# shellcheck source=bench/script_args.sh
+. "$(dirname "$0")/script_args.sh"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) out="${2:?--out needs a folder}"; shift 2 ;;
-    --data) data="${2:?--data needs a file}"; shift 2 ;;
+    --out) out=$(value "$@") || exit 2; shift 2 ;;
+    --data) data=$(value "$@") || exit 2; shift 2 ;;
     -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "gpu_debs: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
 
@@ -25,16 +28,12 @@ done
 packages=(nlohmann-json3-dev libcli11-dev libsentencepiece-dev libsentencepiece0 pkgconf pkgconf-bin libpkgconf3
           libgtest-dev libgmock-dev)
 
-marker=.hsm_gpu_debs  # in a folder this script made: any other non-empty folder is refused
-if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ] && [ ! -e "$out/$marker" ]; then
-  echo "gpu_debs: '$out' exists and is not a folder this script made; choose another --out" >&2
-  exit 1
-fi
 [ -f "$data" ] || { echo "gpu_debs: no corpus at '$data' (--data FILE)" >&2; exit 1; }
 command -v apt-get >/dev/null || { echo "gpu_debs: needs apt-get (a Debian machine)" >&2; exit 1; }
-
-mkdir -p "$out/data"
-touch "$out/$marker"
+own_folder --out "$out" .hsm_gpu_debs  # new, empty or this script's (its marker): any other is refused
+# data/ and the .debs are the script's own in its folder: made anew, never written through a link.
+rm -rf -- "$out/data"
+mkdir "$out/data"
 # apt-get download writes into the current folder; as root it drops to the _apt user, who must be
 # able to write there, so it downloads into a private temporary folder first.
 tmp=$(mktemp -d)

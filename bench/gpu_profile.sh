@@ -11,44 +11,51 @@
 # Each profile sums the kernels' device time by name; OUT/summary.txt holds them all, with the
 # rates (OUT/bench.json, OUT/peer.jsonl). HSM_* variables set for the run reach hsm bench, so one
 # call can A/B a switch: `--ab "HSM_CUDA_FUSED=0"` repeats hsm bench with it. OUT (default
-# gpu_profile_out/) must be new, empty, or an earlier OUT of this script.
-# A development tool, not part of the product or of `make test`.
+# gpu_profile_out/) must be new, empty, or an earlier OUT of this script; the build goes into a private
+# temporary folder removed at the end (or --build DIR). A development tool, not part of `make test`.
 set -u
 out=${OUT:-gpu_profile_out}
 batch=256
 models="hsm_ab gpt hybrid_0_6"
 compiled="hsm_ab"
 debs=.gpu-debs
-build=${TMPDIR:-/tmp}/hsm_gpu_profile_build
+build=""
 jobs=$(nproc 2> /dev/null || echo 4)
 ab=""
+me=gpu_profile
+# shellcheck source=bench/script_args.sh
+. "$(dirname "$0")/script_args.sh"
 while [ $# -gt 0 ]; do
   case $1 in
-    --out) out=$2; shift 2 ;;
-    --batch) batch=$2; shift 2 ;;
-    --models) models=$2; shift 2 ;;
-    --compiled) compiled=$2; shift 2 ;;
-    --debs) debs=$2; shift 2 ;;
-    --build) build=$2; shift 2 ;;
-    --jobs) jobs=$2; shift 2 ;;
-    --ab) ab=$2; shift 2 ;;
+    --out) out=$(value "$@") || exit 2; shift 2 ;;
+    --batch) batch=$(value "$@") || exit 2; shift 2 ;;
+    --models) models=$(value "$@") || exit 2; shift 2 ;;
+    --compiled) compiled=$(value "$@") || exit 2; shift 2 ;;
+    --debs) debs=$(value "$@") || exit 2; shift 2 ;;
+    --build) build=$(value "$@") || exit 2; shift 2 ;;
+    --jobs) jobs=$(value "$@") || exit 2; shift 2 ;;
+    --ab) ab=$(value "$@") || exit 2; shift 2 ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "gpu_profile: unknown argument '$1'" >&2; exit 2 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-[ -f CMakeLists.txt ] && [ -d engine ] || { echo "gpu_profile: run from the repository root" >&2; exit 2; }
+case $batch in ''|0|*[!0-9]*) die "--batch is a whole number from 1, not '$batch'" ;; esac
+case $jobs in ''|0|*[!0-9]*) die "--jobs is a whole number from 1, not '$jobs'" ;; esac
+[ -f CMakeLists.txt ] && [ -d engine ] || die "run from the repository root"
 repo=$(pwd)
 # OUT is this script's: a folder it made before (its marker) has its files replaced; any other
 # folder that is not empty is refused, so nothing this script did not write is overwritten.
-marker=.hsm_gpu_profile
-if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -e "$out/$marker" ]; then
-  echo "gpu_profile: '$out' is not empty and not a folder of this script's: name a new one with --out" >&2
-  exit 2
-fi
-mkdir -p "$out" && touch "$out/$marker" || exit 2
-out=$(cd "$out" && pwd)
+own_folder --out "$out" .hsm_gpu_profile
+out=$(cd -- "$out" && pwd) || exit 2
+# What it writes in OUT, new each time: a file or a link left there by anyone is removed, not
+# written through.
+rm -f -- "$out/build.log" "$out/summary.txt" "$out/bench.json" "$out/bench_ab.json" "$out/peer.jsonl" \
+  "$out/traces.tar.gz"
+# The unpacked .debs, the build (unless --build names one) and the traces: a private folder, removed
+# however the script ends (the summary and a tarball stay in OUT).
 work=$(mktemp -d "${TMPDIR:-/tmp}/hsm_gpu_profile.XXXXXX") || exit 2
-trap 'rm -rf "$work"' EXIT  # the unpacked .debs, the traces (the summary and a tarball stay in OUT)
+trap 'rm -rf "$work"' EXIT
+[ -n "$build" ] || build=$work/build
 t0=$(date +%s)
 say() { echo "[gpu_profile $(($(date +%s) - t0))s] $*"; }
 

@@ -23,9 +23,27 @@ for t in "${targets[@]}"; do
   [ -f "fuzz/fuzz_$t.cpp" ] || { echo "fuzz: no target '$t' (targets: ${all_targets[*]})" >&2; exit 2; }
 done
 
+# The build folder is this script's: new, empty, or one it made (its marker, or a fuzz build
+# tree of CMake's from before the marker). Anything else is refused before a file is written there.
+marker=.hsm-fuzz-build
+case $build in
+  *[[:cntrl:]]*|-*) echo "fuzz: FUZZ_BUILD_DIR $(printf %q "$build") is not a plain folder name" >&2; exit 2 ;;
+esac
+if [ -L "$build" ] || { [ -e "$build" ] && [ ! -d "$build" ]; }; then
+  echo "fuzz: FUZZ_BUILD_DIR '$build' is not a folder (a file or a link): name a new folder" >&2
+  exit 2
+fi
+if [ -d "$build" ] && [ -n "$(ls -A -- "$build")" ] && ! { [ -f "$build/$marker" ] && [ ! -L "$build/$marker" ]; } &&
+   ! grep -qx 'HSM_BUILD_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "fuzz: '$build' is not empty and not a build folder of this script's (no $marker): set FUZZ_BUILD_DIR to a new folder" >&2
+  exit 2
+fi
+
 for tool in clang clang++; do
   command -v "$tool" >/dev/null || { echo "fuzz: $tool not found; run packaging/install-deps.sh" >&2; exit 1; }
 done
+mkdir -p -- "$build"
+touch "$build/$marker"
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHSM_BUILD_FUZZ=ON >/dev/null
 fi

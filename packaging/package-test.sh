@@ -12,7 +12,17 @@ fi
 # installed for it, even when a check fails: the machine is left as it was found.
 # Needs root (or sudo); usage: package-test.sh BUILD_DIR
 set -euo pipefail
-build_dir=$(cd "${1:-build}" && pwd)
+die() { echo "package-test: $*" >&2; exit 2; }
+[ $# -le 1 ] || die "one argument, the build folder (usage: package-test.sh BUILD_DIR)"
+if [ $# -eq 1 ]; then
+  case $1 in
+    '') die "the build folder is empty: name one (usage: package-test.sh BUILD_DIR)" ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) die "unknown option '$1' (usage: package-test.sh BUILD_DIR)" ;;
+  esac
+fi
+[ -d "${1:-build}" ] || die "no build folder '${1:-build}' (usage: package-test.sh BUILD_DIR)"
+build_dir=$(cd -- "${1:-build}" && pwd)
 debs=("$build_dir"/hsm-studio_*.deb)
 [ -f "${debs[0]}" ] || { echo "package-test: no $build_dir/hsm-studio_*.deb; run \`make package\` first" >&2; exit 1; }
 deb=$(ls -t "${debs[@]}" | head -1)  # the newest: an older one may be from another release
@@ -37,8 +47,11 @@ remove() {
   local status=$?
   echo "package-test: removing hsm-studio and what apt installed for it"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q hsm-studio >/dev/null || status=1
+  # What apt installed for it: new since the start and marked as installed automatically (a
+  # dependency); a package someone installed by hand meanwhile is marked manual and stays.
   local added
-  added=$(dpkg-query -W -f='${Package}\n' | sort | comm -13 "$before" - | tr '\n' ' ')
+  added=$(dpkg-query -W -f='${Package}\n' | sort | comm -13 "$before" - |
+          comm -12 - <(apt-mark showauto | sort) | tr '\n' ' ')
   if [ -n "$added" ]; then
     # shellcheck disable=SC2086
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $added >/dev/null || status=1

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The engine's layers point one way (docs/architecture.md, "Layers"): reads every #include
-# "..." line of engine/src and engine/include/hsm and fails, naming the file and the include,
-# when a file includes one of a higher layer. A folder of engine/src is one layer; a public
+# "..." and #include <hsm/...> line of engine/src (C++ and CUDA sources: .h, .cpp, .cu, .cuh) and
+# engine/include/hsm and fails, naming the file and the include, when a file includes one of a
+# higher layer. A folder of engine/src is one layer; a public
 # header (hsm/X.h) belongs to the layer that implements it (the table below: a new header
 # must be placed, or the check fails saying so).
 #   usage: check_layers.sh ENGINE_DIR        (the repository's engine/)
@@ -64,8 +65,13 @@ check_file() {
   local n=0 line inc to
   while IFS= read -r line; do
     n=$((n + 1))
-    [[ $line =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]+)\" ]] || continue
-    inc=${BASH_REMATCH[1]}
+    if [[ $line =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]+)\" ]]; then
+      inc=${BASH_REMATCH[1]}
+    elif [[ $line =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\<(hsm/[^\>]+)\> ]]; then
+      inc=${BASH_REMATCH[1]}  # the public headers by the system include path
+    else
+      continue
+    fi
     to=$(layer_of_include "$inc")
     [[ -z $to ]] && continue
     if [[ $to == "?" ]]; then
@@ -94,7 +100,8 @@ while IFS= read -r -d '' file; do
     continue
   fi
   check_file "$rel" "$layer"
-done < <(find ./src \( -name '*.h' -o -name '*.cpp' \) -print0 | sort -z)
+done < <(find ./src \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' -o -name '*.hpp' -o -name '*.cc' \) -print0 |
+         sort -z)
 
 while IFS= read -r -d '' file; do
   rel=${file#./}

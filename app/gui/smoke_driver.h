@@ -36,9 +36,9 @@ class SmokeDriver {
   SmokeDriver(MainWindow* window, SmokeOptions options);
   // Runs the session to the end (processing events); returns the report:
   // steps, generated_tokens, text, exports, weight_layers, diagnosed_layers, max_stall_ms,
-  // traced_layers (and trace_error when the engine refused the trace),
+  // traced_layers (and trace_error when the trace failed),
   // max_busy_ms (and both by phase), busy_budget_ms, slowest_events, mean_gap_ms, runs,
-  // seconds, error.
+  // seconds, error: every phase that failed, "; " between them (null when none did).
   QJsonObject run();
 
  private:

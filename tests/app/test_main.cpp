@@ -6,6 +6,7 @@
 #include <QSettings>
 #include <QStandardPaths>
 
+#include "../test_run_guard.h"
 #include "gui/studio_application.h"
 #include "studio_test_util.h"
 
@@ -17,5 +18,6 @@ int main(int argc, char** argv) {
   QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, studio::test::temp_root() + "/settings");
   QApplication::setOrganizationName(QStringLiteral("hsm-studio-tests"));
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  hsm::test::guard_premature_exit();  // an exit() in a test fails the program (../test_run_guard.h)
+  return hsm::test::finish(RUN_ALL_TESTS());
 }

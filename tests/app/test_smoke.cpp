@@ -7,8 +7,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "hsm/run_folder.h"
 #include "studio_test_util.h"
@@ -66,7 +68,68 @@ TEST(Smoke, TrainsGeneratesExportsWithoutStallingTheGui) {
   EXPECT_LE(lab, 1.0);
   // The Experiments view took the open runs (the two trained here) as one experiment.
   EXPECT_EQ(j.value(QStringLiteral("experiment_rows")).toInt(), 2) << r.out.toStdString();
+  // The Trace view traced the first run, on prompts that fit its small tokenizer (issue 65: the
+  // view's own pair was 31 tokens against 32, the trace failed, and the session passed).
+  EXPECT_EQ(j.value(QStringLiteral("traced_layers")).toInt(), 3) << r.out.toStdString();
+  EXPECT_FALSE(j.contains(QStringLiteral("trace_error"))) << r.out.toStdString();
   expect_responsive(j, r.out);
+}
+
+// A phase that fails is the session's error, with a non-zero exit, and the phases after it still
+// run (issue 65): no prompt pair fits a context of 2 tokens, so the trace fails; the lab still scores.
+TEST(Smoke, AFailedPhaseIsTheSessionsErrorAndTheOthersStillRun) {
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("smoke-failed-phase"));
+  QDir().mkpath(dir);
+  const QString config = QDir(dir).filePath(QStringLiteral("context2.json"));
+  QFile f(config);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  f.write(R"({"name": "context2", "vocab_size": 300, "d_model": 32, "context": 2, "dropout": 0.0,
+  "layers": [{"mixer": "hsm_ab", "ffn": 64, "heads": 1}, {"mixer": "attn", "ffn": 64, "heads": 4}]})");
+  f.close();
+  const ProcessResult r =
+      run_program(QStringLiteral(HSM_STUDIO_PATH),
+                  {QStringLiteral("--smoke"), config, QStringLiteral("--data"), make_corpus(dir), QStringLiteral("--steps"),
+                   QStringLiteral("4"), QStringLiteral("--max-tokens"), QStringLiteral("8"), QStringLiteral("--out"),
+                   QDir(dir).filePath(QStringLiteral("out")), QStringLiteral("--threads"), QStringLiteral("1"),
+                   QStringLiteral("--json")});
+  EXPECT_EQ(r.exit_code, 1) << r.out.toStdString() << r.err.toStdString();
+  const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+  ASSERT_FALSE(j.isEmpty()) << r.out.toStdString();
+  const QString error = j.value(QStringLiteral("error")).toString();
+  EXPECT_TRUE(error.startsWith(QStringLiteral("trace: "))) << r.out.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral("context of 2 tokens"))) << r.out.toStdString();
+  EXPECT_EQ(j.value(QStringLiteral("traced_layers")).toInt(), 0);
+  EXPECT_GE(j.value(QStringLiteral("lab_answer_accuracy")).toDouble(-1), 0.0) << r.out.toStdString();
+  EXPECT_EQ(j.value(QStringLiteral("exports")).toArray().size(), 20) << r.out.toStdString();
+}
+
+// What --smoke cannot use is refused with a reason: a folder that is not a run (a lab's), a number
+// of steps that is not one (issue 65: `--steps 0` was taken, a lab folder said "model 'lab': ").
+TEST(Smoke, ALabFolderAndAZeroAreRefusedWithAReason) {
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("smoke-refused"));
+  const QString lab = QDir(dir).filePath(QStringLiteral("lab"));
+  QDir().mkpath(QDir(lab).filePath(QStringLiteral("runs")));
+  const QString corpus = make_corpus(dir);
+  ProcessResult r = run_program(QStringLiteral(HSM_STUDIO_PATH),
+                                {QStringLiteral("--smoke"), lab, QStringLiteral("--data"), corpus, QStringLiteral("--json")});
+  EXPECT_EQ(r.exit_code, 1) << r.out.toStdString() << r.err.toStdString();
+  const QString error = QJsonDocument::fromJson(r.out).object().value(QStringLiteral("error")).toString();
+  EXPECT_TRUE(error.contains(QStringLiteral("is a folder but not a run folder"))) << r.out.toStdString();
+  EXPECT_TRUE(error.contains(lab)) << r.out.toStdString();
+  for (const auto& [option, value] : {std::pair{"--steps", "0"}, std::pair{"--steps", "many"}, std::pair{"--batch", "0"},
+                                      std::pair{"--max-tokens", "-5"}, std::pair{"--timeout", "0"}}) {
+    r = run_program(QStringLiteral(HSM_STUDIO_PATH),
+                    {QStringLiteral("--smoke"), tiny_config(dir), QStringLiteral("--data"), corpus,
+                     QLatin1String(option), QLatin1String(value), QStringLiteral("--json")});
+    EXPECT_EQ(r.exit_code, 2) << option << " " << value << ": " << r.out.toStdString();
+    const QString err = QString::fromUtf8(r.err);
+    const QRegularExpression line(QStringLiteral("^hsm-studio: %1 must be a whole number from -?\\d+ to \\d+, not '%2'$")
+                                      .arg(QRegularExpression::escape(QLatin1String(option)),
+                                           QRegularExpression::escape(QLatin1String(value))),
+                                  QRegularExpression::MultilineOption);
+    EXPECT_TRUE(line.match(err).hasMatch()) << err.toStdString();
+    EXPECT_TRUE(r.out.isEmpty()) << r.out.toStdString();  // refused before any session
+  }
 }
 
 // The same session on a paper-size model (the bundled hsm_ab run: d 256, 7 layers, 5.0M

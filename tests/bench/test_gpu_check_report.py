@@ -68,6 +68,56 @@ class KeptReports(unittest.TestCase):
         self.assertEqual(g["goals"]["train_32_vs_eager"]["value"], {"gpt": 1.045, "hsm_ab": 1.075, "hybrid_0_6": 1.159})
 
 
+class NotAReport(unittest.TestCase):
+    """--goals on what is not a report: one line that names the file, exit 2, no traceback (issue 65)."""
+
+    def goals(self, content):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write(content)
+        try:
+            return f.name, subprocess.run([sys.executable, SCRIPT, "--goals", f.name], capture_output=True, text=True)
+        finally:
+            os.unlink(f.name)
+
+    def check_refused(self, name, done, reason):
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertEqual(done.stdout, "")
+        self.assertNotIn("Traceback", done.stderr)
+        self.assertEqual(len(done.stderr.splitlines()), 1, done.stderr)
+        self.assertIn("'%s' is not a report of bench/gpu_check.sh" % name, done.stderr)
+        self.assertIn(reason, done.stderr)
+
+    def test_text_that_is_not_json(self):
+        self.check_refused(*self.goals("GPU check of Monday: all fine\n"), "Expecting value")
+
+    def test_json_that_is_not_an_object(self):
+        self.check_refused(*self.goals("[1, 2, 3]\n"), "a JSON list, not an object")
+
+    def test_an_object_of_the_wrong_shape(self):
+        self.check_refused(*self.goals('{"speed": 3, "stages": "all"}\n'), "")
+
+    def test_a_missing_file(self):
+        missing = os.path.join(tempfile.gettempdir(), "no-such-gpu-check-%d.json" % os.getpid())
+        done = subprocess.run([sys.executable, SCRIPT, "--goals", missing], capture_output=True, text=True)
+        self.check_refused(missing, done, "No such file or directory")
+
+    def test_goals_with_no_file_and_no_arguments_at_all(self):
+        for args, reason in ((["--goals"], "argument --goals: expected one argument"),
+                             ([], "give gpu_check.sh's output folder, or --goals REPORT"),
+                             (["--budget", "many"], "argument --budget: invalid int value: 'many'")):
+            done = subprocess.run([sys.executable, SCRIPT] + args, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertEqual(done.stderr, "gpu_check_report: %s (see --help)\n" % reason)
+
+    def test_a_folder(self):
+        folder = tempfile.mkdtemp(prefix="gpu_report_folder.")
+        try:
+            done = subprocess.run([sys.executable, SCRIPT, "--goals", folder], capture_output=True, text=True)
+            self.check_refused(folder, done, "Is a directory")
+        finally:
+            os.rmdir(folder)
+
+
 class RunFolder(unittest.TestCase):
     """A folder as gpu_check.sh leaves it (status/ and results/), read by the script's folder mode."""
 
@@ -211,6 +261,28 @@ class RunFolder(unittest.TestCase):
             self.assertEqual(os.listdir(other), [])
         finally:
             shutil.rmtree(other)
+
+    def test_a_link_in_the_folder_is_replaced_never_written_through(self):
+        # Issue 65: the report was written through OUT/gpu_check.json.tmp, so a link planted there
+        # overwrote the file it pointed to, outside OUT. A link at gpu_check.json itself is replaced.
+        self.write_run()
+        outside = tempfile.mkdtemp(prefix="gpu_report_outside.")
+        try:
+            for name in ("gpu_check.json.tmp", "gpu_check.json"):
+                target = os.path.join(outside, name + ".precious")
+                with open(target, "w") as f:
+                    f.write("keep me\n")
+                os.symlink(target, os.path.join(self.out, name))
+            g = self.report()["issue_goals"]
+            self.assertIs(g["all_met"], True)
+            for name in ("gpu_check.json.tmp", "gpu_check.json"):
+                with open(os.path.join(outside, name + ".precious")) as f:
+                    self.assertEqual(f.read(), "keep me\n", name)
+            self.assertFalse(os.path.islink(os.path.join(self.out, "gpu_check.json")))
+            # nothing of its own left beside the report
+            self.assertEqual(sorted(n for n in os.listdir(self.out) if n.endswith(".tmp")), ["gpu_check.json.tmp"])
+        finally:
+            shutil.rmtree(outside)
 
     def test_a_cpu_run_measures_no_goal_of_cuda(self):
         self.write_run()

@@ -261,7 +261,12 @@ TEST(CliPipeline, TrainEvalGenerateAndRefuseACorruptCheckpoint) {
   for (size_t at = three.out.find("[12 tokens, "); at != std::string::npos; at = three.out.find("[12 tokens, ", at + 1))
     ++summaries;
   EXPECT_EQ(summaries, 3u) << three.out;
-  EXPECT_NE(run("generate " + run_dir + " --samples 0").status, 0);
+  // Refused as a usage error (exit 1, naming the option), not any non-zero status: a crash gives
+  // one too (issue 65).
+  const auto none = run("generate " + run_dir + " --samples 0");
+  EXPECT_EQ(none.status, 1) << none.out;
+  EXPECT_EQ(none.out.rfind("--samples: ", 0), 0u) << none.out;
+  EXPECT_EQ(none.out.find("Once upon"), std::string::npos) << none.out;  // nothing generated
 
   // Streamed text mode prints the prompt and the continuation.
   auto text = run("generate " + run_dir + " --prompt 'Once upon' --seed 4 --max-tokens 12 --no-stop");

@@ -191,6 +191,25 @@ TEST_F(Distributed, KillingOneRankEndsTheRunWithAMessage) {
   EXPECT_EQ(ev.exit_code, 0) << ev.out;
 }
 
+#if !HSM_TEST_DATA_PARALLEL
+// A build without data-parallel training (CMake found no c10d's Gloo in LibTorch, or
+// HSM_DATA_PARALLEL=OFF): the suites above skip, and what a user then gets is checked instead, so
+// that something runs in every configuration: `--nproc 2` refused in words, nothing trained.
+class SingleProcessBuild : public Distributed {
+ protected:
+  void SetUp() override {}
+};
+
+TEST_F(SingleProcessBuild, NprocIsRefusedInWordsAndNothingIsTrained) {
+  const Result r = shell(train(dir_ + "/refused", "--nproc 2 --batch 8"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("data-parallel training"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("docs/distributed.md"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ + "/refused/model.safetensors")) << r.out;
+  EXPECT_TRUE(train_losses(dir_ + "/refused").empty()) << r.out;
+}
+#endif
+
 TEST_F(Distributed, BadLauncherSettingsAreNamed) {
   const std::string base = train(dir_ + "/bad", "--batch 8");
   Result r = shell("WORLD_SIZE=2 " + base);

@@ -79,6 +79,8 @@ void append_file_no_follow(const std::string& path, const std::string& text) {
     const int e = errno;
     if (e == ELOOP)
       throw std::runtime_error("'" + path + "' is a symbolic link: refusing to write through it");
+    if (e == ENXIO)  // a FIFO with no reader, a socket or a device without one: O_NONBLOCK's answer
+      throw std::runtime_error("'" + path + "' is not a regular file: refusing to append to it");
     throw std::runtime_error("cannot append to '" + path + "': " + std::strerror(e));
   }
   struct stat st {};
