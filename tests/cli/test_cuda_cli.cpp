@@ -4,9 +4,8 @@
 // to the loss the run reported. One rank over NCCL against one process. Skipped, saying why, where
 // `hsm` has no CUDA GPU. DeferredStep.*:
 // the CUDA step's bookkeeping (no host read per step) run on the CPU, everywhere.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -156,10 +155,12 @@ TEST(CudaCli, OneRankOverNcclLearnsAsOneProcess) {
   fs::create_directories(dir);
   write_tiny_run_inputs(dir.string(), 7, 0.0);
   auto train = [&](const std::string& env, const std::string& name, const std::string& extra) {
-    return shell(env + " " + hsm("train --config '" + (dir / "tiny.json").string() + "' --data '" +
-                                 (dir / "stories.txt").string() + "' --out '" + (dir / name).string() +
-                                 "' --device cuda --steps 20 --batch 8 --log-every 1 --eval-every 10 "
-                                 "--eval-batches 3 --seed 3 --lr 0.003 " + extra));
+    return shell(env + " " +
+                 hsm("train --config '" + (dir / "tiny.json").string() + "' --data '" + (dir / "stories.txt").string() +
+                     "' --out '" + (dir / name).string() +
+                     "' --device cuda --steps 20 --batch 8 --log-every 1 --eval-every 10 "
+                     "--eval-batches 3 --seed 3 --lr 0.003 " +
+                     extra));
   };
   const Result one = train("HSM_STEP_SYNC=every", "one", "");
   if (one.exit_code != 0 && one.out.find("asked for, but") != std::string::npos) {
@@ -178,13 +179,14 @@ TEST(CudaCli, OneRankOverNcclLearnsAsOneProcess) {
       port = ntohs(addr.sin_port);
     ::close(fd);
   }
-  const Result rank = train("RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port),
-                            "rank", "--backend nccl --timeout 60");
+  const Result rank =
+      train("RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port), "rank",
+            "--backend nccl --timeout 60");
   for (const char* absent : {"this build has no NCCL", "left out of this build", "built without it"})
     if (rank.exit_code != 0 && rank.out.find(absent) != std::string::npos) {
       fs::remove_all(dir);
-      GTEST_SKIP() << "no NCCL in this build: " << rank.out.substr(rank.out.rfind("hsm:") == std::string::npos
-                                                                         ? 0 : rank.out.rfind("hsm:"));
+      GTEST_SKIP() << "no NCCL in this build: "
+                   << rank.out.substr(rank.out.rfind("hsm:") == std::string::npos ? 0 : rank.out.rfind("hsm:"));
     }
   ASSERT_EQ(rank.exit_code, 0) << "signal " << rank.signal << "\n" << rank.out;
   EXPECT_NE(rank.out.find("data parallel: rank 0 of 1 (nccl on cuda:0"), std::string::npos) << rank.out;

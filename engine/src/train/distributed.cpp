@@ -1,14 +1,16 @@
 // Data-parallel training over PyTorch's own distributed engine (c10d), as DistributedDataParallel
 // does it: a TCPStore for the rendezvous, ProcessGroupGloo for the collectives on CPU tensors,
-// ProcessGroupNCCL for CUDA tensors where LibTorch has it (LibTorch 2.x), and the DDP Reducer, which hooks every parameter's gradient accumulator and all-reduces a bucket
-// of gradients as soon as all of its gradients are ready, so communication overlaps the rest of
-// the backward pass. Buckets are assigned in reverse parameter order (the last layers' gradients
-// come first in backward), as DDP does.
+// ProcessGroupNCCL for CUDA tensors where LibTorch 2.x has it, and the DDP Reducer, which hooks
+// every parameter's gradient accumulator and all-reduces a bucket of gradients as soon as all of
+// its gradients are ready, so communication overlaps the rest of the backward pass. Buckets are
+// assigned in reverse parameter order (the last layers' gradients come first in backward), as DDP
+// does.
 //
 // The same code runs against LibTorch 1.13 (Debian 12) and 2.x (Debian 13's 2.6, PyTorch's own
 // builds). What c10d changed between them is kept to two functions below: process_group() (a
 // ProcessGroupGloo was a ProcessGroup; in 2.x it is a Backend that a ProcessGroup dispatches to,
-// by the tensors' device) and make_reducer() (the Reducer's constructor gained and lost arguments from release to release).
+// by the tensors' device) and make_reducer() (the Reducer's constructor gained and lost arguments
+// from release to release).
 #include "train/distributed.h"
 
 // A LibTorch built without Gloo (USE_C10D_GLOO undefined, e.g. without USE_DISTRIBUTED) has no
@@ -27,6 +29,7 @@
 #if defined(USE_C10D_NCCL) && defined(HSM_WITH_NCCL) && TORCH_VERSION_MAJOR >= 2
 #define HSM_NCCL 1
 #include <c10/cuda/CUDAFunctions.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #else
 #define HSM_NCCL 0
@@ -70,8 +73,9 @@ std::string DataParallel::choose_backend(const std::string& requested, bool cuda
   if (requested == "gloo") return "gloo";
   if (requested == "nccl") {
     if (!cuda)
-      throw std::invalid_argument("--backend nccl carries CUDA tensors, and this run trains on the CPU: train with "
-                                  "--device cuda, or use --backend gloo (or auto) on the CPU");
+      throw std::invalid_argument(
+          "--backend nccl carries CUDA tensors, and this run trains on the CPU: train with "
+          "--device cuda, or use --backend gloo (or auto) on the CPU");
     if (!nccl)
       throw std::invalid_argument("--backend nccl: this build has no NCCL: " + nccl_absent +
                                   "; use --backend auto or gloo (Gloo carries CUDA tensors through the host, slower), "
@@ -230,9 +234,9 @@ DataParallel::DataParallel(const DistributedOptions& options, const std::string&
   const bool cuda = device.rfind("cuda", 0) == 0 || (device == "auto" && torch::cuda::is_available());
   backend_ = choose_backend(options_.backend, cuda, nccl_built(), nccl_absent_reason());
   if (cuda && backend_ == "gloo")
-    backend_note_ = options_.backend == "gloo" ? "Gloo carries the CUDA tensors through the host"
-                                               : "no NCCL: " + nccl_absent_reason() +
-                                                     "; Gloo carries the CUDA tensors through the host";
+    backend_note_ = options_.backend == "gloo"
+                        ? "Gloo carries the CUDA tensors through the host"
+                        : "no NCCL: " + nccl_absent_reason() + "; Gloo carries the CUDA tensors through the host";
   device_ = rank_device(device, options_.local_rank);
 #if HSM_NCCL
   if (device_.is_cuda()) c10::cuda::set_device(device_.index());  // NCCL's communicator and streams on it
@@ -285,8 +289,8 @@ DataParallel::DataParallel(const DistributedOptions& options, const std::string&
   });
 #if HSM_NCCL
   if (backend_ == "nccl")
-    c10d_->nccl = c10::dynamic_intrusive_pointer_cast<c10d::ProcessGroupNCCL>(
-        c10d_->group->getBackend(c10::DeviceType::CUDA));
+    c10d_->nccl =
+        c10::dynamic_intrusive_pointer_cast<c10d::ProcessGroupNCCL>(c10d_->group->getBackend(c10::DeviceType::CUDA));
 #endif
 }
 
@@ -355,7 +359,8 @@ void DataParallel::attach(const std::vector<torch::Tensor>& parameters) {
   // The whole gradient's all-reduce alone (a flat tensor of every parameter, where the gradients
   // are), for the log. On CUDA wait() only orders the stream: the time is taken after a sync.
   guarded("a timing all-reduce", [&] {
-    std::vector<torch::Tensor> flat = {torch::zeros({numel_of(parameters)}, torch::TensorOptions().device(parameters.at(0).device()))};
+    std::vector<torch::Tensor> flat = {
+        torch::zeros({numel_of(parameters)}, torch::TensorOptions().device(parameters.at(0).device()))};
     auto sync = [&] {
       if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
     };

@@ -44,8 +44,7 @@ class DataParallel {
   // tensors on CUDA or not, where this build has NCCL or not: auto is NCCL for CUDA tensors where
   // the build has it, else Gloo. Throws std::invalid_argument, in words, for NCCL on the CPU and
   // for NCCL asked for where the build has none (`nccl_absent`: why not).
-  static std::string choose_backend(const std::string& requested, bool cuda, bool nccl,
-                                    const std::string& nccl_absent);
+  static std::string choose_backend(const std::string& requested, bool cuda, bool nccl, const std::string& nccl_absent);
   // Whether this build's data-parallel code has c10d's ProcessGroupNCCL; if not, why not.
   static bool nccl_built();
   static std::string nccl_absent_reason();
