@@ -22,7 +22,8 @@
 #             without the tests where GTest is missing
 #   bindings  cmake/check_std_bindings.sh on every binary built (issue 49's crash)
 #   tests     the suites labelled cuda (test_cuda: CUDA against the CPU; test_cuda_cli: a
-#             400-step run on CUDA, its checkpoint evaluated on the CPU)
+#             400-step run on CUDA, its checkpoint evaluated on the CPU; one rank over NCCL)
+#   nccl_one_rank  that NCCL test's verdict and loss difference, a status of its own (no GPU time)
 #   train     400 x 32 x 128 hsm_ab, seeds 1-4, and gpt, seed 1, on the device, TinyStories
 #             sample, the bundled tokenizer (resources/models/hsm_ab/tokenizer.model)
 #   eval      each run evaluated on the device (and hsm_ab seed 1 on the CPU too)
@@ -348,6 +349,24 @@ if [ -x "$build/tests/test_cuda" ] && [ -x "$build/tests/test_cuda_cli" ] && [ -
 else
   record tests skipped 0 "the CUDA tests were not built (logs/build*.log)"
 fi
+
+# ---- nccl_one_rank (issue 70; a stage of its own, from the nccl change: kept apart from the rest) --
+# Data-parallel training over NCCL, one rank on the one GPU against one process
+# (CudaCli.OneRankOverNcclLearnsAsOneProcess, docs/distributed.md): it ran in the tests stage inside
+# test_cuda_cli; here its verdict and figure get a status of their own. No GPU time of its own.
+nccl_one_rank() {
+  local f=$out/results/test_cuda_cli.txt
+  grep -E "OneRankOverNccl|one NCCL rank vs one process|no NCCL in this build|data parallel: rank" "$f"
+  grep -q "^\[       OK \] CudaCli.OneRankOverNcclLearnsAsOneProcess" "$f"
+}
+if [ "$device" = cpu ]; then
+  record nccl_one_rank skipped 0 "--device cpu"
+elif [ -f "$out/results/test_cuda_cli.txt" ]; then
+  stage nccl_one_rank 10 nccl_one_rank  # a skip (no NCCL in the build) fails it: on a GPU it is a goal missed
+else
+  record nccl_one_rank skipped 0 "test_cuda_cli did not run"
+fi
+# ---- end of nccl_one_rank ---------------------------------------------------------------------------
 
 # ---- train and eval ------------------------------------------------------------------------------
 tokenizer=$repo/resources/models/hsm_ab/tokenizer.model

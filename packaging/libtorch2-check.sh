@@ -5,9 +5,11 @@
 # engine and CLI tests against LibTorch 2.6 with the source tree bind-mounted read-only, and runs the
 # CPU suite with ctest. With --cuda it installs libtorch-cuda-dev instead (its own root) and only
 # configures and builds: the CUDA code paths compile and link; nothing runs, no GPU is needed.
+# It installs NCCL's header too (libnccl-dev), for data-parallel training over NCCL; --no-nccl
+# leaves it out (and removes it from a reused root): the build takes the Gloo fallback.
 # Not part of `make test`. Needs root (debootstrap, chroot, mount).
 #
-#   packaging/libtorch2-check.sh [--cuda] [--root DIR] [--src DIR] [--jobs N] [--targets "T ..."]
+#   packaging/libtorch2-check.sh [--cuda [--no-nccl]] [--root DIR] [--src DIR] [--jobs N] [--targets "T ..."]
 #                                [--mirror URL] [--prepare] [--no-test] [-- CTEST-ARGS...]
 #   --prepare: debootstrap and install only (the downloads), no build
 set -euo pipefail
@@ -23,6 +25,7 @@ targets=""
 mirror=""
 run_tests=1
 prepare_only=0
+nccl=1
 ctest_args=()
 suite=trixie
 marker=.hsm-libtorch2-check  # written into a root this script made; any other folder is refused
@@ -33,6 +36,7 @@ say() { echo "libtorch2-check: $*"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) mode=cuda ;;
+    --no-nccl) nccl=0 ;;
     --root) root="${2:?--root needs a folder}"; shift ;;
     --src) src="$(cd "${2:?--src needs a folder}" && pwd)"; shift ;;
     --jobs) jobs="${2:?--jobs needs a number}"; shift ;;
@@ -41,7 +45,7 @@ while [ $# -gt 0 ]; do
     --no-test) run_tests=0 ;;
     --prepare) prepare_only=1 ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
@@ -124,11 +128,18 @@ deps+=(ccache)
 if [ "$mode" = cuda ]; then
   # libtorch-cuda-dev replaces libtorch-dev; the CUDA toolkit (non-free) for its CMake config's
   # find_package(CUDAToolkit) and the CUDA headers ATen's CUDA headers include.
-  # Gloo likewise: libgloo-cuda-dev (contrib) replaces libgloo-dev.
+  # Gloo likewise: libgloo-cuda-dev (contrib) replaces libgloo-dev. NCCL's header (libnccl-dev,
+  # contrib; libtorch-cuda-2.6 depends on libnccl2 but its -dev not on libnccl-dev) for c10d's
+  # ProcessGroupNCCL.hpp: data-parallel CUDA training over NCCL (--no-nccl: without, the fallback).
   deps=("${deps[@]/libtorch-dev/libtorch-cuda-dev}")
   deps=("${deps[@]/libgloo-dev/libgloo-cuda-dev}" nvidia-cuda-toolkit nvidia-cuda-dev)
+  [ "$nccl" -eq 0 ] || deps+=(libnccl-dev)
 fi
 in_root apt-get update -q
+if [ "$mode" = cuda ] && [ "$nccl" -eq 0 ] && in_root dpkg-query -W -f='${Status}' libnccl-dev 2>/dev/null |
+  grep -q 'ok installed'; then
+  in_root dpkg -r libnccl-dev
+fi
 if [ "$mode" = cuda ]; then
   # nvidia-cudnn (contrib), which libtorch-cuda-2.6 depends on, is an installer: its postinst fetches
   # cuDNN from developer.download.nvidia.com, which this machine cannot reach, and fails. A stand-in
@@ -193,7 +204,9 @@ say "build took $(elapsed "$t3"); $(in_root ccache -s | grep -iE 'hits|misses' |
 
 if [ "$mode" = cuda ]; then
   # Link check: the CUDA LibTorch is what hsm links, and it is the CUDA build of LibTorch.
-  in_root /bin/sh -c "ldd '$build/engine/cli/hsm' | grep -E 'libtorch|libc10' || true"
+  in_root /bin/sh -c "ldd '$build/engine/cli/hsm' | grep -E 'libtorch|libc10|libnccl' || true"
+  say "cuda: data-parallel CUDA training over NCCL (HSM_DATA_PARALLEL_NCCL): $(in_root sed -n \
+    's/^HSM_DATA_PARALLEL_NCCL:INTERNAL=//p' "$build/CMakeCache.txt")"
   say "cuda: configured and built against libtorch-cuda-dev; nothing run (no GPU)"
   exit 0
 fi

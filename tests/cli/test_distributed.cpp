@@ -1,6 +1,7 @@
 // Data-parallel training (issue 25, docs/distributed.md), run as a user would: `hsm train
 // --nproc 2` on the loopback with Gloo against one process with the same global batch, a
-// 2-rank run resumed by one process, a rank killed with SIGKILL, bad launcher settings.
+// 2-rank run resumed by one process, a rank killed with SIGKILL, bad launcher settings, a group
+// of one rank (the launcher environment with WORLD_SIZE=1) and the backend each device gets.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -219,11 +220,6 @@ TEST_F(Distributed, BadLauncherSettingsAreNamed) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << r.out;
 
-  // NCCL is not wired: refused in words before any rendezvous, and no run folder is made.
-  r = shell("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29512 " + base + " --backend nccl --timeout 10");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("--backend nccl: HSM Studio wires only Gloo"), std::string::npos) << r.out;
-
   // A port something listens on: rank 0 says so instead of waiting.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -241,6 +237,60 @@ TEST_F(Distributed, BadLauncherSettingsAreNamed) {
   const std::string why = "MASTER_PORT " + std::to_string(port) + " on 127.0.0.1 is in use";
   EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ + "/bad"));
+}
+
+// A TCP port nothing listens on now (bound to port 0 on the loopback, then closed).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(addr.sin_port) : 29513;
+}
+
+// The launcher environment with WORLD_SIZE=1 (torchrun --nproc-per-node 1) makes a group of one
+// rank: the same rendezvous, process group (Gloo for CPU tensors) and Reducer as two ranks, and
+// it learns exactly as the one process it is (the check a backend gets on one device; NCCL's on
+// one GPU is CudaCli.OneRankOverNcclLearnsAsOneProcess).
+TEST_F(Distributed, AOneRankGroupIsGlooOnTheCpuAndLearnsAsOneProcess) {
+  train_both();
+  ASSERT_EQ(one_->exit_code, 0) << one_->out;
+  const std::string env = "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()) + " ";
+  const Result r = shell(env + train(dir_ + "/one-rank", "--batch 16 --timeout 30"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("data parallel: rank 0 of 1 (gloo on cpu, rendezvous 127.0.0.1:"), std::string::npos) << r.out;
+  const auto a = train_losses(dir_ + "/one-rank"), b = train_losses(dir_ + "/one");
+  ASSERT_EQ(a.size(), 20u);
+  const double worst = max_relative_difference(a, b);
+  std::printf("max relative difference of the per-step losses, a one-rank group vs one process: %.3g\n", worst);
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_LT(max_relative_difference(val_losses(dir_ + "/one-rank"), val_losses(dir_ + "/one")), 1e-6);
+}
+
+// The backend follows the device: Gloo for CPU tensors (above), NCCL for CUDA tensors where the
+// build has it. NCCL asked for where it cannot carry the tensors is refused in words before any
+// rendezvous (WORLD_SIZE=2 with no second rank: a wait would take --timeout), and no run folder
+// is made.
+TEST_F(Distributed, NcclIsRefusedInWordsWhereItCannotCarryTheTensors) {
+  const std::string base = "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()) +
+                           " " + train(dir_ + "/nccl", "--batch 8 --timeout 20");
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = shell(base + " --backend nccl");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--backend nccl carries CUDA tensors, and this run trains on the CPU"), std::string::npos)
+      << r.out;
+  r = shell(base + " --backend nccl --device cuda");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  if (!HSM_TEST_NCCL)  // this LibTorch has no NCCL (Debian 12's 1.13 is a CPU build)
+    EXPECT_NE(r.out.find("--backend nccl: this build has no NCCL: this build's LibTorch"), std::string::npos) << r.out;
+  else  // NCCL is built in; on a machine without a GPU the device is refused next, still before any rendezvous
+    EXPECT_NE(r.out.find("asked for, but"), std::string::npos) << r.out;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0) << "no rendezvous";
+  EXPECT_FALSE(fs::exists(dir_ + "/nccl"));
 }
 
 }  // namespace

@@ -10,7 +10,10 @@
 
 namespace hsm {
 
-// One rank of a data-parallel run. world_size 1 (the default) is an ordinary one-process run.
+// One rank of a data-parallel run. world_size 1 (the default) is an ordinary one-process run,
+// unless the launcher environment asked for a group (RANK and WORLD_SIZE set, WORLD_SIZE=1 as
+// `torchrun --nproc-per-node 1` sets them): then a group of one rank, over the same process group
+// and Reducer as several (docs/distributed.md: the one-rank check of a backend).
 struct DistributedOptions {
   int rank = 0;
   int world_size = 1;
@@ -20,7 +23,8 @@ struct DistributedOptions {
   std::string backend = "auto";  // auto | gloo | nccl (auto: NCCL on CUDA where LibTorch has it, else Gloo)
   double timeout_s = 300;        // a collective or the rendezvous waits this long for a missing rank
   double bucket_mb = 4;          // gradient bucket size for the overlapped all-reduce (c10d Reducer)
-  bool enabled() const { return world_size > 1; }
+  bool launched = false;         // RANK and WORLD_SIZE came from the environment (a group even of one)
+  bool enabled() const { return world_size > 1 || launched; }
   bool is_writer() const { return rank == 0; }  // rank 0 alone writes the run folder
 };
 
@@ -29,7 +33,7 @@ struct DistributedOptions {
 // std::invalid_argument naming the variable and the fix for an inconsistent set (WORLD_SIZE
 // without RANK, RANK >= WORLD_SIZE, a port that is not a number, ...). Slurm's own SLURM_PROCID /
 // SLURM_NTASKS / SLURM_LOCALID stand in for RANK / WORLD_SIZE / LOCAL_RANK when those are unset
-// and MASTER_ADDR is set.
+// and MASTER_ADDR is set. RANK and WORLD_SIZE set: a group (launched), even of one rank.
 DistributedOptions distributed_from_env();
 
 // Checks the options (ranges, the backend's name); throws std::invalid_argument.

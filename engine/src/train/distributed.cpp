@@ -1,14 +1,16 @@
 // Data-parallel training over PyTorch's own distributed engine (c10d), as DistributedDataParallel
-// does it: a TCPStore for the rendezvous, ProcessGroupGloo for the collectives on the CPU, and
-// the DDP Reducer, which hooks every parameter's gradient accumulator and all-reduces a bucket
-// of gradients as soon as all of its gradients are ready, so communication overlaps the rest of
-// the backward pass. Buckets are assigned in reverse parameter order (the last layers' gradients
-// come first in backward), as DDP does.
+// does it: a TCPStore for the rendezvous, ProcessGroupGloo for the collectives on CPU tensors,
+// ProcessGroupNCCL for CUDA tensors where LibTorch 2.x has it, and the DDP Reducer, which hooks
+// every parameter's gradient accumulator and all-reduces a bucket of gradients as soon as all of
+// its gradients are ready, so communication overlaps the rest of the backward pass. Buckets are
+// assigned in reverse parameter order (the last layers' gradients come first in backward), as DDP
+// does.
 //
 // The same code runs against LibTorch 1.13 (Debian 12) and 2.x (Debian 13's 2.6, PyTorch's own
-// builds). What c10d changed between them is kept to two functions below: gloo_group() (a
-// ProcessGroupGloo was a ProcessGroup; in 2.x it is a Backend that a ProcessGroup dispatches to)
-// and make_reducer() (the Reducer's constructor gained and lost arguments from release to release).
+// builds). What c10d changed between them is kept to two functions below: process_group() (a
+// ProcessGroupGloo was a ProcessGroup; in 2.x it is a Backend that a ProcessGroup dispatches to,
+// by the tensors' device) and make_reducer() (the Reducer's constructor gained and lost arguments
+// from release to release).
 #include "train/distributed.h"
 
 // A LibTorch built without Gloo (USE_C10D_GLOO undefined, e.g. without USE_DISTRIBUTED) has no
@@ -20,8 +22,21 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
+// NCCL for CUDA tensors: where LibTorch has ProcessGroupNCCL (USE_C10D_NCCL, from its torch_cuda
+// target), NCCL's header was found when this was built (engine/CMakeLists.txt defines HSM_WITH_NCCL)
+// and LibTorch is 2.x (a ProcessGroup dispatching CPU tensors to Gloo and CUDA tensors to NCCL, as
+// init_process_group("cpu:gloo,cuda:nccl") builds; 1.x had one backend per group).
+#if defined(USE_C10D_NCCL) && defined(HSM_WITH_NCCL) && TORCH_VERSION_MAJOR >= 2
+#define HSM_NCCL 1
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#else
+#define HSM_NCCL 0
+#endif
 #else
 #define HSM_WITH_C10D 0
+#define HSM_NCCL 0
 #endif
 
 #include <algorithm>
@@ -30,7 +45,46 @@
 #include <sstream>
 #include <type_traits>
 
+#include "model/torch_compat.h"
+
 namespace hsm {
+
+bool DataParallel::nccl_built() { return HSM_NCCL; }
+
+std::string DataParallel::nccl_absent_reason() {
+#if HSM_NCCL
+  return "";
+#elif defined(HSM_NO_DATA_PARALLEL)
+  return "data-parallel training was left out of this build (HSM_DATA_PARALLEL=OFF)";
+#elif !defined(USE_C10D_GLOO)
+  return "this build's LibTorch (" + std::string(TORCH_VERSION) + ") has no c10d";
+#elif !defined(USE_C10D_NCCL)
+  return "this build's LibTorch (" + std::string(TORCH_VERSION) + ") was built without NCCL";
+#elif TORCH_VERSION_MAJOR < 2
+  return "NCCL is wired for LibTorch 2.x, and this build's is " + std::string(TORCH_VERSION);
+#else
+  return "this build's LibTorch (" + std::string(TORCH_VERSION) +
+         ") has NCCL, but NCCL's header nccl.h was not found when hsm was built (Debian: libnccl-dev)";
+#endif
+}
+
+std::string DataParallel::choose_backend(const std::string& requested, bool cuda, bool nccl,
+                                         const std::string& nccl_absent) {
+  if (requested == "gloo") return "gloo";
+  if (requested == "nccl") {
+    if (!cuda)
+      throw std::invalid_argument(
+          "--backend nccl carries CUDA tensors, and this run trains on the CPU: train with "
+          "--device cuda, or use --backend gloo (or auto) on the CPU");
+    if (!nccl)
+      throw std::invalid_argument("--backend nccl: this build has no NCCL: " + nccl_absent +
+                                  "; use --backend auto or gloo (Gloo carries CUDA tensors through the host, slower), "
+                                  "or build against a LibTorch with NCCL (docs/distributed.md)");
+    return "nccl";
+  }
+  if (requested != "auto") throw std::invalid_argument("--backend '" + requested + "': choose auto, gloo or nccl");
+  return cuda && nccl ? "nccl" : "gloo";
+}
 
 #if HSM_WITH_C10D
 struct DataParallel::C10d {
@@ -38,6 +92,9 @@ struct DataParallel::C10d {
   c10::intrusive_ptr<c10d::Store> beat_store;  // the heartbeat thread's own connection
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   std::shared_ptr<c10d::Reducer> reducer;
+#if HSM_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // the group's backend for CUDA tensors, if NCCL
+#endif
 };
 
 namespace {
@@ -77,21 +134,57 @@ c10d::TCPStoreOptions store_options(int port, milliseconds timeout) {
   return o;
 }
 
-// Gloo's process group over `store`. LibTorch 1.x: ProcessGroupGloo is itself the ProcessGroup.
-// 2.x: it is a Backend; a ProcessGroup sends each collective to the Backend registered for the
-// tensors' device, here Gloo for CPU tensors (what torch.distributed.init_process_group("gloo")
-// builds).
-c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                  const c10::intrusive_ptr<c10d::ProcessGroupGloo::Options>& options) {
-  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+// The process group over `store`, with Gloo for CPU tensors (the loss's and the validation's
+// all-reduces are on the CPU on every device) and, for CUDA tensors (the parameters and their
+// gradients on CUDA), NCCL where `backend` is "nccl", else Gloo too. LibTorch 1.x: ProcessGroupGloo
+// is itself the ProcessGroup (Gloo only). 2.x: it is a Backend; a ProcessGroup sends each
+// collective to the Backend registered for the tensors' device (what
+// torch.distributed.init_process_group("gloo") or ("cpu:gloo,cuda:nccl") builds).
+c10::intrusive_ptr<c10d::ProcessGroup> process_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                     const c10::intrusive_ptr<c10d::ProcessGroupGloo::Options>& options,
+                                                     const std::string& backend, bool cuda, double timeout_s) {
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("hsm/gloo", store);
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
 #if TORCH_VERSION_MAJOR < 2
+  (void)backend, (void)cuda, (void)timeout_s;
   return gloo;
 #else
-  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, size);
-  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
-  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+  using Type = c10d::ProcessGroup::BackendType;
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(prefixed, rank, size);
+  group->setBackend(c10::DeviceType::CPU, Type::GLOO, gloo);
+  if (backend == "nccl") {
+#if HSM_NCCL
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = ms(timeout_s);
+    auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("hsm/nccl", store),
+                                                            rank, size, nccl_options);
+    group->setDefaultBackend(Type::NCCL);
+    group->setBackend(c10::DeviceType::CUDA, Type::NCCL, nccl);
+    return group;
+#else
+    throw std::logic_error("NCCL chosen in a build without it");  // choose_backend refuses it first
+#endif
+  }
+  (void)timeout_s;  // NCCL's alone (Gloo's is in its options)
+  group->setDefaultBackend(Type::GLOO);
+  if (cuda) group->setBackend(c10::DeviceType::CUDA, Type::GLOO, gloo);
   return group;
 #endif
+}
+
+// The device a rank trains on: --device as given (cpu, cuda:N), or on CUDA without an index its
+// own GPU, cuda:LOCAL_RANK (one rank per GPU, as torchrun's ranks do). Throws, in words, where
+// CUDA is absent (compat::parse_device) or the machine has fewer GPUs than ranks.
+torch::Device rank_device(const std::string& name, int local_rank) {
+  const torch::Device d = compat::parse_device(name);
+  if (!d.is_cuda() || d.has_index()) return d;
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  if (local_rank >= gpus)
+    throw std::invalid_argument("LOCAL_RANK=" + std::to_string(local_rank) + " trains on CUDA GPU " +
+                                std::to_string(local_rank) + ", and this machine has " + std::to_string(gpus) +
+                                ": start at most one rank per GPU on a machine (--nproc), or give each rank its "
+                                "GPU with --device cuda:N");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
 }
 
 // std::make_shared<T>(args...) where T has that constructor, else null (checked at compile time,
@@ -133,17 +226,21 @@ std::shared_ptr<c10d::Reducer> make_reducer(const std::vector<torch::Tensor>& pa
 
 }  // namespace
 
-DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
-    : options_(options), device_(device), c10d_(std::make_unique<C10d>()) {
+DataParallel::DataParallel(const DistributedOptions& options, const std::string& device)
+    : options_(options), device_(torch::kCPU), c10d_(std::make_unique<C10d>()) {
   validate(options_);
-  // Gloo carries CPU tensors here; CUDA training would need NCCL's process group, not wired
-  // (and never run: no machine here has two GPUs).
-  if (options_.backend == "nccl" || device_.is_cuda())
-    throw std::invalid_argument(
-        (options_.backend == "nccl" ? std::string("--backend nccl") : "data-parallel training on " + device_.str()) +
-        ": HSM Studio wires only Gloo, for training on the CPU (--device cpu, --backend gloo or auto); NCCL for CUDA "
-        "is not wired (docs/distributed.md)");
-  backend_ = "gloo";
+  // The backend first, from the device asked for (no CUDA call where the name says it): a backend
+  // that cannot carry its tensors is refused before any rendezvous or GPU is touched.
+  const bool cuda = device.rfind("cuda", 0) == 0 || (device == "auto" && torch::cuda::is_available());
+  backend_ = choose_backend(options_.backend, cuda, nccl_built(), nccl_absent_reason());
+  if (cuda && backend_ == "gloo")
+    backend_note_ = options_.backend == "gloo"
+                        ? "Gloo carries the CUDA tensors through the host"
+                        : "no NCCL: " + nccl_absent_reason() + "; Gloo carries the CUDA tensors through the host";
+  device_ = rank_device(device, options_.local_rank);
+#if HSM_NCCL
+  if (device_.is_cuda()) c10::cuda::set_device(device_.index());  // NCCL's communicator and streams on it
+#endif
 
   // The rendezvous: rank 0 serves the store and waits until every rank has connected.
   c10d::TCPStoreOptions so = store_options(options_.master_port, ms(options_.timeout_s));
@@ -187,9 +284,14 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   gloo_options->threads = 2;
   guarded("the process group's rendezvous", [&] {
-    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("hsm/gloo", c10d_->store);
-    c10d_->group = gloo_group(prefixed, options_.rank, options_.world_size, gloo_options);
+    c10d_->group = process_group(c10d_->store, options_.rank, options_.world_size, gloo_options, backend_,
+                                 device_.is_cuda(), options_.timeout_s);
   });
+#if HSM_NCCL
+  if (backend_ == "nccl")
+    c10d_->nccl =
+        c10::dynamic_intrusive_pointer_cast<c10d::ProcessGroupNCCL>(c10d_->group->getBackend(c10::DeviceType::CUDA));
+#endif
 }
 
 DataParallel::~DataParallel() {
@@ -197,6 +299,10 @@ DataParallel::~DataParallel() {
   if (beat_.joinable()) beat_.join();
   if (!c10d_) return;  // abandoned after a failure
   c10d_->reducer.reset();  // its hooks first, then the group it uses
+#if HSM_NCCL
+  if (c10d_->nccl) c10d_->nccl->shutdown();  // NCCL's communicators ended in order (else its destructor warns)
+  c10d_->nccl.reset();
+#endif
   c10d_->group.reset();
 }
 
@@ -250,12 +356,19 @@ void DataParallel::attach(const std::vector<torch::Tensor>& parameters) {
       offset += p.numel();
     }
   });
-  // The whole gradient's all-reduce alone (a flat tensor of every parameter), for the log.
+  // The whole gradient's all-reduce alone (a flat tensor of every parameter, where the gradients
+  // are), for the log. On CUDA wait() only orders the stream: the time is taken after a sync.
   guarded("a timing all-reduce", [&] {
-    std::vector<torch::Tensor> flat = {torch::zeros({numel_of(parameters)})};
-    c10d_->group->allreduce(flat)->wait();  // warm-up
+    std::vector<torch::Tensor> flat = {
+        torch::zeros({numel_of(parameters)}, torch::TensorOptions().device(parameters.at(0).device()))};
+    auto sync = [&] {
+      if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
+    };
+    c10d_->group->allreduce(flat)->wait();  // warm-up (NCCL: its communicator is made here)
+    sync();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 3; ++i) c10d_->group->allreduce(flat)->wait();
+    sync();
     full_all_reduce_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 3;
   });
   // When each gradient is ready: a tensor hook runs as backward computes it (before the
@@ -339,8 +452,8 @@ void DataParallel::abandon() { c10d_.release(); }
 #else  // no Gloo in this LibTorch, or HSM_DATA_PARALLEL=OFF
 struct DataParallel::C10d {};
 
-DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
-    : options_(options), device_(device) {
+DataParallel::DataParallel(const DistributedOptions& options, const std::string&)
+    : options_(options), device_(torch::kCPU) {
 #if defined(HSM_NO_DATA_PARALLEL)
   throw std::invalid_argument("data-parallel training was left out of this build (HSM_DATA_PARALLEL=OFF; "
                               "docs/distributed.md)");

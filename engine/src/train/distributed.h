@@ -1,7 +1,8 @@
 #pragma once
 // One rank's side of data-parallel training over PyTorch's c10d (docs/distributed.md): the TCPStore
-// rendezvous, the process group (Gloo on the CPU), the DDP Reducer that all-reduces gradients
-// in buckets while the backward pass runs, and the words for a rank that died or hangs.
+// rendezvous, the process group (Gloo for CPU tensors, NCCL for CUDA tensors where LibTorch has it),
+// the DDP Reducer that all-reduces gradients in buckets while the backward pass runs, and the
+// words for a rank that died or hangs.
 #include <torch/torch.h>
 
 #include <atomic>
@@ -22,9 +23,11 @@ struct DistributedFailure : std::runtime_error {
 
 class DataParallel {
  public:
-  // Rendezvous and process group; throws std::invalid_argument for bad launcher settings (a
-  // port in use, a rank that cannot reach rank 0) and DistributedFailure for a missing rank.
-  DataParallel(const DistributedOptions& options, const torch::Device& device);
+  // Rendezvous and process group for training on `device` (cpu, cuda, cuda:N or auto, as
+  // --device takes it); throws std::invalid_argument for bad launcher settings (a port in use, a
+  // rank that cannot reach rank 0), a backend that cannot carry the device's tensors (before any
+  // rendezvous), and DistributedFailure for a missing rank.
+  DataParallel(const DistributedOptions& options, const std::string& device);
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -32,6 +35,19 @@ class DataParallel {
   int rank() const { return options_.rank; }
   int world_size() const { return options_.world_size; }
   std::string backend() const { return backend_; }
+  // The device this rank trains on: on CUDA without an index, its own GPU (cuda:LOCAL_RANK).
+  torch::Device device() const { return device_; }
+  // What the log says of the backend beyond its name ("" or why NCCL was not taken).
+  std::string backend_note() const { return backend_note_; }
+
+  // The collectives' backend, "gloo" or "nccl", for --backend `requested` (auto, gloo, nccl) and
+  // tensors on CUDA or not, where this build has NCCL or not: auto is NCCL for CUDA tensors where
+  // the build has it, else Gloo. Throws std::invalid_argument, in words, for NCCL on the CPU and
+  // for NCCL asked for where the build has none (`nccl_absent`: why not).
+  static std::string choose_backend(const std::string& requested, bool cuda, bool nccl, const std::string& nccl_absent);
+  // Whether this build's data-parallel code has c10d's ProcessGroupNCCL; if not, why not.
+  static bool nccl_built();
+  static std::string nccl_absent_reason();
 
   // Rank 0 tells the others that the run folder and the data caches are ready ("" = ready,
   // else the error that stopped it); the others wait for it (as long as rank 0 lives: its
@@ -77,7 +93,7 @@ class DataParallel {
 
   DistributedOptions options_;
   torch::Device device_;
-  std::string backend_;
+  std::string backend_, backend_note_;
   struct C10d;  // the store, the process group and the Reducer (c10d's headers stay in the .cpp)
   std::unique_ptr<C10d> c10d_;
   std::atomic<int64_t> step_{0};

@@ -64,6 +64,7 @@ DistributedOptions distributed_from_env() {
     throw std::invalid_argument("RANK=" + std::to_string(o.rank) + " is not below WORLD_SIZE=" +
                                 std::to_string(o.world_size) + ": ranks count from 0 to WORLD_SIZE-1");
   o.local_rank = local ? env_int("LOCAL_RANK", local, 0, 1 << 16) : 0;
+  o.launched = true;
   if (o.world_size > 1) {
     if (!env("MASTER_ADDR"))
       throw std::invalid_argument("MASTER_ADDR is not set: give every rank the address of the machine of rank 0 "

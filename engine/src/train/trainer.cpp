@@ -298,10 +298,11 @@ TrainSummary Trainer::Impl::run() {
 // ---- data parallel: the group, and rank 0 preparing the folder and the data first ---------------
 void Trainer::Impl::Run::join_group() {
   if (!spec.dist.enabled()) return;
-  dp = std::make_unique<DataParallel>(spec.dist, compat::parse_device(ts.device));
+  dp = std::make_unique<DataParallel>(spec.dist, ts.device);
   writer = trainer.writer = dp->rank() == 0;
   log("data parallel: rank " + std::to_string(dp->rank()) + " of " + std::to_string(dp->world_size()) + " (" +
-      dp->backend() + ", rendezvous " + spec.dist.master_addr + ":" + std::to_string(spec.dist.master_port) + ")");
+      dp->backend() + " on " + dp->device().str() + ", rendezvous " + spec.dist.master_addr + ":" +
+      std::to_string(spec.dist.master_port) + ")" + (dp->backend_note().empty() ? "" : ": " + dp->backend_note()));
 }
 
 // Rank 0 locks the folder, trains or loads the tokenizer and encodes the corpus into the cache;
@@ -644,7 +645,7 @@ TrainSummary Trainer::Impl::Run::finished_early_summary(const std::string& why) 
 // ---- model and optimizer ------------------------------------------------------------------------
 void Trainer::Impl::Run::build_model() {
   set_cpu_threads(spec.threads > 0 ? spec.threads : ts.threads);
-  device = compat::parse_device(ts.device);
+  device = dp ? dp->device() : compat::parse_device(ts.device);  // a rank's own GPU (train/distributed.h)
   bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
   // HSM_STEP_SYNC (docs/performance.md, "On a GPU"): "every" reads each step's loss on the host (a
   // divergence's exact step on CUDA), "deferred" keeps it on the device on the CPU too (the tests).
