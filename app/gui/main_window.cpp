@@ -363,7 +363,10 @@ void MainWindow::toggleHelp() {
 }
 
 help::HelpPanel* MainWindow::showHelp() {
-  if (!helpPanel_) helpPanel_ = new help::HelpPanel(this);
+  if (!helpPanel_) {
+    helpPanel_ = new help::HelpPanel(this);
+    helpPanel_->resize(helpSize(screen() ? screen()->availableGeometry().size() : QSize(1920, 1080)));
+  }
   if (!helpPanel_->isVisible()) helpPanel_->move(helpPosition(helpPanel_->frameGeometry().size()));
   helpPanel_->show();
   helpPanel_->raise();
@@ -383,6 +386,10 @@ QPoint MainWindow::helpPosition(const QRect& window, const QSize& panel, const Q
   if (window.right() + panel.width() <= available.right()) return {window.right() + 1, top};
   if (window.left() - panel.width() >= available.left()) return {window.left() - panel.width(), top};
   return {std::max(available.left(), window.left()), top};
+}
+
+QSize MainWindow::helpSize(const QSize& available) {
+  return {std::clamp(available.width() / 3, 280, 460), std::clamp(available.height() - 140, 300, 560)};
 }
 
 void MainWindow::updateHelp() {

@@ -224,3 +224,28 @@ TEST(Help, F1TogglesTheHelpBesideTheWindowWithTheWhys) {
   const QRect over(MainWindow::helpPosition(maximised, size, QRect(0, 0, 1280, 690)), size);
   EXPECT_EQ(over.left(), 0) << "over the window's left edge when there is no room beside it";
 }
+
+// Issue 69: under a window manager the help window takes the focus when it opens, so the second
+// F1 reaches the help window, not the main one: it closes the help all the same. On a 1024x600
+// screen the help covers at most a third of the window, not its left half.
+TEST(Help, F1FromTheHelpWindowClosesItAndItLeavesASmallScreenMostlyFree) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QTest::keyClick(&w, Qt::Key_F1);
+  auto* panel = w.findChild<help::HelpPanel*>(QStringLiteral("help_panel"));
+  ASSERT_NE(panel, nullptr);
+  ASSERT_TRUE(panel->isVisible());
+  panel->activateWindow();
+  QTest::keyClick(panel, Qt::Key_F1);  // the focus in the help window, as under openbox
+  EXPECT_FALSE(panel->isVisible()) << "F1 in the help window left it open";
+  QTest::keyClick(&w, Qt::Key_F1);
+  EXPECT_TRUE(panel->isVisible()) << "F1 in the main window opens it again";
+  QTest::keyClick(panel->findChild<QWidget*>(QStringLiteral("help_text")), Qt::Key_F1);
+  EXPECT_FALSE(panel->isVisible()) << "F1 with the focus in the help's text left it open";
+
+  const QSize small(1024, 576), large(1920, 1050);
+  EXPECT_LE(MainWindow::helpSize(small).width() * 3, small.width() + 2) << "the help covers more than a third";
+  EXPECT_LE(MainWindow::helpSize(small).height(), small.height());
+  EXPECT_EQ(MainWindow::helpSize(large), QSize(460, 560));
+}

@@ -206,6 +206,7 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
       {MainWindow::kLab, "lab_run"},          {MainWindow::kLab, "lab_cancel"},
       {MainWindow::kLab, "lab_progress"},     {MainWindow::kLab, "lab_open"},
       {MainWindow::kLab, "lab_export_csv"},   {MainWindow::kLab, "lab_export_report"},
+      {MainWindow::kLab, "lab_folder"},       {MainWindow::kLab, "lab_browse"},  // issue 69: Run needs them
       {MainWindow::kDiagnostics, "diag_run"}, {MainWindow::kDiagnostics, "diag_export"},
       {MainWindow::kPlayground, "generate"},  {MainWindow::kPlayground, "prompt"}};
   for (const auto& [view, name] : actions) {

@@ -4,6 +4,7 @@
 #include <QCoreApplication>
 #include <QMenu>
 #include <QMenuBar>
+#include <QShortcut>
 #include <QTextBrowser>
 #include <QVBoxLayout>
 #include <set>
@@ -73,6 +74,10 @@ HelpPanel::HelpPanel(QWidget* parent) : QDialog(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(browser_);
   resize(460, 560);
+  // F1 toggles the help from its own window too: under a window manager the panel takes the
+  // focus when it opens, and the main window's F1 never reached it (issue 69).
+  auto* close = new QShortcut(QKeySequence::HelpContents, this);
+  connect(close, &QShortcut::activated, this, &QWidget::hide);
 }
 
 void HelpPanel::showHelp(int view, const hsm::ModelConfig* model) {
