@@ -15,6 +15,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTest>
+#include <QTextDocumentFragment>
 #include <QToolButton>
 #include <cstring>
 
@@ -102,7 +103,8 @@ TEST(Help, WhatAmILookingAtExplainsTheViewWithItsMixersFormula) {
   QString text = panel->text();
   EXPECT_TRUE(text.contains(QStringLiteral("Weights"))) << text.toStdString();
   for (const char* id : {"hsm_ab", "attn"})
-    EXPECT_TRUE(text.contains(QString::fromUtf8(hsm::mixer_info(id).formula))) << id << ": " << text.toStdString();
+    EXPECT_TRUE(text.contains(QTextDocumentFragment::fromHtml(help::formulaHtml(QString::fromUtf8(hsm::mixer_info(id).formula))).toPlainText()))
+        << id << ": " << text.toStdString();  // set as a formula (issue 69), its subscripts as such
   // It follows the view in front.
   w.showView(MainWindow::kDiagnostics);
   EXPECT_EQ(panel->shownView(), MainWindow::kDiagnostics);
@@ -248,4 +250,15 @@ TEST(Help, F1FromTheHelpWindowClosesItAndItLeavesASmallScreenMostlyFree) {
   EXPECT_LE(MainWindow::helpSize(small).width() * 3, small.width() + 2) << "the help covers more than a third";
   EXPECT_LE(MainWindow::helpSize(small).height(), small.height());
   EXPECT_EQ(MainWindow::helpSize(large), QSize(460, 560));
+}
+
+// Issue 69: the help sets the engine's formulas as formulas, not as "Σ_{j≤i}" and "2^l".
+TEST(Help, FormulasShowSubscriptsAndPowersNotTheirSourceNotation) {
+  EXPECT_EQ(help::formulaHtml(QStringLiteral("y_i = Σ_{j≤i} w_ij v_j / 2^l")),
+            QStringLiteral("y<sub>i</sub> = Σ<sub>j≤i</sub> w<sub>ij</sub> v<sub>j</sub> / 2<sup>l</sup>"));
+  hsm::ModelConfig gpt = hsm::load_preset_or_config("gpt");
+  const QString html = help::viewHelpHtml(MainWindow::kDiagnostics, &gpt);
+  EXPECT_TRUE(html.contains(QStringLiteral("<sub>j≤i</sub>"))) << html.toStdString();
+  EXPECT_FALSE(html.contains(QStringLiteral("_{"))) << html.toStdString();
+  EXPECT_FALSE(html.contains(QStringLiteral("^"))) << html.toStdString();
 }

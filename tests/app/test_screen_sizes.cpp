@@ -149,16 +149,7 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
                                << cut.join(QStringLiteral("\n  ")).toStdString();
   };
   // Every view with each demo model current (their weights, diagnoses and names differ).
-  for (int run = 0; run < w.runs()->count(); ++run) {
-    w.runs()->setCurrent(run);
-    for (int view = 0; view < w.viewCount(); ++view) {  // every view of the registry
-      w.showView(view);
-      if (view == MainWindow::kWeights) wait_for([&] { return !w.weightsView()->weights().empty(); }, 60000);
-      if (view == MainWindow::kDiagnostics)
-        wait_for([&] { return w.diagnosticsView()->hasResult(0) && !w.diagnosticsView()->isRunning(); }, 60000);
-      check(viewEntry(view)->tabTitle() + QStringLiteral(" with ") + w.runs()->at(run).name());
-    }
-  }
+  each_view_with_each_run(w, check);
   // The Trace view with a trace of two runs side by side (issue 51): the maps scroll, the
   // controls stay in view.
   w.runs()->setCurrent(0);

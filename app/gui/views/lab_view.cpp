@@ -378,7 +378,7 @@ QWidget* LabView::buildResults() {
   gridPages_ = new QStackedWidget;
   gridPages_->setObjectName(QStringLiteral("lab_pages"));
   gridPages_->addWidget(scrollWhenShort(intro_, Qt::ScrollBarAlwaysOff));
-  gridPages_->addWidget(lower);
+  gridPages_->addWidget(scrollWhenShort(lower));  // the grid, plots and log scroll on a short screen, the buttons stay
   rightLayout->addWidget(gridPages_, 1);
   return right;
 }
@@ -445,12 +445,21 @@ void LabView::connectSignals() {
     if (!path.isEmpty() && !exportCsv(path, &error)) status_->setText(error);
   });
   connect(exportReport_, &QPushButton::clicked, this, [this] {
+    // The page people open (HTML) first, the Markdown one beside it (issue 69: only "Markdown
+    // (*.md)" was offered, and the HTML page was written only when the user typed .html).
     const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab's report"),
-                                                      QDir(folder_->text()).filePath(QStringLiteral("report.md")),
-                                                      tr("Markdown (*.md)"));
-    QString error;
+                                                      QDir(folder_->text()).filePath(QStringLiteral("report.html")),
+                                                      tr("Web page, with its Markdown beside it (*.html);;"
+                                                         "Markdown, with its web page beside it (*.md)"));
     if (path.isEmpty()) return;
-    status_->setText(exportReport(path, &error) ? tr("Wrote %1 and its HTML page beside it").arg(path) : error);
+    const QFileInfo chosen(path);
+    const QString stem = chosen.dir().filePath(chosen.suffix() == QLatin1String("html") || chosen.suffix() == QLatin1String("md")
+                                                   ? chosen.completeBaseName()
+                                                   : chosen.fileName());
+    QString error;
+    status_->setText(exportReport(stem + QStringLiteral(".md"), &error)
+                         ? tr("Wrote %1.html (open it in a browser) and %1.md, with the figures beside them").arg(stem)
+                         : error);
   });
 }
 
