@@ -176,6 +176,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateStatus();
   });
   connect(runs_, &RunList::infoChanged, this, &MainWindow::updateStatus);
+  connect(runs_, &RunList::metricsAppended, this, [this](int row) {
+    if (row == runs_->current()) updateStatus();
+  });
   connect(runs_, &RunList::currentChanged, this, &MainWindow::updateHelp);
   // Every run this studio lists (opened, trained here, saved from a what-if) joins Recent, so a
   // run trained in the studio is there after a restart; the bundled demo models are not (File ›
@@ -363,7 +366,10 @@ void MainWindow::toggleHelp() {
 }
 
 help::HelpPanel* MainWindow::showHelp() {
-  if (!helpPanel_) helpPanel_ = new help::HelpPanel(this);
+  if (!helpPanel_) {
+    helpPanel_ = new help::HelpPanel(this);
+    helpPanel_->resize(helpSize(screen() ? screen()->availableGeometry().size() : QSize(1920, 1080)));
+  }
   if (!helpPanel_->isVisible()) helpPanel_->move(helpPosition(helpPanel_->frameGeometry().size()));
   helpPanel_->show();
   helpPanel_->raise();
@@ -383,6 +389,10 @@ QPoint MainWindow::helpPosition(const QRect& window, const QSize& panel, const Q
   if (window.right() + panel.width() <= available.right()) return {window.right() + 1, top};
   if (window.left() - panel.width() >= available.left()) return {window.left() - panel.width(), top};
   return {std::max(available.left(), window.left()), top};
+}
+
+QSize MainWindow::helpSize(const QSize& available) {
+  return {std::clamp(available.width() / 3, 280, 460), std::clamp(available.height() - 140, 300, 560)};
 }
 
 void MainWindow::updateHelp() {
@@ -519,8 +529,14 @@ void MainWindow::updateStatus() {
   if (const RunEntry* run = runs_->currentRun()) {
     const qint64 params = hsm::count_params(run->model).total();
     QString text = tr("%1 · %2 · %3 parameters").arg(run->name(), qstr(run->model.name), QLocale().toString(params));
-    if (run->has_info)
-      text += tr(" · step %1").arg(run->info.step);
+    // The step its metrics have reached (issue 69: "step 0", its last checkpoint's, while the
+    // Training view's bar said 80/600); the checkpoint's beside it while they differ.
+    const qint64 reached = run->metrics.empty() ? 0 : run->metrics.back().step;
+    const qint64 saved = run->has_info ? run->info.step : 0;
+    if (reached > saved)
+      text += tr(" · step %1 (last checkpoint at %2)").arg(reached).arg(saved);
+    else if (run->has_info)
+      text += tr(" · step %1").arg(saved);
     else
       text += tr(" · no checkpoint yet");
     modelLabel_->setText(text);

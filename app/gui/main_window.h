@@ -78,6 +78,9 @@ class MainWindow : public QMainWindow {
   // Where a help panel of this size opens for a window with this frame on a screen with this
   // available area: beside the window where there is room, else over its left edge.
   static QPoint helpPosition(const QRect& window, const QSize& panel, const QRect& available);
+  // The help panel's size on a screen with this much room: 460x560 where there is room, a
+  // third of a small screen's width at most (issue 69: at 1024x600 it covered half the window).
+  static QSize helpSize(const QSize& available);
   help::Tour* startTour();
   QString shortcutsText() const;
 

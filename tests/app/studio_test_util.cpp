@@ -10,6 +10,11 @@
 #include <QWidget>
 #include <random>
 
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/diagnostics_view.h"
+#include "gui/views/view_registry.h"
+#include "gui/views/weights_view.h"
 #include "hsm/trainer.h"
 
 namespace studio::test {
@@ -142,6 +147,19 @@ qint64 last_train_step(const QString& runDir) {
     if (j.value(QStringLiteral("kind")).toString() == QLatin1String("train")) step = j.value(QStringLiteral("step")).toInteger();
   }
   return step;
+}
+
+void each_view_with_each_run(MainWindow& w, const std::function<void(const QString& where)>& check) {
+  for (int run = 0; run < w.runs()->count(); ++run) {
+    w.runs()->setCurrent(run);
+    for (int view = 0; view < w.viewCount(); ++view) {  // every view of the registry
+      w.showView(view);
+      if (view == MainWindow::kWeights) wait_for([&] { return !w.weightsView()->weights().empty(); }, 60000);
+      if (view == MainWindow::kDiagnostics)
+        wait_for([&] { return w.diagnosticsView()->hasResult(0) && !w.diagnosticsView()->isRunning(); }, 60000);
+      check(viewEntry(view)->tabTitle() + QStringLiteral(" with ") + w.runs()->at(run).name());
+    }
+  }
 }
 
 }  // namespace studio::test

@@ -14,6 +14,10 @@ class QWidget;
 
 #include "hsm/trainer.h"
 
+namespace studio {
+class MainWindow;
+}
+
 namespace studio::test {
 
 // A fresh folder for this test process (removed at exit).
@@ -33,6 +37,9 @@ QString trained_variant(const QString& name, const std::function<void(hsm::RunSp
 
 // Processes events until done() or the timeout; returns done().
 bool wait_for(const std::function<bool()>& done, int timeout_ms = 120000);
+// Shows every view of `window`'s registry with each open run current in turn (the Weights and
+// Diagnostics views once their answers are in) and calls `check` with "View with run".
+void each_view_with_each_run(studio::MainWindow& window, const std::function<void(const QString& where)>& check);
 
 // A left-button mouse event of `type` (press, move, release) at a point of a widget, sent as
 // the widget would get it; `held`: the buttons down after it.

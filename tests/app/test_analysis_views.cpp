@@ -399,3 +399,20 @@ TEST(DiagnosticsView, ComparesTwoRunsSideBySide) {
   EXPECT_FALSE(view.lastError().isEmpty());
 }
 
+
+// Issue 69: "Compare with" never starts on the run it would be compared with. The first run
+// opened was the only choice and stayed chosen when a second opened (hsm_ab against hsm_ab).
+TEST(DiagnosticsView, CompareWithStartsOnAnotherRunThanTheCurrentOne) {
+  RunList runs;
+  EngineHost engine;
+  DiagnosticsView view(&runs, &engine);
+  const QString models = QStringLiteral(HSM_RESOURCES_PATH "/models/");
+  runs.setCurrent(runs.open(models + QStringLiteral("hsm_ab")));
+  runs.open(models + QStringLiteral("gpt"));
+  auto* compareRun = view.findChild<QComboBox*>(QStringLiteral("diag_compare_run"));
+  ASSERT_NE(compareRun, nullptr);
+  ASSERT_EQ(compareRun->count(), 2);
+  EXPECT_NE(compareRun->currentData().toString(), runs.currentRun()->dir) << "compared with itself";
+  runs.setCurrent(1);  // gpt current: hsm_ab to compare with
+  EXPECT_NE(compareRun->currentData().toString(), runs.currentRun()->dir) << "compared with itself";
+}

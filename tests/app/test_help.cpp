@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QApplication>
 #include <QComboBox>
 #include <QHeaderView>
 #include <QLabel>
@@ -15,6 +16,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTest>
+#include <QTextDocumentFragment>
 #include <QToolButton>
 #include <cstring>
 
@@ -102,7 +104,8 @@ TEST(Help, WhatAmILookingAtExplainsTheViewWithItsMixersFormula) {
   QString text = panel->text();
   EXPECT_TRUE(text.contains(QStringLiteral("Weights"))) << text.toStdString();
   for (const char* id : {"hsm_ab", "attn"})
-    EXPECT_TRUE(text.contains(QString::fromUtf8(hsm::mixer_info(id).formula))) << id << ": " << text.toStdString();
+    EXPECT_TRUE(text.contains(QTextDocumentFragment::fromHtml(help::formulaHtml(QString::fromUtf8(hsm::mixer_info(id).formula))).toPlainText()))
+        << id << ": " << text.toStdString();  // set as a formula (issue 69), its subscripts as such
   // It follows the view in front.
   w.showView(MainWindow::kDiagnostics);
   EXPECT_EQ(panel->shownView(), MainWindow::kDiagnostics);
@@ -223,4 +226,56 @@ TEST(Help, F1TogglesTheHelpBesideTheWindowWithTheWhys) {
   const QRect maximised(0, 0, 1280, 690);
   const QRect over(MainWindow::helpPosition(maximised, size, QRect(0, 0, 1280, 690)), size);
   EXPECT_EQ(over.left(), 0) << "over the window's left edge when there is no room beside it";
+}
+
+// Issue 69: under a window manager the help window takes the focus when it opens, so the second
+// F1 reaches the help window, not the main one: it closes the help all the same. On a 1024x600
+// screen the help covers at most a third of the window, not its left half.
+namespace {
+// The window the shortcuts go by (QApplication::activeWindow), as a window manager makes the
+// window that takes the focus; the offscreen platform leaves the main window active otherwise.
+void makeActive(QWidget* window) {
+  window->activateWindow();
+#if QT_VERSION < QT_VERSION_CHECK(6, 5, 0)
+  QApplication::setActiveWindow(window);
+#else
+  (void)QTest::qWaitForWindowActive(window);  // setActiveWindow is deprecated from 6.5
+#endif
+  QCoreApplication::processEvents();
+}
+}  // namespace
+
+TEST(Help, F1FromTheHelpWindowClosesItAndItLeavesASmallScreenMostlyFree) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QTest::keyClick(&w, Qt::Key_F1);
+  auto* panel = w.findChild<help::HelpPanel*>(QStringLiteral("help_panel"));
+  ASSERT_NE(panel, nullptr);
+  ASSERT_TRUE(panel->isVisible());
+  makeActive(panel);  // the help window active, as under openbox
+  QTest::keyClick(panel, Qt::Key_F1);
+  EXPECT_FALSE(panel->isVisible()) << "F1 in the help window left it open";
+  makeActive(&w);
+  QTest::keyClick(&w, Qt::Key_F1);
+  EXPECT_TRUE(panel->isVisible()) << "F1 in the main window opens it again";
+  makeActive(panel);
+  QTest::keyClick(panel->findChild<QWidget*>(QStringLiteral("help_text")), Qt::Key_F1);
+  EXPECT_FALSE(panel->isVisible()) << "F1 with the focus in the help's text left it open";
+
+  const QSize small(1024, 576), large(1920, 1050);
+  EXPECT_LE(MainWindow::helpSize(small).width() * 3, small.width() + 2) << "the help covers more than a third";
+  EXPECT_LE(MainWindow::helpSize(small).height(), small.height());
+  EXPECT_EQ(MainWindow::helpSize(large), QSize(460, 560));
+}
+
+// Issue 69: the help sets the engine's formulas as formulas, not as "Σ_{j≤i}" and "2^l".
+TEST(Help, FormulasShowSubscriptsAndPowersNotTheirSourceNotation) {
+  EXPECT_EQ(help::formulaHtml(QStringLiteral("y_i = Σ_{j≤i} w_ij v_j / 2^l")),
+            QStringLiteral("y<sub>i</sub> = Σ<sub>j≤i</sub> w<sub>ij</sub> v<sub>j</sub> / 2<sup>l</sup>"));
+  hsm::ModelConfig gpt = hsm::load_preset_or_config("gpt");
+  const QString html = help::viewHelpHtml(MainWindow::kDiagnostics, &gpt);
+  EXPECT_TRUE(html.contains(QStringLiteral("<sub>j≤i</sub>"))) << html.toStdString();
+  EXPECT_FALSE(html.contains(QStringLiteral("_{"))) << html.toStdString();
+  EXPECT_FALSE(html.contains(QStringLiteral("^"))) << html.toStdString();
 }

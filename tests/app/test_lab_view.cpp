@@ -6,7 +6,9 @@
 #include <map>
 
 #include <QComboBox>
+#include <QDate>
 #include <QDir>
+#include <QStandardPaths>
 #include <QFileInfo>
 #include <qcustomplot.h>
 #include <QFile>
@@ -218,6 +220,41 @@ TEST(LabView, DefaultsAreHsmLabsAndBadFormsAreRefused) {
   EXPECT_EQ(withConfig.models.back(), QFileInfo(good).absoluteFilePath().toStdString());
 }
 
+// Issue 69: a new studio's Lab can start at once. Its folder is a dated one under the user's
+// documents, shown in the field and changeable; the form's grid says what Run will cost (the
+// lab's own estimate, as `hsm lab --dry-run`); the empty Lab says what it answers instead of
+// showing a blank grid, until a lab is shown.
+TEST(LabView, ANewLabHasAFolderAnEstimateAndSaysWhatItAnswers) {
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  const QString documents = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+  EXPECT_EQ(view.folder(), LabView::defaultFolder());
+  EXPECT_TRUE(view.folder().startsWith(documents + QLatin1Char('/'))) << view.folder().toStdString();
+  EXPECT_TRUE(view.folder().endsWith(QDate::currentDate().toString(Qt::ISODate))) << view.folder().toStdString();
+  EXPECT_FALSE(QFileInfo::exists(view.folder()) && !QDir(view.folder()).isEmpty()) << "made before Run";
+  const hsm::LabGrid grid = hsm::default_lab_grid();
+  const double cpu = hsm::estimate_lab(hsm::lab_sweep(grid)).cpu_s;
+  EXPECT_NEAR(view.estimatedSeconds(), cpu / std::max(1, QThread::idealThreadCount()), 1e-6);
+  EXPECT_TRUE(view.estimateText().contains(QStringLiteral("%1 runs").arg(hsm::lab_run_count(grid))))
+      << view.estimateText().toStdString();
+  EXPECT_FALSE(view.showsLab());
+  auto* intro = view.findChild<QLabel*>(QStringLiteral("lab_intro"));
+  ASSERT_NE(intro, nullptr);
+  EXPECT_TRUE(intro->text().contains(QStringLiteral("What the Lab answers")));
+  // The estimate follows the form: one seed fewer, fewer runs.
+  view.findChild<QSpinBox*>(QStringLiteral("lab_seeds"))->setValue(1);
+  ASSERT_TRUE(test::wait_for([&] { return view.estimatedSeconds() < cpu / std::max(1, QThread::idealThreadCount()) * 0.75; }, 5000))
+      << view.estimateText().toStdString();
+  // Another folder is typed: Run uses it.
+  const QString dir = test::temp_root() + QStringLiteral("/lab-typed");
+  view.findChild<QLineEdit*>(QStringLiteral("lab_folder"))->setText(dir);
+  EXPECT_EQ(view.folder(), dir);
+  { const hsm::Lab made(dir.toStdString(), grid); }  // a lab there, nothing trained
+  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  EXPECT_TRUE(view.showsLab());
+}
+
 TEST(LabView, RunsCancelsContinuesAndReopens) {
   const QString dir = test::temp_root() + QStringLiteral("/lab-run");
   const QStringList tasks = {QStringLiteral("mqar:vocab=32,pairs=2,context=16")};
@@ -237,6 +274,17 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
     // The bar moves inside a run (the workers report each step), long before one is scored.
     ASSERT_TRUE(test::wait_for([&] { return view.progress()->value() > 0; }, 60000)) << view.status().toStdString();
+    // Issue 69: the overall progress in tenths of a percent while it is small, and the time left
+    // from the lab's own estimate; the log in the form's words, not the launcher's grid language.
+    EXPECT_TRUE(view.progress()->text().contains(QLatin1Char('.'))) << view.progress()->text().toStdString();
+    EXPECT_TRUE(view.status().contains(QStringLiteral("left (the lab's estimate)"))) << view.status().toStdString();
+    EXPECT_TRUE(view.status().contains(QStringLiteral("0 of 2 runs done"))) << view.status().toStdString();
+    {
+      const QString text = view.findChild<QPlainTextEdit*>(QStringLiteral("lab_log"))->toPlainText();
+      EXPECT_TRUE(text.contains(QStringLiteral("training mqar · gpt · lr 0.003 · seed 1"))) << text.toStdString();
+      EXPECT_FALSE(text.contains(QStringLiteral("hsm sweep"))) << text.toStdString();
+      EXPECT_FALSE(text.contains(QStringLiteral("seed="))) << text.toStdString();
+    }
     auto* training = view.findChild<QLabel*>(QStringLiteral("lab_training"));
     EXPECT_TRUE(training->text().startsWith(QStringLiteral("Training: mqar · gpt · lr 0.003 · seed 1 ("))) << training->text().toStdString();
     // The lab trains in processes of its own: the analysis thread answers at once meanwhile

@@ -139,6 +139,7 @@ TEST(Playground, TheSeedIsRandomByDefaultShownAndFixedInOneClick) {
   ASSERT_NE(random, nullptr);
   EXPECT_TRUE(random->isChecked());
   EXPECT_GT(s.view.seedText().toULongLong(), 0u);  // a seed is shown before the first story
+  EXPECT_LE(s.view.seedText().toULongLong(), PlaygroundView::kMaxDrawnSeed);  // issue 69: short enough to read whole
   s.runs.setCurrent(s.runs.open(trained_run()));
   s.view.setPrompt(QStringLiteral("Once upon a time, Lily"));
   s.view.findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(1.0);

@@ -7,6 +7,7 @@
 
 #include <QAction>
 #include <QCheckBox>
+#include <QSpinBox>
 #include <QFile>
 #include <QLabel>
 #include <QApplication>
@@ -247,6 +248,36 @@ TEST(Presentation, ShowsTheModelAndPageDownSwitchesItWithANewStory) {
   ASSERT_TRUE(wait_for([&] { return p.storyRun() == runs.at(rowA).dir && !p.isTelling(); }));
   EXPECT_GT(p.story()->tokenCount(), 0);
   p.leave();
+
+  // Issue 69: the Playground compares both models meanwhile; F11 then tells a new story, not the
+  // one told before the comparison; back from it the Playground's "Compare" box says what it
+  // shows (the story's one column).
+  const QString before = p.story()->toPlainText();
+  playground.setCompare(true);
+  playground.findChild<QSpinBox*>(QStringLiteral("max_tokens"))->setValue(4);
+  ASSERT_TRUE(playground.generate()) << playground.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !playground.isGenerating(); }));
+  ASSERT_EQ(playground.columnCount(), 2);
+  p.enter();
+  EXPECT_NE(p.story()->toPlainText(), before) << "the story from before the comparison came back";
+  ASSERT_TRUE(wait_for([&] { return !p.isTelling(); }));
+  EXPECT_EQ(p.storyRun(), runs.at(rowA).dir);
+  p.leave();
+  EXPECT_EQ(playground.columnCount(), 1);
+  EXPECT_FALSE(playground.findChild<QCheckBox*>(QStringLiteral("compare"))->isChecked())
+      << "one story shown, \"Compare every open model\" still ticked";
+
+  // The tint has its colour key while it is on.
+  p.setTinted(true);
+  EXPECT_TRUE(p.tintKeyShown());
+  p.setTinted(false);
+  EXPECT_FALSE(p.tintKeyShown());
+
+  // The model's name grows with the story's text (A+), three quarters of its size.
+  const double name = p.modelNameSize();
+  p.setTextSize(p.textSize() + 12);
+  EXPECT_GT(p.modelNameSize(), name);
+  EXPECT_GE(p.modelNameSize(), 0.74 * p.textSize());
 
   // The paper's prompts whole, wrapped onto lines, never cut with "…".
   const QStringList paper = playground.paperPrompts();

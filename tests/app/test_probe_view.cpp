@@ -90,7 +90,7 @@ TEST(ProbeView, ShowsTheEnginesLensAndRollout) {
   // Which matrices the rollout ran through: the exact (a,b) maps and attention's weights.
   EXPECT_TRUE(s.view.rolloutKindText().contains(QStringLiteral("attention weights (layer 1)")))
       << s.view.rolloutKindText().toStdString();
-  EXPECT_TRUE(s.view.rolloutKindText().contains(QStringLiteral("linear map, rows |M|/Σ|M| (layer 0, 2)")))
+  EXPECT_TRUE(s.view.rolloutKindText().contains(QStringLiteral("linear map, each row scaled to sum to 1 (layer 0, 2)")))
       << s.view.rolloutKindText().toStdString();
 }
 

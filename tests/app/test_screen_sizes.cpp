@@ -149,16 +149,7 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
                                << cut.join(QStringLiteral("\n  ")).toStdString();
   };
   // Every view with each demo model current (their weights, diagnoses and names differ).
-  for (int run = 0; run < w.runs()->count(); ++run) {
-    w.runs()->setCurrent(run);
-    for (int view = 0; view < w.viewCount(); ++view) {  // every view of the registry
-      w.showView(view);
-      if (view == MainWindow::kWeights) wait_for([&] { return !w.weightsView()->weights().empty(); }, 60000);
-      if (view == MainWindow::kDiagnostics)
-        wait_for([&] { return w.diagnosticsView()->hasResult(0) && !w.diagnosticsView()->isRunning(); }, 60000);
-      check(viewEntry(view)->tabTitle() + QStringLiteral(" with ") + w.runs()->at(run).name());
-    }
-  }
+  each_view_with_each_run(w, check);
   // The Trace view with a trace of two runs side by side (issue 51): the maps scroll, the
   // controls stay in view.
   w.runs()->setCurrent(0);
@@ -206,6 +197,7 @@ TEST_P(ScreenSizes, EveryViewFitsWithEveryControlInView) {
       {MainWindow::kLab, "lab_run"},          {MainWindow::kLab, "lab_cancel"},
       {MainWindow::kLab, "lab_progress"},     {MainWindow::kLab, "lab_open"},
       {MainWindow::kLab, "lab_export_csv"},   {MainWindow::kLab, "lab_export_report"},
+      {MainWindow::kLab, "lab_folder"},       {MainWindow::kLab, "lab_browse"},  // issue 69: Run needs them
       {MainWindow::kDiagnostics, "diag_run"}, {MainWindow::kDiagnostics, "diag_export"},
       {MainWindow::kPlayground, "generate"},  {MainWindow::kPlayground, "prompt"}};
   for (const auto& [view, name] : actions) {

@@ -288,3 +288,23 @@ TEST(TrainingView, TheCurrentRunIsDrawnAboveTheOthersAndThicker) {
       }
   }
 }
+
+// Issue 69: a bundled run in the Training view says how it was trained and where it ended,
+// above its curves (its form on the left is a new run's, with the paper's defaults).
+TEST(TrainingView, TheCurrentRunsOwnSettingsAndLastValidationAreShown) {
+  RunList runs;
+  EngineHost engine;
+  TrainingView view(&runs, &engine);
+  runs.setCurrent(runs.open(QStringLiteral(HSM_RESOURCES_PATH "/models/hsm_ab")));
+  ASSERT_TRUE(wait_for([&] { return !view.runSummaryText().isEmpty(); }, 10000));
+  const RunEntry& run = *runs.currentRun();
+  const QString text = view.runSummaryText();
+  const qint64 steps = run.info.total_steps > 0 ? run.info.total_steps : run.info.training.steps;
+  EXPECT_TRUE(text.contains(QStringLiteral("%1 steps of %2 windows").arg(steps).arg(run.info.training.batch_size)))
+      << text.toStdString();
+  double last = NAN;
+  for (const hsm::MetricRecord& m : run.metrics)
+    if (m.kind == "eval" && std::isfinite(m.val_loss)) last = m.val_loss;
+  ASSERT_TRUE(std::isfinite(last));
+  EXPECT_TRUE(text.contains(QStringLiteral("loss %1 nats").arg(last, 0, 'f', 3))) << text.toStdString();
+}

@@ -113,6 +113,10 @@ TEST(WhatIf, WeightsViewEditsAndKnockOutsChangeTheLossNeverTheRunFolder) {
   EXPECT_TRUE(view.lossText().contains(QStringLiteral("→"))) << view.lossText().toStdString();
   EXPECT_TRUE(view.lossText().contains(QString::number(editedLoss, 'f', 3))) << view.lossText().toStdString();
   EXPECT_TRUE(view.bannerText().contains(QStringLiteral("layer 0"))) << view.bannerText().toStdString();
+  // Issue 69: in words and three digits, not the CLI's "a=0.5 b=0.31396484".
+  EXPECT_FALSE(view.bannerText().contains(QLatin1Char('='))) << view.bannerText().toStdString();
+  EXPECT_TRUE(view.bannerText().contains(QStringLiteral("b %1").arg(QString::number(view.edits().ab[0].b[0], 'g', 3))))
+      << view.bannerText().toStdString();
 
   // Knocking out the attention layer changes the loss and drops its paths from the diagram:
   // only the shifts of layers 0 and 2 (1 and 4) remain.

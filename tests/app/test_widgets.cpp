@@ -6,6 +6,9 @@
 #include <qcustomplot.h>
 
 #include <QElapsedTimer>
+#include <QFileInfo>
+#include <QDir>
+#include <QRegularExpression>
 #include <QFontMetrics>
 #include <QFile>
 #include <QLabel>
@@ -64,7 +67,8 @@ TEST(PlotPanel, HundredThousandPointsAreDrawnDecimatedAndExportedWhole) {
 
 // Issue 48: at 1024x600 the Training view's throughput plot printed six overlapping tick labels
 // and "cross-entropy (nats)" ran past its axis. A short plot has fewer ticks, and each axis label
-// fits its axis' length (elided, never empty), whole again when the plot is large.
+// fits its axis' length; issue 69: on more lines, every word kept (elided, "multiply-…" said
+// nothing), on one line again when the plot is large.
 TEST(PlotPanel, ASmallPlotHasFewTicksAndItsAxisLabelsFit) {
   PlotPanel plot(QStringLiteral("Throughput"), QStringLiteral("tokens back to its previous occurrence"),
                  QStringLiteral("cross-entropy (nats)"));
@@ -83,13 +87,21 @@ TEST(PlotPanel, ASmallPlotHasFewTicksAndItsAxisLabelsFit) {
     plot.plot()->replot();
   };
   auto fits = [](const QCPAxis* axis, int length) {
-    return QFontMetrics(axis->labelFont()).horizontalAdvance(axis->label()) <= length;
+    for (const QString& line : axis->label().split(QLatin1Char('\n')))
+      if (QFontMetrics(axis->labelFont()).horizontalAdvance(line) > length) return false;
+    return true;
+  };
+  auto whole = [](const QCPAxis* axis, const QString& label) {
+    static const QRegularExpression space(QStringLiteral("\\s"));  // lines break at spaces and after hyphens
+    return QString(axis->label()).remove(space) == QString(label).remove(space);
   };
   layOut(QSize(290, 150));
   const QCPAxisRect* axes = plot.plot()->axisRect();
   EXPECT_LE(plot.plot()->yAxis->tickVector().size(), 3) << "ticks on an axis " << axes->height() << " px high";
   EXPECT_FALSE(plot.plot()->yAxis->label().isEmpty());
-  EXPECT_NE(plot.plot()->yAxis->label(), plot.yLabel()) << "elided on an axis " << axes->height() << " px high";
+  EXPECT_TRUE(plot.plot()->yAxis->label().contains(QLatin1Char('\n'))) << "on one line on an axis " << axes->height() << " px high";
+  EXPECT_TRUE(whole(plot.plot()->yAxis, plot.yLabel())) << plot.plot()->yAxis->label().toStdString();
+  EXPECT_TRUE(whole(plot.plot()->xAxis, plot.xLabel())) << plot.plot()->xAxis->label().toStdString();
   EXPECT_TRUE(fits(plot.plot()->yAxis, axes->height())) << plot.plot()->yAxis->label().toStdString();
   EXPECT_TRUE(fits(plot.plot()->xAxis, axes->width())) << plot.plot()->xAxis->label().toStdString();
   EXPECT_EQ(plot.yLabel(), QStringLiteral("cross-entropy (nats)"));  // the label as set, for the CSV
@@ -157,6 +169,31 @@ TEST(RunList, FollowsARunThatAnotherProcessWrites) {
   EXPECT_EQ(runs.at(row).metrics.back().step, 999);
   EXPECT_THROW(runs.open(temp_root()), std::runtime_error);  // not a run folder
   EXPECT_EQ(runs.open(copy), row);                           // opened once
+}
+
+// Issue 69: the status bar's step is the step the run's records have reached, as the Training
+// view's bar says, not its last checkpoint's alone ("step 0" beside a bar at 80/600).
+TEST(MainWindow, TheStatusBarSaysTheStepTheRunHasReached) {
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("status-step/run"));
+  QDir(dir).removeRecursively();
+  ASSERT_TRUE(QDir().mkpath(dir));
+  for (const QFileInfo& f : QDir(trained_run()).entryInfoList(QDir::Files))
+    ASSERT_TRUE(QFile::copy(f.absoluteFilePath(), QDir(dir).filePath(f.fileName()))) << f.fileName().toStdString();
+  const hsm::RunInfo info = hsm::read_run_info(dir.toStdString());
+  QFile metrics(QDir(dir).filePath(QStringLiteral("metrics.jsonl")));
+  ASSERT_TRUE(metrics.open(QIODevice::Append));
+  metrics.write(QStringLiteral("{\"kind\":\"train\",\"step\":%1,\"total_steps\":%2,\"train_loss\":5.0,\"lr\":0.001,"
+                               "\"epoch\":1,\"tokens_per_s\":100,\"wall_s\":9}\n")
+                    .arg(info.step + 10)
+                    .arg(info.step + 100)
+                    .toUtf8());
+  metrics.close();
+  MainWindow w;
+  ASSERT_EQ(w.openRun(dir, true), QString());
+  auto* label = w.findChild<QLabel*>(QStringLiteral("model_label"));
+  ASSERT_NE(label, nullptr);
+  EXPECT_TRUE(label->text().contains(QStringLiteral("step %1 (last checkpoint at %2)").arg(info.step + 10).arg(info.step)))
+      << label->text().toStdString();
 }
 
 TEST(MainWindow, StartsOnTheStartPageAndOpensRuns) {
@@ -292,4 +329,14 @@ TEST(ColourKeys, TheLabGridAndTheLogitLensShowTheirTintsColours) {
   ASSERT_NE(lensKey, nullptr) << "the logit lens has no colour key";
   for (double p : {0.01, 1.0})
     EXPECT_TRUE(lensKey->text().contains(TokenText::tint(p).name())) << lensKey->text().toStdString();
+}
+
+// Issue 69: a byte-fallback token reads as its character in the logit lens and the Trace view,
+// not as "<0x0A>".
+TEST(TokenText, PieceLabelsShowBytesAsTheirCharacters) {
+  EXPECT_EQ(pieceLabel("<0x0A>"), QStringLiteral("↵"));
+  EXPECT_EQ(pieceLabel("<0x09>"), QStringLiteral("⇥"));
+  EXPECT_EQ(pieceLabel("<0x41>"), QStringLiteral("A"));
+  EXPECT_EQ(pieceLabel("<0xE2>"), QString(QChar(QChar::ReplacementCharacter)));
+  EXPECT_EQ(pieceLabel(" the\n"), QStringLiteral("␣the↵"));
 }

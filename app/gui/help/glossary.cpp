@@ -78,12 +78,12 @@ QString termToolTip(Term term) {
     case Term::kReceptiveField:
       return QObject::tr(
           "Receptive field: the earlier tokens whose information can reach a position after a given "
-          "layer. In HSM layer l mixes each token with the one 2^l places back, so after L layers a "
-          "token can draw on the last 2^L tokens (HSM §3, Fig. 4).");
+          "layer. In HSM layer 0 mixes each token with the one 1 place back, layer 1 with the one 2 back, "
+          "then 4, 8, …, so after L layers a token can draw on the last 2 to the power L tokens (HSM §3, Fig. 4).");
     case Term::kShift:
       return QObject::tr(
-          "s = the shift: how many places back a layer's second input x_shifted comes from "
-          "(x_shifted[t] = x[t − s]); in HSM s = 2^layer: 1, 2, 4, 8, … Why powers of two: every offset "
+          "s = the shift: how many places back a layer's second input, the shifted x, comes from; "
+          "in HSM it doubles from layer to layer: 1, 2, 4, 8, … Why powers of two: every offset "
           "is a sum of distinct powers of two, so log2 T layers reach every earlier token, each by one path.");
     case Term::kWeightA:
       return QObject::tr("a: the learned weight on the token itself, x, in y = a·x + b·x_shifted (HSM eq. 1)");

@@ -28,7 +28,7 @@ const Step kSteps[] = {
     {nullptr, QT_TRANSLATE_NOOP("tour",
                            "Welcome. HSM Studio shows small language models that continue stories. Some use GPT's "
                            "attention (every token looks at every earlier one); others use Hierarchical Shift "
-                           "Mixing (layer l looks just 2^l tokens back). The bundled demo models are gpt, hsm_ab and "
+                           "Mixing (each layer looks back at just one token, twice as far as the layer below: 1, 2, 4, 8, … tokens). The bundled demo models are gpt, hsm_ab and "
                            "hybrid_0_6; the Run selector above switches between the open ones.")},
     {"playground", QT_TRANSLATE_NOOP("tour",
                           "The Playground: pick one of the paper's prompts and press Generate. Each token is tinted "

@@ -4,6 +4,8 @@
 #include <QCoreApplication>
 #include <QMenu>
 #include <QMenuBar>
+#include <QRegularExpression>
+#include <QShortcut>
 #include <QTextBrowser>
 #include <QVBoxLayout>
 #include <set>
@@ -24,6 +26,30 @@ const char* kStartBody = QT_TRANSLATE_NOOP(
     "<p>Start with the demo models (File › Open the demo models) and the Playground, train a small model in two "
     "minutes, or open a run folder. Help › Take the tour walks through the views.</p>");
 
+}  // namespace
+
+// The engine's formulas are written for a text file ("y_i = Σ_{j≤i} w_ij v_j", "2^l"): in the
+// help their subscripts and powers are set as such (issue 69: people read "Σ_{j≤i}" as code).
+QString formulaHtml(const QString& formula) {
+  QString html = formula.toHtmlEscaped();
+  static const QRegularExpression braced(QStringLiteral("([_^])\\{([^{}]*)\\}"));
+  static const QRegularExpression bare(QStringLiteral("([_^])([A-Za-z0-9]+|−?[A-Za-z0-9]+)"));
+  for (const QRegularExpression* re : {&braced, &bare}) {
+    QString out;
+    qsizetype last = 0;
+    for (auto it = re->globalMatch(html); it.hasNext();) {
+      const QRegularExpressionMatch m = it.next();
+      const QString tag = m.captured(1) == QLatin1String("_") ? QStringLiteral("sub") : QStringLiteral("sup");
+      out += html.mid(last, m.capturedStart() - last) + QStringLiteral("<%1>%2</%1>").arg(tag, m.captured(2));
+      last = m.capturedEnd();
+    }
+    html = out + html.mid(last);
+  }
+  return html;
+}
+
+namespace {
+
 QString mixers_html(const hsm::ModelConfig& model) {
   QString html = QObject::tr("<h3>The current run's mixers (its model: %1)</h3>").arg(qstr(model.name).toHtmlEscaped());
   std::set<std::string> seen;
@@ -32,10 +58,10 @@ QString mixers_html(const hsm::ModelConfig& model) {
     ++layer;
     if (!seen.insert(l.mixer).second || !hsm::is_mixer_id(l.mixer)) continue;
     const hsm::MixerInfo& m = hsm::mixer_info(l.mixer);
-    html += QObject::tr("<p><b>%1</b> (%2, from layer %3):<br><code>%4</code></p>")
+    html += QObject::tr("<p><b>%1</b> (%2, from layer %3):<br>%4</p>")
                 .arg(QString::fromUtf8(m.title).toHtmlEscaped(), QString::fromUtf8(m.equation).toHtmlEscaped())
                 .arg(layer - 1)
-                .arg(QString::fromUtf8(m.formula).toHtmlEscaped());
+                .arg(formulaHtml(QString::fromUtf8(m.formula)));
   }
   return html;
 }
@@ -73,6 +99,10 @@ HelpPanel::HelpPanel(QWidget* parent) : QDialog(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(browser_);
   resize(460, 560);
+  // F1 toggles the help from its own window too: under a window manager the panel takes the
+  // focus when it opens, and the main window's F1 never reached it (issue 69).
+  auto* close = new QShortcut(QKeySequence::HelpContents, this);
+  connect(close, &QShortcut::activated, this, &QWidget::hide);
 }
 
 void HelpPanel::showHelp(int view, const hsm::ModelConfig* model) {

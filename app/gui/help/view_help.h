@@ -16,6 +16,9 @@ namespace studio::help {
 // page), as HTML. `model`: the
 // current run's model, whose mixers' formulas are shown (nullptr: none open).
 QString viewHelpHtml(int view, const hsm::ModelConfig* model);
+// A formula of the engine's registry ("y_i = Σ_{j≤i} w_ij v_j") as HTML, its subscripts and
+// powers set as such.
+QString formulaHtml(const QString& formula);
 // The view's title in the help ("Playground", "Start page").
 QString viewTitle(int view);
 

@@ -15,6 +15,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTimer>
@@ -196,16 +197,18 @@ QWidget* ArchitectureView::buildReceptiveField() {
   rl->addLayout(makeRow({rfTitle, length_, new QLabel(tr("after layer")), layerSlider_, animateButton_}, {layerSlider_}));
   rl->addWidget(diagram_, 1);
   rl->addWidget(selectionLabel_);
-  auto* plots = new QSplitter(Qt::Horizontal);
-  plots->addWidget(coverage_);
-  plots->addWidget(cost_);
+  // The two plots one at a time, each the pane's whole width (issue 69: side by side at 1024x600
+  // their axes were 35 px high and their labels cut, "multiply-…", "Recep…").
+  auto* plots = new QTabWidget;
+  plots->setObjectName(QStringLiteral("architecture_plots"));
+  plots->setDocumentMode(true);
+  plots->addTab(coverage_, tr("Coverage per layer"));
+  plots->addTab(cost_, tr("Cost per token"));
   auto* right = new QSplitter(Qt::Vertical);
   right->addWidget(rfBox);
   right->addWidget(plots);
-  right->setStretchFactor(0, 3);
-  right->setStretchFactor(1, 2);
-  plots->setStretchFactor(0, 2);
-  plots->setStretchFactor(1, 3);
+  right->setStretchFactor(0, 1);
+  right->setStretchFactor(1, 1);
   return right;
 }
 

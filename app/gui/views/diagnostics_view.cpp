@@ -61,9 +61,9 @@ QString kind_text(hsm::MatrixKind k, const std::string& mixer) {
         return QObject::tr("attention weights (%1; rows sum to 1)").arg(QString::fromUtf8(hsm::mixer_info(mixer).matrix_note));
       return QObject::tr("attention weights (softmax; rows sum to 1)");
     case hsm::MatrixKind::kLinear:
-      return QObject::tr("exact linear map of the mixer, rows normalised |M|/Σ|M|");
+      return QObject::tr("exact linear map of the mixer, each row scaled to sum to 1");
     case hsm::MatrixKind::kJacobian:
-      return QObject::tr("Jacobian norm ‖∂y_i/∂x_k‖ at this prompt, rows normalised |M|/Σ|M|");
+      return QObject::tr("Jacobian norm ‖∂y_i/∂x_k‖ at this prompt, each row scaled to sum to 1");
   }
   return {};
 }
@@ -344,8 +344,10 @@ void DiagnosticsView::refreshRunChoices() {
   const QString keep = compareRun_->currentData().toString();
   compareRun_->clear();
   for (int i = 0; i < runs_->count(); ++i) compareRun_->addItem(runs_->at(i).name(), runs_->at(i).dir);
+  // The run chosen before, unless it is the current run (issue 69: the first run opened was
+  // kept as its own comparison, hsm_ab against hsm_ab): then another open run.
   const int i = compareRun_->findData(keep);
-  if (i >= 0)
+  if (i >= 0 && (i != runs_->current() || runs_->count() == 1))
     compareRun_->setCurrentIndex(i);
   else if (runs_->count() > 1)
     compareRun_->setCurrentIndex(runs_->current() == 0 ? 1 : 0);

@@ -1,6 +1,7 @@
 #include "gui/views/lab_view.h"
 
 #include <QColor>
+#include <QDate>
 #include <QDir>
 #include <QComboBox>
 #include <qcustomplot.h>
@@ -21,8 +22,11 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStackedWidget>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QThread>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -107,6 +111,15 @@ void showAccuracyRange(PlotPanel* plot) {
   plot->plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
+// A duration as people say it: "about 40 seconds", "about 12 minutes", "about 2.5 hours".
+QString durationText(double seconds) {
+  if (seconds < 90) return LabView::tr("about %1 seconds").arg(std::max(5, static_cast<int>(std::lround(seconds / 5) * 5)));
+  if (seconds < 90 * 60) return LabView::tr("about %1 minutes").arg(std::lround(seconds / 60));
+  return LabView::tr("about %1 hours").arg(seconds / 3600, 0, 'f', 1);
+}
+
+int labJobs() { return std::max(1, QThread::idealThreadCount()); }  // a worker per core (runLab)
+
 // A model's name in the grid: a config file by its name.
 QString rowLabel(const std::string& model) {
   const QFileInfo file(qstr(model));
@@ -120,7 +133,46 @@ LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
   build();
   connectSignals();
   fillForm(hsm::default_lab_grid());
+  folder_->setText(defaultFolder());
   setRunning(false);
+  updateEstimate();
+}
+
+QString LabView::defaultFolder() {
+  QString documents = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+  if (documents.isEmpty()) documents = QDir::home().filePath(QStringLiteral("Documents"));
+  return QDir(documents).filePath(QStringLiteral("HSM Studio labs/lab-") + QDate::currentDate().toString(Qt::ISODate));
+}
+
+bool LabView::showsLab() const { return gridPages_->currentIndex() == 1; }
+
+QString LabView::estimateText() const { return estimate_->text(); }
+
+void LabView::updateEstimate() {
+  estimateSeconds_ = 0;
+  QString cost;  // "24 runs, about 12 minutes on 2 cores"
+  try {
+    const hsm::LabEstimate e = hsm::estimate_lab(hsm::lab_sweep(formGrid()));
+    estimateSeconds_ = e.cpu_s / labJobs();
+    cost = (e.runs == 1 ? tr("1 run, %1").arg(durationText(estimateSeconds_))
+                        : tr("%1 runs, %2").arg(e.runs).arg(durationText(estimateSeconds_))) +
+           (labJobs() == 1 ? tr(" on one core") : tr(" on %1 cores").arg(labJobs()));
+    estimate_->setText(tr("Run trains %1 (at most: a run that has learned its task stops early).").arg(cost));
+  } catch (const std::exception& e) {
+    estimate_->setText(tr("No estimate yet: %1").arg(QString::fromUtf8(e.what())));
+  }
+  intro_->setText(
+      tr("<p><b>What the Lab answers</b></p>"
+         "<p>Which kind of mixer can do what. Each task tests one skill on made-up data: recall the value of a key "
+         "seen earlier (MQAR), recall at a set distance, copy, compress, memorise, keep track of a state (parity, "
+         "permutations). Every checked model learns every checked task from scratch, at a few learning rates and "
+         "seeds.</p>"
+         "<p>Each cell of the grid that appears here is how often a model answers its task right on new examples: "
+         "the best of its learning rates, the mean over its seeds, green when solved and red when no better than "
+         "guessing. Below it, accuracy against difficulty and each cell's training curve.</p>"
+         "<p>Press <b>Run</b> to train the grid on the left in the folder above (%1). "
+         "Or <b>Open lab…</b> to look at a lab that has run before.</p>")
+          .arg(cost.isEmpty() ? tr("check at least one task and one model") : cost.toHtmlEscaped()));
 }
 
 void LabView::build() {
@@ -132,8 +184,17 @@ void LabView::build() {
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 3);
   splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
+  // The folder above both halves, never scrolled away with the form (issue 69: at 1024x600 it
+  // was below the budget, out of sight, and Run asked for it).
+  auto* folderRow = new QHBoxLayout;
+  auto* folderName = new QLabel(tr("Lab folder"));
+  folderName->setBuddy(folder_);
+  folderRow->addWidget(folderName);
+  folderRow->addWidget(folder_, 1);
+  folderRow->addWidget(browse_);
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(splitter);
+  layout->addLayout(folderRow);
+  layout->addWidget(splitter, 1);
 }
 
 void LabView::buildFormControls() {
@@ -170,7 +231,16 @@ void LabView::buildFormControls() {
   folder_ = new QLineEdit;
   folder_->setObjectName(QStringLiteral("lab_folder"));
   folder_->setPlaceholderText(tr("lab folder (created if missing)"));
+  folder_->setToolTip(tr("Where the lab keeps its runs and results; made when Run starts. A folder that holds a "
+                         "lab already continues it."));
   browse_ = new QPushButton(tr("Browse…"));
+  browse_->setObjectName(QStringLiteral("lab_browse"));
+  estimate_ = new QLabel;
+  estimate_->setObjectName(QStringLiteral("lab_estimate"));
+  estimate_->setWordWrap(true);
+  estimateTimer_ = new QTimer(this);
+  estimateTimer_->setSingleShot(true);
+  estimateTimer_->setInterval(300);
 }
 
 void LabView::buildRunControls() {
@@ -229,6 +299,14 @@ void LabView::buildResultControls() {
   cellPlot_->setObjectName(QStringLiteral("lab_cell_plot"));
   showAccuracyRange(cellPlot_);
   showAccuracyRange(difficultyPlot_);
+  intro_ = new QLabel;
+  intro_->setObjectName(QStringLiteral("lab_intro"));
+  intro_->setWordWrap(true);
+  intro_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  intro_->setTextFormat(Qt::RichText);
+  intro_->setMargin(8);
+  // A finished lab bundled with the studio would be offered here, under the introduction
+  // (issue 69); until one ships, Open lab… is the way to a finished lab.
   grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
   grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
 }
@@ -253,10 +331,6 @@ QWidget* LabView::buildForm() {
   budget->addRow(tr("Learning rates"), lrs_);
   budget->addRow(tr("Weight decays"), weightDecays_);
   budget->addRow(tr("Seeds"), seeds_);
-  auto* folderRow = new QHBoxLayout;
-  folderRow->addWidget(folder_, 1);
-  folderRow->addWidget(browse_);
-  budget->addRow(tr("Folder"), folderRow);
   formLayout->addWidget(tasksBox, 2);
   formLayout->addWidget(modelsBox, 2);
   formLayout->addWidget(budgetBox);
@@ -277,6 +351,7 @@ QWidget* LabView::buildResults() {
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(0, 0, 0, 0);
   rightLayout->addLayout(buttons);
+  rightLayout->addWidget(estimate_);
   rightLayout->addWidget(status_);
   rightLayout->addWidget(training_);
   auto* lower = new QSplitter(Qt::Vertical);
@@ -299,35 +374,40 @@ QWidget* LabView::buildResults() {
   lower->setStretchFactor(0, 3);
   lower->setStretchFactor(1, 3);
   lower->setStretchFactor(2, 1);
-  rightLayout->addWidget(lower, 1);
+  // Until a lab is shown, what the Lab answers in the room of the grid, its plots and its log.
+  gridPages_ = new QStackedWidget;
+  gridPages_->setObjectName(QStringLiteral("lab_pages"));
+  gridPages_->addWidget(scrollWhenShort(intro_, Qt::ScrollBarAlwaysOff));
+  gridPages_->addWidget(scrollWhenShort(lower));  // the grid, plots and log scroll on a short screen, the buttons stay
+  rightLayout->addWidget(gridPages_, 1);
   return right;
 }
 
 void LabView::connectSignals() {
   connect(run_, &QPushButton::clicked, this, [this] { runLab(); });
   // What the launcher says for people: shown, never parsed.
-  connect(runner_, &GridRunner::line, this, [this](const QString& line) {
-    log_->appendPlainText(line);
-    status_->setText(line);
-  });
+  // The launcher's own lines speak the grid's language ("started t0_mqar,m0_gpt,seed=2"): the
+  // log is written from the workers' events instead, in the form's words (issue 69); a failure
+  // still reaches it through finished().
   // The workers' events: the bar, the runs in training, a scored run's cell.
   connect(runner_, &GridRunner::pointStarted, this, [this](int, const QString& point, bool resumed) {
-    if (resumed) log_->appendPlainText(tr("continuing %1").arg(runTitles_.value(point, point)));
+    log_->appendPlainText((resumed ? tr("continuing %1 from its checkpoint") : tr("training %1"))
+                              .arg(runTitles_.value(point, point)));
   });
-  connect(runner_, &GridRunner::progress, this, [this](double fraction) {
-    progress_->setValue(static_cast<int>(fraction * 1000));
-    QStringList training;
-    for (const auto& [run, f] : runner_->inTraining())
-      training << tr("%1 (%2 %)").arg(runTitles_.value(run, run)).arg(static_cast<int>(f * 100));
-    training_->setText(training.isEmpty() ? QString() : tr("Training: %1").arg(training.join(QStringLiteral("; "))));
-    training_->setVisible(!training.isEmpty());
-  });
+  connect(runner_, &GridRunner::progress, this, &LabView::showProgress);
+  for (QListWidget* list : {tasks_, models_})
+    connect(list, &QListWidget::itemChanged, estimateTimer_, qOverload<>(&QTimer::start));
+  for (QSpinBox* box : {steps_, batch_, seeds_})
+    connect(box, &QSpinBox::valueChanged, estimateTimer_, qOverload<>(&QTimer::start));
+  for (QLineEdit* field : {lrs_, weightDecays_, folder_})
+    connect(field, &QLineEdit::textChanged, estimateTimer_, qOverload<>(&QTimer::start));
+  connect(estimateTimer_, &QTimer::timeout, this, &LabView::updateEstimate);
   connect(runner_, &GridRunner::pointFinished, this,
           [this](int, const QString& point, const QString& state, const QJsonObject& event) {
             if (state != QLatin1String("done")) return;
-            log_->appendPlainText(tr("%1: answer accuracy %2")
+            log_->appendPlainText(tr("%1: done, answers right %2 of the time")
                                       .arg(runTitles_.value(point, point))
-                                      .arg(event.value(QStringLiteral("answer_accuracy")).toDouble(), 0, 'f', 3));
+                                      .arg(QString::number(100 * event.value(QStringLiteral("answer_accuracy")).toDouble(), 'f', 1) + QStringLiteral(" %")));
             refreshFromFolder();
           });
   connect(runner_, &GridRunner::finished, this, &LabView::onRunnerFinished);
@@ -365,12 +445,21 @@ void LabView::connectSignals() {
     if (!path.isEmpty() && !exportCsv(path, &error)) status_->setText(error);
   });
   connect(exportReport_, &QPushButton::clicked, this, [this] {
+    // The page people open (HTML) first, the Markdown one beside it (issue 69: only "Markdown
+    // (*.md)" was offered, and the HTML page was written only when the user typed .html).
     const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab's report"),
-                                                      QDir(folder_->text()).filePath(QStringLiteral("report.md")),
-                                                      tr("Markdown (*.md)"));
-    QString error;
+                                                      QDir(folder_->text()).filePath(QStringLiteral("report.html")),
+                                                      tr("Web page, with its Markdown beside it (*.html);;"
+                                                         "Markdown, with its web page beside it (*.md)"));
     if (path.isEmpty()) return;
-    status_->setText(exportReport(path, &error) ? tr("Wrote %1 and its HTML page beside it").arg(path) : error);
+    const QFileInfo chosen(path);
+    const QString stem = chosen.dir().filePath(chosen.suffix() == QLatin1String("html") || chosen.suffix() == QLatin1String("md")
+                                                   ? chosen.completeBaseName()
+                                                   : chosen.fileName());
+    QString error;
+    status_->setText(exportReport(stem + QStringLiteral(".md"), &error)
+                         ? tr("Wrote %1.html (open it in a browser) and %1.md, with the figures beside them").arg(stem)
+                         : error);
   });
 }
 
@@ -480,6 +569,7 @@ QString LabView::folder() const { return folder_->text().trimmed(); }
 QString LabView::status() const { return status_->text(); }
 
 void LabView::setRunning(bool running) {
+  estimate_->setVisible(!running);  // the status says how far the running lab is
   run_->setEnabled(!running);
   cancel_->setEnabled(running);
   open_->setEnabled(!running);
@@ -492,7 +582,7 @@ bool LabView::runLab() {
   hsm::LabGrid grid;
   std::unique_ptr<hsm::Lab> lab;
   try {
-    if (folder().isEmpty()) throw std::invalid_argument("no lab folder; choose one (Browse…)");
+    if (folder().isEmpty()) throw std::invalid_argument("no lab folder; type one above or choose one (Browse…)");
     grid = formGrid();
     const std::string architecture = QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString();
     if (saveArchitecture_ && std::count(grid.models.begin(), grid.models.end(), architecture) > 0 &&
@@ -516,17 +606,41 @@ bool LabView::runLab() {
   runningDir_ = folder();
   QString error;
   // Worker processes, one per core (GridRunner says why): the analysis thread stays free.
-  if (!runner_->start(runningDir_, std::max(1, QThread::idealThreadCount()), &error)) {
+  if (!runner_->start(runningDir_, labJobs(), &error)) {
     runningDir_.clear();
     status_->setText(tr("Cannot run: %1").arg(error));
     return false;
   }
-  progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(scored) / static_cast<double>(std::max<qint64>(total, 1))));
-  progress_->setFormat(QStringLiteral("%p%"));
-  log_->appendPlainText(tr("Running the grid's %1 run(s) (%2 scored already) in %3").arg(total).arg(scored).arg(runningDir_));
-  status_->setText(tr("Running %1 run(s)…").arg(total - scored));
+  runEstimateSeconds_ = 0;
+  try {
+    runEstimateSeconds_ = hsm::estimate_lab(lab->sweep()).cpu_s / labJobs();
+  } catch (const std::exception&) {
+    // no estimate: the bar alone says how far it is
+  }
+  log_->appendPlainText(scored > 0 ? tr("Continuing the lab in %1: %2 of %3 runs done already").arg(runningDir_).arg(scored).arg(total)
+                                   : tr("Starting a lab of %1 runs in %2").arg(total).arg(runningDir_));
   setRunning(true);
+  showProgress(static_cast<double>(scored) / static_cast<double>(std::max<qint64>(total, 1)));
   return true;
+}
+
+void LabView::showProgress(double fraction) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  progress_->setValue(static_cast<int>(fraction * 1000));
+  // A tenth of a percent while it is small: a minute into a twelve-minute lab is not "0 %".
+  const QString percent = QString::number(100 * fraction, 'f', fraction < 0.1 ? 1 : 0) + QStringLiteral(" %");
+  progress_->setFormat(percent);
+  const qint64 total = runner_->points() > 0 ? runner_->points() : hsm::lab_run_count(shownGrid_);
+  const qint64 done = runner_->done();
+  QString text = tr("%1 of %2 runs done, %3 of the lab").arg(done).arg(total).arg(percent);
+  if (runEstimateSeconds_ > 0)
+    text += tr("; %1 left (the lab's estimate)").arg(durationText(runEstimateSeconds_ * (1 - fraction)));
+  status_->setText(text);
+  QStringList training;
+  for (const auto& [run, f] : runner_->inTraining())
+    training << tr("%1 (%2 %)").arg(runTitles_.value(run, run)).arg(static_cast<int>(f * 100));
+  training_->setText(training.isEmpty() ? QString() : tr("Training: %1").arg(training.join(QStringLiteral("; "))));
+  training_->setVisible(!training.isEmpty());
 }
 
 void LabView::refreshFromFolder() {
@@ -597,6 +711,7 @@ void LabView::showLab(const QString& dir) {
 
 void LabView::showTable(const QString& dir, const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
   showLab(dir);
+  gridPages_->setCurrentIndex(1);
   if (grid.tasks != shownGrid_.tasks) {
     const QSignalBlocker quiet(axis_);  // showDifficulty() runs below, once
     setDifficultyAxes(grid);
@@ -861,9 +976,7 @@ void LabView::showDifficulty() {
   }
   // An empty plot says why instead of showing bare axes.
   const QString label = distance ? tr("key-query distance on %1").arg(distanceTask) : axis;
-  difficultyPlot_->setXLabel(series.isEmpty() ? tr("%1 (no %2 results in this lab yet)")
-                                                    .arg(label, distance ? distanceTask : QStringLiteral("mqar"))
-                                              : label);
+  difficultyPlot_->setXLabel(series.isEmpty() ? tr("%1 (no results yet)").arg(label) : label);
   difficultyPlot_->setSeries(series);
   showAccuracyRange(difficultyPlot_);
 }

@@ -27,7 +27,9 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QStackedWidget;
 class QTableWidget;
+class QTimer;
 
 namespace studio {
 
@@ -53,6 +55,18 @@ class LabView : public StudioView {
   bool addModelConfig(const QString& path);
   void setFolder(const QString& dir);
   QString folder() const;
+  // A new lab's folder when the user has chosen none (issue 69): "HSM Studio labs/lab-DATE" under
+  // the user's documents folder (QStandardPaths), shown in the Folder field and changeable there;
+  // made only when Run starts.
+  static QString defaultFolder();
+  // What the form's grid costs before it runs, from the lab's own estimate (hsm::estimate_lab,
+  // as `hsm lab --dry-run` prints it): "24 runs, about 12 minutes on 2 cores", or why there is
+  // none (nothing checked).
+  QString estimateText() const;
+  // The estimate's wall-clock seconds on this machine's cores (0 when the form makes no grid).
+  double estimatedSeconds() const { return estimateSeconds_; }
+  // Whether the grid shows a lab (else the page that says what the Lab answers).
+  bool showsLab() const;
   // Runs (or continues) the form's grid in folder(); false, with the reason shown, when it
   // cannot start.
   bool runLab();
@@ -112,6 +126,8 @@ class LabView : public StudioView {
   void showTable(const QString& dir, const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
   void showLab(const QString& dir);  // forgets the cell curve and log of another lab than `dir`
   void setRunning(bool running);
+  void updateEstimate();
+  void showProgress(double fraction);  // the bar, the runs in training, the time left
   void refreshFromFolder();  // a worker scored a run: the grid and plots follow
   void onRunnerFinished(bool cancelled, const QString& error);
   void showDifficulty();
@@ -142,6 +158,12 @@ class LabView : public StudioView {
   QPlainTextEdit* log_ = nullptr;
   QTableWidget* grid_ = nullptr;
   QLabel* colourKey_ = nullptr;  // what the cells' colours say
+  QStackedWidget* gridPages_ = nullptr;  // the empty Lab's explanation, or the grid
+  QLabel* intro_ = nullptr;              // what the Lab answers, before a lab is shown
+  QLabel* estimate_ = nullptr;           // the form's grid: runs and estimated time
+  QTimer* estimateTimer_ = nullptr;      // the estimate follows the form after a pause in typing
+  double estimateSeconds_ = 0;
+  double runEstimateSeconds_ = 0;        // the running lab's estimate, for the time left
   QComboBox* axis_ = nullptr;
   PlotPanel* difficultyPlot_ = nullptr;
   PlotPanel* cellPlot_ = nullptr;

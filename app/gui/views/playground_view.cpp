@@ -273,7 +273,9 @@ bool PlaygroundView::generateStory(const QString& prompt, int minTokens, int max
   story_ = Story{minTokens, maxTokens};
   const bool started = generate();
   story_.reset();
-  compare_->setChecked(compare);
+  // Issue 69: the Playground now shows the story's one column; its box says so (re-ticked, it
+  // claimed a comparison of every open model beside one story after Esc).
+  if (!started) compare_->setChecked(compare);
   randomSeed_->setChecked(random);
   return started;
 }
@@ -317,9 +319,9 @@ bool PlaygroundView::randomSeed() const { return randomSeed_->isChecked(); }
 QString PlaygroundView::seedText() const { return seedEdit_->text(); }
 
 quint64 PlaygroundView::drawSeed() {
-  quint64 seed = 0;
-  while (seed == 0) seed = seedDraws_.generate64() >> 1;  // 1 .. 2^63 - 1, as --seed takes
-  return seed;
+  // 1 .. 999,999: a number people read off the screen and type again, whole in the seed field
+  // at 1024x600 (issue 69: a 19-digit draw was clipped); any seed up to 2^63 - 1 is still typed in.
+  return seedDraws_.bounded(quint64{1}, quint64{kMaxDrawnSeed} + 1);
 }
 void PlaygroundView::setCompare(bool on) { compare_->setChecked(on); }
 

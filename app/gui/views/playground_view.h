@@ -93,6 +93,9 @@ class PlaygroundView : public StudioView {
 
  private:
   quint64 drawSeed();  // a fresh seed for the next story, from seedDraws_
+ public:
+  static constexpr quint64 kMaxDrawnSeed = 999999;  // drawn seeds have at most six digits
+ private:
   QRandomGenerator seedDraws_{QRandomGenerator::global()->generate()};
   struct Column {  // the widgets of a column (its run and probe: state_->column(i))
     QWidget* box = nullptr;

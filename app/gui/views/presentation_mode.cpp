@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QShortcut>
 #include <QSlider>
@@ -170,6 +171,9 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   model_ = new QLabel;
   model_->setObjectName(QStringLiteral("presentation_model"));
   model_->setFont(big);
+  model_->setWordWrap(true);
+  modelNameBase_ = big.pointSizeF();
+  scaleModelName();
   model_->setToolTip(tr("Page Down / Page Up: the next / previous open model"));
 
   // The paper's prompts (HSM Table 3) as big buttons, three to a row.
@@ -189,18 +193,31 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   layout->addLayout(bar);
   layout->addWidget(model_);
   layout->addWidget(story_, 1);
+  // What the tint says, in the room's font, while the story is tinted (issue 69: no key).
+  tintKey_ = new QLabel(tr("Each word's colour, how likely the model found it: "
+                           "<span style='background:%1'>&nbsp;1%&nbsp;</span> <span style='background:%2'>&nbsp;10%&nbsp;</span> "
+                           "<span style='background:%3'>&nbsp;30%&nbsp;</span> <span style='background:%4'>&nbsp;100%&nbsp;</span>")
+                            .arg(TokenText::tint(0.01).name(), TokenText::tint(0.1).name(), TokenText::tint(0.3).name(),
+                                 TokenText::tint(1.0).name()));
+  tintKey_->setObjectName(QStringLiteral("presentation_tint_key"));
+  tintKey_->setWordWrap(true);
+  tintKey_->setFont(readable);
+  tintKey_->setVisible(story_->tinted());
+  layout->addWidget(tintKey_);
   layout->addWidget(status_);
   if (!paper.isEmpty()) layout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
   // The prompts scroll in a band of about two rows, so the story keeps most of the screen.
   auto* promptsBox = new QWidget;
   promptsBox->setLayout(prompts);
-  auto* promptsScroll = new QScrollArea;
+  auto* promptsScroll = prompts_ = new QScrollArea;
   promptsScroll->setObjectName(QStringLiteral("presentation_prompts"));
   promptsScroll->setWidget(promptsBox);
   promptsScroll->setWidgetResizable(true);
   promptsScroll->setFrameShape(QFrame::NoFrame);
   promptsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   promptsScroll->setMaximumHeight(QFontMetrics(readable).lineSpacing() * 7 + 40);
+  promptGrid_ = prompts;
+  promptBandMost_ = promptsScroll->maximumHeight();
   layout->addWidget(promptsScroll);
 
   typewriter_ = new QTimer(this);
@@ -225,6 +242,10 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   connect(playground_, &PlaygroundView::tokenGenerated, this, &PresentationMode::onToken);
   connect(playground_, &PlaygroundView::columnFinished, this, &PresentationMode::onFinished);
   connect(playground_, &PlaygroundView::generationFinished, this, [this] {
+    if (storyGeneration_)
+      storyGeneration_ = false;
+    else
+      playgroundGenerated_ = true;  // the Playground's own generation, not a story
     // A failed or stopped generation ends without a result: the story is over all the same.
     if (telling_ && !generated_) {
       generated_ = true;
@@ -243,6 +264,15 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
 void PresentationMode::enter() {
   presenting_ = true;
   showModel();
+  // The Playground generated since this story was told (three models compared, another prompt):
+  // the old story is not what the room just saw (issue 69: an earlier seed's hsm_ab story came
+  // back); this model tells a new one.
+  if (playgroundGenerated_ && !storyRun_.isEmpty() && !telling_) {
+    playgroundGenerated_ = false;
+    story_->clearText();
+    storyRun_.clear();
+    newStory();
+  }
   showFullScreen();
   raise();
   activateWindow();
@@ -257,6 +287,19 @@ QString PresentationMode::currentRunDir() const {
 }
 
 QString PresentationMode::modelText() const { return model_->text(); }
+
+// The model's name is read from the back of the room as the story is (issue 69: ~13 px bold,
+// and A+ left it so): three quarters of the story's size, never below the bar's large font.
+void PresentationMode::scaleModelName() {
+  QFont f = model_->font();
+  f.setBold(true);
+  f.setPointSizeF(std::max(modelNameBase_, story_->textSize() * 0.75));
+  model_->setFont(f);
+}
+
+bool PresentationMode::tintKeyShown() const { return !tintKey_->isHidden(); }
+
+double PresentationMode::modelNameSize() const { return model_->font().pointSizeF(); }
 
 void PresentationMode::showModel() {
   const RunEntry* run = playground_->runList()->currentRun();
@@ -313,6 +356,36 @@ void PresentationMode::leave() {
   emit left();
 }
 
+// The prompts' band as tall as the whole rows that fit in it (issue 69: at 1280x720 a second row
+// showed cut through its middle): the rows' heights are the grid's once laid out.
+void PresentationMode::fitPromptBand() {
+  if (!promptGrid_ || promptGrid_->rowCount() == 0 || promptButtons_.isEmpty()) return;
+  const QMargins margins = promptGrid_->contentsMargins();
+  int band = 0;
+  for (int r = 0; r < promptGrid_->rowCount(); ++r) {
+    const QRect row = promptGrid_->cellRect(r, 0);
+    if (!row.isValid()) break;
+    // Below a row the next one starts after the spacing: the band ends at the row's bottom (and
+    // its margin after the last row), so no edge of the next row shows.
+    const int bottom = row.bottom() + 1 + (r + 1 == promptGrid_->rowCount() ? margins.bottom() : 0);
+    if (r > 0 && bottom > promptBandMost_) break;
+    band = bottom;
+  }
+  if (band <= 0) return;
+  if (prompts_->height() != band) prompts_->setFixedHeight(band);
+  const QRect first = promptGrid_->cellRect(0, 0);
+  prompts_->verticalScrollBar()->setSingleStep(first.height() + promptGrid_->verticalSpacing());
+}
+
+void PresentationMode::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  // After the buttons have wrapped their prompts to their new width (their own resize events).
+  QTimer::singleShot(0, this, [this] {
+    fitPromptBand();
+    QTimer::singleShot(0, this, &PresentationMode::fitPromptBand);
+  });
+}
+
 // Esc and F11 leave from wherever the focus is: no child takes them, so they arrive here.
 void PresentationMode::keyPressEvent(QKeyEvent* e) {
   if (e->key() == Qt::Key_Escape || e->key() == Qt::Key_F11) {
@@ -332,11 +405,13 @@ double PresentationMode::textSize() const { return story_->textSize(); }
 
 void PresentationMode::setTextSize(double points) {
   story_->setTextSize(points);
+  scaleModelName();
   QSettings().setValue(QStringLiteral("presentation/text_size"), story_->textSize());
 }
 
 void PresentationMode::setTinted(bool on) {
   story_->setTinted(on);
+  tintKey_->setVisible(on);
   if (tint_->isChecked() != on) tint_->setChecked(on);
   QSettings().setValue(QStringLiteral("presentation/tint"), on);
 }
@@ -370,7 +445,10 @@ bool PresentationMode::newStory(const QString& prompt) {
   generated_ = false;
   endNote_.clear();
   status_->setText(tr("Telling a story…"));
+  storyGeneration_ = true;
+  playgroundGenerated_ = false;
   if (!playground_->generateStory(text, kMinStoryTokens, kMaxStoryTokens)) {
+    storyGeneration_ = false;
     telling_ = false;
     lastError_ = playground_->lastError();
     status_->setText(lastError_);

@@ -11,6 +11,8 @@
 #include "hsm/generator.h"
 
 class QCheckBox;
+class QGridLayout;
+class QScrollArea;
 class QLabel;
 class QPushButton;
 class QSlider;
@@ -45,13 +47,16 @@ class PresentationMode : public QWidget {
   double textSize() const;
   void setTextSize(double points);
   void setTinted(bool on);
+  bool tintKeyShown() const;  // the tint's colour key, shown while the story is tinted
   // Typewriter speed in tokens per second; 0 = as fast as the model makes them.
   void setSpeed(int tokensPerSecond);
   int speed() const;
   QList<QPushButton*> promptButtons() const { return promptButtons_; }
+  QScrollArea* promptBand() const { return prompts_; }
   // The model on screen: "run · model · its mixers"; Page Down / Page Up switch to the next /
   // previous open run (the Run selector follows), and the new model tells a new story.
   QString modelText() const;
+  double modelNameSize() const;  // points: it grows with the story's text (A+)
   void switchModel(int step);
   QString storyRun() const { return storyRun_; }  // whose story is shown (empty: none yet)
 
@@ -61,6 +66,7 @@ class PresentationMode : public QWidget {
 
  protected:
   void keyPressEvent(QKeyEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
   void closeEvent(QCloseEvent* e) override;
 
  private:
@@ -70,6 +76,8 @@ class PresentationMode : public QWidget {
   void finishIfDone();
   void updateButtons();
   void showModel();
+  void scaleModelName();
+  void fitPromptBand();
   void onModelChanged();
   QString currentRunDir() const;
 
@@ -77,7 +85,14 @@ class PresentationMode : public QWidget {
   TokenText* story_;
   QLabel* status_;
   QLabel* model_;
+  QLabel* tintKey_;
+  QScrollArea* prompts_ = nullptr;     // the paper's prompts' band
+  QGridLayout* promptGrid_ = nullptr;  // its rows of buttons
+  int promptBandMost_ = 0;             // the band's greatest height
   QString storyRun_;
+  double modelNameBase_ = 0;          // the model name's smallest size (the bar's large font)
+  bool playgroundGenerated_ = false;  // the Playground generated since the story was told
+  bool storyGeneration_ = false;      // the generation running is a story's
   bool storyForNewModel_ = false;  // a new story once the stopped one has ended
   QPushButton* newStory_;
   QCheckBox* tint_;

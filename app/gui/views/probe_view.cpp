@@ -43,13 +43,6 @@
 namespace studio {
 namespace {
 
-QString piece_label(const std::string& piece) {
-  QString s = QString::fromStdString(piece);
-  s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
-  s.replace(QLatin1Char(' '), QStringLiteral("␣"));
-  return s;
-}
-
 QString stream_name(int layer) { return layer < 0 ? QObject::tr("embedding") : QObject::tr("layer %1").arg(layer); }
 
 QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
@@ -67,11 +60,14 @@ QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds) {
       if (kinds[l] == k) layers << QString::number(l);
     if (layers.isEmpty()) continue;
     const QString what = k == hsm::MatrixKind::kAttention ? QObject::tr("attention weights")
-                         : k == hsm::MatrixKind::kLinear  ? QObject::tr("the exact linear map, rows |M|/Σ|M|")
-                                                          : QObject::tr("Jacobian norms, rows |M|/Σ|M|");
+                         : k == hsm::MatrixKind::kLinear  ? QObject::tr("the exact linear map, each row scaled to sum to 1")
+                                                          : QObject::tr("Jacobian norms, each row scaled to sum to 1");
     parts << QObject::tr("%1 (layer %2)").arg(what, layers.join(QStringLiteral(", ")));
   }
-  return QObject::tr("Rollout R_l = (½A_l + ½I)·R_{l−1} through %1.").arg(parts.join(QStringLiteral("; ")));
+  // Issue 69: in words, not "R_l = (½A_l + ½I)·R_{l−1}" (the formula is in the help and the SPEC).
+  return QObject::tr("Rollout: each layer's mixing, half kept and half passed straight on (the residual path), "
+                     "multiplied through the layers below, from %1.")
+      .arg(parts.join(QStringLiteral("; ")));
 }
 
 ProbeView::ProbeView(RunList* runs, EngineHost* engine, QWidget* parent)
@@ -493,25 +489,25 @@ QString ProbeView::lensTooltip(int row, int column) const {
   const hsm::LensLayer& l = probe().lens[static_cast<size_t>(row)];
   const auto c = static_cast<size_t>(column);
   QString html = tr("<b>%1</b>, after “%2” (position %3)<br>KL to the last layer %4 nats")
-                     .arg(stream_name(l.layer), piece_label(probe().tokens[c]).toHtmlEscaped())
+                     .arg(stream_name(l.layer), pieceLabel(probe().tokens[c]).toHtmlEscaped())
                      .arg(column)
                      .arg(l.kl_to_final[c], 0, 'f', 4);
   const bool answer = std::count(state_->example().answers.begin(), state_->example().answers.end(), column) > 0;
   if (l.target_rank[c] > 0 && answer)  // a task example's answer: the lens ranks the right one
     html += tr("<br>right answer “%1”: rank %2")
-                .arg(piece_label(state_->example().answer_labels[static_cast<size_t>(
+                .arg(pieceLabel(state_->example().answer_labels[static_cast<size_t>(
                                      std::find(state_->example().answers.begin(), state_->example().answers.end(), column) -
                                      state_->example().answers.begin())])
                          .toHtmlEscaped())
                 .arg(l.target_rank[c]);
   else if (l.target_rank[c] > 0 && c + 1 < probe().tokens.size())
     html += tr("<br>actual next “%1”: rank %2")
-                .arg(piece_label(probe().tokens[c + 1]).toHtmlEscaped())
+                .arg(pieceLabel(probe().tokens[c + 1]).toHtmlEscaped())
                 .arg(l.target_rank[c]);
   html += QStringLiteral("<table>");
   for (size_t j = 0; j < std::min<size_t>(5, l.top[c].size()); ++j)
     html += QStringLiteral("<tr><td>%1</td><td align=right>&nbsp;%2</td></tr>")
-                .arg(piece_label(l.top[c][j].piece).toHtmlEscaped())
+                .arg(pieceLabel(l.top[c][j].piece).toHtmlEscaped())
                 .arg(l.top[c][j].prob, 0, 'f', 3);
   return html + QStringLiteral("</table>");
 }
@@ -534,7 +530,7 @@ void ProbeView::drawLens() {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       const hsm::LensToken& top = probe().lens[static_cast<size_t>(r)].top[static_cast<size_t>(c)].front();
-      auto* item = new QTableWidgetItem(piece_label(top.piece));
+      auto* item = new QTableWidgetItem(pieceLabel(top.piece));
       item->setBackground(TokenText::tint(top.prob));
       item->setToolTip(lensTooltip(r, c));
       lensTable_->setItem(r, c, item);
@@ -564,7 +560,7 @@ void ProbeView::drawRollout() {
 QStringList ProbeView::tokenLabels(bool marked) const {
   // A task example's answer positions are marked (the lens's columns, the rollout's rows).
   QStringList labels;
-  for (const std::string& t : probe().tokens) labels << piece_label(t);
+  for (const std::string& t : probe().tokens) labels << pieceLabel(t);
   if (marked)
     for (int64_t t : state_->example().answers)
       if (t < labels.size()) labels[static_cast<int>(t)].prepend(QStringLiteral("▸"));

@@ -28,6 +28,7 @@
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/task_example_bar.h"
+#include "gui/widgets/token_text.h"
 #include "gui/widgets/widget_export.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/tokenizer.h"
@@ -53,11 +54,9 @@ QColor route_color(hsm::RouteKind kind) {
   return QColor(90, 90, 90);
 }
 
-QString piece_label(const std::string& piece) {
-  QString s = QString::fromStdString(piece);
-  s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
-  s.replace(QLatin1Char(' '), QStringLiteral("␣"));
-  return s;
+// A line's colour in a key: "━━ through a mixer" drawn in it.
+QString line_key(const QColor& colour, const QString& text) {
+  return QStringLiteral("<span style='color:%1'><b>━━</b></span>&nbsp;%2").arg(colour.name(), text.toHtmlEscaped());
 }
 
 QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
@@ -243,6 +242,16 @@ QWidget* TraceView::buildColumn(int c) {
   col.routes->setMinimumHeight(kRoutesMinHeight);
   col.routes->setCsvWriter([this, c] { return routesCsv(c); });
   grid->addWidget(col.routes, 1 + kSites, 0, 1, 2);
+  // The routes' colours said in words (issue 69: the plot had no key).
+  auto* key = new QLabel(tr("Each line a route: %1 %2 %3; thicker and darker, more of the prediction; %4")
+                             .arg(line_key(route_color(hsm::RouteKind::kMixer), tr("through a mixer")),
+                                  line_key(route_color(hsm::RouteKind::kFfn), tr("through an FFN")),
+                                  line_key(route_color(hsm::RouteKind::kResidual), tr("the residual path")),
+                                  tr("<span style='color:#c81e1e'>●</span> the answer")));
+  key->setObjectName(prefix + QStringLiteral("_routes_key"));
+  key->setWordWrap(true);
+  key->setTextFormat(Qt::RichText);
+  grid->addWidget(key, 2 + kSites, 0, 1, 2);
   grid->setColumnStretch(0, 1);
   grid->setColumnStretch(1, 1);
   return col.box;
@@ -457,7 +466,7 @@ void TraceView::onFinished() {
         tr("Each cell: the share of log p(“%1”) that returns when that one activation of the corrupted run is the "
            "clean run's (1 all, 0 none). ○ the route: per layer the position with the largest effect; → where an HSM "
            "layer's shift carries it. Routes: the edges of at least the chosen share that lead to the answer.")
-            .arg(piece_label(t.answer_label)));
+            .arg(pieceLabel(t.answer_label)));
   }
   updateButtons();
   emit traceFinished();
@@ -516,7 +525,7 @@ void TraceView::drawColumn(int column) {
   // Positions: the clean token, ✗ where the corrupted copy differs, ▸ at the answer position.
   QStringList positions;
   for (int p = 0; p < T; ++p) {
-    QString label = piece_label(t.clean_labels[static_cast<size_t>(p)]);
+    QString label = pieceLabel(t.clean_labels[static_cast<size_t>(p)]);
     if (std::find(t.corrupted_positions.begin(), t.corrupted_positions.end(), p) != t.corrupted_positions.end())
       label.prepend(QStringLiteral("✗"));
     if (p == t.answer_position) label.prepend(QStringLiteral("▸"));
@@ -543,15 +552,15 @@ void TraceView::drawColumn(int column) {
   for (int64_t p : t.corrupted_positions)
     corrupted << tr("%1 “%2”→“%3”")
                      .arg(p)
-                     .arg(piece_label(t.clean_labels[static_cast<size_t>(p)]).toHtmlEscaped(),
-                          piece_label(t.corrupt_labels[static_cast<size_t>(p)]).toHtmlEscaped());
+                     .arg(pieceLabel(t.clean_labels[static_cast<size_t>(p)]).toHtmlEscaped(),
+                          pieceLabel(t.corrupt_labels[static_cast<size_t>(p)]).toHtmlEscaped());
   QStringList perSite;
   for (int s = 0; s < kSites; ++s)
     perSite << QStringLiteral("%1 %2").arg(QLatin1String(kSiteNames[s]), r_text(siteAgreement(column, s)));
   col.summary->setText(
       tr("<b>%1</b>: answer “%2” (id %3) after position %4; log p clean %5, corrupted %6 nats; corrupted at %7. "
          "Attribution vs exact: r = %8 (%9). %10 s exact, %11 s attribution.")
-          .arg(runName(runDir).toHtmlEscaped(), piece_label(t.answer_label).toHtmlEscaped())
+          .arg(runName(runDir).toHtmlEscaped(), pieceLabel(t.answer_label).toHtmlEscaped())
           .arg(t.answer_token)
           .arg(t.answer_position)
           .arg(t.clean_logprob, 0, 'f', 4)
@@ -662,7 +671,7 @@ void TraceView::drawRoutes(int column) {
   QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText), yt(new QCPAxisTickerText);
   const int T = static_cast<int>(r.positions), step = std::max(1, T / 40);
   for (int i = 0; i < T; i += step) {
-    QString label = piece_label(r.labels[static_cast<size_t>(i)]);
+    QString label = pieceLabel(r.labels[static_cast<size_t>(i)]);
     if (i == r.answer_position) label.prepend(QStringLiteral("▸"));
     xt->addTick(i, label);
   }

@@ -1,5 +1,7 @@
 #include "gui/views/training_view.h"
 
+#include <cmath>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QElapsedTimer>
@@ -103,9 +105,14 @@ QWidget* TrainingView::buildPlots() {
   plotTabs->addTab(grid, tr("Curves"));
   plotTabs->addTab(scatterPlot_, tr("Accuracy vs loss (all runs)"));
 
+  runSummary_ = new QLabel;
+  runSummary_->setObjectName(QStringLiteral("training_run_summary"));
+  runSummary_->setWordWrap(true);
+  runSummary_->setTextFormat(Qt::PlainText);
   auto* right = new QWidget;
   auto* rightLayout = new QVBoxLayout(right);
   rightLayout->setContentsMargins(6, 0, 0, 0);
+  rightLayout->addWidget(runSummary_);
   rightLayout->addLayout(buildPlotControls());
   rightLayout->addWidget(plotTabs, 1);
   rightLayout->addWidget(controller_->status());
@@ -166,7 +173,30 @@ void TrainingView::rebuildPlots() {
   speedPlot_->setSeries(curves.speed);
   lrPlot_->setSeries(curves.lr);
   scatterPlot_->setSeries(curves.scatter);
+  const RunEntry* current = runs_->currentRun();
+  const QString summary = current ? runSummary(*current) : QString();
+  runSummary_->setText(summary);
+  runSummary_->setVisible(!summary.isEmpty());
   if (qEnvironmentVariableIsSet("HSM_STUDIO_TRACE")) qInfo("rebuildPlots: %lld ms", timer.elapsed());
 }
+
+QString TrainingView::runSummary(const RunEntry& run) {
+  if (!run.has_info) return {};
+  const hsm::TrainSettings& t = run.info.training;
+  const qint64 steps = run.info.total_steps > 0 ? run.info.total_steps : t.steps;
+  QString text = steps > 0 ? tr("%1: %2 steps of %3 windows").arg(run.name()).arg(steps).arg(t.batch_size)
+                           : tr("%1: %2 epochs in batches of %3 windows").arg(run.name()).arg(t.epochs).arg(t.batch_size);
+  text += tr(", learning rate %1, seed %2").arg(t.lr).arg(t.seed);
+  if (run.info.step > 0 && steps > 0 && run.info.step < steps) text += tr(" (at step %1 now)").arg(run.info.step);
+  for (auto it = run.metrics.crbegin(); it != run.metrics.crend(); ++it)
+    if (it->kind == "eval" && std::isfinite(it->val_loss)) {
+      text += tr("; last validation at step %1: loss %2 nats").arg(it->step).arg(it->val_loss, 0, 'f', 3);
+      if (std::isfinite(it->val_accuracy)) text += tr(", next-token accuracy %1").arg(it->val_accuracy, 0, 'f', 3);
+      break;
+    }
+  return text + QLatin1Char('.');
+}
+
+QString TrainingView::runSummaryText() const { return runSummary_->text(); }
 
 }  // namespace studio

@@ -24,6 +24,8 @@
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"
 #include "gui/views/what_if_editor.h"
+#include "hsm/knock_out.h"
+#include "hsm/what_if.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
@@ -485,6 +487,27 @@ void WeightsView::showEvaluation() {
 QString WeightsView::lossText() const { return loss_->text(); }
 QString WeightsView::bannerText() const { return banner_->text(); }
 
+namespace {
+
+// The edits as people read them (issue 69: the engine's label, "layer 2 a=1 b=0.31396484", is
+// the CLI's exact notation): "layer 2 knocked out; layer 3: a 1.00, b 0.314".
+QString whatIfText(const hsm::WhatIf& w) {
+  QStringList parts;
+  for (const hsm::KnockOut& k : w.knock_out)
+    parts << WeightsView::tr("%1 knocked out").arg(QString::fromStdString(hsm::knock_out_label(k)));
+  for (const hsm::AbEdit& e : w.ab) {
+    if (e.a.size() == 1 && e.b.size() == 1)
+      parts << WeightsView::tr("layer %1: a %2, b %3")
+                   .arg(e.layer)
+                   .arg(QString::number(e.a[0], 'g', 3), QString::number(e.b[0], 'g', 3));
+    else
+      parts << WeightsView::tr("layer %1: a and b edited").arg(e.layer);
+  }
+  return parts.join(QStringLiteral("; "));
+}
+
+}  // namespace
+
 void WeightsView::updateBanner() {
   const bool edited = !edits().empty();
   bannerBox_->setVisible(edited || openSaved_->isVisible());
@@ -492,7 +515,7 @@ void WeightsView::updateBanner() {
   saveButton_->setEnabled(edited);
   if (edited)
     banner_->setText(
-        tr("<b>What-if:</b> %1 — not saved.").arg(QString::fromStdString(hsm::what_if_label(edits())).toHtmlEscaped()));
+        tr("<b>What-if:</b> %1 — not saved.").arg(whatIfText(edits()).toHtmlEscaped()));
   else if (!state_->savedRun().isEmpty() && openSaved_->isVisible())
     banner_->setText(tr("Saved the edited model as %1.").arg(state_->savedRun()));
   else

@@ -44,27 +44,34 @@ class LazyResizePlot : public QCustomPlot {
   }
 };
 
-// The panel's title, bold, elided when the panel is narrow (the whole title in its tooltip): a
-// long title does not set the width of every layout that holds the plot.
+// The panel's title, bold, on as many lines as the panel's width needs (issue 69: elided, the
+// titles of the Architecture, Weights and Losses views read "Learned a and b per la…" at
+// 1024x600). Its smallest width is its longest word's, so a long title does not set the width
+// of every layout that holds the plot.
 class PanelTitle : public QLabel {
  public:
   explicit PanelTitle(const QString& title) : QLabel(title) {
     QFont f = font();
     f.setBold(true);
     setFont(f);
-    setToolTip(title);
-    setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    setObjectName(QStringLiteral("plot_title"));
+    setWordWrap(true);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
   }
   QSize minimumSizeHint() const override {
-    return {fontMetrics().horizontalAdvance(QStringLiteral("Wwww…")), QLabel::minimumSizeHint().height()};
+    int widest = 0;
+    for (const QString& word : text().split(QLatin1Char(' '), Qt::SkipEmptyParts))
+      widest = std::max(widest, fontMetrics().horizontalAdvance(word));
+    return {widest + 2 * margin(), QLabel::minimumSizeHint().height()};
   }
 
  protected:
-  void paintEvent(QPaintEvent*) override {
-    QPainter p(this);
-    p.setFont(font());
-    p.setPen(palette().color(QPalette::WindowText));
-    p.drawText(rect(), Qt::AlignLeft | Qt::AlignVCenter, fontMetrics().elidedText(text(), Qt::ElideRight, width()));
+  // A cramped pane gives the panel its smallest height, which counted one line: the title's lines
+  // at its width are its smallest height, so the plot gives up the room and not the title.
+  void resizeEvent(QResizeEvent* e) override {
+    QLabel::resizeEvent(e);
+    const int needed = heightForWidth(width());
+    if (needed > 0 && minimumHeight() != needed) setMinimumHeight(needed);
   }
 };
 
@@ -122,8 +129,7 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
 
   auto* bar = new QHBoxLayout;
   bar->setContentsMargins(4, 2, 4, 0);
-  bar->addWidget(titleLabel);
-  bar->addStretch(1);
+  bar->addWidget(titleLabel, 1);
   bar->addWidget(logBox_);
   bar->addWidget(reset);
   bar->addWidget(exportButton);
@@ -138,6 +144,7 @@ PlotPanel::PlotPanel(const QString& title, const QString& xLabel, const QString&
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot_->xAxis->setLabel(xLabel);
   plot_->yAxis->setLabel(yLabel);
+  labelFont_ = plot_->xAxis->labelFont();
   plot_->legend->setVisible(false);
   QFont legendFont = font();
   legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
@@ -247,22 +254,67 @@ void PlotPanel::fitTicks() {
   }
 }
 
+QString PlotPanel::wrappedLabel(const QFont& font, const QString& label, int length) {
+  const QFontMetrics metrics(font);
+  QStringList lines;
+  QString line;
+  // Words, and a hyphenated word's parts ("multiply-" "adds"): a line may end after a hyphen.
+  QStringList words;
+  for (const QString& word : label.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+    const QStringList parts = word.split(QLatin1Char('-'));
+    for (int i = 0; i < parts.size(); ++i)
+      words << parts[i] + (i + 1 < parts.size() ? QStringLiteral("-") : QString());
+  }
+  for (const QString& word : words) {
+    const QString longer = line.isEmpty() ? word : line + (line.endsWith(QLatin1Char('-')) ? QString() : QStringLiteral(" ")) + word;
+    if (line.isEmpty() || metrics.horizontalAdvance(longer) <= length) {
+      line = longer;
+    } else {
+      lines << line;
+      line = word;
+    }
+  }
+  if (!line.isEmpty()) lines << line;
+  return lines.join(QLatin1Char('\n'));
+}
+
 void PlotPanel::fitAxisLabels() {
+  // Issue 69: on as many lines as the axis' length needs, every word kept ("Cost per token
+  // pe…", "multiply-…" at 1024x600 were elided); a word longer than a short axis ("reached" on
+  // 40 px) in a smaller font, down to 70 %. A label on more lines takes more margin, so the axes
+  // shrink: the next layout fits the labels again until they stay the same.
   const QRect axes = plot_->axisRect()->rect();
-  const QString x = elidedLabel(plot_->xAxis, xLabel_, axes.width());
-  const QString y = elidedLabel(plot_->yAxis, yLabel_, axes.height());
-  if (plot_->xAxis->label() != x) plot_->xAxis->setLabel(x);
-  if (plot_->yAxis->label() != y) plot_->yAxis->setLabel(y);
+  if (axes.width() <= 0 || axes.height() <= 0) return;
+  bool changed = false;
+  auto fit = [&](QCPAxis* axis, const QString& label, int length) {
+    QFont font = labelFont_;
+    QString text = wrappedLabel(font, label, length);
+    for (int percent = 95; percent >= 70; percent -= 5) {
+      int widest = 0;
+      for (const QString& line : text.split(QLatin1Char('\n')))
+        widest = std::max(widest, QFontMetrics(font).horizontalAdvance(line));
+      if (widest <= length) break;
+      font.setPointSizeF(labelFont_.pointSizeF() * percent / 100);
+      text = wrappedLabel(font, label, length);
+    }
+    if (axis->label() != text) axis->setLabel(text), changed = true;
+    if (axis->labelFont() != font) axis->setLabelFont(font), changed = true;
+  };
+  fit(plot_->xAxis, xLabel_, axes.width());
+  fit(plot_->yAxis, yLabel_, axes.height());
+  if (changed) plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void PlotPanel::setLogOptionVisible(bool visible) { logBox_->setVisible(visible); }
 
 void PlotPanel::setXLabel(const QString& label) {
+  if (label == xLabel_) return;  // shown already, wrapped to its axis
   xLabel_ = label;
   plot_->xAxis->setLabel(label);
 }
 
 void PlotPanel::setYLabel(const QString& label) {
+  if (label == yLabel_) return;
   yLabel_ = label;
   plot_->yAxis->setLabel(label);
 }

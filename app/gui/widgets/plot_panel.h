@@ -4,6 +4,7 @@
 // (min/max per pixel-sized bucket), so 100k-point curves stay smooth to pan and zoom.
 // One export path for every plot: PNG, PDF, SVG (through QSvgGenerator) and CSV.
 #include <QColor>
+#include <QFont>
 #include <QSize>
 #include <QString>
 #include <QVector>
@@ -34,7 +35,10 @@ class PlotPanel : public QWidget {
   // empty label takes no room in the margin, so the next layout would differ).
   static int ticksFor(int pixels, int perTick);
   static QString elidedLabel(const QCPAxis* axis, const QString& label, int length);
-  // The axes' labels as set (the plot shows them elided to its axes' length).
+  // A label on as many lines as `length` pixels need in `font`, broken between words (a word
+  // longer than `length` keeps a line of its own): what the axes show (issue 69).
+  static QString wrappedLabel(const QFont& font, const QString& label, int length);
+  // The axes' labels as set (the plot shows them wrapped to its axes' length).
   QString xLabel() const { return xLabel_; }
   QString yLabel() const { return yLabel_; }
   void setLogY(bool on);
@@ -83,6 +87,7 @@ class PlotPanel : public QWidget {
   void fitAxisLabels();
 
   QString title_, xLabel_, yLabel_;
+  QFont labelFont_;  // the axes' labels' font, before a short axis makes it smaller
   bool legendBelow_ = false;
   int maxLegendColumns_ = kMaxLegendColumns, minLegendColumns_ = 1;
   QCustomPlot* plot_;

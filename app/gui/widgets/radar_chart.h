@@ -31,7 +31,9 @@ class RadarChart : public QWidget {
   QPointF vertex(int series, int axis) const;
 
   QSize sizeHint() const override { return {420, 340}; }
-  QSize minimumSizeHint() const override { return {240, 160}; }
+  // Tall enough for a readable chart (issue 69: at 1024x600 it was squeezed to a 35 px radius,
+  // its axis names overlapping); the Diagnostics view scrolls rather than squeeze it.
+  QSize minimumSizeHint() const override { return {240, 240}; }
 
   // The colour of layer i of n in the studio's radar charts and tables.
   static QColor layerColor(int i, int n);

@@ -1,5 +1,6 @@
 #include "gui/widgets/receptive_field_diagram.h"
 
+#include <QFontMetricsF>
 #include <QMouseEvent>
 #include <QPainter>
 #include <algorithm>
@@ -183,6 +184,7 @@ void ReceptiveFieldDiagram::paintStatic(QPainter& p) {
   // Opaque colours: translucent antialiased lines blend 2-3x slower, and only crossings differ.
   const QPen identityPen(over_white(QColor(180, 180, 180, crowded ? 40 : 90)), linkWidth);
   const QPen linkPen(over_white(QColor(90, 110, 150, crowded ? 45 : 110)), linkWidth);
+  QVector<QPair<QRectF, QString>> bandLabels;  // drawn last, between the node rows (issue 69: over the nodes)
   for (int l = 0; l < layerCount(); ++l) {
     const double yTop = rowY(l + 1), yBottom = rowY(l);
     if (dense_[l]) {  // a shaded band, not T² links
@@ -195,8 +197,8 @@ void ReceptiveFieldDiagram::paintStatic(QPainter& p) {
                           : family == hsm::MixerFamily::kExtractor
                               ? tr("%1 (extractor, window = context)").arg(QString::fromStdString(id))
                               : QString::fromStdString(id);
-      p.drawText(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop), Qt::AlignCenter,
-                 tr("%1: every position j ≤ t").arg(who));
+      bandLabels << qMakePair(QRectF(kLeft, yTop, width() - kLeft - kRight, yBottom - yTop),
+                              tr("%1: every earlier position and its own").arg(who));
       continue;
     }
     QVector<QLineF> identity, shifted;
@@ -220,6 +222,17 @@ void ReceptiveFieldDiagram::paintStatic(QPainter& p) {
   p.setFont(labelFont());
   p.setPen(QColor(40, 40, 40));
   for (int r = 0; r < rows; ++r) p.drawText(rowLabelRect(r), Qt::AlignRight | Qt::AlignVCenter, rowLabel(r));
+  // A dense layer's words in the band's middle, on a white ground of their own, clear of the
+  // node rows above and below it.
+  const QFontMetricsF metrics(p.font());
+  for (const auto& [band, text] : bandLabels) {
+    QRectF box = metrics.boundingRect(band, Qt::AlignCenter, text).adjusted(-6, -1, 6, 1);
+    const double room = band.height() - 2 * nodeR - 2;
+    if (box.height() > room) box.setHeight(std::max(room, 0.0)), box.moveCenter(band.center());
+    p.fillRect(box, QColor(255, 255, 255, 235));
+    p.setPen(QColor(70, 80, 130));
+    p.drawText(box, Qt::AlignCenter, text);
+  }
 }
 
 QFont ReceptiveFieldDiagram::labelFont() const {

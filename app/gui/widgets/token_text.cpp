@@ -17,6 +17,24 @@
 
 namespace studio {
 
+QString pieceLabel(const std::string& piece) {
+  QString s;
+  if (piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>') {
+    bool ok = false;
+    const int byte = QString::fromStdString(piece.substr(3, 2)).toInt(&ok, 16);
+    if (!ok) s = QString::fromStdString(piece);
+    else if (byte >= 0x20 && byte < 0x7f) s = QChar(byte);
+    else if (byte == '\n' || byte == '\t') s = QChar(byte);
+    else s = QChar(QChar::ReplacementCharacter);
+  } else {
+    s = QString::fromStdString(piece);
+  }
+  s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
+  s.replace(QLatin1Char('\t'), QStringLiteral("⇥"));
+  s.replace(QLatin1Char(' '), QStringLiteral("␣"));
+  return s;
+}
+
 namespace {
 
 QString show_piece(const std::string& piece) {

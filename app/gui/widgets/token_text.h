@@ -13,6 +13,11 @@
 
 namespace studio {
 
+// A token's piece as a cell or a label shows it: a line break as ↵, a space as ␣, a tab as ⇥,
+// and a byte-fallback piece ("<0x0A>", issue 69: shown raw in the logit lens) as its character
+// when it is one (ASCII), else as �, a byte of a character written in several.
+QString pieceLabel(const std::string& piece);
+
 class TokenText : public QTextEdit {
   Q_OBJECT
  public:

@@ -1,0 +1,339 @@
+// Issue 69: every word whole at 1024x600. The main window with the three bundled models open is
+// laid out at 1024x600 (and 1024x540, the room a window manager leaves there); in every view each
+// shown label, button, group box title, tab, table header section, combo box, spin box, and each
+// plot's axis labels and title holds its text whole: its text's width (QFontMetrics, in the
+// widget's own font) within the room the widget gives it, and no word elided ("Recep…",
+// "Head…"). Widths are compared with the room each widget has, never with fixed pixel numbers,
+// so the test holds with another Qt release's fonts. The presentation window is checked the
+// same way at 1280x720 and 1024x600: the model's name and the paper's prompts whole.
+#include <gtest/gtest.h>
+#include <qcustomplot.h>
+
+#include <QAbstractButton>
+#include <QAbstractItemModel>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGroupBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QScrollArea>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QStyle>
+#include <QStyleOptionButton>
+#include <QStyleOptionComboBox>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTextDocument>
+#include <QToolButton>
+
+#include "gui/main_window.h"
+#include "gui/run_list.h"
+#include "gui/views/diagnostics_view.h"
+#include "gui/views/presentation_mode.h"
+#include "gui/views/view_registry.h"
+#include "gui/views/weights_view.h"
+#include "gui/widgets/plot_panel.h"
+#include "studio_test_util.h"
+
+using namespace studio;
+using namespace studio::test;
+
+namespace {
+
+void lay_out() {
+  for (int i = 0; i < 4; ++i) {
+    QApplication::sendPostedEvents();
+    QCoreApplication::processEvents();
+  }
+}
+
+QString name(const QWidget* w) {
+  return QStringLiteral("%1 %2").arg(QString::fromLatin1(w->metaObject()->className()), w->objectName()).trimmed();
+}
+
+// The widest line of `text` in `fm`.
+int widest(const QFontMetrics& fm, const QString& text) {
+  int most = 0;
+  for (const QString& line : text.split(QLatin1Char('\n'))) most = std::max(most, fm.horizontalAdvance(line));
+  return most;
+}
+
+// A button's text as drawn: mnemonics' ampersands gone.
+QString shownText(QString text) {
+  text.replace(QStringLiteral("&&"), QStringLiteral("\x01"));
+  text.remove(QLatin1Char('&'));
+  return text.replace(QLatin1Char('\x01'), QLatin1Char('&'));
+}
+
+// Why `label` does not show its text whole (empty: it does). Word-wrapped labels need their
+// height for their width; the others their width; rich text is laid out as QLabel lays it out.
+QString labelCut(const QLabel* label) {
+  if (label->text().isEmpty() || !label->pixmap().isNull()) return {};
+  const int m = label->margin();
+  const QRect room = label->contentsRect().adjusted(m, m, -m, -m);
+  const bool rich = label->textFormat() == Qt::RichText ||
+                    (label->textFormat() == Qt::AutoText && Qt::mightBeRichText(label->text()));
+  if (rich) {
+    QTextDocument doc;
+    doc.setDefaultFont(label->font());
+    doc.setDocumentMargin(0);
+    doc.setHtml(label->text());
+    if (label->wordWrap()) {
+      doc.setTextWidth(room.width());
+      if (doc.size().height() > room.height() + 2)
+        return QStringLiteral("needs %1 px of height, has %2").arg(doc.size().height()).arg(room.height());
+      if (doc.idealWidth() > room.width() + 1)
+        return QStringLiteral("a word needs %1 px, has %2").arg(doc.idealWidth()).arg(room.width());
+      return {};
+    }
+    if (doc.idealWidth() > room.width() + 1)
+      return QStringLiteral("needs %1 px, has %2").arg(doc.idealWidth()).arg(room.width());
+    return {};
+  }
+  const QFontMetrics fm(label->font());
+  if (label->wordWrap()) {
+    const QRect needed = fm.boundingRect(QRect(0, 0, room.width(), 100000), Qt::TextWordWrap, label->text());
+    if (needed.height() > room.height() + 1)
+      return QStringLiteral("needs %1 px of height at %2 px wide, has %3").arg(needed.height()).arg(room.width()).arg(room.height());
+    return {};
+  }
+  const int width = widest(fm, label->text());
+  if (width > room.width() + 1) return QStringLiteral("needs %1 px, has %2").arg(width).arg(room.width());
+  return {};
+}
+
+// The room a button's style draws its label in (its contents rect: the frame and margins off).
+int buttonRoom(const QAbstractButton* b) {
+  QStyleOptionButton option;
+  option.initFrom(b);
+  option.text = b->text();
+  option.icon = b->icon();
+  option.iconSize = b->iconSize();
+  if (qobject_cast<const QPushButton*>(b))
+    return b->style()->subElementRect(QStyle::SE_PushButtonContents, &option, b).width();
+  if (qobject_cast<const QCheckBox*>(b))
+    return b->width() - b->style()->subElementRect(QStyle::SE_CheckBoxContents, &option, b).left();
+  if (qobject_cast<const QRadioButton*>(b))
+    return b->width() - b->style()->subElementRect(QStyle::SE_RadioButtonContents, &option, b).left();
+  return b->width() - 4;  // a tool button: its frame
+}
+
+QString buttonCut(const QAbstractButton* b) {
+  const QString text = shownText(b->text());
+  if (text.isEmpty()) return {};
+  const QFontMetrics fm(b->font());
+  int width = widest(fm, text);
+  if (!b->icon().isNull()) width += b->iconSize().width() + 4;
+  const int room = buttonRoom(b);
+  if (width > room + 1) return QStringLiteral("needs %1 px, has %2").arg(width).arg(room);
+  const int lines = static_cast<int>(text.count(QLatin1Char('\n'))) + 1;
+  if (lines > 1 && lines * fm.lineSpacing() > b->height())
+    return QStringLiteral("%1 lines need %2 px of height, has %3").arg(lines).arg(lines * fm.lineSpacing()).arg(b->height());
+  return {};
+}
+
+QStringList headerCuts(const QHeaderView* header) {
+  QStringList cut;
+  const QAbstractItemModel* model = header->model();
+  if (!model) return cut;
+  const int margin = 2 * header->style()->pixelMetric(QStyle::PM_HeaderMargin, nullptr, header);
+  const int sections = header->orientation() == Qt::Horizontal ? model->columnCount(header->rootIndex())
+                                                                : model->rowCount(header->rootIndex());
+  for (int s = 0; s < sections; ++s) {
+    if (header->isSectionHidden(s)) continue;
+    const QString text = model->headerData(s, header->orientation(), Qt::DisplayRole).toString();
+    if (text.isEmpty()) continue;
+    QFont font = header->font();
+    if (const QVariant f = model->headerData(s, header->orientation(), Qt::FontRole); f.isValid()) font = f.value<QFont>();
+    const int width = widest(QFontMetrics(font), text) + margin;
+    const int room = header->orientation() == Qt::Horizontal ? header->sectionSize(s) : header->width();
+    if (width > room + 1) cut << QStringLiteral("section \"%1\" needs %2 px, has %3").arg(text).arg(width).arg(room);
+  }
+  return cut;
+}
+
+QStringList tabCuts(const QTabBar* bar) {
+  QStringList cut;
+  const QFontMetrics fm(bar->font());
+  for (int i = 0; i < bar->count(); ++i) {
+    if (!bar->isTabVisible(i)) continue;
+    const QString text = shownText(bar->tabText(i));
+    const QRect tab = bar->tabRect(i);
+    if (!bar->rect().contains(tab))
+      cut << QStringLiteral("tab \"%1\" out of the bar's %2 px").arg(text).arg(bar->width());
+    else if (fm.horizontalAdvance(text) > tab.width())
+      cut << QStringLiteral("tab \"%1\" needs %2 px, has %3").arg(text).arg(fm.horizontalAdvance(text)).arg(tab.width());
+  }
+  return cut;
+}
+
+QString comboCut(const QComboBox* box) {
+  if (box->currentText().isEmpty()) return {};
+  QStyleOptionComboBox option;
+  option.initFrom(box);
+  option.editable = box->isEditable();
+  option.frame = box->hasFrame();
+  const QRect field = box->style()->subControlRect(QStyle::CC_ComboBox, &option, QStyle::SC_ComboBoxEditField, box);
+  int width = QFontMetrics(box->font()).horizontalAdvance(box->currentText());
+  if (!box->itemIcon(box->currentIndex()).isNull()) width += box->iconSize().width() + 4;
+  if (width > field.width() + 1)
+    return QStringLiteral("\"%1\" needs %2 px, has %3").arg(box->currentText()).arg(width).arg(field.width());
+  return {};
+}
+
+QString spinCut(const QAbstractSpinBox* box) {
+  const QLineEdit* edit = box->findChild<QLineEdit*>();
+  if (!edit || edit->text().isEmpty()) return {};
+  const int width = QFontMetrics(edit->font()).horizontalAdvance(edit->text());
+  const int room = edit->contentsRect().width() - 4;  // QLineEdit's horizontal margin, 2 each side
+  if (width > room) return QStringLiteral("\"%1\" needs %2 px, has %3").arg(edit->text()).arg(width).arg(room);
+  return {};
+}
+
+// A plot's axis labels, each line within its axis' length, and, for a PlotPanel, every word of
+// the label as set (none elided); its text elements (titles) within their rect.
+QStringList plotCuts(const QCustomPlot* plot) {
+  QStringList cut;
+  const auto* panel = qobject_cast<const PlotPanel*>(plot->parentWidget());
+  for (QCPAxisRect* rect : plot->axisRects())
+    for (QCPAxis* axis : rect->axes()) {
+      if (!axis->visible() || axis->label().isEmpty()) continue;
+      const bool horizontal = axis->orientation() == Qt::Horizontal;
+      const int length = horizontal ? rect->width() : rect->height();
+      const int width = widest(QFontMetrics(axis->labelFont()), axis->label());
+      if (width > length + 1)
+        cut << QStringLiteral("axis label \"%1\" needs %2 px, has %3").arg(axis->label()).arg(width).arg(length);
+      if (panel && (axis == plot->xAxis || axis == plot->yAxis)) {
+        const QString set = axis == plot->xAxis ? panel->xLabel() : panel->yLabel();
+        // Lines break between words and after a hyphen: every character but the spaces kept.
+        static const QRegularExpression space(QStringLiteral("\\s"));
+        if (QString(axis->label()).remove(space) != QString(set).remove(space))
+          cut << QStringLiteral("axis label \"%1\" shows \"%2\"").arg(set, axis->label());
+      }
+    }
+  for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+    if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i))) {
+      const int width = widest(QFontMetrics(title->font()), title->text());
+      if (width > title->rect().width() + 1)
+        cut << QStringLiteral("title \"%1\" needs %2 px, has %3").arg(title->text()).arg(width).arg(title->rect().width());
+    }
+  return cut;
+}
+
+// Every shown text of `window` that is not whole, "where: what".
+QStringList cutWords(QWidget* window) {
+  QStringList cut;
+  auto add = [&](const QWidget* w, const QString& why) {
+    if (!why.isEmpty()) cut << name(w) + QStringLiteral(": ") + why;
+  };
+  for (QWidget* w : window->findChildren<QWidget*>()) {
+    if (!w->isVisible() || w->window() != window || w->width() <= 0 || w->height() <= 0) continue;
+    if (auto* label = qobject_cast<QLabel*>(w)) {
+      if (const QString why = labelCut(label); !why.isEmpty()) add(w, QStringLiteral("\"%1\" %2").arg(label->text().left(60), why));
+    } else if (auto* button = qobject_cast<QAbstractButton*>(w)) {
+      if (qobject_cast<QTabBar*>(w->parentWidget())) continue;  // a tab bar's scroll arrows
+      if (const QString why = buttonCut(button); !why.isEmpty()) add(w, QStringLiteral("\"%1\" %2").arg(button->text(), why));
+    } else if (auto* box = qobject_cast<QGroupBox*>(w)) {
+      const int width = QFontMetrics(box->font()).horizontalAdvance(shownText(box->title())) + 16;
+      if (width > box->width()) add(w, QStringLiteral("title \"%1\" needs %2 px, has %3").arg(box->title()).arg(width).arg(box->width()));
+    } else if (auto* header = qobject_cast<QHeaderView*>(w)) {
+      for (const QString& why : headerCuts(header)) add(w, why);
+    } else if (auto* bar = qobject_cast<QTabBar*>(w)) {
+      for (const QString& why : tabCuts(bar)) add(w, why);
+    } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
+      add(w, comboCut(combo));
+    } else if (auto* spin = qobject_cast<QAbstractSpinBox*>(w)) {
+      add(w, spinCut(spin));
+    } else if (auto* edit = qobject_cast<QLineEdit*>(w)) {
+      // A field that holds a number (a seed, a target) shows all its digits; a path may scroll.
+      static const QRegularExpression number(QStringLiteral("^[-+]?[0-9][0-9.,eE+-]*$"));
+      if (qobject_cast<QAbstractSpinBox*>(w->parentWidget()) || !number.match(edit->text()).hasMatch()) continue;
+      const int width = QFontMetrics(edit->font()).horizontalAdvance(edit->text());
+      const int room = edit->contentsRect().width() - 4;  // QLineEdit's margin, 2 each side
+      if (width > room) add(w, QStringLiteral("\"%1\" needs %2 px, has %3").arg(edit->text()).arg(width).arg(room));
+    } else if (auto* plot = qobject_cast<QCustomPlot*>(w)) {
+      for (const QString& why : plotCuts(plot)) add(w, why);
+    }
+  }
+  return cut;
+}
+
+// Replots every plot of the window (a queued replot, the labels' refit after a layout) until
+// they stay.
+void settle(QWidget* window) {
+  for (int i = 0; i < 4; ++i) {
+    lay_out();
+    for (QCustomPlot* plot : window->findChildren<QCustomPlot*>())
+      if (plot->isVisible()) plot->replot();
+  }
+  lay_out();
+}
+
+}  // namespace
+
+class WordsWhole : public ::testing::TestWithParam<QSize> {};
+
+TEST_P(WordsWhole, EveryViewShowsEveryWordWhole) {
+  const QSize screen = GetParam();
+  MainWindow w;
+  ASSERT_EQ(w.openBundledModels(), 3) << "resources/models/ should hold the three demo models";
+  w.resize(screen);
+  w.show();
+  lay_out();
+  QStringList failures;
+  auto check = [&](const QString& where) {
+    w.resize(screen);
+    settle(&w);
+    const QStringList cut = cutWords(&w);
+    if (!cut.isEmpty()) failures << where + QStringLiteral(":\n    ") + cut.join(QStringLiteral("\n    "));
+  };
+  each_view_with_each_run(w, check);
+  w.showStartPage();
+  check(QStringLiteral("Start page"));
+  EXPECT_TRUE(failures.isEmpty()) << "at " << screen.width() << "x" << screen.height() << ", words cut:\n  "
+                                  << failures.join(QStringLiteral("\n  ")).toStdString();
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallScreens, WordsWhole, ::testing::Values(QSize(1024, 600), QSize(1024, 540)),
+                         [](const ::testing::TestParamInfo<QSize>& info) {
+                           return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
+                         });
+
+// The presentation at a projector's 1280x720 and a netbook's 1024x600: the model's name, every
+// control of the bar and each of the paper's prompts whole, not cut mid-line.
+TEST(WordsWhole, ThePresentationShowsEveryLabelWhole) {
+  MainWindow w;
+  ASSERT_EQ(w.openBundledModels(), 3);
+  w.show();
+  lay_out();
+  for (const QSize screen : {QSize(1280, 720), QSize(1024, 600)}) {
+    w.enterPresentation();
+    PresentationMode* presentation = w.presentation();
+    ASSERT_NE(presentation, nullptr);
+    presentation->showNormal();
+    presentation->resize(screen);
+    settle(presentation);
+    const QStringList cut = cutWords(presentation);
+    EXPECT_TRUE(cut.isEmpty()) << "presentation at " << screen.width() << "x" << screen.height() << ":\n  "
+                               << cut.join(QStringLiteral("\n  ")).toStdString();
+    ASSERT_FALSE(presentation->promptButtons().isEmpty());
+    // Each prompt's button whole in the band that scrolls them, or out of it: no row cut in half
+    // by the band's edge (at 1280x720 the second row showed its top lines only).
+    QWidget* band = presentation->promptBand()->viewport();
+    for (QPushButton* prompt : presentation->promptButtons()) {
+      EXPECT_EQ(buttonCut(prompt), QString()) << prompt->text().toStdString();
+      const QRect inBand(prompt->mapTo(band, QPoint(0, 0)), prompt->size());
+      EXPECT_TRUE(band->rect().contains(inBand) || !band->rect().intersects(inBand))
+          << "\"" << prompt->toolTip().toStdString() << "\" cut by the band's edge at " << screen.width() << "x"
+          << screen.height() << ": rows " << inBand.top() << ".." << inBand.bottom() << " of " << band->height();
+    }
+    presentation->leave();
+    lay_out();
+  }
+}
