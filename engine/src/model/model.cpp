@@ -358,18 +358,6 @@ torch::Tensor GptImpl::hidden_from(torch::Tensor h, size_t from, const std::vect
   return z;
 }
 
-std::vector<torch::Tensor> GptImpl::residual_streams(const torch::Tensor& idx) {
-  const auto e = embed(idx);
-  std::vector<torch::Tensor> streams;
-  Observers keep;
-  keep.at(Site::kResidual, [&](const SiteEvent& s) {
-    streams.push_back(s.value);
-    return torch::Tensor();
-  });
-  streams.push_back(run_layers(fast_dropout(e, config.dropout, is_training()), 0, qk_streams(e, idx.size(1)), &keep));
-  return streams;
-}
-
 torch::Tensor GptImpl::output(const torch::Tensor& z) { return torch::matmul(z, tok_emb->weight.t()); }
 
 torch::Tensor GptImpl::unembed(const torch::Tensor& h) { return output(ln_f->forward(h)); }

@@ -138,10 +138,6 @@ struct GptImpl : torch::nn::Module {
   // QK streams (qk_streams(embed(idx), T); batch 1 or B) -> the final norm's output [B, T, d].
   torch::Tensor hidden_from(torch::Tensor h, size_t from, const std::vector<torch::Tensor>& qk,
                             const Observers& observers);
-  // The residual stream after the embedding (and its dropout) and after each block: L+1
-  // tensors [B, T, d], the last one what the final LayerNorm receives in forward(idx). The
-  // logit lens reads them (eval/logit_lens.h).
-  std::vector<torch::Tensor> residual_streams(const torch::Tensor& idx);
   // The tied output layer: z [..., d] (after the final norm) -> logits [..., V].
   torch::Tensor output(const torch::Tensor& z);
   // The final norm, then the tied output layer: the logit lens of a residual stream h [..., d].
