@@ -2,6 +2,7 @@
 // Helpers shared by the engine's model test suites (LibTorch; test_util.h stays torch-free).
 #include <torch/torch.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -67,5 +68,47 @@ class Backend {
  private:
   GemmBackend previous_;
 };
+
+inline ModelConfig config_with(const std::vector<LayerSpec>& layers) {
+  ModelConfig c;
+  c.vocab_size = 41;
+  c.d_model = 32;
+  c.context = 40;
+  c.dropout = 0.0;
+  c.layers = layers;
+  return c;
+}
+
+// The presets' families at d_model 32, context 40 (the decoding and site tests; fp64 by make_model): hsm_ab with shifts 1..32 (the register of 32
+// wraps), gpt, and a hybrid of every shift variant and attention (its last layer's heads shift by
+// up to 128, beyond the context: they read nothing).
+inline std::vector<std::pair<std::string, ModelConfig>> models() {
+  return {
+      {"hsm_ab", config_with(std::vector<LayerSpec>(6, LayerSpec{"hsm_ab", 64, 1}))},
+      {"gpt", config_with(std::vector<LayerSpec>(3, LayerSpec{"attn", 64, 4}))},
+      {"hybrid", config_with({{"hsm_ab", 64, 1},
+                              {"hsm_ab_vec", 64, 1},
+                              {"hsm_AB", 64, 1},
+                              {"hsm_gate1", 64, 1},
+                              {"hsm_gate2", 64, 2},
+                              {"hsm_fusion", 64, 2},
+                              {"attn", 64, 4},
+                              {"hsm_ab_mh_ext", 64, 4},
+                              {"attn", 64, 2},
+                              {"hsm_ab_mh", 64, 8}})},
+  };
+}
+
+inline Gpt make_model(const ModelConfig& c) {
+  torch::manual_seed(5);
+  Gpt model(c);
+  model->to(torch::kFloat64);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  // The (a,b) weights off their equal initial values, so that a wrong shift shows.
+  for (auto& p : model->named_parameters())
+    if (p.key().find(".mixer.") != std::string::npos && p.value().dim() <= 1) p.value().uniform_(-1.5, 1.5);
+  return model;
+}
 
 }  // namespace hsm::test

@@ -127,6 +127,32 @@ TEST_P(FastDecoderMixers, LogitsEqualLibTorchSteps) {
 INSTANTIATE_TEST_SUITE_P(Mixers, FastDecoderMixers, ::testing::ValuesIn(fast_decoded_mixers()),
                          [](const auto& info) { return info.param; });
 
+// The decoder's logits held to the model's one forward (GptImpl::forward, whose blocks the
+// analyses observe) at every position of a full context, for a stack of every mixer it serves:
+// its weights are the modules' own (copy_weights reads ln1, the FFN and each mixer's members).
+TEST(FastDecoder, LogitsEqualTheOneForwardAtEveryPosition) {
+  const auto mixers = fast_decoded_mixers();
+  ASSERT_GE(mixers.size(), 6u);
+  // Stacks of four (the 4th layer's HSM shift, 8, stays below the context), each mixer once.
+  for (size_t first = 0; first < mixers.size(); first += 4) {
+    std::vector<LayerSpec> layers;
+    for (size_t i = first; i < std::min(first + 4, mixers.size()); ++i)
+      layers.push_back({mixers[i], 28, mixer_info(mixers[i]).multi_head ? 4 : 1});
+    const ModelConfig c = tiny_config(layers);
+    for (bool half : {false, true}) {
+      Gpt model = random_model(c, half);
+      c10::InferenceMode inference;
+      FastDecoder fast(*model);
+      torch::manual_seed(4);
+      const auto idx = torch::randint(0, c.vocab_size, {1, c.context}, torch::kLong);
+      const auto full = model->forward(idx)[0];  // [T, V]
+      for (int64_t t = 0; t < c.context; ++t)
+        ASSERT_LT(max_diff(fast.step(static_cast<int32_t>(idx[0][t].item<int64_t>())), full[t]), kTol)
+            << mixers[first] << "...: " << (half ? "fp16" : "fp32") << " weights, position " << t;
+    }
+  }
+}
+
 // The registry decides what the decoder serves: every mixer whose entry names a form, none
 // other. And none of the mixers it served when it still listed them by id has lost its form
 // (decoding would fall back to LibTorch's steps, several times slower, and nothing else fails).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/sites.h"
+
 namespace hsm {
 
 std::vector<LensLayer> logit_lens(Gpt& model, const torch::Tensor& idx, int64_t top_k,
@@ -10,19 +12,34 @@ std::vector<LensLayer> logit_lens(Gpt& model, const torch::Tensor& idx, int64_t 
   c10::InferenceMode inference;
   const int64_t L = idx.size(1), V = model->config.vocab_size;
   const int64_t k = std::clamp<int64_t>(top_k, 1, V);
-  const auto streams = model->residual_streams(idx);  // L+1 × [1, L, d]
-  // The tied output layer as GptImpl::forward_embedded applies it: [L, V].
-  auto logits_of = [&](const torch::Tensor& h) {
-    return torch::matmul(model->ln_f->forward(h), model->tok_emb->weight.t())[0].to(torch::kCPU, torch::kDouble);
+  // The one forward: the residual stream entering each block and the final norm's output.
+  std::vector<torch::Tensor> streams(model->blocks.size());
+  torch::Tensor final_z;
+  Observers observers;
+  observers
+      .at(Site::kResidual,
+          [&](const SiteEvent& e) {
+            streams[static_cast<size_t>(e.layer)] = e.value;
+            return torch::Tensor();
+          })
+      .at(Site::kFinal, [&](const SiteEvent& e) {
+        final_z = e.value;
+        return torch::Tensor();
+      });
+  model->hidden(idx, observers);
+  // Stream s's logits as the model's output layer reads it (GptImpl::unembed); the last, the model's own: [L, V].
+  auto logits_of = [&](size_t s) {
+    const auto logits = s < streams.size() ? model->unembed(streams[s]) : model->output(final_z);
+    return logits[0].to(torch::kCPU, torch::kDouble);
   };
-  const auto final_logp = torch::log_softmax(logits_of(streams.back()), -1);  // [L, V]
+  const auto final_logp = torch::log_softmax(logits_of(streams.size()), -1);  // [L, V]
   const auto next = idx[0].to(torch::kCPU);
   if (!targets.empty() && static_cast<int64_t>(targets.size()) != L)
     throw std::invalid_argument("logit lens: " + std::to_string(targets.size()) + " targets for " + std::to_string(L) +
                                 " positions");
   std::vector<LensLayer> out;
-  for (size_t s = 0; s < streams.size(); ++s) {
-    const auto logits = logits_of(streams[s]);
+  for (size_t s = 0; s <= streams.size(); ++s) {
+    const auto logits = logits_of(s);
     const auto logp = torch::log_softmax(logits, -1);
     const auto kl = (final_logp.exp() * (final_logp - logp)).sum(-1).contiguous();  // KL(p_final ‖ p_s) [L]
     const auto [top_p, top_id] = torch::topk(logp.exp(), k, -1);                    // [L, k]

@@ -1,5 +1,7 @@
 #include "eval/mixing_matrix.h"
 
+#include "model/sites.h"
+
 namespace hsm {
 namespace {
 
@@ -8,18 +10,14 @@ std::vector<float> to_floats(const torch::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-}  // namespace
-
-LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& x,
-                                const torch::Tensor& qk) {
+// One layer's diagnostics from its mixer's map (MixerImpl::mixing_matrices): matrices [H, L, L].
+LayerDiagnostics diagnose_map(const MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& matrices,
+                              const std::vector<int64_t>& shifts) {
   LayerDiagnostics out;
   out.layer = layer;
   out.mixer = spec.mixer;
   out.kind = matrix_kind(mixer.kind);
-  const int64_t L = x.size(1);
-  // The mixer computes its own matrices (MixerImpl::mixing_matrices), of the kind its registry
-  // entry names; here they become rows, indicators and the layer's summary.
-  const auto [matrices, shifts] = mixer.mixing_matrices(x, qk);  // [H, L, L], [H]
+  const int64_t L = matrices.size(1);
   std::vector<std::vector<float>> all;
   for (int64_t h = 0; h < matrices.size(0); ++h) {
     HeadDiagnostics head;
@@ -35,18 +33,28 @@ LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int lay
   return out;
 }
 
+}  // namespace
+
+LayerDiagnostics diagnose_layer(MixerImpl& mixer, const LayerSpec& spec, int layer, const torch::Tensor& x,
+                                const torch::Tensor& qk) {
+  // The mixer computes its own matrices, of the kind its registry entry names; here they become
+  // rows, indicators and the layer's summary.
+  const auto [matrices, shifts] = mixer.mixing_matrices(x, qk);  // [H, L, L], [H]
+  return diagnose_map(mixer, spec, layer, matrices, shifts);
+}
+
 std::vector<LayerDiagnostics> diagnose_model(Gpt& model, const torch::Tensor& idx) {
   torch::NoGradGuard no_grad;
-  std::vector<LayerDiagnostics> layers;
-  auto h = model->embed(idx);  // [1, L, d]
-  const auto streams = model->qk_streams(h, h.size(1));  // DA *_qk layers' Q, K sources
-  for (size_t l = 0; l < model->blocks.size(); ++l) {
-    auto& block = model->blocks[l];
-    const auto& qk = streams[l];
-    layers.push_back(diagnose_layer(*block->mixer, model->config.layers[l], static_cast<int>(l), block->ln1->forward(h),
-                                    qk.defined() ? block->ln1->forward(qk) : qk));
-    h = block->forward(h, qk);  // honours the knock-outs: later layers see the stream without them
-  }
+  // Each layer's map as the one forward meets it (Site::kMixerMap): later layers see the stream
+  // with the knock-outs, as the model runs.
+  std::vector<LayerDiagnostics> layers(model->blocks.size());
+  Observers observers;
+  observers.at(Site::kMixerMap, [&](const SiteEvent& e) {
+    const auto l = static_cast<size_t>(e.layer);
+    layers[l] = diagnose_map(*e.mixer, model->config.layers[l], static_cast<int>(l), e.value, *e.shifts);
+    return torch::Tensor();
+  });
+  model->hidden(idx, observers);
   for (const KnockOut& k : model->knock_outs()) {
     LayerDiagnostics& ld = layers[static_cast<size_t>(k.layer)];  // checked by set_knock_outs
     ld.knocked_out = ld.knocked_out || k.head < 0;

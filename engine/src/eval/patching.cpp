@@ -3,39 +3,17 @@
 #include <cmath>
 #include <limits>
 
+#include "model/sites.h"
+
 namespace hsm {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr Site kSites[kPatchSites] = {Site::kResidual, Site::kMixer, Site::kFfn};  // PatchSite's order
 
-// A QK stream of batch 1 for a run of batch B.
-torch::Tensor qk_for(const torch::Tensor& qk, int64_t batch) {
-  return qk.defined() && qk.size(0) == 1 && batch > 1 ? qk.expand({batch, qk.size(1), qk.size(2)}) : qk;
-}
-
-// The block's sites, as BlockImpl::forward computes them in eval mode.
-torch::Tensor mixer_output(BlockImpl& b, const torch::Tensor& h, const torch::Tensor& qk) {
-  if (b.mixer_knocked_out) return torch::zeros_like(h);
-  const auto x = b.ln1->forward(h);
-  const auto q = qk_for(qk, h.size(0));
-  return (b.qk_mixer && q.defined()) ? b.qk_mixer->forward_qk(x, b.ln1->forward(q)) : b.mixer->forward(x);
-}
-torch::Tensor ffn_output(BlockImpl& b, const torch::Tensor& mid) { return b.ffn->forward(b.ln2->forward(mid)); }
-
-// Blocks [from, L) on the residual h [B, T, d].
-torch::Tensor run_from(GptImpl& m, size_t from, torch::Tensor h, const std::vector<torch::Tensor>& qk) {
-  for (size_t l = from; l < m.blocks.size(); ++l) {
-    if (m.skipped(l)) continue;
-    const auto mid = h + mixer_output(*m.blocks[l], h, qk[l]);
-    h = mid + ffn_output(*m.blocks[l], mid);
-  }
-  return h;
-}
-
-// log p(answer) at position `at` of each row: [B].
-torch::Tensor answer_logprobs(GptImpl& m, const torch::Tensor& h, int64_t at, int64_t answer) {
-  const auto z = m.ln_f->forward(h.select(1, at));               // [B, d]
-  const auto logits = torch::matmul(z, m.tok_emb->weight.t());   // [B, V], the tied output
+// log p(answer) at position `at` of each row of z, the final norm's output [B, T, d]: [B].
+torch::Tensor answer_logprobs(GptImpl& m, const torch::Tensor& z, int64_t at, int64_t answer) {
+  const auto logits = m.output(z.select(1, at));  // [B, V], the tied output
   return torch::log_softmax(logits.to(torch::kFloat), -1).select(1, answer);
 }
 
@@ -44,32 +22,33 @@ std::vector<double> to_doubles(const torch::Tensor& t) {
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
+// Observers that keep every block's residual, mixer and FFN output in `acts` ([site][layer];
+// undefined for a skipped layer's mixer and FFN).
+Observers recorder(std::vector<torch::Tensor> (&acts)[kPatchSites], size_t layers) {
+  Observers o;
+  for (int s = 0; s < kPatchSites; ++s) {
+    acts[s].assign(layers, torch::Tensor());
+    o.at(kSites[s], [&acts, s](const SiteEvent& e) {
+      acts[s][static_cast<size_t>(e.layer)] = e.value;
+      return torch::Tensor();
+    });
+  }
+  return o;
+}
+
 }  // namespace
 
 SiteActivations record_sites(GptImpl& model, const torch::Tensor& idx, int64_t at, int64_t answer) {
   torch::NoGradGuard no_grad;
   SiteActivations a;
-  const auto e = model.embed(idx);
-  const auto qk = model.qk_streams(e, idx.size(1));
-  auto h = e;
-  for (size_t l = 0; l < model.blocks.size(); ++l) {
-    a.residual.push_back(h);
-    if (model.skipped(l)) {
-      a.mixer.emplace_back();
-      a.ffn.emplace_back();
-      continue;
-    }
-    a.mixer.push_back(mixer_output(*model.blocks[l], h, qk[l]));
-    const auto mid = h + a.mixer.back();
-    a.ffn.push_back(ffn_output(*model.blocks[l], mid));
-    h = mid + a.ffn.back();
-  }
-  if (answer < 0) {  // the run's own most likely token at `at`
-    const auto logits = torch::matmul(model.ln_f->forward(h.select(1, at)), model.tok_emb->weight.t());
-    answer = logits[0].argmax().item<int64_t>();
-  }
+  std::vector<torch::Tensor> acts[kPatchSites];
+  const auto z = model.hidden(idx, recorder(acts, model.blocks.size()));
+  a.residual = std::move(acts[0]);
+  a.mixer = std::move(acts[1]);
+  a.ffn = std::move(acts[2]);
+  if (answer < 0) answer = model.output(z.select(1, at))[0].argmax().item<int64_t>();  // the run's own most likely token
   a.answer = answer;
-  a.answer_logprob = answer_logprobs(model, h, at, answer).item<double>();
+  a.answer_logprob = answer_logprobs(model, z, at, answer).item<double>();
   return a;
 }
 
@@ -88,27 +67,26 @@ std::vector<std::vector<double>> patched_logprobs(GptImpl& model, const torch::T
     x.index_put_({rows, rows}, clean_act[0].narrow(0, 0, B));
     return x;
   };
+  const std::vector<torch::Tensor>* clean_acts[kPatchSites] = {&clean.residual, &clean.mixer, &clean.ffn};
+  const std::vector<torch::Tensor>* corrupt_acts[kPatchSites] = {&corrupt.residual, &corrupt.mixer, &corrupt.ffn};
   std::vector<std::vector<double>> out(kPatchSites, std::vector<double>(static_cast<size_t>(L * T), kNaN));
   for (int64_t l = 0; l < L; ++l) {
     const auto ul = static_cast<size_t>(l);
     for (int s = 0; s < kPatchSites; ++s) {
       if (cancel && cancel->load()) throw Cancelled();
-      const auto site = static_cast<PatchSite>(s);
-      if (site != PatchSite::kResidual && model.skipped(ul)) continue;
-      torch::Tensor h;
-      if (site == PatchSite::kResidual) {
-        h = run_from(model, ul, patched(corrupt.residual[ul], clean.residual[ul]), qk);
-      } else {
-        BlockImpl& b = *model.blocks[ul];
-        if (site == PatchSite::kMixer) {
-          const auto mid = corrupt.residual[ul] + patched(corrupt.mixer[ul], clean.mixer[ul]);
-          h = mid + ffn_output(b, mid);
-        } else {
-          h = corrupt.residual[ul] + corrupt.mixer[ul] + patched(corrupt.ffn[ul], clean.ffn[ul]);
-        }
-        h = run_from(model, ul + 1, h, qk);
-      }
-      const auto lp = to_doubles(answer_logprobs(model, h, at, answer));
+      if (kSites[s] != Site::kResidual && model.skipped(ul)) continue;
+      // The corrupted run from block l on, its activation at (site, l) replaced by the patched one;
+      // the mixer's own output where the FFN's is patched (the same values, rows of another batch).
+      // Every FFN output seen: the blocks take record_sites' path (the FFN's output a tensor of its
+      // own, not added in place), so the patched runs' sums are the recorded runs'.
+      Observers patch;
+      patch.at(Site::kFfn, [](const SiteEvent&) { return torch::Tensor(); });
+      const auto value = patched((*corrupt_acts[s])[ul], (*clean_acts[s])[ul]);
+      if (kSites[s] == Site::kFfn)
+        patch.at(Site::kMixer, l, [&](const SiteEvent& e) { return corrupt.mixer[ul].expand_as(e.value); });
+      patch.at(kSites[s], l, [&](const SiteEvent&) { return value; });
+      const auto start = corrupt.residual[ul].expand({B, T, corrupt.residual[ul].size(2)});
+      const auto lp = to_doubles(answer_logprobs(model, model.hidden_from(start, ul, qk, patch), at, answer));
       auto& row = out[static_cast<size_t>(s)];
       for (int64_t p = 0; p < T; ++p)  // after `at` nothing reaches the answer: the corrupted run's value
         row[static_cast<size_t>(l * T + p)] = p <= at ? lp[static_cast<size_t>(p)] : corrupt.answer_logprob;
@@ -126,24 +104,10 @@ std::vector<std::vector<double>> attribution_estimates(GptImpl& model, const tor
   const auto qk = model.qk_streams(e.detach(), T);
   // The corrupted run with every site kept, as a graph from e.
   std::vector<torch::Tensor> acts[kPatchSites];
-  auto h = e;
-  for (int64_t l = 0; l < L; ++l) {
-    BlockImpl& b = *model.blocks[static_cast<size_t>(l)];
-    acts[0].push_back(h);
-    if (model.skipped(static_cast<size_t>(l))) {
-      acts[1].emplace_back();
-      acts[2].emplace_back();
-      continue;
-    }
-    auto y = mixer_output(b, h, qk[static_cast<size_t>(l)]);
-    if (!y.requires_grad()) y = torch::Tensor();  // a knocked-out mixer: nothing flows through it
-    const auto mid = y.defined() ? h + y : h;
-    const auto f = ffn_output(b, mid);
-    acts[1].push_back(y);
-    acts[2].push_back(f);
-    h = mid + f;
-  }
-  const auto lp = answer_logprobs(model, h, at, answer).sum();
+  const auto z = model.hidden_from(e, 0, qk, recorder(acts, model.blocks.size()));
+  for (auto& y : acts[1])
+    if (y.defined() && !y.requires_grad()) y = torch::Tensor();  // a knocked-out mixer: nothing flows through it
+  const auto lp = answer_logprobs(model, z, at, answer).sum();
   std::vector<torch::Tensor> inputs;
   for (const auto& site : acts)
     for (const auto& t : site)

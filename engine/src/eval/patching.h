@@ -1,8 +1,8 @@
 #pragma once
-// Activation and attribution patching over a Gpt (hsm/trace.h says what they measure). The
-// block is taken apart into its sites as BlockImpl::forward computes it in eval mode:
-//   x = LN1(h);  y = mixer(x) (0 when knocked out);  m = h + y;  f = FFN(LN2(m));  h' = m + f
-// so a run with no site patched gives forward()'s logits.
+// Activation and attribution patching over a Gpt (hsm/trace.h says what they measure): observers
+// (model/sites.h) on the model's one forward read and replace the block's sites,
+//   the residual h entering block l;  the mixer's output y (0 when knocked out);  the FFN's output f
+// so a run with no site patched gives forward()'s logits, and a change to the block changes these too.
 #include <torch/torch.h>
 
 #include <functional>

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/mixers/attention.h"
+#include "model/sites.h"
 
 namespace hsm {
 namespace {
@@ -14,25 +15,20 @@ struct MixerTerms {
   std::string made_from;
 };
 
-MixerTerms mixer_terms(BlockImpl& b, const torch::Tensor& x, const torch::Tensor& qk, const torch::Tensor& y) {
+MixerTerms mixer_terms(MixerImpl& mixer, const torch::Tensor& x, const torch::Tensor& map, const torch::Tensor& y) {
   const int64_t T = x.size(1), d = x.size(2);
   const auto causal = torch::ones({T, T}, torch::kBool).tril();
-  auto* attn = b.qk_mixer ? nullptr : dynamic_cast<AttentionImpl*>(b.mixer.get());
+  auto* attn = dynamic_cast<QkSourceMixerImpl*>(&mixer) ? nullptr : dynamic_cast<AttentionImpl*>(&mixer);
   if (attn) {
-    // Exact: y_i = Σ_j Σ_h A^h_ij W_O^h v^h_j + c (c, the output bias, is no position's term).
-    const int64_t H = attn->heads, hd = attn->head_dim;
-    auto [q, k, v] = split_qkv_heads(attn->qkv, x, H);  // [1, H, T, hd], v with its bias
-    auto A = attn->attention_weights(x)[0].to(torch::kFloat);  // [H, T, T]
-    for (int64_t head : attn->zeroed_heads()) A[head].zero_();
-    const auto w = attn->proj->weight.to(torch::kFloat).view({d, H, hd});                     // W_O [d, H, hd]
-    const auto u = torch::einsum("htk,dhk->htd", {v[0].to(torch::kFloat), w});                 // [H, T, d]
-    const auto terms = torch::einsum("hij,hjd->ijd", {A, u});                                   // [T, T, d]
+    // Exact: y_i = Σ_j Σ_h A^h_ij W_O^h v^h_j + c (c, the output bias, is no position's term);
+    // A: the map (the softmax weights).
+    const auto terms = attn->position_terms(x, map);  // [T, T, d]
     return {terms.norm(2, -1), causal, "attention: A_ij W_O v_j"};
   }
-  const auto mm = b.mixer->mixing_matrices(x, qk).matrices.to(torch::kFloat).abs();  // [H, T, T]
+  const auto mm = map.to(torch::kFloat).abs();  // [H, T, T]
   const int64_t H = mm.size(0);
   const auto present = (mm.sum(0) > 0).logical_and(causal);
-  const MatrixKind kind = matrix_kind(b.mixer->kind);
+  const MatrixKind kind = matrix_kind(mixer.kind);
   if (kind != MatrixKind::kAttention && d % H == 0) {
     // A block's RMS gain g^h_ij (linear: the exact map's gain; Jacobian: ‖∂y_i/∂x_j‖_F / √hd)
     // times the norm of what it multiplies, x_j's channels of head h.
@@ -50,6 +46,17 @@ MixerTerms mixer_terms(BlockImpl& b, const torch::Tensor& x, const torch::Tensor
   return {rows * yn * present, present, "weights: mean_h A_ij ||y_i||"};
 }
 
+// One block's sites as the observers kept them; `mixer` set where its map was kept (not knocked out).
+struct BlockSites {
+  torch::Tensor residual, input, map, mixer_out, ffn;
+  MixerImpl* mixer = nullptr;
+};
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  const auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
 }  // namespace
 
 void information_flow(GptImpl& model, const torch::Tensor& idx, int64_t at, Routes& routes) {
@@ -60,13 +67,27 @@ void information_flow(GptImpl& model, const torch::Tensor& idx, int64_t at, Rout
   routes.answer_position = at;
   routes.mixer_terms.clear();
   routes.edges.clear();
-  const auto e = model.embed(idx);
-  const auto qk = model.qk_streams(e, T);
-  auto h = e;
-  auto to_vector = [](const torch::Tensor& t) {
-    const auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
-    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  std::vector<BlockSites> sites(static_cast<size_t>(L));
+  auto keep = [&sites](torch::Tensor BlockSites::*field) {
+    return [&sites, field](const SiteEvent& e) {
+      sites[static_cast<size_t>(e.layer)].*field = e.value;
+      return torch::Tensor();
+    };
   };
+  Observers observers;
+  observers.at(Site::kResidual, keep(&BlockSites::residual))
+      .at(Site::kMixerMap,
+          [&](const SiteEvent& e) {
+            BlockSites& b = sites[static_cast<size_t>(e.layer)];
+            if (model.blocks[static_cast<size_t>(e.layer)]->mixer_knocked_out) return torch::Tensor();
+            b.map = e.value;
+            b.input = *e.input;
+            b.mixer = e.mixer;
+            return torch::Tensor();
+          })
+      .at(Site::kMixer, keep(&BlockSites::mixer_out))
+      .at(Site::kFfn, keep(&BlockSites::ffn));
+  model.hidden(idx, observers);
   for (int64_t l = 0; l < L; ++l) {
     const auto ul = static_cast<size_t>(l);
     if (model.skipped(ul)) {  // the node passes on unchanged
@@ -74,23 +95,17 @@ void information_flow(GptImpl& model, const torch::Tensor& idx, int64_t at, Rout
       for (int64_t i = 0; i <= at; ++i) routes.edges.push_back({l, i, i, 1.0, RouteKind::kResidual});
       continue;
     }
-    BlockImpl& b = *model.blocks[ul];
-    const auto x = b.ln1->forward(h);
-    const auto q = qk[ul].defined() ? b.ln1->forward(qk[ul]) : qk[ul];
-    torch::Tensor y, mix, present;
-    if (b.mixer_knocked_out) {
-      y = torch::zeros_like(h);
+    const BlockSites& b = sites[ul];
+    torch::Tensor mix, present;
+    if (!b.mixer) {
       routes.mixer_terms.push_back("knocked out");
     } else {
-      y = (b.qk_mixer && q.defined()) ? b.qk_mixer->forward_qk(x, q) : b.mixer->forward(x);
-      MixerTerms terms = mixer_terms(b, x, q, y);
+      MixerTerms terms = mixer_terms(*b.mixer, b.input, b.map, b.mixer_out);
       mix = terms.norms.to(torch::kCPU, torch::kDouble).contiguous();
       present = terms.present.to(torch::kCPU).contiguous();
       routes.mixer_terms.push_back(terms.made_from);
     }
-    const auto mid = h + y;
-    const auto f = b.ffn->forward(b.ln2->forward(mid));
-    const auto rn = to_vector(h[0].norm(2, -1)), fn = to_vector(f[0].norm(2, -1));
+    const auto rn = to_vector(b.residual[0].norm(2, -1)), fn = to_vector(b.ffn[0].norm(2, -1));
     for (int64_t i = 0; i <= at; ++i) {
       const auto ui = static_cast<size_t>(i);
       double total = rn[ui] + fn[ui];
@@ -106,7 +121,6 @@ void information_flow(GptImpl& model, const torch::Tensor& idx, int64_t at, Rout
           if (p[j]) routes.edges.push_back({l, j, i, m[j] * scale, RouteKind::kMixer});
       routes.edges.push_back({l, i, i, fn[ui] * scale, RouteKind::kFfn});
     }
-    h = mid + f;
   }
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Information flow routes over a Gpt (hsm/routes.h says what they are; docs/diagnostics.md §10
-// gives each mixer kind's term). One forward pass of idx [1, T] with the block taken apart as
-// eval/patching.h does; the edges into every node at or before position `at`.
+// gives each mixer kind's term). The model's one forward of idx [1, T], its sites read by
+// observers (model/sites.h: the residual, the mixer's map and output, the FFN's output); the edges
+// into every node at or before position `at`.
 #include <torch/torch.h>
 
 #include "hsm/routes.h"

@@ -73,6 +73,23 @@ Matrix to_matrix(const torch::Tensor& t) {
   return m;
 }
 
+// Layer l's mixer as the module its form is computed from (std::logic_error when the registry's
+// form and the module disagree).
+template <class M>
+M& mixer_as(MixerImpl& mixer, size_t l) {
+  auto* m = dynamic_cast<M*>(&mixer);
+  if (!m) throw std::logic_error("FastDecoder: layer " + std::to_string(l) + "'s mixer is not of the module its form reads");
+  return *m;
+}
+
+// The weighted form's a and b: (a,b) scalars, vectors or one per head.
+std::pair<torch::Tensor, torch::Tensor> weighted_ab(MixerImpl& mixer, size_t l) {
+  if (auto* m = dynamic_cast<ShiftABImpl*>(&mixer)) return {m->a, m->b};
+  if (auto* m = dynamic_cast<ShiftABVectorImpl*>(&mixer)) return {m->a, m->b};
+  auto& m = mixer_as<ShiftABMultiheadImpl>(mixer, l);
+  return {m.a, m.b};
+}
+
 constexpr float kLayerNormEps = 1e-5f;  // torch::nn::LayerNorm's default
 
 struct Layer {
@@ -271,62 +288,68 @@ std::shared_ptr<const FastWeights> FastDecoder::copy_weights(const GptImpl& mode
   for (size_t l = 0; l < model.blocks.size(); ++l) {
     const auto& block = model.blocks[l];
     const LayerSpec& spec = c.layers[l];
-    auto params = block->named_parameters();
-    auto param = [&](const std::string& name) -> const torch::Tensor& {
-      const torch::Tensor* p = params.find(name);
-      if (!p) throw std::invalid_argument("FastDecoder: layer " + std::to_string(l) + " has no parameter " + name);
-      return *p;
-    };
-    auto get = [&](const std::string& name) { return to_floats(param(name)); };
-    auto matrix = [&](const std::string& name) { return to_matrix(param(name)); };
+    MixerImpl& mixer = *block->mixer;
     Layer L;
     L.form = form_of(spec.mixer);
     L.ffn = spec.ffn;
     L.heads = spec.heads;
     L.head_dim = c.d_model / spec.heads;
     max_ffn = std::max(max_ffn, L.ffn);
-    L.ln1_w = get("ln1.weight");
-    L.ln1_b = get("ln1.bias");
-    L.ln2_w = get("ln2.weight");
-    L.ln2_b = get("ln2.bias");
-    L.fc1_w = matrix("ffn.fc1.weight");
-    L.fc1_b = get("ffn.fc1.bias");
-    L.fc2_w = matrix("ffn.fc2.weight");
-    L.fc2_b = get("ffn.fc2.bias");
+    // Every weight read off the block's own modules (never by a parameter's name).
+    L.ln1_w = to_floats(block->ln1->weight);
+    L.ln1_b = to_floats(block->ln1->bias);
+    L.ln2_w = to_floats(block->ln2->weight);
+    L.ln2_b = to_floats(block->ln2->bias);
+    L.fc1_w = to_matrix(block->ffn->fc1->weight);
+    L.fc1_b = to_floats(block->ffn->fc1->bias);
+    L.fc2_w = to_matrix(block->ffn->fc2->weight);
+    L.fc2_b = to_floats(block->ffn->fc2->bias);
     switch (L.form) {
-      case FastDecodeForm::kAttention:
-        L.qkv_w = matrix("mixer.qkv.weight");
-        L.qkv_b = get("mixer.qkv.bias");
-        L.proj_w = matrix("mixer.proj.weight");
-        L.proj_b = get("mixer.proj.bias");
+      case FastDecodeForm::kAttention: {
+        auto& m = mixer_as<AttentionImpl>(mixer, l);
+        L.qkv_w = to_matrix(m.qkv->weight);
+        L.qkv_b = to_floats(m.qkv->bias);
+        L.proj_w = to_matrix(m.proj->weight);
+        L.proj_b = to_floats(m.proj->bias);
         break;
-      case FastDecodeForm::kShiftWeighted:
-        L.a = get("mixer.a");
-        L.b = get("mixer.b");
+      }
+      case FastDecodeForm::kShiftWeighted: {
+        const auto [a, b] = weighted_ab(mixer, l);
+        L.a = to_floats(a);
+        L.b = to_floats(b);
         break;
-      case FastDecodeForm::kShiftMatrix:
-        L.w1 = matrix("mixer.A.weight");
-        L.w2 = matrix("mixer.B.weight");
-        L.b2 = get("mixer.bias");
-        L.w3 = matrix("mixer.proj.weight");
-        L.b3 = get("mixer.proj.bias");
+      }
+      case FastDecodeForm::kShiftMatrix: {
+        auto& m = mixer_as<ShiftABMatrixImpl>(mixer, l);
+        L.w1 = to_matrix(m.A->weight);
+        L.w2 = to_matrix(m.B->weight);
+        L.b2 = to_floats(m.bias);
+        L.w3 = to_matrix(m.proj->weight);
+        L.b3 = to_floats(m.proj->bias);
         break;
-      case FastDecodeForm::kShiftGate:
-        L.w1 = matrix("mixer.fc1.weight");
-        L.b1 = get("mixer.fc1.bias");
-        L.w2 = matrix("mixer.fc2.weight");
-        L.b2 = get("mixer.fc2.bias");
+      }
+      case FastDecodeForm::kShiftGate: {
+        auto& m = mixer_as<ShiftGate1Impl>(mixer, l);
+        L.w1 = to_matrix(m.fc1->weight);
+        L.b1 = to_floats(m.fc1->bias);
+        L.w2 = to_matrix(m.fc2->weight);
+        L.b2 = to_floats(m.fc2->bias);
         break;
-      case FastDecodeForm::kShiftHeadGate:
-        L.w1 = matrix("mixer.weight");
-        L.b1 = get("mixer.bias");
+      }
+      case FastDecodeForm::kShiftHeadGate: {
+        auto& m = mixer_as<ShiftGate2Impl>(mixer, l);
+        L.w1 = to_matrix(m.weight);
+        L.b1 = to_floats(m.bias);
         break;
-      case FastDecodeForm::kShiftHeadFusion:
-        L.w1 = matrix("mixer.w1");
-        L.b1 = get("mixer.b1");
-        L.w2 = matrix("mixer.w2");
-        L.b2 = get("mixer.b2");
+      }
+      case FastDecodeForm::kShiftHeadFusion: {
+        auto& m = mixer_as<ShiftFusionImpl>(mixer, l);
+        L.w1 = to_matrix(m.w1);
+        L.b1 = to_floats(m.b1);
+        L.w2 = to_matrix(m.w2);
+        L.b2 = to_floats(m.b2);
         break;
+      }
       case FastDecodeForm::kNone:  // refused by unsupported_reason above
         break;
     }

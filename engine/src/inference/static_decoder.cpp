@@ -165,13 +165,13 @@ torch::Tensor StaticDecoder::step() {
   torch::NoGradGuard no_grad;
   auto h = model_->tok_emb->forward(tokens_) + model_->pos_emb->forward(pos_);  // [B, d] + [1, d]
   for (size_t l = 0; l < layers_.size(); ++l) {
-    auto& block = model_->blocks[l];
-    // As BlockImpl::step: h + mixer(LN1(h)), then the FFN added in place (a knocked-out mixer adds 0).
-    h = layers_[l] ? h + layers_[l]->step(block->ln1->forward(h), pos_) : h.clone();
-    block->ffn->add_forward_to(h, block->ln2->forward(h));
+    // The block's own step (BlockImpl::step_with) with this layer's fixed-shape cache as its mixer's step.
+    Layer* layer = layers_[l].get();
+    h = model_->blocks[l]->step_with(h, layer ? [layer, this](const torch::Tensor& x) { return layer->step(x, pos_); }
+                                              : std::function<torch::Tensor(const torch::Tensor&)>());
   }
   pos_.add_(1);
-  return torch::matmul(model_->ln_f->forward(h), model_->tok_emb->weight.t());  // [B, V]
+  return model_->unembed(h);  // [B, V]
 }
 
 void StaticDecoder::reset() {

@@ -8,6 +8,7 @@
 #include "kernels/fast_kernels.h"
 #include "model/cuda_fused.h"
 #include "model/dropout.h"
+#include "model/sites.h"
 #include "model/torch_compat.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel_gemm.h"
@@ -123,21 +124,40 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer) {
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(c.layers.size()));
   ffn = register_module("ffn", FeedForward(c.d_model, spec.ffn, proj_std));
   dropout = c.dropout;
+  index = layer;
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor& qk) {
+torch::Tensor BlockImpl::forward(const torch::Tensor& h_in, const torch::Tensor& qk, const Observers* observers) {
+  // The sites this call's observers read in this block; none (the usual case) costs nothing.
+  const bool sees_map = observers && observers->wants(Site::kMixerMap, index);
+  const bool sees_mixer = observers && observers->wants(Site::kMixer, index);
+  const bool sees_ffn = observers && observers->wants(Site::kFfn, index);
   torch::Tensor h;
-  if (mixer_knocked_out) {
+  if (mixer_knocked_out && !sees_map && !sees_mixer) {
     h = h_in.clone();  // h_in + 0; a copy, as the FFN below may add to it in place
   } else {
-    auto x = norm(ln1, h_in);
-    auto y = (qk_mixer && qk.defined()) ? qk_mixer->forward_qk(x, norm(ln1, qk)) : mixer->forward(x);
-    if (torch::GradMode::is_enabled()) {  // a step that learns: the residual add joined to ln2
+    torch::Tensor y;
+    if (!mixer_knocked_out || sees_map) {
+      const auto x = norm(ln1, h_in);
+      const auto q = qk.defined() ? norm(ln1, qk) : qk;
+      if (sees_map) {  // the mixer's own map of its input (a knocked-out mixer's too), for the first row
+        const auto x0 = x.narrow(0, 0, 1), q0 = q.defined() ? q.narrow(0, 0, 1) : q;
+        const auto map = mixer->mixing_matrices(x0, q0);
+        observers->visit_map(SiteEvent{Site::kMixerMap, index, map.matrices, mixer.get(), &x0, &q0, &map.shifts});
+      }
+      if (!mixer_knocked_out) y = (qk_mixer && q.defined()) ? qk_mixer->forward_qk(x, q) : mixer->forward(x);
+    }
+    if (mixer_knocked_out) y = torch::zeros_like(h_in);
+    if (sees_mixer) y = observers->visit(Site::kMixer, index, std::move(y));
+    if (torch::GradMode::is_enabled() && !sees_ffn) {  // a step that learns: the residual add joined to ln2
       const auto [hs, x2] = add_then_norm(h_in, y, dropout, is_training(), ln2, /*for_product=*/true);
       return residual_dropout(hs, ffn->forward(x2), dropout, is_training());
     }
     h = residual_dropout(h_in, y, dropout, is_training());
   }
+  if (sees_ffn)  // the FFN's output as a tensor of its own, for the observers
+    return residual_dropout(h, observers->visit(Site::kFfn, index, ffn->forward(norm(ln2, h))), dropout,
+                            is_training());
   if (inference_on_cpu(h, *this)) {  // evaluation: the FFN's output added in place
     ffn->add_forward_to(h, ln2->forward(h));
     return h;
@@ -153,15 +173,16 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_joined(const torch::T
 
 torch::Tensor BlockImpl::step(const torch::Tensor& h_t, MixerState& cache, int64_t pos, int64_t context,
                               const torch::Tensor& qk) {
-  if (mixer_knocked_out) {
-    auto h = h_t.clone();
-    ffn->add_forward_to(h, ln2->forward(h));
-    return h;
-  }
-  auto x = ln1->forward(h_t);
-  auto y = (qk_mixer && qk.defined()) ? qk_mixer->step_qk(x, ln1->forward(qk), cache, pos, context)
+  if (mixer_knocked_out) return step_with(h_t, {});
+  return step_with(h_t, [&](const torch::Tensor& x) {
+    return (qk_mixer && qk.defined()) ? qk_mixer->step_qk(x, ln1->forward(qk), cache, pos, context)
                                       : mixer->step(x, cache, pos, context);
-  auto h = h_t + y;
+  });
+}
+
+torch::Tensor BlockImpl::step_with(const torch::Tensor& h_t,
+                                   const std::function<torch::Tensor(const torch::Tensor&)>& mix) {
+  auto h = mix ? h_t + mix(ln1->forward(h_t)) : h_t.clone();  // a knocked-out mixer adds 0 (a copy: the FFN adds in place)
   ffn->add_forward_to(h, ln2->forward(h));
   return h;
 }
@@ -303,29 +324,43 @@ std::vector<torch::Tensor> GptImpl::qk_streams(const torch::Tensor& e, int64_t T
   return out;
 }
 
-torch::Tensor GptImpl::run_blocks(torch::Tensor h, const torch::Tensor& e, std::vector<torch::Tensor>* streams) {
+torch::Tensor GptImpl::run_blocks(torch::Tensor h, const torch::Tensor& e) {
   const bool plain = std::all_of(sources_.begin(), sources_.end(), [](QkSource s) { return s == QkSource::kSelf; });
   if (plain && skip_.empty()) {  // every model without DA *_qk layers: the loop as it always was
-    for (auto& block : blocks) {
-      h = block->forward(h);
-      if (streams) streams->push_back(h);
-    }
+    for (auto& block : blocks) h = block->forward(h);
     return h;
   }
   const auto qk = qk_streams(e, h.size(1));
-  for (size_t l = 0; l < blocks.size(); ++l) {
-    if (!skipped(l)) h = blocks[l]->forward(h, qk[l]);
-    if (streams) streams->push_back(h);
+  return run_layers(std::move(h), 0, qk, nullptr);
+}
+
+torch::Tensor GptImpl::run_layers(torch::Tensor h, size_t from, const std::vector<torch::Tensor>& qk,
+                                  const Observers* observers) {
+  for (size_t l = from; l < blocks.size(); ++l) {
+    const auto layer = static_cast<int64_t>(l);
+    if (observers && observers->wants(Site::kResidual, layer)) h = observers->visit(Site::kResidual, layer, h);
+    if (skipped(l)) continue;
+    // (A stream of batch 1 serves a batch of variants of one input, patching's: the *_qk mixers broadcast it.)
+    h = blocks[l]->forward(h, l < qk.size() ? qk[l] : torch::Tensor(), observers);
   }
   return h;
 }
 
-std::vector<torch::Tensor> GptImpl::residual_streams(const torch::Tensor& idx) {
+torch::Tensor GptImpl::hidden(const torch::Tensor& idx, const Observers& observers) {
   const auto e = embed(idx);
-  std::vector<torch::Tensor> streams = {fast_dropout(e, config.dropout, is_training())};
-  run_blocks(streams[0], e, &streams);
-  return streams;
+  return hidden_from(fast_dropout(e, config.dropout, is_training()), 0, qk_streams(e, idx.size(1)), observers);
 }
+
+torch::Tensor GptImpl::hidden_from(torch::Tensor h, size_t from, const std::vector<torch::Tensor>& qk,
+                                   const Observers& observers) {
+  auto z = norm(ln_f, run_layers(std::move(h), from, qk, &observers));
+  if (observers.wants(Site::kFinal, -1)) z = observers.visit(Site::kFinal, -1, std::move(z));
+  return z;
+}
+
+torch::Tensor GptImpl::output(const torch::Tensor& z) { return torch::matmul(z, tok_emb->weight.t()); }
+
+torch::Tensor GptImpl::unembed(const torch::Tensor& h) { return output(ln_f->forward(h)); }
 
 void apply_ex_init(torch::nn::Module& model) {
   // EX §6: "biases initialized with zeros, weights ... normal distribution with a mean of
@@ -356,8 +391,7 @@ torch::Tensor GptImpl::embed(const torch::Tensor& idx) {
 
 torch::Tensor GptImpl::forward_embedded(const torch::Tensor& h0) {
   auto h = run_blocks(fast_dropout(h0, config.dropout, is_training()), h0);
-  h = ln_f->forward(h);
-  return torch::matmul(h, tok_emb->weight.t());  // tied output: [B, T, V]
+  return output(ln_f->forward(h));  // tied output: [B, T, V]
 }
 
 torch::Tensor GptImpl::hidden(const torch::Tensor& idx) {
@@ -411,7 +445,7 @@ torch::Tensor GptImpl::step(const torch::Tensor& idx_t, DecodeState& state) {
     h = blocks[l]->step(h, *state.layers[l], state.pos, config.context, qk);
   }
   ++state.pos;
-  return torch::matmul(ln_f->forward(h), tok_emb->weight.t());  // [B, V]
+  return output(ln_f->forward(h));  // [B, V]
 }
 
 torch::Tensor GptImpl::prefill(const torch::Tensor& idx, DecodeState& state) {
@@ -427,7 +461,7 @@ torch::Tensor GptImpl::prefill(const torch::Tensor& idx, DecodeState& state) {
     h = blocks[l]->prefill(h, *state.layers[l], config.context, qk);
   }
   state.pos = idx.size(1);
-  return torch::matmul(ln_f->forward(h.select(1, -1)), tok_emb->weight.t());  // [B, V]
+  return output(ln_f->forward(h.select(1, -1)));  // [B, V]
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& idx) { return forward_embedded(embed(idx)); }

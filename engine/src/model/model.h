@@ -4,11 +4,15 @@
 //   block: h = h + drop(Mixer_l(LN1(h)));  h = h + drop(FFN_l(LN2(h)))
 #include <torch/torch.h>
 
+#include <functional>
+
 #include "hsm/config.h"
 #include "hsm/knock_out.h"
 #include "model/mixers/mixer.h"
 
 namespace hsm {
+
+class Observers;  // model/sites.h: the named sites of the one forward and what a call attaches there
 
 // Mean cross-entropy of the tied output layer: h [..., d], weight [V, d], targets [...] (int64).
 // Fused and chunked on the CPU (lm_head.cpp); equal to cross_entropy(h · weightᵀ, targets).
@@ -36,13 +40,18 @@ TORCH_MODULE(FeedForward);
 struct BlockImpl : torch::nn::Module {
   BlockImpl(const ModelConfig& config, int64_t layer);
   // [B, T, d] -> [B, T, d]. qk: the stream a DA *_qk mixer takes its queries and keys from
-  // (before LN1; GptImpl::qk_streams); undefined for every other mixer.
-  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& qk = {});
+  // (before LN1; GptImpl::qk_streams); undefined for every other mixer. observers: this call's,
+  // at the block's sites (kMixerMap, kMixer, kFfn; model/sites.h); null: none, and no cost.
+  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& qk = {}, const Observers* observers = nullptr);
   // One position: [B, d] -> [B, d], equal to forward(h)[:, pos] (eval mode). qk: static_emb_qk:
   // this position's embedding [B, d]; rnd/fixed: the fixed stream [1, context, d] until the
   // cache holds its queries and keys.
   torch::Tensor step(const torch::Tensor& h_t, MixerState& state, int64_t pos, int64_t context,
                      const torch::Tensor& qk = {});
+  // One position with the mixer's step given: h_t + mix(LN1(h_t)), then the FFN's output added in
+  // place: [B, d] -> [B, d]. mix empty: the mixer adds nothing (knocked out). step() runs it with
+  // the mixer's own step, the static-shape decoder (inference/static_decoder.cpp) with its caches'.
+  torch::Tensor step_with(const torch::Tensor& h_t, const std::function<torch::Tensor(const torch::Tensor&)>& mix);
   // Positions 0..T-1 at once, filling the cache: [B, T, d] -> [B, T, d] (eval mode).
   torch::Tensor prefill(const torch::Tensor& h, MixerState& state, int64_t context, const torch::Tensor& qk = {});
   // A CUDA step that learns, through a plain stack (GptImpl::hidden): forward(h) given x = ln1(h)
@@ -61,6 +70,7 @@ struct BlockImpl : torch::nn::Module {
   // came (forward, step and prefill alike; the mixer's cache is left empty).
   bool mixer_knocked_out = false;
   double dropout;  // residual dropout (model/dropout.h: a hashed mask, not torch::nn::Dropout)
+  int64_t index;   // the block's place in the stack (0-based): its sites' layer
 };
 TORCH_MODULE(Block);
 
@@ -119,10 +129,19 @@ struct GptImpl : torch::nn::Module {
   void set_knock_outs(const std::vector<KnockOut>& knock_outs);
   const std::vector<KnockOut>& knock_outs() const { return knock_outs_; }
 
-  // The residual stream after the embedding (and its dropout) and after each block: L+1
-  // tensors [B, T, d], the last one what the final LayerNorm receives in forward(idx). The
-  // logit lens reads them (eval/logit_lens.h).
-  std::vector<torch::Tensor> residual_streams(const torch::Tensor& idx);
+  // The one forward with this call's observers at its named sites (model/sites.h): idx [B, T]
+  // -> the final norm's output [B, T, d] (kFinal seen). The analyses (eval/: patching, routes,
+  // mixing matrices, the logit lens) read and replace activations here, never by running a
+  // block's pieces themselves.
+  torch::Tensor hidden(const torch::Tensor& idx, const Observers& observers);
+  // The same from block `from` on: h the residual stream entering it [B, T, d], qk the input's
+  // QK streams (qk_streams(embed(idx), T); batch 1 or B) -> the final norm's output [B, T, d].
+  torch::Tensor hidden_from(torch::Tensor h, size_t from, const std::vector<torch::Tensor>& qk,
+                            const Observers& observers);
+  // The tied output layer: z [..., d] (after the final norm) -> logits [..., V].
+  torch::Tensor output(const torch::Tensor& z);
+  // The final norm, then the tied output layer: the logit lens of a residual stream h [..., d].
+  torch::Tensor unembed(const torch::Tensor& h);
 
   // Module::to(dtype) converts every buffer; qk_tokens stays int64 (token ids).
   using torch::nn::Module::to;
@@ -140,8 +159,10 @@ struct GptImpl : torch::nn::Module {
 
  private:
   // Embedding e [B, T, d] after the input dropout h -> the last block's output [B, T, d].
-  // streams: when given, each block's output is appended to it.
-  torch::Tensor run_blocks(torch::Tensor h, const torch::Tensor& e, std::vector<torch::Tensor>* streams = nullptr);
+  torch::Tensor run_blocks(torch::Tensor h, const torch::Tensor& e);
+  // Blocks [from, L) on h with the QK streams qk, each block's sites shown to the observers.
+  torch::Tensor run_layers(torch::Tensor h, size_t from, const std::vector<torch::Tensor>& qk,
+                           const Observers* observers);
   std::vector<QkSource> sources_;  // per layer
   std::vector<bool> skip_;
   std::vector<KnockOut> knock_outs_;

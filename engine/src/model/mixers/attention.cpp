@@ -66,6 +66,16 @@ torch::Tensor AttentionImpl::attention_weights(const torch::Tensor& x) {
 }
 
 
+torch::Tensor AttentionImpl::position_terms(const torch::Tensor& x, const torch::Tensor& weights) {
+  const int64_t d = x.size(2);
+  auto [q, k, v] = split_heads(x);  // [1, H, T, hd], v with its bias
+  auto A = weights.to(torch::kFloat).clone();  // [H, T, T]
+  for (int64_t head : zeroed_heads()) A[head].zero_();
+  const auto w = proj->weight.to(torch::kFloat).view({d, heads, head_dim});         // W_O [d, H, hd]
+  const auto u = torch::einsum("htk,dhk->htd", {v[0].to(torch::kFloat), w});  // [H, T, d]
+  return torch::einsum("hij,hjd->ijd", {A, u});                               // [T, T, d]
+}
+
 MixerImpl::MixingMatrices AttentionImpl::mixing_matrices(const torch::Tensor& x, const torch::Tensor&) {
   torch::NoGradGuard no_grad;
   auto m = attention_weights(x).squeeze(0);  // [H, L, L]

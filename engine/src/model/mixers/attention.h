@@ -21,6 +21,10 @@ struct AttentionImpl : MixerImpl {
   // Softmax weights per head for diagnostics: [B, H, T, T].
   torch::Tensor attention_weights(const torch::Tensor& x);
   MixingMatrices mixing_matrices(const torch::Tensor& x, const torch::Tensor& qk) override;  // the weights
+  // Each position j's term in output i (routes, docs/diagnostics.md §10): Σ_h A^h_ij W_O^h v^h_j,
+  // the zeroed heads left out (the output bias is no position's term). x [1, T, d], A its
+  // weights [H, T, T] (mixing_matrices) -> [T, T, d] in fp32.
+  torch::Tensor position_terms(const torch::Tensor& x, const torch::Tensor& weights);
   int64_t separable_heads() const override { return heads; }  // zeroed before the output projection
   bool reads_input_through_products_only() const override { return true; }  // x only through qkv
 
