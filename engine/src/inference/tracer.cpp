@@ -1,6 +1,7 @@
 // Tracer (hsm/trace.h): causal tracing of a shared model, over diagnostics/patching.h.
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -42,8 +43,8 @@ void check_prompt(const Model::Impl& m, const std::vector<int32_t>& ids, const c
   const std::string w = what;
   if (ids.empty()) throw std::invalid_argument(w + ": the prompt has no tokens");
   if (static_cast<int64_t>(ids.size()) > m.config.context)
-    throw std::invalid_argument(w + ": " + std::to_string(ids.size()) + " tokens exceed the context of " +
-                                std::to_string(m.config.context));
+    throw std::invalid_argument(w + ": the prompt is " + std::to_string(ids.size()) + " tokens; the model reads at most " +
+                                std::to_string(m.config.context) + " (its context): shorten it");
   for (int32_t id : ids)
     if (id < 0 || id >= m.config.vocab_size)
       throw std::invalid_argument(w + ": token id " + std::to_string(id) + " is outside the vocabulary of " +
@@ -140,8 +141,11 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
 TraceRequest Tracer::text_request(const std::string& clean, const std::string& corrupt) const {
   const Model::Impl& m = model_->impl();
   TraceRequest r;
-  r.clean = prompt_token_ids(m.text_tokenizer(), clean, m.config.context, 0, "trace");
-  r.corrupt = prompt_token_ids(m.text_tokenizer(), corrupt, m.config.context, 0, "trace");
+  // Whole, never cut to the context (issue 65: two long prompts cut to their first tokens were
+  // traced as another pair): trace() and routes() refuse one that does not fit, naming the limit.
+  constexpr int64_t kWhole = std::numeric_limits<int64_t>::max();
+  r.clean = prompt_token_ids(m.text_tokenizer(), clean, kWhole, 0, "trace");
+  r.corrupt = prompt_token_ids(m.text_tokenizer(), corrupt, kWhole, 0, "trace");
   return r;
 }
 
