@@ -85,7 +85,7 @@ nlohmann::json older_result(const std::string& run_dir, double accuracy) {
 std::map<std::string, std::string> tree_of(const std::string& dir) {
   std::map<std::string, std::string> tree;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string name = fs::relative(it->path(), dir).string();
+    const std::string name = it->path().lexically_relative(dir).string();
     if (it->is_symlink())
       tree[name] = "link to " + fs::read_symlink(it->path()).string();
     else if (it->is_directory())
