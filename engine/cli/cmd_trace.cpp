@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "number_options.h"
 #include "hsm/model.h"
+#include "hsm/tokenizer.h"
 #include "hsm/trace.h"
 #include "hsm/trainer.h"
 
@@ -182,6 +183,17 @@ Command add_trace_command(CLI::App& app) {
             if (a->answer_token >= vocab)
               throw std::invalid_argument("--answer-token " + std::to_string(a->answer_token) +
                                           " is outside the model's vocabulary; use 0 to " + std::to_string(vocab - 1));
+            // A prompt that does not fit is refused, naming the limit, before anything cuts it
+            // (issue 65: two long prompts cut to their first tokens were traced as another pair).
+            if (a->example < 0)
+              for (const std::string* text : {&a->prompt, &a->corrupt}) {
+                if (text->empty()) continue;
+                const auto tokens = static_cast<int64_t>(model->tokenizer().encode(*text).size());
+                if (tokens > model->config().context)
+                  throw std::invalid_argument(std::string(text == &a->prompt ? "--prompt" : "--corrupt") + ": the prompt is " +
+                                              std::to_string(tokens) + " tokens; the model reads at most " +
+                                              std::to_string(model->config().context) + " (its context): shorten it");
+              }
             const Tracer tracer(model);
             if (a->routes) {
               // The trace's prompt and answer position (a task example's last answer).

@@ -1,7 +1,6 @@
 // Tracer (hsm/trace.h): causal tracing of a shared model, over diagnostics/patching.h.
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -141,11 +140,8 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
 TraceRequest Tracer::text_request(const std::string& clean, const std::string& corrupt) const {
   const Model::Impl& m = model_->impl();
   TraceRequest r;
-  // Whole, never cut to the context (issue 65: two long prompts cut to their first tokens were
-  // traced as another pair): trace() and routes() refuse one that does not fit, naming the limit.
-  constexpr int64_t kWhole = std::numeric_limits<int64_t>::max();
-  r.clean = prompt_token_ids(m.text_tokenizer(), clean, kWhole, 0, "trace");
-  r.corrupt = prompt_token_ids(m.text_tokenizer(), corrupt, kWhole, 0, "trace");
+  r.clean = prompt_token_ids(m.text_tokenizer(), clean, m.config.context, 0, "trace");
+  r.corrupt = prompt_token_ids(m.text_tokenizer(), corrupt, m.config.context, 0, "trace");
   return r;
 }
 
