@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/bench.h"
 #include "hsm/presets.h"
 #include "hsm/run_folder.h"
@@ -31,19 +32,19 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--batch", a->options.batch_size,
                   "Sequences per training step at the first context; longer contexts keep the tokens per step "
                   "(default 16)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, 65536));
   cmd->add_option("--context", a->options.contexts,
                   "Contexts to measure, e.g. 128,512,1024,2048 (default: each model's own)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", a->options.train_steps, "Timed training steps (default 4)")->check(CLI::PositiveNumber);
+      ->check(whole_in(1, 1 << 20));
+  cmd->add_option("--steps", a->options.train_steps, "Timed training steps (default 4)")->check(whole_in(1, 1000000));
   cmd->add_option("--tokens", a->options.decode_tokens, "Tokens decoded per measurement (default 100)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, 1 << 20));
   cmd->add_option("--profile", a->options.profile_prefix,
                   "Record one training step per model with LibTorch's profiler into PREFIX<model>_<T>.trace.json");
   cmd->add_flag("!--no-decode", a->options.decode, "Skip the decoding measurements");
   cmd->add_option("--device", a->options.device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: the measured choice, printed)");
+  add_threads_option(cmd, a->threads, "CPU threads (default: the measured choice, printed)");
   cmd->add_flag("--json", a->json, "Print JSON");
   return {
       cmd, [a]() {

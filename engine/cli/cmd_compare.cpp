@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "eval_args.h"
 #include "hsm/model.h"
 #include "hsm/token_scores.h"
@@ -73,7 +74,7 @@ Command add_compare_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   add_eval_args(cmd, *a, true);
-  cmd->add_option("--top", a->top, "Documents and tokens listed each way (default 10)")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", a->top, "Documents and tokens listed each way (default 10)")->check(whole_in(1, 1000000));
   return {cmd, [a]() {
             EvalSetup setup = open_eval(*a);
             const std::shared_ptr<const Model> model_a = setup.model;

@@ -8,11 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "task_example.h"
 #include "hsm/diagnostics.h"
 #include "hsm/diagnostics_log.h"
 #include "hsm/model.h"
 #include "hsm/prober.h"
+#include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 
 namespace hsm::cli {
@@ -103,15 +105,15 @@ Command add_diagnose_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
-  auto* prompt = cmd->add_option("--prompt", a->prompt, "Text to diagnose (cut to the context)");
+  auto* prompt = cmd->add_option("--prompt", a->prompt, "Text to diagnose (its first tokens up to the context; a note says when it was cut)");
   cmd->add_option("--example", a->example,
                   "A task run's test example N as the prompt (up to its last answer; docs/lab.md)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_in(0))
       ->excludes(prompt);
-  cmd->add_option("--layer", a->layer, "Show this layer only (0-based)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
+  cmd->add_option("--layer", a->layer, "Show this layer only (0-based)")->check(whole_in(0));
+  cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(whole_in(1));
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
+  add_threads_option(cmd, a->threads);
   cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
@@ -120,6 +122,9 @@ Command add_diagnose_command(CLI::App& app) {
             const TaskPrompt example = task_example_prompt(*model, prober, a->run, a->example, a->prompt);
             const Diagnosis d = model->task() ? prober.diagnose_tokens(example.tokens)
                                               : prober.diagnose(a->prompt, a->max_tokens);
+            if (!model->task())
+              note_prompt_cut(*model, static_cast<int64_t>(model->tokenizer().encode(a->prompt).size()), d.length,
+                              "first", a->max_tokens);
             std::vector<const LayerDiagnostics*> layers;
             for (const auto& l : d.layers)
               if (a->layer < 0 || l.layer == a->layer) layers.push_back(&l);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "eval_args.h"
 #include "output_file.h"
 #include "hsm/evaluator.h"
@@ -146,7 +147,7 @@ Command add_eval_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   add_eval_options(cmd, *a);
   cmd->add_option("--max-batches", a->options.max_batches, "Stop after this many batches (default: all)")
-      ->check(CLI::Range(int64_t{0}, kMaxCount));
+      ->check(whole_in(0, kMaxCount));
   cmd->add_option("--knock-out", a->knock_out,
                   "Replace these layers' mixer output (L) or single heads (L:H) by zero, e.g. 3 or 3,2:1 "
                   "(0-based; `hsm ablate` ranks them all)");
@@ -155,12 +156,13 @@ Command add_eval_command(CLI::App& app) {
                   "3:0.5:1.2 or 3:0.5:1.2,4:0:1; the run folder is not changed (`hsm weights` shows the trained ones)");
   cmd->add_option("--skip-layers", a->options.skip_layers,
                   "Evaluate with these layers (0-based, e.g. 0,2,4,6) removed, without retraining (DA's skip)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_in(0, 1 << 20));
   cmd->add_flag("--skip-replaced", a->options.skip_replaced,
                 "Remove every non-attention layer (a DA hybrid's replaced layers)");
   cmd->add_option("--examples", a->examples,
                   "A task run (hsm train --task): how many fresh test examples to score (MAD's test sets: 1280)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+      ->check(whole_in(1, 1000000));
   cmd->add_option("--per-token", a->per_token,
                   "Also write every predicted token's loss, prob, rank, position and distance to this JSONL file "
                   "(docs/diagnostics.md §8); a new file unless --force");

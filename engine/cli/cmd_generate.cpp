@@ -3,9 +3,11 @@
 // stories in one process (one model load; on a GPU the kernels' first use paid once).
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/generator.h"
 #include "hsm/model.h"
 #include "hsm/trainer.h"
@@ -54,23 +56,26 @@ Command add_generate_command(CLI::App& app) {
   SampleSettings& s = a->options.sampling;
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--prompt", a->prompt, "Text to continue (default: empty, a new story)");
-  cmd->add_option("--temperature", s.temperature, "0 = greedy (default 0.8)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass in (0, 1] (default 0.95)")->check(CLI::Range(1e-9, 1.0));
+  cmd->add_option("--temperature", s.temperature, "0 = greedy (default 0.8)")->check(number_in(0, 1e6));
+  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass in (0, 1] (default 0.95)")->check(number_in(0, 1, true));
   cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens, 0 = off (default)")
-      ->check(CLI::Range(0, 65536));
-  cmd->add_option("--seed", s.seed, "Random seed; 0 = random (default), reported with --json");
+      ->check(whole_in(0, 65536));
+  // At most 2^63 - 1, so that --samples' seeds S+i never wrap round to 0 (random; issue 65).
+  cmd->add_option("--seed", s.seed, "Random seed; 0 = random (default), reported with --json")
+      ->check(whole_in(0, std::numeric_limits<int64_t>::max(), "use 0 (random) to 9223372036854775807"));
   cmd->add_option("--max-tokens", s.max_new_tokens, "Tokens to generate at most (default 256)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, int64_t{1} << 30));
   cmd->add_option("--samples", a->samples,
                   "Stories to generate from the prompt, one after another (default 1); with --seed S the i-th "
                   "uses seed S+i. --json prints {\"samples\": [...]} when more than one")
-      ->check(CLI::Range(1, 10000));
+      ->check(whole_in(1, 10000));
   cmd->add_flag("--no-stop", a->no_stop, "Keep going past <|endoftext|>");
   cmd->add_flag("--no-cache", a->no_cache, "Recompute the window for every token (for comparison)");
   cmd->add_flag("--no-fast-path", a->no_fast_path,
                 "Decode with LibTorch's cached steps instead of the hand-written fp32 path (for comparison)");
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: every core, and a token on one thread unless the machine has cores free)")->check(CLI::Range(0, kMaxThreads));
+  add_threads_option(cmd, a->threads,
+                     "CPU threads (default: every core, and a token on one thread unless the machine has cores free)");
   cmd->add_flag("--json", a->json, "Print JSON: tokens with probabilities and alternatives");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
@@ -84,11 +89,19 @@ Command add_generate_command(CLI::App& app) {
             for (int i = 0; i < a->samples; ++i) {
               // Sample i from seed + i, so each story of a seeded call is reproduced alone (--seed S+i).
               if (a->options.sampling.seed != 0) options.sampling.seed = a->options.sampling.seed + i;
-              if (!a->json) std::cout << (i > 0 ? "\n" : "") << a->prompt << std::flush;
+              // The prompt is echoed with the first token, so that a refusal (a task run, a prompt
+              // of no tokens) is the only output (issue 65: "Once" came before the error).
+              bool echoed = false;
+              auto echo = [&] {
+                if (!a->json && !echoed) std::cout << (i > 0 ? "\n" : "") << a->prompt << std::flush;
+                echoed = true;
+              };
               const GenerationResult r = generator.run(a->prompt, options, [&](const GeneratedToken& t) {
+                echo();
                 if (!a->json) std::cout << t.text << std::flush;
                 return true;
               });
+              echo();
               if (r.prompt_tokens_cut > 0 && i == 0)
                 std::fprintf(stderr,
                              "hsm: note: the prompt is %lld tokens; the model saw only its last %lld (its context)\n",

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/params.h"
 #include "hsm/presets.h"
 #include "hsm/run_folder.h"
@@ -23,7 +24,7 @@ Command add_inspect_command(CLI::App& app) {
   cmd->add_option("model", args->model, "Preset name (see `hsm presets`) or path to a config JSON")->required();
   cmd->add_option("--target-params", args->target,
                   "Match the HSM layers' FFN width (a multiple of 64) to this parameter count")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, int64_t{1} << 40));
   cmd->add_flag("--json", args->json, "Print JSON");
   return {cmd, [args]() {
     ModelConfig c = load_preset_or_config(args->model);

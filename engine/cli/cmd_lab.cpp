@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/files.h"
 #include "hsm/lab_report.h"
 #include "hsm/version.h"
@@ -169,15 +170,27 @@ int write_lab_report(const std::string& dir, std::string out, bool force) {
   const LabGrid grid = Lab::stored_grid(dir);
   const Lab lab(dir, grid);
   if (out.empty()) out = (fs::path(dir) / "report.md").string();
-  const std::vector<std::pair<std::string, std::string>> files = lab_report_files(lab, out, HSM_VERSION);
-  const std::vector<std::string> inputs = {(fs::path(dir) / "sweep.json").string(), (fs::path(dir) / "runs").string(),
-                                           (fs::path(dir) / "points").string()};
+  // The report is two files, Markdown and HTML, named by --out's ending (issue 65: --out X.html
+  // was written as Markdown, then as HTML); any other ending is refused, so that no file of the
+  // lab's (table.csv, sweep.json) is ever a name the report writes.
+  const std::string ending = fs::path(out).extension().string();
+  if (ending != ".md" && ending != ".html")
+    throw std::invalid_argument("--out '" + out + "': name the report's Markdown file (ending .md) or its HTML file "
+                                "(ending .html); the other is written beside it");
+  const std::string markdown = fs::path(out).replace_extension(".md").string();
+  const std::vector<std::pair<std::string, std::string>> files = lab_report_files(lab, markdown, HSM_VERSION);
+  // The lab's own files are inputs: never replaced, even with --force (a command replaces only what it made).
+  std::vector<std::string> inputs;
+  for (const char* own : {"sweep.json", "runs", "points", "table.csv", "models", "sweep.sbatch", "logs", "lab.json",
+                          "results.jsonl"})
+    inputs.push_back((fs::path(dir) / own).string());
   for (const auto& [path, text] : files) check_output_file("--out", path, inputs, force);
   // A folder named in --out that is not there yet is made (the report's own; nothing in it is replaced).
   const fs::path folder = fs::path(out).parent_path();
   if (!folder.empty()) fs::create_directories(folder);
   for (const auto& [path, text] : files) write_file_atomic(path, text);
-  std::cout << "wrote " << out << " and " << files[1].first << " (" << files.size() - 2 << " figures beside them)\n";
+  std::cout << "wrote " << files[0].first << " and " << files[1].first << " (" << files.size() - 2
+            << " figures beside them)\n";
   return 0;
 }
 
@@ -202,42 +215,43 @@ Command add_lab_command(CLI::App& app) {
                                                           "(default: mqar at context 64 and 16, in_context_recall)");
   auto* models = cmd->add_option("--model", a->grid.models,
                                  "A preset or config file; repeat for several (default: gpt, hsm_ab, hybrid_0_6)");
-  auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.003)");
+  auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.003)")
+                  ->check(number_in(0, 10, true));
   auto* wds = cmd->add_option("--weight-decay", a->grid.weight_decays,
                               "A weight decay; repeat for several: an axis, the best over lr x weight decay counts "
-                              "(default: none, every run at 0)");
+                              "(default: none, every run at 0)")
+                  ->check(number_in(0, 0.999999));
   auto* seeds = cmd->add_option("--seeds", a->grid.seeds, "Training seeds per cell (default 2)")
-                    ->check(CLI::Range(int64_t{1}, int64_t{100}));
+                    ->check(whole_in(1, 100));
   auto* steps = cmd->add_option("--steps", a->grid.steps, "Steps per run at most (default 2000)")
-                    ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+                    ->check(whole_in(1, 10000000));
   auto* batch = cmd->add_option("--batch", a->grid.batch, "Examples per step (default 128)")
-                    ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+                    ->check(whole_in(1, 65536));
   auto* size = cmd->add_option("--size", a->grid.size, "lab (d 64, up to 4 layers of each model, one head, no MLP; the default), tiny (the same with the "
                                "model's heads and an FFN of 4·d) or as_is");
   auto* stop = cmd->add_option("--stop-accuracy", a->grid.stop_accuracy,
                                "A run ends, done, at the first validation this accurate (default 0.99; 0: every step)")
-                   ->check(CLI::Range(0.0, 1.0));
+                   ->check(number_in(0, 1));
   auto* stall_steps =
       cmd->add_option("--stop-stall-steps", a->grid.stop_stall_steps,
                       "A run ends, done, when its validation loss fell by less than --stop-stall-gain over this many "
                       "steps: it has stopped learning (default 500; 0: off)")
-          ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
+          ->check(whole_in(0, 10000000));
   auto* stall_gain = cmd->add_option("--stop-stall-gain", a->grid.stop_stall_gain,
                                      "The fraction of its validation loss a run must shed over --stop-stall-steps "
                                      "(default 0.03)")
-                         ->check(CLI::Range(0.0, 1.0));
+                         ->check(number_in(0, 1));
   auto* examples = cmd->add_option("--test-examples", a->grid.test_examples, "Fresh test examples per run (1280)")
-                       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+                       ->check(whole_in(1, 1000000));
   cmd->add_flag("--json", a->json, "Print the table as JSON");
   cmd->add_flag("--csv", a->csv, "Print the table as CSV (the folder always holds table.csv)");
   cmd->add_flag("--table", a->table_only, "Print the table of the lab in --out without training");
   auto* device = cmd->add_option("--device", a->grid.device, "Where every run trains and is scored (default cpu)");
   cmd->add_option("--jobs", a->jobs,
                   "Runs trained at once, the cores split among them, as hsm sweep --jobs (default: one per core)")
-      ->check(CLI::Range(1, 256));
+      ->check(whole_in(1, 256));
   cmd->add_flag("--slurm", a->slurm, "Write DIR/sweep.sbatch, a Slurm array job (one task per run), instead of training");
-  cmd->add_flag("--events", a->events,
-                "Print the workers' progress events on stdout, one JSON object a line (hsm/grid_workers.h)");
+  cmd->add_flag("--events", a->events, kEventsHelp);
   auto* protocol = cmd->add_option("--protocol", a->protocol,
                                    "A named protocol's grid instead of --task/--model/...: zoology (Zoology's MQAR grid), "
                                    "mad (MAD's six tasks over their difficulty settings; docs/lab.md)");
@@ -245,8 +259,8 @@ Command add_lab_command(CLI::App& app) {
   auto* report = cmd->add_subcommand("report", "Write the lab's report: Markdown and HTML (figures as SVG), the "
                                                "verdict table, the figures, the settings and the command that reruns it");
   report->add_option("dir", a->report_dir, "The lab folder")->required()->check(CLI::ExistingDirectory);
-  report->add_option("--out", a->report_out, "The Markdown file (default DIR/report.md); the HTML and the figures "
-                                             "are written beside it");
+  report->add_option("--out", a->report_out, "The report's Markdown file (.md) or its HTML file (.html); the other, "
+                                             "and the figures, are written beside it (default DIR/report.md)");
   report->add_flag("--force", a->force, "Replace files that exist (a link is replaced, never written through)");
   auto* convert = cmd->add_subcommand("convert", "Convert a lab folder of an older hsm (lab.json) to the grid format");
   convert->add_option("dir", a->convert, "The lab folder")->required()->check(CLI::ExistingDirectory);
@@ -282,6 +296,10 @@ Command add_lab_command(CLI::App& app) {
               grid = Lab::stored_grid(a->out);
             }
             const int jobs = a->jobs > 0 ? a->jobs : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+            // What the lab refuses, refused before anything is written, and alike with --dry-run
+            // (issue 65: a dry run took a folder, and --out /dev/full, that the lab refuses).
+            check_lab_folder(a->out, grid);
+            if (protocol->count() > 0 && !exists) check_protocol_models(named);
             if (a->dry_run) {  // nothing written: the grid from the protocol's configs in memory
               std::cout << estimate_text(grid, lab_sweep(grid, named.model_files), a->slurm ? 1 : jobs, a->json);
               return 0;

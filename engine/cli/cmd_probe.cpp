@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "task_example.h"
 #include "hsm/model.h"
 #include "hsm/probe.h"
@@ -93,15 +94,15 @@ Command add_probe_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
   auto* prompt =
-      cmd->add_option("--prompt", a->prompt, "Text to probe (tokenised as `hsm diagnose` does, cut to the context)");
+      cmd->add_option("--prompt", a->prompt, "Text to probe (tokenised as `hsm diagnose` does: its first tokens up to the context, a note when cut)");
   cmd->add_option("--example", a->example,
                   "A task run's test example N as the prompt (up to its last answer; docs/lab.md)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_in(0))
       ->excludes(prompt);
-  cmd->add_option("--top", a->top, "Next tokens per position and layer (default 5)")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", a->top, "Next tokens per position and layer (default 5)")->check(whole_in(1, 65536));
+  cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(whole_in(1));
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
+  add_threads_option(cmd, a->threads);
   cmd->add_flag("--story-start", a->story_start,
                 "Put <|endoftext|> in front, as `hsm generate` does: the last lens entry's top token at the last "
                 "position is then generate's first greedy token (default: the tokens as `hsm diagnose` takes them)");
@@ -117,10 +118,18 @@ Command add_probe_command(CLI::App& app) {
             } else if (a->story_start) {  // as Generator::run starts: <|endoftext|>, then the prompt's last tokens
               std::vector<int32_t> ids = {model->tokenizer().end_of_text_id()};
               for (int32_t id : model->tokenizer().encode(a->prompt)) ids.push_back(id);
+              const auto whole = static_cast<int64_t>(ids.size());
               if (a->max_tokens > 0 && static_cast<int64_t>(ids.size()) > a->max_tokens) ids.resize(a->max_tokens);
               p = prober.probe_tokens(ids, a->top);
+              // --max-tokens keeps the first tokens, the context then the last of those.
+              if (p.length < static_cast<int64_t>(ids.size()))
+                note_prompt_cut(*model, whole, p.length, "last", 0);
+              else
+                note_prompt_cut(*model, whole, p.length, "first", a->max_tokens);
             } else {
               p = prober.probe(a->prompt, a->top, a->max_tokens);
+              note_prompt_cut(*model, static_cast<int64_t>(model->tokenizer().encode(a->prompt).size()), p.length,
+                              "first", a->max_tokens);
             }
             if (a->json) {
               nlohmann::json out = probe_json(p);

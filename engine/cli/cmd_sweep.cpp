@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/files.h"
 #include "hsm/grid_workers.h"
 #include "hsm/sweep.h"
@@ -175,19 +176,20 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", a->out, "Sweep folder (created; a folder holding this sweep continues it)");
   cmd->add_option("--data", a->data, "Use this corpus instead of the spec's data")->check(CLI::ExistingPath);
   cmd->add_option("--jobs", a->jobs, "Points trained at a time on this machine, the cores split among them (default 1)")
-      ->check(CLI::Range(1, 256));
+      ->check(whole_in(1, 256));
   cmd->add_flag("--slurm", a->slurm,
                 "Write SWEEP/sweep.sbatch, a Slurm array job (one task per point), instead of "
                 "training here");
   cmd->add_flag("--check", a->check, "Check the spec and list its points; train nothing");
   cmd->add_option("--device", a->device, "Train every point on this device (cpu, cuda, cuda:N, auto): the spec's train.device");
-  cmd->add_flag("--events", a->events,
-                "Print the workers' progress events on stdout, one JSON object a line (hsm/grid_workers.h)");
+  cmd->add_flag("--events", a->events, kEventsHelp);
   auto* run = cmd->add_subcommand("run", "Train one point of a sweep here (a Slurm array task runs this)");
   run->add_option("sweep", a->dir, "The sweep folder")->required()->check(CLI::ExistingDirectory);
-  run->add_option("--point", a->point, "The point's index (SLURM_ARRAY_TASK_ID)")->required();
-  run->add_option("--threads", a->threads, "LibTorch threads (0: the default)")->check(CLI::Range(0, 1024));
-  run->add_flag("--events", a->events, "Print the point's progress events on stdout (hsm/grid_workers.h)");
+  run->add_option("--point", a->point, "The point's index (SLURM_ARRAY_TASK_ID)")->required()->check(whole_in(0));
+  add_threads_option(run, a->threads, "LibTorch threads (0: the default)");
+  run->add_flag("--events", a->events,
+                "Print the point's progress events on stdout, one a line: 'hsm-grid-event ' and a JSON object "
+                "(hsm/grid_workers.h)");
   auto* table = cmd->add_subcommand("table", "A row per run of a sweep: the settings that differ and the metrics");
   table->add_option("sweep", a->dir, "The sweep folder")->required()->check(CLI::ExistingDirectory);
   auto* js = table->add_flag("--json", a->json, "As JSON");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/task_run.h"
 #include "hsm/tasks.h"
 
@@ -72,10 +73,10 @@ Command add_task_command(CLI::App& app) {
   auto* sample = cmd->add_subcommand("sample", "Examples of a task: tokens, targets (the token to predict at each "
                                                 "position) and the answer mask");
   sample->add_option("task", a->spec, "NAME or NAME:key=value,... (hsm task list)")->required();
-  sample->add_option("--n", a->n, "How many examples")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  sample->add_option("--n", a->n, "How many examples")->check(whole_in(1, 100000));
   sample->add_option("--seed", a->seed, "The data seed (the task's seed setting)")
-      ->check(CLI::Range(int64_t{0}, int64_t{2147483647}));
-  sample->add_option("--first", a->first, "Index of the first example")->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, 2147483647));
+  sample->add_option("--first", a->first, "Index of the first example")->check(whole_in(0, int64_t{1} << 40));
   sample->add_option("--split", a->split, "train, validation or test (disjoint seeds)");
   sample->add_flag("--json", a->json, "As JSON: {\"examples\": [{\"tokens\", \"targets\", \"mask\"}]}");
   return {cmd, [a, list]() {

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "commands.h"
+#include "number_options.h"
 #include "output_file.h"
 #include "hsm/tokenizer.h"
 
@@ -54,18 +56,21 @@ Command add_tokenizer_command(CLI::App& app) {
   train->add_option("--data", args->data, "Corpus: TinyStories .txt, .json, .jsonl, a plain text file or a folder")
       ->required();
   train->add_option("--out", args->out, "Where to write the tokenizer model (e.g. tokenizer.model)")->required();
-  train->add_option("--vocab", args->vocab, "Vocabulary size")->capture_default_str();
+  train->add_option("--vocab", args->vocab, "Vocabulary size")->capture_default_str()->check(whole_in(1, 1000000));
   train
       ->add_option("--input-sentence-size", args->input_sentence_size,
                    "Lines sampled from the corpus for training (0 = every line)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0));
   train
       ->add_option("--max-sentence-length", args->max_sentence_length,
                    "Longer lines are split into pieces of at most this many bytes")
-      ->capture_default_str();
-  train->add_option("--threads", args->threads, "Training threads")->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--seed", args->seed, "Seed of the line sample")->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_in(1, 1 << 30));
+  train->add_option("--threads", args->threads, "Training threads")->capture_default_str()->check(whole_in(1, machine_cores()));
+  train->add_option("--seed", args->seed, "Seed of the line sample")
+      ->capture_default_str()
+      ->check(whole_in(0, std::numeric_limits<int64_t>::max(), "use 0 to 9223372036854775807"));
   train->add_flag("--json", args->json, "Print the result as JSON");
   train->add_flag("--force", args->force,
                   "Replace an existing --out file (never one in a run folder, nor the corpus)");

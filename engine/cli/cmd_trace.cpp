@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/model.h"
+#include "hsm/tokenizer.h"
 #include "hsm/trace.h"
 #include "hsm/trainer.h"
 
@@ -149,22 +151,22 @@ Command add_trace_command(CLI::App& app) {
                                   "The corrupted prompt: the clean one with a token replaced (the same token count)");
   cmd->add_option("--example", a->example,
                   "A task run's test example N, corrupted automatically (its queried key replaced; docs/diagnostics.md)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_in(0))
       ->excludes(prompt)
       ->excludes(corrupt);
   corrupt->needs(prompt);
   cmd->add_flag("--routes", a->routes,
                 "Information flow routes into the answer position instead (one forward pass; --corrupt not needed)");
   cmd->add_option("--threshold", a->threshold, "--routes: keep the edges of weight >= W on a route (default 0.04)")
-      ->check(CLI::Range(0.0, 2.0));
+      ->check(number_in(0.0, 2.0));
   cmd->add_option("--answer-position", a->answer_position, "The position whose next token is traced (default: the last)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0));
   cmd->add_option("--answer-token", a->answer_token, "The answer's token id (default: the clean run's most likely)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0));
   cmd->add_flag("--no-exact", a->no_exact, "Attribution patching only (one backward pass)");
   cmd->add_flag("--no-attribution", a->no_attribution, "Exact activation patching only");
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
+  add_threads_option(cmd, a->threads);
   cmd->add_flag("--json", a->json, "Print JSON: each site's map as [layer][position] (null where a layer has no such site)");
   return {cmd, [a]() {
             if (a->example < 0 && a->prompt.empty())
@@ -174,7 +176,25 @@ Command add_trace_command(CLI::App& app) {
             if (a->no_exact && a->no_attribution)
               throw std::invalid_argument("trace: --no-exact and --no-attribution leave nothing to compute");
             set_cpu_threads(a->threads);
-            const Tracer tracer(Model::load(a->run, a->device));
+            const std::shared_ptr<const Model> model = Model::load(a->run, a->device);
+            // Checked against the model before it is narrowed to a token id (issue 65: 4294967301
+            // was traced as token 5).
+            const int64_t vocab = model->config().vocab_size;
+            if (a->answer_token >= vocab)
+              throw std::invalid_argument("--answer-token " + std::to_string(a->answer_token) +
+                                          " is outside the model's vocabulary; use 0 to " + std::to_string(vocab - 1));
+            // A prompt that does not fit is refused, naming the limit, before anything cuts it
+            // (issue 65: two long prompts cut to their first tokens were traced as another pair).
+            if (a->example < 0)
+              for (const std::string* text : {&a->prompt, &a->corrupt}) {
+                if (text->empty()) continue;
+                const auto tokens = static_cast<int64_t>(model->tokenizer().encode(*text).size());
+                if (tokens > model->config().context)
+                  throw std::invalid_argument(std::string(text == &a->prompt ? "--prompt" : "--corrupt") + ": the prompt is " +
+                                              std::to_string(tokens) + " tokens; the model reads at most " +
+                                              std::to_string(model->config().context) + " (its context): shorten it");
+              }
+            const Tracer tracer(model);
             if (a->routes) {
               // The trace's prompt and answer position (a task example's last answer).
               const TraceRequest r =

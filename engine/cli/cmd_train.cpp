@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "number_options.h"
 #include "hsm/distributed.h"
 #include "hsm/presets.h"
 #include "hsm/run_folder.h"
@@ -88,15 +89,15 @@ void add_parallel_options(CLI::App* cmd, ParallelArgs& p) {
                   "Train data-parallel on N processes of this machine (the cores shared among them); --batch is "
                   "per process. Across machines, start one hsm train per rank with the torchrun environment "
                   "(RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)")
-      ->check(CLI::Range(1, 1024));
+      ->check(whole_in(1, 1024));
   cmd->add_option("--backend", p.dist.backend, "Data-parallel collectives: auto, gloo (CPU) or nccl (CUDA)")
       ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
   cmd->add_option("--timeout", p.dist.timeout_s,
                   "Seconds a data-parallel rank waits for a missing or hung peer before the run stops with a message "
                   "naming it")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, 1e9, true));
   cmd->add_option("--bucket-mb", p.dist.bucket_mb, "Gradient bucket size (MiB) of the overlapped all-reduce")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, 65536, true));
 }
 
 // The rank's options from the environment, with the flags; the threads the launcher gave it.

@@ -12,6 +12,12 @@ inline constexpr int64_t kMaxEvalBatch = 65536;          // windows per evaluati
 inline constexpr int64_t kMaxCount = int64_t{1} << 40;   // windows, batches
 inline constexpr int kMaxThreads = 1024;                 // CPU threads (0 = all cores)
 
+// The --events flag's help (hsm lab, hsm sweep): the line format a reader parses (issue 65: it
+// said "one JSON object a line", but each line starts with the prefix).
+inline constexpr const char* kEventsHelp =
+    "Print the workers' progress events on stdout, one a line: the text 'hsm-grid-event ' and then a JSON object "
+    "({\"event\": \"grid\" | \"started\" | \"step\" | \"finished\", ...}; hsm/grid_workers.h)";
+
 // A registered subcommand and what runs when it was chosen (returns the exit code).
 struct Command {
   CLI::App* sub;

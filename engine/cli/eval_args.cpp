@@ -1,6 +1,7 @@
 #include "eval_args.h"
 
 #include "commands.h"
+#include "number_options.h"
 
 #include <unistd.h>
 
@@ -32,11 +33,11 @@ void add_eval_options(CLI::App* cmd, EvalArgs& a) {
                   "packed or story_start (default: the windows the run was trained on, its config.json's "
                   "training.windows; packed for a run that records none)")
       ->check(CLI::IsMember({"packed", "story_start"}));
-  cmd->add_option("--batch", a.options.batch_size, "Sequences per batch, 1 to 65536 (default 64)")->check(CLI::Range(int64_t{1}, kMaxEvalBatch));
+  cmd->add_option("--batch", a.options.batch_size, "Sequences per batch, 1 to 65536 (default 64)")->check(whole_in(1, kMaxEvalBatch));
   cmd->add_option("--max-windows", a.options.max_windows, "Evaluate the first N windows only (default: all)")
-      ->check(CLI::Range(int64_t{1}, kMaxCount));
+      ->check(whole_in(1, kMaxCount));
   cmd->add_option("--device", a.device, "cpu, cuda, cuda:N or auto");
-  cmd->add_option("--threads", a.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, kMaxThreads));
+  add_threads_option(cmd, a.threads);
   cmd->add_option("--cache-dir", a.cache_dir,
                   "Encoded-corpus cache folder (default: the one training fills, $HSM_CACHE_DIR or ~/.cache/hsm-studio)");
   cmd->add_flag("--json", a.json, "Print JSON");

@@ -40,4 +40,14 @@ void print_task_answers(const TaskPrompt& p) {
                 p.predicted_labels[i].c_str(), p.answer_labels[i].c_str());
 }
 
+void note_prompt_cut(const Model& model, int64_t prompt_tokens, int64_t used, const char* which, int64_t max_tokens) {
+  if (used >= prompt_tokens) return;
+  const int64_t context = model.config().context;
+  const std::string why = max_tokens > 0 && max_tokens <= context
+                              ? "--max-tokens " + std::to_string(max_tokens)
+                              : "the model's context of " + std::to_string(context) + " tokens";
+  std::fprintf(stderr, "hsm: note: the prompt is %lld tokens; only its %s %lld were used (%s)\n",
+               static_cast<long long>(prompt_tokens), which, static_cast<long long>(used), why.c_str());
+}
+
 }  // namespace hsm::cli

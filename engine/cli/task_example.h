@@ -21,5 +21,9 @@ TaskPrompt task_example_prompt(const Model& model, const Prober& prober, const s
 nlohmann::json task_example_json(const TaskPrompt& p);
 // One line per answer: "answer at 16: predicted v4, right v25".
 void print_task_answers(const TaskPrompt& p);
+// A note on stderr when a prompt of `prompt_tokens` tokens was looked at as `used` of them (its
+// `which`, "first" or "last"), naming why: the model's context or --max-tokens (issue 65: nothing
+// of the user's is cut without a word).
+void note_prompt_cut(const Model& model, int64_t prompt_tokens, int64_t used, const char* which, int64_t max_tokens);
 
 }  // namespace hsm::cli

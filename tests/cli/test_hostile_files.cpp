@@ -7,12 +7,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tiny_run.h"
 
@@ -319,6 +325,188 @@ TEST_F(HostileFiles, GenerateNeverSamplesFromNaN) {
     const Result r = shell(hsm() + " generate '" + run + "' --prompt 'Once upon' --max-tokens 4 --seed 1" + options);
     EXPECT_EQ(r.exit_code, 1) << options << "\n" << r.out;
     EXPECT_TRUE(has(r, "not finite")) << options << "\n" << r.out;
+  }
+}
+
+// ---- Issue 65: the user's values in the user's words; nothing cut or wrapped without a word.
+
+class HostileWords : public HostileFiles {
+ protected:
+  // The subcommands of `hsm` (and theirs), as paths ("task sample"), from the help texts.
+  static std::vector<std::string> command_paths(const std::string& path = "") {
+    const Result help = shell(hsm() + " " + path + " --help");
+    std::vector<std::string> paths;
+    bool in_list = false;
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("Subcommands:", 0) == 0) {
+        in_list = true;
+        continue;
+      }
+      std::smatch m;
+      if (in_list && std::regex_search(line, m, std::regex("^  ([a-z]+) "))) {
+        const std::string sub = path.empty() ? m[1].str() : path + " " + m[1].str();
+        paths.push_back(sub);
+        for (const std::string& deeper : command_paths(sub)) paths.push_back(deeper);
+      } else if (in_list && line.empty()) {
+        in_list = false;
+      }
+    }
+    return paths;
+  }
+  // A command's options that take a number (INT, UINT, FLOAT, NUMBER in its help).
+  static std::vector<std::pair<std::string, std::string>> numeric_options(const std::string& path) {
+    const Result help = shell(hsm() + " " + path + " --help");
+    std::vector<std::pair<std::string, std::string>> options;
+    std::istringstream lines(help.out);
+    const std::regex option("^  (?:-[a-zA-Z],)?(--[a-z0-9-]+) (INT|UINT|FLOAT|NUMBER)\\b");
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, option)) options.emplace_back(m[1].str(), m[2].str());
+    }
+    return options;
+  }
+  // The longest run of digits in `text` (CLI11's bound of a double's range is 300 of them).
+  static size_t longest_number(const std::string& text) {
+    size_t longest = 0, run = 0;
+    for (char c : text) {
+      run = std::isdigit(static_cast<unsigned char>(c)) ? run + 1 : 0;
+      longest = std::max(longest, run);
+    }
+    return longest;
+  }
+};
+
+// Every option that takes a number refuses NaN, a value beyond what it can hold and -1 (where
+// refused) in words: the flag named, the range to use, never a 300-digit bound. On the old code
+// --threshold nan traced "edges >= nan", --stop-accuracy nan meant "off", --seed -1 was 2^64 - 1
+// and --answer-position -1 printed CLI11's [0 - 1.79769e+308] written out.
+TEST_F(HostileWords, EveryNumericOptionRefusesNaNAndHugeValuesInWords) {
+  const std::string run = dir_ + "/base";
+  // What each command needs before its options (a run folder, a preset, a task); the options are
+  // checked before the command runs, so nothing else is given.
+  const std::map<std::string, std::string> operands = {
+      {"inspect", "gpt"},           {"eval", "'" + run + "'"},       {"generate", "'" + run + "'"},
+      {"diagnose", "'" + run + "'"}, {"probe", "'" + run + "'"},     {"trace", "'" + run + "'"},
+      {"ablate", "'" + run + "'"},   {"compare", "'" + run + "' '" + run + "'"},
+      {"weights", "'" + run + "'"},  {"export", "'" + run + "'"},    {"task sample", "parity"},
+      {"lab report", "'" + dir_ + "'"}, {"lab convert", "'" + dir_ + "'"}, {"sweep run", "'" + dir_ + "'"},
+      {"sweep table", "'" + dir_ + "'"}, {"train", "--out '" + dir_ + "/never'"},
+      {"bench", "--model no-such-model"}, {"tokenizer train", "--data '" + dir_ + "/stories.txt' --out '" + dir_ +
+                                                                  "/never.model'"}};
+  // One value an option: NaN for a real number, one past int64 for a whole number (what CLI11
+  // would have cut, wrapped or printed as a 300-digit bound); run three at a time.
+  std::vector<std::pair<std::string, std::string>> commands;  // command, the option
+  for (const std::string& path : command_paths()) {
+    const auto found = operands.find(path);
+    const std::string before = found == operands.end() ? "" : " " + found->second;
+    for (const auto& [flag, type] : numeric_options(path)) {
+      const bool whole = type == "INT" || type == "UINT";
+      commands.emplace_back(path + before + " " + flag + " " + (whole ? "99999999999999999999999" : "nan"), flag);
+    }
+  }
+  std::vector<Result> results(commands.size());
+  for (size_t first = 0; first < commands.size(); first += 3) {
+    std::vector<std::thread> batch;
+    for (size_t i = first; i < std::min(first + 3, commands.size()); ++i)
+      batch.emplace_back([&, i] { results[i] = shell(hsm() + " " + commands[i].first + " </dev/null"); });
+    for (std::thread& t : batch) t.join();
+  }
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const auto& [command, flag] = commands[i];
+    const Result& r = results[i];
+    if (r.out.find("more than this machine's") != std::string::npos) continue;  // --threads: capped, said
+    EXPECT_LT(longest_number(r.out), 30u) << command << "\n" << r.out;
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.out;
+    EXPECT_NE(r.out.find(flag), std::string::npos) << command << ": the refusal does not name the option\n" << r.out;
+    EXPECT_NE(r.out.find("use "), std::string::npos) << command << ": no range in words\n" << r.out;
+    if (command.find(" nan") != std::string::npos) {
+      EXPECT_TRUE(r.out.find("not a number") != std::string::npos || r.out.find("NaN") != std::string::npos)
+          << command << "\n" << r.out;
+    }
+  }
+  // -1 where a count or a position starts at 0 (CLI11 printed its bound as 300 digits).
+  for (const std::string& command : std::vector<std::string>{"trace '" + run + "' --answer-position -1",
+                                                             "generate '" + run + "' --seed -1",
+                                                             "task sample parity --first -1"}) {
+    const Result r = shell(hsm() + " " + command);
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("-1 is out of range; use 0 "))) << command << "\n" << r.out;
+    EXPECT_LT(longest_number(r.out), 30u) << command << "\n" << r.out;
+  }
+  const size_t checked = commands.size();
+  EXPECT_GT(checked, 50u) << "the help texts no longer list the numeric options this test reads";
+}
+
+// --threads beyond the machine's cores is used as its cores, with a note naming both (issue 65:
+// 1024 threads on two cores took a minute for four tokens).
+TEST_F(HostileWords, ThreadsBeyondTheCoresAreCappedWithANote) {
+  const Result r = shell(hsm() + " generate '" + dir_ + "/base' --prompt Once --max-tokens 4 --seed 1 --threads 100000");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("note: --threads 100000 is more than this machine's [0-9]+ cores?; "
+                                                  "using [0-9]+")))
+      << r.out;
+}
+
+// A seed never wraps round to 0 (random): -1 and 2^64 - 1 are refused, and the largest seed's
+// --samples go on upwards. On the old code -1 was taken as 2^64 - 1 and its second sample's seed
+// was 0.
+TEST_F(HostileWords, GenerateSeedsNeverWrapToRandom) {
+  const std::string run = dir_ + "/base";
+  for (const std::string seed : {"-1", "18446744073709551615"}) {
+    const Result r = shell(hsm() + " generate '" + run + "' --prompt Once --max-tokens 2 --samples 2 --seed " + seed);
+    EXPECT_EQ(r.exit_code, 1) << seed << "\n" << r.out;
+    EXPECT_TRUE(has(r, "--seed: ")) << r.out;
+    EXPECT_TRUE(has(r, "use 0 (random) to 9223372036854775807")) << r.out;
+  }
+  const Result r = shell("{ " + hsm() + " generate '" + run +
+                         "' --prompt Once --max-tokens 2 --samples 2 --json --seed 9223372036854775807 2>/dev/null; }");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["samples"][0]["seed"].get<uint64_t>(), 9223372036854775807ull);
+  EXPECT_EQ(j["samples"][1]["seed"].get<uint64_t>(), 9223372036854775808ull);
+}
+
+// `hsm generate` on a task run prints its refusal alone (the old code printed the prompt, "Once",
+// on stdout before it); `hsm task sample` refuses a setting given twice (it kept the last).
+TEST_F(HostileWords, ARefusalIsTheOnlyOutput) {
+  const std::string run = task_run("task-run-words");
+  const Result r = shell("{ " + hsm() + " generate '" + run + "' --prompt Once 2>/dev/null; }");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out, "") << "stdout held more than the refusal on stderr";
+  const Result twice = shell(hsm() + " task sample parity:length=16,length=8");
+  EXPECT_EQ(twice.exit_code, 1) << twice.out;
+  EXPECT_TRUE(has(twice, "length is given twice (length=16 and length=8); give it once")) << twice.out;
+}
+
+// A prompt longer than the model's context: `hsm trace` refuses it naming the limit (the old code
+// cut both prompts to their first 32 tokens and traced that pair, exit 0); an answer token beyond
+// the vocabulary is refused before it is narrowed (4294967301 traced token 5); `hsm diagnose` and
+// `hsm probe`, which look at a prompt's first tokens, say so.
+TEST_F(HostileWords, ALongPromptIsRefusedOrNotedNeverCutUnsaid) {
+  const std::string run = dir_ + "/base";
+  std::string clean, corrupt;
+  for (int i = 0; i < 8; ++i) clean += "Once upon a time, Lily saw a ball. ";
+  corrupt = clean;
+  corrupt.replace(corrupt.rfind("ball"), 4, "cake");
+  Result r = shell(hsm() + " trace '" + run + "' --prompt '" + clean + "' --corrupt '" + corrupt + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("the prompt is [0-9]+ tokens; the model reads at most 32 \\(its "
+                                                  "context\\)")))
+      << r.out;
+  r = shell(hsm() + " trace '" + run + "' --routes --prompt '" + clean + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(has(r, "the model reads at most 32")) << r.out;
+  r = shell(hsm() + " trace '" + run + "' --prompt 'Once upon a time' --corrupt 'Once upon a cake' --answer-token "
+                    "4294967301");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(has(r, "--answer-token 4294967301 is outside the model's vocabulary; use 0 to 299")) << r.out;
+  for (const std::string command : {"diagnose", "probe"}) {
+    r = shell("{ " + hsm() + " " + command + " '" + run + "' --prompt '" + clean + "' --json >/dev/null; }");
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("note: the prompt is [0-9]+ tokens; only its first 32 were used "
+                                                    "\\(the model's context of 32 tokens\\)")))
+        << command << "\n" << r.out;
   }
 }
 

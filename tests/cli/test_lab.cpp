@@ -51,6 +51,60 @@ std::string write_config(const std::string& dir, int vocab = 32, const std::stri
   return path;
 }
 
+// An older hsm's lab folder (lab.json, results.jsonl, runs/ by the older names) of one task x
+// the attention config x lrs 0.001 and 0.003, one seed; `results` its results.jsonl lines.
+std::string older_lab(const std::string& dir, const std::vector<nlohmann::json>& results) {
+  const std::string lab = dir + "/lab";
+  const std::string config = write_config(dir, 32, "attn");
+  fs::create_directories(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1");
+  fs::create_directories(lab + "/runs/t0_mqar__m0_attn2__lr0.003__s1");
+  std::ofstream(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1/mine") << "scored\n";
+  std::ofstream(lab + "/runs/t0_mqar__m0_attn2__lr0.003__s1/mine") << "half-trained\n";
+  const nlohmann::json grid = {{"tasks", {"mqar:vocab=32,pairs=2,context=16"}},
+                               {"models", {config}},
+                               {"lrs", {0.001, 0.003}},
+                               {"seeds", 1},
+                               {"steps", 2},
+                               {"batch", 4},
+                               {"size", "as_is"},
+                               {"test_examples", 16},
+                               {"model_configs", {{config, nlohmann::json::parse(read_file(config))}}}};
+  std::ofstream(lab + "/lab.json") << grid.dump(2) << "\n";
+  std::ofstream out(lab + "/results.jsonl");
+  for (const nlohmann::json& r : results) out << r.dump() << "\n";
+  return lab;
+}
+
+nlohmann::json older_result(const std::string& run_dir, double accuracy) {
+  return {{"run_dir", run_dir}, {"answer_accuracy", accuracy}, {"sequence_accuracy", 0.5}, {"answers", 32},
+          {"examples", 16}};
+}
+
+// Every entry under `dir` (links as links) with its bytes or its target: what a failed command
+// must leave as it was.
+std::map<std::string, std::string> tree_of(const std::string& dir) {
+  std::map<std::string, std::string> tree;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().lexically_relative(dir).string();
+    if (it->is_symlink())
+      tree[name] = "link to " + fs::read_symlink(it->path()).string();
+    else if (it->is_directory())
+      tree[name] = "folder";
+    else
+      tree[name] = read_file(it->path().string());
+  }
+  return tree;
+}
+
+// Entries beside `lab` in its parent folder (a convert's prepared folder left behind).
+std::vector<std::string> beside(const std::string& lab) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(fs::path(lab).parent_path()))
+    if (e.path().filename().string().find(".hsm-convert") != std::string::npos) names.push_back(e.path().string());
+  return names;
+}
+
+
 }  // namespace
 
 TEST(TaskCli, ListHoldsAtLeastSixTasksWithTheirSettings) {
@@ -505,31 +559,15 @@ TEST(LabCli, DefaultGridIsTheIssuesAndFitsItsTimeBudget) {
 // lab's table is the older results'.
 TEST(LabCli, AnOlderLabFolderIsRefusedNamingTheCommandThatConvertsIt) {
   const std::string dir = temp("old_lab");
-  const std::string lab = dir + "/lab";
-  const std::string config = write_config(dir, 32, "attn");
-  const std::string task = "mqar:vocab=32,pairs=2,context=16";
-  fs::create_directories(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1");
-  fs::create_directories(lab + "/runs/t0_mqar__m0_attn2__lr0.003__s1");
-  std::ofstream(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1/mine") << "scored\n";
-  std::ofstream(lab + "/runs/t0_mqar__m0_attn2__lr0.003__s1/mine") << "half-trained\n";
-  const nlohmann::json grid = {{"tasks", {task}},
-                               {"models", {config}},
-                               {"lrs", {0.001, 0.003}},
-                               {"seeds", 1},
-                               {"steps", 2},
-                               {"batch", 4},
-                               {"size", "as_is"},
-                               {"test_examples", 16},
-                               {"model_configs", {{config, nlohmann::json::parse(read_file(config))}}}};
-  std::ofstream(lab + "/lab.json") << grid.dump(2) << "\n";
+  const std::string task = "mqar:vocab=32,pairs=2,context=16", config = dir + "/attn2.json";
   const nlohmann::json result = {{"task", task},  {"model", config},
                                  {"lr", 0.001},   {"seed", 1},
-                                 {"run_dir", lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1"},
+                                 {"run_dir", dir + "/lab/runs/t0_mqar__m0_attn2__lr0.001__s1"},
                                  {"steps", 2},    {"wall_s", 1.5},
                                  {"answer_accuracy", 0.75}, {"sequence_accuracy", 0.5},
                                  {"loss", 1.25},  {"examples", 16}, {"answers", 32},
                                  {"by_distance", {{"3", {2, 4}}}}};
-  std::ofstream(lab + "/results.jsonl") << result.dump() << "\n";
+  const std::string lab = older_lab(dir, {result});
   const std::string lab_json = read_file(lab + "/lab.json"), results = read_file(lab + "/results.jsonl");
 
   for (const std::string& command : {"lab --out " + lab + " --table", "lab --out " + lab + " --jobs 1",
@@ -1204,4 +1242,163 @@ TEST(LabCli, TheReportDrawsAccuracyAgainstEachDifficultySettingAndMadsMean) {
   std::snprintf(mean_a, sizeof mean_a, "%.3f", (accuracy(0, 0) + accuracy(1, 0) + accuracy(2, 0) + accuracy(3, 0)) / 4);
   std::snprintf(mean_h, sizeof mean_h, "%.3f", (accuracy(0, 1) + accuracy(1, 1) + accuracy(2, 1) + accuracy(3, 1)) / 4);
   EXPECT_NE(md.find(std::string("| mqar | 4 | ") + mean_a + " | " + mean_h + " |"), std::string::npos) << md;
+}
+
+// ---- Issue 65: the lab in a hostile user's hands.
+
+// `hsm lab convert` is all or nothing: a run folder that is a link (the old code renamed the
+// first run and wrote its point, then stopped, and every later command was refused) leaves the
+// folder exactly as it was and says why; once the link is gone it converts.
+TEST(LabCli, AFailedConvertLeavesTheOlderLabAsItWas) {
+  const std::string dir = temp("convert_all_or_nothing");
+  const std::string lab = older_lab(dir, {older_result(dir + "/lab/runs/t0_mqar__m0_attn2__lr0.001__s1", 0.75)});
+  const std::string linked = lab + "/runs/t0_mqar__m0_attn2__lr0.003__s1";
+  fs::rename(linked, dir + "/elsewhere");
+  fs::create_directory_symlink(dir + "/elsewhere", linked);
+  const auto before = tree_of(lab);
+  Result r = shell(hsm("lab convert " + lab));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find(linked + "' is a symbolic link"), std::string::npos) << r.out;
+  EXPECT_EQ(tree_of(lab), before) << "a failed convert changed the lab";
+  EXPECT_TRUE(beside(lab).empty()) << "a failed convert left its prepared folder";
+  r = shell(hsm("lab convert " + lab));
+  EXPECT_NE(r.out.find("is a symbolic link"), std::string::npos) << "a second try is refused for another reason\n" << r.out;
+
+  fs::remove(linked);
+  fs::rename(dir + "/elsewhere", linked);
+  r = shell(hsm("lab convert " + lab));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(read_file(lab + "/runs/lr=0.001/mine"), "scored\n");
+  EXPECT_EQ(read_file(lab + "/runs/lr=0.003/mine"), "half-trained\n");
+  EXPECT_FALSE(fs::exists(lab + "/runs/t0_mqar__m0_attn2__lr0.001__s1"));
+  EXPECT_TRUE(fs::exists(lab + "/sweep.json"));
+  EXPECT_EQ(nlohmann::json::parse(read_file(lab + "/points/lr=0.001.json"))["state"], "done");
+  EXPECT_TRUE(beside(lab).empty()) << "the older layout was left beside the lab";
+  const Result table = shell(hsm("lab --out " + lab + " --table"));
+  EXPECT_EQ(table.exit_code, 0) << table.out;
+}
+
+// No result is dropped unsaid: one naming no run of the lab, or a second one for a run, is refused
+// naming its lines (the old code made the first "unfinished" and kept the first of two); one whose
+// folder is outside the lab (a lab moved since) counts for the run of its name, and says so.
+TEST(LabCli, ConvertNamesEveryResultItCannotKeep) {
+  const std::string dir = temp("convert_results");
+  const std::string ran = "/runs/t0_mqar__m0_attn2__lr0.001__s1";
+  const std::vector<std::pair<std::vector<nlohmann::json>, std::string>> refused = {
+      {{older_result(dir + "/lab" + ran, 0.75), older_result("/elsewhere/t9_other", 0.5)},
+       "results.jsonl line 2: run_dir '/elsewhere/t9_other' names no run of this lab"},
+      {{older_result(dir + "/lab" + ran, 0.75), older_result(dir + "/lab" + ran + "/", 0.25)},
+       "line 2: a second result for runs/t0_mqar__m0_attn2__lr0.001__s1 (line 1 has one)"}};
+  std::string lab;
+  for (const auto& [results, message] : refused) {
+    lab = older_lab(dir, results);
+    const auto before = tree_of(lab);
+    const Result r = shell(hsm("lab convert " + lab));
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+    EXPECT_EQ(tree_of(lab), before);
+    fs::remove_all(lab);
+  }
+  lab = older_lab(dir, {older_result("/moved/from/here" + ran, 0.75)});
+  const Result r = shell(hsm("lab convert " + lab));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("is outside the lab; its score counts for runs/t0_mqar__m0_attn2__lr0.001__s1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(nlohmann::json::parse(read_file(lab + "/points/lr=0.001.json"))["score"]["answer_accuracy"], 0.75);
+}
+
+// One task spelled two ways is one task (the old code trained it twice); NaN is no learning rate
+// or accuracy (the old code said "'null' is not a number", or took nan as "off"); a sweep.json
+// that is no grid's is named as such ("cannot use value() with array"); the --events help names
+// the line's prefix.
+TEST(LabCli, TheGridIsCheckedInTheUsersWords) {
+  const std::string dir = temp("grid_words");
+  const std::string config = write_config(dir);
+  const std::string base = "lab --out " + dir + "/lab --model " + config + " --size as_is --dry-run ";
+  Result r = shell(hsm(base + "--task mqar:vocab=32,pairs=2,context=16 --task mqar:context=16,pairs=2,vocab=32,seed=1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--task mqar:vocab=32,pairs=2,context=16 and --task mqar:context=16,pairs=2,vocab=32,seed=1 "
+                       "are one task"),
+            std::string::npos)
+      << r.out;
+  for (const std::string option : {"--lr nan", "--stop-accuracy nan", "--weight-decay nan"}) {
+    r = shell(hsm(base + "--task parity " + option));
+    EXPECT_EQ(r.exit_code, 1) << option << "\n" << r.out;
+    EXPECT_NE(r.out.find("NaN is not a number; use"), std::string::npos) << option << "\n" << r.out;
+    EXPECT_EQ(r.out.find("'null'"), std::string::npos) << r.out;
+  }
+  fs::create_directories(dir + "/array");
+  std::ofstream(dir + "/array/sweep.json") << "[1,2,3]\n";
+  for (const std::string& command : {"lab --out " + dir + "/array --table", "sweep table " + dir + "/array"}) {
+    r = shell(hsm(command));
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("not a grid's manifest: it must be a JSON object"), std::string::npos) << command << "\n" << r.out;
+    EXPECT_EQ(r.out.find("value()"), std::string::npos) << r.out;
+  }
+  for (const char* command : {"lab", "sweep"}) {
+    r = shell(hsm(std::string(command) + " --help"));
+    EXPECT_NE(r.out.find("'hsm-grid-event '"), std::string::npos) << r.out;
+  }
+}
+
+// --dry-run refuses what the lab itself refuses (the old code estimated a protocol on a device, a
+// file and a run folder, exit 0), and the real command refuses them before it writes a file.
+TEST(LabCli, ADryRunRefusesWhatTheLabRefuses) {
+  const std::string dir = temp("dry_run");
+  std::ofstream(dir + "/a-file") << "mine\n";
+  fs::create_directories(dir + "/older");
+  std::ofstream(dir + "/older/lab.json") << "{}\n";
+  for (const std::string& out : {std::string("/dev/full"), dir + "/a-file", dir + "/older"})
+    for (const std::string dry : {" --dry-run", ""}) {
+      const Result r = shell(hsm("lab --protocol zoology --out '" + out + "'" + dry));
+      EXPECT_EQ(r.exit_code, 1) << out << dry << "\n" << r.out;
+      EXPECT_NE(r.out.find(out), std::string::npos) << r.out;
+      EXPECT_FALSE(fs::exists(out + "/models")) << out << dry << ": the protocol's models were written";
+    }
+  EXPECT_EQ(read_file(dir + "/a-file"), "mine\n");
+}
+
+// A damaged point state (truncated, empty, binary, NaN) is named as damaged in --table and in the
+// report (the old code showed "unfinished" and said nothing); the report's --out names the Markdown
+// or the HTML file by its ending (X.html was written as Markdown, then HTML), and never a file of
+// the lab's, even with --force (--out LAB/table.csv --force replaced the lab's table).
+TEST(LabCli, ADamagedPointIsNamedAndTheReportWritesOnlyItsOwnFiles) {
+  const std::string dir = temp("damaged");
+  const std::string lab = dir + "/lab";
+  const Result trained = shell(hsm("lab --out " + lab + " --task mqar:vocab=32,pairs=2,context=16 --model " +
+                                   write_config(dir) + " --lr 0.003 --seeds 1 --steps 2 --batch 4 --size as_is "
+                                   "--test-examples 16 --jobs 1"));
+  ASSERT_EQ(trained.exit_code, 0) << trained.out;
+  std::string point;  // the one point's state file
+  for (const auto& e : fs::directory_iterator(lab + "/points"))
+    if (e.path().extension() == ".json") point = e.path().string();
+  ASSERT_FALSE(point.empty());
+  const std::string whole = read_file(point);
+  for (const std::string& damaged : {whole.substr(0, whole.size() / 2), std::string(), std::string("\x7f" "ELF\x01\x00\xff", 7),
+                                    std::string("{\"state\": \"done\", \"score\": {\"answer_accuracy\": NaN}}")}) {
+    std::ofstream(point, std::ios::binary | std::ios::trunc) << damaged;
+    const Result r = shell(hsm("lab --out " + lab + " --table"));
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("warning: " + point + ": damaged ("), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("trains again when the grid continues"), std::string::npos) << r.out;
+  }
+  Result r = shell(hsm("sweep table " + lab));  // a lab is a grid: its point's row says why it is pending
+  EXPECT_NE(r.out.find(point + ": damaged ("), std::string::npos) << r.out;
+  r = shell(hsm("lab report " + lab));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(read_file(lab + "/report.md").find(": damaged ("), std::string::npos) << read_file(lab + "/report.md");
+
+  r = shell(hsm("lab report " + lab + " --out " + dir + "/mine.html"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(read_file(dir + "/mine.html").rfind("<!DOCTYPE html>", 0), 0u) << read_file(dir + "/mine.html").substr(0, 80);
+  EXPECT_EQ(read_file(dir + "/mine.md").rfind("# ", 0), 0u) << "the Markdown was not written beside the HTML";
+  const std::string table = read_file(lab + "/table.csv");
+  for (const std::string& out : {lab + "/table.csv", lab + "/sweep.json", dir + "/report.txt"}) {
+    r = shell(hsm("lab report " + lab + " --out " + out + " --force"));
+    EXPECT_EQ(r.exit_code, 1) << out << "\n" << r.out;
+    EXPECT_NE(r.out.find("ending .md"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(read_file(lab + "/table.csv"), table) << "the report replaced the lab's table";
+  EXPECT_FALSE(fs::exists(dir + "/report.txt"));
 }

@@ -78,6 +78,8 @@ LabProtocol lab_protocol(const std::string& name, const std::string& dir);
 // Writes the protocol's model files (dir/models/) whole; a file there already with the same text
 // is kept, one with other text is refused, naming it (never overwritten).
 void write_protocol_models(const LabProtocol& protocol);
+// What write_protocol_models refuses, nothing written (`hsm lab --protocol P --dry-run`).
+void check_protocol_models(const LabProtocol& protocol);
 
 // ---- What a lab costs, before it runs.
 
@@ -134,6 +136,12 @@ struct LabCell {
   int64_t expected_runs = 0;                              // the grid's runs of the cell (lrs x wds x seeds)
   bool finished() const { return runs >= expected_runs; }
 };
+
+// What Lab's constructor refuses, nothing written (`hsm lab --dry-run` refuses what the real
+// command refuses, issue 65): the grid's values; an --out that is not a folder (a file, /dev/full)
+// or cannot be made; a folder holding an older lab, a run, another grid, or runs/ or points/ that
+// are links. Throws std::invalid_argument naming the folder.
+void check_lab_folder(const std::string& dir, const LabGrid& grid);
 
 class Lab {
  public:

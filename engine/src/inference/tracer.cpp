@@ -42,8 +42,8 @@ void check_prompt(const Model::Impl& m, const std::vector<int32_t>& ids, const c
   const std::string w = what;
   if (ids.empty()) throw std::invalid_argument(w + ": the prompt has no tokens");
   if (static_cast<int64_t>(ids.size()) > m.config.context)
-    throw std::invalid_argument(w + ": " + std::to_string(ids.size()) + " tokens exceed the context of " +
-                                std::to_string(m.config.context));
+    throw std::invalid_argument(w + ": the prompt is " + std::to_string(ids.size()) + " tokens; the model reads at most " +
+                                std::to_string(m.config.context) + " (its context): shorten it");
   for (int32_t id : ids)
     if (id < 0 || id >= m.config.vocab_size)
       throw std::invalid_argument(w + ": token id " + std::to_string(id) + " is outside the vocabulary of " +

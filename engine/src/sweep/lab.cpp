@@ -9,11 +9,19 @@
 #include <set>
 #include <sstream>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include "hsm/cost.h"
 #include "hsm/errors.h"
 #include "hsm/files.h"
 #include "hsm/grid_workers.h"
 #include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "hsm/tasks.h"
 
 namespace fs = std::filesystem;
@@ -51,12 +59,35 @@ void refuse_repeats(const std::vector<T>& values, const std::string& option, Tex
         throw std::invalid_argument(option + " " + text(values[i]) + " is given twice; give each value once");
 }
 
+// A task spec as one spelling (Task::spec: every setting, in the task's order), so that
+// "mqar:context=16,vocab=128" and "mqar:vocab=128,context=16,seed=1" are one task; a spec that
+// does not parse stays as it is (check_grid names it).
+std::string canonical_task(const std::string& spec) {
+  try {
+    return parse_task(spec)->spec();
+  } catch (const std::exception&) {
+    return spec;
+  }
+}
+
 void check_grid(const LabGrid& g) {
   if (g.tasks.empty() || g.models.empty() || g.lrs.empty())
     throw std::invalid_argument("a lab needs at least one task, one model and one learning rate");
   if (g.seeds < 1) throw std::invalid_argument("--seeds " + std::to_string(g.seeds) + ": use 1 or more");
   if (!is_model_size(g.size)) throw std::invalid_argument("--size " + g.size + ": use lab, tiny or as_is");
   refuse_repeats(g.tasks, "--task", [](const std::string& t) { return t; });
+  // One task under two spellings (keys reordered, a default written out) would train twice and
+  // show as two identical rows (issue 65): refused, naming both.
+  for (size_t i = 0; i < g.tasks.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (canonical_task(g.tasks[i]) == canonical_task(g.tasks[k]))
+        throw std::invalid_argument("--task " + g.tasks[k] + " and --task " + g.tasks[i] + " are one task (" +
+                                    canonical_task(g.tasks[i]) + "); give it once");
+  for (double lr : g.lrs)
+    if (!(lr > 0 && lr <= 10))
+      throw std::invalid_argument("--lr " + lr_text(lr) + ": use a number above 0, at most 10 (NaN is not a number)");
+  if (!(g.stop_accuracy >= 0 && g.stop_accuracy <= 1))
+    throw std::invalid_argument("--stop-accuracy " + lr_text(g.stop_accuracy) + ": use 0 (off) to 1 (NaN is not a number)");
   refuse_repeats(g.models, "--model", [](const std::string& m) { return m; });
   refuse_repeats(g.lrs, "--lr", lr_text);
   refuse_repeats(g.weight_decays, "--weight-decay", lr_text);
@@ -71,7 +102,14 @@ void check_grid(const LabGrid& g) {
 
 }  // namespace
 
-bool LabGrid::operator==(const LabGrid& o) const { return grid_json(*this) == grid_json(o); }
+bool LabGrid::operator==(const LabGrid& o) const {
+  // Tasks by their one spelling: a lab continued with a task spelled another way is the same lab.
+  auto canonical = [](LabGrid g) {
+    for (std::string& t : g.tasks) t = canonical_task(t);
+    return grid_json(g);
+  };
+  return canonical(*this) == canonical(o);
+}
 
 LabGrid default_lab_grid() {
   LabGrid g;
@@ -303,13 +341,19 @@ LabProtocol lab_protocol(const std::string& name, const std::string& dir) {
   return p;
 }
 
-void write_protocol_models(const LabProtocol& protocol) {
+void check_protocol_models(const LabProtocol& protocol) {
   for (const auto& [file, json] : protocol.model_files) {
-    if (fs::exists(fs::symlink_status(file))) {
-      if (fs::is_regular_file(fs::symlink_status(file)) && read_text_file(file, "the protocol's model") == json) continue;
-      throw std::invalid_argument("'" + file + "' exists and is not this protocol's model; move it away, or give "
-                                  "another --out");
-    }
+    if (!fs::exists(fs::symlink_status(file))) continue;
+    if (fs::is_regular_file(fs::symlink_status(file)) && read_text_file(file, "the protocol's model") == json) continue;
+    throw std::invalid_argument("'" + file + "' exists and is not this protocol's model; move it away, or give "
+                                "another --out");
+  }
+}
+
+void write_protocol_models(const LabProtocol& protocol) {
+  check_protocol_models(protocol);
+  for (const auto& [file, json] : protocol.model_files) {
+    if (fs::exists(fs::symlink_status(file))) continue;  // this protocol's already
     fs::create_directories(fs::path(file).parent_path());
     write_file_atomic(file, json);
   }
@@ -401,12 +445,40 @@ LabGrid grid_of(const std::string& dir, const Sweep& sweep) {
 
 }  // namespace
 
+void check_lab_folder(const std::string& dir, const LabGrid& grid) {
+  check_grid(grid);
+  const std::string at = "--out '" + dir + "': ";
+  if (dir.empty()) throw std::invalid_argument("--out is empty: give the lab's folder");
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) {
+    // Made by the lab: the nearest folder above it that exists must be one this user can write.
+    fs::path above = fs::absolute(dir).parent_path();
+    while (above.has_relative_path() && !fs::exists(fs::symlink_status(above, ec))) above = above.parent_path();
+    if (!fs::is_directory(above, ec) || ::access(above.c_str(), W_OK) != 0)
+      throw std::invalid_argument(at + "cannot be made: '" + above.string() + "' is not a folder this user can write");
+    return;
+  }
+  if (!fs::is_directory(st))
+    throw std::invalid_argument(at + "it is not a folder (a file, a device or a FIFO): give a folder for the lab");
+  if (fs::exists(fs::path(dir) / "lab.json") && !fs::exists(fs::path(dir) / "sweep.json"))
+    throw std::invalid_argument("'" + dir + "' holds a lab of an older hsm (lab.json); convert it with: hsm lab convert " +
+                                dir);
+  if (is_run_folder(dir))
+    throw std::invalid_argument("'" + dir + "' is a run folder, not a grid; give the lab a folder of its own");
+  check_grid_folder(dir, "lab");
+  if (fs::exists(fs::path(dir) / "sweep.json")) {
+    if (!(Lab::stored_grid(dir) == grid))
+      throw std::invalid_argument("'" + dir + "' holds another lab grid (sweep.json); continue it with hsm lab --out " +
+                                  dir + " alone, or give another --out");
+    return;
+  }
+  if (::access(dir.c_str(), W_OK) != 0) throw std::invalid_argument(at + "this user cannot write in it");
+}
+
 Lab::Lab(std::string dir, LabGrid grid) : dir_(std::move(dir)), grid_(std::move(grid)) {
-  check_grid(grid_);
+  check_lab_folder(dir_, grid_);
   if (fs::exists(fs::path(dir_) / "sweep.json")) {
-    if (!(stored_grid(dir_) == grid_))
-      throw std::invalid_argument("'" + dir_ + "' holds another lab grid (sweep.json); continue it with hsm lab --out " +
-                                  dir_ + " alone, or give another --out");
     sweep_ = load_sweep(dir_);
     return;
   }
@@ -559,13 +631,19 @@ std::string old_model_label(const std::string& model) {
   return p.has_extension() ? p.stem().string() : p.filename().string();
 }
 
-// The older lab's scores, by run folder name; a line cut short or ill-typed is skipped.
-std::map<std::string, TaskScore> old_results(const std::string& dir, const std::function<void(const std::string&)>& report) {
+// The older lab's scores, by run folder name (one of `runs`, the lab's older folder names). A line
+// cut short or ill-typed is skipped, saying so. A result naming no run of the lab, or a second
+// result for one run, is refused naming its lines (issue 65: dropped or passed over unsaid); one
+// whose folder is outside the lab (a lab moved since) counts for the run of its name, saying so.
+std::map<std::string, TaskScore> old_results(const std::string& dir, const std::set<std::string>& runs,
+                                             const std::function<void(const std::string&)>& report) {
   std::map<std::string, TaskScore> scores;
+  std::map<std::string, int64_t> line_of;
   const std::string file = (fs::path(dir) / "results.jsonl").string();
   if (!fs::exists(fs::symlink_status(file))) return scores;
   std::istringstream in(read_text_file(file, "lab results"));
   std::string line;
+  const fs::path lab_runs = fs::weakly_canonical(fs::absolute(fs::path(dir) / "runs"));
   for (int64_t number = 1; std::getline(in, line); ++number) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("run_dir") || !j["run_dir"].is_string() || !j.contains("answer_accuracy") ||
@@ -573,6 +651,24 @@ std::map<std::string, TaskScore> old_results(const std::string& dir, const std::
       if (report && !line.empty()) report(file + " line " + std::to_string(number) + ": not a lab result; skipped");
       continue;
     }
+    const std::string run_dir = j["run_dir"].get<std::string>();
+    fs::path named = fs::path(run_dir).lexically_normal();
+    if (!named.has_filename()) named = named.parent_path();  // "runs/x/"
+    const std::string name = named.filename().string();
+    const std::string at = file + " line " + std::to_string(number) + ": ";
+    if (!runs.count(name))
+      throw std::invalid_argument(at + "run_dir '" + run_dir + "' names no run of this lab (its runs are " +
+                                  (fs::path(dir) / "runs").string() + "/t<task>_<name>__m<model>_<name>__lr<lr>__s<seed>" +
+                                  "); remove the line, or the lab's lab.json is not the one that scored it");
+    if (line_of.count(name))
+      throw std::invalid_argument(at + "a second result for runs/" + name + " (line " + std::to_string(line_of[name]) +
+                                  " has one); keep the one to convert and remove the other");
+    line_of[name] = number;
+    const fs::path resolved =
+        fs::weakly_canonical(named.is_absolute() ? named : fs::absolute(fs::path(dir) / named)).parent_path();
+    if (report && resolved != lab_runs && named.has_parent_path())
+      report(at + "run_dir '" + run_dir + "' is outside the lab; its score counts for runs/" + name + ", the run of "
+             "that name here");
     TaskScore s;
     auto number_of = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN; };
     auto whole_of = [&](const char* key) {
@@ -588,10 +684,29 @@ std::map<std::string, TaskScore> old_results(const std::string& dir, const std::
         if (!d.empty() && d.size() < 18 && d.find_first_not_of("0123456789") == std::string::npos && c.is_array() &&
             c.size() == 2 && c[0].is_number_integer() && c[1].is_number_integer())
           s.by_difficulty[std::stoll(d)] = {c[0].get<int64_t>(), c[1].get<int64_t>()};
-    scores.emplace(fs::path(j["run_dir"].get<std::string>()).lexically_normal().filename().string(), s);
+    scores.emplace(name, s);
   }
   return scores;
 }
+
+// `to` made as a copy of `from` whose files are hard links to from's (nothing is copied, nothing
+// of `from` changes): folders made, files linked, links copied as links.
+void link_tree(const fs::path& from, const fs::path& to) {
+  const fs::file_status st = fs::symlink_status(from);
+  if (fs::is_symlink(st)) {
+    fs::copy_symlink(from, to);
+  } else if (fs::is_directory(st)) {
+    fs::create_directory(to, from);
+    for (const fs::directory_entry& e : fs::directory_iterator(from)) link_tree(e.path(), to / e.path().filename());
+  } else if (fs::is_regular_file(st)) {
+    fs::create_hard_link(from, to);
+  } else {
+    throw std::invalid_argument("'" + from.string() + "' is not a file, a folder or a link; move it out of the lab to "
+                                "convert it");
+  }
+}
+
+constexpr char kConvertMark[] = ".hsm-lab-convert";  // in the folder a convert prepares, until it publishes it
 
 }  // namespace
 
@@ -623,41 +738,83 @@ void convert_old_lab(const std::string& dir, const std::function<void(const std:
   }
   check_grid(g);
   const Sweep sweep = parse_sweep_spec(lab_spec_json(g), ".", "", "", snapshots);
-  const std::map<std::string, TaskScore> scores = old_results(dir, report);
-  // Each point's older folder name (t0_mqar__m1_hsm_ab__lr0.003__s1); every new name checked
-  // free before anything moves.
-  std::vector<std::pair<const SweepPoint*, std::string>> moves;
+  // Each point's older folder name (t0_mqar__m1_hsm_ab__lr0.003__s1).
+  std::map<std::string, const SweepPoint*> point_of;  // older name -> point
   for (const SweepPoint& p : sweep.points) {
     const size_t ti = std::find(g.tasks.begin(), g.tasks.end(), p.task) - g.tasks.begin();
     const size_t mi = std::find(g.models.begin(), g.models.end(), p.model_source) - g.models.begin();
-    const std::string old = "t" + std::to_string(ti) + "_" + parse_task(p.task)->name() + "__m" + std::to_string(mi) +
-                            "_" + old_model_label(p.model_source) + "__lr" + lr_text(p.train.lr) + "__s" +
-                            std::to_string(p.train.seed);
-    if (old != p.name && fs::exists(fs::symlink_status(root / "runs" / p.name)))
-      throw std::invalid_argument("'" + (root / "runs" / p.name).string() + "' exists already; move it away to convert");
-    if (fs::exists(fs::symlink_status(root / "points" / (p.name + ".json"))))
-      throw std::invalid_argument("'" + (root / "points" / (p.name + ".json")).string() +
+    point_of["t" + std::to_string(ti) + "_" + parse_task(p.task)->name() + "__m" + std::to_string(mi) + "_" +
+             old_model_label(p.model_source) + "__lr" + lr_text(p.train.lr) + "__s" + std::to_string(p.train.seed)] = &p;
+  }
+  std::set<std::string> old_names;
+  for (const auto& [old, p] : point_of) old_names.insert(old);
+  const std::map<std::string, TaskScore> scores = old_results(dir, old_names, report);
+  // Every check before anything is made: each run folder to move a folder (not a link), each new
+  // name free.
+  for (const auto& [old, p] : point_of) {
+    const fs::path from = root / "runs" / old;
+    if (fs::exists(fs::symlink_status(from))) check_grid_run_dir(from.string());
+    if (fs::exists(fs::symlink_status(from)) && !fs::is_directory(fs::symlink_status(from)))
+      throw std::invalid_argument("'" + from.string() + "' is not a folder; move it away to convert");
+    if (old != p->name && fs::exists(fs::symlink_status(root / "runs" / p->name)))
+      throw std::invalid_argument("'" + (root / "runs" / p->name).string() + "' exists already; move it away to convert");
+    if (fs::exists(fs::symlink_status(root / "points" / (p->name + ".json"))))
+      throw std::invalid_argument("'" + (root / "points" / (p->name + ".json")).string() +
                                   "' exists already; move it away to convert");
-    moves.emplace_back(&p, old);
   }
-  fs::create_directories(root / "points");
-  for (const auto& [p, old] : moves) {
-    const fs::path from = root / "runs" / old, to = root / "runs" / p->name;
-    if (fs::exists(fs::symlink_status(from)) && from != to) {
-      check_grid_run_dir(from.string());
-      fs::rename(from, to);
-      if (report) report("runs/" + old + " -> runs/" + p->name);
+  // All or nothing (issue 65: a convert that failed half-way left a lab no command would open).
+  // The converted lab is prepared beside the older one, in a folder of its own whose files are
+  // hard links to the older lab's (nothing of it changes), and published by one rename that
+  // exchanges the two; the older layout, then in the prepared folder's place, is removed.
+  const fs::path real = fs::canonical(root);
+  const fs::path stage = real.parent_path() / ("." + real.filename().string() + ".hsm-convert");
+  if (fs::exists(fs::symlink_status(stage))) {
+    if (!fs::exists(fs::symlink_status(stage / kConvertMark)) || fs::is_symlink(fs::symlink_status(stage)))
+      throw std::invalid_argument("'" + stage.string() + "' exists and is not a convert's own folder; move it away to "
+                                  "convert");
+    fs::remove_all(stage);  // a convert killed before it published: its folder, never the lab
+  }
+  std::vector<std::string> moved;
+  try {
+    fs::create_directory(stage, real);
+    write_file_atomic((stage / kConvertMark).string(), "hsm lab convert of " + real.string() + "\n");
+    for (const fs::directory_entry& e : fs::directory_iterator(real))
+      if (e.path().filename() != "runs") link_tree(e.path(), stage / e.path().filename());
+    if (fs::exists(fs::symlink_status(real / "runs"))) {
+      fs::create_directory(stage / "runs", real / "runs");
+      for (const fs::directory_entry& e : fs::directory_iterator(real / "runs")) {
+        const std::string name = e.path().filename().string();
+        const auto p = point_of.find(name);
+        const std::string to = p == point_of.end() ? name : p->second->name;
+        link_tree(e.path(), stage / "runs" / to);
+        if (to != name) moved.push_back("runs/" + name + " -> runs/" + to);
+      }
     }
-    const auto scored = scores.find(old);
-    if (scored == scores.end()) continue;  // not scored: the point trains (or resumes) when the lab continues
-    PointState s;
-    s.state = "done";
-    s.scored = true;
-    s.score = scored->second;
-    write_point_state(dir, *p, s);
+    for (const auto& [old, p] : point_of) {
+      const auto scored = scores.find(old);
+      if (scored == scores.end()) continue;  // not scored: the point trains (or resumes) when the lab continues
+      PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score = scored->second;
+      write_point_state(stage.string(), *p, s);
+    }
+    write_sweep_manifest(stage.string(), sweep);
+    if (::renameat2(AT_FDCWD, real.c_str(), AT_FDCWD, stage.c_str(), RENAME_EXCHANGE) != 0)
+      throw std::runtime_error("could not put the converted lab in place of '" + real.string() + "' (" +
+                               std::strerror(errno) + "); the lab is as it was");
+  } catch (...) {
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(real / "sweep.json", ec))) fs::remove_all(stage, ec);  // not published
+    throw;
   }
-  // Last: until sweep.json is written the folder is still the older lab (lab.json alone).
-  write_sweep_manifest(dir, sweep);
+  // Published: `stage` now holds the older layout's names, whose files live on in the lab. The
+  // mark goes with it (one rename), so that a convert killed now leaves nothing in the lab.
+  std::error_code ec;
+  fs::rename(real / kConvertMark, stage / kConvertMark, ec);
+  fs::remove_all(stage, ec);
+  if (report)
+    for (const std::string& m : moved) report(m);
 }
 
 }  // namespace hsm

@@ -683,6 +683,13 @@ Sweep load_sweep(const std::string& dir) {
   json j;
   try {
     j = json::parse(read_text_file(manifest.string(), "sweep manifest"));
+    // Said in the grid's words, not the JSON library's (issue 65: "cannot use value() with array").
+    if (!j.is_object() || !j.contains("spec") || !j["spec"].is_object())
+      throw std::invalid_argument(std::string("not a grid's manifest: it must be a JSON object with \"format\", "
+                                              "\"spec\" (an object) and \"points\", as hsm sweep and hsm lab write "
+                                              "it; this one is ") +
+                                  (j.is_object() ? "an object without a \"spec\" object" : "a " + std::string(j.type_name())) +
+                                  ". Start the grid in another folder, or restore the file");
     // Format 1: a sweep of an older hsm, read as it is (it has none of what format 2 added).
     const json format = j.value("format", json(1));
     if (format != 1 && format != 2)
@@ -714,8 +721,13 @@ PointState read_point_state(const std::string& dir, const SweepPoint& p, std::ve
     s.error = j.value("error", "");
     s.pid = j.value("pid", int64_t{0});
     s.wall_s = j.value("wall_s", 0.0);
-  } catch (const std::exception&) {
-    return PointState{};  // half-written by a killed process (before issue 46's whole writes): as if never started
+  } catch (const std::exception& e) {
+    // Truncated, empty, not JSON (binary, a NaN): written by no hsm since issue 46's whole writes.
+    // As if never started (it trains again), but said (issue 65: it showed as "unfinished" unsaid).
+    if (warnings)
+      warnings->push_back(f.string() + ": damaged (" + json_error_text(e.what()) + "); the point counts as not started and trains again when the "
+                          "grid continues");
+    return PointState{};
   }
   if (j.contains("score")) {
     try {

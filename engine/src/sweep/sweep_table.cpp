@@ -195,9 +195,10 @@ std::vector<SweepRow> sweep_table(const std::string& dir) {
     r.settings = p.settings;
     r.params = count_params(p.model).total();
     r.macs_per_token = model_macs_per_token(p.model, p.model.context);
-    const PointState s = read_point_state(dir, p);
+    std::vector<std::string> damaged;  // a point file that is no state: said in the row (issue 65)
+    const PointState s = read_point_state(dir, p, &damaged);
     r.state = s.state;
-    r.error = s.error;
+    r.error = damaged.empty() ? s.error : damaged.front();
     read_row_metrics(r, sweep_run_dir(dir, p), !p.task.empty());  // a task axis' point too
     rows.push_back(std::move(r));
   }

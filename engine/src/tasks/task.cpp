@@ -1,6 +1,7 @@
 // The task registry, a task's settings and the seeds of its splits (hsm/tasks.h).
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "tasks/task_util.h"
@@ -165,6 +166,7 @@ std::unique_ptr<Task> parse_task(const std::string& spec) {
   if (colon != std::string::npos) {
     std::stringstream items(spec.substr(colon + 1));
     std::string item;
+    std::map<std::string, std::string> given;  // key -> its text, for a key given twice
     while (std::getline(items, item, ',')) {
       if (item.empty()) continue;
       const size_t eq = item.find('=');
@@ -176,6 +178,11 @@ std::unique_ptr<Task> parse_task(const std::string& spec) {
       errno = 0;
       const long long v = std::strtoll(text.c_str(), &end, 10);
       task->get(key);  // an unknown key is named before its value
+      // A key given twice would keep its last value unsaid (issue 65): refused, naming both.
+      if (const auto twice = given.find(key); twice != given.end())
+        throw TaskError(task->name() + ": " + key + " is given twice (" + key + "=" + twice->second + " and " + key +
+                        "=" + text + "); give it once");
+      given[key] = text;
       if (text.empty() || *end != '\0' || errno == ERANGE)
         throw TaskError(task->name() + ": " + key + "='" + text + "' is not a whole number");
       task->set(key, v);
