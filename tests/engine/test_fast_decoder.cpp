@@ -196,9 +196,10 @@ torch::Tensor ulps_of(const torch::Tensor& s) {
 // How far the engine's GELU may be from LibTorch's, from float rounding alone. Both compute
 // x·Φ(x) (Φ through erf) in float, each with its own erf (a polynomial here, LibTorch's scalar
 // or vector one, which changed between 1.13 and 2.6): Φ to a few ulps of 1, times x, so the
-// result differs by a few ulps of max(|x|, 1), not of GELU(x), which is tiny for x << 0. Four
-// ulps holds every release's last bits (LibTorch 2.6 is 1.25 ulps from ours at x near 10);
-// a wrong formula or a wrong tail is thousands of ulps off. Reports the largest gap in ulps.
+// result differs by a few ulps of max(|x|, 1), not of GELU(x), which is tiny for x << 0.
+// Measured: 1 ulp from LibTorch 1.13 (Debian 12), 5 ulps from LibTorch 2.6 (Debian 13, x in
+// [1, 2), where 5 ulps are 1.19e-6); the bound is 8. A wrong formula or a wrong tail is
+// thousands of ulps off. Reports the largest gap in ulps.
 void expect_within_rounding(const torch::Tensor& ours, const torch::Tensor& libtorch, const torch::Tensor& scale,
                             double ulps, const std::string& what) {
   const auto unit = ulps_of(torch::clamp_min(scale.abs(), 1.0));
@@ -210,7 +211,7 @@ TEST(FastDecoder, GeluMatchesLibTorch) {
   auto x = torch::linspace(-12, 12, 20001);
   auto y = x.clone();
   fast::gelu(y.data_ptr<float>(), y.numel());
-  expect_within_rounding(y, torch::gelu(x), x, 4, fast::kernel_set());
+  expect_within_rounding(y, torch::gelu(x), x, 8, fast::kernel_set());
 }
 
 // Each kernel set this CPU has (AVX-512, AVX2, plain loops), the best one restored after.
@@ -256,7 +257,7 @@ TEST(FastKernels, GeluAndItsGradientMatchLibTorchOnEveryKernelSet) {
     auto x = torch::linspace(-12, 12, 200001);  // every vector width and the scalar or masked tail
     auto y = torch::empty_like(x);
     fast::gelu_rows(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
-    expect_within_rounding(y, torch::gelu(x), x, 4, set);
+    expect_within_rounding(y, torch::gelu(x), x, 8, set);
     auto g = torch::randn_like(x);
     auto dx = torch::empty_like(x);
     fast::gelu_backward(x.data_ptr<float>(), g.data_ptr<float>(), dx.data_ptr<float>(), x.numel());
