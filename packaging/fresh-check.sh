@@ -109,7 +109,9 @@ grep -E 'tests passed|tests failed|package-test: (passed|FAILED)|^fuzz' "$out/ma
 in_root dpkg-query -W -f='${Package} ${Version}\n' libtorch-dev qt6-base-dev g++ clang libqcustomplot-dev \
   >"$out/versions.txt" 2>/dev/null || true
 sed 's/^/  /' "$out/versions.txt"
-ls "$run_root/root/hsm-studio/build/"hsm-studio_*.deb 2>/dev/null | xargs -r -n1 basename | sed 's/^/  package: /'
+for deb in "$run_root/root/hsm-studio/build/"hsm-studio_*.deb; do
+  [ -f "$deb" ] && say "package: $(basename "$deb")"
+done
 
 # --- the studio: make run under Xvfb with openbox, a screenshot after it has settled ---
 studio_status=skipped
