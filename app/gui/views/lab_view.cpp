@@ -228,6 +228,10 @@ void LabView::buildFormControls() {
   weightDecays_->setPlaceholderText(tr("none: every run at 0"));
   weightDecays_->setToolTip(tr("Weight decays, comma-separated (MAD: 0, 0.1): an axis; each cell keeps the best over "
                                "learning rate x weight decay. Empty: no axis, every run at 0"));
+  buildFolderControls();
+}
+
+void LabView::buildFolderControls() {
   folder_ = new QLineEdit;
   folder_->setObjectName(QStringLiteral("lab_folder"));
   folder_->setPlaceholderText(tr("lab folder (created if missing)"));
@@ -354,6 +358,16 @@ QWidget* LabView::buildResults() {
   rightLayout->addWidget(estimate_);
   rightLayout->addWidget(status_);
   rightLayout->addWidget(training_);
+  // Until a lab is shown, what the Lab answers in the room of the grid, its plots and its log.
+  gridPages_ = new QStackedWidget;
+  gridPages_->setObjectName(QStringLiteral("lab_pages"));
+  gridPages_->addWidget(scrollWhenShort(intro_, Qt::ScrollBarAlwaysOff));
+  gridPages_->addWidget(scrollWhenShort(buildGridPlotsAndLog()));  // they scroll on a short screen, the buttons stay
+  rightLayout->addWidget(gridPages_, 1);
+  return right;
+}
+
+QWidget* LabView::buildGridPlotsAndLog() {
   auto* lower = new QSplitter(Qt::Vertical);
   auto* gridBox = new QWidget;
   auto* gridLayout = new QVBoxLayout(gridBox);
@@ -374,13 +388,7 @@ QWidget* LabView::buildResults() {
   lower->setStretchFactor(0, 3);
   lower->setStretchFactor(1, 3);
   lower->setStretchFactor(2, 1);
-  // Until a lab is shown, what the Lab answers in the room of the grid, its plots and its log.
-  gridPages_ = new QStackedWidget;
-  gridPages_->setObjectName(QStringLiteral("lab_pages"));
-  gridPages_->addWidget(scrollWhenShort(intro_, Qt::ScrollBarAlwaysOff));
-  gridPages_->addWidget(scrollWhenShort(lower));  // the grid, plots and log scroll on a short screen, the buttons stay
-  rightLayout->addWidget(gridPages_, 1);
-  return right;
+  return lower;
 }
 
 void LabView::connectSignals() {

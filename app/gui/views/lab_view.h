@@ -112,6 +112,7 @@ class LabView : public StudioView {
  private:
   void build();
   void buildFormControls();    // the tasks, the models and the budget
+  void buildFolderControls();  // the lab's folder, Browse and what Run will cost
   static QString cellText(const hsm::LabCell& cell);
   static QString cellToolTip(const hsm::LabCell& cell);
   static PlotSeries chanceLine(const QVector<double>& x, double chance);
@@ -120,6 +121,7 @@ class LabView : public StudioView {
   void buildResultControls();  // the grid and its plots
   QWidget* buildForm();
   QWidget* buildResults();
+  QWidget* buildGridPlotsAndLog();  // the grid with its key, the two plots and the log
   void connectSignals();
   // Shows lab `dir`'s grid and cells. Another lab than the one shown (issue 48, no stale view):
   // its cell curve and log go at once; the same lab's shown cell is drawn again with its new points.
