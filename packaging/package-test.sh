@@ -1,10 +1,3 @@
-release=$(. /etc/os-release && if [ -z "${VERSION_ID:-}" ]; then :; elif [ "$ID" = debian ]; then echo "deb$VERSION_ID"; else echo "$ID$VERSION_ID"; fi)
-if [ -n "$release" ]; then
-  case "$(dpkg-deb -f "$deb" Version)" in
-    *"+$release") ;;
-    *) echo "package-test: $(basename "$deb") is version $(dpkg-deb -f "$deb" Version), not built for $release" >&2; exit 1 ;;
-  esac
-fi
 #!/usr/bin/env bash
 # `make package-test`: installs the .deb as a user would (apt, which pulls in its
 # dependencies), runs the installed programs from /tmp, far from the source tree, checks the
@@ -64,11 +57,13 @@ trap remove EXIT
 
 # The package says which release it was built for (packaging/deb.cmake): its Depends are this
 # machine's libraries, so a Debian 12 package must not pass for a Debian 13 one.
-release=$(. /etc/os-release && if [ "$ID" = debian ] && [ -n "${VERSION_ID:-}" ]; then echo "deb$VERSION_ID"; else echo "${ID}${VERSION_ID:-}"; fi)
-case "$(dpkg-deb -f "$deb" Version)" in
-  *"+$release") ;;
-  *) echo "package-test: $(basename "$deb") is version $(dpkg-deb -f "$deb" Version), not built for $release" >&2; exit 1 ;;
-esac
+release=$(. /etc/os-release && if [ -z "${VERSION_ID:-}" ]; then :; elif [ "$ID" = debian ]; then echo "deb$VERSION_ID"; else echo "$ID$VERSION_ID"; fi)
+if [ -n "$release" ]; then
+  case "$(dpkg-deb -f "$deb" Version)" in
+    *"+$release") ;;
+    *) echo "package-test: $(basename "$deb") is version $(dpkg-deb -f "$deb" Version), not built for $release" >&2; exit 1 ;;
+  esac
+fi
 echo "package-test: installing $(basename "$deb")"
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$deb" >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; exit 1; }
 
