@@ -446,6 +446,15 @@ TEST_F(HostileWords, ThreadsBeyondTheCoresAreCappedWithANote) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex("note: --threads 100000 is more than this machine's [0-9]+ cores?; "
                                                   "using [0-9]+")))
       << r.out;
+  // `hsm train --threads` is a setting saved with the run (0 to 1024): a count above the cores is
+  // kept in config.json, and the run uses the cores, saying so in its log.
+  const std::string common_many = std::regex_replace(common(), std::regex("--threads 1"), "--threads 1000");
+  const Result t = shell(hsm() + " train --config '" + dir_ + "/tiny.json' --out '" + dir_ + "/threads-run'" +
+                         common_many + " --steps 2 --batch 8 --eval-batches 1");
+  EXPECT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_TRUE(std::regex_search(t.out, std::regex("note: --threads 1000 is more than this machine's [0-9]+ cores?; "
+                                                  "using [0-9]+")))
+      << t.out;
 }
 
 // A seed never wraps round to 0 (random): -1 and 2^64 - 1 are refused, and the largest seed's

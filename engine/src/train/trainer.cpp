@@ -644,7 +644,15 @@ TrainSummary Trainer::Impl::Run::finished_early_summary(const std::string& why) 
 
 // ---- model and optimizer ------------------------------------------------------------------------
 void Trainer::Impl::Run::build_model() {
-  set_cpu_threads(spec.threads > 0 ? spec.threads : ts.threads);
+  // More threads than cores only wait on each other (1024 on two cores took ~860 OS threads and
+  // a minute for four tokens, issue 65); the setting is kept as saved, the run uses the cores.
+  int threads = spec.threads > 0 ? spec.threads : ts.threads;
+  if (threads > machine_cores()) {
+    log("note: --threads " + std::to_string(threads) + " is more than this machine's " +
+        std::to_string(machine_cores()) + " cores; using " + std::to_string(machine_cores()));
+    threads = machine_cores();
+  }
+  set_cpu_threads(threads);
   device = dp ? dp->device() : compat::parse_device(ts.device);  // a rank's own GPU (train/distributed.h)
   bf16 = ts.bf16 && device.is_cuda() && compat::autocast_supported();
   // HSM_STEP_SYNC (docs/performance.md, "On a GPU"): "every" reads each step's loss on the host (a
