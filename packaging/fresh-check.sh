@@ -130,7 +130,7 @@ if [ "$studio" -eq 1 ] && [ "$status" -eq 0 ]; then
     for i in $(seq 1 60); do sleep 1; kill -0 $app 2>/dev/null || break; done
     alive=0; kill -0 $app 2>/dev/null && alive=1
     import -window root /check-out/studio.png || true
-    pkill -f build/app/hsm-studio || true
+    pkill -x hsm-studio || true  # by name: a pattern would match this shell'"'"'s own command line
     kill $wm $x 2>/dev/null || true
     wait $app 2>/dev/null
     [ "$alive" -eq 1 ]' || studio_status=$?
