@@ -6,6 +6,7 @@
 #include "hsm/mixer_kind.h"
 #include "hsm/presets.h"
 #include "model/model.h"
+#include "model_test_util.h"
 
 using namespace hsm;
 
@@ -22,16 +23,8 @@ ModelConfig config_with(const std::vector<LayerSpec>& layers) {
 }
 
 void expect_cached_equals_uncached(const ModelConfig& c, const std::string& what) {
-  torch::manual_seed(5);
-  Gpt model(c);
-  model->to(torch::kFloat64);
-  model->eval();
+  Gpt model = test::make_model(c);  // fp64, the (a,b) weights off their equal initial values
   torch::NoGradGuard no_grad;
-  {
-    // Move the (a,b) weights off their equal initial values so a wrong shift would show.
-    for (auto& p : model->named_parameters())
-      if (p.key().find(".mixer.") != std::string::npos && p.value().dim() <= 1) p.value().uniform_(-1.5, 1.5);
-  }
   auto idx = torch::randint(0, c.vocab_size, {2, c.context}, torch::kLong);
   auto full = model->forward(idx);  // [2, T, V]
   DecodeState state;
