@@ -27,6 +27,7 @@
 #include "gui/run_list.h"
 #include "gui/starter_run.h"
 #include "gui/studio_settings.h"
+#include "gui/view_registry.h"
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/experiments_view.h"
@@ -41,7 +42,6 @@
 #include "gui/engine/grid_runner.h"
 #include "gui/views/start_page.h"
 #include "gui/views/training_view.h"
-#include "gui/views/view_registry.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
@@ -88,7 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   start_ = new StartPage;
   tabs_ = new QTabWidget;
   tabs_->setDocumentMode(true);
-  // The views, a tab each, in the registry's order (views/view_registry.h). An exported file's
+  // The views, a tab each, in the registry's order (view_registry.h). An exported file's
   // name says what it is of (widgets/widget_export.h: export_stem): the view's id here, the
   // current run below.
   for (const ViewEntry& entry : viewRegistry()) {
@@ -367,7 +367,7 @@ void MainWindow::toggleHelp() {
 
 help::HelpPanel* MainWindow::showHelp() {
   if (!helpPanel_) {
-    helpPanel_ = new help::HelpPanel(this);
+    helpPanel_ = new help::HelpPanel(viewRegistry(), this);
     helpPanel_->resize(helpSize(screen() ? screen()->availableGeometry().size() : QSize(1920, 1080)));
   }
   if (!helpPanel_->isVisible()) helpPanel_->move(helpPosition(helpPanel_->frameGeometry().size()));
@@ -403,7 +403,7 @@ void MainWindow::updateHelp() {
 
 help::Tour* MainWindow::startTour() {
   if (!tour_) {
-    tour_ = new help::Tour([this](int view) { view < 0 ? showStartPage() : showView(view); },
+    tour_ = new help::Tour(viewRegistry(), [this](int view) { view < 0 ? showStartPage() : showView(view); },
                            [this] { return runs_->count() > 0 ? runs_->count() : openBundledModels(); }, this);
   }
   tour_->goTo(0);

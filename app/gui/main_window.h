@@ -1,6 +1,6 @@
 #pragma once
 // The studio's window: menus and shortcuts, the run selector every view shares, the views of
-// the view registry (views/view_registry.h) as tabs with their View menu entries, a start page
+// the view registry (view_registry.h) as tabs with their View menu entries, a start page
 // tab, a status bar with the device and the current model, preferences in QSettings.
 #include <QMainWindow>
 #include <vector>
@@ -38,7 +38,7 @@ class Tour;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  // The views' tab indices: their order in the view registry (views/view_registry.h). A view
+  // The views' tab indices: their order in the view registry (view_registry.h). A view
   // the window wires to another needs a name here; any other view is reached by its index.
   enum View { kArchitecture = 0, kTraining, kWeights, kDiagnostics, kPlayground, kProbe, kLosses, kLab, kExperiments, kTrace };
 

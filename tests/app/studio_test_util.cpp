@@ -13,7 +13,7 @@
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
-#include "gui/views/view_registry.h"
+#include "gui/view_registry.h"
 #include "gui/views/weights_view.h"
 #include "hsm/trainer.h"
 

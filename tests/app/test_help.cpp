@@ -20,10 +20,11 @@
 #include <QToolButton>
 #include <cstring>
 
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
 #include "gui/main_window.h"
+#include "gui/view_registry.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
@@ -274,7 +275,7 @@ TEST(Help, FormulasShowSubscriptsAndPowersNotTheirSourceNotation) {
   EXPECT_EQ(help::formulaHtml(QStringLiteral("y_i = Σ_{j≤i} w_ij v_j / 2^l")),
             QStringLiteral("y<sub>i</sub> = Σ<sub>j≤i</sub> w<sub>ij</sub> v<sub>j</sub> / 2<sup>l</sup>"));
   hsm::ModelConfig gpt = hsm::load_preset_or_config("gpt");
-  const QString html = help::viewHelpHtml(MainWindow::kDiagnostics, &gpt);
+  const QString html = help::viewHelpHtml(viewEntry(MainWindow::kDiagnostics), &gpt);
   EXPECT_TRUE(html.contains(QStringLiteral("<sub>j≤i</sub>"))) << html.toStdString();
   EXPECT_FALSE(html.contains(QStringLiteral("_{"))) << html.toStdString();
   EXPECT_FALSE(html.contains(QStringLiteral("^"))) << html.toStdString();

@@ -25,7 +25,7 @@
 #include <cstdio>
 
 #include "gui/main_window.h"
-#include "gui/views/view_registry.h"
+#include "gui/view_registry.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/views/diagnostics_view.h"

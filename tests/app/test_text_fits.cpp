@@ -36,7 +36,7 @@
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/presentation_mode.h"
-#include "gui/views/view_registry.h"
+#include "gui/view_registry.h"
 #include "gui/views/weights_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "studio_test_util.h"

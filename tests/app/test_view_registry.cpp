@@ -1,5 +1,5 @@
 // Issue 47: a view is its own files and one entry in the view registry
-// (app/gui/views/view_registry.h). The real window builds every entry's tab, its View menu
+// (app/gui/view_registry.h). The real window builds every entry's tab, its View menu
 // action with its shortcut, which brings the view to the front, and its help; the registry's
 // order is MainWindow::View's.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
 #include "gui/main_window.h"
-#include "gui/views/view_registry.h"
+#include "gui/view_registry.h"
 
 using namespace studio;
 
@@ -99,7 +99,7 @@ TEST(ViewRegistry, OrderIsMainWindowsViewEnumAndTheToursViewsAreRegistered) {
   EXPECT_EQ(viewIndex("no-such-view"), -1);
   EXPECT_EQ(viewEntry(-1), nullptr);
   EXPECT_EQ(viewEntry(static_cast<int>(viewRegistry().size())), nullptr);
-  help::Tour tour(nullptr, nullptr);
+  help::Tour tour(viewRegistry(), nullptr, nullptr);
   for (int step = 0; step < tour.stepCount(); ++step) {
     tour.goTo(step);
     EXPECT_GE(tour.stepView(), step == 0 ? -1 : 0) << "tour step " << step << " names no registered view";

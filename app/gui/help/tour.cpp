@@ -7,11 +7,11 @@
 #include <QSettings>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
-#include "gui/help/glossary.h"
 #include "gui/help/view_help.h"
-#include "gui/views/view_registry.h"
+#include "gui/widgets/glossary.h"
 
 namespace studio::help {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kSeenKey = "help/tour_seen";
 
 struct Step {
-  const char* view;  // the view's id in the registry (views/view_registry.h), nullptr = start page
+  const char* view;  // the view's id in the registry (view_registry.h), nullptr = start page
   const char* text;
 };
 // The order a newcomer meets the ideas: what a model is, what it says, how it learns, what it
@@ -71,8 +71,9 @@ const Step kSteps[] = {
 
 }  // namespace
 
-Tour::Tour(std::function<void(int)> showView, std::function<int()> openDemo, QWidget* parent)
-    : QDialog(parent), showView_(std::move(showView)), openDemo_(std::move(openDemo)) {
+Tour::Tour(const std::vector<ViewEntry>& views, std::function<void(int)> showView, std::function<int()> openDemo,
+           QWidget* parent)
+    : QDialog(parent), views_(views), showView_(std::move(showView)), openDemo_(std::move(openDemo)) {
   setObjectName(QStringLiteral("tour"));
   setWindowTitle(tr("A tour of HSM Studio"));
   title_ = new QLabel;
@@ -111,7 +112,8 @@ void Tour::goTo(int step) {
   if (step_ == 0 && openDemo_) openDemo_();
   const Step& s = kSteps[step_];
   if (showView_) showView_(stepView());
-  title_->setText(QStringLiteral("<h3>%1</h3>").arg(viewTitle(stepView())));
+  const int view = stepView();
+  title_->setText(QStringLiteral("<h3>%1</h3>").arg(viewTitle(view >= 0 ? &views_[static_cast<size_t>(view)] : nullptr)));
   body_->setText(QCoreApplication::translate("tour", s.text));
   counter_->setText(tr("%1 of %2").arg(step_ + 1).arg(stepCount()));
   back_->setEnabled(step_ > 0);
@@ -131,7 +133,12 @@ void Tour::skip() {
 }
 
 QString Tour::stepText() const { return body_->text(); }
-int Tour::stepView() const { return kSteps[step_].view ? viewIndex(kSteps[step_].view) : -1; }
+int Tour::stepView() const {
+  if (!kSteps[step_].view) return -1;
+  for (size_t i = 0; i < views_.size(); ++i)
+    if (std::strcmp(views_[i].id, kSteps[step_].view) == 0) return static_cast<int>(i);
+  return -1;
+}
 
 bool Tour::seen() { return QSettings().value(QLatin1String(kSeenKey), false).toBool(); }
 void Tour::setSeen(bool seen) { QSettings().setValue(QLatin1String(kSeenKey), seen); }

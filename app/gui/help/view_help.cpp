@@ -11,8 +11,7 @@
 #include <set>
 
 #include "gui/engine_types.h"
-#include "gui/help/glossary.h"
-#include "gui/views/view_registry.h"
+#include "gui/widgets/glossary.h"
 #include "hsm/mixer_kind.h"
 
 namespace studio::help {
@@ -68,15 +67,14 @@ QString mixers_html(const hsm::ModelConfig& model) {
 
 }  // namespace
 
-QString viewTitle(int view) {
-  if (const ViewEntry* entry = viewEntry(view)) return entry->tabTitle();
+QString viewTitle(const ViewEntry* view) {
+  if (view) return view->tabTitle();
   return QObject::tr("Start page");
 }
 
-QString viewHelpHtml(int view, const hsm::ModelConfig* model) {
-  const ViewEntry* entry = viewEntry(view);
+QString viewHelpHtml(const ViewEntry* entry, const hsm::ModelConfig* model) {
   const int extras = entry ? entry->helpExtras : ViewEntry::kNoExtra;
-  QString html = QObject::tr("<h2>%1: what am I looking at?</h2>").arg(viewTitle(view));
+  QString html = QObject::tr("<h2>%1: what am I looking at?</h2>").arg(viewTitle(entry));
   html += entry ? entry->helpBody() : QCoreApplication::translate("help", kStartBody);
   // The Lab and Experiments views show grids of their own models, not the current run's.
   if (model && (!entry || (extras & ViewEntry::kCurrentRunsMixers))) html += mixers_html(*model);
@@ -90,7 +88,7 @@ QString viewHelpHtml(int view, const hsm::ModelConfig* model) {
   return html;
 }
 
-HelpPanel::HelpPanel(QWidget* parent) : QDialog(parent) {
+HelpPanel::HelpPanel(const std::vector<ViewEntry>& views, QWidget* parent) : QDialog(parent), views_(views) {
   setObjectName(QStringLiteral("help_panel"));
   setWindowTitle(tr("What am I looking at?"));
   browser_ = new QTextBrowser;
@@ -107,7 +105,8 @@ HelpPanel::HelpPanel(QWidget* parent) : QDialog(parent) {
 
 void HelpPanel::showHelp(int view, const hsm::ModelConfig* model) {
   view_ = view;
-  browser_->setHtml(viewHelpHtml(view, model));
+  const bool known = view >= 0 && view < static_cast<int>(views_.size());
+  browser_->setHtml(viewHelpHtml(known ? &views_[static_cast<size_t>(view)] : nullptr, model));
 }
 
 QString HelpPanel::text() const { return browser_->toPlainText(); }

@@ -22,7 +22,7 @@
 #include <QVBoxLayout>
 
 #include "gui/engine_types.h"
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"
 #include "gui/widgets/plot_panel.h"

@@ -10,7 +10,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/radar_chart.h"

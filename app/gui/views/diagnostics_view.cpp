@@ -24,7 +24,7 @@
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "gui/run_list.h"
 #include "gui/studio_settings.h"
 #include "gui/views/diagnosis_state.h"

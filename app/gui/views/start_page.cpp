@@ -13,7 +13,7 @@
 #include <QVBoxLayout>
 
 #include "gui/engine_types.h"
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "gui/studio_settings.h"
 #include "gui/widgets/layout_helpers.h"
 #include "hsm/presets.h"

@@ -18,7 +18,7 @@
 #include <functional>
 
 #include "gui/engine_types.h"
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "gui/studio_settings.h"
 #include "gui/widgets/field_error.h"
 #include "hsm/params.h"

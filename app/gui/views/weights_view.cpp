@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "gui/engine/engine_host.h"
 #include "gui/run_evaluation.h"
 #include "gui/run_list.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 #include "hsm/mixer_kind.h"
 
 namespace studio {

@@ -1,11 +1,10 @@
 #pragma once
-// The studio's views, one entry each (docs/architecture.md, "Add a view"). MainWindow builds
-// from this list, in its order, the tabs, the View menu with its shortcuts, and the files an
-// export names; "What am I looking at?" (help/view_help.h) and the tour read each view's title
-// and help here. A new view is its own files and one entry in view_registry.cpp.
+// A view's entry in the view registry (view_registry.h): its id, its texts, its shortcut and how
+// to make it. The registry, at the top of the studio's layers, holds one per view; the help and
+// the tour (help/) are given the entries and read their titles and help here, so they know no
+// view's class.
 #include <QKeySequence>
 #include <QString>
-#include <vector>
 
 class QWidget;
 
@@ -35,12 +34,5 @@ struct ViewEntry {
   QString menuLabel() const;
   QString helpBody() const;
 };
-
-// Every view, in tab order: a view's index here is its tab's index (MainWindow::View).
-const std::vector<ViewEntry>& viewRegistry();
-// The index of the view with this id, -1 if none has it.
-int viewIndex(const char* id);
-// The entry of the view at this index; nullptr out of range (the start page is -1).
-const ViewEntry* viewEntry(int index);
 
 }  // namespace studio

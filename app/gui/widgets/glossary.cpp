@@ -1,4 +1,4 @@
-#include "gui/help/glossary.h"
+#include "gui/widgets/glossary.h"
 
 #include <QComboBox>
 #include <QHash>

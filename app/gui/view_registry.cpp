@@ -1,4 +1,4 @@
-#include "gui/views/view_registry.h"
+#include "gui/view_registry.h"
 
 #include <QCoreApplication>
 #include <cstring>
@@ -215,9 +215,5 @@ const ViewEntry* viewEntry(int index) {
   const std::vector<ViewEntry>& views = viewRegistry();
   return index >= 0 && index < static_cast<int>(views.size()) ? &views[static_cast<size_t>(index)] : nullptr;
 }
-
-QString ViewEntry::tabTitle() const { return QCoreApplication::translate("views", title); }
-QString ViewEntry::menuLabel() const { return QCoreApplication::translate("views", menuText); }
-QString ViewEntry::helpBody() const { return QCoreApplication::translate("help", help); }
 
 }  // namespace studio
