@@ -91,6 +91,21 @@ while IFS= read -r -d '' file; do
   check_file "$rel" "$layer"
 done < <(find . \( -name '*.h' -o -name '*.cpp' \) -print0 | sort -z)
 
+# The main window knows the views only through the registry (issue 66): of views/ it includes the
+# views' base class and entries and the two parts of the window itself (the start page, the
+# presentation); a view's class is named in view_registry.cpp alone.
+window_views=" views/studio_view.h views/view_entry.h views/start_page.h views/presentation_mode.h "
+for file in main_window.h main_window.cpp; do
+  n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    [[ $line =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"gui/(views/[^\"]+)\" ]] || continue
+    inc=${BASH_REMATCH[1]}
+    [[ $window_views == *" $inc "* ]] && continue
+    complain "app/gui/$file:$n: #include \"gui/$inc\": the main window reaches a view through the registry (view_registry.h) and StudioView, not its class"
+  done <"$file"
+done
+
 if ((fail)); then
   echo "Layers (lowest first): ${layers[*]} (docs/architecture.md, \"The studio's layers\")"
   exit 1

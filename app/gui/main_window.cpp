@@ -25,24 +25,13 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
-#include "gui/starter_run.h"
 #include "gui/studio_settings.h"
-#include "gui/view_registry.h"
-#include "gui/views/architecture_view.h"
-#include "gui/views/diagnostics_view.h"
-#include "gui/views/experiments_view.h"
-#include "gui/views/playground_view.h"
-#include "gui/views/presentation_mode.h"
 #include "gui/help/tour.h"
 #include "gui/help/view_help.h"
-#include "gui/views/losses_view.h"
-#include "gui/views/lab_view.h"
-#include "gui/views/probe_view.h"
-#include "gui/views/trace_view.h"
-#include "gui/engine/grid_runner.h"
+#include "gui/view_registry.h"
+#include "gui/views/presentation_mode.h"
 #include "gui/views/start_page.h"
-#include "gui/views/training_view.h"
-#include "gui/views/weights_view.h"
+#include "gui/views/studio_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
 #include "hsm/errors.h"
@@ -71,15 +60,6 @@ class Page : public QWidget {
 
 }  // namespace
 
-template <class V>
-V* MainWindow::viewAs(int index) const {
-  // The registry's order is MainWindow::View's: a view that is not where its name says is a
-  // registry edit that forgot the enum (tests/app/test_view_registry.cpp says which).
-  auto* typed = qobject_cast<V*>(view(index));
-  if (!typed) qFatal("view registry: tab %d is not a %s", index, V::staticMetaObject.className());
-  return typed;
-}
-
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("HSM Studio"));
   runs_ = new RunList(this);
@@ -97,25 +77,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     views_.push_back(view);
     tabs_->addTab(new Page(view), entry.tabTitle());
   }
-  architecture_ = viewAs<ArchitectureView>(kArchitecture);
-  training_ = viewAs<TrainingView>(kTraining);
-  weights_ = viewAs<WeightsView>(kWeights);
-  diagnostics_ = viewAs<DiagnosticsView>(kDiagnostics);
-  playground_ = viewAs<PlaygroundView>(kPlayground);
-  probe_ = viewAs<ProbeView>(kProbe);
-  losses_ = viewAs<LossesView>(kLosses);
-  lab_ = viewAs<LabView>(kLab);
-  experiments_ = viewAs<ExperimentsView>(kExperiments);
-  trace_ = viewAs<TraceView>(kTrace);
   tabs_->setCurrentIndex(kTraining);
-  lab_->setArchitectureModel([this](const QString& path) { return architecture_->saveConfig(path); });
-  connect(lab_, &LabView::runRequested, this, [this](const QString& dir) {
-    if (openRun(dir).isEmpty()) showView(kDiagnostics);
-  });
-  connect(architecture_, &ArchitectureView::trainRequested, this, [this](const QString& configPath) {
-    if (training_->setModel(configPath)) showView(kTraining);
-  });
-  connect(experiments_, &ExperimentsView::curvesRequested, this, [this] { showView(kTraining); });
+  // What the views ask of each other and of the window (the registry knows their classes).
+  linkViews(views_, start_,
+            {[this](int view) { showView(view); }, [this](const QString& dir) { return openRun(dir); },
+             [this](const QString& message) { statusBar()->showMessage(message, 15000); }});
 
   startTab_ = new Page(start_);
   addStartTab();
@@ -130,7 +96,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->setCornerWidget(helpButton, Qt::TopRightCorner);
   connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::updateHelp);
   setCentralWidget(tabs_);
-  presentation_ = new PresentationMode(playground_, this);
+  presentation_ = makePresentation(views_, this);
 
   // Run selector shared by every view.
   auto* bar = addToolBar(tr("Runs"));
@@ -219,23 +185,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(engine_, &EngineHost::trainingFailed, this, [this] {
     if (closeAfterStop_) close();
   });
-  connect(training_, &TrainingView::trainingFailed, this, [this](const QString& message) {
-    statusBar()->showMessage(tr("Training failed: %1").arg(message), 15000);
-  });
 
   // Start page.
   connect(start_, &StartPage::openRunRequested, this, &MainWindow::openRunDialog);
   connect(start_, &StartPage::openRecentRequested, this, [this](const QString& dir) { openRun(dir); });
-  connect(start_, &StartPage::trainRequested, this, [this](const QString& preset, const QString& corpus) {
-    training_->setModel(preset);
-    if (!corpus.isEmpty()) training_->setCorpus(corpus);
-    showView(kTraining);
-  });
-  connect(start_, &StartPage::trainStarterRequested, this, [this] {
-    showView(kTraining);
-    if (const QString error = startStarterRun(training_); !error.isEmpty())
-      QMessageBox::warning(this, tr("Train a small model now"), error);
-  });
 
   buildMenus();
   applyEngineSettings();
@@ -264,12 +217,12 @@ void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&New run from preset…"), QKeySequence::New, this, [this] {
     showView(kTraining);
-    if (auto* box = training_->findChild<QComboBox*>(QStringLiteral("preset"))) box->setFocus();
+    if (auto* box = view(kTraining)->findChild<QComboBox*>(QStringLiteral("preset"))) box->setFocus();
   });
   file->addAction(tr("&Open run folder…"), QKeySequence::Open, this, &MainWindow::openRunDialog);
   file->addAction(tr("Open a &lab folder…"), this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a lab folder"));
-    if (!dir.isEmpty() && lab_->openLab(dir)) showView(kLab);
+    if (!dir.isEmpty() && studioView(kLab)->openFolder(dir)) showView(kLab);
   });
   file->addAction(tr("Open the &demo models"), this, [this] {
     if (openBundledModels() == 0)
@@ -322,6 +275,11 @@ int MainWindow::viewCount() const { return static_cast<int>(views_.size()); }
 
 QWidget* MainWindow::view(int index) const { return views_.at(static_cast<size_t>(index)); }
 
+StudioView* MainWindow::studioView(int index) const {
+  auto* studio = qobject_cast<StudioView*>(view(index));
+  if (!studio) qFatal("view registry: tab %d is no StudioView", index);
+  return studio;
+}
 
 void MainWindow::showStartPage() {
   start_->refreshRecent();
@@ -439,7 +397,7 @@ int MainWindow::openBundledModels() {
     }
   }
   if (opened > 0) {
-    if (!playground_->paperPrompts().isEmpty()) playground_->setPrompt(playground_->paperPrompts().first());
+    for (int i = 0; i < viewCount(); ++i) studioView(i)->demoModelsOpened();
     showView(kPlayground);
   }
   return opened;
@@ -457,7 +415,7 @@ void MainWindow::openSweepDialog() {
   if (dir.isEmpty()) return;
   StudioSettings::setDialogFolder(dir);
   showView(kExperiments);
-  experiments_->openSweep(dir);
+  studioView(kExperiments)->openFolder(dir);
 }
 
 void MainWindow::refreshRecentMenu() {
@@ -468,7 +426,7 @@ void MainWindow::refreshRecentMenu() {
 }
 
 QStringList MainWindow::exportPlots(const QString& folder, QString* error) {
-  return training_->exportPlots(folder, error);
+  return studioView(kTraining)->exportPlots(folder, error);
 }
 
 void MainWindow::exportDialog() {
@@ -569,21 +527,20 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   }
   // A lab or a sweep trains in processes of its own: closing stops them (each run at its step,
   // with its checkpoint), so ask first, as for training.
-  const bool labRunning = lab_->isRunning(), sweepRunning = experiments_->runner()->running();
-  if (labRunning || sweepRunning) {
+  QString running;  // the first view's work that closing stops ("lab", "sweep")
+  for (int i = 0; i < viewCount() && running.isEmpty(); ++i) running = studioView(i)->runningWork();
+  if (!running.isEmpty()) {
     const auto answer = QMessageBox::question(
-        this, labRunning ? tr("A lab is running") : tr("A sweep is running"),
+        this, tr("A %1 is running").arg(running),
         tr("Stop it now? Each run stops at its step and keeps its checkpoint; running the %1 again continues it.")
-            .arg(labRunning ? tr("lab") : tr("sweep")),
+            .arg(running),
         QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
     if (answer != QMessageBox::Yes) {
       event->ignore();
       return;
     }
-    if (labRunning) lab_->cancelLab();
-    if (sweepRunning) experiments_->cancelSweep();
   }
-  playground_->stop();
+  for (int i = 0; i < viewCount(); ++i) studioView(i)->stopForClose();
   StudioSettings::setGeometry(saveGeometry());
   StudioSettings::setWindowState(saveState());
   event->accept();

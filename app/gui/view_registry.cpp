@@ -1,7 +1,10 @@
 #include "gui/view_registry.h"
 
 #include <QCoreApplication>
+#include <QMessageBox>
 #include <cstring>
+
+#include "gui/starter_run.h"
 
 #include "gui/views/architecture_view.h"
 #include "gui/views/diagnostics_view.h"
@@ -9,7 +12,9 @@
 #include "gui/views/lab_view.h"
 #include "gui/views/losses_view.h"
 #include "gui/views/playground_view.h"
+#include "gui/views/presentation_mode.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/start_page.h"
 #include "gui/views/trace_view.h"
 #include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
@@ -214,6 +219,56 @@ int viewIndex(const char* id) {
 const ViewEntry* viewEntry(int index) {
   const std::vector<ViewEntry>& views = viewRegistry();
   return index >= 0 && index < static_cast<int>(views.size()) ? &views[static_cast<size_t>(index)] : nullptr;
+}
+
+namespace {
+
+// The registry's view with this id as its class (the registry made it so).
+template <class V>
+V* viewOf(const std::vector<QWidget*>& views, const char* id) {
+  const int index = viewIndex(id);
+  V* view = index >= 0 && index < static_cast<int>(views.size()) ? qobject_cast<V*>(views[static_cast<size_t>(index)]) : nullptr;
+  if (!view) qFatal("view registry: no %s view '%s'", V::staticMetaObject.className(), id);
+  return view;
+}
+
+}  // namespace
+
+void linkViews(const std::vector<QWidget*>& views, StartPage* start, const ViewLinks& links) {
+  auto* architecture = viewOf<ArchitectureView>(views, "architecture");
+  auto* training = viewOf<TrainingView>(views, "training");
+  auto* lab = viewOf<LabView>(views, "lab");
+  auto* experiments = viewOf<ExperimentsView>(views, "experiments");
+  const int trainingIndex = viewIndex("training"), diagnosticsIndex = viewIndex("diagnostics");
+  lab->setArchitectureModel([architecture](const QString& path) { return architecture->saveConfig(path); });
+  QObject::connect(lab, &LabView::runRequested, lab, [links, diagnosticsIndex](const QString& dir) {
+    if (links.openRun(dir).isEmpty()) links.showView(diagnosticsIndex);
+  });
+  QObject::connect(architecture, &ArchitectureView::trainRequested, training,
+                   [links, training, trainingIndex](const QString& configPath) {
+                     if (training->setModel(configPath)) links.showView(trainingIndex);
+                   });
+  QObject::connect(experiments, &ExperimentsView::curvesRequested, training,
+                   [links, trainingIndex] { links.showView(trainingIndex); });
+  QObject::connect(training, &TrainingView::trainingFailed, training, [links](const QString& message) {
+    links.showStatus(QCoreApplication::translate("studio::MainWindow", "Training failed: %1").arg(message));
+  });
+  QObject::connect(start, &StartPage::trainRequested, training,
+                   [links, training, trainingIndex](const QString& preset, const QString& corpus) {
+                     training->setModel(preset);
+                     if (!corpus.isEmpty()) training->setCorpus(corpus);
+                     links.showView(trainingIndex);
+                   });
+  QObject::connect(start, &StartPage::trainStarterRequested, training, [links, training, trainingIndex] {
+    links.showView(trainingIndex);
+    if (const QString error = startStarterRun(training); !error.isEmpty())
+      QMessageBox::warning(training->window(), QCoreApplication::translate("studio::MainWindow", "Train a small model now"),
+                           error);
+  });
+}
+
+PresentationMode* makePresentation(const std::vector<QWidget*>& views, QWidget* window) {
+  return new PresentationMode(viewOf<PlaygroundView>(views, "playground"), window);
 }
 
 }  // namespace studio

@@ -681,4 +681,8 @@ void ExperimentsView::cancelSweep() {
   sweepStatus_->setText(tr("Cancelling: the point under way stops at its next step with a checkpoint…"));
 }
 
+QString ExperimentsView::runningWork() const { return runner()->running() ? tr("sweep") : QString(); }
+
+void ExperimentsView::stopForClose() { cancelSweep(); }
+
 }  // namespace studio

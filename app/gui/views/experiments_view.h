@@ -84,6 +84,9 @@ class ExperimentsView : public StudioView {
   bool startSweep();
   void cancelSweep();
   GridRunner* runner() const { return state_->runner(); }
+  bool openFolder(const QString& dir) override { return openSweep(dir); }
+  QString runningWork() const override;
+  void stopForClose() override;
   QProgressBar* sweepProgress() const { return progress_; }
   QLabel* sweepStatus() const { return sweepStatus_; }  // the form's line: refusals, progress, the end
 

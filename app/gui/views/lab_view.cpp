@@ -683,6 +683,12 @@ void LabView::onRunnerFinished(bool cancelled, const QString& error) {
 
 bool LabView::isRunning() const { return runner_->running(); }
 
+QString LabView::runningWork() const { return isRunning() ? tr("lab") : QString(); }
+
+void LabView::stopForClose() {
+  if (isRunning()) cancelLab();
+}
+
 void LabView::cancelLab() {
   if (!isRunning()) return;
   runner_->cancel();

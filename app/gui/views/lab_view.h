@@ -102,6 +102,9 @@ class LabView : public StudioView {
   void showCellCurve(int row, int column);
   QList<PlotPanel*> plots() const override;
   const std::vector<hsm::LabCell>& cells() const { return cells_; }
+  bool openFolder(const QString& dir) override { return openLab(dir); }
+  QString runningWork() const override;
+  void stopForClose() override;
 
  signals:
   void labFinished(bool cancelled);

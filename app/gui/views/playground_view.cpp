@@ -459,6 +459,10 @@ void PlaygroundView::onFinished(const QVector<int>& notRun) {
 
 void PlaygroundView::stop() { state_->stop(); }
 
+void PlaygroundView::demoModelsOpened() {
+  if (!paperPrompts_.isEmpty()) setPrompt(paperPrompts_.first());
+}
+
 void PlaygroundView::onGenerated(int column, const hsm::GenerationResult& r) {
   Column& c = columns_[column];
   const bool stopping = state_->isStopping();

@@ -73,6 +73,8 @@ class PlaygroundView : public StudioView {
   TokenText* output(int column) const;
   QString lastError() const { return lastError_; }
   QStringList paperPrompts() const { return paperPrompts_; }
+  void demoModelsOpened() override;  // the paper's first prompt in the prompt field
+  void stopForClose() override { stop(); }
 
   // Provenance (issue 22): what generated tokens `tokens` of a column drew on, the sum of their
   // rows of the attention rollout (hsm/probe.h), shown as a tint over the text the model saw.

@@ -36,6 +36,22 @@ class StudioView : public QWidget {
   // shows none).
   QString whatIfBanner() const;
 
+  // What the window asks of any view (MainWindow knows the views only as StudioViews):
+  // Opens a folder of the view's own kind (the Lab: a lab folder; Experiments: a sweep folder);
+  // false, with the reason shown, when it holds none. A view of the current run opens none.
+  virtual bool openFolder(const QString& dir) {
+    Q_UNUSED(dir);
+    return false;
+  }
+  // The bundled demo models were opened (the Playground readies the paper's first prompt).
+  virtual void demoModelsOpened() {}
+  // What the view runs in processes of its own that closing the studio stops, for the question
+  // "A lab is running": "lab", "sweep"; empty when nothing runs.
+  virtual QString runningWork() const { return {}; }
+  // The studio closes: stop what the view runs (a lab's or a sweep's runs at their step, with
+  // their checkpoints; a generation).
+  virtual void stopForClose() {}
+
  protected:
   // The current run switched, or was closed, or its checkpoint changed: drop (or hide) at once
   // whatever the view shows of another run, so nothing of it is left under the new run's
