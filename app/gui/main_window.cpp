@@ -64,7 +64,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("HSM Studio"));
   runs_ = new RunList(this);
   engine_ = new EngineHost(this);
+  buildTabs();
+  buildRunBar();
+  connectRuns();
+  buildStatusBar();
+  connectEngine();
+  buildMenus();
+  applyEngineSettings();
+  updateStatus();
+  restoreWindow();
+}
 
+void MainWindow::buildTabs() {
   start_ = new StartPage;
   tabs_ = new QTabWidget;
   tabs_->setDocumentMode(true);
@@ -82,7 +93,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   linkViews(views_, start_,
             {[this](int view) { showView(view); }, [this](const QString& dir) { return openRun(dir); },
              [this](const QString& message) { statusBar()->showMessage(message, 15000); }});
-
+  connect(start_, &StartPage::openRunRequested, this, &MainWindow::openRunDialog);
+  connect(start_, &StartPage::openRecentRequested, this, [this](const QString& dir) { openRun(dir); });
   startTab_ = new Page(start_);
   addStartTab();
   tabs_->setCurrentWidget(startTab_);
@@ -97,8 +109,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::updateHelp);
   setCentralWidget(tabs_);
   presentation_ = makePresentation(views_, this);
+}
 
-  // Run selector shared by every view.
+void MainWindow::buildRunBar() {
+  // The run selector every view shares, with Open, Close and Present.
   auto* bar = addToolBar(tr("Runs"));
   bar->setObjectName(QStringLiteral("runs_toolbar"));
   bar->setMovable(false);
@@ -135,6 +149,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
     runs_->close(row);
   });
+}
+
+void MainWindow::connectRuns() {
   connect(runCombo_, &QComboBox::currentIndexChanged, runs_, &RunList::setCurrent);
   connect(runs_, &RunList::currentChanged, this, [this](int row) {
     setProperty("exportRun", row >= 0 ? runs_->at(row).dir : QString());
@@ -159,8 +176,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                  .arg(problems.size() > 1 ? tr(" (and %1 more lines)").arg(problems.size() - 1) : QString()),
                              15000);
   });
+}
 
-  // Status bar.
+void MainWindow::buildStatusBar() {
+  // The current model on the left; training and the device on the right.
   deviceLabel_ = new QLabel;
   deviceLabel_->setObjectName(QStringLiteral("device_label"));
   modelLabel_ = new QLabel;
@@ -169,6 +188,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addWidget(modelLabel_, 1);
   statusBar()->addPermanentWidget(trainingLabel_);
   statusBar()->addPermanentWidget(deviceLabel_);
+}
+
+void MainWindow::connectEngine() {
   connect(engine_, &EngineHost::systemInfo, this, [this](const hsm::SystemInfo& info, const QString& device) {
     deviceDescription_ = device;
     versions_ = tr("Engine %1 · LibTorch %2 · Qt %3 · %4 CPU cores · %5 CUDA device(s)")
@@ -185,14 +207,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(engine_, &EngineHost::trainingFailed, this, [this] {
     if (closeAfterStop_) close();
   });
+}
 
-  // Start page.
-  connect(start_, &StartPage::openRunRequested, this, &MainWindow::openRunDialog);
-  connect(start_, &StartPage::openRecentRequested, this, [this](const QString& dir) { openRun(dir); });
-
-  buildMenus();
-  applyEngineSettings();
-  updateStatus();
+void MainWindow::restoreWindow() {
   // A first start fits the screen it opens on (the layouts set the smallest size, 1024x600
   // fits); afterwards the window comes back as it was left.
   if (const QScreen* s = screen()) {
@@ -214,6 +231,12 @@ QSize MainWindow::firstSize(const QSize& available) {
 }
 
 void MainWindow::buildMenus() {
+  buildFileMenu();
+  buildViewMenu();
+  buildHelpMenu();
+}
+
+void MainWindow::buildFileMenu() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&New run from preset…"), QKeySequence::New, this, [this] {
     showView(kTraining);
@@ -238,7 +261,9 @@ void MainWindow::buildMenus() {
   file->addAction(tr("&Preferences…"), QKeySequence::Preferences, this, &MainWindow::preferencesDialog);
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+}
 
+void MainWindow::buildViewMenu() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Start page"), QKeySequence(Qt::CTRL | Qt::Key_0), this, &MainWindow::showStartPage);
   for (int i = 0; i < viewCount(); ++i) {
@@ -248,7 +273,9 @@ void MainWindow::buildMenus() {
   }
   view->addSeparator();
   view->addAction(tr("Pr&esentation"), QKeySequence(Qt::Key_F11), this, &MainWindow::enterPresentation);
+}
 
+void MainWindow::buildHelpMenu() {
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&What am I looking at?"), QKeySequence::HelpContents, this, &MainWindow::toggleHelp);
   help->addAction(tr("Take the &tour"), this, &MainWindow::startTour);

@@ -113,7 +113,17 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
-  void buildMenus();
+  // The constructor's steps, in order.
+  void buildTabs();       // the registry's views and the start page, a tab each, linked
+  void buildRunBar();     // the run selector every view shares, Open, Close, Present
+  void connectRuns();     // the selector, the status and Recent follow the open runs
+  void buildStatusBar();  // the current model, training, the device
+  void connectEngine();   // the device's description, training's state, closing after a stop
+  void buildMenus();      // File, View (an entry per view), Help
+  void buildFileMenu();
+  void buildViewMenu();
+  void buildHelpMenu();
+  void restoreWindow();   // a first start fits the screen; later ones come back as left
   void openRunDialog();
   void openSweepDialog();
   void exportDialog();

@@ -7,13 +7,16 @@
 // The studio's budget: the GUI thread never works longer than kBusyBudgetMs at a stretch
 // (max_busy_ms), with the paper-size models too; the report says so per phase and names the
 // slowest events (slowest_events) when it does not.
+#include <QJsonArray>
 #include <QJsonObject>
+#include <QStringList>
 #include <QString>
 #include <functional>
 
 namespace studio {
 
 class MainWindow;
+class StallMonitor;
 
 constexpr double kBusyBudgetMs = 50;
 
@@ -42,6 +45,43 @@ class SmokeDriver {
   QJsonObject run();
 
  private:
+  // What the session has found so far: the report's fields, and the runs it made.
+  struct Session {
+    QString out;         // where runs and exports go
+    QString model;       // the first model's config (or preset), which the second run trains too
+    QString source;      // the first run's folder
+    QString second;      // the run trained while the first generates
+    QString trainError;  // what the last failed training said
+    QJsonArray exports, runs;
+    QString text;
+    int generated = 0;
+    int weightLayers = 0, diagnosedLayers = 0;
+    double labAccuracy = -1;  // the smoke lab's one cell (-1: not reached)
+    int experimentRows = 0;   // the Experiments view's rows for the open runs
+    int tracedLayers = 0;     // the Trace view's layers of the first run (0: no trace shown)
+    QString traceError;       // what the engine refused of the trace
+    QStringList failed;       // the phases that failed and the session went on past: each in "error"
+    QString error;            // the phase the session stopped at
+  };
+
+  // The phases, in order (run() calls them through runPhases()); each false when the session
+  // cannot go on, the reason in s_.error.
+  bool runPhases();
+  bool openWindow();
+  bool firstModel();             // the given run folder, or one trained here
+  bool noTrainingFailure();           // false, saying so, when the last training failed
+  bool generateWhileTraining();  // a second run trains while the first generates
+  bool showTraining();
+  bool showArchitectureAndWeights();
+  bool diagnose();
+  bool probe();
+  bool trace();
+  bool lab();
+  bool experiments();
+  bool exportPlots();
+  QJsonObject report(double seconds) const;
+  void insertStalls(QJsonObject& report) const;
+
   bool train(const QString& runDir, const QString& model, const QString& tokenizer, QString& error);
   bool waitFor(const std::function<bool()>& done, QString& error);
   void screenshot(const QString& name);
@@ -52,6 +92,8 @@ class SmokeDriver {
   SmokeOptions options_;
   qint64 deadlineMs_ = 0;
   qint64 stepsTrained_ = 0;
+  Session s_;
+  StallMonitor* stalls_ = nullptr;  // while run() runs
 };
 
 }  // namespace studio

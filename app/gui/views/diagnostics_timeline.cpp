@@ -42,6 +42,13 @@ double DiagnosticsTimeline::value(const hsm::DiagnosticsLayerRecord& layer, int 
 }
 
 DiagnosticsTimeline::DiagnosticsTimeline(QWidget* parent) : QWidget(parent) {
+  buildControls();
+  layOut();
+  connectSignals();
+  setRun(QString());
+}
+
+void DiagnosticsTimeline::buildControls() {
   indicatorBox_ = new QComboBox;
   indicatorBox_->setObjectName(QStringLiteral("timeline_indicator"));
   indicatorBox_->addItems(indicatorChoices());
@@ -70,7 +77,9 @@ DiagnosticsTimeline::DiagnosticsTimeline(QWidget* parent) : QWidget(parent) {
   message_->setObjectName(QStringLiteral("timeline_message"));
   message_->setWordWrap(true);
   message_->setStyleSheet(QStringLiteral("color: #555;"));
+}
 
+void DiagnosticsTimeline::layOut() {
   body_ = new QWidget;
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Indicator")));
@@ -88,7 +97,9 @@ DiagnosticsTimeline::DiagnosticsTimeline(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(message_);
   layout->addWidget(body_, 1);
+}
 
+void DiagnosticsTimeline::connectSignals() {
   timer_ = new QTimer(this);
   timer_->setInterval(kPollMs);
   connect(timer_, &QTimer::timeout, this, &DiagnosticsTimeline::poll);
@@ -105,7 +116,6 @@ DiagnosticsTimeline::DiagnosticsTimeline(QWidget* parent) : QWidget(parent) {
     updateLabels();
     emit stepChanged();
   });
-  setRun(QString());
 }
 
 DiagnosticsTimeline::~DiagnosticsTimeline() = default;

@@ -70,6 +70,9 @@ class DiagnosticsTimeline : public QWidget {
   void hasRecordsChanged(bool has);
 
  private:
+  void buildControls();  // the indicator, the plot with its step marker, the slider, the message
+  void layOut();
+  void connectSignals();
   void redraw();
   void markStep();
   void updateLabels();

@@ -77,21 +77,49 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
     : QWidget(parent, Qt::Window), playground_(playground) {
   setObjectName(QStringLiteral("presentation"));
   setWindowTitle(tr("HSM Studio · Presentation"));
-  QSettings settings;
+  buildStory();
+  const QFont readable = buildStatus();
+  QHBoxLayout* bar = buildBar(readable);
+  buildModelName();
+  QGridLayout* prompts = buildPrompts(readable);
+  layOut(bar, prompts, readable);
+  startTypewriter();
+  connectKeys();
+  connectPlayground();
+  updateButtons();
+}
 
+void PresentationMode::buildStory() {
   story_ = new TokenText;
   story_->setObjectName(QStringLiteral("presentation_story"));
   story_->setFrameShape(QFrame::NoFrame);
-  story_->setTextSize(settings.value(QStringLiteral("presentation/text_size"), kDefaultTextSize).toDouble());
-  story_->setTinted(settings.value(QStringLiteral("presentation/tint"), false).toBool());
+  story_->setTextSize(QSettings().value(QStringLiteral("presentation/text_size"), kDefaultTextSize).toDouble());
+  story_->setTinted(QSettings().value(QStringLiteral("presentation/tint"), false).toBool());
   story_->setPlaceholderText(tr("Press “New story” or pick one of the paper's prompts below."));
   story_->setWholeLines(true);  // an overflowing story scrolls by whole lines, none cut at the top
   connect(story_, &TokenText::textSizeStep, this, [this](double step) { setTextSize(textSize() + step); });
+  tint_ = new QCheckBox(tr("Tint by probability"));
+  tint_->setObjectName(QStringLiteral("presentation_tint"));
+  tint_->setToolTip(tr("Colour each word by how likely the model found it: red unlikely, green likely"));
+  tint_->setChecked(story_->tinted());
+  connect(tint_, &QCheckBox::toggled, this, &PresentationMode::setTinted);
+}
 
+QFont PresentationMode::buildStatus() {
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("presentation_status"));
+  status_->setWordWrap(true);
+  QFont readable = status_->font();  // read from the back of the room
+  readable.setPointSizeF(readable.pointSizeF() * 1.25);
+  status_->setFont(readable);
+  return readable;
+}
+
+void PresentationMode::buildNewStoryButton() {
   newStory_ = new QPushButton(tr("New story"));
   newStory_->setObjectName(QStringLiteral("new_story"));
   newStory_->setToolTip(tr("A new story from the Playground's prompt with a fresh random seed (Space or N)"));
-  QFont big = newStory_->font();
+  QFont big = newStory_->font();  // the bar's large font (the model's name too)
   big.setPointSizeF(big.pointSizeF() * 1.4);
   big.setBold(true);
   newStory_->setFont(big);
@@ -99,21 +127,9 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   // Never squeezed below its words on a narrow screen (the bar gives way around it).
   newStory_->setMinimumWidth(newStory_->sizeHint().width() + 16);
   connect(newStory_, &QPushButton::clicked, this, [this] { newStory(); });
+}
 
-  auto* smaller = new QPushButton(tr("A−"));
-  smaller->setToolTip(tr("Smaller text (Ctrl+minus, Ctrl+wheel)"));
-  auto* larger = new QPushButton(tr("A+"));
-  larger->setToolTip(tr("Larger text (Ctrl+plus, Ctrl+wheel)"));
-  connect(smaller, &QPushButton::clicked, this, [this] { setTextSize(textSize() - 2); });
-  connect(larger, &QPushButton::clicked, this, [this] { setTextSize(textSize() + 2); });
-  bindTextSizeKeys(this, [this](double step) { setTextSize(textSize() + 2 * step); });
-
-  tint_ = new QCheckBox(tr("Tint by probability"));
-  tint_->setObjectName(QStringLiteral("presentation_tint"));
-  tint_->setToolTip(tr("Colour each word by how likely the model found it: red unlikely, green likely"));
-  tint_->setChecked(story_->tinted());
-  connect(tint_, &QCheckBox::toggled, this, &PresentationMode::setTinted);
-
+void PresentationMode::buildSpeed() {
   speed_ = new QSlider(Qt::Horizontal);
   speed_->setObjectName(QStringLiteral("typewriter_speed"));
   speed_->setRange(0, static_cast<int>(std::size(kSpeeds)) - 1);
@@ -131,11 +147,21 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
       typewriter_->setInterval(1000 / kSpeeds[i]);
     }
   });
+}
 
+QHBoxLayout* PresentationMode::buildBar(const QFont& readable) {
+  buildNewStoryButton();
+  buildSpeed();
+  auto* smaller = new QPushButton(tr("A−"));
+  smaller->setToolTip(tr("Smaller text (Ctrl+minus, Ctrl+wheel)"));
+  auto* larger = new QPushButton(tr("A+"));
+  larger->setToolTip(tr("Larger text (Ctrl+plus, Ctrl+wheel)"));
+  connect(smaller, &QPushButton::clicked, this, [this] { setTextSize(textSize() - 2); });
+  connect(larger, &QPushButton::clicked, this, [this] { setTextSize(textSize() + 2); });
+  bindTextSizeKeys(this, [this](double step) { setTextSize(textSize() + 2 * step); });
   auto* leaveButton = new QPushButton(tr("Leave (Esc)"));
   leaveButton->setObjectName(QStringLiteral("leave_presentation"));
   connect(leaveButton, &QPushButton::clicked, this, &PresentationMode::leave);
-
   auto* bar = new QHBoxLayout;
   bar->addWidget(newStory_);
   bar->addSpacing(16);
@@ -150,13 +176,6 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   bar->addWidget(speedLabel_);
   bar->addStretch(1);
   bar->addWidget(leaveButton);
-
-  status_ = new QLabel;
-  status_->setObjectName(QStringLiteral("presentation_status"));
-  status_->setWordWrap(true);
-  QFont readable = status_->font();  // read from the back of the room
-  readable.setPointSizeF(readable.pointSizeF() * 1.25);
-  status_->setFont(readable);
   // Every control of the bar at the readable size too (issue 48: A−, A+, the tint, the speed and
   // Leave were the desktop's size at 1024x600), each as wide as its words need.
   for (QWidget* control : std::initializer_list<QWidget*>{smaller, larger, tint_, speedName, speedLabel_, leaveButton}) {
@@ -167,15 +186,21 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   larger->setFixedWidth(QFontMetrics(readable).horizontalAdvance(QStringLiteral("A+")) + 28);
   tint_->setMinimumWidth(tint_->sizeHint().width());
   speedLabel_->setMinimumWidth(QFontMetrics(readable).horizontalAdvance(tr("%1 tokens/s").arg(50)) + 4);
+  return bar;
+}
+
+void PresentationMode::buildModelName() {
   // Which model tells the story: its run, its model and its mixers, in the bar's font.
   model_ = new QLabel;
   model_->setObjectName(QStringLiteral("presentation_model"));
-  model_->setFont(big);
+  model_->setFont(newStory_->font());
   model_->setWordWrap(true);
-  modelNameBase_ = big.pointSizeF();
+  modelNameBase_ = model_->font().pointSizeF();
   scaleModelName();
   model_->setToolTip(tr("Page Down / Page Up: the next / previous open model"));
+}
 
+QGridLayout* PresentationMode::buildPrompts(const QFont& readable) {
   // The paper's prompts (HSM Table 3) as big buttons, three to a row.
   auto* prompts = new QGridLayout;
   const QStringList paper = playground_->paperPrompts();
@@ -188,6 +213,10 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
     promptButtons_ << button;
   }
 
+  return prompts;
+}
+
+void PresentationMode::layOut(QHBoxLayout* bar, QGridLayout* prompts, const QFont& readable) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(48, 24, 48, 24);
   layout->addLayout(bar);
@@ -205,7 +234,7 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   tintKey_->setVisible(story_->tinted());
   layout->addWidget(tintKey_);
   layout->addWidget(status_);
-  if (!paper.isEmpty()) layout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
+  if (!promptButtons_.isEmpty()) layout->addWidget(new QLabel(tr("<b>The paper's prompts</b> (HSM Table 3)")));
   // The prompts scroll in a band of about two rows, so the story keeps most of the screen.
   auto* promptsBox = new QWidget;
   promptsBox->setLayout(prompts);
@@ -219,13 +248,17 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   promptGrid_ = prompts;
   promptBandMost_ = promptsScroll->maximumHeight();
   layout->addWidget(promptsScroll);
+}
 
+void PresentationMode::startTypewriter() {
   typewriter_ = new QTimer(this);
   connect(typewriter_, &QTimer::timeout, this, &PresentationMode::showNext);
   speed_->setValue(
-      std::clamp(settings.value(QStringLiteral("presentation/speed"), kDefaultSpeed).toInt(), 0, speed_->maximum()));
+      std::clamp(QSettings().value(QStringLiteral("presentation/speed"), kDefaultSpeed).toInt(), 0, speed_->maximum()));
   emit speed_->valueChanged(speed_->value());  // the label and the interval, also for the default
+}
 
+void PresentationMode::connectKeys() {
   for (const QKeySequence& key : {QKeySequence(Qt::Key_Space), QKeySequence(Qt::Key_N)}) {
     auto* s = new QShortcut(key, this);
     connect(s, &QShortcut::activated, this, [this] {
@@ -235,6 +268,9 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
   // Another model without leaving (a presenter's clicker sends Page Down / Page Up).
   connect(new QShortcut(QKeySequence(Qt::Key_PageDown), this), &QShortcut::activated, this, [this] { switchModel(1); });
   connect(new QShortcut(QKeySequence(Qt::Key_PageUp), this), &QShortcut::activated, this, [this] { switchModel(-1); });
+}
+
+void PresentationMode::connectPlayground() {
   connect(playground_->runList(), &RunList::currentChanged, this, &PresentationMode::onModelChanged);
   connect(playground_->runList(), &RunList::infoChanged, this, [this] { showModel(); });
   showModel();
@@ -258,7 +294,6 @@ PresentationMode::PresentationMode(PlaygroundView* playground, QWidget* parent)
       QTimer::singleShot(0, this, [this] { newStory(); });
     }
   });
-  updateButtons();
 }
 
 void PresentationMode::enter() {

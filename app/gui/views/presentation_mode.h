@@ -11,6 +11,8 @@
 #include "hsm/generator.h"
 
 class QCheckBox;
+class QFont;
+class QHBoxLayout;
 class QGridLayout;
 class QScrollArea;
 class QLabel;
@@ -70,6 +72,18 @@ class PresentationMode : public QWidget {
   void closeEvent(QCloseEvent* e) override;
 
  private:
+  // The constructor's steps, in order.
+  void buildStory();
+  QFont buildStatus();                             // the status line; returns the room's readable font
+  void buildNewStoryButton();                      // in the bar's large font
+  void buildSpeed();                               // the typewriter's speed and its label
+  QHBoxLayout* buildBar(const QFont& readable);    // New story, A− A+, the tint, the speed, Leave
+  void buildModelName();                           // which model tells the story
+  QGridLayout* buildPrompts(const QFont& readable);  // the paper's prompts as big buttons
+  void layOut(QHBoxLayout* bar, QGridLayout* prompts, const QFont& readable);
+  void startTypewriter();                          // the kept speed
+  void connectKeys();                              // Space, N, Page Down, Page Up
+  void connectPlayground();                        // the run list's and the Playground's signals
   void onToken(int column, const hsm::GeneratedToken& token);
   void onFinished(int column, const hsm::GenerationResult& result);
   void showNext();

@@ -21,13 +21,26 @@
 namespace studio {
 
 StartPage::StartPage(QWidget* parent) : QWidget(parent) {
+  // In this order (the focus moves through the page as it was made).
+  QLabel* title = buildTitle();
+  QGroupBox* quick = buildQuickStart();
+  QGroupBox* open = buildOpenCard();
+  QGroupBox* train = buildTrainCard();
+  layOut(title, quick, open, train);
+  refreshRecent();
+}
+
+QLabel* StartPage::buildTitle() {
   auto* title = new QLabel(tr("<h1>HSM Studio</h1>"
                               "<p style='font-size:12pt'>Train, inspect and play with small language models whose "
                               "attention is replaced by <b>Hierarchical Shift Mixing</b>: layer <i>l</i> mixes token "
                               "<i>t</i> with token <i>t − 2<sup>l</sup></i>, so log<sub>2</sub>T layers reach every "
                               "earlier token in linear time.</p>"));
   title->setWordWrap(true);
+  return title;
+}
 
+QGroupBox* StartPage::buildQuickStart() {
   // The first minute: one button from an empty studio to live training curves.
   auto* quick = new QGroupBox(tr("New here?"));
   auto* quickLayout = new QHBoxLayout(quick);
@@ -45,7 +58,10 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   quickButton->setEnabled(!hsm::starter_corpus().empty());
   if (!quickButton->isEnabled()) quickButton->setToolTip(tr("The starter corpus is not installed."));
   connect(quickButton, &QPushButton::clicked, this, &StartPage::trainStarterRequested);
+  return quick;
+}
 
+QGroupBox* StartPage::buildOpenCard() {
   auto* open = new QGroupBox(tr("Open a trained model"));
   auto* openLayout = new QVBoxLayout(open);
   auto* openButton = new QPushButton(tr("Open run folder…"));
@@ -70,7 +86,10 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   };
   connect(recent_, &QListWidget::itemActivated, this, openItem);
   connect(recent_, &QListWidget::itemClicked, this, openItem);
+  return open;
+}
 
+QGroupBox* StartPage::buildTrainCard() {
   auto* train = new QGroupBox(tr("Train a new model"));
   auto* form = new QFormLayout(train);
   preset_ = new QComboBox;
@@ -92,15 +111,7 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Preset"), preset_);
   form->addRow(tr("Corpus"), corpusRow);
   form->addRow(go);
-  auto* how = new QLabel(tr("<p><b>What happens next</b></p><ol>"
-                            "<li>The Training view opens with the paper's hyper-parameters filled in; every field "
-                            "says what it does when you hover it.</li>"
-                            "<li><b>Start</b> trains a tokenizer on the corpus (cached for the next run), encodes "
-                            "it, and trains; the curves update live, and Pause / Stop keep a checkpoint.</li>"
-                            "<li>The <b>Playground</b> generates from the run as soon as its first checkpoint is "
-                            "written.</li></ol>"
-                            "<p>On a laptop CPU a batch of 16–32 keeps steps short: the paper's batch of 256 takes "
-                            "15–20 s per step on two cores.</p>"));
+  auto* how = new QLabel(whatHappensNext());
   how->setWordWrap(true);
   form->addRow(how);
   connect(browse, &QPushButton::clicked, this, [this] {
@@ -112,7 +123,22 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
     corpus_->setText(path);
   });
   connect(go, &QPushButton::clicked, this, [this] { emit trainRequested(preset_->currentText(), corpus_->text()); });
+  return train;
+}
 
+QString StartPage::whatHappensNext() {
+  return tr("<p><b>What happens next</b></p><ol>"
+            "<li>The Training view opens with the paper's hyper-parameters filled in; every field "
+            "says what it does when you hover it.</li>"
+            "<li><b>Start</b> trains a tokenizer on the corpus (cached for the next run), encodes "
+            "it, and trains; the curves update live, and Pause / Stop keep a checkpoint.</li>"
+            "<li>The <b>Playground</b> generates from the run as soon as its first checkpoint is "
+            "written.</li></ol>"
+            "<p>On a laptop CPU a batch of 16–32 keeps steps short: the paper's batch of 256 takes "
+            "15–20 s per step on two cores.</p>");
+}
+
+void StartPage::layOut(QLabel* title, QGroupBox* quick, QGroupBox* open, QGroupBox* train) {
   auto* cards = new QHBoxLayout;
   cards->addWidget(open, 1);
   cards->addWidget(train, 1);
@@ -133,7 +159,6 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(scrollWhenShort(centred));
-  refreshRecent();
 }
 
 void StartPage::refreshRecent() {

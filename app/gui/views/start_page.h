@@ -5,6 +5,8 @@
 #include <QWidget>
 
 class QComboBox;
+class QGroupBox;
+class QLabel;
 class QLineEdit;
 class QListWidget;
 
@@ -23,6 +25,14 @@ class StartPage : public QWidget {
   void trainStarterRequested();  // "Train a small model now"
 
  private:
+  // The constructor's steps.
+  QLabel* buildTitle();
+  QGroupBox* buildQuickStart();  // "Train a small model now"
+  QGroupBox* buildOpenCard();    // Open run folder…, the recent runs
+  QGroupBox* buildTrainCard();   // a preset, a corpus, Set up training
+  static QString whatHappensNext();
+  void layOut(QLabel* title, QGroupBox* quick, QGroupBox* open, QGroupBox* train);
+
   QListWidget* recent_;
   QComboBox* preset_;
   QLineEdit* corpus_;

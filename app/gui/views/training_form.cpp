@@ -35,10 +35,19 @@ QString default_runs_root() { return QDir::home().filePath(QStringLiteral("hsm-r
 }  // namespace
 
 TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
-  const hsm::TrainSettings d;  // the paper's defaults (HSM §7)
   auto* v = new QVBoxLayout(this);
+  v->addWidget(buildDataGroup());
+  v->addWidget(buildModelGroup());
+  v->addWidget(buildTrainingGroup());
+  v->addWidget(buildRunFolderGroup());
+  v->addStretch(1);
+  const int hsmAb = presetBox_->findData(QStringLiteral("hsm_ab"));
+  if (hsmAb >= 0) presetBox_->setCurrentIndex(hsmAb);
+  updateModelSummary();
+  suggestRunDir();
+}
 
-  // Data
+QGroupBox* TrainingForm::buildDataGroup() {
   auto* data = new QGroupBox(tr("Data"));
   auto* dataForm = new QFormLayout(data);
   corpusEdit_ = addField(dataForm, QStringLiteral("corpus"), tr("Corpus"), StudioSettings::lastCorpus(),
@@ -67,9 +76,10 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
     tokenizerEdit_->setEnabled(on);
     fields_[QStringLiteral("vocab")]->setEnabled(!on);
   });
-  v->addWidget(data);
+  return data;
+}
 
-  // Model
+QGroupBox* TrainingForm::buildModelGroup() {
   auto* model = new QGroupBox(tr("Model"));
   auto* modelForm = new QFormLayout(model);
   presetBox_ = new QComboBox;
@@ -95,9 +105,11 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
     suggestRunDir();
   });
   connect(configButton, &QPushButton::clicked, this, &TrainingForm::chooseConfigFile);
-  v->addWidget(model);
+  return model;
+}
 
-  // Training
+QGroupBox* TrainingForm::buildTrainingGroup() {
+  const hsm::TrainSettings d;  // the paper's defaults (HSM §7)
   auto* training = new QGroupBox(tr("Training (paper defaults)"));
   auto* trainForm = new QFormLayout(training);
   // The fields of the training settings come from their declarations (hsm/settings.h): the
@@ -112,6 +124,20 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   cosineBox_->setToolTip(tr(hsm::train_setting("cosine").help));
   trainForm->addRow(QString(), cosineBox_);
   for (const char* key : {"weight_decay", "grad_clip", "eval_every", "checkpoint_every"}) setting(key);
+  addWindowsAndBest(trainForm);
+  setting("seed");
+  // What the Diagnostics view's timeline draws (diagnostics.jsonl): diagnosed at every validation.
+  setting("probe_text");
+  deviceBox_ = new QComboBox;
+  deviceBox_->setObjectName(QStringLiteral("device"));
+  deviceBox_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
+  deviceBox_->setCurrentText(StudioSettings::device());
+  trainForm->addRow(tr("Device"), deviceBox_);
+  setting("threads")->setText(QString::number(StudioSettings::threads()));
+  return training;
+}
+
+void TrainingForm::addWindowsAndBest(QFormLayout* trainForm) {
   windowsBox_ = new QComboBox;
   windowsBox_->setObjectName(QStringLiteral("windows"));
   windowsBox_->addItem(tr("packed (across stories)"), QStringLiteral("packed"));
@@ -124,31 +150,15 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   keepBestBox_->setToolTip(tr("Also write best.safetensors at the lowest validation loss, so a run that starts to "
                               "over-fit still has its best weights"));
   trainForm->addRow(QString(), keepBestBox_);
-  setting("seed");
-  // What the Diagnostics view's timeline draws (diagnostics.jsonl): diagnosed at every validation.
-  setting("probe_text");
-  deviceBox_ = new QComboBox;
-  deviceBox_->setObjectName(QStringLiteral("device"));
-  deviceBox_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
-  deviceBox_->setCurrentText(StudioSettings::device());
-  trainForm->addRow(tr("Device"), deviceBox_);
-  setting("threads")->setText(QString::number(StudioSettings::threads()));
-  v->addWidget(training);
+}
 
-  // Run folder
+QGroupBox* TrainingForm::buildRunFolderGroup() {
   auto* output = new QGroupBox(tr("Run folder"));
   auto* outForm = new QFormLayout(output);
   runDirEdit_ = addField(outForm, QStringLiteral("run_dir"), tr("Folder"), QString(),
                          tr("Where weights, config.json, tokenizer.model and metrics.jsonl go"));
   connect(runDirEdit_, &QLineEdit::textEdited, this, [this] { runDirEdited_ = true; });
-  v->addWidget(output);
-
-  v->addStretch(1);
-
-  const int hsmAb = presetBox_->findData(QStringLiteral("hsm_ab"));
-  if (hsmAb >= 0) presetBox_->setCurrentIndex(hsmAb);
-  updateModelSummary();
-  suggestRunDir();
+  return output;
 }
 
 QLineEdit* TrainingForm::addField(QFormLayout* layout, const QString& name, const QString& label, const QString& value,

@@ -10,6 +10,7 @@
 class QCheckBox;
 class QComboBox;
 class QFormLayout;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QRadioButton;
@@ -40,6 +41,12 @@ class TrainingForm : public QWidget {
   void runStarted();
 
  private:
+  // The constructor's groups, top to bottom.
+  QGroupBox* buildDataGroup();      // the corpus and the tokenizer
+  QGroupBox* buildModelGroup();     // the preset or a config file, dropout
+  QGroupBox* buildTrainingGroup();  // the training settings (hsm/settings.h), the device
+  void addWindowsAndBest(QFormLayout* trainForm);
+  QGroupBox* buildRunFolderGroup();
   QLineEdit* addField(QFormLayout* layout, const QString& name, const QString& label, const QString& value,
                       const QString& tip);
   void chooseCorpus(bool folder);
