@@ -38,6 +38,8 @@
 #include "gui/views/lab_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
+#include "hsm/lab_report.h"
+#include "hsm/sweep.h"
 #include "hsm/tasks.h"
 #include "studio_test_util.h"
 
@@ -396,11 +398,8 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     EXPECT_EQ(plot->series()[0].x.back(), 15);
     EXPECT_LT(plot->plot()->yAxis->range().lower, 0.0);  // an accuracy's whole range, not the data's
     EXPECT_GT(plot->plot()->yAxis->range().upper, 1.0);
-    // Against pairs: the one MQAR cell per model, at 2 pairs.
-    view.difficultyAxis()->setCurrentIndex(view.difficultyAxis()->findData(QStringLiteral("pairs")));
-    ASSERT_EQ(plot->series().size(), 3);
-    EXPECT_EQ(plot->series()[0].x, QVector<double>{2});
-    EXPECT_NEAR(plot->series()[0].y[0], expectedCell(dir2, 0, 0).accuracy, 1e-7);  // a plot holds floats
+    // One task of each name: no setting changes, so no MAD panel (the report has none either).
+    EXPECT_EQ(view.difficultyAxis()->count(), 2);
     const QString png = dir2 + QStringLiteral("/difficulty.svg");
     EXPECT_TRUE(plot->exportTo(png).isEmpty());
     EXPECT_GT(QFileInfo(png).size(), 0);
@@ -588,6 +587,88 @@ TEST(LabView, ANewLabShowsNothingOfThePreviousOneWhileItRuns) {
   ASSERT_EQ(view.cellPlot()->series().size(), 2);
   EXPECT_TRUE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
   EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-b"))) << log->toPlainText().toStdString();
+}
+
+// The difficulty plot draws the lab report's panels (hsm/lab_report.h), from the same cells: one
+// choice per distance panel and per MAD panel, each curve the report's series (its label, its
+// points without the unscored ones), the reach and chance lines the report's. A lab whose points
+// are scored by hand (no training): MQAR at 2 and 4 pairs (a change of one setting: MAD's panel),
+// two models, the second seed's scores lower.
+TEST(LabView, TheDifficultyPlotDrawsTheLabReportsPanels) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab-panels");
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  grid.tasks = {"mqar:vocab=32,pairs=2,context=16", "mqar:vocab=32,pairs=4,context=16"};
+  grid.models = {"gpt", "hsm_ab"};
+  grid.lrs = {0.003};
+  grid.weight_decays = {};
+  grid.seeds = 2;
+  std::vector<hsm::LabCell> cells;
+  {
+    const hsm::Lab lab(dir.toStdString(), grid);
+    int k = 0;
+    for (const hsm::SweepPoint& p : lab.sweep().points) {
+      if (k++ == 5) continue;  // one run not scored yet: its cell has one seed
+      hsm::PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score.answer_accuracy = 0.3 + 0.05 * k;
+      s.score.sequence_accuracy = 0.1;
+      s.score.answers = 40;
+      s.score.examples = 10;
+      s.score.by_difficulty = {{1, {8 + k, 10}}, {5, {k, 10}}, {9, {1, 10}}, {13, {0, 10}}};
+      hsm::write_point_state(dir.toStdString(), p, s);
+    }
+    cells = lab.table();
+  }
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  const hsm::Lab lab(dir.toStdString(), grid);
+  const std::vector<hsm::LabDistancePanel> distance = hsm::lab_distance_panels(lab, cells, lab.results());
+  const std::vector<hsm::LabDifficultyPanel> mad = hsm::lab_difficulty_panels(lab, cells);
+  ASSERT_EQ(distance.size(), 2u);
+  ASSERT_EQ(mad.size(), 1u);  // mqar: pairs
+  ASSERT_EQ(view.difficultyAxis()->count(), 3);
+  std::vector<std::pair<QString, const hsm::SvgPanel*>> choices = {
+      {QStringLiteral("distance:") + QString::fromStdString(distance[0].task), &distance[0].panel},
+      {QStringLiteral("distance:") + QString::fromStdString(distance[1].task), &distance[1].panel},
+      {QStringLiteral("setting:mqar:pairs"), &mad[0].panel}};
+  for (const auto& [data, panel] : choices) {
+    SCOPED_TRACE(data.toStdString());
+    const int at = view.difficultyAxis()->findData(data);
+    ASSERT_GE(at, 0);
+    view.difficultyAxis()->setCurrentIndex(at);
+    const QVector<PlotSeries>& shown = view.difficultyPlot()->series();
+    ASSERT_EQ(shown.size(), static_cast<int>(panel->series.size() + panel->vlines.size() + panel->lines.size()));
+    for (size_t i = 0; i < panel->series.size(); ++i) {
+      const hsm::SvgSeries& expected = panel->series[i];
+      const PlotSeries& curve = shown[static_cast<int>(i)];
+      EXPECT_EQ(curve.name, QString::fromStdString(expected.label));
+      QVector<double> x, y;
+      for (size_t j = 0; j < expected.x.size(); ++j)
+        if (std::isfinite(expected.y[j])) x << expected.x[j], y << expected.y[j];
+      EXPECT_EQ(curve.x, x) << curve.name.toStdString();
+      ASSERT_EQ(curve.y.size(), y.size()) << curve.name.toStdString();
+      for (int j = 0; j < y.size(); ++j) EXPECT_NEAR(curve.y[j], y[j], 1e-7) << curve.name.toStdString();
+    }
+    for (size_t i = 0; i < panel->vlines.size(); ++i) {
+      const PlotSeries& line = shown[static_cast<int>(panel->series.size() + i)];
+      EXPECT_EQ(line.name, QString::fromStdString(panel->vlines[i].label));
+      EXPECT_EQ(line.x, (QVector<double>{panel->vlines[i].x, panel->vlines[i].x}));
+    }
+    const PlotSeries& chance = shown.back();
+    EXPECT_EQ(chance.name, QString::fromStdString(panel->lines.back().label));
+    EXPECT_EQ(chance.style, PlotSeries::Style::kDashedLine);
+    ASSERT_FALSE(chance.y.isEmpty());
+    EXPECT_EQ(chance.y.front(), panel->lines.back().y);
+  }
+  // MAD's panel: x the pairs, y each cell's mean answer accuracy (the report's, not a mean the
+  // view makes of its own).
+  view.difficultyAxis()->setCurrentIndex(view.difficultyAxis()->findData(QStringLiteral("setting:mqar:pairs")));
+  EXPECT_EQ(view.difficultyPlot()->series()[0].x, (QVector<double>{2, 4}));
+  ASSERT_EQ(view.difficultyPlot()->series()[1].y.size(), 2);
+  EXPECT_NEAR(view.difficultyPlot()->series()[1].y[1], cells[1 * 2 + 1].answer_accuracy, 1e-7);
 }
 
 // Closing the studio while a lab runs asks first (Cancel: it goes on); Yes stops every worker

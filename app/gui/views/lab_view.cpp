@@ -73,8 +73,10 @@ QStringList checkedTexts(const QListWidget* list) {
   return out;
 }
 
-// The difficulty axis "accuracy against key-query distance on TASK" is "distance:TASK".
+// The difficulty axis "accuracy against key-query distance on TASK" is "distance:TASK"; the one
+// "FAMILY: accuracy against SETTING" (MAD's figure) is "setting:FAMILY:SETTING".
 const QLatin1String kDistanceAxis("distance:");
+const QLatin1String kSettingAxis("setting:");
 
 // A comma-separated list of numbers from a form field, each one `valid`; else one line naming
 // the bad part ("learning rate 'x' is not a positive number; ...").
@@ -296,7 +298,6 @@ void LabView::buildResultControls() {
 
   axis_ = new QComboBox;
   axis_->setObjectName(QStringLiteral("lab_difficulty_axis"));
-  setDifficultyAxes(hsm::default_lab_grid());
   difficultyPlot_ = new PlotPanel(tr("Lab accuracy against difficulty"), tr("distance"), tr("answer accuracy"));
   difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
   cellPlot_ = new PlotPanel(tr("Lab cell training"), tr("step"), tr("validation answer accuracy"));
@@ -609,7 +610,7 @@ bool LabView::runLab() {
   results_ = lab->results();
   runTitles_.clear();
   for (const hsm::SweepPoint& p : lab->sweep().points) runTitles_[qstr(p.name)] = runTitle(p);
-  showTable(folder(), grid, lab->table());
+  showTable(*lab, lab->table());
   const qint64 scored = static_cast<qint64>(results_.size());
   runningDir_ = folder();
   QString error;
@@ -656,7 +657,7 @@ void LabView::refreshFromFolder() {
   try {
     const hsm::Lab lab(runningDir_.toStdString(), hsm::Lab::stored_grid(runningDir_.toStdString()));
     results_ = lab.results();
-    showTable(runningDir_, lab.grid(), lab.table());
+    showTable(lab, lab.table());
   } catch (const std::exception&) {
     // A results line half-written by a worker: the next scored run shows it.
   }
@@ -702,7 +703,7 @@ bool LabView::openLab(const QString& dir) {
     folder_->setText(dir);
     fillForm(grid);
     results_ = lab.results();
-    showTable(dir, grid, lab.table());
+    showTable(lab, lab.table());
     status_->setText(tr("%1: %2 of %3 runs scored")
                          .arg(QFileInfo(dir).fileName())
                          .arg(lab.results().size())
@@ -723,13 +724,15 @@ void LabView::showLab(const QString& dir) {
   cellPlot_->setSeries({});
 }
 
-void LabView::showTable(const QString& dir, const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells) {
+void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& cells) {
+  const QString dir = qstr(lab.dir());
+  const hsm::LabGrid& grid = lab.grid();
   showLab(dir);
   gridPages_->setCurrentIndex(1);
-  if (grid.tasks != shownGrid_.tasks) {
-    const QSignalBlocker quiet(axis_);  // showDifficulty() runs below, once
-    setDifficultyAxes(grid);
-  }
+  // The difficulty plot's panels are the lab report's (hsm/lab_report.h), from the same cells.
+  distancePanels_ = hsm::lab_distance_panels(lab, cells, results_);
+  difficultyPanels_ = hsm::lab_difficulty_panels(lab, cells);
+  setDifficultyAxes();  // showDifficulty() runs below, once
   shownGrid_ = grid;
   cells_ = cells;
   grid_->clear();
@@ -886,111 +889,73 @@ PlotSeries LabView::chanceLine(const QVector<double>& x, double chance) {
   return s;
 }
 
-// Issue 50: the why of a distance curve. For each model whose receptive field stops inside the
-// distances drawn (a 4-layer hsm_ab: 1 + 2 + 4 + 8 = 15 back), a dashed vertical line in its
-// colour at the farthest offset that reaches the answer position; attention reaches them all.
-QVector<PlotSeries> LabView::reachLines(const QVector<PlotSeries>& curves, const QVector<double>& x) const {
-  QVector<PlotSeries> lines;
-  if (x.isEmpty()) return lines;
-  const double farthest = *std::max_element(x.begin(), x.end());
-  for (const PlotSeries& curve : curves) {
-    for (const hsm::LabRun& r : results_) {
-      if (qstr(r.model) != curve.name) continue;
-      int64_t reach = -1;
-      try {
-        reach = hsm::model_reach(hsm::read_run_info(r.run_dir).model);  // the lab report's reach too
-      } catch (const std::exception&) {
-        continue;  // a run folder removed since: another run of the model may say
-      }
-      if (reach < 0 || reach >= farthest) break;
-      PlotSeries line;
-      line.name = tr("%1 reaches %2 back").arg(curve.name).arg(reach);
-      line.color = curve.color;
-      line.style = PlotSeries::Style::kDashedLine;
-      line.x = {static_cast<double>(reach), static_cast<double>(reach)};
-      line.y = {0.0, 1.0};
-      lines << line;
-      break;
-    }
-  }
-  return lines;
-}
-
-// The difficulty plot's choices for `grid`: accuracy against key-query distance on each task
-// whose answers carry one (the default lab's MQAR at context 64 first: hsm_ab's reach of 15
-// against keys up to 60 back, the *why* of its cell), then MQAR's settings across its cells.
-// The chosen one is kept while the lab still offers it.
-void LabView::setDifficultyAxes(const hsm::LabGrid& grid) {
+// The difficulty plot's choices: the lab report's panels (hsm::lab_distance_panels: accuracy
+// against key-query distance on each task whose answers carry one, the default lab's MQAR at
+// context 64 first; hsm::lab_difficulty_panels: MAD's accuracy against a task's setting, where the
+// lab changes one). The chosen one is kept while the lab still offers it.
+void LabView::setDifficultyAxes() {
+  const QSignalBlocker quiet(axis_);
   const QString kept = axis_->currentData().toString();
   axis_->clear();
-  for (const std::string& t : grid.tasks) {
-    try {
-      if (hsm::parse_task(t)->answers_carry_distance())
-        axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(t)), QString(kDistanceAxis) + qstr(t));
-    } catch (const std::exception&) {
-      // a spec this hsm cannot read: no distance choice for it (the grid's cell says why)
-    }
-  }
-  axis_->addItem(tr("mqar: accuracy against pairs"), QStringLiteral("pairs"));
-  axis_->addItem(tr("mqar: accuracy against context"), QStringLiteral("context"));
+  for (const hsm::LabDistancePanel& d : distancePanels_)
+    axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(d.task)), QString(kDistanceAxis) + qstr(d.task));
+  for (const hsm::LabDifficultyPanel& d : difficultyPanels_)
+    axis_->addItem(tr("%1: accuracy against %2").arg(qstr(d.family), qstr(d.setting)),
+                   QString(kSettingAxis) + qstr(d.family) + QLatin1Char(':') + qstr(d.setting));
   const int at = axis_->findData(kept);
   axis_->setCurrentIndex(at >= 0 ? at : 0);
 }
 
-void LabView::showDifficulty() {
+// The report's panel the axis names; nullptr when the lab has none (nothing scored yet).
+const hsm::SvgPanel* LabView::chosenPanel() const {
   const QString axis = axis_->currentData().toString();
-  // "distance:TASK": accuracy against key-query distance on that task (recall_at, mqar: the
-  // answers that carry their distance), its runs pooled; else an MQAR setting across cells.
-  const bool distance = axis.startsWith(kDistanceAxis);
-  const QString distanceTask = distance ? axis.mid(kDistanceAxis.size()) : QString();
-  QVector<PlotSeries> series;
-  int colour = 0;
-  double chance = 0;  // the highest chance of the tasks drawn (one value when they share a vocabulary)
-  for (const std::string& model : shownGrid_.models) {
-    std::map<int64_t, std::pair<double, double>> points;  // x -> (sum, count)
-    if (distance) {
-      for (const hsm::LabRun& r : results_) {
-        if (r.model != model || qstr(r.task) != distanceTask) continue;
-        const auto task = hsm::parse_task(r.task);
-        chance = std::max(chance, task->chance());
-        for (const auto& [d, c] : r.score.by_difficulty) {
-          points[d].first += static_cast<double>(c.first);
-          points[d].second += static_cast<double>(c.second);
-        }
+  for (const hsm::LabDistancePanel& d : distancePanels_)
+    if (axis == QString(kDistanceAxis) + qstr(d.task)) return &d.panel;
+  for (const hsm::LabDifficultyPanel& d : difficultyPanels_)
+    if (axis == QString(kSettingAxis) + qstr(d.family) + QLatin1Char(':') + qstr(d.setting)) return &d.panel;
+  return nullptr;
+}
+
+QVector<PlotSeries> LabView::panelSeries(const hsm::SvgPanel& panel) {
+  QVector<PlotSeries> out;
+  QVector<double> xs;
+  for (size_t i = 0; i < panel.series.size(); ++i) {
+    const hsm::SvgSeries& s = panel.series[i];
+    PlotSeries line;
+    line.name = qstr(s.label);
+    line.color = seriesColour(s.colour >= 0 ? s.colour : static_cast<int>(i));
+    for (size_t k = 0; k < s.x.size() && k < s.y.size(); ++k)
+      if (std::isfinite(s.y[k])) {  // a cell not scored yet: no point, as in the report's figure
+        line.x << s.x[k];
+        line.y << s.y[k];
       }
-    } else {
-      for (const hsm::LabCell& c : cells_) {
-        if (c.model != model || !std::isfinite(c.answer_accuracy)) continue;
-        const auto task = hsm::parse_task(c.task);
-        if (task->name() != "mqar") continue;
-        chance = std::max(chance, task->chance());
-        for (const hsm::TaskSetting& setting : task->settings())
-          if (qstr(setting.key) == axis) {
-            points[setting.value].first += c.answer_accuracy;
-            points[setting.value].second += 1;
-          }
-      }
-    }
-    if (points.empty()) continue;
-    PlotSeries s;
-    s.name = qstr(model);
-    s.color = seriesColour(colour++);
-    for (const auto& [x, p] : points) {
-      if (p.second <= 0) continue;
-      s.x << static_cast<double>(x);
-      s.y << p.first / p.second;
-    }
-    series << s;
+    xs += line.x;
+    out << line;
   }
-  if (!series.isEmpty()) {
-    QVector<double> xs;
-    for (const PlotSeries& s : series) xs += s.x;
-    if (distance) series << reachLines(series, xs);
-    series << chanceLine(xs, chance);
+  // A model's reach inside the distances drawn (issue 50: the why of its curve), in its colour.
+  for (const hsm::SvgVLine& v : panel.vlines) {
+    PlotSeries line;
+    line.name = qstr(v.label);
+    line.color = v.colour >= 0 ? seriesColour(v.colour) : QColor(110, 110, 110);
+    line.style = PlotSeries::Style::kDashedLine;
+    line.x = {v.x, v.x};
+    line.y = {panel.y_min, panel.y_max};
+    out << line;
   }
+  for (const hsm::SvgRefLine& r : panel.lines) {
+    PlotSeries line = chanceLine(xs, r.y);
+    line.name = qstr(r.label);
+    out << line;
+  }
+  return out;
+}
+
+void LabView::showDifficulty() {
+  const hsm::SvgPanel* panel = chosenPanel();
+  const QVector<PlotSeries> series = panel ? panelSeries(*panel) : QVector<PlotSeries>();
   // An empty plot says why instead of showing bare axes.
-  const QString label = distance ? tr("key-query distance on %1").arg(distanceTask) : axis;
-  difficultyPlot_->setXLabel(series.isEmpty() ? tr("%1 (no results yet)").arg(label) : label);
+  difficultyPlot_->setXLabel(panel ? tr("%1 · %2").arg(qstr(panel->x_label), qstr(panel->title))
+                                   : tr("difficulty (no results yet)"));
   difficultyPlot_->setSeries(series);
   showAccuracyRange(difficultyPlot_);
 }

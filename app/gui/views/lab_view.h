@@ -18,6 +18,7 @@
 #include "gui/views/studio_view.h"
 #include "gui/widgets/plot_series.h"
 #include "hsm/lab.h"
+#include "hsm/lab_report.h"
 
 class QComboBox;
 class QLabel;
@@ -91,9 +92,10 @@ class LabView : public StudioView {
   QString status() const;
   // The run a cell opens (empty when the cell has none scored).
   QString cellRun(int row, int column) const;
-  // Accuracy against difficulty per model: a recall task's accuracy by key-query distance
-  // (recall_at's and MQAR's answers carry it; its runs pooled), or each MQAR cell's accuracy
-  // against its pairs or its context.
+  // Accuracy against difficulty per model, a panel of the lab's report (hsm/lab_report.h) chosen
+  // in difficultyAxis(): a task's accuracy by key-query distance (recall_at's and MQAR's answers
+  // carry it; the cell's runs at its best learning rate pooled), or MAD's accuracy against a
+  // task's setting where the lab changes one. The view draws the report's panels, so the two agree.
   PlotPanel* difficultyPlot() const { return difficultyPlot_; }
   QComboBox* difficultyAxis() const { return axis_; }
   // The hovered (or current) cell's curve: validation answer accuracy against step, one
@@ -101,6 +103,9 @@ class LabView : public StudioView {
   PlotPanel* cellPlot() const { return cellPlot_; }
   void showCellCurve(int row, int column);
   QList<PlotPanel*> plots() const override;
+  // A panel of the lab report as the plot's curves: each series its line (NaN points left out),
+  // each vertical line (a model's reach) and reference line (chance) dashed.
+  static QVector<PlotSeries> panelSeries(const hsm::SvgPanel& panel);
   const std::vector<hsm::LabCell>& cells() const { return cells_; }
   bool openFolder(const QString& dir) override { return openLab(dir); }
   QString runningWork() const override;
@@ -119,7 +124,7 @@ class LabView : public StudioView {
   static QString cellText(const hsm::LabCell& cell);
   static QString cellToolTip(const hsm::LabCell& cell);
   static PlotSeries chanceLine(const QVector<double>& x, double chance);
-  QVector<PlotSeries> reachLines(const QVector<PlotSeries>& curves, const QVector<double>& x) const;
+  const hsm::SvgPanel* chosenPanel() const;
   void buildRunControls();     // Run, Cancel, Open, Export, the progress and the log
   void buildResultControls();  // the grid and its plots
   QWidget* buildForm();
@@ -128,7 +133,7 @@ class LabView : public StudioView {
   void connectSignals();
   // Shows lab `dir`'s grid and cells. Another lab than the one shown (issue 48, no stale view):
   // its cell curve and log go at once; the same lab's shown cell is drawn again with its new points.
-  void showTable(const QString& dir, const hsm::LabGrid& grid, const std::vector<hsm::LabCell>& cells);
+  void showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& cells);
   void showLab(const QString& dir);  // forgets the cell curve and log of another lab than `dir`
   void setRunning(bool running);
   void updateEstimate();
@@ -136,7 +141,7 @@ class LabView : public StudioView {
   void refreshFromFolder();  // a worker scored a run: the grid and plots follow
   void onRunnerFinished(bool cancelled, const QString& error);
   void showDifficulty();
-  void setDifficultyAxes(const hsm::LabGrid& grid);
+  void setDifficultyAxes();
   void addArchitectureItem();
   // The scored runs of a cell at its best learning rate, by seed.
   std::vector<const hsm::LabRun*> cellRuns(int row, int column) const;
@@ -178,6 +183,8 @@ class LabView : public StudioView {
   QMap<QString, QString> runTitles_;  // a point's name -> "mqar · gpt · lr 0.003 · seed 1"
   std::vector<hsm::LabRun> results_;
   std::vector<hsm::LabCell> cells_;
+  std::vector<hsm::LabDistancePanel> distancePanels_;    // the report's panels of the lab shown
+  std::vector<hsm::LabDifficultyPanel> difficultyPanels_;
   hsm::LabGrid shownGrid_;
   QString shownDir_;               // the lab folder the grid, cell curve and log are of
   int cellRow_ = -1, cellColumn_ = -1;  // the cell whose curve is shown (-1: none)
