@@ -171,6 +171,15 @@ TEST(TraceView, ShowsTheTracersMapsForTheCurrentRunAndOneBeside) {
   const hsm::Trace& t = s.view.trace(0);
   EXPECT_TRUE(s.view.summary(0).contains(QFileInfo(run).fileName())) << s.view.summary(0).toStdString();
   EXPECT_TRUE(s.view.summary(0).contains(QString::number(t.agreement, 'f', 3))) << s.view.summary(0).toStdString();
+  // Each site's r is the engine's (hsm::trace_agreement) of the maps of that site.
+  for (int site = 0; site < TraceView::kSites; ++site) {
+    const std::string& name = hsm::trace_sites()[static_cast<size_t>(site)];
+    const double r = hsm::trace_agreement(*hsm::trace_map(t.exact, name), *hsm::trace_map(t.attribution, name));
+    if (std::isnan(r))
+      EXPECT_TRUE(std::isnan(s.view.siteAgreement(0, site))) << name;
+    else
+      EXPECT_EQ(s.view.siteAgreement(0, site), r) << name;
+  }
   EXPECT_TRUE(s.view.summary(1).contains(QFileInfo(other).fileName())) << s.view.summary(1).toStdString();
   // Layer labels give an HSM layer's shift (layer 2 shifts by 4) and another mixer's name.
   EXPECT_TRUE(s.view.exactPanel(0, 0)->hoverText(2, 0).contains(QStringLiteral("'L2 ↦4'")))

@@ -192,6 +192,53 @@ TEST_F(TracedRun, AttributionIsTheFirstOrderEstimate) {
   for (int64_t p = 0; p < 3; ++p) EXPECT_EQ(t.attribution[0].at(0, p, T), 0.0) << "same input, no difference";
 }
 
+// A trace's maps are named by hsm::trace_sites(), in that order; trace_map finds one by its site
+// whatever the order of the maps, and trace_agreement is Pearson's r of one site's two maps (the
+// sites pooled are Trace::agreement). The Trace view reads its maps and its per-site r so.
+TEST_F(TracedRun, MapsAreFoundByTheirSiteAndAgreeSiteBySite) {
+  const auto model = Model::load(*run_, "cpu");
+  const Tracer tracer(model);
+  const Trace t = tracer.trace(request(tracer));
+  ASSERT_EQ(t.exact.size(), trace_sites().size());
+  ASSERT_EQ(t.attribution.size(), trace_sites().size());
+  for (size_t s = 0; s < t.exact.size(); ++s) EXPECT_EQ(t.exact[s].site, trace_sites()[s]);
+  const std::vector<TraceMap> reversed(t.exact.rbegin(), t.exact.rend());
+  for (size_t s = 0; s < trace_sites().size(); ++s) {
+    const TraceMap* m = trace_map(reversed, trace_sites()[s]);
+    ASSERT_NE(m, nullptr) << trace_sites()[s];
+    EXPECT_EQ(m->site, trace_sites()[s]);
+    EXPECT_EQ(m->effect, t.exact[s].effect) << trace_sites()[s];
+  }
+  EXPECT_EQ(trace_map(t.exact, "attention"), nullptr);
+  EXPECT_EQ(trace_map({}, "mixer"), nullptr);
+  // Pearson's r by hand, over the cells finite in both maps, for each site and for all pooled.
+  auto pearson = [](const std::vector<double>& a, const std::vector<double>& b) {
+    std::vector<double> x, y;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::isfinite(a[i]) && std::isfinite(b[i])) x.push_back(a[i]), y.push_back(b[i]);
+    const double n = static_cast<double>(x.size());
+    double mx = 0, my = 0;
+    for (size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+    double sxy = 0, sxx = 0, syy = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx), syy += (y[i] - my) * (y[i] - my);
+    return sxy / std::sqrt(sxx * syy);
+  };
+  TraceMap all_exact{"all", {}}, all_estimate{"all", {}};
+  for (const std::string& site : trace_sites()) {
+    const TraceMap& e = *trace_map(t.exact, site);
+    const TraceMap& a = *trace_map(t.attribution, site);
+    EXPECT_NEAR(trace_agreement(e, a), pearson(e.effect, a.effect), 1e-9) << site;
+    all_exact.effect.insert(all_exact.effect.end(), e.effect.begin(), e.effect.end());
+    all_estimate.effect.insert(all_estimate.effect.end(), a.effect.begin(), a.effect.end());
+  }
+  EXPECT_NEAR(trace_agreement(all_exact, all_estimate), t.agreement, 1e-12);
+  EXPECT_NEAR(t.agreement, pearson(all_exact.effect, all_estimate.effect), 1e-9);
+  // A constant map has no r.
+  TraceMap flat{"mixer", std::vector<double>(t.exact[1].effect.size(), 0.5)};
+  EXPECT_TRUE(std::isnan(trace_agreement(flat, t.attribution[1])));
+}
+
 TEST_F(TracedRun, BadRequestsAreRefusedWithTheReason) {
   const Tracer tracer(Model::load(*run_, "cpu"));
   TraceRequest r = request(tracer);

@@ -36,7 +36,6 @@
 namespace studio {
 namespace {
 
-constexpr const char* kSiteNames[TraceView::kSites] = {"residual", "mixer", "ffn"};
 // A heatmap's smallest height: a title, a few layers' rows and the rotated token labels.
 constexpr int kMapMinHeight = 190;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -61,6 +60,10 @@ QString line_key(const QColor& colour, const QString& text) {
 
 QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 
+// The engine's name of site `site` (hsm::trace_sites(): "residual", "mixer", "ffn"), by which the
+// view finds its maps.
+const std::string& site_name(int site) { return hsm::trace_sites().at(static_cast<size_t>(site)); }
+
 QString site_title(int site) {
   switch (site) {
     case 0:
@@ -70,18 +73,6 @@ QString site_title(int site) {
     default:
       return QObject::tr("FFN");
   }
-}
-
-// Pearson's r over the cells finite in both maps.
-double pearson(const std::vector<double>& a, const std::vector<double>& b) {
-  double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
-    n += 1, sa += a[i], sb += b[i], saa += a[i] * a[i], sbb += b[i] * b[i], sab += a[i] * b[i];
-  }
-  if (n < 2) return kNaN;
-  const double cov = sab - sa * sb / n, va = saa - sa * sa / n, vb = sbb - sb * sb / n;
-  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : kNaN;
 }
 
 QString r_text(double r) { return std::isfinite(r) ? QString::number(r, 'f', 3) : QStringLiteral("–"); }
@@ -264,12 +255,12 @@ void TraceView::buildSiteMaps(int c, QGridLayout* grid) {
     // The second run's titles start "B:" (the export's file names come from the titles).
     const QString which = c == 0 ? QString() : tr("B: ");
     auto* exact = new HeatmapPanel(tr("%2%1 · exact").arg(site_title(s), which), tr("position"), tr("layer"));
-    exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(QLatin1String(kSiteNames[s])));
+    exact->setObjectName(prefix + QStringLiteral("_exact_%1").arg(qstr(site_name(s))));
     exact->setScaleLabel(tr("effect"));
     exact->setMinimumHeight(kMapMinHeight);
     auto* attribution =
         new HeatmapPanel(tr("%2%1 · attribution").arg(site_title(s), which), tr("position"), tr("layer"));
-    attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(QLatin1String(kSiteNames[s])));
+    attribution->setObjectName(prefix + QStringLiteral("_attribution_%1").arg(qstr(site_name(s))));
     attribution->setScaleLabel(tr("estimate"));
     attribution->setMinimumHeight(kMapMinHeight);
     // The route over the exact map: a line through each layer's strongest position.
@@ -535,14 +526,12 @@ void TraceView::drawColumn(int column) {
   for (int s = 0; s < kSites; ++s) {
     HeatmapPanel* exact = col.exact[static_cast<size_t>(s)];
     HeatmapPanel* attribution = col.attribution[static_cast<size_t>(s)];
-    if (static_cast<size_t>(s) < t.exact.size())
-      exact->setMatrix(L, T, t.exact[static_cast<size_t>(s)].effect, layers, positions,
-                       HeatmapPanel::Palette::kDiverging);
+    if (const hsm::TraceMap* m = hsm::trace_map(t.exact, site_name(s)))
+      exact->setMatrix(L, T, m->effect, layers, positions, HeatmapPanel::Palette::kDiverging);
     else
       exact->clearWithMessage(tr("Not computed."));
-    if (static_cast<size_t>(s) < t.attribution.size())
-      attribution->setMatrix(L, T, t.attribution[static_cast<size_t>(s)].effect, layers, positions,
-                             HeatmapPanel::Palette::kDiverging);
+    if (const hsm::TraceMap* m = hsm::trace_map(t.attribution, site_name(s)))
+      attribution->setMatrix(L, T, m->effect, layers, positions, HeatmapPanel::Palette::kDiverging);
     else
       attribution->clearWithMessage(tr("Not computed."));
     drawRoute(column, s);
@@ -556,7 +545,7 @@ void TraceView::drawColumn(int column) {
                           pieceLabel(t.corrupt_labels[static_cast<size_t>(p)]).toHtmlEscaped());
   QStringList perSite;
   for (int s = 0; s < kSites; ++s)
-    perSite << QStringLiteral("%1 %2").arg(QLatin1String(kSiteNames[s]), r_text(siteAgreement(column, s)));
+    perSite << QStringLiteral("%1 %2").arg(qstr(site_name(s)), r_text(siteAgreement(column, s)));
   col.summary->setText(
       tr("<b>%1</b>: answer “%2” (id %3) after position %4; log p clean %5, corrupted %6 nats; corrupted at %7. "
          "Attribution vs exact: r = %8 (%9). %10 s exact, %11 s attribution.")
@@ -573,16 +562,18 @@ void TraceView::drawColumn(int column) {
 double TraceView::siteAgreement(int column, int site) const {
   if (!hasTrace(column)) return kNaN;
   const hsm::Trace& t = trace(column);
-  if (static_cast<size_t>(site) >= t.exact.size() || static_cast<size_t>(site) >= t.attribution.size()) return kNaN;
-  return pearson(t.exact[static_cast<size_t>(site)].effect, t.attribution[static_cast<size_t>(site)].effect);
+  const hsm::TraceMap* exact = hsm::trace_map(t.exact, site_name(site));
+  const hsm::TraceMap* estimate = hsm::trace_map(t.attribution, site_name(site));
+  return exact && estimate ? hsm::trace_agreement(*exact, *estimate) : kNaN;
 }
 
 std::vector<int> TraceView::route(int column, int site) const {
   std::vector<int> out;
   if (!hasTrace(column)) return out;
   const hsm::Trace& t = trace(column);
-  if (static_cast<size_t>(site) >= t.exact.size()) return out;
-  const hsm::TraceMap& m = t.exact[static_cast<size_t>(site)];
+  const hsm::TraceMap* exact = hsm::trace_map(t.exact, site_name(site));
+  if (!exact) return out;
+  const hsm::TraceMap& m = *exact;
   for (int64_t l = 0; l < t.layers; ++l) {
     int best = -1;
     double largest = -1;

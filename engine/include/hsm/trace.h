@@ -47,6 +47,15 @@ struct TraceMap {
   }
 };
 
+// The sites a trace maps, in the order of its maps: "residual" (the stream entering a block),
+// "mixer" and "ffn" (their outputs). A view names and finds its maps by these.
+const std::vector<std::string>& trace_sites();
+// The map of `site` among `maps` (Trace::exact or Trace::attribution); nullptr when not made.
+const TraceMap* trace_map(const std::vector<TraceMap>& maps, const std::string& site);
+// Pearson's r between two maps over the cells finite in both (NaN with fewer than two such cells
+// or a constant map): Trace::agreement for one site.
+double trace_agreement(const TraceMap& exact, const TraceMap& estimate);
+
 struct Trace {
   std::vector<int32_t> clean, corrupt;
   std::vector<std::string> clean_labels, corrupt_labels;  // Model::token_label of each token

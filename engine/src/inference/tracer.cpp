@@ -13,24 +13,33 @@
 namespace hsm {
 namespace {
 
-constexpr const char* kSiteNames[kPatchSites] = {"residual", "mixer", "ffn"};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Pearson's r over the cells both maps have (finite in both).
-double correlation(const std::vector<TraceMap>& a, const std::vector<TraceMap>& b) {
+// The sums Pearson's r needs, over the cells finite in both maps.
+struct Moments {
   double n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  for (size_t s = 0; s < a.size() && s < b.size(); ++s)
-    for (size_t i = 0; i < a[s].effect.size() && i < b[s].effect.size(); ++i) {
-      const double x = a[s].effect[i], y = b[s].effect[i];
+  void add(const TraceMap& a, const TraceMap& b) {
+    for (size_t i = 0; i < a.effect.size() && i < b.effect.size(); ++i) {
+      const double x = a.effect[i], y = b.effect[i];
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       n += 1, sa += x, sb += y, saa += x * x, sbb += y * y, sab += x * y;
     }
-  if (n < 2) return NAN;
-  const double cov = sab - sa * sb / n, va = saa - sa * sa / n, vb = sbb - sb * sb / n;
-  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : NAN;
+  }
+  double r() const {
+    if (n < 2) return NAN;
+    const double cov = sab - sa * sb / n, va = saa - sa * sa / n, vb = sbb - sb * sb / n;
+    return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : NAN;
+  }
+};
+
+// Pearson's r over the cells both maps have (finite in both), every site together.
+double correlation(const std::vector<TraceMap>& a, const std::vector<TraceMap>& b) {
+  Moments m;
+  for (size_t s = 0; s < a.size() && s < b.size(); ++s) m.add(a[s], b[s]);
+  return m.r();
 }
 
 torch::Tensor ids_tensor(const std::vector<int32_t>& ids, const torch::Device& device) {
@@ -107,7 +116,7 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
   auto to_maps = [&](const std::vector<std::vector<double>>& values, bool are_logprobs) {
     std::vector<TraceMap> maps;
     for (int s = 0; s < kPatchSites; ++s) {
-      TraceMap map{kSiteNames[s], values[static_cast<size_t>(s)]};
+      TraceMap map{trace_sites()[static_cast<size_t>(s)], values[static_cast<size_t>(s)]};
       for (double& v : map.effect)
         if (std::isfinite(v)) v = (are_logprobs ? v - t.corrupt_logprob : v) / span;
       maps.push_back(std::move(map));
@@ -135,6 +144,23 @@ Trace Tracer::trace(const TraceRequest& r, const std::function<void(double)>& pr
   if (r.routes) t.routes = routes(r.clean, at);
   if (progress) progress(1.0);
   return t;
+}
+
+const std::vector<std::string>& trace_sites() {
+  static const std::vector<std::string> sites = {"residual", "mixer", "ffn"};  // kPatchSites, in its order
+  return sites;
+}
+
+const TraceMap* trace_map(const std::vector<TraceMap>& maps, const std::string& site) {
+  for (const TraceMap& m : maps)
+    if (m.site == site) return &m;
+  return nullptr;
+}
+
+double trace_agreement(const TraceMap& exact, const TraceMap& estimate) {
+  Moments m;
+  m.add(exact, estimate);
+  return m.r();
 }
 
 TraceRequest Tracer::text_request(const std::string& clean, const std::string& corrupt) const {
