@@ -40,7 +40,7 @@ class TraceView : public StudioView {
   Q_OBJECT
  public:
   static constexpr int kColumns = TraceState::kColumns;  // 0: the current run, 1: the run compared with it
-  static constexpr int kSites = 3;    // residual, mixer, ffn (hsm::Trace's order)
+  static constexpr int kSites = 3;    // residual, mixer, ffn: hsm::trace_sites(), by which the maps are found
 
   TraceView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
 
