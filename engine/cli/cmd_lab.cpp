@@ -63,7 +63,9 @@ nlohmann::json cell_json(const LabCell& c) {
               {"best", c.best},
               {"tie_test", c.tie_test.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.tie_test)},
               {"p_below_best", c.p_below_best},
-              {"tied_with_best", c.tied_with_best}});
+              {"tied_with_best", c.tied_with_best},
+              {"not_converged", c.not_converged},
+              {"not_converged_evidence", c.not_converged_evidence}});
   }
   return r;
 }
@@ -84,6 +86,7 @@ void print_table(const std::vector<LabCell>& cells, size_t settings, bool weight
       std::snprintf(answer, sizeof answer, "%.3f, n 1", c.answer_accuracy);
     std::string marks = c.best ? "best" : c.tied_with_best ? "tied with best" : "";
     if (c.at_chance) marks += std::string(marks.empty() ? "" : ", ") + "at chance";
+    if (c.not_converged) marks += std::string(marks.empty() ? "" : ", ") + "not converged";
     if (!c.finished())
       marks += std::string(marks.empty() ? "" : ", ") + "unfinished (" + std::to_string(c.runs) + "/" +
                std::to_string(c.expected_runs) + " runs)";
@@ -97,6 +100,16 @@ void print_table(const std::vector<LabCell>& cells, size_t settings, bool weight
               "test of the pooled answers against the task's chance rate, p >= %g / %zu %s\n",
               kTieAlpha, kChanceAlpha, settings,
               weight_decays ? "learning rate x weight decay settings" : "learning rate(s)");
+  // Not converged: the evidence, one run a line, so that nobody reads such a cell as a capability.
+  bool heading = false;
+  for (const LabCell& c : cells)
+    for (const std::string& e : c.not_converged_evidence) {
+      if (!heading)
+        std::printf("not converged (no capability claim: a run at the best setting stalled on a plateau or was still "
+                    "rising at the end of its steps):\n");
+      heading = true;
+      std::printf("  %s x %s, %s\n", c.task.c_str(), c.model.c_str(), e.c_str());
+    }
 }
 
 std::string hours_text(double seconds) {
@@ -254,7 +267,8 @@ Command add_lab_command(CLI::App& app) {
   cmd->add_flag("--events", a->events, kEventsHelp);
   auto* protocol = cmd->add_option("--protocol", a->protocol,
                                    "A named protocol's grid instead of --task/--model/...: zoology (Zoology's MQAR grid), "
-                                   "mad (MAD's six tasks over their difficulty settings; docs/lab.md)");
+                                   "mad (MAD's six tasks over their difficulty settings), state (parity, S5 and A5 at 4x the "
+                                   "training length; docs/lab.md)");
   cmd->add_flag("--dry-run", a->dry_run, "Print the grid and its estimated CPU time; train nothing, write nothing");
   auto* report = cmd->add_subcommand("report", "Write the lab's report: Markdown and HTML (figures as SVG), the "
                                                "verdict table, the figures, the settings and the command that reruns it");

@@ -71,3 +71,44 @@ TEST(SvgPlot, ChanceLineAndBarsAreDrawnWithEscapedText) {
   EXPECT_NE(svg.find("chance 0.25"), std::string::npos);
   EXPECT_EQ(svg.find("<script"), std::string::npos);
 }
+
+// Not converged (issue 68): how a run ended, read from synthetic validations. Each case is the
+// stall rule or the slope worked by hand.
+TEST(LabStats, ARunThatStalledBelowItsStopAccuracyIsNotConvergedWithTheStallLine) {
+  // Validations every 100 steps to step 800 of 2,000; the loss 3.51 at step 300 and at best 3.47 by
+  // step 800: (3.51 - 3.47) / 3.51 = 1.14 % < 3 %, so the stall rule ended it at 800.
+  std::vector<hsm::RunValidation> v;
+  for (int64_t s = 100; s <= 800; s += 100) v.push_back({s, s <= 300 ? 3.6 - 0.03 * (s / 100) : 3.51 - (s - 300) * 0.00008, 0.10});
+  v[7].answer_accuracy = 0.102;
+  const hsm::RunConvergence c = hsm::run_convergence(v, 2000, 0.99, 500, 0.03);
+  EXPECT_EQ(c.state, "stalled");
+  EXPECT_TRUE(c.not_converged());
+  EXPECT_EQ(c.last_step, 800);
+  EXPECT_NE(c.evidence.find("stall rule at step 800 of 2000"), std::string::npos) << c.evidence;
+  EXPECT_NE(c.evidence.find("by step 300 (3.51)"), std::string::npos) << c.evidence;
+  EXPECT_NE(c.evidence.find("1.14 %"), std::string::npos) << c.evidence;  // (3.51 - 3.47) / 3.51
+  // The slope over the last 500 steps (300 -> 800): +0.002 accuracy, +0.004 per 1,000 steps.
+  EXPECT_NEAR(c.last_slope, 0.002 * 1000 / 500, 1e-12);
+  // The same validations with the run having reached its stop accuracy at 800: done, converged.
+  v[7].answer_accuracy = 0.995;
+  EXPECT_EQ(hsm::run_convergence(v, 2000, 0.99, 500, 0.03).state, "converged");
+}
+
+TEST(LabStats, ARunStillRisingAtTheEndOfItsStepsIsNotConvergedAndAFlatOneIs) {
+  // 1,000 steps, no stall rule: the window is a quarter, 250 steps; validations every 250.
+  std::vector<hsm::RunValidation> rising = {{250, 2.0, 0.20}, {500, 1.8, 0.30}, {750, 1.5, 0.45}, {1000, 1.2, 0.62}};
+  const hsm::RunConvergence r = hsm::run_convergence(rising, 1000, 0, 0, 0.03);
+  EXPECT_EQ(r.state, "rising");
+  EXPECT_NEAR(r.last_slope, (0.62 - 0.45) * 1000 / 250, 1e-9);
+  EXPECT_NE(r.evidence.find("+0.170 over steps 750–1000"), std::string::npos) << r.evidence;
+  // Flat at the end (gained 0.01 < kRisingGain over the last window): converged, at this budget.
+  std::vector<hsm::RunValidation> flat = {{250, 2.0, 0.20}, {500, 1.8, 0.36}, {750, 1.79, 0.37}, {1000, 1.79, 0.38}};
+  EXPECT_EQ(hsm::run_convergence(flat, 1000, 0, 0, 0.03).state, "converged");
+  // Rising but at 0.99 or above (no stop accuracy: Zoology's 0.99): solved, converged.
+  rising.back().answer_accuracy = 0.995;
+  EXPECT_EQ(hsm::run_convergence(rising, 1000, 0, 0, 0.03).state, "converged");
+  // A run that ended before its steps without the stall rule's condition, or with no validations:
+  // nothing to say.
+  EXPECT_EQ(hsm::run_convergence({{250, 2.0, 0.2}, {500, 1.0, 0.4}}, 1000, 0.99, 200, 0.03).state, "unknown");
+  EXPECT_EQ(hsm::run_convergence({}, 1000, 0.99, 500, 0.03).state, "unknown");
+}

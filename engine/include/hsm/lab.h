@@ -63,7 +63,7 @@ std::string lab_spec_json(const LabGrid& grid);
 
 // ---- Named protocols (docs/lab.md, "Protocols"): a published grid as a lab.
 
-// The protocols `hsm lab --protocol` knows: "zoology", "mad".
+// The protocols `hsm lab --protocol` knows: "zoology", "mad", "state" (state tracking: parity, S5, A5).
 std::vector<std::string> lab_protocols();
 
 struct LabProtocol {
@@ -106,6 +106,9 @@ struct LabRun {
   int64_t seed = 0, steps = 0;
   double wall_s = 0;
   TaskScore score;  // on fresh test examples
+  // How its training ended (hsm/lab_stats.h), read from its validations in runs/NAME/metrics.jsonl
+  // ("unknown" when the folder holds none).
+  RunConvergence convergence;
 };
 
 // A cell of the table (task x model) and the protocol's verdict on it (docs/lab.md, "The
@@ -132,6 +135,11 @@ struct LabCell {
   std::string tie_test;        // "welch", "two_proportion", "" (no test: the best, or no runs)
   double p_below_best = NAN;
   bool tied_with_best = false;
+  // Not converged (issue 68; docs/lab.md, "Not converged"): a run at the best setting ended by the
+  // stall rule on a plateau, or ran all its steps with its accuracy still rising. Such a cell
+  // answers no capability question (neither "can" nor "cannot"), whatever its other marks.
+  bool not_converged = false;
+  std::vector<std::string> not_converged_evidence;  // one line per such run: "seed 1: stopped by ..."
   int64_t runs = 0;                                       // finished runs of the cell (all lrs)
   int64_t expected_runs = 0;                              // the grid's runs of the cell (lrs x wds x seeds)
   bool finished() const { return runs >= expected_runs; }

@@ -4,7 +4,9 @@
 // best learning rate, the row's best and the cells tied with it marked, cells at chance marked),
 // the figures (SVG: answer accuracy per task per model with the chance line; accuracy against
 // learning rate; MQAR accuracy against model width when the lab has a width axis), the exact
-// settings, each run's score, and the command that reruns it. Plain C++.
+// settings (as settings: each by its label and flag, hsm/settings.h), each run's score and how its
+// training ended, and the command that reruns it. lab_report() reads as the list of those steps
+// (lab_report.cpp, "The report's steps"). Plain C++.
 #include <map>
 #include <string>
 #include <utility>

@@ -4,7 +4,9 @@
 // against the task's chance rate ("at chance"), and Welch's t-test over seeds or, when a cell has
 // fewer than two seeds, a two-proportion z-test on the pooled test answers ("tied with the row's
 // best"). Written from their textbook definitions, no statistics library. Plain C++.
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace hsm {
@@ -36,5 +38,38 @@ double two_proportion_p_greater(int64_t k1, int64_t n1, int64_t k2, int64_t n2);
 // "tied with the row's best" when the test of "best > cell" has a p-value of at least kTieAlpha.
 inline constexpr double kChanceAlpha = 0.01;
 inline constexpr double kTieAlpha = 0.05;
+
+// ---- Not converged (issue 68; docs/lab.md, "Not converged"): a run whose training did not settle
+// what it can do. A cell with such a run at its best setting is marked so, and the report draws
+// no capability claim from it.
+
+// A validation of a run (an "eval" record of its metrics.jsonl).
+struct RunValidation {
+  int64_t step = 0;
+  double loss = NAN, answer_accuracy = NAN;
+};
+
+// How a run's training ended, read from its validations and the settings it trained under.
+struct RunConvergence {
+  // "converged": reached its stop accuracy (or 0.99 without one), or ran all its steps with its
+  //   validation answer accuracy flat;
+  // "stalled": ended before its steps by the stall rule, below that accuracy: on a plateau;
+  // "rising": ran all its steps with its validation answer accuracy still rising (by at least
+  //   kRisingGain over the last window);
+  // "unknown": no validations to read (a run folder without metrics.jsonl).
+  std::string state = "unknown";
+  int64_t last_step = 0;    // the last validation's step
+  double last_accuracy = NAN;
+  // Validation answer accuracy gained over the last window (the stall rule's steps, else a quarter
+  // of the run), per 1,000 steps.
+  double last_slope = NAN;
+  std::string evidence;     // the stall line or the last slope, in words; "" when converged
+  bool not_converged() const { return state == "stalled" || state == "rising"; }
+};
+inline constexpr double kRisingGain = 0.02;
+// The accuracy at which a run counts as done without a stop accuracy (Zoology's 0.99).
+inline constexpr double kSolvedAccuracy = 0.99;
+RunConvergence run_convergence(const std::vector<RunValidation>& validations, int64_t total_steps,
+                               double stop_accuracy, int64_t stall_steps, double stall_gain);
 
 }  // namespace hsm

@@ -197,7 +197,7 @@ std::string lab_spec_json(const LabGrid& g) {
 
 // ---- Named protocols.
 
-std::vector<std::string> lab_protocols() { return {"zoology", "mad"}; }
+std::vector<std::string> lab_protocols() { return {"zoology", "mad", "state"}; }
 
 namespace {
 
@@ -301,10 +301,32 @@ LabProtocol mad_protocol(const std::string& dir) {
   return p;
 }
 
+// State tracking (issue 68; Merrill, Petty & Sabharwal 2024, "The Illusion of State in State-Space
+// Models"): parity (Z2) and the S5 and A5 word problems, trained on words of 16 elements and tested on
+// words of 64, four times the training length (the tasks' defaults). One model per mixer family at
+// lab size: attention (gpt), HSM's (a,b) shift (hsm_ab), the hybrid (hybrid_0_6), dynamic attention
+// (da_static_emb_qk) and the EX lag mixer (ex_he); docs/lab.md writes the paper's predictions beside
+// the cells. The default lab's schedule and stops; two learning rates, the best counts.
+LabProtocol state_protocol() {
+  LabProtocol p;
+  p.summary = "state tracking (Merrill, Petty & Sabharwal 2024): parity and the S5 and A5 word problems, trained on "
+              "words of 16 elements and tested at 4x that length (64), one model per mixer family at lab size, lr "
+              "{0.001, 0.003}, the best counts";
+  LabGrid& g = p.grid;
+  g = default_lab_grid();
+  g.protocol = "state";
+  g.tasks = {"parity:length=16,test_length=64,context=64", "permutation:n=5,length=16,test_length=64,context=64",
+             "permutation:n=5,alternating=1,length=16,test_length=64,context=64"};
+  g.models = {"gpt", "hsm_ab", "hybrid_0_6", "da_static_emb_qk", "ex_he"};
+  g.lrs = {1e-3, 3e-3};
+  return p;
+}
+
 }  // namespace
 
 LabProtocol lab_protocol(const std::string& name, const std::string& dir) {
   if (name == "mad") return mad_protocol(dir);
+  if (name == "state") return state_protocol();
   if (name != "zoology") {
     std::string known;
     for (const std::string& p : lab_protocols()) known += (known.empty() ? "" : ", ") + p;
@@ -487,6 +509,23 @@ Lab::Lab(std::string dir, LabGrid grid) : dir_(std::move(dir)), grid_(std::move(
 
 LabGrid Lab::stored_grid(const std::string& dir) { return grid_of(dir, load_sweep(dir)); }
 
+namespace {
+
+// How a run's training ended, from the validations of its metrics.jsonl and the settings it trained
+// under (hsm/lab_stats.h); "unknown" when it has none (a lab shipped without its runs' records).
+RunConvergence run_convergence_of(const std::string& run_dir, const TrainSettings& t) {
+  std::vector<RunValidation> validations;
+  try {
+    for (const MetricRecord& m : read_metrics(run_dir))
+      if (m.kind == "eval") validations.push_back({m.step, m.val_loss, m.answer_accuracy});
+  } catch (const std::exception&) {
+    return {};  // unreadable: nothing to say
+  }
+  return run_convergence(validations, t.steps, t.stop_accuracy, t.stop_stall_steps, t.stop_stall_gain);
+}
+
+}  // namespace
+
 std::vector<LabRun> Lab::results(std::vector<std::string>* warnings) const {
   std::vector<LabRun> runs;
   for (const SweepPoint& p : sweep_.points) {
@@ -502,6 +541,7 @@ std::vector<LabRun> Lab::results(std::vector<std::string>* warnings) const {
     r.steps = p.train.steps;
     r.wall_s = s.wall_s;
     r.score = s.score;
+    r.convergence = run_convergence_of(r.run_dir, p.train);
     runs.push_back(std::move(r));
   }
   return runs;
@@ -560,11 +600,14 @@ std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const {
       for (double lr : grid_.lrs)
         for (double wd : wds) {
           std::vector<double> acc;
+          std::vector<std::string> unsettled;
           double seq = 0;
           int64_t right = 0, answers = 0;
           for (const LabRun& r : runs)
             if (r.task == task && r.model == model && r.lr == lr && r.weight_decay == wd &&
                 std::isfinite(r.score.answer_accuracy)) {
+              if (r.convergence.not_converged())
+                unsettled.push_back("seed " + std::to_string(r.seed) + ": " + r.convergence.evidence);
               acc.push_back(r.score.answer_accuracy);
               seq += r.score.sequence_accuracy;
               right += std::llround(r.score.answer_accuracy * static_cast<double>(r.score.answers));
@@ -585,6 +628,8 @@ std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const {
             c.seed_accuracy = acc;
             c.right = right;
             c.answers = answers;
+            c.not_converged = !unsettled.empty();
+            c.not_converged_evidence = unsettled;
           }
         }
       cells.push_back(std::move(c));
@@ -604,8 +649,13 @@ void Lab::write_table_csv(const std::string& csv) const {
 std::string Lab::table_csv(const std::vector<LabCell>& cells) {
   std::ostringstream out;
   out << "task,model,best_lr,answer_accuracy,answer_sd,n,sequence_accuracy,seed_accuracies,right,answers,chance,"
-         "p_above_chance,at_chance,best,tie_test,p_below_best,tied_with_best,runs,best_weight_decay\n";
-  auto quoted = [](const std::string& s) { return "\"" + s + "\""; };
+         "p_above_chance,at_chance,best,tie_test,p_below_best,tied_with_best,runs,best_weight_decay,not_converged,"
+         "not_converged_evidence\n";
+  auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
   auto number = [](double x) { return std::isfinite(x) ? number_text(x) : std::string(); };
   auto flag = [](const LabCell& c, bool b) { return c.n == 0 ? "" : b ? "1" : "0"; };
   for (const LabCell& c : cells) {
@@ -616,7 +666,10 @@ std::string Lab::table_csv(const std::vector<LabCell>& cells) {
         << "," << seeds << "," << c.right << "," << c.answers << "," << number(c.chance) << ","
         << number(c.p_above_chance) << "," << flag(c, c.at_chance) << "," << flag(c, c.best) << "," << c.tie_test
         << "," << number(c.p_below_best) << "," << flag(c, c.tied_with_best) << "," << c.runs << ","
-        << (c.n > 0 ? lr_text(c.best_weight_decay) : "") << "\n";
+        << (c.n > 0 ? lr_text(c.best_weight_decay) : "") << "," << flag(c, c.not_converged) << ",";
+    std::string evidence;
+    for (const std::string& e : c.not_converged_evidence) evidence += (evidence.empty() ? "" : "; ") + e;
+    out << (evidence.empty() ? std::string() : quoted(evidence)) << "\n";
   }
   return out.str();
 }

@@ -13,6 +13,7 @@
 
 #include "hsm/grid_workers.h"
 #include "hsm/receptive_field.h"
+#include "hsm/settings.h"
 #include "hsm/svg_plot.h"
 #include "hsm/tasks.h"
 
@@ -124,7 +125,13 @@ std::string render_html(const std::string& title, const std::vector<Block>& bloc
         s << "<h" << level << ">" << html_inline(b.text.substr(level + 1)) << "</h" << level << ">\n";
         break;
       }
-      case Block::kText: s << "<p>" << html_inline(b.text) << "</p>\n"; break;
+      case Block::kText: {  // a paragraph; its lines after the first ("- ...") a list
+        const std::string html = html_inline(b.text);
+        std::string out;
+        for (char ch : html) out += ch == '\n' ? std::string("<br>\n") : std::string(1, ch);
+        s << "<p>" << out << "</p>\n";
+        break;
+      }
       case Block::kCode: s << "<pre><code>" << xml_escape(b.text) << "</code></pre>\n"; break;
       case Block::kFigure:
         s << "<figure>\n" << b.svg << "<figcaption>" << html_inline(b.text) << "</figcaption></figure>\n";
@@ -151,7 +158,10 @@ std::string shell_word(const std::string& s) {
   return shell_quoted(s);
 }
 
-// The verdict cell: mean ± sd (n), the best in bold, a tie and chance marked.
+// A converged cell at or above this mean solves its task (the issue's bar for attention on recall).
+constexpr double kSolvedLevel = 0.9;
+
+// The verdict cell: mean ± sd (n), the best in bold, a tie, chance and not converged marked.
 std::string verdict_text(const LabCell& c) {
   if (c.n == 0) return "unfinished";
   std::string t = fixed(c.answer_accuracy) + (c.n >= 2 ? " ± " + fixed(c.answer_sd) : "") + " (n " +
@@ -159,6 +169,7 @@ std::string verdict_text(const LabCell& c) {
   if (c.best) t = "**" + t + "** best";
   else if (c.tied_with_best) t += " ≈best";
   if (c.at_chance) t += " ○chance";
+  if (c.not_converged) t += " ◌not converged";
   if (!c.finished()) t += " (" + std::to_string(c.runs) + "/" + std::to_string(c.expected_runs) + " runs)";
   return t;
 }
@@ -378,19 +389,50 @@ std::vector<LabFamilyScore> lab_family_scores(const Lab& lab, const std::vector<
   return scores;
 }
 
-LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::string& version) {
-  const LabGrid& g = lab.grid();
-  std::vector<std::string> warnings;
-  const std::vector<LabCell> cells = lab.table(&warnings);
-  const std::vector<LabRun> runs = lab.results();
-  const size_t M = g.models.size();
-  auto cell = [&](size_t t, size_t m) -> const LabCell& { return cells[t * M + m]; };
-  std::vector<std::string> labels;
-  for (const std::string& m : g.models) labels.push_back(model_label(m));
+namespace {
 
-  LabReport report;
-  std::vector<Block> b;
-  const std::string title = "Lab report: " + fs::path(lab.dir()).filename().string();
+// ---- The report's steps, in the order of the page (lab_report below reads as their list). Each
+// appends its blocks; the figures also go to the report's files.
+
+// What every step reads: the lab, its table and its scored runs, read once.
+struct ReportInput {
+  const Lab& lab;
+  std::vector<std::string> warnings;  // the table's: damaged points, named
+  std::vector<LabCell> cells;
+  std::vector<LabRun> runs;
+  std::vector<std::string> labels;    // the models' short names, in the grid's order
+  const LabCell& cell(size_t t, size_t m) const { return cells[t * labels.size() + m]; }
+};
+
+ReportInput read_report_input(const Lab& lab) {
+  ReportInput in{lab, {}, {}, {}, {}};
+  in.cells = lab.table(&in.warnings);
+  in.runs = lab.results();
+  for (const std::string& m : lab.grid().models) in.labels.push_back(model_label(m));
+  return in;
+}
+
+// A figure: its SVG kept as a file of the report and drawn in the page.
+struct FigureSink {
+  LabReport& report;
+  const std::string& stem;
+  std::vector<Block>& b;
+  void add(const std::string& name, const std::string& caption, const std::string& svg) {
+    const std::string file = stem + "-" + name + ".svg";
+    report.figures.emplace_back(file, svg);
+    Block f{Block::kFigure, caption};
+    f.file = file;
+    f.svg = svg;
+    b.push_back(f);
+  }
+};
+
+// The title, how much of the lab is scored, and the table's warnings.
+void add_header(const ReportInput& in, const std::string& title, const std::string& version, std::vector<Block>& b) {
+  const Lab& lab = in.lab;
+  const LabGrid& g = lab.grid();
+  const std::vector<LabCell>& cells = in.cells;
+  const std::vector<LabRun>& runs = in.runs;
   b.push_back({Block::kHeading, "# " + title});
   int64_t finished = 0;
   for (const LabCell& c : cells) finished += c.finished() ? 1 : 0;
@@ -398,10 +440,19 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
                                  std::to_string(lab_run_count(g)) + " runs scored; " + std::to_string(finished) +
                                  " of " + std::to_string(cells.size()) + " cells finished." +
                                  (g.protocol.empty() ? "" : " Protocol: **" + g.protocol + "**.")});
-  for (const std::string& w : warnings) b.push_back({Block::kText, "Warning: " + w});
+  for (const std::string& w : in.warnings) b.push_back({Block::kText, "Warning: " + w});
+}
 
+// The verdict: the table of cells with their marks, each cell's details, what it claims, and the
+// evidence of the cells that did not converge.
+void add_verdict(const ReportInput& in, std::vector<Block>& b) {
+  const Lab& lab = in.lab;
+  const LabGrid& g = lab.grid();
+  const std::vector<LabCell>& cells = in.cells;
+  const std::vector<std::string>& labels = in.labels;
+  const size_t M = g.models.size();
+  auto cell = [&](size_t t, size_t m) -> const LabCell& { return in.cell(t, m); };
   const bool wd_axis = !g.weight_decays.empty();
-  // ---- The verdict.
   b.push_back({Block::kHeading, "## The verdict"});
   b.push_back({Block::kText,
                "Test answer accuracy per task and model at the model's best learning rate" +
@@ -413,7 +464,10 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
                "binomial test of the pooled test answers at the best rate; p ≥ " + general(kChanceAlpha) +
                    " / " + std::to_string(lab_optimiser_settings(g)) +
                    (wd_axis ? " settings of learning rate x weight decay" : " learning rate(s)") +
-                   "). Best learning rate per cell below."});
+                   "). ◌not converged: a run at the cell's best setting ended by the stall rule on a plateau, or "
+               "ran all its steps with its validation accuracy still rising (by " + general(kRisingGain) +
+               " or more over its last window); such a cell answers neither \"can\" nor \"cannot\" (the "
+               "evidence below). Best learning rate per cell below."});
   Block verdict{Block::kTable};
   std::vector<std::string> header = {"task", "chance"};
   header.insert(header.end(), labels.begin(), labels.end());
@@ -426,10 +480,10 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   b.push_back(verdict);
   Block detail{Block::kTable};
   detail.rows.push_back({"task", "model", "best lr", "best wd", "mean", "sd", "n", "right / answers", "p (> chance)", "at chance",
-                         "test vs best", "p (best > it)", "tied with best"});
+                         "test vs best", "p (best > it)", "tied with best", "not converged"});
   for (const LabCell& c : cells) {
     if (c.n == 0) {
-      detail.rows.push_back({c.task, model_label(c.model), "unfinished", "", "", "", "0", "", "", "", "", "", ""});
+      detail.rows.push_back({c.task, model_label(c.model), "unfinished", "", "", "", "0", "", "", "", "", "", "", ""});
       continue;
     }
     detail.rows.push_back({c.task, model_label(c.model), exact_number_text(c.best_lr),
@@ -437,20 +491,44 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
                            fixed(c.answer_sd, 4), std::to_string(c.n),
                            std::to_string(c.right) + " / " + std::to_string(c.answers), general(c.p_above_chance),
                            c.at_chance ? "yes" : "no", c.best ? "(best)" : c.tie_test, general(c.p_below_best),
-                           c.tied_with_best ? "yes" : "no"});
+                           c.tied_with_best ? "yes" : "no", c.not_converged ? "yes" : "no"});
   }
   b.push_back(detail);
+  // What the verdict claims, per task: a capability only from converged cells.
+  std::string claims;
+  for (size_t t = 0; t < g.tasks.size(); ++t) {
+    std::string solved, unsolved, open;
+    for (size_t m = 0; m < M; ++m) {
+      const LabCell& c = cell(t, m);
+      if (c.n == 0) continue;
+      std::string& into = c.not_converged ? open : c.answer_accuracy >= kSolvedLevel ? solved : unsolved;
+      into += (into.empty() ? "" : ", ") + labels[m];
+    }
+    claims += "\n- `" + g.tasks[t] + "`: solved (≥ " + general(kSolvedLevel) + ", converged) by " +
+              (solved.empty() ? "none" : solved) + "; not solved by " + (unsolved.empty() ? "none" : unsolved) +
+              (open.empty() ? "" : "; no answer from " + open + " (not converged)");
+  }
+  b.push_back({Block::kText, "What the verdict claims: a model solves a task when its cell's mean is at least " +
+                                 general(kSolvedLevel) + " and the cell converged; a converged cell below it does not, "
+                                 "at this budget; a not-converged cell claims nothing." + claims});
+  std::string evidence;
+  for (const LabCell& c : cells)
+    for (const std::string& e : c.not_converged_evidence)
+      evidence += "\n- `" + c.task + "` × " + model_label(c.model) + ", " + e;
+  if (!evidence.empty())
+    b.push_back({Block::kText, "Not converged, the evidence (each run at the cell's best setting that stalled or "
+                               "was still rising):" + evidence});
+}
 
-  // ---- The figures.
-  b.push_back({Block::kHeading, "## Figures"});
-  auto add_figure = [&](const std::string& name, const std::string& caption, const std::string& svg) {
-    const std::string file = figure_stem + "-" + name + ".svg";
-    report.figures.emplace_back(file, svg);
-    Block f{Block::kFigure, caption};
-    f.file = file;
-    f.svg = svg;
-    b.push_back(f);
-  };
+// Accuracy per task and model (bars) and against the learning rate (lines).
+void add_accuracy_figures(const ReportInput& in, FigureSink& fig) {
+  const Lab& lab = in.lab;
+  const LabGrid& g = lab.grid();
+  const std::vector<LabRun>& runs = in.runs;
+  const std::vector<std::string>& labels = in.labels;
+  const size_t M = g.models.size();
+  auto cell = [&](size_t t, size_t m) -> const LabCell& { return in.cell(t, m); };
+  const bool wd_axis = !g.weight_decays.empty();
   std::vector<SvgPanel> bars, lr_panels;
   for (size_t t = 0; t < g.tasks.size(); ++t) {
     const double chance = cell(t, 0).chance;
@@ -495,16 +573,23 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
       }
     lr_panels.push_back(l);
   }
-  add_figure("accuracy", "Test answer accuracy per task and model (mean over seeds at the best learning rate, bars: ± "
+  fig.add("accuracy", "Test answer accuracy per task and model (mean over seeds at the best learning rate, bars: ± "
              "sd; dashed: the task's chance rate)",
              svg_figure("Answer accuracy per task", bars, 3, 320, 240));
-  add_figure("lr", "Test answer accuracy against the learning rate (mean over seeds, bars: ± sd; dashed: chance)",
+  fig.add("lr", "Test answer accuracy against the learning rate (mean over seeds, bars: ± sd; dashed: chance)",
              svg_figure("Accuracy against learning rate", lr_panels, 3));
+}
+
+// Accuracy against key-query distance with each model's reach, and its numbers.
+void add_distance_figure(const ReportInput& in, FigureSink& fig, std::vector<Block>& b) {
+  const Lab& lab = in.lab;
+  const std::vector<LabCell>& cells = in.cells;
+  const std::vector<LabRun>& runs = in.runs;
   const std::vector<LabDistancePanel> distance = lab_distance_panels(lab, cells, runs);
   if (!distance.empty()) {
     std::vector<SvgPanel> panels;
     for (const LabDistancePanel& d : distance) panels.push_back(d.panel);
-    add_figure("distance", "Test answer accuracy against key–query distance (the answers of the best learning rate's "
+    fig.add("distance", "Test answer accuracy against key–query distance (the answers of the best learning rate's "
                "runs, pooled over seeds), one line per model; dashed vertical: a model's reach, the farthest offset "
                "its receptive field carries to the query (model_reach: a 4-layer hsm_ab shifts by 1, 2, 4 and 8, "
                "15 back); a model that reaches every distance has none. The answer's value sits one position after "
@@ -535,11 +620,21 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
       b.push_back(table);
     }
   }
+}
+
+// MAD's figure (accuracy against each difficulty setting) and MAD's score per task.
+void add_difficulty_figure(const ReportInput& in, FigureSink& fig, std::vector<Block>& b) {
+  const Lab& lab = in.lab;
+  const LabGrid& g = lab.grid();
+  const std::vector<LabCell>& cells = in.cells;
+  const std::vector<std::string>& labels = in.labels;
+  const size_t M = g.models.size();
+  const bool wd_axis = !g.weight_decays.empty();
   const std::vector<LabDifficultyPanel> difficulty = lab_difficulty_panels(lab, cells);
   if (!difficulty.empty()) {
     std::vector<SvgPanel> panels;
     for (const LabDifficultyPanel& d : difficulty) panels.push_back(d.panel);
-    add_figure("difficulty", "Test answer accuracy against each task's difficulty setting, one line per model (MAD's "
+    fig.add("difficulty", "Test answer accuracy against each task's difficulty setting, one line per model (MAD's "
                "figure: each point a task setting that changes one setting of the task's first, its baseline; the "
                "cell's best learning rate" + std::string(wd_axis ? " and weight decay" : "") +
                "; bars: ± sd over seeds; dashed: the baseline's chance)",
@@ -564,6 +659,13 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
     }
     b.push_back(scores);
   }
+}
+
+// Zoology's figure: accuracy against model width, when the lab has a width axis.
+void add_width_figure(const ReportInput& in, FigureSink& fig) {
+  const Lab& lab = in.lab;
+  const LabGrid& g = lab.grid();
+  auto cell = [&](size_t t, size_t m) -> const LabCell& { return in.cell(t, m); };
   const std::vector<ModelFamily> families = width_families(lab);
   if (!families.empty()) {
     std::vector<SvgPanel> width_panels;
@@ -587,11 +689,57 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
       }
       width_panels.push_back(w);
     }
-    add_figure("width", "Test answer accuracy against model width, one line per mixer, one panel per task (Zoology "
+    fig.add("width", "Test answer accuracy against model width, one line per mixer, one panel per task (Zoology "
                "Fig. 2's shape; best learning rate per point; dashed: chance)",
                svg_figure("Accuracy against model width", width_panels, 2, 360, 250));
   }
+}
 
+// The training settings as a table (issue 69): each setting by its label and flag, as declared once
+// for the CLI and the studio's form (hsm/settings.h), and its value in words; a key no setting
+// declares is shown by its name.
+Block train_settings_table(const nlohmann::json& train) {
+  Block t{Block::kTable};
+  t.rows.push_back({"setting", "flag", "value"});
+  for (const auto& [key, value] : train.items()) {
+    std::string label = key, flag;
+    try {
+      const SettingSpec& spec = train_setting(key);
+      label = spec.label;
+      flag = std::string("`") + spec.flag + "`";
+    } catch (const std::invalid_argument&) {
+    }
+    std::string text = value.is_string()    ? value.get<std::string>()
+                       : value.is_boolean() ? (value.get<bool>() ? "on" : "off")
+                       : value.is_number_integer() ? value.dump()
+                       : value.is_number()  ? exact_number_text(value.get<double>())
+                                            : value.dump();
+    t.rows.push_back({label, flag, text.empty() ? "–" : text});
+  }
+  return t;
+}
+
+// A model's layers in words, runs of equal layers counted: "hsm_ab (heads 1, FFN 1), 2 × attn
+// (heads 1, FFN 1), hsm_ab (heads 1, FFN 1)".
+std::string layers_text(const std::vector<LayerSpec>& layers) {
+  std::string out;
+  for (size_t i = 0; i < layers.size();) {
+    size_t n = 1;
+    while (i + n < layers.size() && layers[i + n] == layers[i]) ++n;
+    out += (out.empty() ? "" : ", ") + (n > 1 ? std::to_string(n) + " × " : std::string()) + layers[i].mixer +
+           " (heads " + std::to_string(layers[i].heads) + ", FFN " + std::to_string(layers[i].ffn) + ")";
+    i += n;
+  }
+  return out;
+}
+
+// The exact settings: the grid, the tasks, the training settings and the models, as settings.
+void add_settings(const ReportInput& in, const std::string& version, std::vector<Block>& b) {
+  const Lab& lab = in.lab;
+  const LabGrid& g = lab.grid();
+  const std::vector<std::string>& labels = in.labels;
+  const size_t M = g.models.size();
+  const bool wd_axis = !g.weight_decays.empty();
   // ---- The settings.
   b.push_back({Block::kHeading, "## The exact settings"});
   const nlohmann::json spec = nlohmann::json::parse(lab.sweep().spec_json);
@@ -629,30 +777,46 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   b.push_back(tasks);
   b.push_back({Block::kText, "Training settings of every run (the grid spec's `train`; each run's learning rate "
                              "decays to " + general(lab.sweep().min_lr_fraction) + " of it):"});
-  b.push_back({Block::kCode, spec.value("train", nlohmann::json::object()).dump(), {}, "json"});
+  b.push_back(train_settings_table(spec.value("train", nlohmann::json::object())));
   b.push_back({Block::kText, "The models as every run built them (the first task's vocabulary and context; each task's "
                              "own are taken), from the snapshot in `sweep.json`:"});
-  std::string configs;
+  Block models{Block::kTable};
+  models.rows.push_back({"model", "layers", "d_model", "vocabulary", "context", "dropout", "init"});
   for (size_t m = 0; m < M; ++m) {
     const auto point = std::find_if(lab.sweep().points.begin(), lab.sweep().points.end(),
                                     [&](const SweepPoint& p) { return p.model_source == g.models[m]; });
-    if (point != lab.sweep().points.end()) configs += labels[m] + ": " + to_json(point->model, -1) + "\n";
+    if (point == lab.sweep().points.end()) continue;
+    const ModelConfig& c = point->model;
+    models.rows.push_back({labels[m], layers_text(c.layers), std::to_string(c.d_model), std::to_string(c.vocab_size),
+                           std::to_string(c.context), exact_number_text(c.dropout), c.init});
   }
-  b.push_back({Block::kCode, configs.empty() ? configs : configs.substr(0, configs.size() - 1), {}, "text"});
+  b.push_back(models);
+}
 
+// Each run's score and how its training ended.
+void add_each_run(const ReportInput& in, std::vector<Block>& b) {
+  const std::vector<LabRun>& runs = in.runs;
   // ---- Each run.
   b.push_back({Block::kHeading, "## Each run's score"});
   b.push_back({Block::kText, "From `points/NAME.json` (the run's score on its fresh test examples)."});
   Block each{Block::kTable};
   each.rows.push_back({"run", "task", "model", "lr", "seed", "answer accuracy", "sequence accuracy", "answers",
-                       "examples", "steps"});
+                       "examples", "steps", "ended"});
   for (const LabRun& r : runs)
     each.rows.push_back({fs::path(r.run_dir).filename().string(), r.task, model_label(r.model), exact_number_text(r.lr),
                          std::to_string(r.seed), exact_number_text(r.score.answer_accuracy),
                          exact_number_text(r.score.sequence_accuracy), std::to_string(r.score.answers),
-                         std::to_string(r.score.examples), std::to_string(r.steps)});
+                         std::to_string(r.score.examples), std::to_string(r.steps),
+                         r.convergence.state == "unknown"
+                             ? "–"
+                             : r.convergence.state + " at step " + std::to_string(r.convergence.last_step)});
   b.push_back(each);
+}
 
+// The command that reruns the lab.
+void add_rerun(const ReportInput& in, std::vector<Block>& b) {
+  const Lab& lab = in.lab;
+  const LabGrid& g = lab.grid();
   // ---- How to rerun it.
   b.push_back({Block::kHeading, "## How to rerun it"});
   std::string cmd = "hsm lab --out NEW_LAB";
@@ -674,7 +838,26 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   b.push_back({Block::kText, "A model given as a config file is read when the lab is made; the configs this lab "
                              "trained are kept in `" + (fs::path(lab.dir()) / "sweep.json").string() +
                              "` (`model_configs`). `hsm lab --out " + lab.dir() + "` continues this lab."});
+}
 
+}  // namespace
+
+LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::string& version) {
+  const ReportInput in = read_report_input(lab);
+  const std::string title = "Lab report: " + fs::path(lab.dir()).filename().string();
+  LabReport report;
+  std::vector<Block> b;
+  FigureSink fig{report, figure_stem, b};
+  add_header(in, title, version, b);
+  add_verdict(in, b);
+  b.push_back({Block::kHeading, "## Figures"});
+  add_accuracy_figures(in, fig);
+  add_distance_figure(in, fig, b);
+  add_difficulty_figure(in, fig, b);
+  add_width_figure(in, fig);
+  add_settings(in, version, b);
+  add_each_run(in, b);
+  add_rerun(in, b);
   report.markdown = render_markdown(b);
   report.html = render_html(title, b);
   return report;

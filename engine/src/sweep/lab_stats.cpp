@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace hsm {
@@ -116,6 +117,78 @@ double two_proportion_p_greater(int64_t k1, int64_t n1, int64_t k2, int64_t n2) 
   const double se2 = pooled * (1 - pooled) * (1.0 / static_cast<double>(n1) + 1.0 / static_cast<double>(n2));
   if (se2 <= 0) return 0.5;
   return normal_upper_tail((p1 - p2) / std::sqrt(se2));
+}
+
+namespace {
+
+std::string conv_number(double x, const char* format) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, format, x);
+  return buf;
+}
+
+}  // namespace
+
+RunConvergence run_convergence(const std::vector<RunValidation>& validations, int64_t total_steps,
+                               double stop_accuracy, int64_t stall_steps, double stall_gain) {
+  RunConvergence c;
+  std::vector<RunValidation> v;
+  for (const RunValidation& x : validations)
+    if (std::isfinite(x.answer_accuracy) || std::isfinite(x.loss)) v.push_back(x);
+  std::stable_sort(v.begin(), v.end(), [](const RunValidation& a, const RunValidation& b) { return a.step < b.step; });
+  if (v.empty()) return c;  // unknown: nothing to read
+  const RunValidation& last = v.back();
+  c.last_step = last.step;
+  c.last_accuracy = last.answer_accuracy;
+  // The last window: the stall rule's, else a quarter of the run; its start is the last validation
+  // at or before its first step (the run's first validation when none is).
+  const int64_t window = stall_steps > 0 ? stall_steps : std::max<int64_t>(1, total_steps / 4);
+  const RunValidation* then = &v.front();
+  for (const RunValidation& x : v)
+    if (x.step <= last.step - window) then = &x;
+  const double gained = last.answer_accuracy - then->answer_accuracy;
+  if (then->step < last.step && std::isfinite(gained))
+    c.last_slope = gained * 1000 / static_cast<double>(last.step - then->step);
+  const std::string slope_text =
+      std::isfinite(c.last_slope) ? conv_number(gained, "%+.3f") + " over steps " + std::to_string(then->step) + "–" +
+                                        std::to_string(last.step) + " (" + conv_number(c.last_slope, "%+.3f") +
+                                        " per 1,000 steps)"
+                                  : "no earlier validation to compare";
+  const double solved = stop_accuracy > 0 ? stop_accuracy : kSolvedAccuracy;
+  if (last.answer_accuracy >= solved) {
+    c.state = "converged";
+    return c;
+  }
+  if (last.step >= total_steps) {
+    if (std::isfinite(gained) && gained >= kRisingGain) {
+      c.state = "rising";
+      c.evidence = "ran all " + std::to_string(total_steps) + " steps with its validation answer accuracy still rising: " +
+                   conv_number(last.answer_accuracy, "%.3f") + " at the end, " + slope_text;
+    } else {
+      c.state = "converged";
+    }
+    return c;
+  }
+  // Ended before its steps, below the accuracy: the stall rule, as the trainer reads it (the best
+  // validation loss at or before `last - stall_steps` against the best of all).
+  if (stall_steps <= 0) return c;  // no rule that ends it here: unknown
+  const int64_t from = last.step - stall_steps;
+  double before = INFINITY, now = INFINITY;
+  for (const RunValidation& x : v) {
+    if (!std::isfinite(x.loss)) continue;
+    if (x.step <= from) before = std::min(before, x.loss);
+    now = std::min(now, x.loss);
+  }
+  if (!std::isfinite(before) || !(before > 0)) return c;
+  const double gain = (before - now) / before;
+  if (gain >= stall_gain) return c;
+  c.state = "stalled";
+  c.evidence = "stopped by the stall rule at step " + std::to_string(last.step) + " of " + std::to_string(total_steps) +
+               " on a plateau: best validation loss " + conv_number(now, "%.4g") + ", " + conv_number(100 * gain, "%.2f") +
+               " % below its best by step " + std::to_string(from) + " (" + conv_number(before, "%.4g") +
+               "), less than " + conv_number(100 * stall_gain, "%g") + " %; validation answer accuracy " +
+               conv_number(last.answer_accuracy, "%.3f") + ", " + slope_text;
+  return c;
 }
 
 }  // namespace hsm
