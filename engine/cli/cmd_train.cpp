@@ -22,13 +22,11 @@
 #include "hsm/tasks.h"
 #include "hsm/train_until_stopped.h"
 #include "hsm/trainer.h"
+#include "hsm/worker_process.h"
 #include "layer_report.h"
 
 namespace hsm::cli {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted = true; }
 
 std::string duration_text(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -256,27 +254,19 @@ Command add_train_command(CLI::App& app) {
                 std::cerr << text << "\n";
             };
             Trainer trainer(spec, cb);
-            g_interrupted = false;
             // SIGTERM (a scheduler, kill) and SIGHUP (a closed terminal) stop as Ctrl-C does: the
-            // step ends, a checkpoint is written, the exit status is 130 (issue 34).
-            const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
-            struct sigaction stop_action {}, previous[3];
-            stop_action.sa_handler = on_interrupt;
-            stop_action.sa_flags = SA_RESTART;  // as std::signal: the training's own calls go on
-            sigemptyset(&stop_action.sa_mask);
-            for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &stop_action, &previous[i]);
-            auto restore_signals = [&] {
-              for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &previous[i], nullptr);
-            };
+            // step ends, a checkpoint is written, the exit status is 130 (issue 34). SA_RESTART:
+            // the training's own calls go on.
             TrainSummary s;
-            try {
-              s = train_until_stopped(trainer, &g_interrupted);
-            } catch (...) {
-              restore_signals();
-              if (tty) std::cerr << "\n";
-              throw;
+            {
+              StopSignals stop(true);
+              try {
+                s = train_until_stopped(trainer, StopSignals::flag());
+              } catch (...) {
+                if (tty) std::cerr << "\n";
+                throw;
+              }
             }
-            restore_signals();
             if (tty) std::cerr << "\n";
             if (!writer) return s.stopped ? 130 : 0;  // rank 0 reports the run
             if (!s.started) return 130;  // stopped while preparing (the log said so): no run to summarise
