@@ -191,6 +191,39 @@ struct BenchCase {
   std::string tag;  // "NAME @T: " before each progress line
 };
 
+using StepTimer = std::function<double(const std::function<void()>&)>;  // tokens/s of o.train_steps steps
+
+// The step `hsm train` takes on CUDA: the training step recorded as one CUDA graph, replayed.
+void bench_cuda_graph_step(BenchCase& c, AdamW& optimizer, const StepTimer& time_steps, const Say& say,
+                           BenchResult& r) {
+  Gpt& model = c.model;
+  const int64_t T = c.T;
+  try {
+    optimizer.zero_grad();
+    optimizer.prepare_recorded_steps();
+    CudaGraphStep graph({c.tokens}, [&](const std::vector<torch::Tensor>& in, const torch::Tensor& lr) {
+      torch::Tensor loss;
+      {
+        compat::AutocastGuard autocast(c.device, true);
+        loss = model->loss(in[0].narrow(1, 0, T), in[0].narrow(1, 1, T));
+      }
+      loss.backward();
+      auto bad = optimizer.clip_and_step_recorded(lr, 1.0, loss);
+      return std::make_pair(loss.detach(), bad);
+    });
+    auto replay = [&] {
+      graph.replay({c.tokens}, 1e-4);
+      optimizer.count_recorded_step();
+    };
+    replay();  // the first replay uploads the graph
+    r.train_eager_tokens_per_s = r.train_tokens_per_s;
+    r.train_tokens_per_s = time_steps(replay);
+    r.train_cuda_graph = true;
+  } catch (const std::exception& e) {
+    say(c.tag + "no CUDA graph (" + e.what() + "): the eager step's speed");
+  }
+}
+
 // Training steps: forward, loss, backward, optimizer (untimed warm-up steps first); on CUDA
 // also the step as one CUDA graph; a profile of one step when asked.
 void bench_training(BenchCase& c, const BenchOptions& o, const Say& say, BenchResult& r) {
@@ -221,7 +254,7 @@ void bench_training(BenchCase& c, const BenchOptions& o, const Say& say, BenchRe
   };
   const int64_t warm_up = cuda ? 3 : 1;
   reset_peak_memory();
-  auto time_steps = [&](const std::function<void()>& one_step) {
+  const StepTimer time_steps = [&](const std::function<void()>& one_step) {
     sync(device);
     const auto start = Clock::now();
     for (int64_t s = 0; s < o.train_steps; ++s) one_step();
@@ -230,32 +263,7 @@ void bench_training(BenchCase& c, const BenchOptions& o, const Say& say, BenchRe
   };
   for (int64_t s = 0; s < warm_up; ++s) train_once();
   r.train_tokens_per_s = time_steps(train_once);
-  if (CudaGraphStep::available(device)) {  // the step `hsm train` takes on CUDA: one graph
-    try {
-      optimizer.zero_grad();
-      optimizer.prepare_recorded_steps();
-      CudaGraphStep graph({c.tokens}, [&](const std::vector<torch::Tensor>& in, const torch::Tensor& lr) {
-        torch::Tensor loss;
-        {
-          compat::AutocastGuard autocast(device, true);
-          loss = model->loss(in[0].narrow(1, 0, T), in[0].narrow(1, 1, T));
-        }
-        loss.backward();
-        auto bad = optimizer.clip_and_step_recorded(lr, 1.0, loss);
-        return std::make_pair(loss.detach(), bad);
-      });
-      auto replay = [&] {
-        graph.replay({c.tokens}, 1e-4);
-        optimizer.count_recorded_step();
-      };
-      replay();  // the first replay uploads the graph
-      r.train_eager_tokens_per_s = r.train_tokens_per_s;
-      r.train_tokens_per_s = time_steps(replay);
-      r.train_cuda_graph = true;
-    } catch (const std::exception& e) {
-      say(c.tag + "no CUDA graph (" + e.what() + "): the eager step's speed");
-    }
-  }
+  if (CudaGraphStep::available(device)) bench_cuda_graph_step(c, optimizer, time_steps, say, r);
   if (!o.profile_prefix.empty()) {
     const std::string path = o.profile_prefix + r.name + "_" + std::to_string(T) + ".trace.json";
     say(c.tag + "profiling one step into " + path);
