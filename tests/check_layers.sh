@@ -16,6 +16,7 @@ layers=(kernels io arch data tasks run diagnostics model eval train inference pe
 declare -A public=(
   [cpu_threads.h]=kernels
   [errors.h]=io [files.h]=io [jsonl_tail.h]=io [progress.h]=io [safetensors.h]=io [version.h]=io [svg_plot.h]=io
+  [worker_process.h]=io
   [config.h]=arch [cost.h]=arch [mixer_kind.h]=arch [params.h]=arch [presets.h]=arch
   [receptive_field.h]=arch [settings.h]=arch [train_settings.h]=arch
   [corpus.h]=data [dataset.h]=data [tokenizer.h]=data

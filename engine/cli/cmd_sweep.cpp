@@ -201,13 +201,13 @@ Command add_sweep_command(CLI::App& app) {
             if (run->parsed()) {
               // SIGINT, SIGTERM (the launcher, Slurm) and SIGHUP (a closed terminal): the point
               // stops at a step with a checkpoint.
-              GridStopSignals stop(true);
+              StopSignals stop(true);
               // A reader of the events gone (a studio closed) is no reason to die without a checkpoint.
               if (a->events) std::signal(SIGPIPE, SIG_IGN);
               std::function<void(const std::string&)> on_event;
               if (a->events) on_event = write_grid_event;
               const std::string state = run_sweep_point(
-                  a->dir, a->point, a->threads, GridStopSignals::flag(),
+                  a->dir, a->point, a->threads, StopSignals::flag(),
                   [](const std::string& line) { std::cerr << line << "\n"; }, on_event);
               std::cerr << "point " << a->point << ": " << state << "\n";
               return state == "done" ? 0 : 130;

@@ -1,6 +1,7 @@
 // Run folders without LibTorch: metrics.jsonl lines, the incremental reader the studio uses to
 // follow a run that another process is writing, config.json errors; RunFolder's checkpoints
-// (kept, pruned, a damaged one set aside) and its one recipe for a copy (export, save as).
+// (kept, pruned, a damaged one set aside), its one recipe for a copy (export, save as), and what
+// the trainer writes through it (records, task, a failed start cleared).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -289,4 +290,82 @@ TEST(RunFolderCopy, ACopyHasTheWeightsGivenTheRunsTokenizerOrTaskItsMetricsAndTh
   EXPECT_EQ(text_of(out.weights), "weights");
   for (const auto& e : fs::directory_iterator(root))
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+// The trainer appends its metrics through the folder (issue 66): a new run's file starts afresh,
+// a resumed run's holds what it kept and goes on; each line is metric_to_json_line's.
+TEST(RunFolderWrites, MetricsStartAfreshOrGoOnFromWhatWasKept) {
+  const std::string dir = test::fresh_temp_dir("run-folder", "write-metrics");
+  RunFolder folder(dir);
+  append(folder.metrics, "a killed start's line\n");
+  folder.start_metrics(std::nullopt);  // a new run
+  EXPECT_EQ(text_of(folder.metrics), "");
+  EXPECT_EQ(folder.append_metric(train_record(1, 5.0)), "");
+  RunFolder copy = folder;  // copies share the started file
+  EXPECT_EQ(copy.append_metric(train_record(2, 4.0)), "");
+  const std::string two =
+      metric_to_json_line(train_record(1, 5.0)) + "\n" + metric_to_json_line(train_record(2, 4.0)) + "\n";
+  EXPECT_EQ(text_of(folder.metrics), two);
+
+  RunFolder resumed(dir);
+  EXPECT_THROW(resumed.append_metric(train_record(3, 3.0)), std::logic_error);  // not started
+  const std::string kept = metric_to_json_line(train_record(1, 5.0)) + "\n";
+  resumed.start_metrics(kept);
+  EXPECT_EQ(text_of(folder.metrics), kept);
+  EXPECT_EQ(resumed.append_metric(train_record(2, 3.5)), "");
+  EXPECT_EQ(text_of(folder.metrics), kept + metric_to_json_line(train_record(2, 3.5)) + "\n");
+  EXPECT_EQ(read_metrics(dir).size(), 2u);
+}
+
+// The recorder's diagnoses the same way; a new run that records none has no file at all.
+TEST(RunFolderWrites, DiagnosesStartAfreshOrGoOnAndANewRunThatRecordsNoneHasNoFile) {
+  const std::string dir = test::fresh_temp_dir("run-folder", "write-diagnoses");
+  RunFolder folder(dir);
+  append(folder.diagnostics, "{\"step\": 9}\n");
+  folder.start_diagnoses(std::nullopt, false);
+  EXPECT_FALSE(fs::exists(folder.diagnostics));
+  EXPECT_THROW(folder.append_diagnosis("{\"step\": 1}"), std::logic_error);
+
+  folder.start_diagnoses(std::nullopt, true);
+  EXPECT_EQ(text_of(folder.diagnostics), "");
+  EXPECT_EQ(folder.append_diagnosis("{\"step\": 1}"), "");
+  EXPECT_EQ(text_of(folder.diagnostics), "{\"step\": 1}\n");
+
+  RunFolder resumed(dir);
+  resumed.start_diagnoses(std::string("{\"step\": 0}\n"), false);  // kept, nothing more recorded
+  EXPECT_EQ(text_of(folder.diagnostics), "{\"step\": 0}\n");
+  resumed.start_diagnoses(std::string("{\"step\": 0}\n"), true);
+  EXPECT_EQ(resumed.append_diagnosis("{\"step\": 2}"), "");
+  EXPECT_EQ(text_of(folder.diagnostics), "{\"step\": 0}\n{\"step\": 2}\n");
+}
+
+// A record file that is a link is never written through (the file it points to stays as it was).
+TEST(RunFolderWrites, ARecordFileThatIsALinkIsRefused) {
+  const std::string dir = test::fresh_temp_dir("run-folder", "write-link");
+  const std::string outside = test::fresh_temp_dir("run-folder", "write-link-outside") + "/theirs.jsonl";
+  append(outside, "theirs\n");
+  RunFolder folder(dir);
+  fs::create_symlink(outside, folder.metrics);
+  EXPECT_THROW(folder.start_metrics(std::nullopt), std::runtime_error);
+  EXPECT_EQ(text_of(outside), "theirs\n");
+}
+
+TEST(RunFolderWrites, TheTaskIsWrittenAsRunTaskReadsItAndAFailedStartIsCleared) {
+  const std::string dir = test::fresh_temp_dir("run-folder", "write-task");
+  RunFolder folder(dir);
+  folder.write_task("mqar:pairs=4");
+  EXPECT_EQ(text_of(folder.task), "{\n  \"task\": \"mqar:pairs=4\"\n}\n");
+  EXPECT_EQ(run_task(dir), "mqar:pairs=4");
+
+  // A failed start in a folder the run did not make: its own files go, the user's stay.
+  folder.start_metrics(std::nullopt);
+  append(folder.config, "{}");
+  fs::create_directories(folder.checkpoints + "/step-1");
+  append(dir + "/notes.txt", "mine");
+  folder.clear(false);
+  for (const std::string& f : {folder.task, folder.metrics, folder.config, folder.checkpoints})
+    EXPECT_FALSE(fs::exists(f)) << f;
+  EXPECT_EQ(text_of(dir + "/notes.txt"), "mine");
+  folder.clear(true);  // the run made the folder: all of it goes
+  EXPECT_FALSE(fs::exists(dir));
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,10 @@
 #include "hsm/tasks.h"
 #include "hsm/train_settings.h"
 namespace hsm {
+
+class RecordLog;
+class Tokenizer;
+struct MetricRecord;
 
 // A run folder's files and what is done to it as a whole. Run folders are things people
 // download, so nothing in one is trusted to stay inside it: the trainer refuses a folder whose
@@ -88,6 +93,30 @@ struct RunFolder {
   // a link, a file, the run itself, a folder holding it or a training run's checkpoints; a folder
   // with files other than an earlier export's unless `force`.
   void check_export_target(const std::string& out_dir, bool force) const;
+  // ---- Writing: what the one trainer of the folder (holding its lock) writes into it ----
+  // The record files, one pair of calls per kind: start_X once when the run starts, then
+  // append_X for each record. start: `kept` (a resumed run: its records up to the checkpoint,
+  // one line each) becomes the file, which then goes on; none (a new run) starts it afresh:
+  // emptied, or removed when not `recording` (then nothing is appended). An append writes the
+  // line whole or not at all, never through a link, and holds a line a full disk refused, to
+  // write it before the next (io/record_log.h); it returns "" when the file holds every record
+  // so far, else why it is behind. Copies of a RunFolder share the files they started.
+  void start_metrics(const std::optional<std::string>& kept);
+  std::string append_metric(const MetricRecord& m);  // metrics.jsonl
+  // At the run's end: writes the records held back; how many the file still lacks (held, or
+  // given up when too many were held), 0 when it holds them all.
+  size_t flush_metrics();
+  void start_diagnoses(const std::optional<std::string>& kept, bool recording);
+  std::string append_diagnosis(const std::string& json_line);  // diagnostics.jsonl (hsm/diagnostics_log.h)
+  // task.json of a task run ({"task": SPEC}), tokenizer.model of a corpus run; each written whole.
+  void write_task(const std::string& task_spec) const;
+  void write_tokenizer(const Tokenizer& tokenizer) const;
+  // Removes what a failed start wrote: the whole folder when the run made it (made_here), else
+  // the run's own files and checkpoints (what else the folder holds stays).
+  void clear(bool made_here) const;
+
+ private:
+  std::shared_ptr<RecordLog> metrics_log_, diagnoses_log_;
 };
 
 // Thrown when another trainer holds the folder; the message names it and what to do.

@@ -258,123 +258,154 @@ bool point_process_alive(int64_t pid) {
   return cmdline.find(std::string("sweep") + '\0' + "run") != std::string::npos;
 }
 
-}  // namespace
-
-Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir, const std::string& data_override,
-                       const std::string& base_config_json, const std::map<std::string, std::string>& model_configs) {
-  json spec;
-  try {
-    spec = json::parse(json_text);
-  } catch (const json::exception& e) {
-    throw std::invalid_argument("sweep spec: not JSON (" + json_error_text(e.what()) + ")");
+// parse_sweep_spec's steps, in the order it takes them: each reads the spec (`spec`) and fills
+// the sweep or what a later step needs. A refusal names the field, axis or point at fault.
+class SweepSpecParser {
+ public:
+  SweepSpecParser(const std::string& json_text, const std::string& base_dir, const std::string& base_config_json,
+                  const std::map<std::string, std::string>& model_configs)
+      : base_dir_(base_dir), base_config_json_(base_config_json), model_configs_(model_configs) {
+    try {
+      spec_ = json::parse(json_text);
+    } catch (const json::exception& e) {
+      throw std::invalid_argument("sweep spec: not JSON (" + json_error_text(e.what()) + ")");
+    }
+    if (!spec_.is_object()) throw std::invalid_argument("sweep spec: not a JSON object");
   }
-  if (!spec.is_object()) throw std::invalid_argument("sweep spec: not a JSON object");
-  static const std::set<std::string> fields = {"name",      "base",      "data", "task",          "train",
-                                               "axes",      "points",    "size", "test_examples", "min_lr_fraction",
-                                               "resources"};
-  for (const auto& [k, v] : spec.items())
-    if (!fields.count(k))
-      throw std::invalid_argument("sweep spec: unknown field '" + k +
-                                  "'; use name, base, data, task, train, axes, points, size, test_examples, "
-                                  "min_lr_fraction, resources");
-  Sweep sweep;
-  if (spec.contains("name") && !spec["name"].is_string())
-    throw std::invalid_argument("sweep spec: name " + spec["name"].dump() + " is not a text");
-  sweep.name = spec.value("name", "sweep");
-  check_slurm_text("name", sweep.name, kNameText,
-                   "a name holds 1 to 100 letters, digits and . _ - + = , @ (it names the Slurm job), e.g. \"placement\"");
-  // A task axis and a model axis (a lab's) give each point its task and its model.
-  auto has_axis = [&](const char* axis) {
-    if (spec.contains("axes") && spec["axes"].is_object() && spec["axes"].contains(axis)) return true;
-    if (spec.contains("points") && spec["points"].is_array())
-      for (const auto& p : spec["points"])
+
+  Sweep parse(const std::string& data_override) {
+    read_fields();
+    read_base();
+    read_data(data_override);
+    read_train();
+    read_resources();
+    list_points();
+    make_points();
+    sweep_.spec_json = spec_.dump();
+    return std::move(sweep_);
+  }
+
+ private:
+  using Point = std::vector<std::pair<std::string, json>>;  // (axis, value), in the spec's order
+
+  // The known fields, the name, and the settings of the whole grid (size, test_examples,
+  // min_lr_fraction); whether a task axis and a model axis (a lab's) give each point its task
+  // and its model.
+  void read_fields() {
+    static const std::set<std::string> fields = {"name",      "base",      "data", "task",          "train",
+                                                 "axes",      "points",    "size", "test_examples", "min_lr_fraction",
+                                                 "resources"};
+    for (const auto& [k, v] : spec_.items())
+      if (!fields.count(k))
+        throw std::invalid_argument("sweep spec: unknown field '" + k +
+                                    "'; use name, base, data, task, train, axes, points, size, test_examples, "
+                                    "min_lr_fraction, resources");
+    if (spec_.contains("name") && !spec_["name"].is_string())
+      throw std::invalid_argument("sweep spec: name " + spec_["name"].dump() + " is not a text");
+    sweep_.name = spec_.value("name", "sweep");
+    check_slurm_text("name", sweep_.name, kNameText,
+                     "a name holds 1 to 100 letters, digits and . _ - + = , @ (it names the Slurm job), e.g. \"placement\"");
+    model_axis_ = has_axis("model");
+    task_axis_ = has_axis("task");
+    if (spec_.contains("size")) {
+      if (!spec_["size"].is_string() || !is_model_size(spec_["size"].get<std::string>()))
+        throw std::invalid_argument("sweep spec: size " + spec_["size"].dump() + ": use \"lab\", \"tiny\" or \"as_is\"");
+      sweep_.size = spec_["size"].get<std::string>();
+    }
+    if (spec_.contains("test_examples")) {
+      const json& n = spec_["test_examples"];
+      if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 1000000)
+        throw std::invalid_argument("sweep spec: test_examples " + n.dump() + ": use a whole number from 0 to 1000000");
+      sweep_.test_examples = n.get<int64_t>();
+    }
+    if (spec_.contains("min_lr_fraction")) {
+      const json& f = spec_["min_lr_fraction"];
+      if (!f.is_number() || f.get<double>() < 0 || f.get<double>() > 1)
+        throw std::invalid_argument("sweep spec: min_lr_fraction " + f.dump() + ": use a number from 0 to 1");
+      sweep_.min_lr_fraction = f.get<double>();
+    }
+  }
+
+  bool has_axis(const char* axis) const {
+    if (spec_.contains("axes") && spec_["axes"].is_object() && spec_["axes"].contains(axis)) return true;
+    if (spec_.contains("points") && spec_["points"].is_array())
+      for (const auto& p : spec_["points"])
         if (p.is_object() && p.contains(axis)) return true;
     return false;
-  };
-  const bool model_axis = has_axis("model"), task_axis = has_axis("task");
-  if (spec.contains("size")) {
-    if (!spec["size"].is_string() || !is_model_size(spec["size"].get<std::string>()))
-      throw std::invalid_argument("sweep spec: size " + spec["size"].dump() + ": use \"lab\", \"tiny\" or \"as_is\"");
-    sweep.size = spec["size"].get<std::string>();
   }
-  if (spec.contains("test_examples")) {
-    const json& n = spec["test_examples"];
-    if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 1000000)
-      throw std::invalid_argument("sweep spec: test_examples " + n.dump() + ": use a whole number from 0 to 1000000");
-    sweep.test_examples = n.get<int64_t>();
-  }
-  if (spec.contains("min_lr_fraction")) {
-    const json& f = spec["min_lr_fraction"];
-    if (!f.is_number() || f.get<double>() < 0 || f.get<double>() > 1)
-      throw std::invalid_argument("sweep spec: min_lr_fraction " + f.dump() + ": use a number from 0 to 1");
-    sweep.min_lr_fraction = f.get<double>();
-  }
-  // The base model and its training settings.
-  ModelConfig base_model;
-  TrainSettings base_train;
-  bool preset = false;
-  if (model_axis && spec.contains("base"))
-    throw std::invalid_argument("sweep spec: base and a model axis both given; the model axis gives each point its model");
-  if (!model_axis) {
-    if (!spec.contains("base") || !spec["base"].is_object())
+
+  // The base model and its training settings (none with a model axis).
+  void read_base() {
+    if (model_axis_ && spec_.contains("base"))
+      throw std::invalid_argument("sweep spec: base and a model axis both given; the model axis gives each point its model");
+    if (model_axis_) return;
+    if (!spec_.contains("base") || !spec_["base"].is_object())
       throw std::invalid_argument(
           "sweep spec: base is missing; give {\"preset\": NAME} or {\"config\": FILE}, or a model axis");
-    const json& base = spec["base"];
+    const json& base = spec_["base"];
     for (const auto& [k, v] : base.items())
       if (k != "preset" && k != "config")
         throw std::invalid_argument("sweep spec: base: unknown field '" + k + "'; use preset or config");
-    preset = base.contains("preset");
+    preset_ = base.contains("preset");
     try {
-      if (preset) {
-        base_model = load_preset_or_config(base["preset"].get<std::string>());
-        base_train = preset_train_settings(base["preset"].get<std::string>());
-      } else if (base.contains("config") && !base_config_json.empty()) {
+      if (preset_) {
+        base_model_ = load_preset_or_config(base["preset"].get<std::string>());
+        base_train_ = preset_train_settings(base["preset"].get<std::string>());
+      } else if (base.contains("config") && !base_config_json_.empty()) {
         // The snapshot the sweep's folder took at its start (issue 46), not the file as it is now.
-        base_model = config_from_json(base_config_json, "the sweep's snapshot of its base config");
-        sweep.base_config_json = base_config_json;
+        base_model_ = config_from_json(base_config_json_, "the sweep's snapshot of its base config");
+        sweep_.base_config_json = base_config_json_;
       } else if (base.contains("config")) {
-        spec["base"]["config"] = resolve_path(base["config"].get<std::string>(), base_dir);
-        base_model = load_config(spec["base"]["config"].get<std::string>());
-        sweep.base_config_json = to_json(base_model);
+        spec_["base"]["config"] = resolve_path(base["config"].get<std::string>(), base_dir_);
+        base_model_ = load_config(spec_["base"]["config"].get<std::string>());
+        sweep_.base_config_json = to_json(base_model_);
       } else {
         throw std::invalid_argument("give {\"preset\": NAME} or {\"config\": FILE}");
       }
-      base_model = model_at_size(base_model, sweep.size);
+      base_model_ = model_at_size(base_model_, sweep_.size);
     } catch (const json::exception& e) {
       throw std::invalid_argument("sweep spec: base: " + json_error_text(e.what()));
     } catch (const std::exception& e) {
       throw std::invalid_argument("sweep spec: base: " + error_text(e));
     }
   }
-  // The data.
-  if (!data_override.empty()) spec["data"] = data_override;
-  if (spec.contains("data") && (spec.contains("task") || task_axis))
-    throw std::invalid_argument("sweep spec: data and task both given; a sweep trains on a corpus or on a task");
-  if (task_axis && spec.contains("task"))
-    throw std::invalid_argument("sweep spec: task and a task axis both given; give the task axis alone");
-  std::unique_ptr<Task> task;
-  if (spec.contains("task")) {
-    try {
-      sweep.task = spec["task"].get<std::string>();
-      task = parse_task(sweep.task);
-      if (preset) adopt_task_shape(base_model, *task);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("sweep spec: task: " + error_text(e));
+
+  // The data: a corpus, a task, or a task axis.
+  void read_data(const std::string& data_override) {
+    if (!data_override.empty()) spec_["data"] = data_override;
+    if (spec_.contains("data") && (spec_.contains("task") || task_axis_))
+      throw std::invalid_argument("sweep spec: data and task both given; a sweep trains on a corpus or on a task");
+    if (task_axis_ && spec_.contains("task"))
+      throw std::invalid_argument("sweep spec: task and a task axis both given; give the task axis alone");
+    if (spec_.contains("task")) {
+      try {
+        sweep_.task = spec_["task"].get<std::string>();
+        const std::unique_ptr<Task> task = parse_task(sweep_.task);
+        if (preset_) adopt_task_shape(base_model_, *task);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument("sweep spec: task: " + error_text(e));
+      }
+    } else if (spec_.contains("data")) {
+      sweep_.data = resolve_path(spec_["data"].get<std::string>(), base_dir_);
+      if (!fs::exists(sweep_.data))
+        throw std::invalid_argument("sweep spec: data: " + sweep_.data + " does not exist; give a corpus file or folder");
+      spec_["data"] = sweep_.data;
+    } else if (!task_axis_) {
+      throw std::invalid_argument("sweep spec: give data (a corpus) or task (a synthetic task, hsm task list)");
     }
-  } else if (spec.contains("data")) {
-    sweep.data = resolve_path(spec["data"].get<std::string>(), base_dir);
-    if (!fs::exists(sweep.data))
-      throw std::invalid_argument("sweep spec: data: " + sweep.data + " does not exist; give a corpus file or folder");
-    spec["data"] = sweep.data;
-  } else if (!task_axis) {
-    throw std::invalid_argument("sweep spec: give data (a corpus) or task (a synthetic task, hsm task list)");
   }
-  if (spec.contains("train") && !spec["train"].is_object())
-    throw std::invalid_argument("sweep spec: train is not an object of settings");
-  // The spec's training settings over `t`: the base's (a preset's own), or the defaults (a model axis).
-  auto apply_train = [&](TrainSettings& t) {
-    if (!spec.contains("train")) return;
-    for (const auto& [k, v] : spec["train"].items()) {
+
+  // The spec's training settings over the base's (a preset's own), and over the defaults (a model axis).
+  void read_train() {
+    if (spec_.contains("train") && !spec_["train"].is_object())
+      throw std::invalid_argument("sweep spec: train is not an object of settings");
+    apply_train(base_train_);
+    apply_train(model_axis_train_);
+  }
+
+  void apply_train(TrainSettings& t) const {
+    if (!spec_.contains("train")) return;
+    for (const auto& [k, v] : spec_["train"].items()) {
       const SettingSpec* s = find_setting(k);
       if (!s)
         throw std::invalid_argument("sweep spec: train." + k + ": no such training setting; use one of " +
@@ -385,29 +416,29 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
         throw std::invalid_argument("sweep spec: train." + k + " = " + v.dump() + ": " + error_text(e));
       }
     }
-  };
-  apply_train(base_train);
-  TrainSettings model_axis_train;
-  apply_train(model_axis_train);
-  if (spec.contains("resources")) {
-    const json& r = spec["resources"];
+  }
+
+  // What a Slurm job of the sweep asks for.
+  void read_resources() {
+    if (!spec_.contains("resources")) return;
+    const json& r = spec_["resources"];
     if (!r.is_object()) throw std::invalid_argument("sweep spec: resources is not an object; use cpus, gpus, mem_gb, time, partition");
     for (const auto& [k, v] : r.items()) {
       if (k == "cpus")
-        sweep.resources.cpus = resource_count(k, v, 1, 4096);
+        sweep_.resources.cpus = resource_count(k, v, 1, 4096);
       else if (k == "gpus")
-        sweep.resources.gpus = resource_count(k, v, 0, 64);
+        sweep_.resources.gpus = resource_count(k, v, 0, 64);
       else if (k == "mem_gb")
-        sweep.resources.mem_gb = resource_count(k, v, 1, 1 << 20);
+        sweep_.resources.mem_gb = resource_count(k, v, 1, 1 << 20);
       else if (k == "time" || k == "partition") {
         if (!v.is_string()) throw std::invalid_argument("sweep spec: resources." + k + " " + v.dump() + " is not a text");
         if (k == "time") {
-          sweep.resources.time = v.get<std::string>();
-          check_slurm_text("resources.time", sweep.resources.time, kTimeText,
+          sweep_.resources.time = v.get<std::string>();
+          check_slurm_text("resources.time", sweep_.resources.time, kTimeText,
                            "use a Slurm time limit: MINUTES, H:MM:SS, DAYS-HH, DAYS-HH:MM:SS or UNLIMITED");
         } else {
-          sweep.resources.partition = v.get<std::string>();
-          check_slurm_text("resources.partition", sweep.resources.partition, kPartitionText,
+          sweep_.resources.partition = v.get<std::string>();
+          check_slurm_text("resources.partition", sweep_.resources.partition, kPartitionText,
                            "use a partition's name (letters, digits, . _ -), or several separated by commas");
         }
       } else
@@ -418,29 +449,23 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
 
   // A model axis' value: a preset, or a config file (beside the spec, else from the working
   // directory), read once and kept (its snapshot) so that editing the file later changes no point.
-  std::map<std::string, ModelConfig> axis_models;
-  auto model_of = [&](const std::string& value) -> const ModelConfig& {
-    const auto known = axis_models.find(value);
-    if (known != axis_models.end()) return known->second;
+  const ModelConfig& model_of(const std::string& value) {
+    const auto known = axis_models_.find(value);
+    if (known != axis_models_.end()) return known->second;
     ModelConfig m;
-    const auto snapshot = model_configs.find(value);
-    if (snapshot != model_configs.end()) {
+    const auto snapshot = model_configs_.find(value);
+    if (snapshot != model_configs_.end()) {
       m = config_from_json(snapshot->second, "the grid's snapshot of model " + value);
     } else {
-      const fs::path beside = fs::path(base_dir) / value;
+      const fs::path beside = fs::path(base_dir_) / value;
       m = load_preset_or_config(fs::path(value).is_relative() && fs::exists(beside) ? beside.string() : value);
     }
-    sweep.model_configs[value] = to_json(m, -1);
-    return axis_models.emplace(value, m).first->second;
-  };
+    sweep_.model_configs[value] = to_json(m, -1);
+    return axis_models_.emplace(value, m).first->second;
+  }
 
-  // The points: the product of the axes, or the list given.
-  std::vector<std::vector<std::pair<std::string, json>>> points;
-  if (spec.contains("axes") == spec.contains("points"))
-    throw std::invalid_argument("sweep spec: give axes (their product is the points) or points (a list), one of them");
-  const json base_json = model_axis ? json() : json::parse(to_json(base_model));
-  auto check_alone = [&](const std::string& axis, const json& v) {
-    // Each value on the base alone, so a refusal names the axis and value that caused it.
+  // Each value on the base alone, so a refusal names the axis and value that caused it.
+  void check_alone(const std::string& axis, const json& v) {
     try {
       if (axis == "task" || axis == "model") {
         if (!v.is_string()) throw std::invalid_argument(axis == "task" ? "a task is a spec (hsm task list)"
@@ -449,9 +474,9 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
         if (axis == "model") model_of(v.get<std::string>());
         return;
       }
-      if (model_axis) return;  // checked with each point's model below
-      json m = base_json;
-      TrainSettings t = base_train;
+      if (model_axis_) return;  // checked with each point's model (make_points)
+      json m = base_json_;
+      TrainSettings t = base_train_;
       apply(axis, v, m, t);
       config_from_json(m.dump(), "the model");
     } catch (const json::exception& e) {
@@ -459,125 +484,171 @@ Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir
     } catch (const std::exception& e) {
       throw std::invalid_argument("sweep spec: axis " + axis + " = " + v.dump() + ": " + error_text(e));
     }
-  };
-  std::vector<std::string> axis_order;
-  if (spec.contains("axes")) {
-    if (!spec["axes"].is_object() || spec["axes"].empty())
+  }
+
+  // The points: the product of the axes, or the list given; each value checked alone.
+  void list_points() {
+    if (spec_.contains("axes") == spec_.contains("points"))
+      throw std::invalid_argument("sweep spec: give axes (their product is the points) or points (a list), one of them");
+    base_json_ = model_axis_ ? json() : json::parse(to_json(base_model_));
+    if (spec_.contains("axes"))
+      list_axes_product();
+    else
+      list_given_points();
+  }
+
+  void list_axes_product() {
+    if (!spec_["axes"].is_object() || spec_["axes"].empty())
       throw std::invalid_argument("sweep spec: axes is empty; give at least one axis with its values");
-    points.push_back({});
-    for (const auto& [axis, values] : spec["axes"].items()) {
+    points_.push_back({});
+    for (const auto& [axis, values] : spec_["axes"].items()) {
       if (!values.is_array() || values.empty())
         throw std::invalid_argument("sweep spec: axis " + axis + " is empty; give a list of at least one value");
-      axis_order.push_back(axis);
-      std::vector<std::vector<std::pair<std::string, json>>> next;
-      for (const auto& p : points)
+      axis_order_.push_back(axis);
+      std::vector<Point> next;
+      for (const auto& p : points_)
         for (const auto& v : values) {
           check_alone(axis, v);
           auto q = p;
           q.emplace_back(axis, v);
           next.push_back(std::move(q));
         }
-      points = std::move(next);
-      if (points.size() > 100000) throw std::invalid_argument("sweep spec: more than 100000 points; use fewer values");
+      points_ = std::move(next);
+      if (points_.size() > 100000) throw std::invalid_argument("sweep spec: more than 100000 points; use fewer values");
     }
-  } else {
-    if (!spec["points"].is_array() || spec["points"].empty())
+  }
+
+  void list_given_points() {
+    if (!spec_["points"].is_array() || spec_["points"].empty())
       throw std::invalid_argument("sweep spec: points is empty; give a list of objects {axis: value}");
-    for (const auto& p : spec["points"]) {
+    for (const auto& p : spec_["points"]) {
       if (!p.is_object())
         throw std::invalid_argument("sweep spec: a point is not an object {axis: value}: " + p.dump());
-      if (model_axis && !p.contains("model"))
+      if (model_axis_ && !p.contains("model"))
         throw std::invalid_argument("sweep spec: a point without a model where others have one: " + p.dump());
-      if (task_axis && !p.contains("task"))
+      if (task_axis_ && !p.contains("task"))
         throw std::invalid_argument("sweep spec: a point without a task where others have one: " + p.dump());
-      std::vector<std::pair<std::string, json>> q;
+      Point q;
       for (const auto& [axis, v] : p.items()) {
         check_alone(axis, v);
         q.emplace_back(axis, v);
-        if (std::find(axis_order.begin(), axis_order.end(), axis) == axis_order.end()) axis_order.push_back(axis);
+        if (std::find(axis_order_.begin(), axis_order_.end(), axis) == axis_order_.end()) axis_order_.push_back(axis);
       }
-      points.push_back(std::move(q));
-      if (points.size() > 100000) throw std::invalid_argument("sweep spec: more than 100000 points; use fewer");
+      points_.push_back(std::move(q));
+      if (points_.size() > 100000) throw std::invalid_argument("sweep spec: more than 100000 points; use fewer");
     }
   }
-  // What differs: the axes with more than one value over the points (absent = the base's).
-  // A task's or a model's value is named by its place among the axis' values and its short name
-  // (t0_mqar, m1_hsm_ab): a spec or a path is not a folder's name.
-  std::set<std::string> differs;
-  std::map<std::string, std::vector<std::string>> places;  // "task"/"model" -> its values in order
-  for (const std::string& axis : axis_order) {
-    std::set<std::string> seen;
-    for (const auto& p : points) {
-      std::string text = "(base)";
-      for (const auto& [a, v] : p)
-        if (a == axis) text = v.dump();
-      seen.insert(text);
-      if ((axis == "task" || axis == "model") && text != "(base)") {
-        auto& order = places[axis];
-        if (std::find(order.begin(), order.end(), text) == order.end()) order.push_back(text);
+
+  // What differs: the axes with more than one value over the points (absent = the base's), and
+  // the task's and model's values in the order they come (what value_name numbers them by).
+  void find_differences() {
+    for (const std::string& axis : axis_order_) {
+      std::set<std::string> seen;
+      for (const auto& p : points_) {
+        std::string text = "(base)";
+        for (const auto& [a, v] : p)
+          if (a == axis) text = v.dump();
+        seen.insert(text);
+        if ((axis == "task" || axis == "model") && text != "(base)") {
+          auto& order = places_[axis];
+          if (std::find(order.begin(), order.end(), text) == order.end()) order.push_back(text);
+        }
       }
+      if (seen.size() > 1) differs_.insert(axis);
     }
-    if (seen.size() > 1) differs.insert(axis);
   }
-  auto value_name = [&](const std::string& axis, const json& v) {
+
+  // A value's part of a point's name. A task's or a model's value is named by its place among
+  // the axis' values and its short name (t0_mqar, m1_hsm_ab): a spec or a path is not a folder's name.
+  std::string value_name(const std::string& axis, const json& v) {
     if (axis != "task" && axis != "model") return short_axis(axis) + "=" + short_value(v);
-    const auto& order = places[axis];
+    const auto& order = places_[axis];
     const auto place = std::to_string(std::find(order.begin(), order.end(), v.dump()) - order.begin());
     const std::string s = v.get<std::string>();
     return axis == "task" ? "t" + place + "_" + parse_task(s)->name() : "m" + place + "_" + model_label(s);
-  };
-  std::set<std::string> names;
-  for (size_t k = 0; k < points.size(); ++k) {
-    SweepPoint pt;
-    pt.index = static_cast<int64_t>(k);
-    pt.task = sweep.task;
-    for (const auto& [axis, v] : points[k]) {
-      if (axis == "task") pt.task = v.get<std::string>();
-      if (axis == "model") pt.model_source = v.get<std::string>();
-    }
-    std::string name;
-    for (const auto& [axis, v] : points[k])
-      if (differs.count(axis)) name += (name.empty() ? "" : ",") + value_name(axis, v);
-    std::string what = name.empty() ? "point " + std::to_string(k) : "point " + name;
-    try {
-      const std::unique_ptr<Task> point_task = pt.task.empty() ? nullptr : parse_task(pt.task);
-      json m = base_json;
-      pt.train = base_train;
-      if (model_axis) {
-        ModelConfig mc = model_of(pt.model_source);
-        mc = model_at_size(mc, sweep.size);
-        if (point_task) adopt_task_shape(mc, *point_task);  // a lab's models take each task's shape
-        m = json::parse(to_json(mc));
-        pt.train = model_axis_train;
-      }
-      for (const auto& [axis, v] : points[k]) {
-        if (axis == "task" || axis == "model") continue;
-        try {
-          apply(axis, v, m, pt.train);
-        } catch (const std::exception& e) {
-          throw std::invalid_argument("axis " + axis + " = " + v.dump() + ": " + error_text(e));
-        }
-      }
-      if (sweep.min_lr_fraction >= 0) pt.train.min_lr = pt.train.lr * sweep.min_lr_fraction;
-      pt.model = config_from_json(m.dump(), "the model");
-      validate_train_settings(pt.train);
-      if (point_task) check_model_fits_task(pt.model, *point_task);  // --check refuses what training would
-    } catch (const json::exception& e) {
-      throw std::invalid_argument("sweep spec: " + what + ": " + json_error_text(e.what()));
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("sweep spec: " + what + ": " + error_text(e));
-    }
-    for (const auto& [axis, v] : points[k])
-      if (differs.count(axis)) pt.settings.emplace_back(axis, v.dump());
-    name = folder_safe(name.empty() ? "base" : name);
-    if (name.size() > 180) name = "point-" + std::to_string(k);
-    if (!names.insert(name).second)
-      throw std::invalid_argument("sweep spec: " + what + " is given twice; give each point once");
-    pt.name = name;
-    sweep.points.push_back(std::move(pt));
   }
-  sweep.spec_json = spec.dump();
-  return sweep;
+
+  // Every point named by what differs, built and checked (its model, settings and task).
+  void make_points() {
+    find_differences();
+    std::set<std::string> names;
+    for (size_t k = 0; k < points_.size(); ++k) {
+      SweepPoint pt;
+      pt.index = static_cast<int64_t>(k);
+      pt.task = sweep_.task;
+      for (const auto& [axis, v] : points_[k]) {
+        if (axis == "task") pt.task = v.get<std::string>();
+        if (axis == "model") pt.model_source = v.get<std::string>();
+      }
+      std::string name;
+      for (const auto& [axis, v] : points_[k])
+        if (differs_.count(axis)) name += (name.empty() ? "" : ",") + value_name(axis, v);
+      const std::string what = name.empty() ? "point " + std::to_string(k) : "point " + name;
+      try {
+        build_point(pt, points_[k]);
+      } catch (const json::exception& e) {
+        throw std::invalid_argument("sweep spec: " + what + ": " + json_error_text(e.what()));
+      } catch (const std::exception& e) {
+        throw std::invalid_argument("sweep spec: " + what + ": " + error_text(e));
+      }
+      for (const auto& [axis, v] : points_[k])
+        if (differs_.count(axis)) pt.settings.emplace_back(axis, v.dump());
+      name = folder_safe(name.empty() ? "base" : name);
+      if (name.size() > 180) name = "point-" + std::to_string(k);
+      if (!names.insert(name).second)
+        throw std::invalid_argument("sweep spec: " + what + " is given twice; give each point once");
+      pt.name = name;
+      sweep_.points.push_back(std::move(pt));
+    }
+  }
+
+  // A point's model and training settings: the base's (or its model's) with its values applied.
+  void build_point(SweepPoint& pt, const Point& values) {
+    const std::unique_ptr<Task> point_task = pt.task.empty() ? nullptr : parse_task(pt.task);
+    json m = base_json_;
+    pt.train = base_train_;
+    if (model_axis_) {
+      ModelConfig mc = model_of(pt.model_source);
+      mc = model_at_size(mc, sweep_.size);
+      if (point_task) adopt_task_shape(mc, *point_task);  // a lab's models take each task's shape
+      m = json::parse(to_json(mc));
+      pt.train = model_axis_train_;
+    }
+    for (const auto& [axis, v] : values) {
+      if (axis == "task" || axis == "model") continue;
+      try {
+        apply(axis, v, m, pt.train);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument("axis " + axis + " = " + v.dump() + ": " + error_text(e));
+      }
+    }
+    if (sweep_.min_lr_fraction >= 0) pt.train.min_lr = pt.train.lr * sweep_.min_lr_fraction;
+    pt.model = config_from_json(m.dump(), "the model");
+    validate_train_settings(pt.train);
+    if (point_task) check_model_fits_task(pt.model, *point_task);  // --check refuses what training would
+  }
+
+  json spec_;
+  const std::string& base_dir_;
+  const std::string& base_config_json_;
+  const std::map<std::string, std::string>& model_configs_;
+  Sweep sweep_;
+  bool model_axis_ = false, task_axis_ = false, preset_ = false;
+  ModelConfig base_model_;
+  TrainSettings base_train_, model_axis_train_;
+  json base_json_;
+  std::map<std::string, ModelConfig> axis_models_;
+  std::vector<Point> points_;
+  std::vector<std::string> axis_order_;
+  std::set<std::string> differs_;
+  std::map<std::string, std::vector<std::string>> places_;  // "task"/"model" -> its values in order
+};
+
+}  // namespace
+
+Sweep parse_sweep_spec(const std::string& json_text, const std::string& base_dir, const std::string& data_override,
+                       const std::string& base_config_json, const std::map<std::string, std::string>& model_configs) {
+  return SweepSpecParser(json_text, base_dir, base_config_json, model_configs).parse(data_override);
 }
 namespace {
 

@@ -162,20 +162,22 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
     write_grid_event(e.dump());
   };
   // SIGINT, SIGTERM, SIGHUP: passed on to the points (each stops at a step with a checkpoint),
-  // no new point starts, and the launcher returns when they have ended (hsm/grid_workers.h).
-  GridStopSignals stop(false);
+  // no new point starts, and the launcher returns when they have ended (hsm/worker_process.h).
+  StopSignals stop(false);
   std::map<pid_t, size_t> running;
   bool forwarded = false, reported = false;
   size_t next = 0;
   while (next < todo.size() || !running.empty()) {
-    while (!GridStopSignals::raised() && next < todo.size() && static_cast<int>(running.size()) < jobs) {
+    while (!StopSignals::raised() && next < todo.size() && static_cast<int>(running.size()) < jobs) {
       const SweepPoint& p = sweep.points[todo[next++]];
       const std::string log = (fs::path(dir) / "points" / (p.name + ".log")).string();
       try {
-        std::vector<std::string> argv = {exe,     "sweep", "run", dir, "--point", std::to_string(p.index),
-                                         "--threads", std::to_string(threads)};
-        if (events) argv.push_back("--events");
-        const pid_t pid = start_grid_worker(argv, log, events);
+        WorkerOptions worker;
+        worker.argv = {exe, "sweep", "run", dir, "--point", std::to_string(p.index), "--threads", std::to_string(threads)};
+        if (events) worker.argv.push_back("--events");
+        worker.log = log;
+        worker.keep_stdout = events;  // the launcher's output carries the events
+        const pid_t pid = start_worker(worker);
         running[pid] = static_cast<size_t>(p.index);
         report("started " + p.name);
       } catch (const std::exception& e) {
@@ -203,7 +205,7 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
     const PointState s = read_point_state(dir, p);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && s.state == "done") {
       report("done " + p.name);
-    } else if (s.state == "stopped" || (GridStopSignals::raised() && WIFSIGNALED(status))) {
+    } else if (s.state == "stopped" || (StopSignals::raised() && WIFSIGNALED(status))) {
       report("stopped " + p.name);
       if (events && WIFSIGNALED(status)) ended_event(p, "stopped", "");  // killed with no time to say so
     } else {
@@ -225,7 +227,7 @@ int run_sweep_local(const std::string& dir, int jobs, const std::string& exe,
   if (unfinished > 0)
     report(std::to_string(unfinished) + " of " + std::to_string(sweep.points.size()) + " points unfinished: " + left +
            "; hsm sweep --out " + dir + " continues the grid");
-  if (GridStopSignals::raised()) return 130;
+  if (StopSignals::raised()) return 130;
   return unfinished > 0 ? 1 : 0;
 }
 

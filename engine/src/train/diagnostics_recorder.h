@@ -3,23 +3,23 @@
 // the trainer diagnoses its probe text (TrainSettings::probe_text) and appends one record.
 #include <torch/torch.h>
 
-#include <optional>
 #include <functional>
 #include <string>
 
+#include "hsm/run_folder.h"
 #include "hsm/tokenizer.h"
-#include "io/record_log.h"
 #include "model/model.h"
 
 namespace hsm {
 
 class DiagnosticsRecorder {
  public:
-  // Opens run_dir/diagnostics.jsonl. A resumed run keeps the records up to start_step (later
-  // ones were made after its checkpoint and are made again) and appends; a new run starts the
-  // file afresh. An empty prompt records nothing (a new run then has no file). Problems with
-  // the old file's lines go to `log`.
-  DiagnosticsRecorder(const std::string& run_dir, const std::string& prompt, bool resume, int64_t start_step,
+  // Starts the folder's diagnostics.jsonl (RunFolder::start_diagnoses; the folder outlives the
+  // recorder). A resumed run keeps the records up to start_step (later ones were made after its
+  // checkpoint and are made again) and appends; a new run starts the file afresh. An empty
+  // prompt records nothing (a new run then has no file). Problems with the old file's lines go
+  // to `log`.
+  DiagnosticsRecorder(RunFolder& folder, const std::string& prompt, bool resume, int64_t start_step,
                       const std::function<void(const std::string&)>& log);
   bool on() const { return !prompt_.empty(); }
   // Appends the record of `model` at `step` (flushed). The model is diagnosed in eval mode
@@ -29,8 +29,8 @@ class DiagnosticsRecorder {
   int64_t records() const { return records_; }
 
  private:
-  std::string path_, prompt_;
-  std::optional<RecordLog> out_;  // whole lines, never through a link (io/record_log.h)
+  RunFolder& folder_;
+  std::string prompt_;
   double seconds_ = 0;
   int64_t records_ = 0;
 };

@@ -2,7 +2,6 @@
 // read and checked, and `hsm train --nproc N` starting N ranks on this machine. No LibTorch.
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include <thread>
 
 #include "hsm/distributed.h"
+#include "hsm/worker_process.h"
 
 namespace hsm {
 
@@ -120,46 +120,29 @@ int status_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status
 
 }  // namespace
 
-namespace {
-std::atomic<int> g_stop_signal{0};
-void on_stop_signal(int sig) { g_stop_signal = sig; }
-}  // namespace
-
 int launch_local_ranks(const LaunchOptions& o, const std::function<void(const std::string&)>& report) {
   if (o.nproc < 1) throw std::invalid_argument("--nproc must be at least 1");
   const int port = o.master_port > 0 ? o.master_port : free_local_port();
-  // Built before fork: the child only calls async-signal-safe functions (setenv is not, but
-  // the child is single-threaded until exec, as this process is when it launches).
-  std::vector<std::string> argv_text = {"hsm"};
-  argv_text.insert(argv_text.end(), o.args.begin(), o.args.end());
   std::vector<pid_t> pids(static_cast<size_t>(o.nproc), -1);
-  auto kill_all = [&](int sig) {
-    for (pid_t p : pids)
-      if (p > 0) ::kill(p, sig);
-  };
   for (int r = 0; r < o.nproc; ++r) {
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      kill_all(SIGKILL);
-      throw std::runtime_error(std::string("cannot start rank ") + std::to_string(r) + ": " + std::strerror(errno));
+    // A rank ends with its launcher (killed by Slurm, a terminal closed): no orphan training on.
+    WorkerOptions rank;
+    rank.argv = {"hsm"};
+    rank.argv.insert(rank.argv.end(), o.args.begin(), o.args.end());
+    rank.program = "/proc/self/exe";
+    rank.env = {{"RANK", std::to_string(r)},
+                {"LOCAL_RANK", std::to_string(r)},
+                {"WORLD_SIZE", std::to_string(o.nproc)},
+                {"MASTER_ADDR", o.master_addr},
+                {"MASTER_PORT", std::to_string(port)},
+                {"HSM_RANK_THREADS", std::to_string(o.threads_per_rank)}};
+    rank.what = "rank " + std::to_string(r);
+    try {
+      pids[static_cast<size_t>(r)] = start_worker(rank);
+    } catch (...) {
+      signal_workers(pids, SIGKILL);
+      throw;
     }
-    if (pid == 0) {
-      // A rank ends with its launcher (killed by Slurm, a terminal closed): no orphan training on.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      ::setenv("RANK", std::to_string(r).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
-      ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      ::setenv("HSM_RANK_THREADS", std::to_string(o.threads_per_rank).c_str(), 1);
-      if (!std::getenv("HSM_BLAS_THREADS")) ::setenv("HSM_BLAS_THREADS", "1", 1);
-      std::vector<char*> argv;
-      for (auto& a : argv_text) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      _exit(127);
-    }
-    pids[static_cast<size_t>(r)] = pid;
   }
   report(std::to_string(o.nproc) + " ranks on this machine (rendezvous " + o.master_addr + ":" + std::to_string(port) +
          ", " + std::to_string(o.threads_per_rank) + " LibTorch thread(s) each)");
@@ -167,37 +150,31 @@ int launch_local_ranks(const LaunchOptions& o, const std::function<void(const st
   // A stop signal to the launcher (Ctrl-C reaches the whole process group; SIGINT, SIGTERM or
   // SIGHUP sent to the launcher alone do not) is passed on to every rank: they stop at a step
   // and rank 0 writes a checkpoint; the launcher itself waits for them (issue 34).
-  const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction forward {}, previous[3];
-  forward.sa_handler = on_stop_signal;  // no SA_RESTART: waitpid returns to pass it on
-  sigemptyset(&forward.sa_mask);
-  g_stop_signal = 0;
-  for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &forward, &previous[i]);
+  StopSignals stop(false);  // no SA_RESTART: the wait returns to pass a stop on
 
   int result = 0, running = o.nproc;
   bool failed = false;
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (running > 0) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, failed ? WNOHANG : 0);
-    if (const int sig = g_stop_signal.exchange(0); sig != 0) {
+    const WorkerEnd end = wait_worker(pids, failed);
+    if (const int sig = StopSignals::take(); sig != 0) {
       report("passing " + std::string(::strsignal(sig)) + " on to the ranks");
-      kill_all(sig);
+      signal_workers(pids, sig);
     }
-    if (pid < 0 && errno == EINTR) continue;
-    if (pid < 0) break;
-    if (pid == 0) {  // failed: the others have until the deadline to stop on their own
+    if (end.pid < 0) break;
+    if (end.pid == 0 && !failed) continue;  // a signal interrupted the wait
+    if (end.pid == 0) {  // failed: the others have until the deadline to stop on their own
       if (std::chrono::steady_clock::now() > deadline) {
         report("stopping the remaining ranks (" + std::to_string(running) + ") after " +
                std::to_string(static_cast<int>(o.grace_s)) + " s");
-        kill_all(SIGKILL);
+        signal_workers(pids, SIGKILL);
         deadline = std::chrono::steady_clock::time_point::max();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    const auto it = std::find(pids.begin(), pids.end(), pid);
-    if (it == pids.end()) continue;
+    const int status = end.status;
+    const auto it = std::find(pids.begin(), pids.end(), end.pid);
     const int rank = static_cast<int>(it - pids.begin());
     *it = -1;
     --running;
@@ -215,7 +192,6 @@ int launch_local_ranks(const LaunchOptions& o, const std::function<void(const st
                  std::chrono::milliseconds(static_cast<int64_t>(o.grace_s * 1000));
     }
   }
-  for (int i = 0; i < 3; ++i) ::sigaction(stop_signals[i], &previous[i], nullptr);
   return result;
 }
 

@@ -32,7 +32,6 @@
 #include "hsm/tokenizer.h"
 #include "train/diagnostics_recorder.h"
 #include "io/io_util.h"
-#include "io/record_log.h"
 #include "hsm/run_folder.h"
 #include "model/cuda_fused.h"
 #include "model/model.h"
@@ -172,7 +171,6 @@ struct Trainer::Impl::Run {
   Gpt model{nullptr};
   std::optional<AdamW> optimizer;
   // the curve and the checkpoints
-  std::optional<RecordLog> metrics_out;
   std::string metrics_failure;  // why metrics.jsonl is behind (lines held in memory), or ""
   std::optional<DiagnosticsRecorder> diagnostics;  // RUN/diagnostics.jsonl (train/diagnostics_recorder.h)
   MetricRecord last_eval;
@@ -414,15 +412,7 @@ void Trainer::Impl::Run::lock_folder() {
 
 void Trainer::Impl::Run::clean_up_failed_start() {
   if (!cleanup_armed || started_run) return;
-  std::error_code ec;
-  if (made_folder) {
-    fs::remove_all(paths.dir, ec);
-    return;
-  }
-  for (const std::string& f : {paths.tokenizer, paths.task, paths.metrics, paths.diagnostics, paths.config, paths.weights,
-                               paths.lock})
-    fs::remove(f, ec);
-  fs::remove_all(paths.checkpoints, ec);
+  paths.clear(made_folder);
 }
 
 // ---- model config, tokenizer, previous state ----------------------------------------------------
@@ -482,7 +472,7 @@ void Trainer::Impl::Run::load_previous_state_or_tokenizer() {
       tokenizer = Tokenizer::train(spec.data_path, cached.string(), to);
     }
   }
-  tokenizer->save(paths.tokenizer);
+  paths.write_tokenizer(*tokenizer);
   if (tokenizer->vocab_size() != model_config.vocab_size) {
     log("vocab_size set to the tokenizer's " + std::to_string(tokenizer->vocab_size()) + " (config said " +
         std::to_string(model_config.vocab_size) + ")");
@@ -507,7 +497,7 @@ bool Trainer::Impl::Run::open_task() {
   task.emplace(parse_task(name));
   check_model_fits_task(model_config, task->task());
   if (writer && !spec.resume)
-    write_file_atomic(paths.task, nlohmann::json{{"task", task->task().spec()}}.dump(2) + "\n");
+    paths.write_task(task->task().spec());
   return true;
 }
 
@@ -690,23 +680,23 @@ void Trainer::Impl::Run::build_model() {
 
 // ---- metrics file: on resume, drop records past the checkpoint so the curve continues ------------
 void Trainer::Impl::Run::open_metrics() {
+  // A new run starts its curve afresh (a killed start may have left a file); a resumed one goes on.
+  std::optional<std::string> kept;
   if (spec.resume && fs::exists(paths.metrics)) {
-    std::string kept;
+    kept.emplace();
     MetricsReader reader(spec.run_dir);
     for (const MetricRecord& m : reader.poll())
-      if (m.step <= start_step) kept += metric_to_json_line(m) + "\n";
+      if (m.step <= start_step) *kept += metric_to_json_line(m) + "\n";
     for (const std::string& problem : reader.problems()) log(problem);
     if (reader.skipped() > 0) log(std::to_string(reader.skipped()) + " damaged line(s) of metrics.jsonl dropped");
-    write_file_atomic(paths.metrics, kept);
   }
-  // A new run starts its curve afresh (a killed start may have left a file); a resumed one goes on.
-  metrics_out.emplace(paths.metrics, !spec.resume);
+  paths.start_metrics(kept);
 }
 
 // ---- diagnostics.jsonl: the probe text diagnosed at every validation (issue 23) -------------------
 void Trainer::Impl::Run::open_diagnostics() {
   if (task) return;  // the probe text is text: a task has no tokenizer
-  diagnostics.emplace(spec.run_dir, ts.probe_text, spec.resume, start_step, [this](const std::string& l) { log(l); });
+  diagnostics.emplace(paths, ts.probe_text, spec.resume, start_step, [this](const std::string& l) { log(l); });
 }
 
 void Trainer::Impl::Run::record_diagnostics(int64_t at) {
@@ -727,7 +717,7 @@ void Trainer::Impl::Run::emit(MetricRecord m) {
   m.total_steps = total_steps;
   // A failed write (a full disk) is neither torn nor the end of the curve: the record is held
   // and written before the next one; the log says when the file fell behind and caught up.
-  const std::string failure = metrics_out->append(metric_to_json(m).dump());
+  const std::string failure = paths.append_metric(m);
   if (!failure.empty() && metrics_failure.empty())
     log("warning: cannot write metrics.jsonl (" + failure + ") at step " + std::to_string(m.step) +
         ": its records are kept in memory and written when the disk has room");
@@ -1124,8 +1114,8 @@ TrainSummary Trainer::Impl::Run::finish() {
               "gradient; the whole gradient's all-reduce alone takes " + num(1000 * dp->full_all_reduce_s()) + " ms)";
     log(line);
   }
-  if (metrics_out && (!metrics_out->flush().empty() || metrics_out->dropped() > 0)) {
-    const std::string lost = "metrics.jsonl lacks " + std::to_string(metrics_out->held() + metrics_out->dropped()) +
+  if (const size_t missing = paths.flush_metrics(); missing > 0) {
+    const std::string lost = "metrics.jsonl lacks " + std::to_string(missing) +
                              " record(s) of this run: the disk was full (" + metrics_failure +
                              "); the weights and checkpoints were written";
     summary.warning = summary.warning.empty() ? lost : summary.warning + "; " + lost;
