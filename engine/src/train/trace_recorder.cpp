@@ -1,11 +1,13 @@
 #include "train/trace_recorder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
 #include "eval/diagnose.h"
 #include "hsm/formation.h"
 #include "hsm/run_folder.h"
+#include "train/eval_mode.h"
 #include "hsm/tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -63,15 +65,7 @@ bool TraceRecorder::due(int64_t step) const {
 void TraceRecorder::record(Gpt& model, int64_t step, double val_loss, double accuracy) {
   if (!due(step)) return;
   const auto t0 = std::chrono::steady_clock::now();
-  const bool was_training = model->is_training();
-  model->eval();  // no dropout: the same model `hsm trace` loads
-  struct Restore {
-    Gpt& model;
-    bool training;
-    ~Restore() {
-      if (training) model->train();
-    }
-  } restore{model, was_training};
+  const EvalModeScope eval_mode(model);  // no dropout: the same model `hsm trace` loads
   torch::NoGradGuard no_grad;
   const Trace t = trace_gpt(*model, *request_, label_);
   TraceRecord r;
