@@ -106,7 +106,8 @@ done
 # Add a view: built by its CMake list; its header included only by its own files, the registry
 # and the files listed as wired to it.
 wired=$(named_after "Add a view" "only by these files")
-registry=app/gui/views/view_registry.cpp
+registry=app/gui/view_registry.cpp
+[[ -f $registry ]] || complain "$registry, the view registry this check reads, is missing: correct the path here"
 for header in $(grep -oE '#include "gui/views/[a-z_]+_view\.h"' "$registry" | grep -oE 'gui/views/[a-z_]+_view\.h'); do
   name=$(basename "$header" .h)
   grep -q "gui/views/$name.cpp" app/CMakeLists.txt || complain "$doc, \"Add a view\": app/CMakeLists.txt does not build app/gui/views/$name.cpp"

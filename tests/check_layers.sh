@@ -22,7 +22,7 @@ declare -A public=(
   [corpus.h]=data [dataset.h]=data [tokenizer.h]=data
   [tasks.h]=tasks
   [diagnostics.h]=diagnostics [diagnostics_log.h]=diagnostics [knock_out.h]=arch
-  [what_if.h]=arch [probe.h]=diagnostics [routes.h]=diagnostics
+  [what_if.h]=arch [probe.h]=diagnostics [routes.h]=diagnostics [formation.h]=diagnostics [trace_maps.h]=diagnostics
   [run_folder.h]=run [export.h]=run
   [distributed.h]=train [trainer.h]=train [train_until_stopped.h]=train
   [model.h]=inference [generator.h]=inference [evaluator.h]=inference [prober.h]=inference

@@ -7,7 +7,7 @@
 #   usage: check_run_file_names.sh REPO_DIR
 set -u
 cd "${1:?usage: check_run_file_names.sh REPO_DIR}" || exit 2
-names='config\.json|model\.safetensors|optimizer\.safetensors|metrics\.jsonl|diagnostics\.jsonl|tokenizer\.model|best\.safetensors|task\.json|checkpoints|\.lock|step-|damaged-'
+names='config\.json|model\.safetensors|optimizer\.safetensors|metrics\.jsonl|diagnostics\.jsonl|traces\.jsonl|tokenizer\.model|best\.safetensors|task\.json|checkpoints|\.lock|step-|damaged-'
 owner=engine/src/run/run_folder_files.cpp
 found=$(grep -rnE "\"(/?($names)(\.[A-Za-z0-9_]+)*)+/?\"" engine/src engine/cli engine/include app \
           --include=*.cpp --include=*.h --include=*.cu --include=*.cuh --include=*.hpp --include=*.cc |

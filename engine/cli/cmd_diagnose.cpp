@@ -99,7 +99,7 @@ Command add_diagnose_command(CLI::App& app) {
   struct Args {
     std::string run, prompt, device = "auto";
     int layer = -1;
-    int64_t max_tokens = 0, example = -1;
+    int64_t max_tokens = 0, example = -1, step = -1;
     int threads = 0;
     bool json = false;
   };
@@ -114,10 +114,14 @@ Command add_diagnose_command(CLI::App& app) {
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(whole_in(1));
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
   add_threads_option(cmd, a->threads);
+  cmd->add_option("--step", a->step,
+                  "The model as it was at step S: a snapshot (hsm train --snapshot-every/--snapshot-log) or a kept "
+                  "checkpoint (default: the newest)")
+      ->check(whole_in(0));
   cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
-            const auto model = Model::load(a->run, a->device);
+            const auto model = Model::load(a->run, a->device, a->step);
             const Prober prober(model);
             const TaskPrompt example = task_example_prompt(*model, prober, a->run, a->example, a->prompt);
             const Diagnosis d = model->task() ? prober.diagnose_tokens(example.tokens)

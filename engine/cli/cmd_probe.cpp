@@ -87,7 +87,7 @@ Command add_probe_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("probe", "Logit lens and attention rollout of a prompt");
   struct Args {
     std::string run, prompt, device = "auto";
-    int64_t top = 5, max_tokens = 0, example = -1;
+    int64_t top = 5, max_tokens = 0, example = -1, step = -1;
     int threads = 0;
     bool json = false, story_start = false;
   };
@@ -103,13 +103,17 @@ Command add_probe_command(CLI::App& app) {
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(whole_in(1));
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
   add_threads_option(cmd, a->threads);
+  cmd->add_option("--step", a->step,
+                  "The model as it was at step S: a snapshot (hsm train --snapshot-every/--snapshot-log) or a kept "
+                  "checkpoint (default: the newest)")
+      ->check(whole_in(0));
   cmd->add_flag("--story-start", a->story_start,
                 "Put <|endoftext|> in front, as `hsm generate` does: the last lens entry's top token at the last "
                 "position is then generate's first greedy token (default: the tokens as `hsm diagnose` takes them)");
   cmd->add_flag("--json", a->json, "Print JSON: lens (L+1 entries) and rollout (L matrices)");
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
-            const std::shared_ptr<const Model> model = Model::load(a->run, a->device);
+            const std::shared_ptr<const Model> model = Model::load(a->run, a->device, a->step);
             const Prober prober(model);
             const TaskPrompt example = task_example_prompt(*model, prober, a->run, a->example, a->prompt);
             Probe p;

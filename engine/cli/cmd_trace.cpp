@@ -4,6 +4,9 @@
 // the information flow routes into the answer position instead (hsm/routes.h, §10). For each site (the residual stream at a block's input,
 // the mixer's output, the FFN's output), layer and position: how much of the clean answer's
 // log-probability returns when that one activation of the corrupted run is the clean run's.
+// With --over-training [--share-threshold S]: the traces recorded while the run trained
+// (traces.jsonl, hsm/formation.h): per step the accuracy, the route share from the corrupted
+// position and each layer's mixer effect, the step a route formed and the accuracy jump.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +15,9 @@
 
 #include "commands.h"
 #include "number_options.h"
+#include "hsm/formation.h"
 #include "hsm/model.h"
+#include "hsm/run_folder.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trace.h"
 #include "hsm/trainer.h"
@@ -133,16 +138,58 @@ void print_routes(const Routes& r, const std::vector<RouteEdge>& kept, double th
   }
 }
 
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+// `--over-training`: the series of RUN/traces.jsonl (hsm/formation.h) and its two marked steps.
+nlohmann::json formation_json(const Formation& f) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const FormationPoint& p : f.points) {
+    nlohmann::json effects = nlohmann::json::array();
+    for (double v : p.mixer_effect) effects.push_back(number_or_null(v));
+    points.push_back({{"step", p.step},
+                      {"val_loss", number_or_null(p.val_loss)},
+                      {"accuracy", number_or_null(p.accuracy)},
+                      {"route_share", p.route_share},
+                      {"mixer_effect", effects}});
+  }
+  return {{"share_threshold", f.rule.share_threshold},
+          {"accuracy_fraction", f.rule.accuracy_fraction},
+          {"formed_step", f.formed_step >= 0 ? nlohmann::json(f.formed_step) : nlohmann::json()},
+          {"accuracy_step", f.accuracy_step >= 0 ? nlohmann::json(f.accuracy_step) : nlohmann::json()},
+          {"accuracy_level", number_or_null(f.accuracy_level)},
+          {"max_share", f.max_share},
+          {"summary", f.summary()},
+          {"points", points}};
+}
+
+void print_formation(const Formation& f, const std::string& example) {
+  std::printf("%s, traced at %zu validations; route share: of the answer's information flow, the share from the "
+              "corrupted position\n", example.c_str(), f.points.size());
+  std::printf("%8s %9s %9s %7s", "step", "val_loss", "accuracy", "share");
+  for (int64_t l = 0; l < f.layers; ++l) std::printf("  mixer%-3lld", static_cast<long long>(l));
+  std::printf("\n");
+  for (const FormationPoint& p : f.points) {
+    std::printf("%8lld %9.4f %9.4f %7.4f", static_cast<long long>(p.step), p.val_loss, p.accuracy, p.route_share);
+    for (double v : p.mixer_effect) std::printf("  %8.3f", v);
+    const char* mark = p.step == f.formed_step && p.step == f.accuracy_step ? "  <- route formed, accuracy jump"
+                       : p.step == f.formed_step                          ? "  <- route formed"
+                       : p.step == f.accuracy_step                        ? "  <- accuracy jump"
+                                                                          : "";
+    std::printf("%s\n", mark);
+  }
+  std::printf("%s\n", f.summary().c_str());
+}
+
 }  // namespace
 
 Command add_trace_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("trace", "Causal tracing: which layer at which position carries the answer");
   struct Args {
     std::string run, prompt, corrupt, device = "auto";
-    int64_t example = -1, answer_position = -1, answer_token = -1;
+    int64_t example = -1, answer_position = -1, answer_token = -1, step = -1;
     int threads = 0;
-    bool json = false, no_exact = false, no_attribution = false, routes = false;
-    double threshold = 0.04;
+    bool json = false, no_exact = false, no_attribution = false, routes = false, over_training = false;
+    double threshold = 0.04, share_threshold = FormationRule{}.share_threshold;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
@@ -165,10 +212,36 @@ Command add_trace_command(CLI::App& app) {
       ->check(whole_in(0));
   cmd->add_flag("--no-exact", a->no_exact, "Attribution patching only (one backward pass)");
   cmd->add_flag("--no-attribution", a->no_attribution, "Exact activation patching only");
+  cmd->add_flag("--over-training", a->over_training,
+                "The traces recorded while the run trained (traces.jsonl): per step the accuracy, the route share from "
+                "the corrupted position and each layer's mixer effect; the step a route formed and the accuracy jump");
+  cmd->add_option("--share-threshold", a->share_threshold,
+                  "--over-training: a route has formed when its share is at least this from a step on (default " +
+                      std::to_string(FormationRule{}.share_threshold).substr(0, 4) + ")")
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
   add_threads_option(cmd, a->threads);
+  cmd->add_option("--step", a->step,
+                  "The model as it was at step S: a snapshot (hsm train --snapshot-every/--snapshot-log) or a kept "
+                  "checkpoint (default: the newest)")
+      ->check(whole_in(0));
   cmd->add_flag("--json", a->json, "Print JSON: each site's map as [layer][position] (null where a layer has no such site)");
   return {cmd, [a]() {
+            if (a->over_training) {  // reads the run's log only: no model is loaded
+              const std::vector<TraceRecord> records = read_trace_log(a->run);
+              if (records.empty())
+                throw std::invalid_argument(a->run + " has no traces recorded while it trained (" +
+                                            RunFolder(a->run).traces +
+                                            "): train it with --trace-example N (a task run) or --trace-text/--trace-corrupt");
+              FormationRule rule;
+              rule.share_threshold = a->share_threshold;
+              const Formation f = formation(records, rule);
+              if (a->json)
+                std::cout << formation_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+              else
+                print_formation(f, records.back().example);
+              return 0;
+            }
             if (a->example < 0 && a->prompt.empty())
               throw std::invalid_argument("trace: give --prompt and --corrupt, or --example N for a task run");
             if (a->example < 0 && !a->routes && a->corrupt.empty())
@@ -176,7 +249,7 @@ Command add_trace_command(CLI::App& app) {
             if (a->no_exact && a->no_attribution)
               throw std::invalid_argument("trace: --no-exact and --no-attribution leave nothing to compute");
             set_cpu_threads(a->threads);
-            const std::shared_ptr<const Model> model = Model::load(a->run, a->device);
+            const std::shared_ptr<const Model> model = Model::load(a->run, a->device, a->step);
             // Checked against the model before it is narrowed to a token id (issue 65: 4294967301
             // was traced as token 5).
             const int64_t vocab = model->config().vocab_size;

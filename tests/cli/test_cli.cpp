@@ -937,3 +937,58 @@ TEST(CliPipeline, TraceRoutesFollowTheShifts) {
   EXPECT_NE(no_corrupt.status, 0);
   EXPECT_NE(no_corrupt.out.find("--corrupt"), std::string::npos) << no_corrupt.out;
 }
+
+// ---- a mechanism forming (issue 67) ---------------------------------------------------------------
+// A task run with snapshots: `hsm trace --over-training` prints the recorded series; the record of
+// an earlier step is `hsm trace --step S` on that step's snapshot (1e-6); probe and diagnose open
+// the snapshot too; a step without a model is refused naming the kept ones.
+TEST(CliPipeline, TracesOverTrainingAndSnapshots) {
+  const std::string dir = cli_temp_dir() + "/formation";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/attn2.json") << R"({"name": "attn2", "vocab_size": 32, "d_model": 32, "context": 16, "dropout": 0,
+      "layers": [{"mixer": "attn", "ffn": 64, "heads": 4}, {"mixer": "attn", "ffn": 64, "heads": 4}]})";
+  const std::string out = dir + "/run";
+  const Result trained = run("train --task mqar:vocab=32,pairs=2,context=16 --config " + dir + "/attn2.json --out " + out +
+                             " --steps 20 --batch 8 --eval-every 10 --snapshot-every 10 --threads 1 --device cpu");
+  ASSERT_EQ(trained.status, 0) << trained.out;
+  const auto series = run_json("trace " + out + " --over-training --json");
+  ASSERT_EQ(series["points"].size(), 2u);
+  EXPECT_EQ(series["points"][0]["step"], 10);
+  EXPECT_EQ(series["points"][1]["step"], 20);
+  EXPECT_EQ(series["points"][0]["mixer_effect"].size(), 2u);
+  EXPECT_TRUE(series["summary"].is_string());
+  const Result table = run("trace " + out + " --over-training");
+  EXPECT_EQ(table.status, 0) << table.out;
+  EXPECT_NE(table.out.find("route share"), std::string::npos) << table.out;
+
+  // The record of step 10 against the trace of step 10's snapshot (the newest model is step 20's).
+  std::ifstream log(out + "/traces.jsonl");
+  std::string first_line;
+  std::getline(log, first_line);
+  const auto record = nlohmann::json::parse(first_line);
+  ASSERT_EQ(record["step"], 10);
+  const auto at10 = run_json("trace " + out + " --example 0 --step 10 --no-attribution --threads 1 --json");
+  const auto now = run_json("trace " + out + " --example 0 --no-attribution --threads 1 --json");
+  double largest = 0, moved = 0;
+  for (const char* site : {"residual", "mixer", "ffn"})
+    for (size_t l = 0; l < at10["exact"][site].size(); ++l)
+      for (size_t p = 0; p < at10["exact"][site][l].size(); ++p) {
+        const auto& a = record["exact"][site][l][p];
+        const auto& b = at10["exact"][site][l][p];
+        ASSERT_EQ(a.is_null(), b.is_null()) << site << " " << l << " " << p;
+        if (a.is_null()) continue;
+        largest = std::max(largest, std::abs(a.get<double>() - b.get<double>()));
+        moved = std::max(moved, std::abs(a.get<double>() - now["exact"][site][l][p].get<double>()));
+      }
+  EXPECT_LT(largest, 1e-6);
+  EXPECT_GT(moved, 1e-4) << "steps 10 and 20 gave the same map: the test would not see a wrong snapshot";
+  EXPECT_EQ(run("probe " + out + " --example 0 --step 10 --threads 1").status, 0);
+  EXPECT_EQ(run("diagnose " + out + " --example 0 --step 10 --threads 1").status, 0);
+  const Result none = run("trace " + out + " --example 0 --step 5");
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.out.find("keeps no model of step 5; it keeps steps 10, 20"), std::string::npos) << none.out;
+  // A run without traces says how to record them.
+  const Result bare = run("trace " + std::string(HSM_RESOURCES_PATH) + "/models/hsm_ab --over-training");
+  EXPECT_NE(bare.status, 0);
+  EXPECT_NE(bare.out.find("--trace-text"), std::string::npos) << bare.out;
+}

@@ -24,7 +24,10 @@ class Model {
   // checked and a mismatch is refused with a message naming the file. A task run (one with
   // task.json, hsm/task_run.h) has no tokenizer: its task names its tokens instead. A folder written by
   // save_as() comes back with its knock-outs (its a/b edits are in its weights).
-  static std::shared_ptr<const Model> load(const std::string& run_dir, const std::string& device = "auto");
+  // step >= 0: the model as it was at that step (a snapshot or a kept checkpoint,
+  // RunFolder::model_at; std::invalid_argument naming the kept steps when the folder has none).
+  static std::shared_ptr<const Model> load(const std::string& run_dir, const std::string& device = "auto",
+                                           int64_t step = -1);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

@@ -39,8 +39,10 @@ struct RunFolder {
   std::string task;         // task.json: a task run's task ({"task": "NAME:key=value,..."}), no tokenizer
   std::string metrics;      // metrics.jsonl: one MetricRecord per line
   std::string diagnostics;  // diagnostics.jsonl: one diagnosis per validation (hsm/diagnostics_log.h)
+  std::string traces;       // traces.jsonl: one causal trace per validation (hsm/formation.h)
   std::string best;         // best.safetensors: the weights of the lowest validation (keep_best)
   std::string checkpoints;  // checkpoints/step-N/: the newest kKeptCheckpoints, each whole
+  std::string snapshots;    // snapshots/step-N/: weights and config kept at chosen steps (issue 67)
   std::string lock;         // .lock: held by the one trainer of the folder (RunLock)
   std::string optimizer;    // optimizer.safetensors at the top: runs written before step folders (resume reads it)
 
@@ -50,6 +52,30 @@ struct RunFolder {
     int64_t step = 0;
     std::string dir, weights, optimizer, config;
   };
+  // A resumed run's record log (traces.jsonl): keeps its lines whose "step" is at most `step`
+  // (later ones were made after the checkpoint the run resumes from and are made again), the
+  // file rewritten atomically; a line that is no JSON object with a whole "step" is dropped and
+  // counted in `damaged`. Returns the steps of the lines kept, in file order. No file: none.
+  std::vector<int64_t> keep_log_records_to(const std::string& log_path, int64_t step, int64_t& damaged) const;
+
+  // Snapshots (issue 67; TrainSettings::snapshot_every, snapshot_log): the model as it was at
+  // chosen steps, kept beside the newest checkpoints so a view or `hsm trace|probe|diagnose
+  // --step S` can open it. At most kMaxSnapshots a run (its bound on disk: that many copies of
+  // the weights; hard links to the checkpoint's file while that is kept).
+  static constexpr int kMaxSnapshots = 32;
+  // Keeps the published checkpoint of `step` as a snapshot: its weights and config linked (copied
+  // where the file system has no links) into snapshots/step-N, published by one rename. False,
+  // keeping nothing, when kMaxSnapshots are kept already; throws std::runtime_error naming the
+  // file when the checkpoint is missing or cannot be linked.
+  bool keep_snapshot(int64_t step) const;
+  // The steps whose model the folder holds (snapshots and whole checkpoints), ascending.
+  std::vector<int64_t> kept_steps() const;
+  // The weights and config of the model at `step` (a snapshot, else a checkpoint; its optimizer
+  // may be ""); throws std::invalid_argument naming the kept steps when there is none.
+  Checkpoint model_at(int64_t step) const;
+  // Removes the snapshots past `step` (a resumed run makes them again).
+  void drop_snapshots_after(int64_t step) const;
+
   // Whether config.json and model.safetensors are there (a loadable run, without reading them).
   bool has_model() const;
 
@@ -108,6 +134,10 @@ struct RunFolder {
   size_t flush_metrics();
   void start_diagnoses(const std::optional<std::string>& kept, bool recording);
   std::string append_diagnosis(const std::string& json_line);  // diagnostics.jsonl (hsm/diagnostics_log.h)
+  // traces.jsonl (hsm/formation.h): a resumed run's file was cut back by keep_log_records_to
+  // and goes on as it is; a new run's starts afresh (emptied, or removed when not `recording`).
+  void start_traces(bool resumed, bool recording);
+  std::string append_trace(const std::string& json_line);
   // task.json of a task run ({"task": SPEC}), tokenizer.model of a corpus run; each written whole.
   void write_task(const std::string& task_spec) const;
   void write_tokenizer(const Tokenizer& tokenizer) const;
@@ -116,7 +146,7 @@ struct RunFolder {
   void clear(bool made_here) const;
 
  private:
-  std::shared_ptr<RecordLog> metrics_log_, diagnoses_log_;
+  std::shared_ptr<RecordLog> metrics_log_, diagnoses_log_, traces_log_;
 };
 
 // Thrown when another trainer holds the folder; the message names it and what to do.

@@ -45,6 +45,30 @@ struct TrainSettings {
   // Diagnosed at every validation into RUN/diagnostics.jsonl (hsm/diagnostics_log.h); empty:
   // no record. The default is the first prompt of HSM Table 3 (resources/prompts/hsm_table3.json).
   std::string probe_text = "Alice was so tired when she got home so she went";
+  // Traced at validations into RUN/traces.jsonl (hsm/formation.h, issue 67): the exact patching
+  // maps and the routes of one fixed example, at every validation (trace_every 0) or at the first
+  // validation at least trace_every steps after the last record. A task run traces its test
+  // example trace_example with its key replaced (-1: no traces); a corpus run the clean text
+  // trace_text against trace_corrupt (the same token count; an empty trace_text: no traces).
+  int64_t trace_every = 0;
+  int64_t trace_example = 0;
+  std::string trace_text = "Alice was so tired when she got home so she went";
+  std::string trace_corrupt = "Alice was so hungry when she got home so she went";
+  // Snapshots (RunFolder::keep_snapshot, issue 67): the model kept at every snapshot_every-th step
+  // (0: none) and, with snapshot_log, at the log-spaced steps 1, 2, 5, 10, 20, 50, 100, ...;
+  // at most RunFolder::kMaxSnapshots a run.
+  int64_t snapshot_every = 0;
+  bool snapshot_log = false;
 };
+
+// Whether `step` is one the settings keep a snapshot of.
+inline bool is_snapshot_step(const TrainSettings& s, int64_t step) {
+  if (step <= 0) return false;
+  if (s.snapshot_every > 0 && step % s.snapshot_every == 0) return true;
+  if (!s.snapshot_log) return false;
+  int64_t decade = 1;
+  while (decade <= step / 10) decade *= 10;  // the largest power of ten <= step
+  return step == decade || step == 2 * decade || step == 5 * decade;
+}
 
 }  // namespace hsm

@@ -138,6 +138,25 @@ const std::vector<SettingSpec>& train_setting_specs() {
            "Text diagnosed at every validation into diagnostics.jsonl (default: HSM Table 3's first prompt); "
            "empty turns the record off",
            Kind::kText, &TrainSettings::probe_text),
+      spec("trace_every", "--trace-every", "Trace every",
+           "Steps between the traces recorded into traces.jsonl, at validations; 0 = every validation (default)",
+           Kind::kInteger, &TrainSettings::trace_every, 0, kManySteps),
+      spec("trace_example", "--trace-example", "Traced example",
+           "A task run's test example traced into traces.jsonl (its key replaced; default 0); -1 = no traces",
+           Kind::kInteger, &TrainSettings::trace_example, -1, 1e9),
+      spec("trace_text", "--trace-text", "Trace text",
+           "A corpus run's clean prompt traced into traces.jsonl against --trace-corrupt; empty = no traces",
+           Kind::kText, &TrainSettings::trace_text),
+      spec("trace_corrupt", "--trace-corrupt", "Trace corruption",
+           "--trace-text with a token replaced (the same token count): what the trace restores from",
+           Kind::kText, &TrainSettings::trace_corrupt),
+      spec("snapshot_every", "--snapshot-every", "Snapshot every",
+           "Keep the model of every N-th step in snapshots/ (at most 32 a run), beside the newest checkpoints; "
+           "0 = none (default)",
+           Kind::kInteger, &TrainSettings::snapshot_every, 0, kManySteps),
+      spec("snapshot_log", "--snapshot-log", "Log-spaced snapshots",
+           "Keep the model of steps 1, 2, 5, 10, 20, 50, 100, ... in snapshots/ (at most 32 a run)", Kind::kSwitch,
+           &TrainSettings::snapshot_log),
   };
   return specs;
 }

@@ -33,7 +33,7 @@ Gpt share_weights(const Gpt& model, const ModelConfig& config, const torch::Devi
   return view;
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::string& device) {
+std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::string& device, int64_t step) {
   std::shared_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.run_dir = run_dir;
@@ -51,9 +51,11 @@ std::shared_ptr<const Model> Model::load(const std::string& run_dir, const std::
     m.tokenizer = load_run_tokenizer(run_dir, run);
   }
   m.device = compat::parse_device(device);
-  check_weights_fit(m.config, paths.weights, paths.config);  // before a model of the config's size is built
+  // The weights of `step` (issue 67: a snapshot), or the newest.
+  const std::string weights = step >= 0 ? paths.model_at(step).weights : paths.weights;
+  check_weights_fit(m.config, weights, paths.config);  // before a model of the config's size is built
   m.gpt = Gpt(m.config);
-  load_weights(m.gpt, paths.weights);
+  load_weights(m.gpt, weights);
   m.gpt->to(m.device);
   m.gpt->eval();
   // A folder written by save_as(): its a/b edits are in the weights; its knock-outs are not.

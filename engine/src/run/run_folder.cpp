@@ -24,7 +24,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrainSettings, steps, epochs, ba
                                                 beta2, eps, grad_clip, warmup_steps, cosine, min_lr, eval_every,
                                                 eval_batches, checkpoint_every, log_every, seed, device, threads, bf16,
                                                 windows, keep_best, probe_text, stop_accuracy, stop_stall_steps,
-                                                stop_stall_gain)
+                                                stop_stall_gain, trace_every, trace_example, trace_text,
+                                                trace_corrupt, snapshot_every, snapshot_log)
 
 // The early stops only where they are set: a run without them writes the config.json it always wrote.
 nlohmann::json settings_to_json(const TrainSettings& s) {

@@ -33,8 +33,10 @@ constexpr const char* kTokenizer = "tokenizer.model";
 constexpr const char* kTask = "task.json";
 constexpr const char* kMetrics = "metrics.jsonl";
 constexpr const char* kDiagnostics = "diagnostics.jsonl";
+constexpr const char* kTraces = "traces.jsonl";
 constexpr const char* kBest = "best.safetensors";
 constexpr const char* kCheckpoints = "checkpoints";
+constexpr const char* kSnapshots = "snapshots";
 constexpr const char* kLock = ".lock";
 constexpr const char* kStepPrefix = "step-";
 constexpr const char* kDamagedPrefix = "damaged-";
@@ -51,8 +53,10 @@ RunFolder::RunFolder(std::string d)
       task(in(dir, kTask)),
       metrics(in(dir, kMetrics)),
       diagnostics(in(dir, kDiagnostics)),
+      traces(in(dir, kTraces)),
       best(in(dir, kBest)),
       checkpoints(in(dir, kCheckpoints)),
+      snapshots(in(dir, kSnapshots)),
       lock(in(dir, kLock)),
       optimizer(in(dir, kOptimizer)) {}
 
@@ -81,7 +85,8 @@ std::string folder_path(const std::string& dest) {
 }  // namespace
 
 void RunFolder::check_no_links() const {
-  for (const std::string& f : {weights, optimizer, config, tokenizer, metrics, diagnostics, best, lock, checkpoints})
+  for (const std::string& f : {weights, optimizer, config, tokenizer, metrics, diagnostics, traces, best, lock,
+                              checkpoints, snapshots})
     refuse_link(f);
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(checkpoints, ec))) return;
@@ -420,6 +425,59 @@ std::string run_task(const std::string& run_dir) {
   if (!j.is_object() || !j.contains("task") || !j["task"].is_string())
     throw std::runtime_error(file + " is damaged: it names no task (\"task\": \"NAME:key=value,...\")");
   return j["task"].get<std::string>();
+}
+
+// ---- snapshots (issue 67) ------------------------------------------------------------------------
+
+bool RunFolder::keep_snapshot(int64_t step) const {
+  const std::string final_dir = (fs::path(snapshots) / step_dir_name(step)).string();
+  std::error_code ec;
+  if (fs::exists(final_dir, ec)) return true;  // kept already (a resumed run reaching it again)
+  if (static_cast<int>(published_checkpoints(snapshots).size()) >= kMaxSnapshots) return false;
+  const Checkpoint c = checkpoint_at((fs::path(checkpoints) / step_dir_name(step)).string(), step);
+  for (const std::string& f : {c.weights, c.config})
+    if (!fs::exists(f, ec)) throw std::runtime_error("no snapshot of step " + std::to_string(step) + ": '" + f + "' is missing");
+  fs::create_directories(snapshots, ec);
+  const std::string staged = stage_folder(final_dir);
+  try {
+    const Checkpoint s = checkpoint_at(staged, step);
+    replace_with_link(c.weights, s.weights);
+    replace_with_link(c.config, s.config);
+    publish_folder(staged, final_dir);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(staged, ignored);
+    throw;
+  }
+  return true;
+}
+
+std::vector<int64_t> RunFolder::kept_steps() const {
+  std::vector<int64_t> steps;
+  for (const Checkpoint& c : published_checkpoints(snapshots)) steps.push_back(c.step);
+  for (const Checkpoint& c : published_checkpoints(checkpoints))
+    if (checkpoint_problem(c).empty()) steps.push_back(c.step);
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  return steps;
+}
+
+RunFolder::Checkpoint RunFolder::model_at(int64_t step) const {
+  for (const Checkpoint& c : published_checkpoints(snapshots))
+    if (c.step == step && fs::exists(c.weights) && fs::exists(c.config)) return {c.step, c.dir, c.weights, "", c.config};
+  for (const Checkpoint& c : published_checkpoints(checkpoints))
+    if (c.step == step && checkpoint_problem(c).empty()) return c;
+  std::string kept;
+  for (int64_t s : kept_steps()) kept += (kept.empty() ? "" : ", ") + std::to_string(s);
+  throw std::invalid_argument(dir + " keeps no model of step " + std::to_string(step) + "; it keeps step" +
+                              (kept.find(',') == std::string::npos ? " " : "s ") + (kept.empty() ? "none" : kept) +
+                              " (train with --snapshot-every N or --snapshot-log to keep more)");
+}
+
+void RunFolder::drop_snapshots_after(int64_t step) const {
+  std::error_code ec;
+  for (const Checkpoint& c : published_checkpoints(snapshots))
+    if (c.step > step) fs::remove_all(c.dir, ec);
 }
 
 }  // namespace hsm

@@ -58,6 +58,18 @@ std::string RunFolder::append_diagnosis(const std::string& json_line) {
   return append_record(diagnoses_log_, diagnostics, json_line);
 }
 
+void RunFolder::start_traces(bool resumed, bool recording) {
+  if (resumed) {
+    traces_log_ = recording ? std::make_shared<RecordLog>(traces, false) : nullptr;
+    return;
+  }
+  traces_log_ = start_records(traces, std::nullopt, recording);
+}
+
+std::string RunFolder::append_trace(const std::string& json_line) {
+  return append_record(traces_log_, traces, json_line);
+}
+
 void RunFolder::write_task(const std::string& task_spec) const {
   write_file_atomic(task, nlohmann::json{{"task", task_spec}}.dump(2) + "\n");
 }
@@ -70,8 +82,9 @@ void RunFolder::clear(bool made_here) const {
     fs::remove_all(dir, ec);
     return;
   }
-  for (const std::string& f : {tokenizer, task, metrics, diagnostics, config, weights, lock}) fs::remove(f, ec);
+  for (const std::string& f : {tokenizer, task, metrics, diagnostics, traces, config, weights, lock}) fs::remove(f, ec);
   fs::remove_all(checkpoints, ec);
+  fs::remove_all(snapshots, ec);
 }
 
 }  // namespace hsm

@@ -119,7 +119,9 @@ std::vector<Settings> compared_settings(const std::vector<Settings>& runs, const
   // How a run was watched, saved and where it ran, not what it learned: no column of its own.
   static const std::set<std::string> bookkeeping = {"train.device",    "train.eval_every", "train.checkpoint_every",
                                                     "train.log_every", "train.keep_best",  "train.threads",
-                                                    "train.probe_text"};
+                                                    "train.probe_text", "train.trace_every", "train.trace_example",
+                                                    "train.trace_text", "train.trace_corrupt", "train.snapshot_every",
+                                                    "train.snapshot_log"};
   std::vector<Settings> out;
   for (const Settings& run : runs) {
     Settings s;

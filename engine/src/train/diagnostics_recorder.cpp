@@ -6,6 +6,7 @@
 #include "eval/diagnose.h"
 #include "hsm/diagnostics_log.h"
 #include "hsm/run_folder.h"
+#include "train/eval_mode.h"
 
 namespace fs = std::filesystem;
 
@@ -31,15 +32,7 @@ DiagnosticsRecorder::DiagnosticsRecorder(RunFolder& folder, const std::string& p
 void DiagnosticsRecorder::record(Gpt& model, const Tokenizer& tokenizer, int64_t step, const torch::Device& device) {
   if (!on()) return;
   const auto t0 = std::chrono::steady_clock::now();
-  const bool was_training = model->is_training();
-  model->eval();  // no dropout: the same model `hsm diagnose` loads
-  struct Restore {
-    Gpt& model;
-    bool training;
-    ~Restore() {
-      if (training) model->train();
-    }
-  } restore{model, was_training};
+  const EvalModeScope eval_mode(model);  // no dropout: the same model `hsm diagnose` loads
   const DiagnosticsRecord r = diagnostics_record(model, tokenizer, prompt_, step, device);
   if (const std::string failure = folder_.append_diagnosis(diagnostics_record_to_json_line(r)); !failure.empty())
     throw std::runtime_error("cannot write " + folder_.diagnostics + " (" + failure + ")");

@@ -31,6 +31,8 @@
 #include "hsm/settings.h"
 #include "hsm/tokenizer.h"
 #include "train/diagnostics_recorder.h"
+#include "train/trace_recorder.h"
+#include "hsm/formation.h"
 #include "io/io_util.h"
 #include "hsm/run_folder.h"
 #include "model/cuda_fused.h"
@@ -173,6 +175,8 @@ struct Trainer::Impl::Run {
   // the curve and the checkpoints
   std::string metrics_failure;  // why metrics.jsonl is behind (lines held in memory), or ""
   std::optional<DiagnosticsRecorder> diagnostics;  // RUN/diagnostics.jsonl (train/diagnostics_recorder.h)
+  std::optional<TraceRecorder> traces;             // RUN/traces.jsonl (train/trace_recorder.h)
+  bool snapshots_full = false;                     // RunFolder::kMaxSnapshots kept (said once)
   MetricRecord last_eval;
   double last_train_loss = NAN, last_tokens_per_s = NAN;
   std::string best_weights;
@@ -241,6 +245,8 @@ struct Trainer::Impl::Run {
   void open_metrics();
   void open_diagnostics();
   void record_diagnostics(int64_t at);
+  void record_trace(const MetricRecord& m);
+  void keep_snapshot(int64_t at);
   void emit(MetricRecord m);
   void restore_best();
   void restore_val_history();
@@ -284,6 +290,9 @@ TrainSummary Trainer::Impl::run() {
   if (r.writer) {
     r.open_metrics();
     r.open_diagnostics();
+    r.traces.emplace(r.paths, r.ts, r.task ? &r.task->task() : nullptr, r.tokenizer ? &*r.tokenizer : nullptr,
+                     r.model->config, r.spec.resume, r.start_step, [&r](const std::string& l) { r.log(l); });
+    if (r.spec.resume) r.paths.drop_snapshots_after(r.start_step);
   }
   r.restore_best();
   if (!spec.resume) r.checkpoint(0);  // a run folder is loadable (and resumable) from the start
@@ -712,6 +721,19 @@ void Trainer::Impl::Run::record_diagnostics(int64_t at) {
   }
 }
 
+// ---- traces.jsonl: the fixed example traced at validations (issue 67) ---------------------------
+void Trainer::Impl::Run::record_trace(const MetricRecord& m) {
+  if (!traces || !traces->due(m.step)) return;
+  try {
+    traces->record(model, m.step, m.val_loss, task ? m.answer_accuracy : m.val_accuracy);
+    if (traces->records() == kMaxTraceRecords)
+      log("traces.jsonl: " + std::to_string(kMaxTraceRecords) + " records, its bound: no more are recorded");
+  } catch (const std::exception& e) {  // a trace never ends the training it watches
+    log("traces.jsonl: no record at step " + std::to_string(m.step) + " and none after it: " + e.what());
+    traces.reset();
+  }
+}
+
 void Trainer::Impl::Run::emit(MetricRecord m) {
   if (!writer) return;
   m.total_steps = total_steps;
@@ -832,6 +854,19 @@ void Trainer::Impl::Run::checkpoint(int64_t at) {
     save_optimizer(*optimizer, c.optimizer);
   });
   last_checkpoint = at;
+  if (is_snapshot_step(ts, at)) keep_snapshot(at);
+}
+
+// A snapshot of the checkpoint just written (issue 67); a failure is said and training goes on.
+void Trainer::Impl::Run::keep_snapshot(int64_t at) {
+  try {
+    if (!paths.keep_snapshot(at) && !snapshots_full) {
+      snapshots_full = true;
+      log("snapshots/ holds " + std::to_string(RunFolder::kMaxSnapshots) + " snapshots, its bound: no more are kept");
+    }
+  } catch (const std::exception& e) {
+    log(std::string("warning: no snapshot of step ") + std::to_string(at) + ": " + e.what());
+  }
 }
 
 void Trainer::Impl::Run::report_weights(int64_t at) {
@@ -858,6 +893,7 @@ double Trainer::Impl::Run::run_validation(int64_t at, bool full) {
   if (std::isfinite(m.val_loss)) val_history.emplace_back(at, m.val_loss);
   report_weights(at);
   record_diagnostics(at);
+  record_trace(m);
   if (ts.keep_best && std::isfinite(m.val_loss) && !(m.val_loss >= best_val_loss)) {
     best_val_loss = m.val_loss;
     best_step = at;
@@ -1058,7 +1094,7 @@ void Trainer::Impl::Run::loop() {
       const bool epoch_end = step % steps_per_epoch == 0;
       const bool eval_now = (ts.eval_every > 0 && step % ts.eval_every == 0) || epoch_end || step == total_steps;
       const bool checkpoint_now = (ts.checkpoint_every > 0 && step % ts.checkpoint_every == 0) || epoch_end ||
-                                  step == total_steps;
+                                  step == total_steps || is_snapshot_step(ts, step);
       if (log_now || eval_now || checkpoint_now || trainer.stop_flag || trainer.pause_flag) settle();
       if (log_now) log_training(lr);
       if (eval_now) {

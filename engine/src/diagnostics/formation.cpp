@@ -1,0 +1,306 @@
+// RUN/traces.jsonl and the series over training (hsm/formation.h, issue 67): the record's line
+// format, its reader, the route share, and the rule that marks the step a route formed. No
+// LibTorch (hsm_core).
+#include "hsm/formation.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "hsm/run_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace hsm {
+namespace {
+
+using json = nlohmann::json;
+
+json number_json(double v) { return std::isfinite(v) ? json(v) : json(); }
+
+json map_json(const TraceMap& m, int64_t positions) {
+  json rows = json::array();
+  for (size_t start = 0; start + static_cast<size_t>(positions) <= m.effect.size() && positions > 0;
+       start += static_cast<size_t>(positions)) {
+    json row = json::array();
+    for (size_t i = start; i < start + static_cast<size_t>(positions); ++i) row.push_back(number_json(m.effect[i]));
+    rows.push_back(row);
+  }
+  return rows;  // [layer][position], as `hsm trace --json`
+}
+
+// Reading: each value checked, a damaged line refused naming what is wrong.
+struct LineReader {
+  const std::string& where;
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error(where.empty() ? what : where + ": " + what);
+  }
+  const json& member(const json& j, const char* key) const {
+    auto it = j.find(key);
+    if (it == j.end()) fail(std::string("the record has no \"") + key + "\"");
+    return *it;
+  }
+  double number(const json& j, const std::string& what) const {
+    if (j.is_null()) return NAN;
+    if (!j.is_number()) fail(what + " is not a number");
+    return j.get<double>();
+  }
+  int64_t whole(const json& j, const std::string& what) const {
+    if (!j.is_number_integer() && !j.is_number_unsigned()) fail(what + " is not a whole number");
+    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) fail(what + " is too large");
+    const auto v = j.get<int64_t>();
+    if (v < 0) fail(what + " is negative");
+    return v;
+  }
+  std::string text(const json& j, const std::string& what) const {
+    if (!j.is_string()) fail(what + " is not text");
+    return j.get<std::string>();
+  }
+  const json& array(const json& j, const std::string& what) const {
+    if (!j.is_array()) fail(what + " is not a list");
+    return j;
+  }
+  template <typename T>
+  std::vector<T> wholes(const json& j, const std::string& what) const {
+    std::vector<T> out;
+    for (const json& v : array(j, what)) out.push_back(static_cast<T>(whole(v, what + " value")));
+    return out;
+  }
+  std::vector<std::string> texts(const json& j, const std::string& what) const {
+    std::vector<std::string> out;
+    for (const json& v : array(j, what)) out.push_back(text(v, what + " value"));
+    return out;
+  }
+  std::vector<double> numbers(const json& j, const std::string& what) const {
+    std::vector<double> out;
+    for (const json& v : array(j, what)) out.push_back(number(v, what + " value"));
+    return out;
+  }
+};
+
+RouteKind route_kind_named(const std::string& name, const LineReader& r) {
+  for (RouteKind k : {RouteKind::kResidual, RouteKind::kMixer, RouteKind::kFfn})
+    if (name == route_kind_name(k)) return k;
+  r.fail("route kind '" + name + "' is none of residual, mixer, ffn");
+}
+
+}  // namespace
+
+double route_share(const Routes& routes, const std::vector<int64_t>& positions) {
+  const int64_t L = routes.layers, T = routes.positions;
+  if (L <= 0 || T <= 0 || routes.answer_position < 0 || routes.answer_position >= T) return 0;
+  // flow[b * T + p]: the share of the output's flow that passes through node (b, p).
+  std::vector<double> flow(static_cast<size_t>((L + 1) * T), 0.0);
+  flow[static_cast<size_t>(L * T + routes.answer_position)] = 1;
+  std::vector<const RouteEdge*> edges;
+  for (const RouteEdge& e : routes.edges)
+    if (e.layer >= 0 && e.layer < L && e.from >= 0 && e.from < T && e.to >= 0 && e.to < T) edges.push_back(&e);
+  std::stable_sort(edges.begin(), edges.end(), [](const RouteEdge* a, const RouteEdge* b) { return a->layer > b->layer; });
+  for (const RouteEdge* e : edges)  // top layer first: a node's flow is whole before it is passed down
+    flow[static_cast<size_t>(e->layer * T + e->from)] += e->weight * flow[static_cast<size_t>((e->layer + 1) * T + e->to)];
+  double share = 0;
+  for (int64_t p : positions)
+    if (p >= 0 && p < T) share += flow[static_cast<size_t>(p)];
+  return share;
+}
+
+std::vector<double> mixer_effects(const std::vector<TraceMap>& exact, int64_t layers, int64_t positions) {
+  std::vector<double> out(static_cast<size_t>(std::max<int64_t>(layers, 0)), NAN);
+  for (const TraceMap& m : exact) {
+    if (m.site != "mixer" || m.effect.size() != static_cast<size_t>(layers * positions)) continue;
+    for (int64_t l = 0; l < layers; ++l)
+      for (int64_t p = 0; p < positions; ++p) {
+        const double v = m.at(l, p, positions);
+        double& best = out[static_cast<size_t>(l)];
+        if (std::isfinite(v) && !(best >= v)) best = v;
+      }
+  }
+  return out;
+}
+
+std::string trace_record_to_json_line(const TraceRecord& r) {
+  json exact = json::object();
+  for (const TraceMap& m : r.exact) exact[m.site] = map_json(m, r.positions);
+  json edges = json::array();
+  for (const RouteEdge& e : r.routes)
+    edges.push_back({{"layer", e.layer}, {"from", e.from}, {"to", e.to}, {"weight", e.weight},
+                     {"kind", route_kind_name(e.kind)}});
+  json effects = json::array();
+  for (double v : r.mixer_effect) effects.push_back(number_json(v));
+  const json j = {{"step", r.step},
+                  {"val_loss", number_json(r.val_loss)},
+                  {"accuracy", number_json(r.accuracy)},
+                  {"example", r.example},
+                  {"clean", r.clean_labels},
+                  {"corrupt", r.corrupt_labels},
+                  {"clean_ids", r.clean},
+                  {"corrupt_ids", r.corrupt},
+                  {"corrupted_positions", r.corrupted_positions},
+                  {"layers", r.layers},
+                  {"positions", r.positions},
+                  {"answer_position", r.answer_position},
+                  {"answer_token", r.answer_token},
+                  {"answer", r.answer_label},
+                  {"clean_logprob", r.clean_logprob},
+                  {"corrupt_logprob", r.corrupt_logprob},
+                  {"no_effect", r.no_effect},
+                  {"exact", exact},
+                  {"route_threshold", r.route_threshold},
+                  {"routes", edges},
+                  {"route_share", r.route_share},
+                  {"mixer_effect", effects},
+                  {"seconds", r.seconds}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+TraceRecord parse_trace_record(const std::string& line, const std::string& where) {
+  const LineReader r{where};
+  const json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) r.fail("not a JSON object");
+  TraceRecord t;
+  t.step = r.whole(r.member(j, "step"), "\"step\"");
+  t.val_loss = r.number(r.member(j, "val_loss"), "\"val_loss\"");
+  t.accuracy = r.number(r.member(j, "accuracy"), "\"accuracy\"");
+  t.example = r.text(r.member(j, "example"), "\"example\"");
+  t.clean_labels = r.texts(r.member(j, "clean"), "\"clean\"");
+  t.corrupt_labels = r.texts(r.member(j, "corrupt"), "\"corrupt\"");
+  t.clean = r.wholes<int32_t>(r.member(j, "clean_ids"), "\"clean_ids\"");
+  t.corrupt = r.wholes<int32_t>(r.member(j, "corrupt_ids"), "\"corrupt_ids\"");
+  t.corrupted_positions = r.wholes<int64_t>(r.member(j, "corrupted_positions"), "\"corrupted_positions\"");
+  t.layers = r.whole(r.member(j, "layers"), "\"layers\"");
+  t.positions = r.whole(r.member(j, "positions"), "\"positions\"");
+  if (t.layers > 100000 || t.positions > 10000000) r.fail("\"layers\" or \"positions\" is too large");
+  if (static_cast<int64_t>(t.clean.size()) != t.positions || t.corrupt.size() != t.clean.size() ||
+      t.clean_labels.size() != t.clean.size() || t.corrupt_labels.size() != t.clean.size())
+    r.fail("the prompts do not have \"positions\" tokens");
+  t.answer_position = r.whole(r.member(j, "answer_position"), "\"answer_position\"");
+  if (t.answer_position >= t.positions) r.fail("\"answer_position\" is outside the prompt");
+  t.answer_token = static_cast<int32_t>(r.whole(r.member(j, "answer_token"), "\"answer_token\""));
+  t.answer_label = r.text(r.member(j, "answer"), "\"answer\"");
+  t.clean_logprob = r.number(r.member(j, "clean_logprob"), "\"clean_logprob\"");
+  t.corrupt_logprob = r.number(r.member(j, "corrupt_logprob"), "\"corrupt_logprob\"");
+  const json& no_effect = r.member(j, "no_effect");
+  if (!no_effect.is_boolean()) r.fail("\"no_effect\" is not true or false");
+  t.no_effect = no_effect.get<bool>();
+  const json& exact = r.member(j, "exact");
+  if (!exact.is_object()) r.fail("\"exact\" is not an object");
+  for (const char* site : {"residual", "mixer", "ffn"}) {
+    auto it = exact.find(site);
+    if (it == exact.end()) continue;
+    const std::string what = std::string("the exact \"") + site + "\" map";
+    TraceMap m{site, {}};
+    for (const json& row : r.array(*it, what)) {
+      const std::vector<double> values = r.numbers(row, what + " row");
+      if (static_cast<int64_t>(values.size()) != t.positions) r.fail(what + " has a row of another length");
+      m.effect.insert(m.effect.end(), values.begin(), values.end());
+    }
+    if (static_cast<int64_t>(m.effect.size()) != t.layers * t.positions) r.fail(what + " does not have \"layers\" rows");
+    t.exact.push_back(std::move(m));
+  }
+  t.route_threshold = r.number(r.member(j, "route_threshold"), "\"route_threshold\"");
+  for (const json& e : r.array(r.member(j, "routes"), "\"routes\"")) {
+    if (!e.is_object()) r.fail("a route edge is not an object");
+    RouteEdge edge;
+    edge.layer = r.whole(r.member(e, "layer"), "an edge's \"layer\"");
+    edge.from = r.whole(r.member(e, "from"), "an edge's \"from\"");
+    edge.to = r.whole(r.member(e, "to"), "an edge's \"to\"");
+    edge.weight = r.number(r.member(e, "weight"), "an edge's \"weight\"");
+    edge.kind = route_kind_named(r.text(r.member(e, "kind"), "an edge's \"kind\""), r);
+    if (edge.layer >= t.layers || edge.from >= t.positions || edge.to >= t.positions)
+      r.fail("a route edge is outside the record's layers and positions");
+    t.routes.push_back(edge);
+  }
+  t.route_share = r.number(r.member(j, "route_share"), "\"route_share\"");
+  t.mixer_effect = r.numbers(r.member(j, "mixer_effect"), "\"mixer_effect\"");
+  if (static_cast<int64_t>(t.mixer_effect.size()) != t.layers) r.fail("\"mixer_effect\" does not have a value per layer");
+  t.seconds = r.number(r.member(j, "seconds"), "\"seconds\"");
+  return t;
+}
+
+TraceLogReader::TraceLogReader(std::string run_dir) : tail_(RunFolder(run_dir).traces) {}
+
+bool TraceLogReader::exists() const {
+  std::error_code ec;
+  return fs::is_regular_file(tail_.path(), ec);
+}
+
+std::vector<TraceRecord> TraceLogReader::poll(uint64_t max_bytes) {
+  std::vector<TraceRecord> out;
+  tail_.poll(max_bytes, kMaxLineBytes, "trace record",
+             [&](const std::string& line) { out.push_back(parse_trace_record(line, "")); });
+  return out;
+}
+
+std::vector<TraceRecord> read_trace_log(const std::string& run_dir) { return TraceLogReader(run_dir).poll(); }
+
+// ---- the series --------------------------------------------------------------------------------
+
+Formation formation(const std::vector<TraceRecord>& records, const FormationRule& rule) {
+  Formation f;
+  f.rule = rule;
+  std::map<int64_t, const TraceRecord*> by_step;  // a step recorded twice: the later line
+  for (const TraceRecord& r : records) by_step[r.step] = &r;
+  for (const auto& [step, r] : by_step) {
+    f.points.push_back({step, r->val_loss, r->accuracy, r->route_share, r->mixer_effect});
+    f.layers = std::max(f.layers, r->layers);
+    f.max_share = std::max(f.max_share, r->route_share);
+  }
+  // Formed: the first point of the last unbroken run of points at or above the threshold that
+  // reaches the end.
+  for (size_t i = f.points.size(); i-- > 0;) {
+    if (!(f.points[i].route_share >= rule.share_threshold)) break;
+    f.formed_step = f.points[i].step;
+  }
+  // The accuracy jump: from the first finite accuracy to the last.
+  const FormationPoint* first = nullptr;
+  const FormationPoint* last = nullptr;
+  for (const FormationPoint& p : f.points)
+    if (std::isfinite(p.accuracy)) {
+      if (!first) first = &p;
+      last = &p;
+    }
+  if (first) {
+    f.accuracy_first = first->accuracy;
+    f.accuracy_last = last->accuracy;
+    if (last->accuracy > first->accuracy) {
+      f.accuracy_level = first->accuracy + rule.accuracy_fraction * (last->accuracy - first->accuracy);
+      for (const FormationPoint& p : f.points)
+        if (std::isfinite(p.accuracy) && p.accuracy >= f.accuracy_level) {
+          f.accuracy_step = p.step;
+          break;
+        }
+    }
+  }
+  return f;
+}
+
+Formation run_formation(const std::string& run_dir, const FormationRule& rule) {
+  return formation(read_trace_log(run_dir), rule);
+}
+
+std::string Formation::summary() const {
+  char buf[256];
+  std::string out;
+  if (points.empty()) return "no traces recorded";
+  if (formed_step >= 0) {
+    std::snprintf(buf, sizeof buf, "route from the corrupted position formed at step %lld (share >= %.2f from then on)",
+                  static_cast<long long>(formed_step), rule.share_threshold);
+  } else {
+    std::snprintf(buf, sizeof buf, "no route from the corrupted position formed in %lld steps (largest share %.3f, threshold %.2f)",
+                  static_cast<long long>(points.back().step), max_share, rule.share_threshold);
+  }
+  out = buf;
+  if (accuracy_step >= 0)
+    std::snprintf(buf, sizeof buf, "; accuracy crossed %.2f (half its gain, %.2f to %.2f) at step %lld", accuracy_level,
+                  accuracy_first, accuracy_last, static_cast<long long>(accuracy_step));
+  else if (std::isfinite(accuracy_first))
+    std::snprintf(buf, sizeof buf, "; accuracy did not rise (%.2f to %.2f)", accuracy_first, accuracy_last);
+  else
+    buf[0] = '\0';
+  return out + buf;
+}
+
+}  // namespace hsm
