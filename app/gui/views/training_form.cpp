@@ -90,6 +90,7 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   modelForm->addRow(modelSummary_);
   addField(modelForm, QStringLiteral("dropout"), tr("Dropout"), QString(), tr("Dropout of the model (the paper: 0.1)"));
   connect(presetBox_, &QComboBox::currentIndexChanged, this, [this] {
+    trainingBox_->setTitle(tr("Training (paper defaults)"));
     updateModelSummary();
     fillPresetTraining();
     suggestRunDir();
@@ -98,7 +99,7 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   v->addWidget(model);
 
   // Training
-  auto* training = new QGroupBox(tr("Training (paper defaults)"));
+  auto* training = trainingBox_ = new QGroupBox(tr("Training (paper defaults)"));
   auto* trainForm = new QFormLayout(training);
   // The fields of the training settings come from their declarations (hsm/settings.h): the
   // label, the help and the check are those of `hsm train` and of the trainer.
@@ -293,7 +294,8 @@ void TrainingForm::setField(const QString& name, const QString& value) {
   if (QLineEdit* e = fields_.value(name)) {
     e->setText(value);
     if (name == QLatin1String("run_dir")) runDirEdited_ = true;
-    if (name == QLatin1String("tokenizer")) reuseTokenizer_->setChecked(!value.isEmpty());
+    // (An auto-exclusive radio button is not unchecked by setChecked(false): its partner is checked.)
+    if (name == QLatin1String("tokenizer")) (value.isEmpty() ? newTokenizer_ : reuseTokenizer_)->setChecked(true);
   }
 }
 
@@ -392,6 +394,34 @@ QString TrainingForm::corpus() const { return corpusEdit_->text().trimmed(); }
 void TrainingForm::runStarted() {
   runDirEdited_ = false;
   suggestRunDir();
+}
+
+void TrainingForm::showRun(const hsm::RunInfo& run, const QString& name) {
+  // The model: the preset of its name when the run's is that preset's, else the run folder's.
+  QString model = qstr(run.dir);
+  try {
+    if (hsm::load_preset(run.model.name) == run.model) model = qstr(run.model.name);
+  } catch (const std::exception&) {
+    // not a preset's name: the run folder's config
+  }
+  setModel(model);  // its summary, dropout and vocabulary, and a fresh run folder named after it
+  for (const hsm::SettingSpec& s : hsm::train_setting_specs()) {
+    const QString key = QString::fromLatin1(s.key);
+    if (key != QLatin1String("device") && key != QLatin1String("threads")) setField(key, qstr(s.get(run.training)));
+  }
+  // A run trained for a number of steps records no epochs (0), which a new run's form refuses:
+  // the field keeps its default, unused while Steps is set.
+  if (run.training.steps > 0 && run.training.epochs <= 0)
+    setField(QStringLiteral("epochs"), qstr(hsm::train_setting("epochs").get(hsm::TrainSettings{})));
+  presetFilled_.clear();  // the run's values stay when another preset is chosen
+  fields_[QStringLiteral("dropout")]->setText(QString::number(run.model.dropout));
+  fields_[QStringLiteral("vocab")]->setText(QString::number(run.model.vocab_size));
+  // Its tokenizer (the same pieces, so the losses compare) and corpus, where they are here.
+  const QString tokenizer = qstr(hsm::RunFolder(run.dir).tokenizer);
+  setField(QStringLiteral("tokenizer"), QFileInfo::exists(tokenizer) ? tokenizer : QString());
+  if (!run.data_path.empty() && QFileInfo::exists(qstr(run.data_path))) setCorpus(qstr(run.data_path));
+  clearErrors();
+  trainingBox_->setTitle(tr("Training (as %1)").arg(name));
 }
 
 void TrainingForm::clearErrors() {

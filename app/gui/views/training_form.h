@@ -10,6 +10,7 @@
 class QCheckBox;
 class QComboBox;
 class QFormLayout;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QRadioButton;
@@ -38,6 +39,11 @@ class TrainingForm : public QWidget {
   void clearErrors();
   // A run was started from the form: the next one gets a fresh folder.
   void runStarted();
+  // The form as `run` was trained (issue 69: a bundled run that trained 460 steps of 32 showed
+  // the paper's defaults beside its curves): its model, its training settings, its tokenizer
+  // and corpus where they are on this machine; the device, the threads and a fresh run folder
+  // stay this machine's. A new run started from it is the same run again, to change at will.
+  void showRun(const hsm::RunInfo& run, const QString& name);
 
  private:
   QLineEdit* addField(QFormLayout* layout, const QString& name, const QString& label, const QString& value,
@@ -59,6 +65,7 @@ class TrainingForm : public QWidget {
   QLineEdit* tokenizerEdit_;
   QComboBox* presetBox_;
   QLabel* modelSummary_;
+  QGroupBox* trainingBox_;
   QCheckBox* cosineBox_;
   QComboBox* windowsBox_;
   QCheckBox* keepBestBox_;
