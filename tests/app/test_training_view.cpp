@@ -345,6 +345,13 @@ TEST(TrainingView, TheFormShowsTheCurrentRunsSettingsAndANewRunStartsFromThem) {
   EXPECT_NE(spec.run_dir, info.dir);
   EXPECT_EQ(s.view.field(QStringLiteral("threads"))->text(), threads);  // this machine's
 
+  // A preset chosen afterwards (the Start page's "Set up training", the paper's hyper-parameters
+  // filled in): the paper's defaults again, and a new tokenizer.
+  ASSERT_TRUE(s.view.setModel(QStringLiteral("hsm_ab")));
+  EXPECT_EQ(s.view.field(QStringLiteral("steps"))->text().toLongLong(), hsm::TrainSettings{}.steps);
+  EXPECT_EQ(s.view.field(QStringLiteral("batch_size"))->text().toLongLong(), hsm::TrainSettings{}.batch_size);
+  EXPECT_EQ(s.view.field(QStringLiteral("tokenizer"))->text(), QString());
+
   // Another run made current: its own settings.
   s.runs.setCurrent(s.runs.open(trained_run()));
   EXPECT_EQ(s.view.field(QStringLiteral("steps"))->text().toLongLong(), 20);

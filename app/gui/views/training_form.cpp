@@ -89,12 +89,7 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   modelSummary_->setObjectName(QStringLiteral("model_summary"));
   modelForm->addRow(modelSummary_);
   addField(modelForm, QStringLiteral("dropout"), tr("Dropout"), QString(), tr("Dropout of the model (the paper: 0.1)"));
-  connect(presetBox_, &QComboBox::currentIndexChanged, this, [this] {
-    trainingBox_->setTitle(tr("Training (paper defaults)"));
-    updateModelSummary();
-    fillPresetTraining();
-    suggestRunDir();
-  });
+  connect(presetBox_, &QComboBox::currentIndexChanged, this, &TrainingForm::presetChosen);
   connect(configButton, &QPushButton::clicked, this, &TrainingForm::chooseConfigFile);
   v->addWidget(model);
 
@@ -207,8 +202,20 @@ bool TrainingForm::setModel(const QString& presetOrConfig) {
       return false;
     }
   }
+  // The preset chosen again (the Start page's "Set up training" on the current run's preset): a
+  // new design all the same, from the paper's defaults and the preset's own settings.
+  if (i == presetBox_->currentIndex()) presetChosen();
   presetBox_->setCurrentIndex(i);
   return true;
+}
+
+void TrainingForm::presetChosen() {
+  trainingBox_->setTitle(tr("Training (paper defaults)"));
+  updateModelSummary();
+  fillPresetTraining();  // a run's values shown (showRun), unless edited since, go back to the defaults too
+  if (!runTokenizer_.isEmpty() && tokenizerEdit_->text() == runTokenizer_) setField(QStringLiteral("tokenizer"), QString());
+  runTokenizer_.clear();
+  suggestRunDir();
 }
 
 void TrainingForm::updateModelSummary() {
@@ -413,12 +420,19 @@ void TrainingForm::showRun(const hsm::RunInfo& run, const QString& name) {
   // the field keeps its default, unused while Steps is set.
   if (run.training.steps > 0 && run.training.epochs <= 0)
     setField(QStringLiteral("epochs"), qstr(hsm::train_setting("epochs").get(hsm::TrainSettings{})));
-  presetFilled_.clear();  // the run's values stay when another preset is chosen
+  // Choosing a preset afterwards starts from the paper's defaults again, as the Start page says
+  // (fillPresetTraining puts back what still holds the run's values).
+  presetFilled_.clear();
+  for (const hsm::SettingSpec& s : hsm::train_setting_specs()) {
+    const QString key = QString::fromLatin1(s.key);
+    if (key != QLatin1String("device") && key != QLatin1String("threads")) presetFilled_.insert(key, fieldText(key));
+  }
   fields_[QStringLiteral("dropout")]->setText(QString::number(run.model.dropout));
   fields_[QStringLiteral("vocab")]->setText(QString::number(run.model.vocab_size));
   // Its tokenizer (the same pieces, so the losses compare) and corpus, where they are here.
   const QString tokenizer = qstr(hsm::RunFolder(run.dir).tokenizer);
-  setField(QStringLiteral("tokenizer"), QFileInfo::exists(tokenizer) ? tokenizer : QString());
+  runTokenizer_ = QFileInfo::exists(tokenizer) ? tokenizer : QString();
+  setField(QStringLiteral("tokenizer"), runTokenizer_);
   if (!run.data_path.empty() && QFileInfo::exists(qstr(run.data_path))) setCorpus(qstr(run.data_path));
   clearErrors();
   trainingBox_->setTitle(tr("Training (as %1)").arg(name));

@@ -56,6 +56,7 @@ class TrainingForm : public QWidget {
   // filled back to the paper's defaults, unless they were edited since.
   void fillPresetTraining();
   void suggestRunDir();
+  void presetChosen();  // the preset box's choice: the summary, the preset's settings, a fresh folder
 
   QMap<QString, QLineEdit*> fields_;
   QMap<QString, FieldError*> errors_;
@@ -72,7 +73,8 @@ class TrainingForm : public QWidget {
   QComboBox* deviceBox_;
   QLineEdit* runDirEdit_;
   bool runDirEdited_ = false;
-  QMap<QString, QString> presetFilled_;  // field -> the value fillPresetTraining() put there
+  QMap<QString, QString> presetFilled_;  // field -> the value fillPresetTraining() or showRun() put there
+  QString runTokenizer_;                 // the tokenizer showRun() put in its field
 };
 
 }  // namespace studio
