@@ -402,3 +402,19 @@ TEST(WordsWhole, ParallelCoordinatesNamesAreWholeAndApart) {
                                  << cut.join(QStringLiteral("\n  ")).toStdString();
     }
 }
+
+// Issue 69: an empty heatmap says why, with no numbers on its axes (the Trace view showed
+// "No trace yet." over rows and positions "0 … 1"); a matrix brings its labels back.
+TEST(WordsWhole, AnEmptyHeatmapShowsNoNumbersOnItsAxes) {
+  HeatmapPanel map(QStringLiteral("residual · exact"), QStringLiteral("position"), QStringLiteral("layer"));
+  map.resize(400, 240);
+  map.show();
+  map.clearWithMessage(QStringLiteral("No trace yet."));
+  settle(&map);
+  EXPECT_FALSE(map.plot()->xAxis->tickLabels());
+  EXPECT_FALSE(map.plot()->yAxis->tickLabels());
+  map.setMatrix(2, 3, {1, 2, 3, 4, 5, 6}, {QStringLiteral("L0"), QStringLiteral("L1")});
+  settle(&map);
+  EXPECT_TRUE(map.plot()->xAxis->tickLabels());
+  EXPECT_TRUE(map.plot()->yAxis->tickLabels());
+}

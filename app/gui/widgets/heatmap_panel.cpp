@@ -168,6 +168,8 @@ void HeatmapPanel::setMatrix(int rows, int cols, const std::vector<double>& valu
   messageItem_->setVisible(false);
   map_->setVisible(true);
   scale_->setVisible(true);
+  plot()->xAxis->setTickLabels(true);
+  plot()->yAxis->setTickLabels(true);
   map_->data()->setSize(cols, rows);
   map_->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -228,6 +230,10 @@ void HeatmapPanel::clearWithMessage(const QString& message) {
   messageItem_->setVisible(true);
   plot()->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
   plot()->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+  // No numbers on the axes of an empty map (the Trace view's "No trace yet." sat over rows
+  // "0 … 1" and positions "0 … 1" that meant nothing).
+  plot()->xAxis->setTickLabels(false);
+  plot()->yAxis->setTickLabels(false);
   plot()->xAxis->setRange(0, 1);
   plot()->yAxis->setRange(0, 1);
   plot()->replot(QCustomPlot::rpQueuedReplot);
