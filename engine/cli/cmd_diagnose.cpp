@@ -3,7 +3,9 @@
 // A task run (docs/lab.md) takes `--example N`: test example N of its task, tokens by its labels.
 // Text: a table per layer and head; --json adds the L×L matrices. Both name the run and the
 // prompt, so a saved output says what it is a diagnosis of.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -12,8 +14,10 @@
 #include "task_example.h"
 #include "hsm/diagnostics.h"
 #include "hsm/diagnostics_log.h"
+#include "hsm/files.h"
 #include "hsm/model.h"
 #include "hsm/prober.h"
+#include "hsm/run_folder.h"
 #include "hsm/tokenizer.h"
 #include "hsm/trainer.h"
 
@@ -92,6 +96,37 @@ void print_table(const std::string& run, const std::string& prompt, const Diagno
   }
 }
 
+// `--record`: the checkpoint's record among the run's others, in step order, written whole
+// (temp file + rename) under the run's lock, so a trainer of the folder is never raced.
+int record_diagnostics(const std::string& run, const Model& model, const Prober& prober, const std::string& prompt) {
+  const RunInfo info = read_run_info(run);
+  const std::string text = prompt.empty() ? info.training.probe_text : prompt;
+  if (text.empty())
+    throw std::invalid_argument("--record: the run's probe text is empty; give the text with --prompt");
+  if (model.task()) throw std::invalid_argument("--record: a task run reads no text; it records no diagnostics over time");
+  const RunFolder folder(run);
+  const bool had_lock = std::filesystem::exists(folder.lock);
+  std::vector<DiagnosticsRecord> records;
+  size_t layers = 0;
+  {
+    const RunLock lock(run);
+    for (DiagnosticsRecord& r : read_diagnostics_log(run))
+      if (r.step != info.step) records.push_back(std::move(r));
+    records.push_back(prober.diagnostics_record(text, info.step));
+    layers = records.back().layers.size();
+    std::stable_sort(records.begin(), records.end(),
+                     [](const DiagnosticsRecord& x, const DiagnosticsRecord& y) { return x.step < y.step; });
+    std::string lines;
+    for (const DiagnosticsRecord& r : records) lines += diagnostics_record_to_json_line(r) + "\n";
+    write_file_atomic(folder.diagnostics, lines);
+  }
+  if (!had_lock) std::filesystem::remove(folder.lock);  // a folder that had none (a bundled model's) keeps none
+  std::printf("%s: recorded the diagnosis of \"%s\" at step %lld (%zu layers); %zu record(s) in %s\n", run.c_str(),
+              text.c_str(), static_cast<long long>(info.step), layers, records.size(),
+              folder.diagnostics.c_str());
+  return 0;
+}
+
 }  // namespace
 
 Command add_diagnose_command(CLI::App& app) {
@@ -101,7 +136,7 @@ Command add_diagnose_command(CLI::App& app) {
     int layer = -1;
     int64_t max_tokens = 0, example = -1, step = -1;
     int threads = 0;
-    bool json = false;
+    bool json = false, record = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("run", a->run, "Run folder written by `hsm train`")->required()->check(CLI::ExistingDirectory);
@@ -114,15 +149,22 @@ Command add_diagnose_command(CLI::App& app) {
   cmd->add_option("--max-tokens", a->max_tokens, "Use at most this many prompt tokens")->check(whole_in(1));
   cmd->add_option("--device", a->device, "cpu, cuda, cuda:N or auto");
   add_threads_option(cmd, a->threads);
-  cmd->add_option("--step", a->step,
-                  "The model as it was at step S: a snapshot (hsm train --snapshot-every/--snapshot-log) or a kept "
-                  "checkpoint (default: the newest)")
-      ->check(whole_in(0));
-  cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
+  auto* step = cmd->add_option("--step", a->step,
+                               "The model as it was at step S: a snapshot (hsm train --snapshot-every/--snapshot-log) or a "
+                               "kept checkpoint (default: the newest)")
+                   ->check(whole_in(0));
+  auto* json = cmd->add_flag("--json", a->json, "Print JSON with the matrices (rows = queries)");
+  cmd->add_flag("--record", a->record,
+                "Record the diagnosis of the run's probe text (or --prompt) at its checkpoint's step in "
+                "RUN/diagnostics.jsonl, as training records one at each validation (a record of that step is "
+                "replaced): the over-time diagnostics of a run trained before they were kept")
+      ->excludes(json)
+      ->excludes(step);
   return {cmd, [a]() {
             set_cpu_threads(a->threads);
             const auto model = Model::load(a->run, a->device, a->step);
             const Prober prober(model);
+            if (a->record) return record_diagnostics(a->run, *model, prober, a->prompt);
             const TaskPrompt example = task_example_prompt(*model, prober, a->run, a->example, a->prompt);
             const Diagnosis d = model->task() ? prober.diagnose_tokens(example.tokens)
                                               : prober.diagnose(a->prompt, a->max_tokens);

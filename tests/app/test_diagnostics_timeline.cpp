@@ -17,6 +17,7 @@
 #include "gui/widgets/plot_panel.h"
 #include "hsm/config.h"
 #include "hsm/diagnostics_log.h"
+#include "hsm/run_folder.h"
 #include "hsm/trainer.h"
 #include "studio_test_util.h"
 
@@ -199,4 +200,26 @@ TEST(DiagnosticsOverTime, FollowsARunThatTrainsFromItsFirstRecord) {
       << view.timeline()->records().size() << " of " << written.size();
   EXPECT_EQ(view.timeline()->records().back().step, written.back().step);
   EXPECT_EQ(view.timeline()->plot()->series().size(), 3);
+}
+
+// Issue 69: every bundled model said "no diagnostics over time: it was trained before they were
+// recorded"; each now carries the record of its kept checkpoint (`hsm diagnose RUN --record`,
+// resources/models/README.md), so the over-time pane shows it on a first start.
+TEST(DiagnosticsOverTime, TheBundledModelsShowTheirRecordOnAFirstStart) {
+  for (const char* name : {"gpt", "hsm_ab", "hybrid_0_6"}) {
+    const QString dir = QStringLiteral(HSM_RESOURCES_PATH "/models/") + QLatin1String(name);
+    const hsm::RunInfo info = hsm::read_run_info(dir.toStdString());
+    RunList runs;
+    EngineHost engine;
+    DiagnosticsView view(&runs, &engine);
+    runs.setCurrent(runs.open(dir));
+    ASSERT_TRUE(wait_for([&] { return view.timeline()->hasLog(); }, 10000))
+        << name << ": " << view.timeline()->message().toStdString();
+    EXPECT_FALSE(view.timeline()->message().contains(QStringLiteral("no diagnostics over time"))) << name;
+    const hsm::DiagnosticsRecord& last = view.timeline()->records().back();
+    EXPECT_EQ(last.step, info.step) << name;
+    EXPECT_EQ(last.prompt, info.training.probe_text) << name;
+    ASSERT_EQ(view.timeline()->plot()->series().size(), static_cast<int>(info.model.layers.size())) << name;
+    for (const PlotSeries& layer : view.timeline()->plot()->series()) EXPECT_FALSE(layer.y.isEmpty()) << name;
+  }
 }

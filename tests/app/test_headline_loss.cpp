@@ -105,3 +105,24 @@ TEST(HeadlineLoss, ARunsRecordedFullValidationIsEveryViewsHeadline) { check_view
 TEST(HeadlineLoss, WithoutARecordTheViewsComputeTheEvaluationOnEveryWindow) {
   check_views_agree_with_hsm_eval(trained_run(), false);
 }
+
+// Issue 69: a run whose record holds no evaluation of every window at its checkpoint (the
+// starter run trained by "Train a small model now" validates on 20 batches) shows its headline
+// in the Weights view at once, no edit needed: computed off the GUI thread when it is shown,
+// the loss `hsm eval` gives.
+TEST(HeadlineLoss, TheWeightsViewComputesAMissingHeadlineWithoutAnEdit) {
+  const QString run = trained_run();
+  const double expected = hsm_eval(run).value(QStringLiteral("loss")).toDouble();
+  RunList runs;
+  EngineHost engine;
+  runs.setCurrent(runs.open(run));
+  WeightsView weights(&runs, &engine);
+  weights.resize(1280, 720);
+  weights.show();
+  ASSERT_TRUE(wait_for([&] { return weights.hasEvaluation() && !weights.isEvaluating(); }, 60000))
+      << "no headline without an edit: \"" << weights.lossText().toStdString() << "\"";
+  EXPECT_TRUE(weights.edits().empty());
+  EXPECT_NEAR(weights.evaluationLoss(), expected, 1e-5);
+  const QString text = weights.lossText();
+  EXPECT_TRUE(text.contains(QStringLiteral("its evaluation: %1 nats").arg(expected, 0, 'f', 4))) << text.toStdString();
+}

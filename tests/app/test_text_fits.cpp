@@ -35,9 +35,12 @@
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_view.h"
+#include "gui/views/experiments_view.h"
 #include "gui/views/presentation_mode.h"
 #include "gui/view_registry.h"
 #include "gui/views/weights_view.h"
+#include "gui/widgets/heatmap_panel.h"
+#include "gui/widgets/parallel_coordinates.h"
 #include "gui/widgets/plot_panel.h"
 #include "studio_test_util.h"
 
@@ -199,6 +202,7 @@ QString spinCut(const QAbstractSpinBox* box) {
 // A plot's axis labels, each line within its axis' length, and, for a PlotPanel, every word of
 // the label as set (none elided); its text elements (titles) within their rect.
 QStringList plotCuts(const QCustomPlot* plot) {
+  static const QRegularExpression space(QStringLiteral("\\s"));
   QStringList cut;
   const auto* panel = qobject_cast<const PlotPanel*>(plot->parentWidget());
   for (QCPAxisRect* rect : plot->axisRects())
@@ -212,11 +216,40 @@ QStringList plotCuts(const QCustomPlot* plot) {
       if (panel && (axis == plot->xAxis || axis == plot->yAxis)) {
         const QString set = axis == plot->xAxis ? panel->xLabel() : panel->yLabel();
         // Lines break between words and after a hyphen: every character but the spaces kept.
-        static const QRegularExpression space(QStringLiteral("\\s"));
         if (QString(axis->label()).remove(space) != QString(set).remove(space))
           cut << QStringLiteral("axis label \"%1\" shows \"%2\"").arg(set, axis->label());
       }
     }
+  // A colour scale's label along the scale's length, and for a heatmap every word as set
+  // (issue 69: "normalised" was elided on the Diagnostics overview's 40 px scale).
+  for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+    if (auto* scale = qobject_cast<QCPColorScale*>(plot->plotLayout()->elementAt(i)); scale && scale->visible()) {
+      const QCPAxis* axis = scale->axis();
+      if (axis->label().isEmpty()) continue;
+      const int length = axis->orientation() == Qt::Vertical ? scale->rect().height() : scale->rect().width();
+      const int width = widest(QFontMetrics(axis->labelFont()), axis->label());
+      if (width > length + 1)
+        cut << QStringLiteral("colour scale label \"%1\" needs %2 px, has %3").arg(axis->label()).arg(width).arg(length);
+      if (const auto* heatmap = qobject_cast<const HeatmapPanel*>(panel);
+          heatmap && QString(axis->label()).remove(space) != QString(heatmap->scaleLabel()).remove(space))
+        cut << QStringLiteral("colour scale label \"%1\" shows \"%2\"").arg(heatmap->scaleLabel(), axis->label());
+    }
+  // The parallel coordinates' axis names (drawn as items): each whole, inside the plot, none
+  // over another (issue 69: "l_model" and "layers.hea…" overlapped in Experiments).
+  if (const auto* parallel = qobject_cast<const ParallelCoordinates*>(panel)) {
+    const QVector<ParallelCoordinates::NameShown> names = parallel->namesShown();
+    const QRectF room = QRectF(plot->rect()).adjusted(-1, -1, 1, 1);
+    for (int i = 0; i < names.size(); ++i) {
+      const QString name = parallel->axes().value(i).name;
+      if (QString(names[i].text).remove(space) != QString(name).remove(space))
+        cut << QStringLiteral("axis name \"%1\" shows \"%2\"").arg(name, names[i].text);
+      if (!room.contains(names[i].rect))
+        cut << QStringLiteral("axis name \"%1\" out of the plot's %2x%3 px").arg(name).arg(plot->width()).arg(plot->height());
+      for (int j = i + 1; j < names.size(); ++j)
+        if (names[i].rect.intersects(names[j].rect))
+          cut << QStringLiteral("axis names \"%1\" and \"%2\" overlap").arg(names[i].text, names[j].text);
+    }
+  }
   for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
     if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i))) {
       const int width = widest(QFontMetrics(title->font()), title->text());
@@ -294,6 +327,11 @@ TEST_P(WordsWhole, EveryViewShowsEveryWordWhole) {
     if (!cut.isEmpty()) failures << where + QStringLiteral(":\n    ") + cut.join(QStringLiteral("\n    "));
   };
   each_view_with_each_run(w, check);
+  // Experiments with the open runs: the settings that differ as parallel coordinates.
+  w.showView(MainWindow::kExperiments);
+  ASSERT_TRUE(w.experimentsView()->useOpenRuns());
+  ASSERT_TRUE(wait_for([&] { return !w.experimentsView()->isReading(); }));
+  check(QStringLiteral("Experiments with the open runs"));
   w.showStartPage();
   check(QStringLiteral("Start page"));
   EXPECT_TRUE(failures.isEmpty()) << "at " << screen.width() << "x" << screen.height() << ", words cut:\n  "
@@ -336,4 +374,47 @@ TEST(WordsWhole, ThePresentationShowsEveryLabelWhole) {
     presentation->leave();
     lay_out();
   }
+}
+
+// Issue 69: the parallel coordinates' axis names, as a sweep's many settings give them, whole
+// and apart at a netbook's width and a wide screen's: broken after "." or "_" or at a space,
+// in two staggered rows when one is too narrow, never elided ("layers.hea…") nor over another.
+TEST(WordsWhole, ParallelCoordinatesNamesAreWholeAndApart) {
+  const QStringList names = {QStringLiteral("d_model"),       QStringLiteral("layers.heads"),
+                             QStringLiteral("layers.mixer"),  QStringLiteral("layers.ffn"),
+                             QStringLiteral("training.lr"),   QStringLiteral("training.batch_size"),
+                             QStringLiteral("final val_loss"), QStringLiteral("best val_loss"),
+                             QStringLiteral("final accuracy"), QStringLiteral("best accuracy"),
+                             QStringLiteral("MACs/token"),    QStringLiteral("tokens/s")};
+  for (const int count : {4, 8, 12})
+    for (const QSize size : {QSize(480, 260), QSize(980, 240), QSize(1880, 400)}) {
+      ParallelCoordinates plot(QStringLiteral("Parallel coordinates"));
+      QVector<ParallelCoordinates::Axis> axes;
+      for (int a = 0; a < count; ++a) axes.push_back({names[a], {1.0 * a, 2.0 * a + 1, 0.5}, {}});
+      plot.setData(axes, {QStringLiteral("r1"), QStringLiteral("r2"), QStringLiteral("r3")}, {1, 2, 3},
+                   QStringLiteral("final val_loss"));
+      plot.resize(size);
+      plot.show();
+      settle(&plot);
+      ASSERT_EQ(plot.namesShown().size(), count);
+      const QStringList cut = plotCuts(plot.plot());
+      EXPECT_TRUE(cut.isEmpty()) << count << " axes at " << size.width() << "x" << size.height() << ":\n  "
+                                 << cut.join(QStringLiteral("\n  ")).toStdString();
+    }
+}
+
+// Issue 69: an empty heatmap says why, with no numbers on its axes (the Trace view showed
+// "No trace yet." over rows and positions "0 … 1"); a matrix brings its labels back.
+TEST(WordsWhole, AnEmptyHeatmapShowsNoNumbersOnItsAxes) {
+  HeatmapPanel map(QStringLiteral("residual · exact"), QStringLiteral("position"), QStringLiteral("layer"));
+  map.resize(400, 240);
+  map.show();
+  map.clearWithMessage(QStringLiteral("No trace yet."));
+  settle(&map);
+  EXPECT_FALSE(map.plot()->xAxis->tickLabels());
+  EXPECT_FALSE(map.plot()->yAxis->tickLabels());
+  map.setMatrix(2, 3, {1, 2, 3, 4, 5, 6}, {QStringLiteral("L0"), QStringLiteral("L1")});
+  settle(&map);
+  EXPECT_TRUE(map.plot()->xAxis->tickLabels());
+  EXPECT_TRUE(map.plot()->yAxis->tickLabels());
 }

@@ -92,13 +92,15 @@ TEST(TrainingSeries, EachPlotGetsEveryOverlaidRunsFinitePoints) {
   EXPECT_EQ(validation->color, r.first.color.darker(130));
   // The legend (issue 48): a run an entry, by its name alone, and a key for the line styles;
   // the validation curves out of it (four runs' pairs of long entries hid the curves at 1024x600).
-  EXPECT_EQ(smooth->legend, QStringLiteral("first"));
+  // Issue 69: with its number, the last validation loss, beside its name.
+  EXPECT_EQ(smooth->legend, QStringLiteral("first 3.000"));
   EXPECT_TRUE(smooth->in_legend);
   EXPECT_FALSE(validation->in_legend);
   QStringList legend;
   for (const PlotSeries& s : c.loss)
     if (s.in_legend) legend << (s.legend.isEmpty() ? s.name : s.legend);
-  EXPECT_EQ(legend, (QStringList{QStringLiteral("first"), QStringLiteral("second"), QStringLiteral("train"),
+  EXPECT_EQ(legend, (QStringList{QStringLiteral("first 3.000"), QStringLiteral("second 4.500"),
+                                 QStringLiteral("train"),
                                  QStringLiteral("validation")}));
   EXPECT_EQ(c.loss[5].style, PlotSeries::Style::kLine);
   EXPECT_TRUE(c.loss[5].x.isEmpty());

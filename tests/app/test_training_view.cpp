@@ -22,6 +22,7 @@
 #include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/training_view.h"
+#include "gui/views/weights_view.h"
 #include "gui/widgets/field_error.h"
 #include "gui/widgets/plot_panel.h"
 #include "hsm/presets.h"
@@ -122,7 +123,7 @@ TEST(TrainingView, StartPauseResumeStopAndTheRunFolderEvaluates) {
   ASSERT_TRUE(f.open(QIODevice::ReadOnly));
   const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
   ASSERT_GT(lines.size(), 1);
-  EXPECT_EQ(lines[0], QStringLiteral("series,\"step\",\"cross-entropy (nats)\""));
+  EXPECT_EQ(lines[0], QStringLiteral("series,\"step\",\"loss (nats)\""));
   std::vector<std::pair<double, double>> raw;
   for (const QString& line : lines)
     if (line.startsWith(QLatin1String("\"run train (raw)\""))) {
@@ -307,4 +308,85 @@ TEST(TrainingView, TheCurrentRunsOwnSettingsAndLastValidationAreShown) {
     if (m.kind == "eval" && std::isfinite(m.val_loss)) last = m.val_loss;
   ASSERT_TRUE(std::isfinite(last));
   EXPECT_TRUE(text.contains(QStringLiteral("loss %1 nats").arg(last, 0, 'f', 3))) << text.toStdString();
+}
+
+// Issue 69: the Training view's form shows the current run as it was trained (a bundled run
+// that trained 460 steps of 32 showed the paper's defaults: steps 0, epochs 20, batch 256), and
+// a new run started from it is that run again; the loss plot's legend has each run's last
+// validation loss beside its name.
+TEST(TrainingView, TheFormShowsTheCurrentRunsSettingsAndANewRunStartsFromThem) {
+  Studio s;
+  const QString bundled = QStringLiteral(HSM_RESOURCES_PATH "/models/hsm_ab");
+  const hsm::RunInfo info = hsm::read_run_info(bundled.toStdString());
+  ASSERT_NE(info.training.batch_size, hsm::TrainSettings{}.batch_size);  // else this test shows nothing
+  s.runs.setCurrent(s.runs.open(bundled));
+  EXPECT_EQ(s.view.field(QStringLiteral("steps"))->text().toLongLong(), info.training.steps);
+  EXPECT_EQ(s.view.field(QStringLiteral("batch_size"))->text().toLongLong(), info.training.batch_size);
+  // (Trained for a number of steps, it records no epochs: the field keeps its default, unused.)
+  EXPECT_DOUBLE_EQ(s.view.field(QStringLiteral("epochs"))->text().toDouble(),
+                   info.training.epochs > 0 ? info.training.epochs : hsm::TrainSettings{}.epochs);
+  EXPECT_DOUBLE_EQ(s.view.field(QStringLiteral("lr"))->text().toDouble(), info.training.lr);
+  EXPECT_EQ(s.view.field(QStringLiteral("eval_every"))->text().toLongLong(), info.training.eval_every);
+  EXPECT_EQ(s.view.findChild<QCheckBox*>(QStringLiteral("keep_best"))->isChecked(), info.training.keep_best);
+  EXPECT_EQ(s.view.findChild<QComboBox*>(QStringLiteral("windows"))->currentData().toString().toStdString(),
+            info.training.windows);
+  EXPECT_EQ(s.view.field(QStringLiteral("tokenizer"))->text().toStdString(), hsm::RunFolder(info.dir).tokenizer);
+
+  // A new run from the form: the run's model, settings and tokenizer, in a fresh folder.
+  const QString threads = s.view.field(QStringLiteral("threads"))->text();
+  hsm::RunSpec spec;
+  s.view.setCorpus(make_corpus(QDir(temp_root()).filePath(QStringLiteral("form-from-run"))));
+  ASSERT_TRUE(s.view.buildSpec(spec)) << s.view.lastError().toStdString();
+  EXPECT_EQ(spec.model, info.model);
+  EXPECT_EQ(spec.train.steps, info.training.steps);
+  EXPECT_EQ(spec.train.batch_size, info.training.batch_size);
+  EXPECT_DOUBLE_EQ(spec.train.min_lr, hsm::TrainSettings{}.min_lr);  // no field: a new run's default
+  EXPECT_EQ(spec.tokenizer_path, hsm::RunFolder(info.dir).tokenizer);
+  EXPECT_NE(spec.run_dir, info.dir);
+  EXPECT_EQ(s.view.field(QStringLiteral("threads"))->text(), threads);  // this machine's
+
+  // A preset chosen afterwards (the Start page's "Set up training", the paper's hyper-parameters
+  // filled in): the paper's defaults again, and a new tokenizer.
+  ASSERT_TRUE(s.view.setModel(QStringLiteral("hsm_ab")));
+  EXPECT_EQ(s.view.field(QStringLiteral("steps"))->text().toLongLong(), hsm::TrainSettings{}.steps);
+  EXPECT_EQ(s.view.field(QStringLiteral("batch_size"))->text().toLongLong(), hsm::TrainSettings{}.batch_size);
+  EXPECT_EQ(s.view.field(QStringLiteral("tokenizer"))->text(), QString());
+
+  // Another run made current: its own settings.
+  s.runs.setCurrent(s.runs.open(trained_run()));
+  EXPECT_EQ(s.view.field(QStringLiteral("steps"))->text().toLongLong(), 20);
+  EXPECT_EQ(s.view.field(QStringLiteral("batch_size"))->text().toLongLong(), 16);
+
+  // A number per model beside the curves: the legend's entry ends with its last validation loss.
+  ASSERT_TRUE(wait_for([&] { return !s.view.lossPlot()->series().isEmpty(); }, 10000));
+  for (int row = 0; row < s.runs.count(); ++row) {
+    const RunEntry& run = s.runs.at(row);
+    double last = NAN;
+    for (const hsm::MetricRecord& m : run.metrics)
+      if (m.kind == "eval" && std::isfinite(m.val_loss)) last = m.val_loss;
+    ASSERT_TRUE(std::isfinite(last));
+    bool found = false;
+    for (const PlotSeries& series : s.view.lossPlot()->series())
+      found = found || (series.in_legend && series.legend.startsWith(run.name()) &&
+                        series.legend.endsWith(QString::number(last, 'f', 3)));
+    EXPECT_TRUE(found) << run.name().toStdString() << " has no legend entry ending with " << last;
+  }
+}
+
+// Issue 69: "Train a small model now" trains with partial validations (its eval_batches 20); once
+// its training is over the Weights view shows its own evaluation on every window, as the bundled
+// models show theirs.
+TEST(TrainingView, AFinishedRunsWeightsViewShowsItsEvaluation) {
+  Studio s;
+  WeightsView weights(&s.runs, &s.engine);
+  weights.resize(1280, 720);
+  weights.show();
+  const QString dir = QDir(temp_root()).filePath(QStringLiteral("finished-headline"));
+  fill_tiny(s.view, dir, 30);
+  s.view.startButton()->click();
+  ASSERT_TRUE(s.engine.isTraining()) << s.view.lastError().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !s.engine.isTraining(); }));
+  ASSERT_TRUE(wait_for([&] { return weights.lossText().contains(QStringLiteral("its evaluation")); }, 60000))
+      << "\"" << weights.lossText().toStdString() << "\"";
+  EXPECT_TRUE(weights.edits().empty());
 }

@@ -615,6 +615,43 @@ TEST(CliPipeline, DiagnosticsAreRecordedAndEvalEditsTheModelInMemory) {
   EXPECT_NE(bad.out.find("'0:half:1'"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("LAYER:A:B"), std::string::npos) << bad.out;
   EXPECT_EQ(folder_bytes(run_dir), before);  // nothing written into the run
+
+  // Issue 69: `hsm diagnose --record` writes the record training would have written at the
+  // checkpoint's step (the bundled models were trained before the records were kept): into a
+  // copy of the run without its records, the same record as the trainer's last; again, it is
+  // replaced, not doubled; beside the others, they stay in step order.
+  const std::string copy = dir + "/copy";
+  std::filesystem::copy(run_dir, copy, std::filesystem::copy_options::recursive);
+  std::filesystem::remove(copy + "/diagnostics.jsonl");
+  std::filesystem::remove(copy + "/.lock");  // as a bundled model's folder, which has none
+  auto read_records = [](const std::string& folder) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(folder + "/diagnostics.jsonl");
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  for (int again = 0; again < 2; ++again) {
+    auto recorded = run("diagnose " + copy + " --record --threads 1");
+    ASSERT_EQ(recorded.status, 0) << recorded.out;
+    EXPECT_NE(recorded.out.find("at step 30"), std::string::npos) << recorded.out;
+    const std::vector<nlohmann::json> kept = read_records(copy);
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0]["step"], 30);
+    EXPECT_EQ(kept[0]["prompt"], last["prompt"]);
+    ASSERT_EQ(kept[0]["layers"].size(), last["layers"].size());
+    for (size_t l = 0; l < last["layers"].size(); ++l) {
+      near(kept[0]["layers"][l]["indicators"], last["layers"][l]["indicators"]);
+      EXPECT_EQ(kept[0]["layers"][l]["weights"], last["layers"][l]["weights"]);
+      EXPECT_NEAR(kept[0]["layers"][l]["lens_kl"].get<double>(), last["layers"][l]["lens_kl"].get<double>(), 1e-6);
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(copy + "/.lock"));  // a folder that had no lock keeps none
+  ASSERT_EQ(run("diagnose " + run_dir + " --record --prompt 'Once upon a time' --threads 1").status, 0);
+  const std::vector<nlohmann::json> all = read_records(run_dir);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0]["step"], 10);
+  EXPECT_EQ(all[2]["step"], 30);
+  EXPECT_EQ(all[2]["prompt"], "Once upon a time");
 }
 
 // Per-token scores (issue 40): the JSONL file parses back, one line per predicted token, and its

@@ -58,6 +58,9 @@ void DiagnosticsTimeline::buildControls() {
          "prediction is from the final one (nats)"));
   plot_ = new PlotPanel(tr("Indicators over training (recorded probe text)"), tr("step"), tr("ENTROPY"));
   plot_->setObjectName(QStringLiteral("timeline_plot"));
+  // Tall enough for its axis to hold the indicator's name ("ENTROPY" needed 37 px of a 31 px
+  // axis at 1024x600 once the bundled models carried a record, issue 69); its pane scrolls.
+  plot_->plot()->setMinimumHeight(160);
   marker_ = new QCPItemStraightLine(plot_->plot());
   marker_->setPen(QPen(QColor(120, 120, 120), 1, Qt::DashLine));
   marker_->setVisible(false);

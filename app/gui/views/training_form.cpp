@@ -99,18 +99,14 @@ QGroupBox* TrainingForm::buildModelGroup() {
   modelSummary_->setObjectName(QStringLiteral("model_summary"));
   modelForm->addRow(modelSummary_);
   addField(modelForm, QStringLiteral("dropout"), tr("Dropout"), QString(), tr("Dropout of the model (the paper: 0.1)"));
-  connect(presetBox_, &QComboBox::currentIndexChanged, this, [this] {
-    updateModelSummary();
-    fillPresetTraining();
-    suggestRunDir();
-  });
+  connect(presetBox_, &QComboBox::currentIndexChanged, this, &TrainingForm::presetChosen);
   connect(configButton, &QPushButton::clicked, this, &TrainingForm::chooseConfigFile);
   return model;
 }
 
 QGroupBox* TrainingForm::buildTrainingGroup() {
   const hsm::TrainSettings d;  // the paper's defaults (HSM §7)
-  auto* training = new QGroupBox(tr("Training (paper defaults)"));
+  auto* training = trainingBox_ = new QGroupBox(tr("Training (paper defaults)"));
   auto* trainForm = new QFormLayout(training);
   // The fields of the training settings come from their declarations (hsm/settings.h): the
   // label, the help and the check are those of `hsm train` and of the trainer.
@@ -216,8 +212,20 @@ bool TrainingForm::setModel(const QString& presetOrConfig) {
       return false;
     }
   }
+  // The preset chosen again (the Start page's "Set up training" on the current run's preset): a
+  // new design all the same, from the paper's defaults and the preset's own settings.
+  if (i == presetBox_->currentIndex()) presetChosen();
   presetBox_->setCurrentIndex(i);
   return true;
+}
+
+void TrainingForm::presetChosen() {
+  trainingBox_->setTitle(tr("Training (paper defaults)"));
+  updateModelSummary();
+  fillPresetTraining();  // a run's values shown (showRun), unless edited since, go back to the defaults too
+  if (!runTokenizer_.isEmpty() && tokenizerEdit_->text() == runTokenizer_) setField(QStringLiteral("tokenizer"), QString());
+  runTokenizer_.clear();
+  suggestRunDir();
 }
 
 void TrainingForm::updateModelSummary() {
@@ -303,7 +311,8 @@ void TrainingForm::setField(const QString& name, const QString& value) {
   if (QLineEdit* e = fields_.value(name)) {
     e->setText(value);
     if (name == QLatin1String("run_dir")) runDirEdited_ = true;
-    if (name == QLatin1String("tokenizer")) reuseTokenizer_->setChecked(!value.isEmpty());
+    // (An auto-exclusive radio button is not unchecked by setChecked(false): its partner is checked.)
+    if (name == QLatin1String("tokenizer")) (value.isEmpty() ? newTokenizer_ : reuseTokenizer_)->setChecked(true);
   }
 }
 
@@ -402,6 +411,41 @@ QString TrainingForm::corpus() const { return corpusEdit_->text().trimmed(); }
 void TrainingForm::runStarted() {
   runDirEdited_ = false;
   suggestRunDir();
+}
+
+void TrainingForm::showRun(const hsm::RunInfo& run, const QString& name) {
+  // The model: the preset of its name when the run's is that preset's, else the run folder's.
+  QString model = qstr(run.dir);
+  try {
+    if (hsm::load_preset(run.model.name) == run.model) model = qstr(run.model.name);
+  } catch (const std::exception&) {
+    // not a preset's name: the run folder's config
+  }
+  setModel(model);  // its summary, dropout and vocabulary, and a fresh run folder named after it
+  for (const hsm::SettingSpec& s : hsm::train_setting_specs()) {
+    const QString key = QString::fromLatin1(s.key);
+    if (key != QLatin1String("device") && key != QLatin1String("threads")) setField(key, qstr(s.get(run.training)));
+  }
+  // A run trained for a number of steps records no epochs (0), which a new run's form refuses:
+  // the field keeps its default, unused while Steps is set.
+  if (run.training.steps > 0 && run.training.epochs <= 0)
+    setField(QStringLiteral("epochs"), qstr(hsm::train_setting("epochs").get(hsm::TrainSettings{})));
+  // Choosing a preset afterwards starts from the paper's defaults again, as the Start page says
+  // (fillPresetTraining puts back what still holds the run's values).
+  presetFilled_.clear();
+  for (const hsm::SettingSpec& s : hsm::train_setting_specs()) {
+    const QString key = QString::fromLatin1(s.key);
+    if (key != QLatin1String("device") && key != QLatin1String("threads")) presetFilled_.insert(key, fieldText(key));
+  }
+  fields_[QStringLiteral("dropout")]->setText(QString::number(run.model.dropout));
+  fields_[QStringLiteral("vocab")]->setText(QString::number(run.model.vocab_size));
+  // Its tokenizer (the same pieces, so the losses compare) and corpus, where they are here.
+  const QString tokenizer = qstr(hsm::RunFolder(run.dir).tokenizer);
+  runTokenizer_ = QFileInfo::exists(tokenizer) ? tokenizer : QString();
+  setField(QStringLiteral("tokenizer"), runTokenizer_);
+  if (!run.data_path.empty() && QFileInfo::exists(qstr(run.data_path))) setCorpus(qstr(run.data_path));
+  clearErrors();
+  trainingBox_->setTitle(tr("Training (as %1)").arg(name));
 }
 
 void TrainingForm::clearErrors() {

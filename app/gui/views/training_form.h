@@ -39,6 +39,11 @@ class TrainingForm : public QWidget {
   void clearErrors();
   // A run was started from the form: the next one gets a fresh folder.
   void runStarted();
+  // The form as `run` was trained (issue 69: a bundled run that trained 460 steps of 32 showed
+  // the paper's defaults beside its curves): its model, its training settings, its tokenizer
+  // and corpus where they are on this machine; the device, the threads and a fresh run folder
+  // stay this machine's. A new run started from it is the same run again, to change at will.
+  void showRun(const hsm::RunInfo& run, const QString& name);
 
  private:
   // The constructor's groups, top to bottom.
@@ -57,6 +62,7 @@ class TrainingForm : public QWidget {
   // filled back to the paper's defaults, unless they were edited since.
   void fillPresetTraining();
   void suggestRunDir();
+  void presetChosen();  // the preset box's choice: the summary, the preset's settings, a fresh folder
 
   QMap<QString, QLineEdit*> fields_;
   QMap<QString, FieldError*> errors_;
@@ -66,13 +72,15 @@ class TrainingForm : public QWidget {
   QLineEdit* tokenizerEdit_;
   QComboBox* presetBox_;
   QLabel* modelSummary_;
+  QGroupBox* trainingBox_;
   QCheckBox* cosineBox_;
   QComboBox* windowsBox_;
   QCheckBox* keepBestBox_;
   QComboBox* deviceBox_;
   QLineEdit* runDirEdit_;
   bool runDirEdited_ = false;
-  QMap<QString, QString> presetFilled_;  // field -> the value fillPresetTraining() put there
+  QMap<QString, QString> presetFilled_;  // field -> the value fillPresetTraining() or showRun() put there
+  QString runTokenizer_;                 // the tokenizer showRun() put in its field
 };
 
 }  // namespace studio

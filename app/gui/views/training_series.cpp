@@ -77,7 +77,9 @@ TrainingCurves training_curves(const QVector<const RunEntry*>& runs, int current
     // (issue 48: four runs' "train" and "validation (story_start windows)" entries took half of
     // the plot's height at 1024x600).
     PlotSeries train{n + tr(" train"), run.color, tx, smoothed(ty, weight), PlotSeries::Style::kLine};
-    train.legend = n;
+    // With its number beside its name (issue 69: only curves, no number per model): the last
+    // validation loss, what the dashed line ends at.
+    train.legend = vy.isEmpty() ? n : tr("%1 %2").arg(n).arg(vy.last(), 0, 'f', 3);
     c.loss << train;
     // Which windows the validation loss is on (what `hsm eval` and the Probe view score by default).
     const QString kind = run.has_info ? QString::fromStdString(run.info.training.windows) : QString();

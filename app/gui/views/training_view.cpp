@@ -27,6 +27,14 @@ TrainingView::TrainingView(RunList* runs, EngineHost* engine, QWidget* parent) :
   build();
   connectSignals();
   rebuildPlots();
+  showCurrentRunInForm();
+}
+
+void TrainingView::showCurrentRunInForm() {
+  // A run that trains has no settings to read until its first checkpoint (the form holds them
+  // already when it was started here); a task run's form is the Lab's.
+  const RunEntry* run = runs_->currentRun();
+  if (run && run->has_info && run->task.empty()) form_->showRun(run->info, run->name());
 }
 
 void TrainingView::build() {
@@ -81,7 +89,9 @@ QHBoxLayout* TrainingView::buildPlotControls() {
 }
 
 QWidget* TrainingView::buildPlots() {
-  lossPlot_ = new PlotPanel(tr("Loss"), tr("step"), tr("cross-entropy (nats)"));
+  // "loss (nats)": the cross-entropy of the next token, in words short enough for the short axis
+  // of a 1024x540 window, where the legend holds each run's last validation loss (issue 69).
+  lossPlot_ = new PlotPanel(tr("Loss"), tr("step"), tr("loss (nats)"));
   accuracyPlot_ = new PlotPanel(tr("Validation accuracy"), tr("step"), tr("top-1 next-token accuracy"));
   speedPlot_ = new PlotPanel(tr("Throughput"), tr("step"), tr("tokens/s"));
   lrPlot_ = new PlotPanel(tr("Learning rate"), tr("step"), tr("learning rate"));
@@ -135,6 +145,8 @@ void TrainingView::connectSignals() {
   connect(runs_, &RunList::metricsAppended, this, schedule);
   connect(runs_, &RunList::metricsReset, this, schedule);
   connect(runs_, &RunList::currentChanged, this, schedule);
+  // The form as the current run was trained: a new run starts from its settings (issue 69).
+  connect(runs_, &RunList::currentChanged, this, &TrainingView::showCurrentRunInForm);
   connect(runs_, &RunList::runAdded, this, schedule);
   connect(runs_, &RunList::runRemoved, this, schedule);
 }

@@ -68,6 +68,7 @@ class TrainingView : public StudioView {
   QWidget* buildPlots();              // the curves, the scatter, the run's status
   void connectSignals();
   void rebuildPlots();
+  void showCurrentRunInForm();
 
   TrainingForm* form_;
   TrainingRunController* controller_;

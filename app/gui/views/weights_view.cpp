@@ -423,16 +423,18 @@ void WeightsView::showEvaluationFailure(const QString& label, const QString& mes
   emit evaluationFinished();
 }
 
-void WeightsView::showRecordedEvaluation() {
+bool WeightsView::showRecordedEvaluation() {
   // The run's own evaluation, when its record has it, stands from the start (no edit needed).
   const RunEntry* run = runs_->currentRun();
-  if (!run || same_dir(run->dir) != state_->editorRun()) return;
+  if (!run || same_dir(run->dir) != state_->editorRun()) return false;
   const QString data = run->has_info ? QString::fromStdString(run->info.data_path) : QString();
   if (const std::optional<RunEvaluation> recorded = recorded_evaluation(*run, data)) {
     state_->setEvaluationLoss(recorded->loss);
     loss_->setText(tr("val loss, %1").arg(evaluation_text(recorded->loss, 0, QString::fromStdString(
                                                                                      run->info.training.windows))));
+    return true;
   }
+  return false;
 }
 
 void WeightsView::evaluate() {
@@ -623,6 +625,16 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
   }
   weights_ = edits().empty() ? layers : editor_->editedWeights();
   const bool live = engine_->isTraining() && same_dir(engine_->trainingRunDir()) == same_dir(runDir);
+  // Issue 69: a run whose record holds no evaluation of every window at its checkpoint (the
+  // starter run validates on 20 batches) has its headline computed once its training is over,
+  // off the GUI thread, by the evaluation an edit asks for: an edit made meanwhile supersedes
+  // it (only the newest answers the view), and its answer carries the headline as well.
+  const QString asked = same_dir(runDir) + QLatin1Char('@') + QString::number(step);
+  if (!live && edits().empty() && run && run->task.empty() && same_dir(run->dir) == same_dir(runDir) &&
+      headlineAsked_ != asked) {
+    headlineAsked_ = asked;
+    if (!showRecordedEvaluation()) evaluate();
+  }
   header_->setText(
       tr("<b>%1</b> · %2 layers · step %3%4")
           .arg(QFileInfo(runDir).fileName())

@@ -109,7 +109,8 @@ class WeightsView : public StudioView {
   void fillHeadTable();
   void onEdits(const hsm::WhatIf& edits);
   void evaluate();
-  void showRecordedEvaluation();
+  // The run's own evaluation from its record; false when its record holds none at its checkpoint.
+  bool showRecordedEvaluation();
   void evaluateTask();  // evaluate() for a task run: its test examples' accuracy and loss
   // What the state answers, drawn.
   void onWeightsRead(const QString& runDir, const std::vector<hsm::MixerWeights>& w);
@@ -128,6 +129,7 @@ class WeightsView : public StudioView {
   QDoubleSpinBox* dragged_ = nullptr;
   double dragFrom_ = 0, dragFromY_ = 0;  // the value and the pixel where the drag began
 
+  QString headlineAsked_;  // the run and step whose evaluation was asked with no record of it ("dir@step")
   QLabel* header_;
   QLabel* notes_;
   PlotPanel* abPlot_;

@@ -65,12 +65,10 @@ HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QS
       applyLabels();
       plot()->replot(QCustomPlot::rpQueuedReplot);
     }
-    // The colour scale's ticks and label fit its height too (issue 48: six values on 40 px,
-    // "normalised" cut, in the Diagnostics view at 1024x600).
+    // The colour scale's ticks and label fit its height too (issue 48: six values on 40 px).
+    fitScaleLabel();
     QCPAxis* axis = scale_->axis();
     const int length = scale_->rect().height();
-    const QString label = elidedLabel(axis, scaleLabel_, length);
-    if (axis->label() != label) axis->setLabel(label);
     if (const int ticks = ticksFor(length, 24); length > 0 && axis->ticker()->tickCount() != ticks) {
       axis->ticker()->setTickCount(ticks);
       plot()->replot(QCustomPlot::rpQueuedReplot);
@@ -82,6 +80,7 @@ HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QS
   scale_ = new QCPColorScale(p);
   scale_->setType(QCPAxis::atRight);
   scale_->setBarWidth(12);
+  scaleFont_ = scale_->axis()->labelFont();
   p->plotLayout()->addElement(0, 1, scale_);
   map_->setColorScale(scale_);
   map_->setGradient(sequential_gradient());
@@ -124,6 +123,35 @@ HeatmapPanel::HeatmapPanel(const QString& title, const QString& xLabel, const QS
   });
 }
 
+void HeatmapPanel::fitScaleLabel() {
+  // Issue 69: the scale's label whole ("normalised" was elided on the Diagnostics overview's
+  // 40 px scale at 1024x600): broken between words, in a smaller font down to 70 %, and where a
+  // word is still longer than the scale, the plot asks for the height it needs (its view gives
+  // it, or scrolls).
+  QCPAxis* axis = scale_->axis();
+  const int length = scale_->rect().height();
+  if (length <= 0 || scaleLabel_.isEmpty() || !scale_->visible()) return;
+  auto widest = [](const QFont& font, const QString& text) {
+    int most = 0;
+    for (const QString& line : text.split(QLatin1Char('\n'))) most = std::max(most, QFontMetrics(font).horizontalAdvance(line));
+    return most;
+  };
+  QFont font = scaleFont_;
+  QString text = wrappedLabel(font, scaleLabel_, length);
+  for (int percent = 95; percent >= 70 && widest(font, text) > length; percent -= 5) {
+    font.setPointSizeF(scaleFont_.pointSizeF() * percent / 100);
+    text = wrappedLabel(font, scaleLabel_, length);
+  }
+  bool changed = false;
+  if (axis->label() != text) axis->setLabel(text), changed = true;
+  if (axis->labelFont() != font) axis->setLabelFont(font), changed = true;
+  if (const int short_by = widest(font, text) - length; short_by > 0) {
+    const int least = plot()->height() + short_by + 2;
+    if (plot()->minimumHeight() < least) plot()->setMinimumHeight(least);
+  }
+  if (changed) plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void HeatmapPanel::setScaleLabel(const QString& label) {
   scaleLabel_ = label;
   scale_->axis()->setLabel(label);
@@ -140,6 +168,8 @@ void HeatmapPanel::setMatrix(int rows, int cols, const std::vector<double>& valu
   messageItem_->setVisible(false);
   map_->setVisible(true);
   scale_->setVisible(true);
+  plot()->xAxis->setTickLabels(true);
+  plot()->yAxis->setTickLabels(true);
   map_->data()->setSize(cols, rows);
   map_->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -200,6 +230,10 @@ void HeatmapPanel::clearWithMessage(const QString& message) {
   messageItem_->setVisible(true);
   plot()->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
   plot()->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+  // No numbers on the axes of an empty map (the Trace view's "No trace yet." sat over rows
+  // "0 … 1" and positions "0 … 1" that meant nothing).
+  plot()->xAxis->setTickLabels(false);
+  plot()->yAxis->setTickLabels(false);
   plot()->xAxis->setRange(0, 1);
   plot()->yAxis->setRange(0, 1);
   plot()->replot(QCustomPlot::rpQueuedReplot);

@@ -35,6 +35,7 @@ class HeatmapPanel : public PlotPanel {
   // No data: an empty plot saying why.
   void clearWithMessage(const QString& message);
   void setScaleLabel(const QString& label);
+  QString scaleLabel() const { return scaleLabel_; }  // as set (shown whole, on lines that fit the scale)
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }
@@ -50,6 +51,7 @@ class HeatmapPanel : public PlotPanel {
 
  private:
   void applyLabels();
+  void fitScaleLabel();
   // How many tick labels fit along the x (rotated) and y axes at the plot's present size.
   QPair<int, int> labelsThatFit() const;
   QString csv() const;
@@ -63,7 +65,8 @@ class HeatmapPanel : public PlotPanel {
   QStringList rowLabels_, colLabels_;
   QVector<int> pinnedRows_;
   QString message_;
-  QString scaleLabel_;                 // as set; shown elided to the scale's height
+  QString scaleLabel_;                 // as set; shown whole (fitScaleLabel)
+  QFont scaleFont_;                    // the scale label's own font (shrunk to fit)
   QPair<int, int> labelsShown_{0, 0};  // what applyLabels() last fitted
 };
 

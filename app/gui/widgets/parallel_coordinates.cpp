@@ -19,6 +19,46 @@ QString tick_text(double x) { return std::abs(x) >= 1000 ? QLocale().toString(x,
 
 QString csv_quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QLatin1String("\"\""))); }
 
+// A name's pieces: a line may end after '.', '_', '-' or '/' ("layers." "heads"), or at a space.
+QStringList name_pieces(const QString& name) {
+  QStringList pieces;
+  QString piece;
+  for (const QChar c : name) {
+    piece += c;
+    if (c == QLatin1Char(' ') || QStringLiteral("._-/").contains(c)) {
+      pieces << piece;
+      piece.clear();
+    }
+  }
+  if (!piece.isEmpty()) pieces << piece;
+  return pieces;
+}
+
+// `name` on lines of at most `width` pixels in `metrics`, every letter kept; *cut is set when a
+// piece was wider than `width` and had to be cut between letters.
+QStringList wrapped_name(const QFontMetrics& metrics, const QString& name, int width, bool* cut) {
+  auto fits = [&](const QString& s) { return metrics.horizontalAdvance(s.trimmed()) <= width; };
+  QStringList lines;
+  QString line;
+  for (const QString& piece : name_pieces(name)) {
+    if (line.trimmed().isEmpty() || fits(line + piece)) {
+      line += piece;
+    } else {
+      lines << line.trimmed();
+      line = piece;
+    }
+    while (!fits(line) && line.trimmed().size() > 1) {
+      *cut = true;
+      qsizetype k = line.size() - 1;
+      while (k > 1 && !fits(line.left(k))) --k;
+      lines << line.left(k).trimmed();
+      line = line.mid(k);
+    }
+  }
+  if (!line.trimmed().isEmpty()) lines << line.trimmed();
+  return lines;
+}
+
 }  // namespace
 
 ParallelCoordinates::ParallelCoordinates(const QString& title, QWidget* parent)
@@ -115,11 +155,16 @@ void ParallelCoordinates::draw() {
   p->clearPlottables();
   p->clearItems();
   dragRect_ = nullptr;
+  names_.clear();
   const int n = static_cast<int>(axes_.size());
   p->xAxis->setRange(-0.5, std::max(n, 1) - 0.5);
-  // Many axes: their names alternate between two heights so that neighbours do not overlap.
-  const bool stagger = n > 10;
-  p->yAxis->setRange(-0.16, stagger ? 1.22 : 1.14);
+  // The names above the axes, in the axis rect's top margin; the axes' tops 9 px below it, room
+  // for the top value's label (issue 69: "l_model" and "layers.hea…" ran into each other).
+  const int top = placeNames(font()) + 4;
+  p->axisRect()->setMargins(QMargins(8, top, 8, 8));
+  constexpr double kLow = -0.16;
+  const double h = p->height() - top - 8;
+  p->yAxis->setRange(kLow, h > 30 ? (1 - 9 * kLow / h) / (1 - 9 / h) : 1.14);
   QFont small = font();
   small.setPointSizeF(small.pointSizeF() * 0.85);
 
@@ -152,12 +197,6 @@ void ParallelCoordinates::draw() {
     axis->start->setCoords(a, 0);
     axis->end->setCoords(a, 1);
     axis->setPen(QPen(QColor(60, 60, 60), 1.2));
-    auto* name = new QCPItemText(p);
-    name->position->setCoords(a, stagger && a % 2 == 1 ? 1.12 : 1.04);
-    name->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
-    // Names alternate between two heights when staggered: each has two gaps, else one.
-    name->setText(QFontMetrics(font()).elidedText(axes_[a].name, Qt::ElideRight, std::max((stagger ? 2 : 1) * gap - 6, 24)));
-    name->setFont(font());
     auto label = [&](double y, const QString& text) {
       auto* t = new QCPItemText(p);
       t->position->setCoords(a, y);
@@ -201,7 +240,78 @@ void ParallelCoordinates::draw() {
 
 void ParallelCoordinates::resizeEvent(QResizeEvent* e) {
   PlotPanel::resizeEvent(e);
-  if (e->oldSize().width() != e->size().width() && !axes_.isEmpty()) draw();  // the labels fit the new gaps
+  if (e->oldSize() != e->size() && !axes_.isEmpty()) draw();  // the labels fit the new gaps and height
+}
+
+int ParallelCoordinates::placeNames(const QFont& base) {
+  QCustomPlot* p = plot();
+  const int n = static_cast<int>(axes_.size());
+  if (n == 0) return 8;
+  const double width = std::max(p->width() - 16, 40), gap = width / n;
+  struct Layout {
+    QFont font;
+    bool stagger = false;
+    QVector<QStringList> lines;
+    bool cut = false;
+    qsizetype most = 0;
+  };
+  // Each name as wide as the room half-way to the next name of its row on either side (the
+  // plot's edge at the ends): one row of names, or two staggered rows (twice the room each).
+  auto lay = [&](double scale, bool stagger) {
+    Layout l{base, stagger, {}};
+    l.font.setPointSizeF(base.pointSizeF() * scale);
+    const QFontMetrics metrics(l.font);
+    const int k = stagger ? 2 : 1;
+    for (int a = 0; a < n; ++a) {
+      const double centre = 8 + (a + 0.5) * gap;
+      const double left = a - k >= 0 ? k * gap / 2 : centre;
+      const double right = a + k < n ? k * gap / 2 : p->width() - centre;
+      const int room = std::max(static_cast<int>(2 * std::min(left, right)) - 6, 12);
+      l.lines << wrapped_name(metrics, axes_[a].name, room, &l.cut);
+      l.most = std::max(l.most, l.lines.last().size());
+    }
+    return l;
+  };
+  // Whole pieces on at most three lines, in one row, else two, else a smaller font; letters cut
+  // apart only when nothing else fits.
+  Layout chosen;
+  const std::pair<double, bool> tries[] = {{1.0, false}, {1.0, true}, {0.85, true}, {0.7, true}};
+  for (const auto& [scale, stagger] : tries) {
+    chosen = lay(scale, stagger);
+    if (!chosen.cut && chosen.most <= 3) break;
+  }
+  const QFontMetrics metrics(chosen.font);
+  int rowHeight[2] = {0, 0};
+  for (int a = 0; a < n; ++a) {
+    const QRect r = metrics.boundingRect(0, 0, 0, 0, Qt::TextDontClip | Qt::AlignHCenter, chosen.lines[a].join(QLatin1Char('\n')));
+    int& row = rowHeight[chosen.stagger ? a % 2 : 0];
+    row = std::max(row, r.height());
+  }
+  for (int a = 0; a < n; ++a) {
+    auto* name = new QCPItemText(p);
+    name->setClipToAxisRect(false);  // in the margin above the axes
+    name->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    name->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    name->position->setCoords(a, 0);
+    name->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    name->setTextAlignment(Qt::AlignHCenter);
+    name->setFont(chosen.font);
+    name->setText(chosen.lines[a].join(QLatin1Char('\n')));
+    // The second row stands on the first.
+    name->setPadding(QMargins(0, 0, 0, chosen.stagger && a % 2 == 1 ? rowHeight[0] + 6 : 2));
+    names_ << name;
+  }
+  return rowHeight[0] + (chosen.stagger ? rowHeight[1] + 4 : 0) + 2;
+}
+
+QVector<ParallelCoordinates::NameShown> ParallelCoordinates::namesShown() const {
+  QVector<NameShown> shown;
+  for (const QCPItemText* name : names_) {
+    const QMargins m = name->padding();
+    const QRectF box(name->topLeft->pixelPosition(), name->bottomRight->pixelPosition());
+    shown.push_back({name->text(), box.adjusted(m.left(), m.top(), -m.right(), -m.bottom())});
+  }
+  return shown;
 }
 
 void ParallelCoordinates::pressed(QMouseEvent* e) {

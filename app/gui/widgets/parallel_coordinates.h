@@ -13,6 +13,7 @@
 #include "gui/widgets/plot_panel.h"
 
 class QCPItemRect;
+class QCPItemText;
 class QMouseEvent;
 class QResizeEvent;
 
@@ -46,6 +47,13 @@ class ParallelCoordinates : public PlotPanel {
   static QColor viridis(double t);
   // Where a value lies on an axis (0 = bottom, 1 = top).
   double position(int axis, double value) const;
+  // Each axis's name as drawn (broken into lines where it is long) and the pixels its text
+  // takes in the plot, after the last replot: a name is never elided, and no two overlap.
+  struct NameShown {
+    QString text;
+    QRectF rect;
+  };
+  QVector<NameShown> namesShown() const;
 
  signals:
   void brushesChanged();
@@ -59,8 +67,12 @@ class ParallelCoordinates : public PlotPanel {
   void moved(QMouseEvent* e);
   void released(QMouseEvent* e);
   QString csv() const;
+  // The axes' names above them: lines that fit the room between neighbours, in two staggered
+  // rows when one is too narrow; returns the pixels they take above the axes.
+  int placeNames(const QFont& font);
 
   QVector<Axis> axes_;
+  QVector<QCPItemText*> names_;  // drawn by the last draw(), in the axes' order
   QStringList rows_;
   QVector<double> colour_;
   QString colourName_;

@@ -229,13 +229,6 @@ void PlotPanel::fitLegend() {
 
 int PlotPanel::ticksFor(int pixels, int perTick) { return std::clamp(pixels / perTick, 2, 5); }
 
-QString PlotPanel::elidedLabel(const QCPAxis* axis, const QString& label, int length) {
-  const QFontMetrics metrics(axis->labelFont());
-  if (label.isEmpty()) return label;
-  const int least = metrics.horizontalAdvance(label.left(1) + QChar(0x2026));
-  return metrics.elidedText(label, Qt::ElideRight, std::max(length, least));
-}
-
 void PlotPanel::fitTicks() {
   // The axes' room: the plot less its tick labels, axis labels and a legend below (about 70 px
   // high, 80 px wide, the axis rect's own width when it is known). A view's own ticker

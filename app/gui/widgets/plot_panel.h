@@ -13,7 +13,6 @@
 
 #include "gui/widgets/plot_series.h"
 
-class QCPAxis;
 class QCustomPlot;
 class QCheckBox;
 class QLabel;
@@ -31,10 +30,8 @@ class PlotPanel : public QWidget {
   void setXLabel(const QString& label);
   void setYLabel(const QString& label);
   // The ticks an axis of this many pixels holds with room for their labels (at most QCustomPlot's
-  // five, at least two); a label elided to `length` pixels in the axis' font, never empty (an
-  // empty label takes no room in the margin, so the next layout would differ).
+  // five, at least two).
   static int ticksFor(int pixels, int perTick);
-  static QString elidedLabel(const QCPAxis* axis, const QString& label, int length);
   // A label on as many lines as `length` pixels need in `font`, broken between words (a word
   // longer than `length` keeps a line of its own): what the axes show (issue 69).
   static QString wrappedLabel(const QFont& font, const QString& label, int length);

@@ -14,6 +14,7 @@
 namespace hsm {
 
 class Model;
+struct DiagnosticsRecord;  // hsm/diagnostics_log.h
 
 class Prober {
  public:
@@ -40,6 +41,11 @@ class Prober {
   // most likely token at each answer position. Throws std::invalid_argument for a run trained
   // on a corpus.
   TaskPrompt task_prompt(int64_t index) const;
+  // The record training appends to RUN/diagnostics.jsonl at a validation (hsm/diagnostics_log.h):
+  // the diagnosis of `probe_text`, the learned weights and the logit lens's KL per layer, marked
+  // `step`; for a run trained before the records were kept (`hsm diagnose RUN --record`). Throws
+  // std::invalid_argument for a task run (it reads no text) or an empty text.
+  DiagnosticsRecord diagnostics_record(const std::string& probe_text, int64_t step) const;
   // Next-token logits for a token sequence (1 to context tokens), for tests and diagnostics.
   std::vector<float> logits(const std::vector<int32_t>& tokens) const;
 

@@ -6,6 +6,7 @@
 #include "eval/logit_lens.h"
 #include "eval/mixing_matrix.h"
 #include "inference/model_impl.h"
+#include "hsm/diagnostics_log.h"
 
 namespace hsm {
 
@@ -38,6 +39,13 @@ Diagnosis Prober::diagnose(const std::string& prompt, int64_t max_tokens) const 
   const Model::Impl& m = model_->impl();
   // The trainer's diagnostics.jsonl records go the same way (eval/diagnose.h).
   return diagnose_tokens(prompt_token_ids(m.text_tokenizer(), prompt, m.config.context, max_tokens, "diagnose"));
+}
+
+DiagnosticsRecord Prober::diagnostics_record(const std::string& probe_text, int64_t step) const {
+  if (model_->task()) throw std::invalid_argument("a task run reads no text: it records no diagnostics over time");
+  const Model::Impl& m = model_->impl();
+  // The trainer's own writer (train/diagnostics_recorder.cpp): one record format for both.
+  return hsm::diagnostics_record(m.gpt, m.text_tokenizer(), probe_text, step, m.device);
 }
 
 Diagnosis Prober::diagnose_tokens(const std::vector<int32_t>& token_ids) const {
