@@ -773,3 +773,25 @@ exit 1
   EXPECT_EQ(lines.size(), 3);  // shown to people as they are
   EXPECT_TRUE(lines.value(0).contains(QStringLiteral("answer accuracy 0.900")));
 }
+
+// A cell whose runs stopped on a plateau (or still rose at the end) says so in the grid and names
+// the evidence in its tooltip: its accuracy is no capability answer (issue 68, lab68's mark).
+TEST(LabView, ACellThatDidNotConvergeSaysSoWithItsEvidence) {
+  hsm::LabCell c;
+  c.task = "mqar:vocab=128,pairs=4,context=16";
+  c.model = "gpt";
+  c.answer_accuracy = 0.368;
+  c.answer_sd = 0.002;
+  c.n = 2;
+  c.seed_accuracy = {0.367, 0.369};
+  c.chance = 1.0 / 64;
+  EXPECT_FALSE(LabView::cellText(c).contains(QStringLiteral("not converged")));
+  EXPECT_FALSE(LabView::cellToolTip(c).contains(QStringLiteral("not converged")));
+  c.not_converged = true;
+  c.not_converged_evidence = {"seed 1: stopped by the stall rule at step 1200", "seed 2: still rising (+0.03 over its last window)"};
+  EXPECT_TRUE(LabView::cellText(c).contains(QStringLiteral("\nnot converged"))) << LabView::cellText(c).toStdString();
+  const QString tip = LabView::cellToolTip(c);
+  EXPECT_TRUE(tip.contains(QStringLiteral("not converged: no capability answer"))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("seed 1: stopped by the stall rule at step 1200"))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("seed 2: still rising"))) << tip.toStdString();
+}

@@ -173,10 +173,11 @@ TEST(TracesWhileTraining, TraceEveryThinsTheRecordsAndTheLogIsBounded) {
     for (int64_t i = 1; i <= n; ++i) out << "{\"step\": " << i << "}\n";
   };
   auto log = [](const std::string&) {};
+  RunFolder folder(full);
   fill(kMaxTraceRecords);
-  EXPECT_FALSE(TraceRecorder(full, TrainSettings(), task.get(), nullptr, config, true, 1000, log).due(1001));
+  EXPECT_FALSE(TraceRecorder(folder, TrainSettings(), task.get(), nullptr, config, true, 1000, log).due(1001));
   fill(kMaxTraceRecords - 1);
-  EXPECT_TRUE(TraceRecorder(full, TrainSettings(), task.get(), nullptr, config, true, 1000, log).due(1001));
+  EXPECT_TRUE(TraceRecorder(folder, TrainSettings(), task.get(), nullptr, config, true, 1000, log).due(1001));
 }
 
 // ---- snapshots ----------------------------------------------------------------------------------

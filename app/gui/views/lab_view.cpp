@@ -775,7 +775,8 @@ void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& ce
 
 // "0.964 ± 0.021 ★": the mean over seeds at the best learning rate, its spread, and the marks of
 // the protocol (docs/lab.md, "The protocol"): ★ the row's best, = tied with it, "chance" when
-// the answers are indistinguishable from guessing.
+// the answers are indistinguishable from guessing, "not converged" when a run stopped on a plateau
+// or still rose at its last step (the cell answers no capability question; issue 68).
 QString LabView::cellText(const hsm::LabCell& c) {
   QString text = QString::number(c.answer_accuracy, 'f', 3);
   if (std::isfinite(c.answer_sd)) text += QStringLiteral(" ± ") + QString::number(c.answer_sd, 'f', 3);
@@ -784,6 +785,7 @@ QString LabView::cellText(const hsm::LabCell& c) {
   else if (c.tied_with_best)
     text += QStringLiteral(" =");
   if (c.at_chance) text += QStringLiteral("\n") + tr("chance");
+  if (c.not_converged) text += QStringLiteral("\n") + tr("not converged");
   return text;
 }
 
@@ -814,6 +816,10 @@ QString LabView::cellToolTip(const hsm::LabCell& c) {
                .arg(c.tied_with_best ? tr("= indistinguishable from") : tr("below"),
                     c.tie_test == "welch" ? tr("Welch's t-test over seeds") : tr("two-proportion z-test"))
                .arg(c.p_below_best, 0, 'g', 3);
+  if (c.not_converged) {
+    tip += tr("\nnot converged: no capability answer (a longer budget or another learning rate may change it)");
+    for (const std::string& line : c.not_converged_evidence) tip += QStringLiteral("\n  ") + qstr(line);
+  }
   return tip;
 }
 

@@ -42,6 +42,11 @@ class LabView : public StudioView {
  public:
   LabView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
 
+  // A grid cell's text ("0.964 ± 0.021 ★", its marks on lines below) and its tooltip (the
+  // numbers behind the marks, and a not-converged cell's evidence).
+  static QString cellText(const hsm::LabCell& cell);
+  static QString cellToolTip(const hsm::LabCell& cell);
+
   // The grid the form describes (checked tasks and models, the budget). Throws
   // std::invalid_argument with one line when the form cannot make one (nothing checked, a
   // learning rate that is not a number).
@@ -121,8 +126,6 @@ class LabView : public StudioView {
   void build();
   void buildFormControls();    // the tasks, the models and the budget
   void buildFolderControls();  // the lab's folder, Browse and what Run will cost
-  static QString cellText(const hsm::LabCell& cell);
-  static QString cellToolTip(const hsm::LabCell& cell);
   static PlotSeries chanceLine(const QVector<double>& x, double chance);
   const hsm::SvgPanel* chosenPanel() const;
   void buildRunControls();     // Run, Cancel, Open, Export, the progress and the log
