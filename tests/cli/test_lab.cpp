@@ -1447,6 +1447,25 @@ TEST(LabCli, ACellWhoseRunsStalledOrStillRoseIsMarkedNotConvergedWithItsEvidence
                           {"score", {{"answer_accuracy", accuracy}, {"sequence_accuracy", 0}, {"loss", 1}, {"examples", 64}, {"answers", 128}}}}
                .dump();
   }
+  // The traces recorded while they trained (issue 67): the attention runs' route from the key
+  // forms at step 700; the stalled hsm_ab run's never does; the rising one recorded none.
+  auto trace = [](int64_t step, double share, double accuracy) {
+    return nlohmann::json{{"step", step}, {"val_loss", 1.0}, {"accuracy", accuracy}, {"example", "test example 0"},
+                          {"clean", {"a", "b"}}, {"corrupt", {"c", "b"}}, {"clean_ids", {1, 2}}, {"corrupt_ids", {3, 2}},
+                          {"corrupted_positions", {0}}, {"layers", 1}, {"positions", 2}, {"answer_position", 1},
+                          {"answer_token", 4}, {"answer", "d"}, {"clean_logprob", -0.1}, {"corrupt_logprob", -3.0},
+                          {"no_effect", false}, {"exact", nlohmann::json::object()}, {"route_threshold", 0.02},
+                          {"routes", nlohmann::json::array()}, {"route_share", share}, {"mixer_effect", {0.5}},
+                          {"seconds", 0.1}}
+        .dump();
+  };
+  for (const std::string& name : names) {
+    const bool attn = name.find("attn") != std::string::npos, seed1 = name.find("seed=1") != std::string::npos;
+    if (!attn && !seed1) continue;
+    std::ofstream traces(lab + "/runs/" + name + "/traces.jsonl");
+    for (int64_t s = 100; s <= (attn ? 900 : 800); s += 100)
+      traces << trace(s, attn && s >= 700 ? 0.2 : 0.01, attn ? (s == 900 ? 0.995 : 0.1 * (s / 100)) : 0.1) << "\n";
+  }
   const auto cells = json_of("lab --out " + lab + " --table --json")["cells"];
   ASSERT_EQ(cells.size(), 2u);
   EXPECT_FALSE(cells[0]["not_converged"].get<bool>()) << cells[0];
@@ -1477,6 +1496,14 @@ TEST(LabCli, ACellWhoseRunsStalledOrStillRoseIsMarkedNotConvergedWithItsEvidence
       << md;
   EXPECT_NE(md.find("seed 2: ran all 2000 steps"), std::string::npos) << md;
   EXPECT_NE(md.find("| stalled at step 800 |"), std::string::npos) << md;
+  // Each run's mechanism, from its traces.jsonl: formed (both attention seeds), never formed, none recorded.
+  size_t formed = 0;
+  for (size_t at = md.find("route from the corrupted position formed at step 700"); at != std::string::npos;
+       at = md.find("route from the corrupted position formed at step 700", at + 1))
+    ++formed;
+  EXPECT_EQ(formed, 2u) << md;
+  EXPECT_NE(md.find("no route from the corrupted position formed in 800 steps (largest share 0.010"), std::string::npos) << md;
+  EXPECT_NE(md.find(" at step 2000 | – |"), std::string::npos) << md;
   // The settings as settings (issue 69), not the grid spec's JSON: each by its label and flag.
   EXPECT_NE(md.find("| Steps | `--steps` | 2000 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| Stop a stalled run after | `--stop-stall-steps` | 500 |"), std::string::npos) << md;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "hsm/formation.h"
 #include "hsm/grid_workers.h"
 #include "hsm/receptive_field.h"
 #include "hsm/settings.h"
@@ -793,7 +794,19 @@ void add_settings(const ReportInput& in, const std::string& version, std::vector
   b.push_back(models);
 }
 
-// Each run's score and how its training ended.
+// When the run's route from the key formed and when its accuracy jumped, from the traces it
+// recorded while it trained (hsm/formation.h, issue 67): "–" for a run without them (a lab made
+// before they were recorded) and the reader's complaint for a damaged log.
+std::string mechanism_text(const std::string& run_dir) {
+  try {
+    const Formation f = run_formation(run_dir);
+    return f.points.empty() ? "–" : f.summary();
+  } catch (const std::exception& e) {
+    return std::string("traces unreadable: ") + e.what();
+  }
+}
+
+// Each run's score, how its training ended and when its mechanism formed.
 void add_each_run(const ReportInput& in, std::vector<Block>& b) {
   const std::vector<LabRun>& runs = in.runs;
   // ---- Each run.
@@ -801,7 +814,7 @@ void add_each_run(const ReportInput& in, std::vector<Block>& b) {
   b.push_back({Block::kText, "From `points/NAME.json` (the run's score on its fresh test examples)."});
   Block each{Block::kTable};
   each.rows.push_back({"run", "task", "model", "lr", "seed", "answer accuracy", "sequence accuracy", "answers",
-                       "examples", "steps", "ended"});
+                       "examples", "steps", "ended", "mechanism"});
   for (const LabRun& r : runs)
     each.rows.push_back({fs::path(r.run_dir).filename().string(), r.task, model_label(r.model), exact_number_text(r.lr),
                          std::to_string(r.seed), exact_number_text(r.score.answer_accuracy),
@@ -809,7 +822,8 @@ void add_each_run(const ReportInput& in, std::vector<Block>& b) {
                          std::to_string(r.score.examples), std::to_string(r.steps),
                          r.convergence.state == "unknown"
                              ? "–"
-                             : r.convergence.state + " at step " + std::to_string(r.convergence.last_step)});
+                             : r.convergence.state + " at step " + std::to_string(r.convergence.last_step),
+                         mechanism_text(r.run_dir)});
   b.push_back(each);
 }
 
