@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <limits>
 #include <filesystem>
 
@@ -20,6 +22,7 @@
 #include "kernels/parallel_gemm.h"
 #include "train/adamw.h"
 #include "kernels/blas_threads.h"
+#include "kernels/gemm.h"
 
 using namespace hsm;
 
@@ -334,6 +337,134 @@ TEST(FastKernels, BiasGeluRowsEqualLibTorchOnEveryKernelSet) {
     expect_within_rounding(y, torch::gelu(x), x, 8, set);
   }
   fast::limit_kernel_set(best);
+}
+
+// Memory that ends (or starts) at an inaccessible page: a kernel that reads or writes one
+// float past its buffer (or before it) faults here, where in a training run the same write
+// lands on the next heap chunk's header and glibc aborts later, somewhere else ("corrupted
+// size vs. prev_size"). Every kernel set, every length across the vector widths and tails.
+class GuardedFloats {
+ public:
+  // n floats (or int64s: `bytes` per value) flush against the guard page after them, or, with
+  // `at_start`, starting right after the guard page before them.
+  GuardedFloats(int64_t n, bool at_start, size_t bytes = sizeof(float)) {
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t need = std::max<size_t>(1, static_cast<size_t>(n) * bytes);
+    size_ = (need + page - 1) / page * page + 2 * page;
+    base_ = static_cast<char*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+    ::mprotect(base_, page, PROT_NONE);
+    ::mprotect(base_ + size_ - page, page, PROT_NONE);
+    data_ = at_start ? base_ + page : base_ + size_ - page - static_cast<size_t>(n) * bytes;
+  }
+  ~GuardedFloats() { ::munmap(base_, size_); }
+  GuardedFloats(const GuardedFloats&) = delete;
+  GuardedFloats& operator=(const GuardedFloats&) = delete;
+  float* f() { return reinterpret_cast<float*>(data_); }
+  int64_t* i64() { return reinterpret_cast<int64_t*>(data_); }
+  uint16_t* u16() { return reinterpret_cast<uint16_t*>(data_); }
+
+ private:
+  char* base_ = nullptr;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+TEST(FastKernels, NoKernelTouchesMemoryOutsideItsBuffers) {
+  const std::string best = fast::kernel_set();
+  for (const std::string& set : kernel_sets()) {
+    fast::limit_kernel_set(set);
+    for (const bool at_start : {false, true})
+      for (int64_t n = 1; n <= 70; ++n) {
+        SCOPED_TRACE(set + " n=" + std::to_string(n) + (at_start ? " (guard before)" : " (guard after)"));
+        GuardedFloats x(n, at_start), y(n, at_start), g(n, at_start), m(n, at_start), v(n, at_start);
+        for (int64_t i = 0; i < n; ++i) {
+          x.f()[i] = 0.1f * static_cast<float>(i % 13) - 0.5f;
+          g.f()[i] = 0.01f * static_cast<float>(i % 7);
+          m.f()[i] = v.f()[i] = 0.0f;
+        }
+        fast::gelu_rows(x.f(), y.f(), n);
+        fast::gelu_backward(x.f(), g.f(), y.f(), n);
+        fast::gelu(y.f(), n);
+        fast::adamw_update(y.f(), g.f(), m.f(), v.f(), n, 0.99f, 0.9f, 0.999f, 1.0f, 1e-8f, 1e-3f);
+        (void)fast::dot(x.f(), g.f(), n);
+        fast::axpy(0.5f, x.f(), y.f(), n);
+        fast::softmax(y.f(), n);
+        fast::layer_norm(x.f(), g.f(), m.f(), y.f(), n, 1e-5f);
+        for (const int64_t rows : {int64_t{1}, int64_t{3}}) {
+          GuardedFloats logits(rows * n, at_start), bias(n, at_start), targets(rows, at_start, sizeof(int64_t));
+          for (int64_t i = 0; i < rows * n; ++i) logits.f()[i] = 0.01f * static_cast<float>(i % 17);
+          for (int64_t i = 0; i < n; ++i) bias.f()[i] = 0.1f;
+          for (int64_t r = 0; r < rows; ++r) targets.i64()[r] = (r * 5) % n;
+          double loss = 0;
+          int64_t correct = 0;
+          fast::cross_entropy_rows(logits.f(), targets.i64(), rows, n, &loss, &correct);
+          (void)fast::softmax_xent_grad_rows(logits.f(), targets.i64(), rows, n);
+          fast::bias_gelu_rows(logits.f(), bias.f(), rows, n);
+          fast::bias_gelu_rows(logits.f(), nullptr, rows, n);
+          EXPECT_TRUE(std::isfinite(loss));
+        }
+        for (const int64_t out : {int64_t{1}, int64_t{5}}) {
+          GuardedFloats W(out * n, at_start), Wh(out * n, at_start, sizeof(uint16_t)), bias(out, at_start),
+              r(out, at_start);
+          for (int64_t i = 0; i < out * n; ++i) {
+            W.f()[i] = 0.01f * static_cast<float>(i % 11);
+            Wh.u16()[i] = fast::to_half(W.f()[i]);
+          }
+          for (int64_t i = 0; i < out; ++i) bias.f()[i] = 0.5f;
+          fast::matvec(W.f(), x.f(), bias.f(), r.f(), out, n);
+          fast::matvec(W.f(), x.f(), nullptr, r.f(), out, n);
+          fast::matvec_f16(Wh.u16(), x.f(), bias.f(), r.f(), out, n);
+        }
+      }
+  }
+  fast::limit_kernel_set(best);
+}
+
+// The matrix products (kernels/gemm.h) on each backend, with every operand's last element
+// against an inaccessible page: a leading dimension or a transposition the wrapper gets wrong
+// faults here. The layouts training passes: rows of a matrix, a transposed matrix, a column
+// block of a wider one, transposed (lm_head's weight gradient).
+TEST(FastKernels, MatrixProductsStayInsideTheirOperands) {
+  std::vector<GemmBackend> backends{GemmBackend::kLibTorch};
+  if (onednn_available()) backends.push_back(GemmBackend::kOneDnn);
+  const GemmBackend saved = gemm_backend();
+  // A [rows, cols] operand: contiguous, or the transpose of a contiguous [cols, rows], or
+  // columns [1, 1 + cols) of a [rows, cols + 2] matrix; its memory ends at a guard page.
+  struct Operand {
+    std::unique_ptr<GuardedFloats> memory;
+    torch::Tensor t;
+  };
+  auto make = [](int64_t rows, int64_t cols, int layout, uint64_t seed) {
+    Operand o;
+    const int64_t wide = layout == 2 ? cols + 2 : cols;
+    o.memory = std::make_unique<GuardedFloats>(rows * wide, false);
+    for (int64_t i = 0; i < rows * wide; ++i)
+      o.memory->f()[i] = static_cast<float>((static_cast<uint64_t>(i) * 2654435761u + seed) % 17) / 8.0f - 1.0f;
+    if (layout == 0) o.t = torch::from_blob(o.memory->f(), {rows, cols});
+    if (layout == 1) o.t = torch::from_blob(o.memory->f(), {cols, rows}).t();
+    if (layout == 2) o.t = torch::from_blob(o.memory->f(), {rows, wide}).narrow(1, 1, cols);
+    return o;
+  };
+  for (const GemmBackend backend : backends) {
+    set_gemm_backend(backend);
+    // Small sizes (every tail) and a tiny training run's (rows 256, d 32, FFN 64, QKV 96, vocabulary 300).
+    for (const int64_t M : {1, 17, 256})
+      for (const int64_t N : {1, 33, 300})
+        for (const int64_t K : {1, 31, 32, 256})
+          for (int la = 0; la < 3; ++la)
+            for (int lb = 0; lb < 3; ++lb)
+              for (const float beta : {0.0f, 1.0f}) {
+                SCOPED_TRACE(gemm_backend_name(backend) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                             " K=" + std::to_string(K) + " layouts " + std::to_string(la) + std::to_string(lb) +
+                             " beta " + std::to_string(beta));
+                Operand a = make(M, K, la, 1), b = make(K, N, lb, 2), out = make(M, N, la == 1 ? 2 : 0, 3);
+                const torch::Tensor expected = beta * out.t.clone() + torch::mm(a.t.clone(), b.t.clone());
+                gemm(out.t, a.t, b.t, beta);
+                EXPECT_LT((out.t - expected).abs().max().item<float>(), 1e-4f);
+              }
+  }
+  set_gemm_backend(saved);
 }
 
 // Evaluation's in-place FFN (model.cpp, add_forward_to) against the same model's forward with
