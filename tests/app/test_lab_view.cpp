@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <QComboBox>
 #include <QDate>
@@ -38,6 +39,8 @@
 #include "gui/views/lab_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
+#include "hsm/formation.h"
+#include "hsm/lab.h"
 #include "hsm/lab_report.h"
 #include "hsm/sweep.h"
 #include "hsm/tasks.h"
@@ -139,6 +142,12 @@ ExpectedCell expectedCell(const QString& lab, int task_index, int model_index) {
     if (n > 0 && sum / n > best.accuracy) best = {sum / n, run};
   }
   return best;
+}
+
+// Opens a lab folder in the view and waits for its read (off the GUI thread, LabState) and its
+// runs' files (curves, traces).
+bool openAndRead(LabView& view, const QString& dir) {
+  return view.openLab(dir) && test::wait_for([&] { return !view.isReading(); }, 60000);
 }
 
 }  // namespace
@@ -253,7 +262,7 @@ TEST(LabView, ANewLabHasAFolderAnEstimateAndSaysWhatItAnswers) {
   view.findChild<QLineEdit*>(QStringLiteral("lab_folder"))->setText(dir);
   EXPECT_EQ(view.folder(), dir);
   { const hsm::Lab made(dir.toStdString(), grid); }  // a lab there, nothing trained
-  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
   EXPECT_TRUE(view.showsLab());
 }
 
@@ -329,6 +338,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     QObject::connect(view.progress(), &QProgressBar::valueChanged, [&](int v) { lastProgress = v; });
     ASSERT_TRUE(view.runLab()) << view.status().toStdString();
     ASSERT_TRUE(test::wait_for([&] { return finished; }, 300000));
+    ASSERT_TRUE(test::wait_for([&] { return !view.isReading(); }, 60000));  // the runs' curves
     EXPECT_FALSE(cancelled) << view.status().toStdString();
     EXPECT_EQ(lastProgress, 1000);  // all four runs scored
     QTableWidget* grid = view.grid();
@@ -457,7 +467,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     RunList runs;
     EngineHost engine;
     LabView view(&runs, &engine);
-    ASSERT_TRUE(view.openLab(dir2)) << view.status().toStdString();
+    ASSERT_TRUE(openAndRead(view, dir2)) << view.status().toStdString();
     EXPECT_EQ(view.formGrid().steps, 3);
     EXPECT_EQ(view.grid()->rowCount(), 2);
     ASSERT_NE(view.grid()->item(1, 0), nullptr);
@@ -489,7 +499,7 @@ TEST(LabView, AReopenedLabKeepsEveryGridSettingOfItsFolder) {
   RunList runs;
   EngineHost engine;
   LabView view(&runs, &engine);
-  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
   EXPECT_EQ(view.findChild<QLineEdit*>(QStringLiteral("lab_weight_decays"))->text(), QStringLiteral("0, 0.1"));
   EXPECT_TRUE(view.formGrid() == grid);
   EXPECT_EQ(view.formGrid().size, "tiny");
@@ -561,7 +571,7 @@ TEST(LabView, ANewLabShowsNothingOfThePreviousOneWhileItRuns) {
   view.setFolder(a);
   tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 3);
   ASSERT_TRUE(view.runLab()) << view.status().toStdString();
-  ASSERT_TRUE(test::wait_for([&] { return finished; }, 120000));
+  ASSERT_TRUE(test::wait_for([&] { return finished && !view.isReading(); }, 120000));
   ASSERT_EQ(view.cellPlot()->series().size(), 2);  // lab A's one seed and chance
   EXPECT_TRUE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
   EXPECT_TRUE(log->toPlainText().contains(QStringLiteral("lab-stale-a"))) << log->toPlainText().toStdString();
@@ -583,7 +593,7 @@ TEST(LabView, ANewLabShowsNothingOfThePreviousOneWhileItRuns) {
   EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-a")));
 
   // Lab A reopened: its curve again, and nothing of B's log.
-  ASSERT_TRUE(view.openLab(a)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, a)) << view.status().toStdString();
   ASSERT_EQ(view.cellPlot()->series().size(), 2);
   EXPECT_TRUE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
   EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-b"))) << log->toPlainText().toStdString();
@@ -623,7 +633,7 @@ TEST(LabView, TheDifficultyPlotDrawsTheLabReportsPanels) {
   RunList runs;
   EngineHost engine;
   LabView view(&runs, &engine);
-  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
   const hsm::Lab lab(dir.toStdString(), grid);
   const std::vector<hsm::LabDistancePanel> distance = hsm::lab_distance_panels(lab, cells, lab.results());
   const std::vector<hsm::LabDifficultyPanel> mad = hsm::lab_difficulty_panels(lab, cells);
@@ -794,4 +804,173 @@ TEST(LabView, ACellThatDidNotConvergeSaysSoWithItsEvidence) {
   EXPECT_TRUE(tip.contains(QStringLiteral("not converged: no capability answer"))) << tip.toStdString();
   EXPECT_TRUE(tip.contains(QStringLiteral("seed 1: stopped by the stall rule at step 1200"))) << tip.toStdString();
   EXPECT_TRUE(tip.contains(QStringLiteral("seed 2: still rising"))) << tip.toStdString();
+}
+
+namespace {
+
+// A lab of one task (MQAR at context 16), two models and two seeds, nothing trained: its folder
+// and grid (sweep.json) alone.
+hsm::LabGrid handMadeGrid() {
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  grid.tasks = {"mqar:vocab=32,pairs=2,context=16"};
+  grid.models = {"gpt", "hsm_ab"};
+  grid.lrs = {0.003};
+  grid.weight_decays = {};
+  grid.seeds = 2;
+  return grid;
+}
+
+hsm::TaskScore handMadeScore(int k) {
+  hsm::TaskScore s;
+  s.answer_accuracy = 0.25 + 0.125 * k;
+  s.sequence_accuracy = 0.0625 * k;
+  s.loss = 2 - 0.25 * k;
+  s.answers = 64;
+  s.examples = 32;
+  s.by_difficulty = {{1, {10 + k, 16}}, {5, {4 + k, 16}}, {9, {k, 16}}, {13, {0, 16}}};
+  return s;
+}
+
+}  // namespace
+
+// Issue 66, the LabState: while the studio trains a lab, each worker's "finished" event carries
+// its run's score, and the cells and the distance panel follow the events without reading the
+// folder. A stand-in launcher reports the four points scored (their state files are never
+// written, so a view that read the folder would show no cell): the grid, the tooltips and the
+// difficulty plot are the table and the report's panel of the runs the events carry.
+TEST(LabView, TheCellsFollowTheWorkersEventsWithoutReadingTheFolder) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab-events");
+  const hsm::LabGrid grid = handMadeGrid();
+  const hsm::Lab lab(dir.toStdString(), grid);
+  QString script = QStringLiteral("#!/bin/sh\necho 'hsm-grid-event {\"event\":\"grid\",\"points\":4,\"done\":0,\"jobs\":1}'\n");
+  std::vector<hsm::LabRun> expected;
+  int k = 0;
+  for (const hsm::SweepPoint& p : lab.sweep().points) {
+    hsm::RunConvergence c;
+    c.state = k == 2 ? "rising" : "converged";
+    c.last_step = 300;
+    c.last_accuracy = 0.5;
+    c.last_slope = k == 2 ? 0.2 : 0;
+    c.evidence = k == 2 ? "still rising at step 300 (+0.200 per 1,000 steps)" : "";
+    const std::string event = QJsonDocument(QJsonObject{
+        {QStringLiteral("event"), QStringLiteral("finished")},
+        {QStringLiteral("point"), static_cast<int>(p.index)},
+        {QStringLiteral("name"), QString::fromStdString(p.name)},
+        {QStringLiteral("state"), QStringLiteral("done")},
+        {QStringLiteral("answer_accuracy"), handMadeScore(k).answer_accuracy},
+        {QStringLiteral("wall_s"), 1.5},
+        {QStringLiteral("score"), QJsonDocument::fromJson(QByteArray::fromStdString(hsm::task_score_json(handMadeScore(k)))).object()},
+        {QStringLiteral("convergence"), QJsonDocument::fromJson(QByteArray::fromStdString(hsm::run_convergence_json(c))).object()},
+    }).toJson(QJsonDocument::Compact).toStdString();
+    const std::optional<hsm::LabRun> run = lab.run_of_event(event);
+    ASSERT_TRUE(run.has_value()) << event;
+    expected.push_back(*run);
+    script += QStringLiteral("echo 'hsm-grid-event {\"event\":\"started\",\"point\":%1,\"name\":\"%2\",\"resumed\":false}'\n")
+                  .arg(p.index).arg(QString::fromStdString(p.name));
+    script += QStringLiteral("echo 'hsm-grid-event %1'\nsleep 1\n").arg(QString::fromStdString(event));
+    ++k;
+  }
+  const QString fake = test::temp_root() + QStringLiteral("/lab-events-hsm");
+  {
+    QFile f(fake);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(script.toUtf8());
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  }
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
+  EXPECT_TRUE(view.cells().size() == 2 && !std::isfinite(view.cells()[0].answer_accuracy));
+  setHsmExecutable(fake);
+  bool finished = false;
+  QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
+  // After the first event: its cell alone, from the event (the table of one run).
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return std::isfinite(view.cells()[0].answer_accuracy); }, 30000));
+  EXPECT_EQ(hsm::Lab::table_csv(view.cells()), hsm::Lab::table_csv(hsm::lab_cells(grid, {expected[0]})));
+  ASSERT_TRUE(test::wait_for([&] { return finished && !view.isReading(); }, 30000));
+  setHsmExecutable(QString());
+  EXPECT_TRUE(QDir(dir + QStringLiteral("/points")).entryList({QStringLiteral("*.json")}).isEmpty())
+      << "no point state written: the cells can only be the events'";
+  const std::vector<hsm::LabCell> cells = hsm::lab_cells(grid, expected);
+  EXPECT_EQ(hsm::Lab::table_csv(view.cells()), hsm::Lab::table_csv(cells));
+  for (int r = 0; r < 2; ++r) {
+    QTableWidgetItem* item = view.grid()->item(r, 0);
+    ASSERT_NE(item, nullptr);
+    EXPECT_TRUE(item->text().startsWith(QString::number(cells[static_cast<size_t>(r)].answer_accuracy, 'f', 3)))
+        << item->text().toStdString();
+  }
+  // Point 2's run still rose at its last step (its event says so): its cell is not converged.
+  const hsm::LabCell& unsettled = cells[expected[2].model == grid.models[0] ? 0 : 1];
+  ASSERT_TRUE(unsettled.not_converged);
+  EXPECT_TRUE(view.grid()->item(expected[2].model == grid.models[0] ? 0 : 1, 0)->text().contains(QStringLiteral("not converged")));
+  // The difficulty plot is the report's distance panel of the runs the events carried.
+  const std::vector<hsm::LabDistancePanel> panels = hsm::lab_distance_panels(lab, cells, expected);
+  ASSERT_EQ(panels.size(), 1u);
+  const QVector<PlotSeries> shown = view.difficultyPlot()->series();
+  ASSERT_GE(shown.size(), 2);
+  for (size_t m = 0; m < 2; ++m) {
+    ASSERT_EQ(static_cast<size_t>(shown[static_cast<int>(m)].y.size()), panels[0].panel.series[m].y.size());
+    for (size_t i = 0; i < panels[0].panel.series[m].y.size(); ++i)
+      EXPECT_NEAR(shown[static_cast<int>(m)].y[static_cast<int>(i)], panels[0].panel.series[m].y[i], 1e-7);
+  }
+  EXPECT_TRUE(view.status().contains(QStringLiteral("4 run(s) scored"))) << view.status().toStdString();
+}
+
+// Issue 67 in the Lab: a cell's tooltip says, per run at its best setting, when its mechanism
+// formed (hsm::run_formation of the traces the run recorded while it trained, read off the GUI
+// thread), and "–" for a run that recorded none.
+TEST(LabView, ACellsTooltipSaysWhenEachRunsMechanismFormed) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab-formation");
+  const hsm::LabGrid grid = handMadeGrid();
+  std::string traced;  // the first run of gpt's cell: traces; its second seed: none
+  {
+    const hsm::Lab lab(dir.toStdString(), grid);
+    int k = 0;
+    for (const hsm::SweepPoint& p : lab.sweep().points) {
+      hsm::PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score = handMadeScore(k++);
+      hsm::write_point_state(dir.toStdString(), p, s);
+    }
+    traced = hsm::sweep_run_dir(dir.toStdString(), lab.sweep().points[0]);
+    ASSERT_EQ(lab.sweep().points[0].model_source, "gpt");
+    QDir().mkpath(QString::fromStdString(traced));
+    QFile f(QString::fromStdString(traced) + QStringLiteral("/traces.jsonl"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    const std::vector<double> shares = {0.01, 0.05, 0.3, 0.4}, accuracy = {0.1, 0.2, 0.7, 0.9};
+    for (size_t i = 0; i < shares.size(); ++i) {
+      hsm::TraceRecord r;
+      r.step = 100 * static_cast<int64_t>(i + 1);
+      r.route_share = shares[i];
+      r.accuracy = accuracy[i];
+      r.val_loss = 2 - accuracy[i];
+      r.example = "test example 0 of mqar";
+      r.clean = {1};
+      r.corrupt = {2};
+      r.clean_labels = {"a"};
+      r.corrupt_labels = {"b"};
+      r.positions = 1;
+      r.layers = 1;
+      r.mixer_effect = {shares[i]};
+      f.write(QByteArray::fromStdString(hsm::trace_record_to_json_line(r) + "\n"));
+    }
+  }
+  const hsm::Formation formation = hsm::run_formation(traced);
+  ASSERT_EQ(formation.formed_step, 300);
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
+  QTableWidgetItem* gpt = view.grid()->item(0, 0);
+  ASSERT_NE(gpt, nullptr);
+  const QString tip = gpt->toolTip();
+  EXPECT_TRUE(tip.contains(QStringLiteral("mechanism (from the traces recorded while it trained):"))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("seed 1: ") + QString::fromStdString(formation.summary()))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("formed at step 300"))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("seed 2: –"))) << tip.toStdString();
+  const QString other = view.grid()->item(1, 0)->toolTip();
+  EXPECT_TRUE(other.contains(QStringLiteral("seed 1: –")) && other.contains(QStringLiteral("seed 2: –"))) << other.toStdString();
 }

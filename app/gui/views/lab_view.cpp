@@ -37,6 +37,7 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/engine_types.h"
+#include "gui/views/lab_state.h"
 #include "gui/widgets/layout_helpers.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
@@ -131,7 +132,7 @@ QString rowLabel(const std::string& model) {
 }  // namespace
 
 LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : StudioView(runs, engine, parent), runner_(new GridRunner(this)) {
+    : StudioView(runs, engine, parent), state_(new LabState(engine, this)), runner_(state_->runner()) {
   build();
   connectSignals();
   fillForm(hsm::default_lab_grid());
@@ -417,8 +418,31 @@ void LabView::connectSignals() {
             log_->appendPlainText(tr("%1: done, answers right %2 of the time")
                                       .arg(runTitles_.value(point, point))
                                       .arg(QString::number(100 * event.value(QStringLiteral("answer_accuracy")).toDouble(), 'f', 1) + QStringLiteral(" %")));
-            refreshFromFolder();
           });
+  // The state keeps the cells (from the folder once, then from the workers' events): drawn
+  // when they change, the tooltips and the cell curve again when a run's files arrive.
+  connect(state_, &LabState::cellsChanged, this, &LabView::showTable);
+  connect(state_, &LabState::filesRead, this, [this] {
+    showToolTips();
+    showCellCurve(cellRow_, cellColumn_);
+  });
+  connect(state_, &LabState::opened, this, [this](const QString& dir) {
+    if (dir == runningDir_ && !state_->runs().empty())  // the running lab's runs scored before
+      log_->appendPlainText(tr("Continuing the lab in %1: %2 of %3 runs done already")
+                                .arg(dir)
+                                .arg(state_->runs().size())
+                                .arg(hsm::lab_run_count(state_->lab()->grid())));
+    if (dir != openingDir_) return;  // the running lab's: no form or status to change
+    openingDir_.clear();
+    fillForm(state_->lab()->grid());
+    status_->setText(tr("%1: %2 of %3 runs scored")
+                         .arg(QFileInfo(dir).fileName())
+                         .arg(state_->runs().size())
+                         .arg(hsm::lab_run_count(state_->lab()->grid())));
+  });
+  connect(state_, &LabState::openFailed, this, [this](const QString& dir, const QString& message) {
+    status_->setText(tr("Cannot open %1: %2").arg(dir, message));
+  });
   connect(runner_, &GridRunner::finished, this, &LabView::onRunnerFinished);
   connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
   connect(grid_, &QTableWidget::cellDoubleClicked, this, [this](int row, int column) {
@@ -607,15 +631,14 @@ bool LabView::runLab() {
     return false;
   }
   const qint64 total = hsm::lab_run_count(grid);
-  results_ = lab->results();
   runTitles_.clear();
   for (const hsm::SweepPoint& p : lab->sweep().points) runTitles_[qstr(p.name)] = runTitle(p);
-  showTable(*lab, lab->table());
-  const qint64 scored = static_cast<qint64>(results_.size());
   runningDir_ = folder();
+  openingDir_.clear();
   QString error;
-  // Worker processes, one per core (GridRunner says why): the analysis thread stays free.
-  if (!runner_->start(runningDir_, labJobs(), &error)) {
+  // Worker processes, one per core (GridRunner says why): the analysis thread stays free. The
+  // state shows the lab at once and reads the runs scored already off the GUI thread.
+  if (!state_->run(*lab, labJobs(), &error)) {
     runningDir_.clear();
     status_->setText(tr("Cannot run: %1").arg(error));
     return false;
@@ -626,10 +649,9 @@ bool LabView::runLab() {
   } catch (const std::exception&) {
     // no estimate: the bar alone says how far it is
   }
-  log_->appendPlainText(scored > 0 ? tr("Continuing the lab in %1: %2 of %3 runs done already").arg(runningDir_).arg(scored).arg(total)
-                                   : tr("Starting a lab of %1 runs in %2").arg(total).arg(runningDir_));
+  log_->appendPlainText(tr("Starting a lab of %1 runs in %2").arg(total).arg(runningDir_));
   setRunning(true);
-  showProgress(static_cast<double>(scored) / static_cast<double>(std::max<qint64>(total, 1)));
+  showProgress(0);
   return true;
 }
 
@@ -652,26 +674,15 @@ void LabView::showProgress(double fraction) {
   training_->setVisible(!training.isEmpty());
 }
 
-void LabView::refreshFromFolder() {
-  if (runningDir_.isEmpty() || folder() != runningDir_) return;
-  try {
-    const hsm::Lab lab(runningDir_.toStdString(), hsm::Lab::stored_grid(runningDir_.toStdString()));
-    results_ = lab.results();
-    showTable(lab, lab.table());
-  } catch (const std::exception&) {
-    // A results line half-written by a worker: the next scored run shows it.
-  }
-}
-
 void LabView::onRunnerFinished(bool cancelled, const QString& error) {
   training_->clear();
   training_->hide();
   const QString dir = runningDir_;
   runningDir_.clear();
   setRunning(false);
-  openLab(dir);
+  // The cells are the events' already: the folder is not read again.
   const qint64 total = hsm::lab_run_count(shownGrid_);
-  const qint64 scored = static_cast<qint64>(results_.size());
+  const qint64 scored = static_cast<qint64>(state_->runs().size());
   if (!error.isEmpty())
     status_->setText(tr("The lab stopped: %1 (%2 of %3 runs scored; Run continues it)").arg(error).arg(scored).arg(total));
   else if (cancelled || scored < total)
@@ -692,28 +703,27 @@ void LabView::stopForClose() {
 
 void LabView::cancelLab() {
   if (!isRunning()) return;
-  runner_->cancel();
+  state_->cancel();
   status_->setText(tr("Cancelling (each run stops at its step and keeps its checkpoint)…"));
 }
 
 bool LabView::openLab(const QString& dir) {
-  try {
-    const hsm::LabGrid grid = hsm::Lab::stored_grid(dir.toStdString());
-    const hsm::Lab lab(dir.toStdString(), grid);
-    folder_->setText(dir);
-    fillForm(grid);
-    results_ = lab.results();
-    showTable(lab, lab.table());
-    status_->setText(tr("%1: %2 of %3 runs scored")
-                         .arg(QFileInfo(dir).fileName())
-                         .arg(lab.results().size())
-                         .arg(hsm::lab_run_count(grid)));
-    return true;
-  } catch (const std::exception& e) {
-    status_->setText(tr("Cannot open %1: %2").arg(dir, QString::fromUtf8(e.what())));
+  if (isRunning()) return false;
+  // A folder without a grid is refused at once; the rest is read off the GUI thread (opened).
+  if (!QFileInfo::exists(QDir(dir).filePath(QStringLiteral("sweep.json")))) {
+    status_->setText(tr("Cannot open %1: it holds no lab (no sweep.json)").arg(dir));
     return false;
   }
+  folder_->setText(dir);
+  openingDir_ = dir;
+  status_->setText(tr("Reading %1…").arg(dir));
+  state_->open(dir);
+  return true;
 }
+
+bool LabView::isReading() const { return state_->isReading(); }
+
+const std::vector<hsm::LabCell>& LabView::cells() const { return state_->cells(); }
 
 void LabView::showLab(const QString& dir) {
   if (QDir(dir).absolutePath() == QDir(shownDir_).absolutePath() && !shownDir_.isEmpty()) return;
@@ -724,17 +734,17 @@ void LabView::showLab(const QString& dir) {
   cellPlot_->setSeries({});
 }
 
-void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& cells) {
+void LabView::showTable() {
+  if (!state_->lab()) return;
+  const hsm::Lab& lab = *state_->lab();
+  const std::vector<hsm::LabCell>& cells = state_->cells();
   const QString dir = qstr(lab.dir());
   const hsm::LabGrid& grid = lab.grid();
   showLab(dir);
   gridPages_->setCurrentIndex(1);
   // The difficulty plot's panels are the lab report's (hsm/lab_report.h), from the same cells.
-  distancePanels_ = hsm::lab_distance_panels(lab, cells, results_);
-  difficultyPanels_ = hsm::lab_difficulty_panels(lab, cells);
   setDifficultyAxes();  // showDifficulty() runs below, once
   shownGrid_ = grid;
-  cells_ = cells;
   grid_->clear();
   grid_->setRowCount(static_cast<int>(grid.models.size()));
   grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
@@ -756,7 +766,6 @@ void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& ce
       item->setText(cellText(c));
       item->setBackground(accuracyColour(c.answer_accuracy));
       item->setForeground(Qt::black);
-      item->setToolTip(cellToolTip(c));
     } else {
       item->setText(QStringLiteral("–"));
       item->setToolTip(tr("%1 on %2: not scored yet").arg(qstr(c.model), qstr(c.task)));
@@ -764,6 +773,7 @@ void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& ce
     grid_->setItem(static_cast<int>(mi), static_cast<int>(ti), item);
   }
   grid_->resizeRowsToContents();
+  showToolTips();
   showDifficulty();
   // The shown cell's curve with its new points; until a cell is hovered or chosen, the curve of
   // the first one scored (an empty plot would look like a failure).
@@ -789,7 +799,7 @@ QString LabView::cellText(const hsm::LabCell& c) {
   return text;
 }
 
-QString LabView::cellToolTip(const hsm::LabCell& c) {
+QString LabView::cellToolTip(const hsm::LabCell& c, const QStringList& formed) {
   QStringList seeds;
   for (double a : c.seed_accuracy) seeds << QString::number(a, 'f', 3);
   QString tip = tr("%1 on %2\nanswer accuracy %3 (mean of %4 seed(s): %5), sd %6\nsequence accuracy %7\n"
@@ -820,6 +830,12 @@ QString LabView::cellToolTip(const hsm::LabCell& c) {
     tip += tr("\nnot converged: no capability answer (a longer budget or another learning rate may change it)");
     for (const std::string& line : c.not_converged_evidence) tip += QStringLiteral("\n  ") + qstr(line);
   }
+  // Issue 67: whether the cell failed for lack of a mechanism or of steps (hsm::run_formation of
+  // the traces each run recorded while it trained; "–" for a run that recorded none).
+  if (!formed.isEmpty()) {
+    tip += tr("\nmechanism (from the traces recorded while it trained):");
+    for (const QString& line : formed) tip += QStringLiteral("\n  ") + line;
+  }
   return tip;
 }
 
@@ -827,19 +843,24 @@ std::vector<const hsm::LabRun*> LabView::cellRuns(int row, int column) const {
   if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
       column >= static_cast<int>(shownGrid_.tasks.size()))
     return {};
-  const std::string& model = shownGrid_.models[static_cast<size_t>(row)];
-  const std::string& task = shownGrid_.tasks[static_cast<size_t>(column)];
-  double bestLr = 0, bestWd = 0;
-  for (const hsm::LabCell& c : cells_)
-    if (c.model == model && c.task == task) {
-      bestLr = c.best_lr;
-      bestWd = c.best_weight_decay;
+  return state_->cellRuns(shownGrid_.tasks[static_cast<size_t>(column)], shownGrid_.models[static_cast<size_t>(row)]);
+}
+
+// Each scored cell's tooltip: its numbers and, once its runs' files are read, when each run's
+// mechanism formed (issue 67).
+void LabView::showToolTips() {
+  for (const hsm::LabCell& c : state_->cells()) {
+    const auto ti = std::find(shownGrid_.tasks.begin(), shownGrid_.tasks.end(), c.task) - shownGrid_.tasks.begin();
+    const auto mi = std::find(shownGrid_.models.begin(), shownGrid_.models.end(), c.model) - shownGrid_.models.begin();
+    QTableWidgetItem* item = grid_->item(static_cast<int>(mi), static_cast<int>(ti));
+    if (item == nullptr || !std::isfinite(c.answer_accuracy)) continue;
+    QStringList formed;
+    for (const hsm::LabRun* r : cellRuns(static_cast<int>(mi), static_cast<int>(ti))) {
+      const LabRunFiles* files = state_->runFiles(r->run_dir);
+      formed << tr("seed %1: %2").arg(r->seed).arg(files ? files->formation : tr("(reading its traces…)"));
     }
-  std::vector<const hsm::LabRun*> runs;
-  for (const hsm::LabRun& r : results_)
-    if (r.model == model && r.task == task && r.lr == bestLr && r.weight_decay == bestWd) runs.push_back(&r);
-  std::sort(runs.begin(), runs.end(), [](const hsm::LabRun* a, const hsm::LabRun* b) { return a->seed < b->seed; });
-  return runs;
+    item->setToolTip(cellToolTip(c, formed));
+  }
 }
 
 QString LabView::cellRun(int row, int column) const {
@@ -861,15 +882,10 @@ void LabView::showCellCurve(int row, int column) {
     PlotSeries s;
     s.name = tr("seed %1").arg(r->seed);
     s.color = seriesColour(colour++);
-    try {
-      for (const hsm::MetricRecord& m : hsm::read_metrics(r->run_dir))
-        if (m.kind == "eval" && std::isfinite(m.answer_accuracy)) {
-          s.x << static_cast<double>(m.step);
-          s.y << m.answer_accuracy;
-        }
-    } catch (const std::exception&) {
-      continue;  // a run folder removed since: its cell still has its score
-    }
+    const LabRunFiles* files = state_->runFiles(r->run_dir);
+    if (files == nullptr || files->steps.isEmpty()) continue;  // not read yet, or a folder removed since
+    s.x = files->steps;
+    s.y = files->accuracy;
     series << s;
   }
   const std::unique_ptr<hsm::Task> task = hsm::parse_task(shownGrid_.tasks[static_cast<size_t>(column)]);
@@ -903,9 +919,9 @@ void LabView::setDifficultyAxes() {
   const QSignalBlocker quiet(axis_);
   const QString kept = axis_->currentData().toString();
   axis_->clear();
-  for (const hsm::LabDistancePanel& d : distancePanels_)
+  for (const hsm::LabDistancePanel& d : state_->distancePanels())
     axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(d.task)), QString(kDistanceAxis) + qstr(d.task));
-  for (const hsm::LabDifficultyPanel& d : difficultyPanels_)
+  for (const hsm::LabDifficultyPanel& d : state_->difficultyPanels())
     axis_->addItem(tr("%1: accuracy against %2").arg(qstr(d.family), qstr(d.setting)),
                    QString(kSettingAxis) + qstr(d.family) + QLatin1Char(':') + qstr(d.setting));
   const int at = axis_->findData(kept);
@@ -915,9 +931,9 @@ void LabView::setDifficultyAxes() {
 // The report's panel the axis names; nullptr when the lab has none (nothing scored yet).
 const hsm::SvgPanel* LabView::chosenPanel() const {
   const QString axis = axis_->currentData().toString();
-  for (const hsm::LabDistancePanel& d : distancePanels_)
+  for (const hsm::LabDistancePanel& d : state_->distancePanels())
     if (axis == QString(kDistanceAxis) + qstr(d.task)) return &d.panel;
-  for (const hsm::LabDifficultyPanel& d : difficultyPanels_)
+  for (const hsm::LabDifficultyPanel& d : state_->difficultyPanels())
     if (axis == QString(kSettingAxis) + qstr(d.family) + QLatin1Char(':') + qstr(d.setting)) return &d.panel;
   return nullptr;
 }
@@ -994,7 +1010,7 @@ bool LabView::exportCsv(const QString& path, QString* error) const {
     if (error) *error = tr("Cannot write %1: %2").arg(path, file.errorString());
     return false;
   }
-  file.write(QByteArray::fromStdString(hsm::Lab::table_csv(cells_)));
+  file.write(QByteArray::fromStdString(hsm::Lab::table_csv(state_->cells())));
   return true;
 }
 
