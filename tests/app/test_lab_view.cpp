@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -30,6 +31,7 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QSettings>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine/grid_runner.h"
@@ -973,4 +975,117 @@ TEST(LabView, ACellsTooltipSaysWhenEachRunsMechanismFormed) {
   EXPECT_TRUE(tip.contains(QStringLiteral("seed 2: –"))) << tip.toStdString();
   const QString other = view.grid()->item(1, 0)->toolTip();
   EXPECT_TRUE(other.contains(QStringLiteral("seed 1: –")) && other.contains(QStringLiteral("seed 2: –"))) << other.toStdString();
+}
+
+namespace {
+
+// Every file under `dir` with its bytes (and so its size), and every folder.
+std::map<QString, QByteArray> treeOf(const QString& dir) {
+  std::map<QString, QByteArray> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.toStdString())) {
+    const QString path = QString::fromStdString(e.path().string());
+    QFile f(path);
+    out[path] = e.is_regular_file() && f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray("<folder>");
+  }
+  return out;
+}
+
+void setWritable(const QString& dir, bool writable) {
+  namespace fs = std::filesystem;
+  const auto opts = writable ? fs::perm_options::add : fs::perm_options::remove;
+  const auto bits = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  for (const auto& e : fs::recursive_directory_iterator(dir.toStdString())) fs::permissions(e.path(), bits, opts);
+  fs::permissions(dir.toStdString(), bits, opts);
+}
+
+}  // namespace
+
+// Issue 68/69: a first start opens the finished lab that ships with the studio
+// (<resources>/labs/default), marked as bundled with the command, machine and date of its
+// BUNDLED.json; a later start does not; Run never writes into it (here read-only, as installed)
+// but continues it in a writable copy in the user's labs folder, which the view then shows. The
+// resources are a folder of this test's (HSM_RESOURCES) holding the real presets and a tiny
+// hand-made bundled lab (three of its four runs scored).
+TEST(LabView, ABundledLabOpensOnAFirstStartMarkedAndIsContinuedInACopy) {
+  const QString resources = test::temp_root() + QStringLiteral("/resources");
+  const QString bundled = resources + QStringLiteral("/labs/default");
+  QDir().mkpath(resources + QStringLiteral("/labs"));
+  ASSERT_TRUE(QFile::link(QStringLiteral(HSM_RESOURCES_PATH "/presets"), resources + QStringLiteral("/presets")));
+  const hsm::LabGrid grid = handMadeGrid();
+  {
+    const hsm::Lab lab(bundled.toStdString(), grid);
+    for (int k = 0; k < 3; ++k) {
+      hsm::PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score = handMadeScore(k);
+      hsm::write_point_state(bundled.toStdString(), lab.sweep().points[static_cast<size_t>(k)], s);
+    }
+    QFile f(bundled + QStringLiteral("/BUNDLED.json"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(R"({"command": "hsm lab --out default --seeds 2", "machine": "AMD EPYC, 2 cores", "date": "2026-12-07"})");
+  }
+  setWritable(bundled, false);
+  const std::map<QString, QByteArray> before = treeOf(bundled);
+  qputenv("HSM_RESOURCES", resources.toUtf8());
+  QSettings().remove(QStringLiteral("lab/bundled_opened"));
+  const QString fake = test::temp_root() + QStringLiteral("/bundled-hsm");
+  {
+    QFile f(fake);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/bundled-args\"\n"
+            "echo 'hsm-grid-event {\"event\":\"grid\",\"points\":4,\"done\":3,\"jobs\":1}'\n");
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  }
+  {
+    EXPECT_EQ(LabView::bundledLabFolder(), bundled);
+    EXPECT_TRUE(LabView::isBundledLab(bundled));
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    view.show();
+    ASSERT_TRUE(test::wait_for([&] { return view.showsLab() && !view.isReading(); }, 30000)) << view.status().toStdString();
+    EXPECT_EQ(view.folder(), bundled);
+    auto* mark = view.findChild<QLabel*>(QStringLiteral("lab_bundled"));
+    ASSERT_NE(mark, nullptr);
+    EXPECT_TRUE(mark->isVisibleTo(&view));
+    for (const char* said : {"hsm lab --out default --seeds 2", "AMD EPYC, 2 cores", "2026-12-07", "read-only"})
+      EXPECT_TRUE(mark->text().contains(QString::fromUtf8(said))) << said << ": " << mark->text().toStdString();
+    ASSERT_EQ(view.cells().size(), 2u);
+    EXPECT_EQ(view.cells()[0].n, 2);
+    EXPECT_EQ(view.cells()[1].n, 1);
+    {
+      // A later start: the empty Lab stays empty (it was opened once).
+      RunList runs2;
+      EngineHost engine2;
+      LabView later(&runs2, &engine2);
+      later.show();
+      test::wait_for([] { return false; }, 300);  // events processed for 0.3 s
+      EXPECT_FALSE(later.showsLab());
+    }
+    // Run: the bundled folder is copied, and the copy runs.
+    setHsmExecutable(fake);
+    bool finished = false;
+    QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
+    ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+    const QString copy = view.folder();
+    EXPECT_NE(copy, bundled);
+    EXPECT_EQ(QFileInfo(copy).absolutePath(), QFileInfo(LabView::defaultFolder()).absolutePath());
+    EXPECT_TRUE(QFileInfo(copy).fileName().startsWith(QStringLiteral("default-"))) << copy.toStdString();
+    ASSERT_TRUE(test::wait_for([&] { return finished && !view.isReading(); }, 30000));
+    setHsmExecutable(QString());
+    QFile args(test::temp_root() + QStringLiteral("/bundled-args"));
+    ASSERT_TRUE(args.open(QIODevice::ReadOnly));
+    EXPECT_TRUE(args.readAll().contains(QFileInfo(copy).absoluteFilePath().toUtf8())) << "the launcher trains the copy";
+    EXPECT_FALSE(QFileInfo::exists(copy + QStringLiteral("/BUNDLED.json")));
+    EXPECT_TRUE(QFileInfo(copy + QStringLiteral("/sweep.json")).isWritable());
+    EXPECT_TRUE(QFileInfo(copy + QStringLiteral("/points")).isWritable());
+    EXPECT_FALSE(mark->isVisibleTo(&view)) << "the copy is the user's lab";
+    EXPECT_EQ(view.cells()[0].n, 2);  // the copy's three scored runs
+    EXPECT_EQ(view.cells()[1].n, 1);
+    EXPECT_FALSE(LabView::isBundledLab(copy));
+  }
+  qunsetenv("HSM_RESOURCES");
+  EXPECT_TRUE(treeOf(bundled) == before) << "the bundled lab was written into";
+  setWritable(bundled, true);
 }

@@ -1,5 +1,7 @@
 #include "gui/views/lab_state.h"
 
+#include <QDir>
+#include <QFile>
 #include <QJsonDocument>
 #include <algorithm>
 #include <cmath>
@@ -19,7 +21,23 @@ namespace {
 struct LabRead {
   std::shared_ptr<const hsm::Lab> lab;
   std::vector<hsm::LabRun> runs;
+  std::optional<LabBundle> bundle;
 };
+
+// A bundled lab's BUNDLED.json ({"command", "machine", "date"}); none without one. A file that
+// is there but not such an object still marks the lab as bundled (never written into).
+std::optional<LabBundle> readBundle(const QString& dir) {
+  QFile file(QDir(dir).filePath(QString::fromLatin1(kLabBundleFile)));
+  if (!file.exists()) return std::nullopt;
+  LabBundle b;
+  if (file.open(QIODevice::ReadOnly)) {
+    const QJsonObject j = QJsonDocument::fromJson(file.readAll()).object();
+    b.command = j.value(QStringLiteral("command")).toString();
+    b.machine = j.value(QStringLiteral("machine")).toString();
+    b.date = j.value(QStringLiteral("date")).toString();
+  }
+  return b;
+}
 
 // A run's files: its validation curve and when its mechanism formed (the lab report's words:
 // "–" without traces, the reader's complaint for a damaged log).
@@ -78,6 +96,7 @@ bool LabState::run(const hsm::Lab& lab, int jobs, QString* error) {
 
 void LabState::show(std::shared_ptr<const hsm::Lab> lab) {
   lab_ = std::move(lab);
+  bundle_.reset();
   pointOf_.clear();
   for (const hsm::SweepPoint& p : lab_->sweep().points) pointOf_[hsm::sweep_run_dir(lab_->dir(), p)] = static_cast<size_t>(p.index);
   byPoint_.assign(lab_->sweep().points.size(), std::nullopt);
@@ -95,6 +114,7 @@ void LabState::readRuns(const QString& dir, std::shared_ptr<const hsm::Lab> lab)
                                       : std::make_shared<const hsm::Lab>(
                                             sstr(dir), hsm::Lab::stored_grid(sstr(dir)));
                        read.runs = read.lab->results();
+                       read.bundle = readBundle(dir);
                        return read;
                      })
       .then(this,
@@ -102,6 +122,7 @@ void LabState::readRuns(const QString& dir, std::shared_ptr<const hsm::Lab> lab)
               --reading_;
               if (generation != generation_) return;  // another lab is shown now
               if (lab_ != read.lab) show(read.lab);  // open(): a lab of its own
+              bundle_ = read.bundle;
               // A run an event reported meanwhile is newer than the folder's read.
               keep(read.runs, false);
               emit opened(dir);

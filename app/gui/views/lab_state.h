@@ -36,6 +36,13 @@ struct LabRunFiles {
   QString formation;
 };
 
+// A finished lab that ships with the studio (issue 68): its folder holds BUNDLED.json, how it
+// was made. Never written into: the Lab view continues it in a copy.
+struct LabBundle {
+  QString command, machine, date;
+};
+inline constexpr char kLabBundleFile[] = "BUNDLED.json";
+
 class LabState : public QObject {
   Q_OBJECT
  public:
@@ -57,6 +64,8 @@ class LabState : public QObject {
   bool isReading() const { return reading_ > 0; }
 
   const hsm::Lab* lab() const { return lab_.get(); }  // nullptr: none shown
+  // How the lab shown was made, when it ships with the studio (its BUNDLED.json).
+  const std::optional<LabBundle>& bundle() const { return bundle_; }
   QString dir() const;
   const std::vector<hsm::LabRun>& runs() const { return runs_; }  // in the grid's order
   const std::vector<hsm::LabCell>& cells() const { return cells_; }
@@ -84,6 +93,7 @@ class LabState : public QObject {
   EngineHost* engine_;
   GridRunner* runner_;
   std::shared_ptr<const hsm::Lab> lab_;
+  std::optional<LabBundle> bundle_;
   uint64_t generation_ = 0;  // of the lab shown: a read of an older one is dropped
   int reading_ = 0;
   std::map<std::string, size_t> pointOf_;  // a run's folder -> its point's index

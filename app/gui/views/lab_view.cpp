@@ -22,6 +22,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -37,6 +38,7 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/engine_types.h"
+#include "gui/studio_settings.h"
 #include "gui/views/lab_state.h"
 #include "gui/widgets/layout_helpers.h"
 #include "gui/widgets/plot_panel.h"
@@ -148,6 +150,64 @@ QString LabView::defaultFolder() {
 }
 
 bool LabView::showsLab() const { return gridPages_->currentIndex() == 1; }
+
+QString LabView::bundledLabFolder() {
+  try {
+    const QString dir = QDir(qstr(hsm::resources_dir())).filePath(QStringLiteral("labs/default"));
+    return QFileInfo::exists(QDir(dir).filePath(QStringLiteral("sweep.json"))) ? dir : QString();
+  } catch (const std::exception&) {
+    return {};  // no resources installed: no bundled lab
+  }
+}
+
+bool LabView::isBundledLab(const QString& dir) {
+  if (dir.isEmpty()) return false;
+  if (QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(kLabBundleFile)))) return true;
+  try {
+    const QString labs = QDir(qstr(hsm::resources_dir())).filePath(QStringLiteral("labs"));
+    const QString canonical = QFileInfo(dir).canonicalFilePath(), root = QFileInfo(labs).canonicalFilePath();
+    return !root.isEmpty() && (canonical == root || canonical.startsWith(root + QLatin1Char('/')));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// A bundled lab is never written into (issue 68): Run continues it in a copy of its folder under
+// the user's labs folder ("HSM Studio labs/default-DATE", -2, -3 … when taken), writable, without
+// its BUNDLED.json (the copy is the user's lab). Throws std::runtime_error naming what failed.
+QString LabView::copyBundledLab(const QString& dir) {
+  namespace fs = std::filesystem;
+  const QString base = QFileInfo(defaultFolder()).absolutePath() + QLatin1Char('/') + QFileInfo(dir).fileName() +
+                       QLatin1Char('-') + QDate::currentDate().toString(Qt::ISODate);
+  QString to = base;
+  for (int k = 2; QFileInfo::exists(to); ++k) to = base + QLatin1Char('-') + QString::number(k);
+  std::error_code ec;
+  fs::create_directories(fs::path(sstr(to)).parent_path(), ec);
+  fs::copy(sstr(dir), sstr(to), fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) throw std::runtime_error("cannot copy the bundled lab to " + sstr(to) + ": " + ec.message());
+  fs::remove(fs::path(sstr(to)) / kLabBundleFile, ec);
+  // An installed lab is read-only; its copy is the user's to write.
+  fs::permissions(sstr(to), fs::perms::owner_all, fs::perm_options::add, ec);
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(sstr(to), ec))
+    if (!e.is_symlink()) fs::permissions(e.path(), fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
+  return to;
+}
+
+// A first start (issue 68/69): the empty Lab opens the finished lab that ships with the studio,
+// once, after whatever the caller that showed the view starts itself.
+void LabView::showEvent(QShowEvent* event) {
+  StudioView::showEvent(event);
+  if (firstShown_) return;
+  firstShown_ = true;
+  QTimer::singleShot(0, this, [this] {
+    QSettings settings;
+    if (settings.value(QStringLiteral("lab/bundled_opened")).toBool() || isRunning() || showsLab()) return;
+    const QString bundled = bundledLabFolder();
+    if (bundled.isEmpty()) return;
+    settings.setValue(QStringLiteral("lab/bundled_opened"), true);
+    openLab(bundled);
+  });
+}
 
 QString LabView::estimateText() const { return estimate_->text(); }
 
@@ -311,8 +371,7 @@ void LabView::buildResultControls() {
   intro_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   intro_->setTextFormat(Qt::RichText);
   intro_->setMargin(8);
-  // A finished lab bundled with the studio would be offered here, under the introduction
-  // (issue 69); until one ships, Open lab… is the way to a finished lab.
+  // A first start opens the finished lab bundled with the studio (showEvent, issue 68/69).
   grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
   grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
 }
@@ -374,6 +433,11 @@ QWidget* LabView::buildGridPlotsAndLog() {
   auto* gridBox = new QWidget;
   auto* gridLayout = new QVBoxLayout(gridBox);
   gridLayout->setContentsMargins(0, 0, 0, 0);
+  bundled_ = new QLabel;  // a lab that ships with the studio says how it was made
+  bundled_->setObjectName(QStringLiteral("lab_bundled"));
+  bundled_->setWordWrap(true);
+  bundled_->hide();
+  gridLayout->addWidget(bundled_);
   gridLayout->addWidget(grid_, 1);
   gridLayout->addWidget(colourKey_);
   lower->addWidget(gridBox);
@@ -480,8 +544,10 @@ void LabView::connectSignals() {
   connect(exportReport_, &QPushButton::clicked, this, [this] {
     // The page people open (HTML) first, the Markdown one beside it (issue 69: only "Markdown
     // (*.md)" was offered, and the HTML page was written only when the user typed .html).
+    // Never offered inside a bundled lab (it is not the user's to write into).
     const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab's report"),
-                                                      QDir(folder_->text()).filePath(QStringLiteral("report.html")),
+                                                      isBundledLab(folder()) ? StudioSettings::dialogPath(QStringLiteral("report.html"))
+                                                                             : QDir(folder_->text()).filePath(QStringLiteral("report.html")),
                                                       tr("Web page, with its Markdown beside it (*.html);;"
                                                          "Markdown, with its web page beside it (*.md)"));
     if (path.isEmpty()) return;
@@ -616,6 +682,11 @@ bool LabView::runLab() {
   std::unique_ptr<hsm::Lab> lab;
   try {
     if (folder().isEmpty()) throw std::invalid_argument("no lab folder; type one above or choose one (Browse…)");
+    if (isBundledLab(folder())) {
+      const QString copy = copyBundledLab(folder());
+      log_->appendPlainText(tr("The bundled lab is read-only: continuing it in a copy, %1").arg(copy));
+      setFolder(copy);
+    }
     grid = formGrid();
     const std::string architecture = QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString();
     if (saveArchitecture_ && std::count(grid.models.begin(), grid.models.end(), architecture) > 0 &&
@@ -745,6 +816,7 @@ void LabView::showTable() {
   // The difficulty plot's panels are the lab report's (hsm/lab_report.h), from the same cells.
   setDifficultyAxes();  // showDifficulty() runs below, once
   shownGrid_ = grid;
+  showBundle();
   grid_->clear();
   grid_->setRowCount(static_cast<int>(grid.models.size()));
   grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
@@ -781,6 +853,19 @@ void LabView::showTable() {
   for (int r = 0; r < grid_->rowCount(); ++r)
     for (int c = 0; c < grid_->columnCount(); ++c)
       if (!cellRuns(r, c).empty()) return showCellCurve(r, c);
+}
+
+// A bundled lab (its BUNDLED.json): the command, machine and date that made it, and that Run
+// continues it in a copy.
+void LabView::showBundle() {
+  const std::optional<LabBundle>& b = state_->bundle();
+  bundled_->setVisible(b.has_value());
+  if (!b) return bundled_->clear();
+  bundled_->setText(tr("A finished lab that ships with HSM Studio: made with %1 on %2, %3. It is read-only; Run "
+                       "continues it in a copy in your labs folder.")
+                        .arg(b->command.isEmpty() ? tr("an unrecorded command") : b->command,
+                             b->machine.isEmpty() ? tr("an unrecorded machine") : b->machine,
+                             b->date.isEmpty() ? tr("an unrecorded date") : b->date));
 }
 
 // "0.964 ± 0.021 ★": the mean over seeds at the best learning rate, its spread, and the marks of

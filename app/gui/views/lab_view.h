@@ -67,6 +67,13 @@ class LabView : public StudioView {
   // the user's documents folder (QStandardPaths), shown in the Folder field and changeable there;
   // made only when Run starts.
   static QString defaultFolder();
+  // The finished lab that ships with the studio (<resources>/labs/default, issue 68), empty when
+  // none is installed. The empty Lab opens it on a first start, marked as bundled.
+  static QString bundledLabFolder();
+  // Whether `dir` is a bundled lab (it holds BUNDLED.json, or lies under <resources>/labs/): never
+  // written into; Run continues it in a copy (copyBundledLab).
+  static bool isBundledLab(const QString& dir);
+  static QString copyBundledLab(const QString& dir);
   // What the form's grid costs before it runs, from the lab's own estimate (hsm::estimate_lab,
   // as `hsm lab --dry-run` prints it): "24 runs, about 12 minutes on 2 cores", or why there is
   // none (nothing checked).
@@ -142,6 +149,8 @@ class LabView : public StudioView {
   // its cell curve and log go at once; the same lab's shown cell is drawn again with its new points.
   void showTable();     // the state's lab and cells
   void showToolTips();  // each scored cell's numbers and its runs' formation
+  void showBundle();    // how a bundled lab was made, or nothing
+  void showEvent(QShowEvent* event) override;
   void showLab(const QString& dir);  // forgets the cell curve and log of another lab than `dir`
   void setRunning(bool running);
   void updateEstimate();
@@ -175,6 +184,8 @@ class LabView : public StudioView {
   QPlainTextEdit* log_ = nullptr;
   QTableWidget* grid_ = nullptr;
   QLabel* colourKey_ = nullptr;  // what the cells' colours say
+  QLabel* bundled_ = nullptr;    // a bundled lab's command, machine and date
+  bool firstShown_ = false;
   QStackedWidget* gridPages_ = nullptr;  // the empty Lab's explanation, or the grid
   QLabel* intro_ = nullptr;              // what the Lab answers, before a lab is shown
   QLabel* estimate_ = nullptr;           // the form's grid: runs and estimated time
