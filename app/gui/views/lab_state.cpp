@@ -88,10 +88,9 @@ bool LabState::run(const hsm::Lab& lab, int jobs, QString* error) {
   ++generation_;
   show(held);
   remake();
-  if (!runner_->start(dir(), jobs, error)) return false;
-  // The runs scored already, read once while the workers start.
+  // The runs scored already, read once while the workers start (and shown if they cannot).
   readRuns(dir(), held);
-  return true;
+  return runner_->start(dir(), jobs, error);
 }
 
 void LabState::show(std::shared_ptr<const hsm::Lab> lab) {
