@@ -118,17 +118,18 @@ void LabState::readRuns(const QString& dir, std::shared_ptr<const hsm::Lab> lab)
                      })
       .then(this,
             [this, dir, generation](const LabRead& read) {
-              --reading_;
-              if (generation != generation_) return;  // another lab is shown now
-              if (lab_ != read.lab) show(read.lab);  // open(): a lab of its own
-              bundle_ = read.bundle;
-              // A run an event reported meanwhile is newer than the folder's read.
-              keep(read.runs, false);
-              emit opened(dir);
+              if (generation == generation_) {  // else another lab is shown now
+                if (lab_ != read.lab) show(read.lab);  // open(): a lab of its own
+                bundle_ = read.bundle;
+                // A run an event reported meanwhile is newer than the folder's read.
+                keep(read.runs, false);
+                emit opened(dir);
+              }
+              doneReading();
             })
       .onFailed(this, [this, dir, generation](const CallFailed& e) {
-        --reading_;
         if (generation == generation_) emit openFailed(dir, e.message());
+        doneReading();
       });
 }
 
@@ -154,10 +155,10 @@ void LabState::onPointFinished(const QString& name, const QString& state, const 
                                       })
       .then(this,
             [this, generation](const std::vector<hsm::LabRun>& runs) {
-              --reading_;
               if (generation == generation_) keep(runs, true);
+              doneReading();
             })
-      .onFailed(this, [this](const CallFailed&) { --reading_; });
+      .onFailed(this, [this](const CallFailed&) { doneReading(); });
 }
 
 void LabState::keep(const std::vector<hsm::LabRun>& runs, bool replace) {
@@ -204,12 +205,17 @@ void LabState::readFiles(const std::vector<std::string>& runDirs) {
                                                 })
       .then(this,
             [this, generation](const std::map<std::string, LabRunFiles>& files) {
-              --reading_;
-              if (generation != generation_) return;
-              for (const auto& [d, f] : files) files_[d] = f;
-              emit filesRead();
+              if (generation == generation_) {
+                for (const auto& [d, f] : files) files_[d] = f;
+                emit filesRead();
+              }
+              doneReading();
             })
-      .onFailed(this, [this](const CallFailed&) { --reading_; });
+      .onFailed(this, [this](const CallFailed&) { doneReading(); });
+}
+
+void LabState::doneReading() {
+  if (--reading_ == 0) emit idle();
 }
 
 const LabRunFiles* LabState::runFiles(const std::string& runDir) const {

@@ -81,6 +81,7 @@ class LabState : public QObject {
   void openFailed(const QString& dir, const QString& message);
   void cellsChanged();  // runs(), cells() and the panels changed (a run was scored, a lab shown)
   void filesRead();     // runFiles() of some runs arrived
+  void idle();          // no read is under way any more (isReading() false)
 
  private:
   void show(std::shared_ptr<const hsm::Lab> lab);  // its points, no run held yet
@@ -88,6 +89,7 @@ class LabState : public QObject {
   void readFiles(const std::vector<std::string>& runDirs);
   void onPointFinished(const QString& name, const QString& state, const QJsonObject& event);
   void keep(const std::vector<hsm::LabRun>& runs, bool replace);
+  void doneReading();  // a read answered (after what it started)
   void remake();  // cells and panels from the runs held
 
   EngineHost* engine_;

@@ -678,6 +678,8 @@ void LabView::setRunning(bool running) {
 
 bool LabView::runLab() {
   if (isRunning()) return false;
+  delete endWait_;  // the last lab's end, still waiting for a read, is not said any more
+  endWait_ = nullptr;
   hsm::LabGrid grid;
   std::unique_ptr<hsm::Lab> lab;
   try {
@@ -751,7 +753,21 @@ void LabView::onRunnerFinished(bool cancelled, const QString& error) {
   const QString dir = runningDir_;
   runningDir_.clear();
   setRunning(false);
-  // The cells are the events' already: the folder is not read again.
+  // The cells are the events' already: the folder is not read again. A run the state still
+  // reads (an event without its score) counts once it arrives.
+  if (state_->isReading()) {
+    endWait_ = new QObject(this);  // gone (and the wait with it) if another Run starts first
+    connect(state_, &LabState::idle, endWait_, [this, dir, cancelled, error] {
+      endWait_->deleteLater();
+      endWait_ = nullptr;
+      reportLabEnd(dir, cancelled, error);
+    });
+    return;
+  }
+  reportLabEnd(dir, cancelled, error);
+}
+
+void LabView::reportLabEnd(const QString& dir, bool cancelled, const QString& error) {
   const qint64 total = hsm::lab_run_count(shownGrid_);
   const qint64 scored = static_cast<qint64>(state_->runs().size());
   if (!error.isEmpty())

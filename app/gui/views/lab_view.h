@@ -156,6 +156,7 @@ class LabView : public StudioView {
   void updateEstimate();
   void showProgress(double fraction);  // the bar, the runs in training, the time left
   void onRunnerFinished(bool cancelled, const QString& error);
+  void reportLabEnd(const QString& dir, bool cancelled, const QString& error);  // the status, labFinished
   void showDifficulty();
   void setDifficultyAxes();
   void addArchitectureItem();
@@ -186,6 +187,7 @@ class LabView : public StudioView {
   QLabel* colourKey_ = nullptr;  // what the cells' colours say
   QLabel* bundled_ = nullptr;    // a bundled lab's command, machine and date
   bool firstShown_ = false;
+  QObject* endWait_ = nullptr;  // the lab's end waiting for the state's reads
   QStackedWidget* gridPages_ = nullptr;  // the empty Lab's explanation, or the grid
   QLabel* intro_ = nullptr;              // what the Lab answers, before a lab is shown
   QLabel* estimate_ = nullptr;           // the form's grid: runs and estimated time

@@ -135,7 +135,9 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
   }
   // Workers share the launcher's output: a line over PIPE_BUF could interleave with another's.
   // A score too long for one (a task of thousands of distances) is left to the point's state file.
-  if (done.dump().size() + sizeof(kGridEventPrefix) + 64 > PIPE_BUF) {
+  done["point"] = p.index;
+  done["name"] = p.name;
+  if (done.dump().size() + sizeof(kGridEventPrefix) > PIPE_BUF) {  // the prefix's size counts the newline
     done.erase("score");
     done.erase("convergence");
   }
