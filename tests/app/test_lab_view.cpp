@@ -287,6 +287,15 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
     // The bar moves inside a run (the workers report each step), long before one is scored.
     ASSERT_TRUE(test::wait_for([&] { return view.progress()->value() > 0; }, 60000)) << view.status().toStdString();
+    // Every worker trains (past its first logged steps) before Cancel: on a loaded machine the
+    // fast run alone could move the bar while the other worker still starts.
+    auto* runner = view.findChild<GridRunner*>();
+    ASSERT_NE(runner, nullptr);
+    ASSERT_TRUE(test::wait_for([&] {
+      const auto training = runner->inTraining();
+      return training.size() == std::min(2, QThread::idealThreadCount()) &&
+             std::all_of(training.begin(), training.end(), [](const auto& t) { return t.second >= 0.0005; });
+    }, 120000)) << view.status().toStdString();
     // Issue 69: the overall progress in tenths of a percent while it is small, and the time left
     // from the lab's own estimate; the log in the form's words, not the launcher's grid language.
     EXPECT_TRUE(view.progress()->text().contains(QLatin1Char('.'))) << view.progress()->text().toStdString();
