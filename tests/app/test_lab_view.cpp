@@ -38,6 +38,7 @@
 #include "gui/engine/hsm_executable.h"
 #include "gui/main_window.h"
 #include "gui/run_list.h"
+#include "gui/views/lab_state.h"
 #include "gui/views/lab_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
@@ -1067,8 +1068,8 @@ TEST(LabView, ABundledLabOpensOnAFirstStartMarkedAndIsContinuedInACopy) {
     f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
   }
   {
-    EXPECT_EQ(LabView::bundledLabFolder(), bundled);
-    EXPECT_TRUE(LabView::isBundledLab(bundled));
+    EXPECT_EQ(LabState::bundledLabFolder(), bundled);
+    EXPECT_TRUE(LabState::isBundledLab(bundled));
     RunList runs;
     EngineHost engine;
     LabView view(&runs, &engine);
@@ -1112,7 +1113,7 @@ TEST(LabView, ABundledLabOpensOnAFirstStartMarkedAndIsContinuedInACopy) {
     EXPECT_FALSE(mark->isVisibleTo(&view)) << "the copy is the user's lab";
     EXPECT_EQ(view.cells()[0].n, 2);  // the copy's three scored runs
     EXPECT_EQ(view.cells()[1].n, 1);
-    EXPECT_FALSE(LabView::isBundledLab(copy));
+    EXPECT_FALSE(LabState::isBundledLab(copy));
   }
   qunsetenv("HSM_RESOURCES");
   EXPECT_TRUE(treeOf(bundled) == before) << "the bundled lab was written into";

@@ -1,9 +1,12 @@
 #include "gui/views/lab_state.h"
 
+#include <QDate>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <utility>
 
@@ -11,6 +14,7 @@
 #include "gui/engine/grid_runner.h"
 #include "gui/engine_types.h"
 #include "hsm/formation.h"
+#include "hsm/presets.h"
 #include "hsm/run_folder.h"
 
 namespace studio {
@@ -216,6 +220,45 @@ void LabState::readFiles(const std::vector<std::string>& runDirs) {
 
 void LabState::doneReading() {
   if (--reading_ == 0) emit idle();
+}
+
+QString LabState::bundledLabFolder() {
+  try {
+    const QString dir = QDir(qstr(hsm::resources_dir())).filePath(QStringLiteral("labs/default"));
+    return QFileInfo::exists(QDir(dir).filePath(QStringLiteral("sweep.json"))) ? dir : QString();
+  } catch (const std::exception&) {
+    return {};  // no resources installed: no bundled lab
+  }
+}
+
+bool LabState::isBundledLab(const QString& dir) {
+  if (dir.isEmpty()) return false;
+  if (QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(kLabBundleFile)))) return true;
+  try {
+    const QString labs = QDir(qstr(hsm::resources_dir())).filePath(QStringLiteral("labs"));
+    const QString canonical = QFileInfo(dir).canonicalFilePath(), root = QFileInfo(labs).canonicalFilePath();
+    return !root.isEmpty() && (canonical == root || canonical.startsWith(root + QLatin1Char('/')));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+QString LabState::copyBundledLab(const QString& dir, const QString& labsFolder) {
+  namespace fs = std::filesystem;
+  const QString base = QDir(labsFolder).absolutePath() + QLatin1Char('/') + QFileInfo(dir).fileName() +
+                       QLatin1Char('-') + QDate::currentDate().toString(Qt::ISODate);
+  QString to = base;
+  for (int k = 2; QFileInfo::exists(to); ++k) to = base + QLatin1Char('-') + QString::number(k);
+  std::error_code ec;
+  fs::create_directories(fs::path(sstr(to)).parent_path(), ec);
+  fs::copy(sstr(dir), sstr(to), fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) throw std::runtime_error("cannot copy the bundled lab to " + sstr(to) + ": " + ec.message());
+  fs::remove(fs::path(sstr(to)) / kLabBundleFile, ec);
+  // An installed lab is read-only; its copy is the user's to write.
+  fs::permissions(sstr(to), fs::perms::owner_all, fs::perm_options::add, ec);
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(sstr(to), ec))
+    if (!e.is_symlink()) fs::permissions(e.path(), fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
+  return to;
 }
 
 const LabRunFiles* LabState::runFiles(const std::string& runDir) const {

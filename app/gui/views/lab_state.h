@@ -48,6 +48,17 @@ class LabState : public QObject {
  public:
   explicit LabState(EngineHost* engine, QObject* parent = nullptr);
 
+  // The finished lab that ships with the studio (<resources>/labs/default, issue 68), empty when
+  // none is installed.
+  static QString bundledLabFolder();
+  // Whether `dir` is a bundled lab (it holds BUNDLED.json, or lies under <resources>/labs/):
+  // never written into.
+  static bool isBundledLab(const QString& dir);
+  // Copies a bundled lab into `labsFolder` as "NAME-DATE" (-2, -3 … when taken), writable and
+  // without its BUNDLED.json (the copy is the user's lab), and returns the copy's folder. Throws
+  // std::runtime_error naming what failed.
+  static QString copyBundledLab(const QString& dir, const QString& labsFolder);
+
   // Reads the lab in `dir` off the GUI thread (its grid, its points, its scored runs): opened
   // when it is held, openFailed (the reason) when the folder holds none. The runs' own files
   // follow (filesRead). A later open() or run() wins: an older read that answers is dropped.

@@ -151,48 +151,6 @@ QString LabView::defaultFolder() {
 
 bool LabView::showsLab() const { return gridPages_->currentIndex() == 1; }
 
-QString LabView::bundledLabFolder() {
-  try {
-    const QString dir = QDir(qstr(hsm::resources_dir())).filePath(QStringLiteral("labs/default"));
-    return QFileInfo::exists(QDir(dir).filePath(QStringLiteral("sweep.json"))) ? dir : QString();
-  } catch (const std::exception&) {
-    return {};  // no resources installed: no bundled lab
-  }
-}
-
-bool LabView::isBundledLab(const QString& dir) {
-  if (dir.isEmpty()) return false;
-  if (QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(kLabBundleFile)))) return true;
-  try {
-    const QString labs = QDir(qstr(hsm::resources_dir())).filePath(QStringLiteral("labs"));
-    const QString canonical = QFileInfo(dir).canonicalFilePath(), root = QFileInfo(labs).canonicalFilePath();
-    return !root.isEmpty() && (canonical == root || canonical.startsWith(root + QLatin1Char('/')));
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-// A bundled lab is never written into (issue 68): Run continues it in a copy of its folder under
-// the user's labs folder ("HSM Studio labs/default-DATE", -2, -3 … when taken), writable, without
-// its BUNDLED.json (the copy is the user's lab). Throws std::runtime_error naming what failed.
-QString LabView::copyBundledLab(const QString& dir) {
-  namespace fs = std::filesystem;
-  const QString base = QFileInfo(defaultFolder()).absolutePath() + QLatin1Char('/') + QFileInfo(dir).fileName() +
-                       QLatin1Char('-') + QDate::currentDate().toString(Qt::ISODate);
-  QString to = base;
-  for (int k = 2; QFileInfo::exists(to); ++k) to = base + QLatin1Char('-') + QString::number(k);
-  std::error_code ec;
-  fs::create_directories(fs::path(sstr(to)).parent_path(), ec);
-  fs::copy(sstr(dir), sstr(to), fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
-  if (ec) throw std::runtime_error("cannot copy the bundled lab to " + sstr(to) + ": " + ec.message());
-  fs::remove(fs::path(sstr(to)) / kLabBundleFile, ec);
-  // An installed lab is read-only; its copy is the user's to write.
-  fs::permissions(sstr(to), fs::perms::owner_all, fs::perm_options::add, ec);
-  for (const fs::directory_entry& e : fs::recursive_directory_iterator(sstr(to), ec))
-    if (!e.is_symlink()) fs::permissions(e.path(), fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
-  return to;
-}
-
 // A first start (issue 68/69): the empty Lab opens the finished lab that ships with the studio,
 // once, after whatever the caller that showed the view starts itself.
 void LabView::showEvent(QShowEvent* event) {
@@ -202,7 +160,7 @@ void LabView::showEvent(QShowEvent* event) {
   QTimer::singleShot(0, this, [this] {
     QSettings settings;
     if (settings.value(QStringLiteral("lab/bundled_opened")).toBool() || isRunning() || showsLab()) return;
-    const QString bundled = bundledLabFolder();
+    const QString bundled = LabState::bundledLabFolder();
     if (bundled.isEmpty()) return;
     settings.setValue(QStringLiteral("lab/bundled_opened"), true);
     openLab(bundled);
@@ -546,7 +504,7 @@ void LabView::connectSignals() {
     // (*.md)" was offered, and the HTML page was written only when the user typed .html).
     // Never offered inside a bundled lab (it is not the user's to write into).
     const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab's report"),
-                                                      isBundledLab(folder()) ? StudioSettings::dialogPath(QStringLiteral("report.html"))
+                                                      LabState::isBundledLab(folder()) ? StudioSettings::dialogPath(QStringLiteral("report.html"))
                                                                              : QDir(folder_->text()).filePath(QStringLiteral("report.html")),
                                                       tr("Web page, with its Markdown beside it (*.html);;"
                                                          "Markdown, with its web page beside it (*.md)"));
@@ -684,8 +642,8 @@ bool LabView::runLab() {
   std::unique_ptr<hsm::Lab> lab;
   try {
     if (folder().isEmpty()) throw std::invalid_argument("no lab folder; type one above or choose one (Browse…)");
-    if (isBundledLab(folder())) {
-      const QString copy = copyBundledLab(folder());
+    if (LabState::isBundledLab(folder())) {
+      const QString copy = LabState::copyBundledLab(folder(), QFileInfo(defaultFolder()).absolutePath());
       log_->appendPlainText(tr("The bundled lab is read-only: continuing it in a copy, %1").arg(copy));
       setFolder(copy);
     }

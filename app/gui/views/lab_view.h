@@ -67,13 +67,9 @@ class LabView : public StudioView {
   // the user's documents folder (QStandardPaths), shown in the Folder field and changeable there;
   // made only when Run starts.
   static QString defaultFolder();
-  // The finished lab that ships with the studio (<resources>/labs/default, issue 68), empty when
-  // none is installed. The empty Lab opens it on a first start, marked as bundled.
-  static QString bundledLabFolder();
-  // Whether `dir` is a bundled lab (it holds BUNDLED.json, or lies under <resources>/labs/): never
-  // written into; Run continues it in a copy (copyBundledLab).
-  static bool isBundledLab(const QString& dir);
-  static QString copyBundledLab(const QString& dir);
+  // The empty Lab opens the finished lab that ships with the studio on a first start, marked as
+  // bundled; Run continues a bundled lab in a copy under the user's labs folder
+  // (LabState::bundledLabFolder, isBundledLab, copyBundledLab).
   // What the form's grid costs before it runs, from the lab's own estimate (hsm::estimate_lab,
   // as `hsm lab --dry-run` prints it): "24 runs, about 12 minutes on 2 cores", or why there is
   // none (nothing checked).
