@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <optional>
 
 #include <QComboBox>
 #include <QDate>
@@ -29,15 +31,19 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QSettings>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/engine/hsm_executable.h"
 #include "gui/main_window.h"
 #include "gui/run_list.h"
+#include "gui/views/lab_state.h"
 #include "gui/views/lab_view.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
+#include "hsm/formation.h"
+#include "hsm/lab.h"
 #include "hsm/lab_report.h"
 #include "hsm/sweep.h"
 #include "hsm/tasks.h"
@@ -139,6 +145,12 @@ ExpectedCell expectedCell(const QString& lab, int task_index, int model_index) {
     if (n > 0 && sum / n > best.accuracy) best = {sum / n, run};
   }
   return best;
+}
+
+// Opens a lab folder in the view and waits for its read (off the GUI thread, LabState) and its
+// runs' files (curves, traces).
+bool openAndRead(LabView& view, const QString& dir) {
+  return view.openLab(dir) && test::wait_for([&] { return !view.isReading(); }, 60000);
 }
 
 }  // namespace
@@ -253,7 +265,7 @@ TEST(LabView, ANewLabHasAFolderAnEstimateAndSaysWhatItAnswers) {
   view.findChild<QLineEdit*>(QStringLiteral("lab_folder"))->setText(dir);
   EXPECT_EQ(view.folder(), dir);
   { const hsm::Lab made(dir.toStdString(), grid); }  // a lab there, nothing trained
-  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
   EXPECT_TRUE(view.showsLab());
 }
 
@@ -276,6 +288,15 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     QObject::connect(&view, &LabView::labFinished, [&](bool c) { finished = true; cancelled = c; });
     // The bar moves inside a run (the workers report each step), long before one is scored.
     ASSERT_TRUE(test::wait_for([&] { return view.progress()->value() > 0; }, 60000)) << view.status().toStdString();
+    // Every worker trains (past its first logged steps) before Cancel: on a loaded machine the
+    // fast run alone could move the bar while the other worker still starts.
+    auto* runner = view.findChild<GridRunner*>();
+    ASSERT_NE(runner, nullptr);
+    ASSERT_TRUE(test::wait_for([&] {
+      const auto training = runner->inTraining();
+      return training.size() == std::min(2, QThread::idealThreadCount()) &&
+             std::all_of(training.begin(), training.end(), [](const auto& t) { return t.second >= 0.0005; });
+    }, 120000)) << view.status().toStdString();
     // Issue 69: the overall progress in tenths of a percent while it is small, and the time left
     // from the lab's own estimate; the log in the form's words, not the launcher's grid language.
     EXPECT_TRUE(view.progress()->text().contains(QLatin1Char('.'))) << view.progress()->text().toStdString();
@@ -329,6 +350,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     QObject::connect(view.progress(), &QProgressBar::valueChanged, [&](int v) { lastProgress = v; });
     ASSERT_TRUE(view.runLab()) << view.status().toStdString();
     ASSERT_TRUE(test::wait_for([&] { return finished; }, 300000));
+    ASSERT_TRUE(test::wait_for([&] { return !view.isReading(); }, 60000));  // the runs' curves
     EXPECT_FALSE(cancelled) << view.status().toStdString();
     EXPECT_EQ(lastProgress, 1000);  // all four runs scored
     QTableWidget* grid = view.grid();
@@ -457,7 +479,7 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
     RunList runs;
     EngineHost engine;
     LabView view(&runs, &engine);
-    ASSERT_TRUE(view.openLab(dir2)) << view.status().toStdString();
+    ASSERT_TRUE(openAndRead(view, dir2)) << view.status().toStdString();
     EXPECT_EQ(view.formGrid().steps, 3);
     EXPECT_EQ(view.grid()->rowCount(), 2);
     ASSERT_NE(view.grid()->item(1, 0), nullptr);
@@ -489,7 +511,7 @@ TEST(LabView, AReopenedLabKeepsEveryGridSettingOfItsFolder) {
   RunList runs;
   EngineHost engine;
   LabView view(&runs, &engine);
-  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
   EXPECT_EQ(view.findChild<QLineEdit*>(QStringLiteral("lab_weight_decays"))->text(), QStringLiteral("0, 0.1"));
   EXPECT_TRUE(view.formGrid() == grid);
   EXPECT_EQ(view.formGrid().size, "tiny");
@@ -561,7 +583,7 @@ TEST(LabView, ANewLabShowsNothingOfThePreviousOneWhileItRuns) {
   view.setFolder(a);
   tinyForm(view, {QStringLiteral("mqar:vocab=32,pairs=2,context=16")}, {QStringLiteral("gpt")}, 3);
   ASSERT_TRUE(view.runLab()) << view.status().toStdString();
-  ASSERT_TRUE(test::wait_for([&] { return finished; }, 120000));
+  ASSERT_TRUE(test::wait_for([&] { return finished && !view.isReading(); }, 120000));
   ASSERT_EQ(view.cellPlot()->series().size(), 2);  // lab A's one seed and chance
   EXPECT_TRUE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
   EXPECT_TRUE(log->toPlainText().contains(QStringLiteral("lab-stale-a"))) << log->toPlainText().toStdString();
@@ -583,7 +605,7 @@ TEST(LabView, ANewLabShowsNothingOfThePreviousOneWhileItRuns) {
   EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-a")));
 
   // Lab A reopened: its curve again, and nothing of B's log.
-  ASSERT_TRUE(view.openLab(a)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, a)) << view.status().toStdString();
   ASSERT_EQ(view.cellPlot()->series().size(), 2);
   EXPECT_TRUE(xLabel().contains(QStringLiteral("gpt"))) << xLabel().toStdString();
   EXPECT_FALSE(log->toPlainText().contains(QStringLiteral("lab-stale-b"))) << log->toPlainText().toStdString();
@@ -623,7 +645,7 @@ TEST(LabView, TheDifficultyPlotDrawsTheLabReportsPanels) {
   RunList runs;
   EngineHost engine;
   LabView view(&runs, &engine);
-  ASSERT_TRUE(view.openLab(dir)) << view.status().toStdString();
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
   const hsm::Lab lab(dir.toStdString(), grid);
   const std::vector<hsm::LabDistancePanel> distance = hsm::lab_distance_panels(lab, cells, lab.results());
   const std::vector<hsm::LabDifficultyPanel> mad = hsm::lab_difficulty_panels(lab, cells);
@@ -794,4 +816,306 @@ TEST(LabView, ACellThatDidNotConvergeSaysSoWithItsEvidence) {
   EXPECT_TRUE(tip.contains(QStringLiteral("not converged: no capability answer"))) << tip.toStdString();
   EXPECT_TRUE(tip.contains(QStringLiteral("seed 1: stopped by the stall rule at step 1200"))) << tip.toStdString();
   EXPECT_TRUE(tip.contains(QStringLiteral("seed 2: still rising"))) << tip.toStdString();
+}
+
+namespace {
+
+// A lab of one task (MQAR at context 16), two models and two seeds, nothing trained: its folder
+// and grid (sweep.json) alone.
+hsm::LabGrid handMadeGrid() {
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  grid.tasks = {"mqar:vocab=32,pairs=2,context=16"};
+  grid.models = {"gpt", "hsm_ab"};
+  grid.lrs = {0.003};
+  grid.weight_decays = {};
+  grid.seeds = 2;
+  return grid;
+}
+
+hsm::TaskScore handMadeScore(int k) {
+  hsm::TaskScore s;
+  s.answer_accuracy = 0.25 + 0.125 * k;
+  s.sequence_accuracy = 0.0625 * k;
+  s.loss = 2 - 0.25 * k;
+  s.answers = 64;
+  s.examples = 32;
+  s.by_difficulty = {{1, {10 + k, 16}}, {5, {4 + k, 16}}, {9, {k, 16}}, {13, {0, 16}}};
+  return s;
+}
+
+}  // namespace
+
+// Issue 66, the LabState: while the studio trains a lab, each worker's "finished" event carries
+// its run's score, and the cells and the distance panel follow the events without reading the
+// folder. A stand-in launcher reports the four points scored (the first three's state files are
+// never written, so a view that read the folder would show no cell of theirs): the grid, the
+// tooltips and the difficulty plot are the table and the report's panel of the runs the events
+// carry. The fourth event has no score (an older worker's, or a score too long for one line):
+// its point's state file, written just before it, is read for it.
+TEST(LabView, TheCellsFollowTheWorkersEventsWithoutReadingTheFolder) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab-events");
+  const hsm::LabGrid grid = handMadeGrid();
+  const hsm::Lab lab(dir.toStdString(), grid);
+  QString script = QStringLiteral("#!/bin/sh\necho 'hsm-grid-event {\"event\":\"grid\",\"points\":4,\"done\":0,\"jobs\":1}'\n");
+  std::vector<hsm::LabRun> expected;
+  const QString staging = test::temp_root() + QStringLiteral("/lab-events-staging");
+  int k = 0;
+  for (const hsm::SweepPoint& p : lab.sweep().points) {
+    if (k == 3) {
+      hsm::PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score = handMadeScore(k);
+      s.wall_s = 1.5;
+      hsm::write_point_state(staging.toStdString(), p, s);
+      script += QStringLiteral("mkdir -p '%1/points' && cp '%2/points/%3.json' '%1/points/'\n")
+                    .arg(dir, staging, QString::fromStdString(p.name));
+      script += QStringLiteral("echo 'hsm-grid-event {\"event\":\"finished\",\"point\":%1,\"name\":\"%2\",\"state\":\"done\"}'\n")
+                    .arg(p.index).arg(QString::fromStdString(p.name));
+      break;
+    }
+    hsm::RunConvergence c;
+    c.state = k == 2 ? "rising" : "converged";
+    c.last_step = 300;
+    c.last_accuracy = 0.5;
+    c.last_slope = k == 2 ? 0.2 : 0;
+    c.evidence = k == 2 ? "still rising at step 300 (+0.200 per 1,000 steps)" : "";
+    const std::string event = QJsonDocument(QJsonObject{
+        {QStringLiteral("event"), QStringLiteral("finished")},
+        {QStringLiteral("point"), static_cast<int>(p.index)},
+        {QStringLiteral("name"), QString::fromStdString(p.name)},
+        {QStringLiteral("state"), QStringLiteral("done")},
+        {QStringLiteral("answer_accuracy"), handMadeScore(k).answer_accuracy},
+        {QStringLiteral("wall_s"), 1.5},
+        {QStringLiteral("score"), QJsonDocument::fromJson(QByteArray::fromStdString(hsm::task_score_json(handMadeScore(k)))).object()},
+        {QStringLiteral("convergence"), QJsonDocument::fromJson(QByteArray::fromStdString(hsm::run_convergence_json(c))).object()},
+    }).toJson(QJsonDocument::Compact).toStdString();
+    const std::optional<hsm::LabRun> run = lab.run_of_event(event);
+    ASSERT_TRUE(run.has_value()) << event;
+    expected.push_back(*run);
+    script += QStringLiteral("echo 'hsm-grid-event {\"event\":\"started\",\"point\":%1,\"name\":\"%2\",\"resumed\":false}'\n")
+                  .arg(p.index).arg(QString::fromStdString(p.name));
+    script += QStringLiteral("echo 'hsm-grid-event %1'\nsleep 1\n").arg(QString::fromStdString(event));
+    ++k;
+  }
+  const QString fake = test::temp_root() + QStringLiteral("/lab-events-hsm");
+  {
+    QFile f(fake);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(script.toUtf8());
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  }
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
+  EXPECT_TRUE(view.cells().size() == 2 && !std::isfinite(view.cells()[0].answer_accuracy));
+  setHsmExecutable(fake);
+  bool finished = false;
+  QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
+  // After the first event: its cell alone, from the event (the table of one run).
+  ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+  ASSERT_TRUE(test::wait_for([&] { return std::isfinite(view.cells()[0].answer_accuracy); }, 30000));
+  EXPECT_EQ(hsm::Lab::table_csv(view.cells()), hsm::Lab::table_csv(hsm::lab_cells(grid, {expected[0]})));
+  ASSERT_TRUE(test::wait_for([&] { return finished && !view.isReading(); }, 30000));
+  setHsmExecutable(QString());
+  // The fourth run, read from its state file: the folder's one scored run.
+  EXPECT_EQ(QDir(dir + QStringLiteral("/points")).entryList({QStringLiteral("*.json")}).size(), 1)
+      << "the first three's cells can only be the events'";
+  const std::vector<hsm::LabRun> fourth = lab.results();
+  ASSERT_EQ(fourth.size(), 1u);
+  expected.push_back(fourth[0]);
+  const std::vector<hsm::LabCell> cells = hsm::lab_cells(grid, expected);
+  EXPECT_EQ(hsm::Lab::table_csv(view.cells()), hsm::Lab::table_csv(cells));
+  for (int r = 0; r < 2; ++r) {
+    QTableWidgetItem* item = view.grid()->item(r, 0);
+    ASSERT_NE(item, nullptr);
+    EXPECT_TRUE(item->text().startsWith(QString::number(cells[static_cast<size_t>(r)].answer_accuracy, 'f', 3)))
+        << item->text().toStdString();
+  }
+  // Point 2's run still rose at its last step (its event says so): its cell is not converged.
+  const hsm::LabCell& unsettled = cells[expected[2].model == grid.models[0] ? 0 : 1];
+  ASSERT_TRUE(unsettled.not_converged);
+  EXPECT_TRUE(view.grid()->item(expected[2].model == grid.models[0] ? 0 : 1, 0)->text().contains(QStringLiteral("not converged")));
+  // The difficulty plot is the report's distance panel of the runs the events carried.
+  const std::vector<hsm::LabDistancePanel> panels = hsm::lab_distance_panels(lab, cells, expected);
+  ASSERT_EQ(panels.size(), 1u);
+  const QVector<PlotSeries> shown = view.difficultyPlot()->series();
+  ASSERT_GE(shown.size(), 2);
+  for (size_t m = 0; m < 2; ++m) {
+    ASSERT_EQ(static_cast<size_t>(shown[static_cast<int>(m)].y.size()), panels[0].panel.series[m].y.size());
+    for (size_t i = 0; i < panels[0].panel.series[m].y.size(); ++i)
+      EXPECT_NEAR(shown[static_cast<int>(m)].y[static_cast<int>(i)], panels[0].panel.series[m].y[i], 1e-7);
+  }
+  EXPECT_TRUE(view.status().contains(QStringLiteral("4 run(s) scored"))) << view.status().toStdString();
+}
+
+// Issue 67 in the Lab: a cell's tooltip says, per run at its best setting, when its mechanism
+// formed (hsm::run_formation of the traces the run recorded while it trained, read off the GUI
+// thread), and "–" for a run that recorded none.
+TEST(LabView, ACellsTooltipSaysWhenEachRunsMechanismFormed) {
+  const QString dir = test::temp_root() + QStringLiteral("/lab-formation");
+  const hsm::LabGrid grid = handMadeGrid();
+  std::string traced;  // the first run of gpt's cell: traces; its second seed: none
+  {
+    const hsm::Lab lab(dir.toStdString(), grid);
+    int k = 0;
+    for (const hsm::SweepPoint& p : lab.sweep().points) {
+      hsm::PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score = handMadeScore(k++);
+      hsm::write_point_state(dir.toStdString(), p, s);
+    }
+    traced = hsm::sweep_run_dir(dir.toStdString(), lab.sweep().points[0]);
+    ASSERT_EQ(lab.sweep().points[0].model_source, "gpt");
+    QDir().mkpath(QString::fromStdString(traced));
+    QFile f(QString::fromStdString(traced) + QStringLiteral("/traces.jsonl"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    const std::vector<double> shares = {0.01, 0.05, 0.3, 0.4}, accuracy = {0.1, 0.2, 0.7, 0.9};
+    for (size_t i = 0; i < shares.size(); ++i) {
+      hsm::TraceRecord r;
+      r.step = 100 * static_cast<int64_t>(i + 1);
+      r.route_share = shares[i];
+      r.accuracy = accuracy[i];
+      r.val_loss = 2 - accuracy[i];
+      r.example = "test example 0 of mqar";
+      r.clean = {1};
+      r.corrupt = {2};
+      r.clean_labels = {"a"};
+      r.corrupt_labels = {"b"};
+      r.positions = 1;
+      r.layers = 1;
+      r.mixer_effect = {shares[i]};
+      f.write(QByteArray::fromStdString(hsm::trace_record_to_json_line(r) + "\n"));
+    }
+  }
+  const hsm::Formation formation = hsm::run_formation(traced);
+  ASSERT_EQ(formation.formed_step, 300);
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
+  QTableWidgetItem* gpt = view.grid()->item(0, 0);
+  ASSERT_NE(gpt, nullptr);
+  const QString tip = gpt->toolTip();
+  EXPECT_TRUE(tip.contains(QStringLiteral("mechanism (from the traces recorded while it trained):"))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("seed 1: ") + QString::fromStdString(formation.summary()))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("formed at step 300"))) << tip.toStdString();
+  EXPECT_TRUE(tip.contains(QStringLiteral("seed 2: –"))) << tip.toStdString();
+  const QString other = view.grid()->item(1, 0)->toolTip();
+  EXPECT_TRUE(other.contains(QStringLiteral("seed 1: –")) && other.contains(QStringLiteral("seed 2: –"))) << other.toStdString();
+}
+
+namespace {
+
+// Every file under `dir` with its bytes (and so its size), and every folder.
+std::map<QString, QByteArray> treeOf(const QString& dir) {
+  std::map<QString, QByteArray> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.toStdString())) {
+    const QString path = QString::fromStdString(e.path().string());
+    QFile f(path);
+    out[path] = e.is_regular_file() && f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray("<folder>");
+  }
+  return out;
+}
+
+void setWritable(const QString& dir, bool writable) {
+  namespace fs = std::filesystem;
+  const auto opts = writable ? fs::perm_options::add : fs::perm_options::remove;
+  const auto bits = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  for (const auto& e : fs::recursive_directory_iterator(dir.toStdString())) fs::permissions(e.path(), bits, opts);
+  fs::permissions(dir.toStdString(), bits, opts);
+}
+
+}  // namespace
+
+// Issue 68/69: a first start opens the finished lab that ships with the studio
+// (<resources>/labs/default), marked as bundled with the command, machine and date of its
+// BUNDLED.json; a later start does not; Run never writes into it (here read-only, as installed)
+// but continues it in a writable copy in the user's labs folder, which the view then shows. The
+// resources are a folder of this test's (HSM_RESOURCES) holding the real presets and a tiny
+// hand-made bundled lab (three of its four runs scored).
+TEST(LabView, ABundledLabOpensOnAFirstStartMarkedAndIsContinuedInACopy) {
+  const QString resources = test::temp_root() + QStringLiteral("/resources");
+  const QString bundled = resources + QStringLiteral("/labs/default");
+  QDir().mkpath(resources + QStringLiteral("/labs"));
+  ASSERT_TRUE(QFile::link(QStringLiteral(HSM_RESOURCES_PATH "/presets"), resources + QStringLiteral("/presets")));
+  const hsm::LabGrid grid = handMadeGrid();
+  {
+    const hsm::Lab lab(bundled.toStdString(), grid);
+    for (int k = 0; k < 3; ++k) {
+      hsm::PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score = handMadeScore(k);
+      hsm::write_point_state(bundled.toStdString(), lab.sweep().points[static_cast<size_t>(k)], s);
+    }
+    QFile f(bundled + QStringLiteral("/BUNDLED.json"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(R"({"command": "hsm lab --out default --seeds 2", "machine": "AMD EPYC, 2 cores", "date": "2026-12-07"})");
+  }
+  setWritable(bundled, false);
+  const std::map<QString, QByteArray> before = treeOf(bundled);
+  qputenv("HSM_RESOURCES", resources.toUtf8());
+  QSettings().remove(QStringLiteral("lab/bundled_opened"));
+  const QString fake = test::temp_root() + QStringLiteral("/bundled-hsm");
+  {
+    QFile f(fake);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/bundled-args\"\n"
+            "echo 'hsm-grid-event {\"event\":\"grid\",\"points\":4,\"done\":3,\"jobs\":1}'\n");
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  }
+  {
+    EXPECT_EQ(LabState::bundledLabFolder(), bundled);
+    EXPECT_TRUE(LabState::isBundledLab(bundled));
+    RunList runs;
+    EngineHost engine;
+    LabView view(&runs, &engine);
+    view.show();
+    ASSERT_TRUE(test::wait_for([&] { return view.showsLab() && !view.isReading(); }, 30000)) << view.status().toStdString();
+    EXPECT_EQ(view.folder(), bundled);
+    auto* mark = view.findChild<QLabel*>(QStringLiteral("lab_bundled"));
+    ASSERT_NE(mark, nullptr);
+    EXPECT_TRUE(mark->isVisibleTo(&view));
+    for (const char* said : {"hsm lab --out default --seeds 2", "AMD EPYC, 2 cores", "2026-12-07", "read-only"})
+      EXPECT_TRUE(mark->text().contains(QString::fromUtf8(said))) << said << ": " << mark->text().toStdString();
+    ASSERT_EQ(view.cells().size(), 2u);
+    EXPECT_EQ(view.cells()[0].n, 2);
+    EXPECT_EQ(view.cells()[1].n, 1);
+    {
+      // A later start: the empty Lab stays empty (it was opened once).
+      RunList runs2;
+      EngineHost engine2;
+      LabView later(&runs2, &engine2);
+      later.show();
+      test::wait_for([] { return false; }, 300);  // events processed for 0.3 s
+      EXPECT_FALSE(later.showsLab());
+    }
+    // Run: the bundled folder is copied, and the copy runs.
+    setHsmExecutable(fake);
+    bool finished = false;
+    QObject::connect(&view, &LabView::labFinished, [&](bool) { finished = true; });
+    ASSERT_TRUE(view.runLab()) << view.status().toStdString();
+    const QString copy = view.folder();
+    EXPECT_NE(copy, bundled);
+    EXPECT_EQ(QFileInfo(copy).absolutePath(), QFileInfo(LabView::defaultFolder()).absolutePath());
+    EXPECT_TRUE(QFileInfo(copy).fileName().startsWith(QStringLiteral("default-"))) << copy.toStdString();
+    ASSERT_TRUE(test::wait_for([&] { return finished && !view.isReading(); }, 30000));
+    setHsmExecutable(QString());
+    QFile args(test::temp_root() + QStringLiteral("/bundled-args"));
+    ASSERT_TRUE(args.open(QIODevice::ReadOnly));
+    EXPECT_TRUE(args.readAll().contains(QFileInfo(copy).absoluteFilePath().toUtf8())) << "the launcher trains the copy";
+    EXPECT_FALSE(QFileInfo::exists(copy + QStringLiteral("/BUNDLED.json")));
+    EXPECT_TRUE(QFileInfo(copy + QStringLiteral("/sweep.json")).isWritable());
+    EXPECT_TRUE(QFileInfo(copy + QStringLiteral("/points")).isWritable());
+    EXPECT_FALSE(mark->isVisibleTo(&view)) << "the copy is the user's lab";
+    EXPECT_EQ(view.cells()[0].n, 2);  // the copy's three scored runs
+    EXPECT_EQ(view.cells()[1].n, 1);
+    EXPECT_FALSE(LabState::isBundledLab(copy));
+  }
+  qunsetenv("HSM_RESOURCES");
+  EXPECT_TRUE(treeOf(bundled) == before) << "the bundled lab was written into";
+  setWritable(bundled, true);
 }

@@ -22,6 +22,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -37,6 +38,8 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine/grid_runner.h"
 #include "gui/engine_types.h"
+#include "gui/studio_settings.h"
+#include "gui/views/lab_state.h"
 #include "gui/widgets/layout_helpers.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/plot_series.h"
@@ -131,7 +134,7 @@ QString rowLabel(const std::string& model) {
 }  // namespace
 
 LabView::LabView(RunList* runs, EngineHost* engine, QWidget* parent)
-    : StudioView(runs, engine, parent), runner_(new GridRunner(this)) {
+    : StudioView(runs, engine, parent), state_(new LabState(engine, this)), runner_(state_->runner()) {
   build();
   connectSignals();
   fillForm(hsm::default_lab_grid());
@@ -147,6 +150,22 @@ QString LabView::defaultFolder() {
 }
 
 bool LabView::showsLab() const { return gridPages_->currentIndex() == 1; }
+
+// A first start (issue 68/69): the empty Lab opens the finished lab that ships with the studio,
+// once, after whatever the caller that showed the view starts itself.
+void LabView::showEvent(QShowEvent* event) {
+  StudioView::showEvent(event);
+  if (firstShown_) return;
+  firstShown_ = true;
+  QTimer::singleShot(0, this, [this] {
+    QSettings settings;
+    if (settings.value(QStringLiteral("lab/bundled_opened")).toBool() || isRunning() || showsLab()) return;
+    const QString bundled = LabState::bundledLabFolder();
+    if (bundled.isEmpty()) return;
+    settings.setValue(QStringLiteral("lab/bundled_opened"), true);
+    openLab(bundled);
+  });
+}
 
 QString LabView::estimateText() const { return estimate_->text(); }
 
@@ -310,8 +329,7 @@ void LabView::buildResultControls() {
   intro_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   intro_->setTextFormat(Qt::RichText);
   intro_->setMargin(8);
-  // A finished lab bundled with the studio would be offered here, under the introduction
-  // (issue 69); until one ships, Open lab… is the way to a finished lab.
+  // A first start opens the finished lab bundled with the studio (showEvent, issue 68/69).
   grid_->setSelectionMode(QAbstractItemView::NoSelection);  // a selected cell would hide its colour
   grid_->setMouseTracking(true);  // cellEntered: the hovered cell's curve
 }
@@ -373,6 +391,11 @@ QWidget* LabView::buildGridPlotsAndLog() {
   auto* gridBox = new QWidget;
   auto* gridLayout = new QVBoxLayout(gridBox);
   gridLayout->setContentsMargins(0, 0, 0, 0);
+  bundled_ = new QLabel;  // a lab that ships with the studio says how it was made
+  bundled_->setObjectName(QStringLiteral("lab_bundled"));
+  bundled_->setWordWrap(true);
+  bundled_->hide();
+  gridLayout->addWidget(bundled_);
   gridLayout->addWidget(grid_, 1);
   gridLayout->addWidget(colourKey_);
   lower->addWidget(gridBox);
@@ -417,8 +440,31 @@ void LabView::connectSignals() {
             log_->appendPlainText(tr("%1: done, answers right %2 of the time")
                                       .arg(runTitles_.value(point, point))
                                       .arg(QString::number(100 * event.value(QStringLiteral("answer_accuracy")).toDouble(), 'f', 1) + QStringLiteral(" %")));
-            refreshFromFolder();
           });
+  // The state keeps the cells (from the folder once, then from the workers' events): drawn
+  // when they change, the tooltips and the cell curve again when a run's files arrive.
+  connect(state_, &LabState::cellsChanged, this, &LabView::showTable);
+  connect(state_, &LabState::filesRead, this, [this] {
+    showToolTips();
+    showCellCurve(cellRow_, cellColumn_);
+  });
+  connect(state_, &LabState::opened, this, [this](const QString& dir) {
+    if (dir == runningDir_ && !state_->runs().empty())  // the running lab's runs scored before
+      log_->appendPlainText(tr("Continuing the lab in %1: %2 of %3 runs done already")
+                                .arg(dir)
+                                .arg(state_->runs().size())
+                                .arg(hsm::lab_run_count(state_->lab()->grid())));
+    if (dir != openingDir_) return;  // the running lab's: no form or status to change
+    openingDir_.clear();
+    fillForm(state_->lab()->grid());
+    status_->setText(tr("%1: %2 of %3 runs scored")
+                         .arg(QFileInfo(dir).fileName())
+                         .arg(state_->runs().size())
+                         .arg(hsm::lab_run_count(state_->lab()->grid())));
+  });
+  connect(state_, &LabState::openFailed, this, [this](const QString& dir, const QString& message) {
+    status_->setText(tr("Cannot open %1: %2").arg(dir, message));
+  });
   connect(runner_, &GridRunner::finished, this, &LabView::onRunnerFinished);
   connect(cancel_, &QPushButton::clicked, this, &LabView::cancelLab);
   connect(grid_, &QTableWidget::cellDoubleClicked, this, [this](int row, int column) {
@@ -456,8 +502,10 @@ void LabView::connectSignals() {
   connect(exportReport_, &QPushButton::clicked, this, [this] {
     // The page people open (HTML) first, the Markdown one beside it (issue 69: only "Markdown
     // (*.md)" was offered, and the HTML page was written only when the user typed .html).
+    // Never offered inside a bundled lab (it is not the user's to write into).
     const QString path = QFileDialog::getSaveFileName(this, tr("Export the lab's report"),
-                                                      QDir(folder_->text()).filePath(QStringLiteral("report.html")),
+                                                      LabState::isBundledLab(folder()) ? StudioSettings::dialogPath(QStringLiteral("report.html"))
+                                                                             : QDir(folder_->text()).filePath(QStringLiteral("report.html")),
                                                       tr("Web page, with its Markdown beside it (*.html);;"
                                                          "Markdown, with its web page beside it (*.md)"));
     if (path.isEmpty()) return;
@@ -588,10 +636,17 @@ void LabView::setRunning(bool running) {
 
 bool LabView::runLab() {
   if (isRunning()) return false;
+  delete endWait_;  // the last lab's end, still waiting for a read, is not said any more
+  endWait_ = nullptr;
   hsm::LabGrid grid;
   std::unique_ptr<hsm::Lab> lab;
   try {
     if (folder().isEmpty()) throw std::invalid_argument("no lab folder; type one above or choose one (Browse…)");
+    if (LabState::isBundledLab(folder())) {
+      const QString copy = LabState::copyBundledLab(folder(), QFileInfo(defaultFolder()).absolutePath());
+      log_->appendPlainText(tr("The bundled lab is read-only: continuing it in a copy, %1").arg(copy));
+      setFolder(copy);
+    }
     grid = formGrid();
     const std::string architecture = QDir(folder()).filePath(QString::fromLatin1(kArchitectureFile)).toStdString();
     if (saveArchitecture_ && std::count(grid.models.begin(), grid.models.end(), architecture) > 0 &&
@@ -607,15 +662,14 @@ bool LabView::runLab() {
     return false;
   }
   const qint64 total = hsm::lab_run_count(grid);
-  results_ = lab->results();
   runTitles_.clear();
   for (const hsm::SweepPoint& p : lab->sweep().points) runTitles_[qstr(p.name)] = runTitle(p);
-  showTable(*lab, lab->table());
-  const qint64 scored = static_cast<qint64>(results_.size());
   runningDir_ = folder();
+  openingDir_.clear();
   QString error;
-  // Worker processes, one per core (GridRunner says why): the analysis thread stays free.
-  if (!runner_->start(runningDir_, labJobs(), &error)) {
+  // Worker processes, one per core (GridRunner says why): the analysis thread stays free. The
+  // state shows the lab at once and reads the runs scored already off the GUI thread.
+  if (!state_->run(*lab, labJobs(), &error)) {
     runningDir_.clear();
     status_->setText(tr("Cannot run: %1").arg(error));
     return false;
@@ -626,10 +680,9 @@ bool LabView::runLab() {
   } catch (const std::exception&) {
     // no estimate: the bar alone says how far it is
   }
-  log_->appendPlainText(scored > 0 ? tr("Continuing the lab in %1: %2 of %3 runs done already").arg(runningDir_).arg(scored).arg(total)
-                                   : tr("Starting a lab of %1 runs in %2").arg(total).arg(runningDir_));
+  log_->appendPlainText(tr("Starting a lab of %1 runs in %2").arg(total).arg(runningDir_));
   setRunning(true);
-  showProgress(static_cast<double>(scored) / static_cast<double>(std::max<qint64>(total, 1)));
+  showProgress(0);
   return true;
 }
 
@@ -652,26 +705,29 @@ void LabView::showProgress(double fraction) {
   training_->setVisible(!training.isEmpty());
 }
 
-void LabView::refreshFromFolder() {
-  if (runningDir_.isEmpty() || folder() != runningDir_) return;
-  try {
-    const hsm::Lab lab(runningDir_.toStdString(), hsm::Lab::stored_grid(runningDir_.toStdString()));
-    results_ = lab.results();
-    showTable(lab, lab.table());
-  } catch (const std::exception&) {
-    // A results line half-written by a worker: the next scored run shows it.
-  }
-}
-
 void LabView::onRunnerFinished(bool cancelled, const QString& error) {
   training_->clear();
   training_->hide();
   const QString dir = runningDir_;
   runningDir_.clear();
   setRunning(false);
-  openLab(dir);
+  // The cells are the events' already: the folder is not read again. A run the state still
+  // reads (an event without its score) counts once it arrives.
+  if (state_->isReading()) {
+    endWait_ = new QObject(this);  // gone (and the wait with it) if another Run starts first
+    connect(state_, &LabState::idle, endWait_, [this, dir, cancelled, error] {
+      endWait_->deleteLater();
+      endWait_ = nullptr;
+      reportLabEnd(dir, cancelled, error);
+    });
+    return;
+  }
+  reportLabEnd(dir, cancelled, error);
+}
+
+void LabView::reportLabEnd(const QString& dir, bool cancelled, const QString& error) {
   const qint64 total = hsm::lab_run_count(shownGrid_);
-  const qint64 scored = static_cast<qint64>(results_.size());
+  const qint64 scored = static_cast<qint64>(state_->runs().size());
   if (!error.isEmpty())
     status_->setText(tr("The lab stopped: %1 (%2 of %3 runs scored; Run continues it)").arg(error).arg(scored).arg(total));
   else if (cancelled || scored < total)
@@ -692,28 +748,27 @@ void LabView::stopForClose() {
 
 void LabView::cancelLab() {
   if (!isRunning()) return;
-  runner_->cancel();
+  state_->cancel();
   status_->setText(tr("Cancelling (each run stops at its step and keeps its checkpoint)…"));
 }
 
 bool LabView::openLab(const QString& dir) {
-  try {
-    const hsm::LabGrid grid = hsm::Lab::stored_grid(dir.toStdString());
-    const hsm::Lab lab(dir.toStdString(), grid);
-    folder_->setText(dir);
-    fillForm(grid);
-    results_ = lab.results();
-    showTable(lab, lab.table());
-    status_->setText(tr("%1: %2 of %3 runs scored")
-                         .arg(QFileInfo(dir).fileName())
-                         .arg(lab.results().size())
-                         .arg(hsm::lab_run_count(grid)));
-    return true;
-  } catch (const std::exception& e) {
-    status_->setText(tr("Cannot open %1: %2").arg(dir, QString::fromUtf8(e.what())));
+  if (isRunning()) return false;
+  // A folder without a grid is refused at once; the rest is read off the GUI thread (opened).
+  if (!QFileInfo::exists(QDir(dir).filePath(QStringLiteral("sweep.json")))) {
+    status_->setText(tr("Cannot open %1: it holds no lab (no sweep.json)").arg(dir));
     return false;
   }
+  folder_->setText(dir);
+  openingDir_ = dir;
+  status_->setText(tr("Reading %1…").arg(dir));
+  state_->open(dir);
+  return true;
 }
+
+bool LabView::isReading() const { return state_->isReading(); }
+
+const std::vector<hsm::LabCell>& LabView::cells() const { return state_->cells(); }
 
 void LabView::showLab(const QString& dir) {
   if (QDir(dir).absolutePath() == QDir(shownDir_).absolutePath() && !shownDir_.isEmpty()) return;
@@ -724,17 +779,18 @@ void LabView::showLab(const QString& dir) {
   cellPlot_->setSeries({});
 }
 
-void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& cells) {
+void LabView::showTable() {
+  if (!state_->lab()) return;
+  const hsm::Lab& lab = *state_->lab();
+  const std::vector<hsm::LabCell>& cells = state_->cells();
   const QString dir = qstr(lab.dir());
   const hsm::LabGrid& grid = lab.grid();
   showLab(dir);
   gridPages_->setCurrentIndex(1);
   // The difficulty plot's panels are the lab report's (hsm/lab_report.h), from the same cells.
-  distancePanels_ = hsm::lab_distance_panels(lab, cells, results_);
-  difficultyPanels_ = hsm::lab_difficulty_panels(lab, cells);
   setDifficultyAxes();  // showDifficulty() runs below, once
   shownGrid_ = grid;
-  cells_ = cells;
+  showBundle();
   grid_->clear();
   grid_->setRowCount(static_cast<int>(grid.models.size()));
   grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
@@ -756,7 +812,6 @@ void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& ce
       item->setText(cellText(c));
       item->setBackground(accuracyColour(c.answer_accuracy));
       item->setForeground(Qt::black);
-      item->setToolTip(cellToolTip(c));
     } else {
       item->setText(QStringLiteral("–"));
       item->setToolTip(tr("%1 on %2: not scored yet").arg(qstr(c.model), qstr(c.task)));
@@ -764,6 +819,7 @@ void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& ce
     grid_->setItem(static_cast<int>(mi), static_cast<int>(ti), item);
   }
   grid_->resizeRowsToContents();
+  showToolTips();
   showDifficulty();
   // The shown cell's curve with its new points; until a cell is hovered or chosen, the curve of
   // the first one scored (an empty plot would look like a failure).
@@ -771,6 +827,19 @@ void LabView::showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& ce
   for (int r = 0; r < grid_->rowCount(); ++r)
     for (int c = 0; c < grid_->columnCount(); ++c)
       if (!cellRuns(r, c).empty()) return showCellCurve(r, c);
+}
+
+// A bundled lab (its BUNDLED.json): the command, machine and date that made it, and that Run
+// continues it in a copy.
+void LabView::showBundle() {
+  const std::optional<LabBundle>& b = state_->bundle();
+  bundled_->setVisible(b.has_value());
+  if (!b) return bundled_->clear();
+  bundled_->setText(tr("A finished lab that ships with HSM Studio: made with %1 on %2, %3. It is read-only; Run "
+                       "continues it in a copy in your labs folder.")
+                        .arg(b->command.isEmpty() ? tr("an unrecorded command") : b->command,
+                             b->machine.isEmpty() ? tr("an unrecorded machine") : b->machine,
+                             b->date.isEmpty() ? tr("an unrecorded date") : b->date));
 }
 
 // "0.964 ± 0.021 ★": the mean over seeds at the best learning rate, its spread, and the marks of
@@ -789,7 +858,7 @@ QString LabView::cellText(const hsm::LabCell& c) {
   return text;
 }
 
-QString LabView::cellToolTip(const hsm::LabCell& c) {
+QString LabView::cellToolTip(const hsm::LabCell& c, const QStringList& formed) {
   QStringList seeds;
   for (double a : c.seed_accuracy) seeds << QString::number(a, 'f', 3);
   QString tip = tr("%1 on %2\nanswer accuracy %3 (mean of %4 seed(s): %5), sd %6\nsequence accuracy %7\n"
@@ -820,6 +889,12 @@ QString LabView::cellToolTip(const hsm::LabCell& c) {
     tip += tr("\nnot converged: no capability answer (a longer budget or another learning rate may change it)");
     for (const std::string& line : c.not_converged_evidence) tip += QStringLiteral("\n  ") + qstr(line);
   }
+  // Issue 67: whether the cell failed for lack of a mechanism or of steps (hsm::run_formation of
+  // the traces each run recorded while it trained; "–" for a run that recorded none).
+  if (!formed.isEmpty()) {
+    tip += tr("\nmechanism (from the traces recorded while it trained):");
+    for (const QString& line : formed) tip += QStringLiteral("\n  ") + line;
+  }
   return tip;
 }
 
@@ -827,19 +902,24 @@ std::vector<const hsm::LabRun*> LabView::cellRuns(int row, int column) const {
   if (row < 0 || column < 0 || row >= static_cast<int>(shownGrid_.models.size()) ||
       column >= static_cast<int>(shownGrid_.tasks.size()))
     return {};
-  const std::string& model = shownGrid_.models[static_cast<size_t>(row)];
-  const std::string& task = shownGrid_.tasks[static_cast<size_t>(column)];
-  double bestLr = 0, bestWd = 0;
-  for (const hsm::LabCell& c : cells_)
-    if (c.model == model && c.task == task) {
-      bestLr = c.best_lr;
-      bestWd = c.best_weight_decay;
+  return state_->cellRuns(shownGrid_.tasks[static_cast<size_t>(column)], shownGrid_.models[static_cast<size_t>(row)]);
+}
+
+// Each scored cell's tooltip: its numbers and, once its runs' files are read, when each run's
+// mechanism formed (issue 67).
+void LabView::showToolTips() {
+  for (const hsm::LabCell& c : state_->cells()) {
+    const auto ti = std::find(shownGrid_.tasks.begin(), shownGrid_.tasks.end(), c.task) - shownGrid_.tasks.begin();
+    const auto mi = std::find(shownGrid_.models.begin(), shownGrid_.models.end(), c.model) - shownGrid_.models.begin();
+    QTableWidgetItem* item = grid_->item(static_cast<int>(mi), static_cast<int>(ti));
+    if (item == nullptr || !std::isfinite(c.answer_accuracy)) continue;
+    QStringList formed;
+    for (const hsm::LabRun* r : cellRuns(static_cast<int>(mi), static_cast<int>(ti))) {
+      const LabRunFiles* files = state_->runFiles(r->run_dir);
+      formed << tr("seed %1: %2").arg(r->seed).arg(files ? files->formation : tr("(reading its traces…)"));
     }
-  std::vector<const hsm::LabRun*> runs;
-  for (const hsm::LabRun& r : results_)
-    if (r.model == model && r.task == task && r.lr == bestLr && r.weight_decay == bestWd) runs.push_back(&r);
-  std::sort(runs.begin(), runs.end(), [](const hsm::LabRun* a, const hsm::LabRun* b) { return a->seed < b->seed; });
-  return runs;
+    item->setToolTip(cellToolTip(c, formed));
+  }
 }
 
 QString LabView::cellRun(int row, int column) const {
@@ -861,15 +941,10 @@ void LabView::showCellCurve(int row, int column) {
     PlotSeries s;
     s.name = tr("seed %1").arg(r->seed);
     s.color = seriesColour(colour++);
-    try {
-      for (const hsm::MetricRecord& m : hsm::read_metrics(r->run_dir))
-        if (m.kind == "eval" && std::isfinite(m.answer_accuracy)) {
-          s.x << static_cast<double>(m.step);
-          s.y << m.answer_accuracy;
-        }
-    } catch (const std::exception&) {
-      continue;  // a run folder removed since: its cell still has its score
-    }
+    const LabRunFiles* files = state_->runFiles(r->run_dir);
+    if (files == nullptr || files->steps.isEmpty()) continue;  // not read yet, or a folder removed since
+    s.x = files->steps;
+    s.y = files->accuracy;
     series << s;
   }
   const std::unique_ptr<hsm::Task> task = hsm::parse_task(shownGrid_.tasks[static_cast<size_t>(column)]);
@@ -903,9 +978,9 @@ void LabView::setDifficultyAxes() {
   const QSignalBlocker quiet(axis_);
   const QString kept = axis_->currentData().toString();
   axis_->clear();
-  for (const hsm::LabDistancePanel& d : distancePanels_)
+  for (const hsm::LabDistancePanel& d : state_->distancePanels())
     axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(d.task)), QString(kDistanceAxis) + qstr(d.task));
-  for (const hsm::LabDifficultyPanel& d : difficultyPanels_)
+  for (const hsm::LabDifficultyPanel& d : state_->difficultyPanels())
     axis_->addItem(tr("%1: accuracy against %2").arg(qstr(d.family), qstr(d.setting)),
                    QString(kSettingAxis) + qstr(d.family) + QLatin1Char(':') + qstr(d.setting));
   const int at = axis_->findData(kept);
@@ -915,9 +990,9 @@ void LabView::setDifficultyAxes() {
 // The report's panel the axis names; nullptr when the lab has none (nothing scored yet).
 const hsm::SvgPanel* LabView::chosenPanel() const {
   const QString axis = axis_->currentData().toString();
-  for (const hsm::LabDistancePanel& d : distancePanels_)
+  for (const hsm::LabDistancePanel& d : state_->distancePanels())
     if (axis == QString(kDistanceAxis) + qstr(d.task)) return &d.panel;
-  for (const hsm::LabDifficultyPanel& d : difficultyPanels_)
+  for (const hsm::LabDifficultyPanel& d : state_->difficultyPanels())
     if (axis == QString(kSettingAxis) + qstr(d.family) + QLatin1Char(':') + qstr(d.setting)) return &d.panel;
   return nullptr;
 }
@@ -994,7 +1069,7 @@ bool LabView::exportCsv(const QString& path, QString* error) const {
     if (error) *error = tr("Cannot write %1: %2").arg(path, file.errorString());
     return false;
   }
-  file.write(QByteArray::fromStdString(hsm::Lab::table_csv(cells_)));
+  file.write(QByteArray::fromStdString(hsm::Lab::table_csv(state_->cells())));
   return true;
 }
 

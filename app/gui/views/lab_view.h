@@ -35,6 +35,7 @@ class QTimer;
 namespace studio {
 
 class GridRunner;
+class LabState;
 class PlotPanel;
 
 class LabView : public StudioView {
@@ -43,9 +44,10 @@ class LabView : public StudioView {
   LabView(RunList* runs, EngineHost* engine, QWidget* parent = nullptr);
 
   // A grid cell's text ("0.964 ± 0.021 ★", its marks on lines below) and its tooltip (the
-  // numbers behind the marks, and a not-converged cell's evidence).
+  // numbers behind the marks, a not-converged cell's evidence, and `formed`: a line per run at
+  // its best setting saying when its mechanism formed, issue 67).
   static QString cellText(const hsm::LabCell& cell);
-  static QString cellToolTip(const hsm::LabCell& cell);
+  static QString cellToolTip(const hsm::LabCell& cell, const QStringList& formed = {});
 
   // The grid the form describes (checked tasks and models, the budget). Throws
   // std::invalid_argument with one line when the form cannot make one (nothing checked, a
@@ -65,6 +67,9 @@ class LabView : public StudioView {
   // the user's documents folder (QStandardPaths), shown in the Folder field and changeable there;
   // made only when Run starts.
   static QString defaultFolder();
+  // The empty Lab opens the finished lab that ships with the studio on a first start, marked as
+  // bundled; Run continues a bundled lab in a copy under the user's labs folder
+  // (LabState::bundledLabFolder, isBundledLab, copyBundledLab).
   // What the form's grid costs before it runs, from the lab's own estimate (hsm::estimate_lab,
   // as `hsm lab --dry-run` prints it): "24 runs, about 12 minutes on 2 cores", or why there is
   // none (nothing checked).
@@ -78,9 +83,11 @@ class LabView : public StudioView {
   bool runLab();
   void cancelLab();
   bool isRunning() const;
-  // Reads a lab folder: its grid into the form and its results into the grid; false with the
-  // reason shown when the folder holds no lab.
+  // Reads a lab folder off the GUI thread (LabState): its grid into the form and its results
+  // into the grid when they arrive (isReading() false again); false with the reason shown when
+  // the folder holds no lab's grid, or a lab runs.
   bool openLab(const QString& dir);
+  bool isReading() const;
   // Writes the table (hsm::Lab::table_csv) to `path`.
   bool exportCsv(const QString& path, QString* error = nullptr) const;
   // Writes the lab's report (hsm::lab_report, as `hsm lab report`): `mdPath`, the HTML page beside
@@ -111,7 +118,7 @@ class LabView : public StudioView {
   // A panel of the lab report as the plot's curves: each series its line (NaN points left out),
   // each vertical line (a model's reach) and reference line (chance) dashed.
   static QVector<PlotSeries> panelSeries(const hsm::SvgPanel& panel);
-  const std::vector<hsm::LabCell>& cells() const { return cells_; }
+  const std::vector<hsm::LabCell>& cells() const;
   bool openFolder(const QString& dir) override { return openLab(dir); }
   QString runningWork() const override;
   void stopForClose() override;
@@ -136,13 +143,16 @@ class LabView : public StudioView {
   void connectSignals();
   // Shows lab `dir`'s grid and cells. Another lab than the one shown (issue 48, no stale view):
   // its cell curve and log go at once; the same lab's shown cell is drawn again with its new points.
-  void showTable(const hsm::Lab& lab, const std::vector<hsm::LabCell>& cells);
+  void showTable();     // the state's lab and cells
+  void showToolTips();  // each scored cell's numbers and its runs' formation
+  void showBundle();    // how a bundled lab was made, or nothing
+  void showEvent(QShowEvent* event) override;
   void showLab(const QString& dir);  // forgets the cell curve and log of another lab than `dir`
   void setRunning(bool running);
   void updateEstimate();
   void showProgress(double fraction);  // the bar, the runs in training, the time left
-  void refreshFromFolder();  // a worker scored a run: the grid and plots follow
   void onRunnerFinished(bool cancelled, const QString& error);
+  void reportLabEnd(const QString& dir, bool cancelled, const QString& error);  // the status, labFinished
   void showDifficulty();
   void setDifficultyAxes();
   void addArchitectureItem();
@@ -171,6 +181,9 @@ class LabView : public StudioView {
   QPlainTextEdit* log_ = nullptr;
   QTableWidget* grid_ = nullptr;
   QLabel* colourKey_ = nullptr;  // what the cells' colours say
+  QLabel* bundled_ = nullptr;    // a bundled lab's command, machine and date
+  bool firstShown_ = false;
+  QObject* endWait_ = nullptr;  // the lab's end waiting for the state's reads
   QStackedWidget* gridPages_ = nullptr;  // the empty Lab's explanation, or the grid
   QLabel* intro_ = nullptr;              // what the Lab answers, before a lab is shown
   QLabel* estimate_ = nullptr;           // the form's grid: runs and estimated time
@@ -181,13 +194,11 @@ class LabView : public StudioView {
   PlotPanel* difficultyPlot_ = nullptr;
   PlotPanel* cellPlot_ = nullptr;
   std::function<QString(const QString&)> saveArchitecture_;
-  GridRunner* runner_ = nullptr;
+  LabState* state_ = nullptr;
+  GridRunner* runner_ = nullptr;  // the state's
   QString runningDir_;  // the lab folder the workers train
   QMap<QString, QString> runTitles_;  // a point's name -> "mqar · gpt · lr 0.003 · seed 1"
-  std::vector<hsm::LabRun> results_;
-  std::vector<hsm::LabCell> cells_;
-  std::vector<hsm::LabDistancePanel> distancePanels_;    // the report's panels of the lab shown
-  std::vector<hsm::LabDifficultyPanel> difficultyPanels_;
+  QString openingDir_;  // the folder openLab() reads (its form and status follow when it arrives)
   hsm::LabGrid shownGrid_;
   QString shownDir_;               // the lab folder the grid, cell curve and log are of
   int cellRow_ = -1, cellColumn_ = -1;  // the cell whose curve is shown (-1: none)

@@ -18,7 +18,11 @@ namespace hsm {
 //   {"event": "started", "point": K, "name": NAME, "resumed": B}
 //   {"event": "step", "point": K, "name": NAME, "fraction": F}   (every 1 % of a run, or 0.5 s)
 //   {"event": "finished", "point": K, "name": NAME, "state": "done" | "stopped" | "failed",
-//    "error": TEXT, "answer_accuracy": X, "sequence_accuracy": X, "val_loss": X}
+//    "error": TEXT, "answer_accuracy": X, "sequence_accuracy": X, "val_loss": X,
+//    "score": {...}, "wall_s": X, "convergence": {...}}        a scored point: its score as its
+//    state file holds it (hsm/sweep.h, task_score_json: by distance too) and how its training
+//    ended (hsm/lab.h, run_convergence_json), so a lab's cells follow the events
+//    (hsm::Lab::run_of_event) without reading the folder; the line stays under PIPE_BUF.
 // What the studio reads (GridRunner); a grid's log text is for people, never parsed.
 inline constexpr char kGridEventPrefix[] = "hsm-grid-event ";
 // Writes kGridEventPrefix + json_object + "\n" to standard output in one write(2): the

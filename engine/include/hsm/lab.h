@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,20 @@ struct LabCell {
   bool finished() const { return runs >= expected_runs; }
 };
 
+// How a run's training ended, from the validations of its RUN/metrics.jsonl and the settings it
+// trained under (hsm/lab_stats.h); "unknown" when it has none or they cannot be read (a lab
+// shipped without its runs' records).
+RunConvergence read_run_convergence(const std::string& run_dir, const TrainSettings& train);
+// The same as one JSON object's text (state, last_step, last_accuracy, last_slope, evidence): what
+// a scored point's "finished" event carries (hsm/grid_workers.h), so that the studio keeps a lab's
+// cells from the events without reading the run's files.
+std::string run_convergence_json(const RunConvergence& convergence);
+
+// The table of `runs` (a cell per task x model in the grid's order, the best setting of each and
+// the protocol's marks): what Lab::table() gives from results(), here from runs held already (the
+// studio's, kept from the workers' events), reading no file.
+std::vector<LabCell> lab_cells(const LabGrid& grid, const std::vector<LabRun>& runs);
+
 // What Lab's constructor refuses, nothing written (`hsm lab --dry-run` refuses what the real
 // command refuses, issue 65): the grid's values; an --out that is not a folder (a file, /dev/full)
 // or cannot be made; a folder holding an older lab, a run, another grid, or runs/ or points/ that
@@ -166,8 +181,13 @@ class Lab {
   // The scored runs, each once, in the grid's order. A point state whose score is ill-typed is
   // skipped; warnings (not null) gets a line naming its file.
   std::vector<LabRun> results(std::vector<std::string>* warnings = nullptr) const;
-  // Per task and model: the best learning rate and its accuracies.
+  // Per task and model: the best learning rate and its accuracies (lab_cells of results()).
   std::vector<LabCell> table(std::vector<std::string>* warnings = nullptr) const;
+  // The scored run a worker's "finished" event reports (one JSON object, hsm/grid_workers.h: a
+  // scored point's event carries its score, wall time and convergence), equal to what results()
+  // reads of it from the folder; nullopt for an event of no scored run of this lab (stopped,
+  // failed, a point of another grid, an event without its score). Reads no file.
+  std::optional<LabRun> run_of_event(const std::string& event_json) const;
   // The grid's runs (their folder names under runs/) not scored yet.
   std::vector<std::string> unfinished() const;
   static std::string table_csv(const std::vector<LabCell>& cells);

@@ -109,6 +109,11 @@ struct PointState {
 // "stopped": scored again).
 PointState read_point_state(const std::string& dir, const SweepPoint& p, std::vector<std::string>* warnings = nullptr);
 void write_point_state(const std::string& dir, const SweepPoint& p, const PointState& s);
+// A score as its state file holds it, one JSON object's text ({"answer_accuracy": X, ...,
+// "by_distance": {"3": [right, answers]}}), and back (std::invalid_argument naming the ill-typed
+// field): what a worker's "finished" event carries of a scored point (hsm/grid_workers.h).
+std::string task_score_json(const TaskScore& score);
+TaskScore parse_task_score_json(const std::string& json_text);
 
 // Trains point `index` of the sweep in dir in this process (what `hsm sweep run DIR --point K`
 // and each Slurm array task do): resumes its run folder from its checkpoint when it has one,

@@ -509,11 +509,7 @@ Lab::Lab(std::string dir, LabGrid grid) : dir_(std::move(dir)), grid_(std::move(
 
 LabGrid Lab::stored_grid(const std::string& dir) { return grid_of(dir, load_sweep(dir)); }
 
-namespace {
-
-// How a run's training ended, from the validations of its metrics.jsonl and the settings it trained
-// under (hsm/lab_stats.h); "unknown" when it has none (a lab shipped without its runs' records).
-RunConvergence run_convergence_of(const std::string& run_dir, const TrainSettings& t) {
+RunConvergence read_run_convergence(const std::string& run_dir, const TrainSettings& t) {
   std::vector<RunValidation> validations;
   try {
     for (const MetricRecord& m : read_metrics(run_dir))
@@ -524,24 +520,77 @@ RunConvergence run_convergence_of(const std::string& run_dir, const TrainSetting
   return run_convergence(validations, t.steps, t.stop_accuracy, t.stop_stall_steps, t.stop_stall_gain);
 }
 
+namespace {
+
+nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+double number_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+}
+
+// A scored point's run of the lab, from its point and its state (or its event).
+LabRun lab_run(const SweepPoint& p, const std::string& dir, double wall_s, const TaskScore& score) {
+  LabRun r;
+  r.task = p.task;
+  r.model = p.model_source;
+  r.run_dir = sweep_run_dir(dir, p);
+  r.lr = p.train.lr;
+  r.weight_decay = p.train.weight_decay;
+  r.seed = static_cast<int64_t>(p.train.seed);
+  r.steps = p.train.steps;
+  r.wall_s = wall_s;
+  r.score = score;
+  return r;
+}
+
 }  // namespace
+
+std::string run_convergence_json(const RunConvergence& c) {
+  return nlohmann::json{{"state", c.state},
+                        {"last_step", c.last_step},
+                        {"last_accuracy", number_or_null(c.last_accuracy)},
+                        {"last_slope", number_or_null(c.last_slope)},
+                        {"evidence", c.evidence}}
+      .dump();
+}
+
+std::optional<LabRun> Lab::run_of_event(const std::string& event_json) const try {
+  const nlohmann::json e = nlohmann::json::parse(event_json, nullptr, false);
+  if (!e.is_object() || e.value("event", "") != "finished" || e.value("state", "") != "done" ||
+      !e.contains("score") || !e["score"].is_object() || !e.contains("point") || !e["point"].is_number_integer())
+    return std::nullopt;
+  const int64_t k = e["point"].get<int64_t>();
+  if (k < 0 || k >= static_cast<int64_t>(sweep_.points.size())) return std::nullopt;
+  const SweepPoint& p = sweep_.points[static_cast<size_t>(k)];
+  if (e.value("name", "") != p.name) return std::nullopt;  // another grid's point K
+  TaskScore score;
+  try {
+    score = parse_task_score_json(e["score"].dump());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  LabRun r = lab_run(p, dir_, number_of(e, "wall_s"), score);
+  if (!std::isfinite(r.wall_s)) r.wall_s = 0;
+  if (e.contains("convergence") && e["convergence"].is_object()) {
+    const nlohmann::json& c = e["convergence"];
+    r.convergence.state = c.value("state", r.convergence.state);
+    r.convergence.last_step = c.value("last_step", int64_t{0});
+    r.convergence.last_accuracy = number_of(c, "last_accuracy");
+    r.convergence.last_slope = number_of(c, "last_slope");
+    r.convergence.evidence = c.value("evidence", "");
+  }
+  return r;
+} catch (const nlohmann::json::exception&) {
+  return std::nullopt;  // a field of another type: no run of ours
+}
 
 std::vector<LabRun> Lab::results(std::vector<std::string>* warnings) const {
   std::vector<LabRun> runs;
   for (const SweepPoint& p : sweep_.points) {
     const PointState s = read_point_state(dir_, p, warnings);
     if (s.state != "done" || !s.scored) continue;
-    LabRun r;
-    r.task = p.task;
-    r.model = p.model_source;
-    r.run_dir = sweep_run_dir(dir_, p);
-    r.lr = p.train.lr;
-    r.weight_decay = p.train.weight_decay;
-    r.seed = static_cast<int64_t>(p.train.seed);
-    r.steps = p.train.steps;
-    r.wall_s = s.wall_s;
-    r.score = s.score;
-    r.convergence = run_convergence_of(r.run_dir, p.train);
+    LabRun r = lab_run(p, dir_, s.wall_s, s.score);
+    r.convergence = read_run_convergence(r.run_dir, p.train);
     runs.push_back(std::move(r));
   }
   return runs;
@@ -587,17 +636,18 @@ void mark_row(std::vector<LabCell*>& row, double chance, size_t learning_rates) 
 
 }  // namespace
 
-std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const {
-  const std::vector<LabRun> runs = results(warnings);
+std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const { return lab_cells(grid_, results(warnings)); }
+
+std::vector<LabCell> lab_cells(const LabGrid& grid, const std::vector<LabRun>& runs) {
   std::vector<LabCell> cells;
-  for (const std::string& task : grid_.tasks)
-    for (const std::string& model : grid_.models) {
+  for (const std::string& task : grid.tasks)
+    for (const std::string& model : grid.models) {
       LabCell c;
       c.task = task;
       c.model = model;
-      c.expected_runs = static_cast<int64_t>(lab_optimiser_settings(grid_)) * grid_.seeds;
-      const std::vector<double> wds = grid_.weight_decays.empty() ? std::vector<double>{0.0} : grid_.weight_decays;
-      for (double lr : grid_.lrs)
+      c.expected_runs = static_cast<int64_t>(lab_optimiser_settings(grid)) * grid.seeds;
+      const std::vector<double> wds = grid.weight_decays.empty() ? std::vector<double>{0.0} : grid.weight_decays;
+      for (double lr : grid.lrs)
         for (double wd : wds) {
           std::vector<double> acc;
           std::vector<std::string> unsettled;
@@ -634,10 +684,10 @@ std::vector<LabCell> Lab::table(std::vector<std::string>* warnings) const {
         }
       cells.push_back(std::move(c));
     }
-  for (size_t t = 0; t < grid_.tasks.size(); ++t) {
+  for (size_t t = 0; t < grid.tasks.size(); ++t) {
     std::vector<LabCell*> row;
-    for (size_t m = 0; m < grid_.models.size(); ++m) row.push_back(&cells[t * grid_.models.size() + m]);
-    mark_row(row, parse_task(grid_.tasks[t])->chance(), lab_optimiser_settings(grid_));
+    for (size_t m = 0; m < grid.models.size(); ++m) row.push_back(&cells[t * grid.models.size() + m]);
+    mark_row(row, parse_task(grid.tasks[t])->chance(), lab_optimiser_settings(grid));
   }
   return cells;
 }

@@ -659,8 +659,7 @@ void refuse_old_lab(const std::string& dir) {
                                 dir);
 }
 
-json score_json(const PointState& s) {
-  const TaskScore& c = s.score;
+json score_json(const TaskScore& c) {
   json j = {{"answer_accuracy", c.answer_accuracy}, {"sequence_accuracy", c.sequence_accuracy}, {"loss", c.loss},
             {"examples", c.examples},               {"answers", c.answers}};
   if (!c.by_difficulty.empty()) {
@@ -821,9 +820,19 @@ void write_point_state(const std::string& dir, const SweepPoint& p, const PointS
   json j = {{"state", s.state}, {"pid", s.pid}};
   if (!s.error.empty()) j["error"] = s.error;
   if (s.wall_s > 0) j["wall_s"] = s.wall_s;
-  if (s.scored) j["score"] = score_json(s);
+  if (s.scored) j["score"] = score_json(s.score);
   // Whole or not at all (a full disk keeps the old state and throws naming the file).
   write_file_atomic((fs::path(dir) / "points" / (p.name + ".json")).string(), j.dump() + "\n");
+}
+
+std::string task_score_json(const TaskScore& score) { return score_json(score).dump(); }
+
+TaskScore parse_task_score_json(const std::string& json_text) {
+  try {
+    return score_of(json::parse(json_text));
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("not a score: ") + e.what());
+  }
 }
 
 Sweep parse_sweep_spec_file(const std::string& path, const std::string& data_override) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +20,7 @@
 
 #include "hsm/errors.h"
 #include "hsm/grid_workers.h"
+#include "hsm/lab.h"
 #include "hsm/run_folder.h"
 #include "hsm/sweep.h"
 #include "hsm/train_until_stopped.h"
@@ -118,12 +120,26 @@ std::string run_sweep_point(const std::string& dir, int64_t index, int threads, 
   if (state.scored) {
     done["answer_accuracy"] = number_or_null(state.score.answer_accuracy);
     done["sequence_accuracy"] = number_or_null(state.score.sequence_accuracy);
+    // What a lab's cell and its distance panel need of the run (the studio keeps them from the
+    // events, hsm::Lab::run_of_event): the score as its state file holds it, by distance too,
+    // and how its training ended, read once here from its validations.
+    done["score"] = nlohmann::json::parse(task_score_json(state.score));
+    done["wall_s"] = state.wall_s;
+    done["convergence"] = nlohmann::json::parse(run_convergence_json(read_run_convergence(spec.run_dir, p.train)));
     if (on_log) {
       char line[256];
       std::snprintf(line, sizeof line, "%s: answer accuracy %.3f, sequence accuracy %.3f (%.1f s)", p.name.c_str(),
                     state.score.answer_accuracy, state.score.sequence_accuracy, state.wall_s);
       on_log(line);
     }
+  }
+  // Workers share the launcher's output: a line over PIPE_BUF could interleave with another's.
+  // A score too long for one (a task of thousands of distances) is left to the point's state file.
+  done["point"] = p.index;
+  done["name"] = p.name;
+  if (done.dump().size() + sizeof(kGridEventPrefix) > PIPE_BUF) {  // the prefix's size counts the newline
+    done.erase("score");
+    done.erase("convergence");
   }
   event(done);
   return state.state;
