@@ -504,6 +504,9 @@ TEST(TraceView, TheStepSliderShowsEachRecordedStepAndTracesTheModelKeptThere) {
   expect_record_shown(s.view, records[3]);
 
   // The formation pane: the series and the two marked steps.
+  QWidget* pane = s.view.findChild<QWidget*>(QStringLiteral("trace_formation_pane"));
+  ASSERT_NE(pane, nullptr);
+  EXPECT_FALSE(pane->isHidden());
   const QVector<PlotSeries>& series = s.view.formationPanel()->series();
   ASSERT_EQ(series.size(), 2);
   EXPECT_EQ(series[0].x, (QVector<double>{10, 20, 30, 40}));
@@ -577,4 +580,13 @@ TEST(TraceView, TheStepSliderShowsEachRecordedStepAndTracesTheModelKeptThere) {
   EXPECT_EQ(s.view.sliderStep(), 40);
   ASSERT_TRUE(s.view.hasTrace(1));
   EXPECT_EQ(s.view.trace(1).exact[0].effect, hsm::read_trace_log(other.toStdString())[3].exact[0].effect);
+
+  // A run that recorded no traces has no formation pane (the maps keep the room).
+  const QString untraced = trained_variant(QStringLiteral("trace_none"), [](hsm::RunSpec& spec) { spec.train.trace_text.clear(); });
+  s.view.setCompareRun(QString());
+  s.runs.setCurrent(s.runs.open(untraced));
+  ASSERT_TRUE(wait_for([&] { return !s.view.isLoadingHistory(); }));
+  EXPECT_TRUE(s.view.history(0).records.empty());
+  EXPECT_TRUE(pane->isHidden());
+  EXPECT_TRUE(s.view.formationPanel()->series().isEmpty());
 }

@@ -214,6 +214,9 @@ void TraceView::buildHistoryControls() {
 
 QWidget* TraceView::buildFormationPane() {
   auto* pane = new QWidget;
+  pane->setObjectName(QStringLiteral("trace_formation_pane"));
+  pane->hide();  // until a run with records is shown
+  formationPane_ = pane;
   auto* layout = new QVBoxLayout(pane);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(formation_);
@@ -996,10 +999,10 @@ void TraceView::drawFormation() {
   place(formedMark_, f.formed_step, shown);
   place(accuracyMark_, f.accuracy_step, shown);
   markSliderStep();
+  // A run that recorded no traces has no pane (the step line says so): the maps keep the room.
+  formationPane_->setVisible(shown);
   if (!shown) {
-    formationSummary_->setText(currentRunDir().isEmpty() || history(0).run != currentRunDir()
-                                   ? QString()
-                                   : tr("No traces recorded while %1 trained.").arg(runName(currentRunDir()).toHtmlEscaped()));
+    formationSummary_->clear();
     return;
   }
   QString text = tr("<b>%1</b>: %2.").arg(runName(currentRunDir()).toHtmlEscaped(),

@@ -180,6 +180,7 @@ class TraceView : public StudioView {
   std::array<Column, kColumns> columns_;
   QSlider* stepSlider_;
   QLabel* stepLabel_;
+  QWidget* formationPane_ = nullptr;  // the formation plot and its summary
   PlotPanel* formation_;
   QLabel* formationSummary_;
   QCPItemStraightLine* formedMark_;
