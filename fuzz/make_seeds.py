@@ -151,6 +151,37 @@ def diagnostics_log_seeds():
           lines[1].replace('"linear"', '"softmax"').encode() + b"\n" + lines[2].encode() + b"\n")
 
 
+def traces_seeds():
+    # As metrics_seeds: byte 0 picks the slice, 0x01 cuts pieces, 0x02 starts a rewrite. Records of
+    # a 2-layer model on a 3-token prompt (hsm/formation.h's line format), one without an effect.
+    def record(step, share, no_effect=False):
+        row = [0.0, 0.5, 1.0]
+        exact = {} if no_effect else {"residual": [row, row], "mixer": [[0.0, 0.25, None], row],
+                                      "ffn": [[0.0, 0.0, 0.0], row]}
+        routes = [] if no_effect else [{"layer": 1, "from": 0, "to": 2, "weight": share, "kind": "mixer"},
+                                       {"layer": 0, "from": 2, "to": 2, "weight": 1.0 - share, "kind": "residual"}]
+        return json.dumps({"step": step, "val_loss": 3.5 - step / 100, "accuracy": step / 400,
+                           "example": "test example 0 of mqar:vocab=32", "clean": ["k", "v", "q"],
+                           "corrupt": ["x", "v", "q"], "clean_ids": [4, 5, 6], "corrupt_ids": [7, 5, 6],
+                           "corrupted_positions": [0], "layers": 2, "positions": 3, "answer_position": 2,
+                           "answer_token": 5, "answer": "v", "clean_logprob": -0.2, "corrupt_logprob": -3.1,
+                           "no_effect": no_effect, "exact": exact, "route_threshold": 0.02, "routes": routes,
+                           "route_share": share, "mixer_effect": [0.25, 1.0], "seconds": 0.01})
+    lines = [record(100, 0.01, True), record(200, 0.05), record(300, 0.4)]
+    text = "\n".join(lines) + "\n"
+    write("traces", "whole", b"\x04" + text.encode())
+    # Strings holding quotes, brackets, a backslash and the names the light reader looks for.
+    escaped = json.loads(lines[1])
+    escaped["example"] = 'k"7" } ] "step": 9 \\ caf\u00e9'
+    escaped["clean"] = ['"', "]", "{"]
+    write("traces", "escaped-strings", b"\x04" + json.dumps(escaped).encode() + b"\n")
+    write("traces", "appended-mid-line", b"\x02" + text[:400].encode() + b"\x01" + text[400:].encode())
+    write("traces", "rewritten-by-resume", b"\x03" + text.encode() + b"\x01\x02" + lines[0].encode() + b"\n")
+    write("traces", "damaged-lines", b"\x01" + lines[0].encode() + b'\n{"step": 3, "route_share": 0.5}\nnot json\n' +
+          lines[1].replace('"mixer_effect": [0.25, 1.0]', '"mixer_effect": [0.25]').encode() + b"\n" +
+          lines[2].encode() + b"\n")
+
+
 def tokenizer_seeds(hsm):
     with tempfile.TemporaryDirectory() as tmp:
         text = os.path.join(tmp, "stories.txt")
@@ -177,6 +208,7 @@ def main():
     corpus_seeds()
     metrics_seeds()
     diagnostics_log_seeds()
+    traces_seeds()
     if args.hsm:
         tokenizer_seeds(args.hsm)
 

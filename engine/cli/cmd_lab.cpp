@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "number_options.h"
 #include "hsm/files.h"
+#include "hsm/formation.h"
 #include "hsm/lab_report.h"
 #include "hsm/version.h"
 #include "output_file.h"
@@ -41,6 +42,94 @@ std::string unfinished_cells(const std::vector<LabCell>& cells) {
                std::to_string(c.expected_runs) + " runs)";
   if (count > 5) names += " and " + std::to_string(count - 5) + " more";
   return std::to_string(count) + " of " + std::to_string(cells.size()) + " cells unfinished: " + names;
+}
+
+// When each run of a cell at its best setting formed its route from the key (issue 67, the rule of
+// hsm/formation.h, read with its light reader): one per seed, in seed order.
+struct SeedFormation {
+  int64_t seed = 0;
+  std::string run;       // the run's folder name under runs/
+  bool traced = false;   // it recorded traces (traces.jsonl with a record)
+  Formation formation;
+  std::string problem;   // the log could not be read
+};
+using CellFormations = std::vector<std::vector<SeedFormation>>;  // by cell, as the table's
+
+CellFormations cell_formations(const std::vector<LabCell>& cells, const std::vector<LabRun>& runs) {
+  CellFormations out(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const LabCell& c = cells[i];
+    if (c.n == 0) continue;
+    for (const LabRun& r : runs) {
+      if (r.task != c.task || r.model != c.model || r.lr != c.best_lr || r.weight_decay != c.best_weight_decay) continue;
+      SeedFormation s;
+      s.seed = r.seed;
+      s.run = std::filesystem::path(r.run_dir).filename().string();
+      try {
+        s.formation = run_formation(r.run_dir);
+        s.traced = !s.formation.points.empty();
+      } catch (const std::exception& e) {
+        s.problem = e.what();
+      }
+      out[i].push_back(std::move(s));
+    }
+    std::stable_sort(out[i].begin(), out[i].end(),
+                     [](const SeedFormation& a, const SeedFormation& b) { return a.seed < b.seed; });
+  }
+  return out;
+}
+
+// A seed's step in the table and table.csv: the step, "none" (traced, no route formed / no
+// accuracy jump), "-" (no traces recorded).
+std::string formed_text(const SeedFormation& s, bool accuracy) {
+  if (!s.traced) return "-";
+  const int64_t step = accuracy ? s.formation.accuracy_step : s.formation.formed_step;
+  return step >= 0 ? std::to_string(step) : "none";
+}
+
+std::string seeds_text(const std::vector<SeedFormation>& seeds, bool accuracy) {
+  std::string out;
+  for (const SeedFormation& s : seeds) out += (out.empty() ? "" : " ") + formed_text(s, accuracy);
+  return out;
+}
+
+// Lab::table_csv's table with two columns appended last: formed_steps and accuracy_steps, per seed
+// at the best setting in seed order, space-separated as seed_accuracies ("-": no traces, "none":
+// none). A record ends at a newline outside quotes.
+std::string csv_with_formation(const std::string& csv, const CellFormations& formations) {
+  std::string out;
+  size_t record = 0;
+  bool quoted = false;
+  for (char ch : csv) {
+    if (ch == '"') quoted = !quoted;
+    if (ch == '\n' && !quoted) {
+      if (record == 0)
+        out += ",formed_steps,accuracy_steps";
+      else if (record - 1 < formations.size())
+        out += "," + seeds_text(formations[record - 1], false) + "," + seeds_text(formations[record - 1], true);
+      ++record;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+nlohmann::json formation_json(const std::vector<SeedFormation>& seeds) {
+  nlohmann::json out = nlohmann::json::array();
+  auto step = [](int64_t s) { return s >= 0 ? nlohmann::json(s) : nlohmann::json(nullptr); };
+  for (const SeedFormation& s : seeds) {
+    nlohmann::json j = {{"seed", s.seed}, {"run", s.run}, {"traced", s.traced}};
+    if (s.traced)
+      j.update({{"formed_step", step(s.formation.formed_step)},
+                {"accuracy_step", step(s.formation.accuracy_step)},
+                {"max_share", s.formation.max_share},
+                {"share_threshold", s.formation.rule.share_threshold},
+                {"records", s.formation.points.size()},
+                {"summary", s.formation.summary()}});
+    if (!s.problem.empty()) j["problem"] = s.problem;
+    out.push_back(j);
+  }
+  return out;
 }
 
 nlohmann::json cell_json(const LabCell& c) {
@@ -70,10 +159,12 @@ nlohmann::json cell_json(const LabCell& c) {
   return r;
 }
 
-void print_table(const std::vector<LabCell>& cells, size_t settings, bool weight_decays) {
-  std::printf("%-48s %-18s %8s%s %-22s %6s  %s\n", "task", "model", "best lr", weight_decays ? "  best wd" : "",
-              "answer (mean ± sd, n)", "chance", "marks");
-  for (const LabCell& c : cells) {
+void print_table(const std::vector<LabCell>& cells, const CellFormations& formations, size_t settings,
+                 bool weight_decays) {
+  std::printf("%-48s %-18s %8s%s %-22s %6s  %-16s %s\n", "task", "model", "best lr", weight_decays ? "  best wd" : "",
+              "answer (mean ± sd, n)", "chance", "route formed at", "marks");
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const LabCell& c = cells[i];
     if (c.n == 0) {  // never "best lr 0, answer nan"
       std::printf("%-48s %-18s %8s\n", c.task.c_str(), c.model.c_str(), "unfinished");
       continue;
@@ -92,14 +183,18 @@ void print_table(const std::vector<LabCell>& cells, size_t settings, bool weight
                std::to_string(c.expected_runs) + " runs)";
     char wd[32] = "";
     if (weight_decays) std::snprintf(wd, sizeof wd, " %8g", c.best_weight_decay);
-    std::printf("%-48s %-18s %8g%s %-23s %6.3g  %s\n", c.task.c_str(), c.model.c_str(), c.best_lr, wd, answer,
-                c.chance, marks.c_str());
+    std::printf("%-48s %-18s %8g%s %-23s %6.3g  %-16s %s\n", c.task.c_str(), c.model.c_str(), c.best_lr, wd, answer,
+                c.chance, seeds_text(formations[i], false).c_str(), marks.c_str());
   }
   std::printf("best: the row's highest mean; tied with best: one-sided Welch's t-test over seeds (two-proportion "
               "z-test on the pooled answers when a cell has one seed), p >= %g; at chance: one-sided exact binomial "
               "test of the pooled answers against the task's chance rate, p >= %g / %zu %s\n",
               kTieAlpha, kChanceAlpha, settings,
               weight_decays ? "learning rate x weight decay settings" : "learning rate(s)");
+  std::printf("route formed at: per seed at the best setting, the step from which the share of the answer's "
+              "information flow starting at the corrupted key stayed >= %.2f in the traces recorded while it trained "
+              "(hsm trace RUN --over-training); none: no route formed; -: no traces recorded\n",
+              FormationRule{}.share_threshold);
   // Not converged: the evidence, one run a line, so that nobody reads such a cell as a capability.
   bool heading = false;
   for (const LabCell& c : cells)
@@ -334,7 +429,8 @@ Command add_lab_command(CLI::App& app) {
             std::vector<std::string> warnings;
             const std::vector<LabCell> cells = lab.table(&warnings);
             for (const std::string& w : warnings) std::cerr << "hsm: warning: " << w << "\n";
-            const std::string csv = Lab::table_csv(cells);
+            const CellFormations formations = cell_formations(cells, lab.results());
+            const std::string csv = csv_with_formation(Lab::table_csv(cells), formations);
             if (!a->table_only) {
               // The exit status says whether every cell finished (issue 46): a stop, a failed or
               // stopped worker, leaves cells unfinished and the launcher names them.
@@ -352,10 +448,14 @@ Command add_lab_command(CLI::App& app) {
               std::cout << csv;
             } else if (a->json) {
               nlohmann::json rows = nlohmann::json::array();
-              for (const LabCell& c : cells) rows.push_back(cell_json(c));
+              for (size_t i = 0; i < cells.size(); ++i) {
+                nlohmann::json row = cell_json(cells[i]);
+                if (cells[i].n > 0) row["formation"] = formation_json(formations[i]);
+                rows.push_back(row);
+              }
               std::cout << nlohmann::json{{"lab", a->out}, {"cells", rows}}.dump(2) << "\n";
             } else {
-              print_table(cells, lab_optimiser_settings(lab.grid()), !lab.grid().weight_decays.empty());
+              print_table(cells, formations, lab_optimiser_settings(lab.grid()), !lab.grid().weight_decays.empty());
             }
             return 0;
           }};

@@ -228,18 +228,19 @@ Command add_trace_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON: each site's map as [layer][position] (null where a layer has no such site)");
   return {cmd, [a]() {
             if (a->over_training) {  // reads the run's log only: no model is loaded
-              const std::vector<TraceRecord> records = read_trace_log(a->run);
-              if (records.empty())
+              std::string example;
+              const std::vector<FormationPoint> points = read_formation_points(a->run, &example);
+              if (points.empty())
                 throw std::invalid_argument(a->run + " has no traces recorded while it trained (" +
                                             RunFolder(a->run).traces +
                                             "): train it with --trace-example N (a task run) or --trace-text/--trace-corrupt");
               FormationRule rule;
               rule.share_threshold = a->share_threshold;
-              const Formation f = formation(records, rule);
+              const Formation f = formation(points, rule);
               if (a->json)
                 std::cout << formation_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
               else
-                print_formation(f, records.back().example);
+                print_formation(f, example);
               return 0;
             }
             if (a->example < 0 && a->prompt.empty())

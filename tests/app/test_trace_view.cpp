@@ -11,9 +11,12 @@
 #include <QFileInfo>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSlider>
 #include <QTemporaryDir>
+#include <QKeyEvent>
 #include <atomic>
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include "gui/engine/engine_host.h"
@@ -21,7 +24,9 @@
 #include "gui/views/trace_view.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/task_example_bar.h"
+#include "hsm/formation.h"
 #include "hsm/model.h"
+#include "hsm/run_folder.h"
 #include "hsm/trace.h"
 #include "hsm/trainer.h"
 #include "studio_test_util.h"
@@ -385,4 +390,203 @@ TEST(TraceView, BadInputIsRefusedInWords) {
   QTemporaryDir out;
   s.view.exportAll(out.path(), &error);
   EXPECT_FALSE(error.isEmpty()) << "nothing to export";
+}
+
+// ---- over training (issue 67) -----------------------------------------------------------------
+
+namespace {
+
+// A run that recorded a trace at each validation (steps 10, 20, 30, 40) of a digit pair (one
+// byte token each, so the pair has the same token count; the answer after the digit, which so
+// moves at every step) and kept its model of step 20.
+QString history_run(uint64_t seed = 1337) {
+  return trained_variant(QStringLiteral("trace_history%1").arg(seed), [seed](hsm::RunSpec& spec) {
+    spec.train.steps = 40;
+    spec.train.seed = seed;
+    spec.train.checkpoint_every = 40;
+    spec.train.snapshot_every = 20;
+    spec.train.trace_text = "Once upon a time, Lily saw 3";
+    spec.train.trace_corrupt = "Once upon a time, Lily saw 4";
+  });
+}
+
+// The run's records with their route share and accuracy replaced (the maps kept), written back:
+// a series whose formed step and accuracy step are known.
+std::vector<hsm::TraceRecord> rewrite_series(const QString& run, const std::vector<double>& shares,
+                                             const std::vector<double>& accuracy) {
+  std::vector<hsm::TraceRecord> records = hsm::read_trace_log(run.toStdString());
+  std::ofstream out(hsm::RunFolder(run.toStdString()).traces, std::ios::trunc);
+  for (size_t i = 0; i < records.size() && i < shares.size(); ++i) {
+    records[i].route_share = shares[i];
+    records[i].accuracy = accuracy[i];
+    out << hsm::trace_record_to_json_line(records[i]) << "\n";
+  }
+  return records;
+}
+
+// The column shows the record's exact maps and its routes pruned at the view's threshold, and no
+// attribution.
+void expect_record_shown(const TraceView& view, const hsm::TraceRecord& r) {
+  ASSERT_TRUE(view.hasTrace(0));
+  ASSERT_EQ(r.exact.size(), 3u);
+  const int L = static_cast<int>(r.layers), T = static_cast<int>(r.positions);
+  for (int s = 0; s < TraceView::kSites; ++s) {
+    HeatmapPanel* exact = view.exactPanel(0, s);
+    ASSERT_EQ(exact->rows(), L);
+    ASSERT_EQ(exact->cols(), T);
+    EXPECT_EQ(view.attributionPanel(0, s)->rows(), 0);
+    EXPECT_TRUE(view.attributionPanel(0, s)->isHidden()) << "a record has no attribution: the exact map is wide";
+    const hsm::TraceMap* m = hsm::trace_map(r.exact, hsm::trace_sites()[static_cast<size_t>(s)]);
+    ASSERT_NE(m, nullptr);
+    for (int l = 0; l < L; ++l)
+      for (int p = 0; p < T; ++p)
+        if (std::isfinite(m->at(l, p, T))) {
+          EXPECT_NEAR(exact->value(l, p), m->at(l, p, T), 1e-9) << s << " " << l << " " << p;
+        }
+  }
+  hsm::Routes routes;
+  routes.layers = r.layers;
+  routes.positions = r.positions;
+  routes.answer_position = r.answer_position;
+  routes.edges = r.routes;
+  const std::vector<hsm::RouteEdge> kept = hsm::prune_routes(routes, view.routeThreshold());
+  ASSERT_EQ(view.shownRoutes(0).size(), kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(view.shownRoutes(0)[i].from, kept[i].from);
+    EXPECT_EQ(view.shownRoutes(0)[i].layer, kept[i].layer);
+    EXPECT_EQ(view.shownRoutes(0)[i].weight, kept[i].weight);
+  }
+}
+
+// A key pressed on the widget, as a user presses it (the slider's keys move it).
+void press(QWidget* w, Qt::Key key) {
+  QKeyEvent down(QEvent::KeyPress, key, Qt::NoModifier), up(QEvent::KeyRelease, key, Qt::NoModifier);
+  QCoreApplication::sendEvent(w, &down);
+  QCoreApplication::sendEvent(w, &up);
+}
+
+// The largest difference between two runs' exact maps of one site (at cells both have).
+double largest_difference(const hsm::Trace& a, const hsm::Trace& b) {
+  double most = 0;
+  for (size_t s = 0; s < a.exact.size() && s < b.exact.size(); ++s)
+    for (size_t i = 0; i < a.exact[s].effect.size() && i < b.exact[s].effect.size(); ++i)
+      if (std::isfinite(a.exact[s].effect[i]) && std::isfinite(b.exact[s].effect[i]))
+        most = std::max(most, std::abs(a.exact[s].effect[i] - b.exact[s].effect[i]));
+  return most;
+}
+
+}  // namespace
+
+// The slider moves over the steps the run recorded (and kept): each recorded step shows that
+// record's maps and routes, read off the GUI thread; the formation pane draws the route share and
+// the accuracy with the formed step and the accuracy step marked; at a kept step, Trace traces the
+// model as it was then; the run beside is drawn dashed on the same axis.
+TEST(TraceView, TheStepSliderShowsEachRecordedStepAndTracesTheModelKeptThere) {
+  const QString run = history_run(), other = history_run(2);
+  // Formed at 30 (0.3 and 0.4 stay above 0.1); accuracy from 0.1 to 0.9 crosses 0.5 at 20.
+  const std::vector<hsm::TraceRecord> records = rewrite_series(run, {0.01, 0.05, 0.3, 0.4}, {0.1, 0.6, 0.7, 0.9});
+  rewrite_series(other, {0.02, 0.2, 0.02, 0.03}, {0.2, 0.2, 0.3, 0.3});
+  ASSERT_EQ(records.size(), 4u) << "the pair recorded at every validation";
+  ASSERT_EQ(records[1].step, 20);
+  ASSERT_FALSE(records[1].no_effect);
+  ASSERT_FALSE(records[3].no_effect);
+  Studio s;
+  s.runs.open(other);
+  s.runs.setCurrent(s.runs.open(run));
+  auto* slider = s.view.findChild<QSlider*>(QStringLiteral("trace_step_slider"));
+  ASSERT_NE(slider, nullptr);
+  ASSERT_TRUE(wait_for([&] { return slider->isEnabled() && !s.view.isLoadingHistory(); }));
+  EXPECT_EQ(s.view.history(0).steps, (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(s.view.history(0).kept, (std::vector<int64_t>{20, 40}));
+  ASSERT_EQ(slider->maximum(), 3);
+  // Opened at the newest step, whose record is shown at once (nothing was traced yet).
+  EXPECT_EQ(s.view.sliderStep(), 40);
+  expect_record_shown(s.view, records[3]);
+
+  // The formation pane: the series and the two marked steps.
+  QWidget* pane = s.view.findChild<QWidget*>(QStringLiteral("trace_formation_pane"));
+  ASSERT_NE(pane, nullptr);
+  EXPECT_FALSE(pane->isHidden());
+  const QVector<PlotSeries>& series = s.view.formationPanel()->series();
+  ASSERT_EQ(series.size(), 2);
+  EXPECT_EQ(series[0].x, (QVector<double>{10, 20, 30, 40}));
+  EXPECT_EQ(series[0].y, (QVector<double>{0.01, 0.05, 0.3, 0.4}));
+  EXPECT_EQ(series[1].y, (QVector<double>{0.1, 0.6, 0.7, 0.9}));
+  EXPECT_EQ(s.view.markedStep(QStringLiteral("formed")), 30.0);
+  EXPECT_EQ(s.view.markedStep(QStringLiteral("accuracy")), 20.0);
+  EXPECT_EQ(s.view.markedStep(QStringLiteral("slider")), 40.0);
+  EXPECT_TRUE(s.view.formationSummary().contains(QStringLiteral("formed at step 30")))
+      << s.view.formationSummary().toStdString();
+
+  // The real slider, by its keys: Home is step 10, its record shown and marked.
+  slider->setFocus();
+  press(slider, Qt::Key_Home);
+  EXPECT_EQ(s.view.sliderStep(), 10);
+  if (records[0].no_effect)  // at step 10 the digit did not move the answer yet: no maps recorded
+    EXPECT_EQ(s.view.exactPanel(0, 0)->rows(), 0);
+  else
+    expect_record_shown(s.view, records[0]);
+  EXPECT_EQ(s.view.markedStep(QStringLiteral("slider")), 10.0);
+  EXPECT_TRUE(s.view.summary(0).contains(QStringLiteral("at step 10, recorded while it trained")))
+      << s.view.summary(0).toStdString();
+  EXPECT_TRUE(s.view.stepText().contains(QStringLiteral("step 10 (recorded)"))) << s.view.stepText().toStdString();
+  press(slider, Qt::Key_Right);
+  EXPECT_EQ(s.view.sliderStep(), 20);
+  expect_record_shown(s.view, records[1]);
+  EXPECT_GT(largest_difference(s.view.trace(0), [&] {
+              hsm::Trace t;
+              t.exact = records[3].exact;
+              return t;
+            }()),
+            1e-6)
+      << "steps 20 and 40 show different maps";
+
+  // Trace at step 20: the model kept at step 20 (its snapshot), not the newest, at the
+  // corrupted digit (the replaced token moves its own prediction by nats).
+  const std::string clean = "Once upon a time, Lily saw 3", corrupt = "Once upon a time, Lily saw 4";
+  int digit = -1;
+  for (size_t p = 0; p < records[1].clean.size(); ++p)
+    if (records[1].clean[p] != records[1].corrupt[p] && digit < 0) digit = static_cast<int>(p);
+  ASSERT_GE(digit, 0);
+  s.view.setPrompts(QString::fromStdString(clean), QString::fromStdString(corrupt));
+  s.view.setAnswer(digit);
+  auto engine_at = [&](int64_t step) {
+    const hsm::Tracer tracer(hsm::Model::load(run.toStdString(), "cpu", step));
+    hsm::TraceRequest r = tracer.text_request(clean, corrupt);
+    r.answer_position = digit;
+    return tracer.trace(r);
+  };
+  ASSERT_TRUE(trace_and_wait(s)) << s.view.lastError().toStdString();
+  const hsm::Trace at20 = engine_at(20), newest = engine_at(-1);
+  expect_maps_equal(s.view, 0, at20);
+  EXPECT_FALSE(s.view.attributionPanel(0, 0)->isHidden()) << "a live trace shows its attribution again";
+  EXPECT_GT(largest_difference(at20, newest), 1e-4) << "a trace of the newest model would differ";
+  EXPECT_TRUE(s.view.summary(0).contains(QStringLiteral("at step 20"))) << s.view.summary(0).toStdString();
+
+  // Step 10 keeps no model: Trace traces the newest checkpoint, as without a slider.
+  press(slider, Qt::Key_Home);
+  ASSERT_TRUE(trace_and_wait(s)) << s.view.lastError().toStdString();
+  expect_maps_equal(s.view, 0, newest);
+  EXPECT_FALSE(s.view.summary(0).contains(QStringLiteral("at step"))) << s.view.summary(0).toStdString();
+
+  // The run beside on the same axis, dashed, with its own summary (its share fell back: none formed).
+  s.view.setCompareRun(other);
+  ASSERT_TRUE(wait_for([&] { return s.view.formationPanel()->series().size() == 4; }));
+  EXPECT_EQ(s.view.formationPanel()->series()[2].style, PlotSeries::Style::kDashedLine);
+  EXPECT_EQ(s.view.formationPanel()->series()[2].y, (QVector<double>{0.02, 0.2, 0.02, 0.03}));
+  EXPECT_TRUE(s.view.formationSummary().contains(QStringLiteral("no route"))) << s.view.formationSummary().toStdString();
+  // Moving the slider shows both runs' records of that step.
+  press(slider, Qt::Key_End);
+  EXPECT_EQ(s.view.sliderStep(), 40);
+  ASSERT_TRUE(s.view.hasTrace(1));
+  EXPECT_EQ(s.view.trace(1).exact[0].effect, hsm::read_trace_log(other.toStdString())[3].exact[0].effect);
+
+  // A run that recorded no traces has no formation pane (the maps keep the room).
+  const QString untraced = trained_variant(QStringLiteral("trace_none"), [](hsm::RunSpec& spec) { spec.train.trace_text.clear(); });
+  s.view.setCompareRun(QString());
+  s.runs.setCurrent(s.runs.open(untraced));
+  ASSERT_TRUE(wait_for([&] { return !s.view.isLoadingHistory(); }));
+  EXPECT_TRUE(s.view.history(0).records.empty());
+  EXPECT_TRUE(pane->isHidden());
+  EXPECT_TRUE(s.view.formationPanel()->series().isEmpty());
 }

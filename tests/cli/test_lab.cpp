@@ -1126,7 +1126,8 @@ TEST(LabCli, AWeightDecayAxisReachesEveryRunAndTheTableTakesTheBestOverLrAndWd) 
   EXPECT_EQ(cell["mean"].get<double>(), 0.75) << cell;
   EXPECT_EQ(cell["runs"], 4);
   EXPECT_EQ(cell["expected_runs"], 4);
-  EXPECT_NE(read_file(lab + "/table.csv").find(",best_weight_decay,not_converged,not_converged_evidence\n"),
+  EXPECT_NE(read_file(lab + "/table.csv")
+                .find(",best_weight_decay,not_converged,not_converged_evidence,formed_steps,accuracy_steps\n"),
             std::string::npos);
   ASSERT_EQ(shell(hsm("lab report " + lab)).exit_code, 0);
   const std::string md = read_file(lab + "/report.md");
@@ -1483,8 +1484,30 @@ TEST(LabCli, ACellWhoseRunsStalledOrStillRoseIsMarkedNotConvergedWithItsEvidence
   EXPECT_FALSE(cells[1]["at_chance"].get<bool>()) << cells[1];
   EXPECT_FALSE(cells[1]["tied_with_best"].get<bool>()) << cells[1];
 
+  // When each seed's route formed (issue 67), per cell at its best setting, in seed order: both
+  // attention seeds at 700 (their accuracy crossed half its gain, 0.5475, at 600); hsm_ab's seed 1
+  // traced and formed none, its seed 2 recorded no traces.
+  ASSERT_EQ(cells[0]["formation"].size(), 2u) << cells[0];
+  for (const auto& seed : cells[0]["formation"]) {
+    EXPECT_EQ(seed["formed_step"], 700) << seed;
+    EXPECT_EQ(seed["accuracy_step"], 600) << seed;
+    EXPECT_EQ(seed["records"], 9) << seed;
+  }
+  ASSERT_EQ(cells[1]["formation"].size(), 2u) << cells[1];
+  EXPECT_EQ(cells[1]["formation"][0]["seed"], 1) << cells[1];
+  EXPECT_TRUE(cells[1]["formation"][0]["traced"].get<bool>()) << cells[1];
+  EXPECT_TRUE(cells[1]["formation"][0]["formed_step"].is_null()) << cells[1];
+  EXPECT_FALSE(cells[1]["formation"][1]["traced"].get<bool>()) << cells[1];
+  const std::string csv = shell(hsm("lab --out " + lab + " --table --csv")).out;
+  const std::string header = csv.substr(0, csv.find('\n'));
+  EXPECT_EQ(header.substr(header.size() - 28), ",formed_steps,accuracy_steps") << header;
+  EXPECT_NE(csv.find(",700 700,600 600\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",none -,none -\n"), std::string::npos) << csv;
+
   const Result text = shell(hsm("lab --out " + lab + " --table"));
   EXPECT_NE(text.out.find("not converged"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("700 700"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("route formed at: per seed"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("seed 1: stopped by the stall rule at step 800"), std::string::npos) << text.out;
 
   ASSERT_EQ(shell(hsm("lab report " + lab)).exit_code, 0);
@@ -1504,6 +1527,12 @@ TEST(LabCli, ACellWhoseRunsStalledOrStillRoseIsMarkedNotConvergedWithItsEvidence
   EXPECT_EQ(formed, 2u) << md;
   EXPECT_NE(md.find("no route from the corrupted position formed in 800 steps (largest share 0.010"), std::string::npos) << md;
   EXPECT_NE(md.find(" at step 2000 | – |"), std::string::npos) << md;
+  // The formation figure: the traced runs' route share over steps, the formed steps marked.
+  EXPECT_NE(md.find("report-formation.svg"), std::string::npos) << md;
+  const std::string formation_svg = read_file(lab + "/report-formation.svg");
+  EXPECT_NE(formation_svg.find("attn_d32 formed at 700 (seeds 1, 2)"), std::string::npos) << formation_svg;
+  EXPECT_EQ(formation_svg.find("hsm_ab_d32 formed"), std::string::npos) << formation_svg;
+  EXPECT_NE(formation_svg.find("hsm_ab_d32"), std::string::npos) << "its traced seed drawn";
   // The settings as settings (issue 69), not the grid spec's JSON: each by its label and flag.
   EXPECT_NE(md.find("| Steps | `--steps` | 2000 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| Stop a stalled run after | `--stop-stall-steps` | 500 |"), std::string::npos) << md;

@@ -89,13 +89,19 @@ TEST(TracesWhileTraining, ATaskRunsRecordIsHsmTraceOnThatStepsModel) {
     }
 }
 
-TEST(TracesWhileTraining, ACorpusRunTracesItsPromptPair) {
-  const std::string dir = temp_dir("traces_text");
-  RunSpec spec = tiny_run(dir, make_corpus(dir), 20);
+// A corpus run of `steps` that traces a digit pair: digits the corpus lacks are one byte token
+// each, so the pair has the same token count.
+RunSpec digit_pair_run(const std::string& dir, int64_t steps) {
+  RunSpec spec = tiny_run(dir, make_corpus(dir), steps);
   spec.model = tiny_model("attn", 2);
-  // Digits the corpus lacks: one byte token each, so the pair has the same token count.
   spec.train.trace_text = "Once upon a time, Lily saw 3 red balls. Lily";
   spec.train.trace_corrupt = "Once upon a time, Lily saw 4 red balls. Lily";
+  return spec;
+}
+
+TEST(TracesWhileTraining, ACorpusRunTracesItsPromptPair) {
+  const std::string dir = temp_dir("traces_text");
+  RunSpec spec = digit_pair_run(dir, 20);
   Trainer(spec).run();
   const std::vector<TraceRecord> records = read_trace_log(spec.run_dir);
   ASSERT_EQ(steps_of(records), (std::vector<int64_t>{10, 20}));
@@ -324,3 +330,93 @@ TEST(Formation, ARecordLineRoundTripsAndADamagedOneIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// What formation(records) takes of a record: the point the light reader must give.
+void expect_point_of(const FormationPoint& p, const TraceRecord& r) {
+  EXPECT_EQ(p.step, r.step);
+  EXPECT_TRUE(p.accuracy == r.accuracy || (std::isnan(p.accuracy) && std::isnan(r.accuracy)));
+  EXPECT_TRUE(p.val_loss == r.val_loss || (std::isnan(p.val_loss) && std::isnan(r.val_loss)));
+  EXPECT_EQ(p.route_share, r.route_share);
+  ASSERT_EQ(p.mixer_effect.size(), r.mixer_effect.size());
+  for (size_t l = 0; l < p.mixer_effect.size(); ++l)
+    EXPECT_TRUE(p.mixer_effect[l] == r.mixer_effect[l] || (std::isnan(p.mixer_effect[l]) && std::isnan(r.mixer_effect[l])));
+}
+
+}  // namespace
+
+TEST(Formation, TheLightReaderGivesTheFullRecordsPointsAndRefusesWhatItRefuses) {
+  // A real run's log: each line's point is its record's, and run_formation (the light reader)
+  // equals formation() of the whole records.
+  const std::string dir = temp_dir("light_reader");
+  const RunSpec spec = digit_pair_run(dir, 30);
+  Trainer(spec).run();
+  const std::vector<TraceRecord> records = read_trace_log(spec.run_dir);
+  std::string example;
+  const std::vector<FormationPoint> points = read_formation_points(spec.run_dir, &example);
+  ASSERT_EQ(points.size(), records.size());
+  ASSERT_GE(points.size(), 3u);
+  for (size_t i = 0; i < points.size(); ++i) expect_point_of(points[i], records[i]);
+  EXPECT_EQ(example, records.back().example);
+  const Formation whole = formation(records, {0.01, 0.5}), light = run_formation(spec.run_dir, {0.01, 0.5});
+  EXPECT_EQ(light.summary(), whole.summary());
+  EXPECT_EQ(light.layers, 2);
+  EXPECT_EQ(light.points.size(), whole.points.size());
+
+  // Members in another order, spaces, and strings and nested objects holding brackets, quotes and
+  // the names read: only the top level's members count.
+  TraceRecord r = series({0.25}, {0.5})[0];
+  r.example = "a } ] \"step\": 9 { [ \\ \"";
+  r.val_loss = 1.5;
+  nlohmann::json j = nlohmann::json::parse(trace_record_to_json_line(r));
+  j["exact"] = {{"residual", nlohmann::json::array()}};
+  j["nested"] = {{"step", 99}, {"route_share", 0.9}, {"list", {{"accuracy", 1}, "]}"}}};
+  std::string line = " " + j.dump(2) + " ";
+  std::string got_example;
+  const FormationPoint p = parse_formation_point(line, "x", &got_example);
+  EXPECT_EQ(p.step, 100);
+  EXPECT_EQ(p.route_share, 0.25);
+  EXPECT_EQ(p.accuracy, 0.5);
+  EXPECT_EQ(p.val_loss, 1.5);
+  EXPECT_EQ(got_example, r.example);
+  EXPECT_EQ(parse_formation_point(trace_record_to_json_line(r), "x").mixer_effect, std::vector<double>{0.25});
+
+  // Refused, naming where: what parse_trace_record refuses in the members read, and JSON that is
+  // not well-formed anywhere in the line.
+  const std::string good = trace_record_to_json_line(r);
+  auto refused = [](const std::string& bad) {
+    try {
+      parse_formation_point(bad, "traces.jsonl line 7");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what()).rfind("traces.jsonl line 7: ", 0) == 0;
+    }
+    return false;
+  };
+  EXPECT_FALSE(refused(good));
+  for (const char* key : {"step", "route_share", "accuracy", "val_loss", "mixer_effect", "layers", "example"}) {
+    nlohmann::json missing = nlohmann::json::parse(good);
+    missing.erase(key);
+    EXPECT_TRUE(refused(missing.dump())) << key;
+  }
+  nlohmann::json negative = nlohmann::json::parse(good);
+  negative["step"] = -3;
+  EXPECT_TRUE(refused(negative.dump()));
+  nlohmann::json text_share = nlohmann::json::parse(good);
+  text_share["route_share"] = "high";
+  EXPECT_TRUE(refused(text_share.dump()));
+  nlohmann::json short_effects = nlohmann::json::parse(good);
+  short_effects["layers"] = 2;
+  EXPECT_TRUE(refused(short_effects.dump()));
+  EXPECT_TRUE(refused(good.substr(0, good.size() - 1)));  // cut
+  EXPECT_TRUE(refused(good + "x"));                        // text after it
+  EXPECT_TRUE(refused("[" + good + "]"));
+  EXPECT_TRUE(refused(""));
+  std::string unmatched = good;
+  unmatched.replace(unmatched.find("\"routes\":[]"), 11, "\"routes\":[}");
+  EXPECT_TRUE(refused(unmatched));
+  std::string stray_quote = good;
+  stray_quote.replace(stray_quote.find("\"example\":\""), 11, "\"example\":\"\"\"");
+  EXPECT_TRUE(refused(stray_quote));
+  EXPECT_TRUE(refused("{\"example\":\"never closed}"));
+}

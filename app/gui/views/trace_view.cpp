@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QSaveFile>
 #include <QScrollArea>
+#include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "gui/widgets/task_example_bar.h"
 #include "gui/widgets/token_text.h"
 #include "gui/widgets/widget_export.h"
+#include "hsm/formation.h"
 #include "hsm/mixer_kind.h"
 #include "hsm/tokenizer.h"
 
@@ -91,13 +93,19 @@ TraceView::TraceView(RunList* runs, EngineHost* engine, QWidget* parent)
 void TraceView::build() {
   buildPromptControls();
   buildActionControls();
+  buildHistoryControls();
   QHBoxLayout* prompts = buildPromptRow();
   QHBoxLayout* actions = buildActionRow();
+  auto* steps = new QHBoxLayout;
+  steps->addWidget(new QLabel(tr("Step")));
+  steps->addWidget(stepSlider_, 1);
+  steps->addWidget(stepLabel_, 2);
   QScrollArea* maps = buildMaps();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(prompts);
   layout->addLayout(actions);
+  layout->addLayout(steps);
   layout->addWidget(makeWhatIfNotice(QStringLiteral("trace_whatif_box"),
                                      tr("The traces are of the edited model; Reset it in the Weights view.")));
   layout->addWidget(status_);
@@ -168,6 +176,54 @@ void TraceView::buildActionControls() {
   status_->setTextFormat(Qt::PlainText);
 }
 
+void TraceView::buildHistoryControls() {
+  stepSlider_ = new QSlider(Qt::Horizontal);
+  stepSlider_->setObjectName(QStringLiteral("trace_step_slider"));
+  stepSlider_->setRange(0, 0);
+  stepSlider_->setPageStep(1);
+  stepSlider_->setEnabled(false);
+  stepSlider_->setToolTip(
+      tr("The steps this run recorded a trace at while it trained (traces.jsonl) or keeps a model of (snapshots): "
+         "a recorded step shows its maps and routes at once; at a kept step, Trace traces the model as it was then"));
+  stepLabel_ = new QLabel;
+  stepLabel_->setObjectName(QStringLiteral("trace_step_label"));
+  stepLabel_->setWordWrap(true);
+  stepLabel_->setTextFormat(Qt::PlainText);
+  formation_ = new PlotPanel(tr("Over training: route share from the corrupted token, and accuracy"), tr("step"),
+                             tr("share · accuracy"));
+  formation_->setObjectName(QStringLiteral("trace_formation"));
+  formation_->setLogOptionVisible(false);
+  formation_->setMinimumHeight(200);
+  formation_->setLegendBelow(4);
+  QCustomPlot* p = formation_->plot();
+  auto mark = [p](const char* name, const QPen& pen) {
+    auto* line = new QCPItemStraightLine(p);
+    line->setProperty("mark", QString::fromLatin1(name));
+    line->setPen(pen);
+    line->setVisible(false);
+    return line;
+  };
+  formedMark_ = mark("formed", QPen(QColor(0, 140, 70), 2));
+  accuracyMark_ = mark("accuracy", QPen(QColor(213, 94, 0), 2, Qt::DashLine));
+  sliderMark_ = mark("slider", QPen(QColor(60, 60, 60), 1.5, Qt::DotLine));
+  formationSummary_ = new QLabel;
+  formationSummary_->setObjectName(QStringLiteral("trace_formation_summary"));
+  formationSummary_->setWordWrap(true);
+  formationSummary_->setTextFormat(Qt::RichText);
+}
+
+QWidget* TraceView::buildFormationPane() {
+  auto* pane = new QWidget;
+  pane->setObjectName(QStringLiteral("trace_formation_pane"));
+  pane->hide();  // until a run with records is shown
+  formationPane_ = pane;
+  auto* layout = new QVBoxLayout(pane);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(formation_);
+  layout->addWidget(formationSummary_);
+  return pane;
+}
+
 QHBoxLayout* TraceView::buildPromptRow() {
   // Two rows of inputs: the prompts (or the task example), then the answer and the actions.
   auto* prompts = new QHBoxLayout;
@@ -203,7 +259,10 @@ QScrollArea* TraceView::buildMaps() {
   runsRow->setContentsMargins(0, 0, 0, 0);
   for (int c = 0; c < kColumns; ++c) runsRow->addWidget(buildColumn(c), 1);
   auto* maps = new QWidget;
-  maps->setLayout(runsRow);
+  auto* mapsLayout = new QVBoxLayout(maps);
+  mapsLayout->setContentsMargins(0, 0, 0, 0);
+  mapsLayout->addWidget(buildFormationPane());
+  mapsLayout->addLayout(runsRow, 1);
   scroll_ = new QScrollArea;
   scroll_->setObjectName(QStringLiteral("trace_scroll"));
   scroll_->setWidget(maps);
@@ -285,9 +344,16 @@ void TraceView::connectSignals() {
   connect(threshold_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] {
     for (int c = 0; c < kColumns; ++c) drawRoutes(c);
   });
+  connect(stepSlider_, &QSlider::valueChanged, this, &TraceView::onStepChosen);
+  connect(compareBox_, &QComboBox::currentIndexChanged, this, [this] { state_->loadHistory(1, compareRun()); });
   connect(runs_, &RunList::runAdded, this, &TraceView::fillCompareBox);
   connect(runs_, &RunList::runRemoved, this, &TraceView::fillCompareBox);
   connect(runs_, &RunList::infoChanged, this, &TraceView::fillCompareBox);
+  // A run that trains records and keeps more steps at its checkpoints: read again.
+  connect(runs_, &RunList::infoChanged, this, [this](int row) {
+    if (row >= 0 && row < runs_->count() && runs_->at(row).dir == currentRunDir() && !currentRunDir().isEmpty())
+      state_->loadHistory(0, currentRunDir());
+  });
 }
 
 void TraceView::setPrompts(const QString& clean, const QString& corrupt) {
@@ -350,6 +416,10 @@ void TraceView::leaveRun() {
     for (int c = 0; c < kColumns; ++c) clearColumn(c, dir.isEmpty() ? tr("No run open.") : tr("No trace yet."));
     state_->setCurrentRun(dir);
     setColumnVisible(1, false);
+    chosenStep_ = -1;
+    atNewest_ = true;
+    state_->loadHistory(0, dir);
+    state_->loadHistory(1, compareRun());
     if (!isTracing())
       status_->setText(dir.isEmpty() ? tr("No run open.")
                                      : tr("No trace of %1 yet: give a clean prompt and a corrupted copy (one token "
@@ -413,11 +483,17 @@ void TraceView::startColumn(int column, const QString& runDir, bool taskRun) {
   ask.example = exampleBar_->example();
   ask.position = answerPosition_->value();
   ask.answer = answerEdit_->text().toStdString();
+  // The model as it was at the slider's step, where the run keeps it (the run beside: where it
+  // keeps the same step); else the newest checkpoint.
+  const int64_t step = sliderStep();
+  const TraceHistory& h = history(column);
+  if (step >= 0 && h.run == runDir && h.keeps(step) && !(h.kept.size() > 0 && h.kept.back() == step)) ask.step = step;
   state_->start(column, runDir, ask);
   clearColumn(column, tr("Tracing…"));
 }
 
 void TraceView::connectState() {
+  connect(state_, &TraceState::historyLoaded, this, &TraceView::onHistoryLoaded);
   connect(state_, &TraceState::progressed, this, &TraceView::showProgress);
   connect(state_, &TraceState::traced, this, &TraceView::drawColumn);
   connect(state_, &TraceState::failed, this, [this](int column, const QString& runDir, bool cancelled) {
@@ -467,8 +543,16 @@ void TraceView::setColumnVisible(int column, bool visible) {
   columns_[static_cast<size_t>(column)].box->setVisible(visible);
 }
 
+void TraceView::showAttribution(int column, bool visible) {
+  // A record has no attribution maps: its exact maps take the column's whole width.
+  Column& col = columns_[static_cast<size_t>(column)];
+  for (HeatmapPanel* panel : col.attribution) panel->setVisible(visible);
+  if (auto* grid = qobject_cast<QGridLayout*>(col.box->layout())) grid->setColumnStretch(1, visible ? 1 : 0);
+}
+
 void TraceView::clearColumn(int column, const QString& message) {
   Column& col = columns_[static_cast<size_t>(column)];
+  showAttribution(column, true);
   col.summary->setText(column == 0 && !traceRun(0).isEmpty()
                            ? tr("<b>%1</b>").arg(runName(traceRun(0)).toHtmlEscaped())
                            : QString());
@@ -528,6 +612,8 @@ void TraceView::drawColumn(int column) {
     HeatmapPanel* attribution = col.attribution[static_cast<size_t>(s)];
     if (const hsm::TraceMap* m = hsm::trace_map(t.exact, site_name(s)))
       exact->setMatrix(L, T, m->effect, layers, positions, HeatmapPanel::Palette::kDiverging);
+    else if (t.no_effect)  // a record of a step where the corruption did not move the answer
+      exact->clearWithMessage(tr("No effect: the corruption left log p(answer) as it was."));
     else
       exact->clearWithMessage(tr("Not computed."));
     if (const hsm::TraceMap* m = hsm::trace_map(t.attribution, site_name(s)))
@@ -543,13 +629,32 @@ void TraceView::drawColumn(int column) {
                      .arg(p)
                      .arg(pieceLabel(t.clean_labels[static_cast<size_t>(p)]).toHtmlEscaped(),
                           pieceLabel(t.corrupt_labels[static_cast<size_t>(p)]).toHtmlEscaped());
+  const QString at = state_->traceStep(column) < 0 ? QString() : tr(" at step %1").arg(state_->traceStep(column));
+  showAttribution(column, !state_->traceRecorded(column));
+  if (state_->traceRecorded(column)) {
+    for (int s = 0; s < kSites; ++s)
+      col.attribution[static_cast<size_t>(s)]->clearWithMessage(
+          tr("Not recorded while training: press Trace for the estimate."));
+    const hsm::TraceRecord* r = history(column).record(state_->traceStep(column));
+    col.summary->setText(
+        tr("<b>%1</b>%2, recorded while it trained (validation accuracy %3, loss %4): answer “%5” after position %6; "
+           "log p clean %7, corrupted %8 nats; corrupted at %9. Exact maps and routes (edges ≥ %10) as recorded.")
+            .arg(runName(runDir).toHtmlEscaped(), at, r ? r_text(r->accuracy) : QStringLiteral("–"),
+                 r ? r_text(r->val_loss) : QStringLiteral("–"), pieceLabel(t.answer_label).toHtmlEscaped())
+            .arg(t.answer_position)
+            .arg(t.clean_logprob, 0, 'f', 4)
+            .arg(t.corrupt_logprob, 0, 'f', 4)
+            .arg(corrupted.join(QStringLiteral(", ")))
+            .arg(hsm::kTraceRouteThreshold));
+    return;
+  }
   QStringList perSite;
   for (int s = 0; s < kSites; ++s)
     perSite << QStringLiteral("%1 %2").arg(qstr(site_name(s)), r_text(siteAgreement(column, s)));
   col.summary->setText(
       tr("<b>%1</b>: answer “%2” (id %3) after position %4; log p clean %5, corrupted %6 nats; corrupted at %7. "
          "Attribution vs exact: r = %8 (%9). %10 s exact, %11 s attribution.")
-          .arg(runName(runDir).toHtmlEscaped(), pieceLabel(t.answer_label).toHtmlEscaped())
+          .arg(runName(runDir).toHtmlEscaped() + at, pieceLabel(t.answer_label).toHtmlEscaped())
           .arg(t.answer_token)
           .arg(t.answer_position)
           .arg(t.clean_logprob, 0, 'f', 4)
@@ -697,7 +802,10 @@ QList<PlotPanel*> TraceView::plots() const {
   QList<PlotPanel*> out;
   for (int c = 0; c < kColumns; ++c) {
     if (!hasTrace(c)) continue;
-    for (int s = 0; s < kSites; ++s) out << exactPanel(c, s) << attributionPanel(c, s);
+    for (int s = 0; s < kSites; ++s) {
+      out << exactPanel(c, s);
+      if (!state_->traceRecorded(c)) out << attributionPanel(c, s);  // a record has none
+    }
     out << routesPanel(c);
   }
   return out;
@@ -741,6 +849,174 @@ QStringList TraceView::exportAll(const QString& folder, QString* error) {
   else if (error && error->isEmpty())
     *error = tr("cannot write %1: %2").arg(path, f.errorString());
   return written;
+}
+
+// ---- over training ------------------------------------------------------------------------------
+
+int64_t TraceView::sliderStep() const {
+  const std::vector<int64_t>& steps = history(0).steps;
+  const int i = stepSlider_->value();
+  return stepSlider_->isEnabled() && i >= 0 && i < static_cast<int>(steps.size()) ? steps[static_cast<size_t>(i)] : -1;
+}
+
+double TraceView::markedStep(const QString& mark) const {
+  for (const QCPItemStraightLine* line : {formedMark_, accuracyMark_, sliderMark_})
+    if (line->property("mark").toString() == mark)
+      return line->visible() ? line->point1->coords().x() : kNaN;
+  return kNaN;
+}
+
+QString TraceView::formationSummary() const { return formationSummary_->text(); }
+QString TraceView::stepText() const { return stepLabel_->text(); }
+
+void TraceView::onHistoryLoaded(int column) {
+  if (column == 0) {
+    const TraceHistory& h = history(0);
+    // The slider stays on its step when the run read again has it (a run that trains adds steps),
+    // else goes to the newest.
+    const int64_t was = atNewest_ ? -1 : chosenStep_;
+    const QSignalBlocker block(stepSlider_);
+    stepSlider_->setRange(0, std::max(0, static_cast<int>(h.steps.size()) - 1));
+    const auto at = std::find(h.steps.begin(), h.steps.end(), was);
+    stepSlider_->setValue(at != h.steps.end() ? static_cast<int>(at - h.steps.begin()) : stepSlider_->maximum());
+    stepSlider_->setEnabled(!h.steps.empty());
+    // The newest record shown at once when nothing else is (a trace asked for is not replaced).
+    if (!hasTrace(0) && !isTracing() && !h.records.empty() && h.records.back().step == h.steps.back()) onStepChosen();
+  }
+  drawFormation();
+  showStepText();
+}
+
+void TraceView::onStepChosen() {
+  markSliderStep();
+  showStepText();
+  const int64_t step = sliderStep();
+  chosenStep_ = step;
+  atNewest_ = stepSlider_->value() == stepSlider_->maximum();
+  if (step < 0) return;
+  for (int c = 0; c < kColumns; ++c) {
+    const TraceHistory& h = history(c);
+    const hsm::TraceRecord* r = h.record(step);
+    const QString run = c == 0 ? currentRunDir() : compareRun();
+    if (run.isEmpty() || h.run != run) continue;
+    if (r) {
+      state_->showRecord(c, run, *r);
+      setColumnVisible(c, true);
+    } else if (c == 0) {
+      state_->forget(0);
+      clearColumn(0, h.keeps(step) ? tr("Step %1: nothing recorded; press Trace to trace the model kept at this step.")
+                                         .arg(step)
+                                   : tr("Step %1: nothing recorded.").arg(step));
+    } else {
+      setColumnVisible(1, false);  // the run beside recorded nothing at this step
+    }
+  }
+  if (!isTracing()) {
+    const TraceHistory& h = history(0);
+    const hsm::TraceRecord* r = h.record(step);
+    if (r)
+      status_->setText(tr("Step %1 as recorded while %2 trained (%3): each cell the share of log p(“%4”) that returns "
+                          "when that one activation of the corrupted run is the clean run's. %5")
+                           .arg(step)
+                           .arg(runName(currentRunDir()), QString::fromStdString(r->example),
+                                pieceLabel(r->answer_label),
+                                h.keeps(step) ? tr("Trace traces the model kept at this step (with the attribution "
+                                                   "estimate, or other prompts).")
+                                              : tr("No model of this step is kept: Trace traces the newest.")));
+    else
+      status_->setText(h.keeps(step) ? tr("Step %1: nothing recorded; Trace traces the model kept at this step.").arg(step)
+                                     : tr("Step %1: nothing recorded.").arg(step));
+  }
+  updateButtons();
+}
+
+void TraceView::showStepText() {
+  const TraceHistory& h = history(0);
+  if (currentRunDir().isEmpty()) {
+    stepLabel_->setText(QString());
+    return;
+  }
+  if (h.run != currentRunDir()) {
+    stepLabel_->setText(tr("reading what the run recorded while it trained…"));
+    return;
+  }
+  if (h.steps.empty()) {
+    stepLabel_->setText(h.problem.isEmpty()
+                            ? tr("no traces recorded while it trained and no snapshots (train with a trace example "
+                                 "or --trace-text, and --snapshot-every N to keep models)")
+                            : tr("traces unreadable: %1").arg(h.problem));
+    return;
+  }
+  const int64_t step = sliderStep();
+  const bool recorded = h.record(step) != nullptr, kept = h.keeps(step);
+  const QString what = recorded && kept ? tr("recorded; model kept")
+                       : recorded       ? tr("recorded")
+                                        : tr("model kept");
+  stepLabel_->setText(tr("step %1 (%2) · %3 of %4 steps: %5 recorded, %6 kept")
+                          .arg(step)
+                          .arg(what)
+                          .arg(stepSlider_->value() + 1)
+                          .arg(h.steps.size())
+                          .arg(h.records.size())
+                          .arg(h.kept.size()));
+}
+
+void TraceView::markSliderStep() {
+  const int64_t step = sliderStep();
+  sliderMark_->setVisible(step >= 0 && !history(0).records.empty());
+  sliderMark_->point1->setCoords(static_cast<double>(step), 0);
+  sliderMark_->point2->setCoords(static_cast<double>(step), 1);
+  formation_->plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TraceView::drawFormation() {
+  QVector<PlotSeries> series;
+  for (int c = 0; c < kColumns; ++c) {
+    const TraceHistory& h = history(c);
+    const QString run = c == 0 ? currentRunDir() : compareRun();
+    if (run.isEmpty() || h.run != run || h.records.empty()) continue;
+    const QString who = c == 0 ? QString() : tr("B %1: ").arg(runName(run));
+    PlotSeries share{who + tr("route share"), QColor(0, 114, 178), {}, {}};
+    PlotSeries accuracy{who + tr("accuracy"), QColor(230, 159, 0), {}, {}};
+    for (const hsm::FormationPoint& p : h.formation.points) {
+      share.x << static_cast<double>(p.step);
+      share.y << p.route_share;
+      accuracy.x << static_cast<double>(p.step);
+      accuracy.y << (std::isfinite(p.accuracy) ? p.accuracy : kNaN);
+    }
+    if (c == 1) share.style = accuracy.style = PlotSeries::Style::kDashedLine;
+    share.emphasised = c == 0;
+    series << share << accuracy;
+  }
+  formation_->setSeries(series);
+  const hsm::Formation& f = history(0).formation;
+  const bool shown = history(0).run == currentRunDir() && !history(0).records.empty();
+  auto place = [](QCPItemStraightLine* line, int64_t step, bool visible) {
+    line->setVisible(visible && step >= 0);
+    line->point1->setCoords(static_cast<double>(step), 0);
+    line->point2->setCoords(static_cast<double>(step), 1);
+  };
+  place(formedMark_, f.formed_step, shown);
+  place(accuracyMark_, f.accuracy_step, shown);
+  markSliderStep();
+  // A run that recorded no traces has no pane (the step line says so): the maps keep the room.
+  formationPane_->setVisible(shown);
+  if (!shown) {
+    formationSummary_->clear();
+    return;
+  }
+  QString text = tr("<b>%1</b>: %2.").arg(runName(currentRunDir()).toHtmlEscaped(),
+                                          QString::fromStdString(f.summary()).toHtmlEscaped());
+  const TraceHistory& b = history(1);
+  if (!compareRun().isEmpty() && b.run == compareRun() && !b.records.empty())
+    text += tr(" <b>B %1</b> (dashed): %2.")
+                .arg(runName(compareRun()).toHtmlEscaped(), QString::fromStdString(b.formation.summary()).toHtmlEscaped());
+  text += tr("<br>%1 the step from which the route share stayed ≥ %2 (its route formed); %3 the step accuracy crossed "
+             "half its gain; %4 the slider's step.")
+              .arg(line_key(QColor(0, 140, 70), tr("")), QString::number(f.rule.share_threshold, 'f', 2),
+                   QStringLiteral("<span style='color:#d55e00'><b>╍╍</b></span>"),
+                   QStringLiteral("<span style='color:#3c3c3c'><b>┈┈</b></span>"));
+  formationSummary_->setText(text);
 }
 
 void TraceView::exportDialog() {

@@ -10,6 +10,11 @@
 // position. Below them, per run, the information flow routes into the answer (hsm/routes.h):
 // a graph over layers × positions pruned at the threshold the user sets (re-pruned without
 // recomputing). Every map exports PNG/PDF/SVG/CSV; "Export all…" writes them and one long CSV.
+// Over training (issue 67): a slider over the steps the run recorded a trace at (traces.jsonl)
+// or keeps a model of (snapshots); a recorded step shows its maps and routes at once, a kept one
+// is traced by Trace on the model as it was then; and the formation pane: the route share from the
+// corrupted position and the accuracy against step, the step a route formed and the step accuracy
+// crossed half its gain marked (hsm::formation), the run beside drawn dashed on the same axis.
 #include <QString>
 #include <array>
 #include <vector>
@@ -20,6 +25,7 @@
 
 class QComboBox;
 class QCPCurve;
+class QCPItemStraightLine;
 class QDoubleSpinBox;
 class QGridLayout;
 class QHBoxLayout;
@@ -28,6 +34,7 @@ class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QScrollArea;
+class QSlider;
 class QSpinBox;
 
 namespace studio {
@@ -91,6 +98,18 @@ class TraceView : public StudioView {
   // Every map of every trace shown as PNG, PDF, SVG and CSV, and all of them in one long CSV
   // (<stem>-maps.csv: run, map, site, layer, position, token, effect); returns the files.
   QStringList exportAll(const QString& folder, QString* error = nullptr);
+
+  // Over training: the step slider (over history(0).steps), the step it is on (-1: no steps),
+  // what the run (column 0) and the run beside (1) recorded, and the formation pane.
+  QSlider* stepSlider() const { return stepSlider_; }
+  int64_t sliderStep() const;
+  const TraceHistory& history(int column) const { return state_->history(column); }
+  bool isLoadingHistory() const { return state_->isLoadingHistory(); }
+  PlotPanel* formationPanel() const { return formation_; }
+  // The step the pane marks as "formed", "accuracy" or "slider" (NaN: not drawn).
+  double markedStep(const QString& mark) const;
+  QString formationSummary() const;
+  QString stepText() const;
   QString mapsCsv() const;
   QList<PlotPanel*> plots() const override;
 
@@ -127,6 +146,7 @@ class TraceView : public StudioView {
   void onFinished();
   void showProgress();
   void clearColumn(int column, const QString& message);
+  void showAttribution(int column, bool visible);
   void drawColumn(int column);
   void drawRoute(int column, int site);
   void drawRoutes(int column);
@@ -134,6 +154,13 @@ class TraceView : public StudioView {
   void setColumnVisible(int column, bool visible);
   QStringList layerLabels(const QString& runDir, int64_t layers) const;
   void exportDialog();
+  void buildHistoryControls();  // the step slider and the formation pane
+  QWidget* buildFormationPane();
+  void onHistoryLoaded(int column);
+  void onStepChosen();      // the slider moved: the recorded step shown, or the kept one offered
+  void drawFormation();
+  void markSliderStep();
+  void showStepText();
 
   QLabel* cleanLabel_;
   QLineEdit* cleanEdit_;
@@ -151,6 +178,16 @@ class TraceView : public StudioView {
   QLabel* status_;
   QScrollArea* scroll_;
   std::array<Column, kColumns> columns_;
+  QSlider* stepSlider_;
+  QLabel* stepLabel_;
+  QWidget* formationPane_ = nullptr;  // the formation plot and its summary
+  PlotPanel* formation_;
+  QLabel* formationSummary_;
+  QCPItemStraightLine* formedMark_;
+  QCPItemStraightLine* accuracyMark_;
+  QCPItemStraightLine* sliderMark_;
+  int64_t chosenStep_ = -1;  // the step the slider was moved to; kept when the run is read again
+  bool atNewest_ = true;     // it is on the newest step: it follows the newest one
   TraceState* state_;
   QString lastError_;
 };

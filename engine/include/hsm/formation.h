@@ -118,7 +118,21 @@ struct Formation {
 
 // The series of `records` (any order; a step recorded twice keeps the later line) by `rule`.
 Formation formation(const std::vector<TraceRecord>& records, const FormationRule& rule = {});
-// read_trace_log + formation: what the lab (a cell's runs) and the studio call.
+// The same from the points alone (read_formation_points): the same Formation.
+Formation formation(const std::vector<FormationPoint>& points, const FormationRule& rule = {});
+
+// The light reader: what formation() needs of a line of traces.jsonl (step, val_loss, accuracy,
+// route_share, mixer_effect; layers to check it), read without building the maps and routes that
+// are nearly all of a record (20-31 kB on the lab's gpt). Those fields are checked as
+// parse_trace_record checks them; the others are only skipped over as well-formed JSON. A line
+// parse_trace_record reads gives the point formation(records) takes from it. `example` (when
+// given) gets the record's "example". Throws std::runtime_error naming `where`, as it does.
+FormationPoint parse_formation_point(const std::string& line, const std::string& where,
+                                     std::string* example = nullptr);
+// Every line's point of a run folder's traces.jsonl (a damaged line skipped, as TraceLogReader
+// skips it; empty when there is none); `example`: the last line's.
+std::vector<FormationPoint> read_formation_points(const std::string& run_dir, std::string* example = nullptr);
+// read_formation_points + formation: what the lab (a cell's runs), the report and the studio call.
 Formation run_formation(const std::string& run_dir, const FormationRule& rule = {});
 
 }  // namespace hsm

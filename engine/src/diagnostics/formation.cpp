@@ -4,6 +4,9 @@
 #include "hsm/formation.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <string_view>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -85,6 +88,87 @@ RouteKind route_kind_named(const std::string& name, const LineReader& r) {
   for (RouteKind k : {RouteKind::kResidual, RouteKind::kMixer, RouteKind::kFfn})
     if (name == route_kind_name(k)) return k;
   r.fail("route kind '" + name + "' is none of residual, mixer, ffn");
+}
+
+// The light reader's scanner: walks a line's top-level object, handing each member's key and the
+// extent of its value to `member`, checking only that the JSON is well-formed in its brackets and
+// strings (a value handed on is parsed, and so checked, by nlohmann).
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t skip_space(const std::string& s, size_t i) {
+  while (i < s.size() && is_space(s[i])) ++i;
+  return i;
+}
+
+// s[i] is '"': the index after the closing quote.
+size_t skip_string(const std::string& s, size_t i, const LineReader& r) {
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+    } else if (s[i] == '"') {
+      return i + 1;
+    } else if (static_cast<unsigned char>(s[i]) < 0x20) {
+      r.fail("not a JSON object (a control character in a string)");
+    }
+  }
+  r.fail("not a JSON object (a string is not closed)");
+}
+
+// The index after the value that starts at s[i] (a scalar ends at ',', '}', ']' or a space).
+size_t skip_value(const std::string& s, size_t i, const LineReader& r) {
+  std::string open;  // the brackets not yet closed
+  do {
+    if (i >= s.size()) r.fail("not a JSON object (it ends inside a value)");
+    const char c = s[i];
+    if (c == '"') {
+      i = skip_string(s, i, r);
+    } else if (c == '{' || c == '[') {
+      open.push_back(c == '{' ? '}' : ']');
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (open.empty()) r.fail("not a JSON object (a value is missing)");
+      if (open.back() != c) r.fail("not a JSON object (brackets do not match)");
+      open.pop_back();
+      ++i;
+    } else if (open.empty()) {  // a scalar: up to its end
+      const size_t start = i;
+      while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && !is_space(s[i]) && s[i] != '"') ++i;
+      if (i == start) r.fail("not a JSON object (a value is missing)");
+    } else {
+      ++i;
+    }
+  } while (!open.empty());
+  return i;
+}
+
+template <typename F>
+void for_each_member(const std::string& s, const LineReader& r, F member) {
+  size_t i = skip_space(s, 0);
+  if (i >= s.size() || s[i] != '{') r.fail("not a JSON object");
+  i = skip_space(s, i + 1);
+  if (i < s.size() && s[i] == '}') {
+    i = skip_space(s, i + 1);
+  } else {
+    for (;;) {
+      if (i >= s.size() || s[i] != '"') r.fail("not a JSON object (a member has no name)");
+      const size_t key_end = skip_string(s, i, r);
+      const std::string_view key(s.data() + i + 1, key_end - i - 2);
+      i = skip_space(s, key_end);
+      if (i >= s.size() || s[i] != ':') r.fail("not a JSON object (a name has no ':')");
+      const size_t value = skip_space(s, i + 1);
+      const size_t end = skip_value(s, value, r);
+      member(key, std::string_view(s.data() + value, end - value));
+      i = skip_space(s, end);
+      if (i < s.size() && s[i] == ',') {
+        i = skip_space(s, i + 1);
+        continue;
+      }
+      if (i >= s.size() || s[i] != '}') r.fail("not a JSON object (a member is not followed by ',' or '}')");
+      i = skip_space(s, i + 1);
+      break;
+    }
+  }
+  if (i != s.size()) r.fail("not a JSON object (text after it)");
 }
 
 }  // namespace
@@ -236,17 +320,64 @@ std::vector<TraceRecord> TraceLogReader::poll(uint64_t max_bytes) {
 
 std::vector<TraceRecord> read_trace_log(const std::string& run_dir) { return TraceLogReader(run_dir).poll(); }
 
+FormationPoint parse_formation_point(const std::string& line, const std::string& where, std::string* example) {
+  const LineReader r{where};
+  // The members read, by name (a name given twice: its last value, as json::parse keeps).
+  static constexpr const char* kRead[] = {"step", "val_loss", "accuracy", "route_share", "mixer_effect", "layers", "example"};
+  constexpr size_t kCount = std::size(kRead);
+  std::array<std::string_view, kCount> values{};
+  std::array<bool, kCount> found{};
+  for_each_member(line, r, [&](std::string_view key, std::string_view value) {
+    for (size_t k = 0; k < kCount; ++k)
+      if (key == kRead[k]) values[k] = value, found[k] = true;
+  });
+  auto member = [&](size_t k) {
+    if (!found[k]) r.fail(std::string("the record has no \"") + kRead[k] + "\"");
+    const json j = json::parse(values[k], nullptr, false);
+    if (j.is_discarded()) r.fail("not a JSON object");
+    return j;
+  };
+  FormationPoint p;
+  p.step = r.whole(member(0), "\"step\"");
+  p.val_loss = r.number(member(1), "\"val_loss\"");
+  p.accuracy = r.number(member(2), "\"accuracy\"");
+  const json example_json = member(6);
+  const std::string example_text = r.text(example_json, "\"example\"");
+  const int64_t layers = r.whole(member(5), "\"layers\"");
+  if (layers > 100000) r.fail("\"layers\" or \"positions\" is too large");
+  p.route_share = r.number(member(3), "\"route_share\"");
+  p.mixer_effect = r.numbers(member(4), "\"mixer_effect\"");
+  if (static_cast<int64_t>(p.mixer_effect.size()) != layers) r.fail("\"mixer_effect\" does not have a value per layer");
+  if (example) *example = example_text;
+  return p;
+}
+
+std::vector<FormationPoint> read_formation_points(const std::string& run_dir, std::string* example) {
+  JsonlTail tail(RunFolder(run_dir).traces);
+  std::vector<FormationPoint> out;
+  tail.poll(UINT64_MAX, TraceLogReader::kMaxLineBytes, "trace record",
+            [&](const std::string& line) { out.push_back(parse_formation_point(line, "", example)); });
+  return out;
+}
+
 // ---- the series --------------------------------------------------------------------------------
 
 Formation formation(const std::vector<TraceRecord>& records, const FormationRule& rule) {
+  std::vector<FormationPoint> points;
+  points.reserve(records.size());
+  for (const TraceRecord& r : records) points.push_back({r.step, r.val_loss, r.accuracy, r.route_share, r.mixer_effect});
+  return formation(points, rule);
+}
+
+Formation formation(const std::vector<FormationPoint>& points, const FormationRule& rule) {
   Formation f;
   f.rule = rule;
-  std::map<int64_t, const TraceRecord*> by_step;  // a step recorded twice: the later line
-  for (const TraceRecord& r : records) by_step[r.step] = &r;
-  for (const auto& [step, r] : by_step) {
-    f.points.push_back({step, r->val_loss, r->accuracy, r->route_share, r->mixer_effect});
-    f.layers = std::max(f.layers, r->layers);
-    f.max_share = std::max(f.max_share, r->route_share);
+  std::map<int64_t, const FormationPoint*> by_step;  // a step recorded twice: the later line
+  for (const FormationPoint& p : points) by_step[p.step] = &p;
+  for (const auto& [step, p] : by_step) {
+    f.points.push_back(*p);
+    f.layers = std::max(f.layers, static_cast<int64_t>(p->mixer_effect.size()));
+    f.max_share = std::max(f.max_share, p->route_share);
   }
   // Formed: the first point of the last unbroken run of points at or above the threshold that
   // reaches the end.
@@ -278,7 +409,7 @@ Formation formation(const std::vector<TraceRecord>& records, const FormationRule
 }
 
 Formation run_formation(const std::string& run_dir, const FormationRule& rule) {
-  return formation(read_trace_log(run_dir), rule);
+  return formation(read_formation_points(run_dir), rule);
 }
 
 std::string Formation::summary() const {

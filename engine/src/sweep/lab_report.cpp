@@ -402,14 +402,25 @@ struct ReportInput {
   std::vector<LabCell> cells;
   std::vector<LabRun> runs;
   std::vector<std::string> labels;    // the models' short names, in the grid's order
+  // Each run's series over training (hsm/formation.h's light reader), by run folder; a run whose
+  // traces.jsonl could not be read has its complaint in formation_problems instead.
+  std::map<std::string, Formation> formations;
+  std::map<std::string, std::string> formation_problems;
   const LabCell& cell(size_t t, size_t m) const { return cells[t * labels.size() + m]; }
 };
 
 ReportInput read_report_input(const Lab& lab) {
-  ReportInput in{lab, {}, {}, {}, {}};
+  ReportInput in{lab, {}, {}, {}, {}, {}, {}};
   in.cells = lab.table(&in.warnings);
   in.runs = lab.results();
   for (const std::string& m : lab.grid().models) in.labels.push_back(model_label(m));
+  for (const LabRun& r : in.runs) {
+    try {
+      in.formations[r.run_dir] = run_formation(r.run_dir);
+    } catch (const std::exception& e) {
+      in.formation_problems[r.run_dir] = e.what();
+    }
+  }
   return in;
 }
 
@@ -696,6 +707,57 @@ void add_width_figure(const ReportInput& in, FigureSink& fig) {
   }
 }
 
+// The formation figure (issue 67): per task, the route share from the corrupted key over the steps
+// of each run at its cell's best setting that recorded traces, a line per run coloured by model, its
+// formed step marked; nothing when no run recorded any.
+void add_formation_figure(const ReportInput& in, FigureSink& fig) {
+  const LabGrid& g = in.lab.grid();
+  std::vector<SvgPanel> panels;
+  for (size_t t = 0; t < g.tasks.size(); ++t) {
+    SvgPanel p;
+    p.title = task_title(g.tasks[t]);
+    p.x_label = "step";
+    p.y_label = "route share from the key";
+    p.lines = {{FormationRule{}.share_threshold, "threshold " + general(FormationRule{}.share_threshold)}};
+    for (size_t m = 0; m < g.models.size(); ++m) {
+      const LabCell& c = in.cell(t, m);
+      std::map<int64_t, std::vector<int64_t>> formed;  // step -> the seeds whose route formed then
+      for (const LabRun& r : in.runs) {
+        if (r.task != g.tasks[t] || r.model != g.models[m] || r.lr != c.best_lr || r.weight_decay != c.best_weight_decay)
+          continue;
+        auto f = in.formations.find(r.run_dir);
+        if (f == in.formations.end() || f->second.points.empty()) continue;
+        SvgSeries s;
+        s.label = in.labels[m];
+        s.colour = static_cast<int>(m);
+        for (const FormationPoint& point : f->second.points) {
+          s.x.push_back(static_cast<double>(point.step));
+          s.y.push_back(point.route_share);
+        }
+        p.series.push_back(s);
+        if (f->second.formed_step >= 0) formed[f->second.formed_step].push_back(r.seed);
+      }
+      // One line a model and step (seeds that formed at the same step share it, one label).
+      for (const auto& [step, seeds] : formed) {
+        std::string names;
+        for (int64_t seed : seeds) names += (names.empty() ? "" : ", ") + std::to_string(seed);
+        p.vlines.push_back({static_cast<double>(step),
+                            in.labels[m] + " formed at " + std::to_string(step) + " (seed" +
+                                (seeds.size() > 1 ? "s " : " ") + names + ")",
+                            static_cast<int>(m)});
+      }
+    }
+    if (!p.series.empty()) panels.push_back(p);
+  }
+  if (panels.empty()) return;
+  fig.add("formation", "When a route from the key formed: the share of the answer's information flow that starts at "
+                       "the corrupted key (the traces each run recorded at its validations, `hsm trace RUN "
+                       "--over-training`), one line per run at its cell's best learning rate, coloured by model; "
+                       "dashed vertical: the step from which a run's share stayed at or above the threshold "
+                       "(dashed horizontal), its route formed",
+          svg_figure("Route share from the key over training", panels, 2, 420, 260));
+}
+
 // The training settings as a table (issue 69): each setting by its label and flag, as declared once
 // for the CLI and the studio's form (hsm/settings.h), and its value in words; a key no setting
 // declares is shown by its name.
@@ -797,13 +859,11 @@ void add_settings(const ReportInput& in, const std::string& version, std::vector
 // When the run's route from the key formed and when its accuracy jumped, from the traces it
 // recorded while it trained (hsm/formation.h, issue 67): "–" for a run without them (a lab made
 // before they were recorded) and the reader's complaint for a damaged log.
-std::string mechanism_text(const std::string& run_dir) {
-  try {
-    const Formation f = run_formation(run_dir);
-    return f.points.empty() ? "–" : f.summary();
-  } catch (const std::exception& e) {
-    return std::string("traces unreadable: ") + e.what();
-  }
+std::string mechanism_text(const ReportInput& in, const std::string& run_dir) {
+  if (auto p = in.formation_problems.find(run_dir); p != in.formation_problems.end())
+    return "traces unreadable: " + p->second;
+  auto f = in.formations.find(run_dir);
+  return f == in.formations.end() || f->second.points.empty() ? "–" : f->second.summary();
 }
 
 // Each run's score, how its training ended and when its mechanism formed.
@@ -823,7 +883,7 @@ void add_each_run(const ReportInput& in, std::vector<Block>& b) {
                          r.convergence.state == "unknown"
                              ? "–"
                              : r.convergence.state + " at step " + std::to_string(r.convergence.last_step),
-                         mechanism_text(r.run_dir)});
+                         mechanism_text(in, r.run_dir)});
   b.push_back(each);
 }
 
@@ -869,6 +929,7 @@ LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::
   add_distance_figure(in, fig, b);
   add_difficulty_figure(in, fig, b);
   add_width_figure(in, fig);
+  add_formation_figure(in, fig);
   add_settings(in, version, b);
   add_each_run(in, b);
   add_rerun(in, b);
