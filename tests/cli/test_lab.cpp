@@ -1243,8 +1243,9 @@ TEST(LabCli, AWeightDecayAxisReachesEveryRunAndTheTableTakesTheBestOverLrAndWd) 
   ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.out;
   EXPECT_NE(read_file(dir + "/reports/wd/answer.md").find("## How to rerun it"), std::string::npos);
   EXPECT_NE(md.find("--weight-decay 0 --weight-decay 0.1"), std::string::npos) << "the rerun command";
-  EXPECT_NE(md.find("--stop-stall-steps 500 --stop-stall-gain 0.03"), std::string::npos) << "the rerun command";
-  EXPECT_NE(md.find("when its best validation loss fell by less than 3 % over 500 steps (stalled"), std::string::npos)
+  // The lab's default stall stop (1,000 steps since issue 68), written into the rerun command and the settings.
+  EXPECT_NE(md.find("--stop-stall-steps 1000 --stop-stall-gain 0.03"), std::string::npos) << "the rerun command";
+  EXPECT_NE(md.find("when its best validation loss fell by less than 3 % over 1000 steps (stalled"), std::string::npos)
       << md;
   EXPECT_NE(md.find("weight decays {0, 0.1}"), std::string::npos);
   EXPECT_NE(md.find("| 0.001 | 0.1 | 0.7500 |"), std::string::npos) << md;  // best lr, best wd, mean
