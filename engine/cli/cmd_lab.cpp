@@ -322,8 +322,9 @@ Command add_lab_command(CLI::App& app) {
   auto* tasks = cmd->add_option("--task", a->grid.tasks, "A task spec NAME[:key=value,...]; repeat for several "
                                                           "(default: mqar at context 64 and 16, in_context_recall)");
   auto* models = cmd->add_option("--model", a->grid.models,
-                                 "A preset or config file; repeat for several (default: gpt, hsm_ab, hybrid_0_6)");
-  auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several (default 0.003)")
+                                 "A preset, a lab model (gpt_2layer: gpt at 2 layers, Zoology's attention) or a config file; repeat "
+                                 "for several (default: gpt_2layer, hsm_ab, hybrid_0_6)");
+  auto* lrs = cmd->add_option("--lr", a->grid.lrs, "A learning rate; repeat for several: the best counts (default 0.003 and 0.01)")
                   ->check(number_in(0, 10, true));
   auto* wds = cmd->add_option("--weight-decay", a->grid.weight_decays,
                               "A weight decay; repeat for several: an axis, the best over lr x weight decay counts "
@@ -343,7 +344,7 @@ Command add_lab_command(CLI::App& app) {
   auto* stall_steps =
       cmd->add_option("--stop-stall-steps", a->grid.stop_stall_steps,
                       "A run ends, done, when its validation loss fell by less than --stop-stall-gain over this many "
-                      "steps: it has stopped learning (default 500; 0: off)")
+                      "steps: it has stopped learning (default 1000; 0: off)")
           ->check(whole_in(0, 10000000));
   auto* stall_gain = cmd->add_option("--stop-stall-gain", a->grid.stop_stall_gain,
                                      "The fraction of its validation loss a run must shed over --stop-stall-steps "

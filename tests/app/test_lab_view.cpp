@@ -68,6 +68,8 @@ void tinyForm(LabView& view, const QStringList& tasks, const QStringList& models
   view.findChild<QSpinBox*>(QStringLiteral("lab_steps"))->setValue(steps);
   view.findChild<QSpinBox*>(QStringLiteral("lab_batch"))->setValue(4);
   view.findChild<QSpinBox*>(QStringLiteral("lab_seeds"))->setValue(1);
+  // One learning rate (the default lab has two since issue 68): a run per model and task.
+  view.findChild<QLineEdit*>(QStringLiteral("lab_lrs"))->setText(QStringLiteral("0.003"));
 }
 
 // Each run stopped at a step with a checkpoint of it: past step 0's (written before any
@@ -272,7 +274,9 @@ TEST(LabView, ANewLabHasAFolderAnEstimateAndSaysWhatItAnswers) {
 TEST(LabView, RunsCancelsContinuesAndReopens) {
   const QString dir = test::temp_root() + QStringLiteral("/lab-run");
   const QStringList tasks = {QStringLiteral("mqar:vocab=32,pairs=2,context=16")};
-  const QStringList models = {QStringLiteral("gpt"), QStringLiteral("hsm_ab")};
+  // In the form's order: the default grid's models first (gpt_2layer, hsm_ab, hybrid_0_6 since
+  // issue 68), then the other presets.
+  const QStringList models = {QStringLiteral("hsm_ab"), QStringLiteral("gpt")};
   {
     RunList runs;
     EngineHost engine;
@@ -309,7 +313,8 @@ TEST(LabView, RunsCancelsContinuesAndReopens) {
       EXPECT_FALSE(text.contains(QStringLiteral("seed="))) << text.toStdString();
     }
     auto* training = view.findChild<QLabel*>(QStringLiteral("lab_training"));
-    EXPECT_TRUE(training->text().startsWith(QStringLiteral("Training: mqar · gpt · lr 0.003 · seed 1 ("))) << training->text().toStdString();
+    EXPECT_TRUE(training->text().startsWith(QStringLiteral("Training: mqar · ") + models[0] + QStringLiteral(" · lr 0.003 · seed 1 (")))
+        << training->text().toStdString();
     // The lab trains in processes of its own: the analysis thread answers at once meanwhile
     // (an ablation in the Probe view never waits behind a lab).
     QFuture<int> other = engine.analysis().call<int>(QString(), [](const CallContext&) { return 7; });

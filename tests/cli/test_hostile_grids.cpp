@@ -65,10 +65,12 @@ std::string write_spec(const std::string& dir, int steps, const std::string& fie
   return path;
 }
 
-// A lab of one task and `models` config models; `more`: further options.
+// A lab of one task and `models` config models, one learning rate unless `more` gives some (the
+// default lab has two since issue 68); `more`: further options.
 std::string lab_command(const std::string& dir, const std::string& out, int steps, const std::string& more = "") {
+  const std::string lr = more.find("--lr") == std::string::npos ? "--lr 0.003 " : "";
   return hsm("lab --out '" + out + "' --task " + kTask + " --model '" + write_config(dir) + "' --steps " +
-             std::to_string(steps) + " --batch 4 --seeds 1 --size as_is --test-examples 16 " + more);
+             std::to_string(steps) + " --batch 4 --seeds 1 --size as_is --test-examples 16 " + lr + more);
 }
 
 int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
