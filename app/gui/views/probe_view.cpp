@@ -100,7 +100,16 @@ void ProbeView::build() {
       tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is in the base loss); "
          "Reset it in the Weights view.")));
   layout->addWidget(status_);
-  layout->addWidget(rows, 1);
+  // Issue 69: at 1024x600 the rollout was a strip of 35 px under its token names; it keeps its
+  // rows apart (kRolloutAxesHeight) and the lens and rollout scroll together where the screen is
+  // shorter than they need.
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName(QStringLiteral("probe_scroll"));
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setWidget(rows);
+  layout->addWidget(scroll, 1);
 }
 
 QHBoxLayout* ProbeView::buildPromptBar() {
@@ -163,6 +172,7 @@ QWidget* ProbeView::buildRollout() {
   rollout_ = new HeatmapPanel(tr("Attention rollout"), tr("input token"), tr("output position"));
   rollout_->setObjectName(QStringLiteral("rollout_heatmap"));
   rollout_->setScaleLabel(tr("share"));
+  rollout_->setMinimumAxesHeight(kRolloutAxesHeight);
   layerSlider_ = new QSlider(Qt::Horizontal);
   layerSlider_->setObjectName(QStringLiteral("rollout_layer"));
   layerSlider_->setRange(0, 0);
