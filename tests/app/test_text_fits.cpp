@@ -10,6 +10,7 @@
 #include <qcustomplot.h>
 
 #include <QAbstractButton>
+#include <QAbstractScrollArea>
 #include <QAbstractItemModel>
 #include <QApplication>
 #include <QCheckBox>
@@ -289,6 +290,28 @@ QStringList plotCuts(const QCustomPlot* plot, int minimumAxes = PlotPanel::kMini
   return cut;
 }
 
+// Where a plot is cut by what holds it (a panel squeezed below the plot's minimum: its axis
+// label under the next widget, as the Probe's rollout at 1024x600 was); a scroll area's viewport
+// scrolls it into view. Empty when it is whole.
+QString plotHolderCut(const QWidget* plot, const QWidget* window) {
+  QRect rect = plot->rect();
+  const QWidget* child = plot;
+  for (const QWidget* p = plot->parentWidget(); p && !child->isWindow(); child = p, p = p->parentWidget()) {
+    rect.translate(child->pos());
+    if (qobject_cast<const QAbstractScrollArea*>(p->parentWidget()) && p->objectName() == QLatin1String("qt_scrollarea_viewport"))
+      return {};
+    if (!p->rect().adjusted(-1, -1, 1, 1).contains(rect))
+      return QStringLiteral("the plot (%1x%2) is cut by %3 %4 (%5x%6)")
+          .arg(plot->width())
+          .arg(plot->height())
+          .arg(QString::fromLatin1(p->metaObject()->className()), p->objectName())
+          .arg(p->width())
+          .arg(p->height());
+    if (p == window) break;
+  }
+  return {};
+}
+
 // Every shown text of `window` that is not whole, "where: what".
 QStringList cutWords(QWidget* window, int minimumAxes = PlotPanel::kMinimumAxesHeight) {
   QStringList cut;
@@ -322,6 +345,7 @@ QStringList cutWords(QWidget* window, int minimumAxes = PlotPanel::kMinimumAxesH
       if (width > room) add(w, QStringLiteral("\"%1\" needs %2 px, has %3").arg(edit->text()).arg(width).arg(room));
     } else if (auto* plot = qobject_cast<QCustomPlot*>(w)) {
       for (const QString& why : plotCuts(plot, minimumAxes)) add(w, why);
+      add(w, plotHolderCut(plot, window));
     }
   }
   return cut;
