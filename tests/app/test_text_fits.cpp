@@ -519,3 +519,22 @@ TEST(WordsWhole, AnEmptyHeatmapShowsNoNumbersOnItsAxes) {
   EXPECT_TRUE(map.plot()->xAxis->tickLabels());
   EXPECT_TRUE(map.plot()->yAxis->tickLabels());
 }
+
+// Issue 69's walk: an empty plot (the Losses view before "Score every token") shows no numbers on
+// its axes; its data brings them back, and clearing it takes them away again.
+TEST(WordsWhole, AnEmptyPlotShowsNoNumbersOnItsAxes) {
+  PlotPanel plot(QStringLiteral("Loss by position"), QStringLiteral("position in the window"), QStringLiteral("mean loss"));
+  plot.resize(400, 240);
+  plot.show();
+  plot.setSeries({});
+  settle(&plot);
+  EXPECT_FALSE(plot.plot()->xAxis->tickLabels());
+  EXPECT_FALSE(plot.plot()->yAxis->tickLabels());
+  plot.setSeries({PlotSeries{QStringLiteral("gpt"), QColor(Qt::red), {0, 1, 2}, {3, 2, 1}}});
+  settle(&plot);
+  EXPECT_TRUE(plot.plot()->xAxis->tickLabels());
+  EXPECT_TRUE(plot.plot()->yAxis->tickLabels());
+  plot.setSeries({});
+  settle(&plot);
+  EXPECT_FALSE(plot.plot()->xAxis->tickLabels());
+}

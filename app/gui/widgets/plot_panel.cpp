@@ -428,6 +428,13 @@ void PlotPanel::redraw() {
     }
   }
   fitTicks();  // a log scale's new ticker too
+  // An empty plot shows no numbers on its axes (issue 69's walk: the Losses view before scoring drew
+  // 0 … 5 on both axes of its four plots); where a view draws bars or a map itself, they stay.
+  if (plot_->plottableCount() == plot_->graphCount()) {
+    const bool data = std::any_of(series_.cbegin(), series_.cend(), [](const PlotSeries& s) { return !s.x.isEmpty(); });
+    plot_->xAxis->setTickLabels(data);
+    plot_->yAxis->setTickLabels(data);
+  }
   // A hidden plot (another tab) is drawn when it is shown, not on every update.
   if (isVisible()) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
