@@ -9,22 +9,23 @@ build=${1:-build}
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1024x600 1920x1080)
-out=docs/screenshots
+out=${SCREENSHOTS_OUT:-docs/screenshots}
 studio=$build/app/hsm-studio
 [ -x "$studio" ] || { echo "no $studio: build the hsm-studio target first" >&2; exit 2; }
 display=:57
-# The view shortcuts (View menu): Ctrl+1..9; Trace, the tenth tab, is clicked. The tabs and the
-# Experiments view's buttons are left-aligned: the same pixels at every size.
+# The view shortcuts (View menu): Ctrl+1..9 and Ctrl+Shift+T. The Experiments view's buttons are
+# left-aligned: the same pixels at every size.
 views=(architecture training weights diagnostics playground probe losses lab experiments)
 
 for size in "${sizes[@]}"; do
   home=$(mktemp -d)
-  # openbox maximises every window (a user's first act on a small screen).
+  # openbox maximises the main window (a user's first act on a small screen), not its dialogs
+  # (the tour, the help) nor the presentation, which goes full screen itself.
   mkdir -p "$home/.config/openbox"
   cat >"$home/.config/openbox/rc.xml" <<'EOF'
 <?xml version="1.0" encoding="UTF-8"?>
 <openbox_config xmlns="http://openbox.org/3.4/rc">
-  <applications><application class="*"><maximized>yes</maximized></application></applications>
+  <applications><application title="HSM Studio" type="normal"><maximized>yes</maximized></application></applications>
 </openbox_config>
 EOF
   Xvfb $display -screen 0 "${size}x24" -nolisten tcp >/dev/null 2>&1 &
@@ -36,13 +37,23 @@ EOF
   sleep 1
   "$studio" >"$home/studio.log" 2>&1 &
   app=$!
-  window=$(xdotool search --sync --name "HSM Studio" | head -1)
+  # The studio's window, or the studio's log if it ended first (no resources folder, no display).
+  window=
+  for _ in $(seq 60); do
+    window=$(xdotool search --name "^HSM Studio$" | head -1) || true
+    [ -n "$window" ] && break
+    kill -0 "$app" 2>/dev/null || { cat "$home/studio.log" >&2; exit 1; }
+    sleep 1
+  done
+  [ -n "$window" ] || { echo "no studio window after 60 s" >&2; exit 1; }
   sleep 8
   shot() {
     import -window root "$home/shot.png"
     convert "$home/shot.png" +dither -colors 256 "PNG8:$out/studio-$size-$1.png"
   }
-  xdotool windowactivate --sync "$window" key Escape  # the first-run tour
+  # The first-run tour, a dialog of its own: Esc closes it.
+  tour=$(xdotool search --name "tour of HSM Studio" | head -1) || true
+  [ -z "$tour" ] || xdotool windowactivate --sync "$tour" key Escape
   sleep 2
   shot start
   for i in "${!views[@]}"; do
@@ -52,9 +63,26 @@ EOF
     [ "${views[$i]}" = experiments ] && { xdotool mousemove 217 122 click 1; sleep 6; }
     shot "${views[$i]}"
   done
-  xdotool mousemove 724 87 click 1  # the Trace tab
+  xdotool windowactivate --sync "$window" key ctrl+shift+t  # Trace, the tenth tab
   sleep 6
   shot trace
+  # The Lab's help (F1, F1 again closes it) and a story presented full screen (F11, Space).
+  xdotool windowactivate --sync "$window" key ctrl+8
+  sleep 2
+  xdotool key F1
+  sleep 3
+  shot lab-help
+  xdotool key F1
+  sleep 2
+  xdotool windowactivate --sync "$window" key ctrl+5
+  sleep 2
+  xdotool key F11
+  sleep 3
+  xdotool key space
+  sleep 20
+  shot presentation
+  xdotool key Escape
+  sleep 1
   kill "$app" 2>/dev/null || true
   wait "$app" 2>/dev/null || true
   kill "$wm" "$xvfb" 2>/dev/null || true

@@ -513,7 +513,10 @@ void MainWindow::aboutDialog() {
 void MainWindow::updateStatus() {
   if (const RunEntry* run = runs_->currentRun()) {
     const qint64 params = hsm::count_params(run->model).total();
-    QString text = tr("%1 · %2 · %3 parameters").arg(run->name(), qstr(run->model.name), QLocale().toString(params));
+    const QString model = qstr(run->model.name);  // once where the run is named as its model ("gpt")
+    QString text = model.isEmpty() || model == run->name()
+                       ? tr("%1 · %2 parameters").arg(run->name(), QLocale().toString(params))
+                       : tr("%1 · %2 · %3 parameters").arg(run->name(), model, QLocale().toString(params));
     // The step its metrics have reached (issue 69: "step 0", its last checkpoint's, while the
     // Training view's bar said 80/600); the checkpoint's beside it while they differ.
     const qint64 reached = run->metrics.empty() ? 0 : run->metrics.back().step;

@@ -216,6 +216,9 @@ TEST(DiagnosticsOverTime, TheBundledModelsShowTheirRecordOnAFirstStart) {
     ASSERT_TRUE(wait_for([&] { return view.timeline()->hasLog(); }, 10000))
         << name << ": " << view.timeline()->message().toStdString();
     EXPECT_FALSE(view.timeline()->message().contains(QStringLiteral("no diagnostics over time"))) << name;
+    // One record, said so (issue 69: "Recorded at 1 validations").
+    EXPECT_TRUE(view.timeline()->message().startsWith(QStringLiteral("Recorded once, at step %1;").arg(info.step)))
+        << view.timeline()->message().toStdString();
     const hsm::DiagnosticsRecord& last = view.timeline()->records().back();
     EXPECT_EQ(last.step, info.step) << name;
     EXPECT_EQ(last.prompt, info.training.probe_text) << name;

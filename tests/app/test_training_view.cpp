@@ -310,6 +310,27 @@ TEST(TrainingView, TheCurrentRunsOwnSettingsAndLastValidationAreShown) {
   EXPECT_TRUE(text.contains(QStringLiteral("loss %1 nats").arg(last, 0, 'f', 3))) << text.toStdString();
 }
 
+// Issue 69's walk: a run training says the step its metrics reached, as the status bar and the
+// progress bar do, not its last checkpoint's ("at step 100 now" while the bar said 170 / 600).
+TEST(TrainingView, ATrainingRunsSummarySaysTheStepItsMetricsReached) {
+  RunEntry run;
+  run.dir = QStringLiteral("/tmp/starter-run");
+  run.has_info = true;
+  run.info.step = 100;  // its last checkpoint
+  run.info.total_steps = 600;
+  run.info.training.batch_size = 16;
+  for (const int64_t step : {150, 170}) {
+    hsm::MetricRecord m;
+    m.kind = "train";
+    m.step = step;
+    run.metrics.push_back(m);
+  }
+  const QString text = TrainingView::runSummary(run);
+  EXPECT_TRUE(text.contains(QStringLiteral("(at step 170 now)"))) << text.toStdString();
+  run.metrics.back().step = 600;  // finished: no "now"
+  EXPECT_FALSE(TrainingView::runSummary(run).contains(QStringLiteral("now"))) << TrainingView::runSummary(run).toStdString();
+}
+
 // Issue 69: the Training view's form shows the current run as it was trained (a bundled run
 // that trained 460 steps of 32 showed the paper's defaults: steps 0, epochs 20, batch 256), and
 // a new run started from it is that run again; the loss plot's legend has each run's last

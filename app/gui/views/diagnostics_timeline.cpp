@@ -253,9 +253,15 @@ void DiagnosticsTimeline::updateLabels() {
                                               "were recorded, or with an empty probe text. Train or resume it to "
                                               "record them."));
   else {
-    QString text = tr("Recorded at %1 validations; probe text: “%2”")
-                       .arg(records_.size())
-                       .arg(QString::fromStdString(records_.back().prompt).left(80));
+    // Issue 69: a bundled model has one record ("Recorded at 1 validations" read wrong).
+    const QString prompt = QString::fromStdString(records_.back().prompt).left(80);
+    QString text = records_.size() == 1
+                       ? tr("Recorded once, at step %1; probe text: “%2”").arg(records_.front().step).arg(prompt)
+                       : tr("Recorded at %1 validations, steps %2 to %3; probe text: “%4”")
+                             .arg(records_.size())
+                             .arg(records_.front().step)
+                             .arg(records_.back().step)
+                             .arg(prompt);
     if (reader_ && !reader_->problems().empty())
       text += tr(" · %1 damaged lines skipped (%2)")
                   .arg(reader_->problems().size())

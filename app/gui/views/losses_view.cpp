@@ -165,7 +165,11 @@ QWidget* LossesView::buildPlots() {
   histogram_ = new PlotPanel(tr("Loss histogram"), tr("loss (nats)"), tr("share of tokens"));
   histogram_->setObjectName(QStringLiteral("losses_histogram"));
   auto* plotsRow = new QSplitter(Qt::Horizontal);
-  for (PlotPanel* p : {byPosition_, byDistance_, byFrequency_, histogram_}) plotsRow->addWidget(p);  // legends under the axes
+  for (PlotPanel* p : {byPosition_, byDistance_, byFrequency_, histogram_}) {
+    plotsRow->addWidget(p);  // legends under the axes
+    // The slanted bucket names take half a short plot: the splitter above gives the axes room.
+    p->setMinimumAxesHeight(PlotPanel::kMinimumAxesHeight);
+  }
   return plotsRow;
 }
 

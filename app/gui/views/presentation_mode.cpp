@@ -348,7 +348,10 @@ void PresentationMode::showModel() {
       const QString title = QString::fromUtf8(hsm::mixer_info(l.mixer).title);
       if (!mixers.contains(title)) mixers << title;
     }
-  model_->setText(tr("%1 · %2 · %3").arg(run->name(), qstr(run->model.name), mixers.join(QStringLiteral(" + "))));
+  // The run's name, its model's where it differs (a bundled run "gpt" of model "gpt": once).
+  const QString model = qstr(run->model.name);
+  const QString name = model.isEmpty() || model == run->name() ? run->name() : tr("%1 · %2").arg(run->name(), model);
+  model_->setText(tr("%1 · %2").arg(name, mixers.join(QStringLiteral(" + "))));
 }
 
 void PresentationMode::switchModel(int step) {

@@ -51,6 +51,28 @@ QString quote(QString s) { return QStringLiteral("\"%1\"").arg(s.replace('"', QL
 
 // The ablation plot's height per bar, and around them (title, axis, margins).
 constexpr int kAblationBarHeight = 16, kAblationPlotMargin = 110, kAblationMinHeight = 200;
+// The rollout's slanted token names, axis label and margins under and beside its axes.
+constexpr int kRolloutLabelsHeight = 95;
+
+// A word-wrapped label whose smallest height is its lines' at its width: a splitter counts a
+// wrapped label's one line, and the rollout under it gave up the rest (issue 69's walk: the
+// rollout's axis label under its hover line at 1024x600).
+namespace {
+class WrappedLabel : public QLabel {
+ public:
+  using QLabel::QLabel;
+  void fit() {
+    const int needed = heightForWidth(width());
+    if (needed > 0 && minimumHeight() != needed) setMinimumHeight(needed);
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override {
+    QLabel::resizeEvent(e);
+    fit();
+  }
+};
+}  // namespace
 
 QString rollout_kind_text(const std::vector<hsm::MatrixKind>& kinds) {
   QStringList parts;
@@ -100,7 +122,16 @@ void ProbeView::build() {
       tr("The lens, the rollout and the ablation are of the edited model (what it knocks out is in the base loss); "
          "Reset it in the Weights view.")));
   layout->addWidget(status_);
-  layout->addWidget(rows, 1);
+  // Issue 69: at 1024x600 the rollout was a strip of 35 px under its token names; it keeps its
+  // rows apart (kRolloutAxesHeight) and the lens and rollout scroll together where the screen is
+  // shorter than they need.
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName(QStringLiteral("probe_scroll"));
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setWidget(rows);
+  layout->addWidget(scroll, 1);
 }
 
 QHBoxLayout* ProbeView::buildPromptBar() {
@@ -135,6 +166,9 @@ QWidget* ProbeView::buildLens() {
   lensTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   lensTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   lensTable_->setMouseTracking(true);
+  // Its header and four layers in view where the rollout below takes the rest (the view scrolls).
+  lensTable_->setMinimumHeight(lensTable_->horizontalHeader()->sizeHint().height() +
+                               4 * lensTable_->verticalHeader()->defaultSectionSize() + 2 * lensTable_->frameWidth());
   lensExport_ = new QPushButton(tr("Export…"));
   lensExport_->setToolTip(tr("The lens grid as PNG, PDF or SVG, or its numbers as CSV"));
   auto* lensTitle = new QLabel(
@@ -163,13 +197,16 @@ QWidget* ProbeView::buildRollout() {
   rollout_ = new HeatmapPanel(tr("Attention rollout"), tr("input token"), tr("output position"));
   rollout_->setObjectName(QStringLiteral("rollout_heatmap"));
   rollout_->setScaleLabel(tr("share"));
+  rollout_->setMinimumAxesHeight(kRolloutAxesHeight);
+  // Known before the first layout: a scroll area does not follow a minimum that grows later.
+  rollout_->plot()->setMinimumHeight(kRolloutAxesHeight + kRolloutLabelsHeight);
   layerSlider_ = new QSlider(Qt::Horizontal);
   layerSlider_->setObjectName(QStringLiteral("rollout_layer"));
   layerSlider_->setRange(0, 0);
   layerSlider_->setPageStep(1);
   layerSlider_->setTickPosition(QSlider::TicksBelow);
   layerLabel_ = new QLabel(tr("after layer –"));
-  rolloutKind_ = new QLabel;
+  rolloutKind_ = new WrappedLabel;
   rolloutKind_->setObjectName(QStringLiteral("rollout_kind"));
   rolloutKind_->setWordWrap(true);
   auto* rolloutBox = new QWidget;
@@ -555,6 +592,7 @@ void ProbeView::drawRollout() {
                       tokenLabels(false));
   layerLabel_->setText(tr("after layer %1 of %2").arg(r.layer).arg(probe().rollout.size()));
   rolloutKind_->setText(rollout_kind_text(probe().matrix_kinds));
+  static_cast<WrappedLabel*>(rolloutKind_)->fit();
 }
 
 QStringList ProbeView::tokenLabels(bool marked) const {

@@ -77,6 +77,8 @@ class ProbeView : public StudioView {
   // What hovering a lens cell shows (row 0 = after the embedding, column = position).
   QString lensTooltip(int row, int column) const;
   HeatmapPanel* rolloutPanel() const { return rollout_; }
+  // The rollout's axes keep this many pixels of height (its rows apart; the view scrolls).
+  static constexpr int kRolloutAxesHeight = 120;
   PlotPanel* ablationPanel() const { return ablationPlot_; }
   QProgressBar* ablationProgress() const { return progress_; }
   void setRolloutLayer(int layer);

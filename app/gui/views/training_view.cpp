@@ -199,7 +199,10 @@ QString TrainingView::runSummary(const RunEntry& run) {
   QString text = steps > 0 ? tr("%1: %2 steps of %3 windows").arg(run.name()).arg(steps).arg(t.batch_size)
                            : tr("%1: %2 epochs in batches of %3 windows").arg(run.name()).arg(t.epochs).arg(t.batch_size);
   text += tr(", learning rate %1, seed %2").arg(t.lr).arg(t.seed);
-  if (run.info.step > 0 && steps > 0 && run.info.step < steps) text += tr(" (at step %1 now)").arg(run.info.step);
+  // The step its metrics have reached, as the status bar and the progress bar say (issue 69's
+  // walk: "at step 100 now", its last checkpoint's, while the bar said 170 / 600).
+  const qint64 reached = std::max<qint64>(run.info.step, run.metrics.empty() ? 0 : run.metrics.back().step);
+  if (reached > 0 && steps > 0 && reached < steps) text += tr(" (at step %1 now)").arg(reached);
   for (auto it = run.metrics.crbegin(); it != run.metrics.crend(); ++it)
     if (it->kind == "eval" && std::isfinite(it->val_loss)) {
       text += tr("; last validation at step %1: loss %2 nats").arg(it->step).arg(it->val_loss, 0, 'f', 3);

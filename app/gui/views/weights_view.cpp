@@ -6,6 +6,7 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
+#include <QHash>
 #include <QHeaderView>
 #include <QLabel>
 #include <QMouseEvent>
@@ -43,18 +44,41 @@ QColor headTint(double t) { return colours::whiteToBlue(t, 0.45, 0.25); }
 
 QString same_dir(const QString& dir) { return QDir(dir).absolutePath(); }
 
-QString layer_without_weights(const hsm::MixerWeights& w) {
-  if (hsm::is_mixer_id(w.mixer) && hsm::mixer_info(w.mixer).family == hsm::MixerFamily::kAttention)
-    return QObject::tr(
-               "layer %1 (%2): attention has no learned a/b; its mixing depends on the input "
-               "(see Diagnostics)")
-        .arg(w.layer)
-        .arg(QString::fromStdString(w.mixer));
-  return QObject::tr(
-             "layer %1 (%2): mixes through matrices or gates, not a/b weights (see Diagnostics for its "
-             "effective mixing matrix)")
-      .arg(w.layer)
-      .arg(QString::fromStdString(w.mixer));
+// "layer 3", "layers 0–6", "layers 1, 3–5": the layers' numbers, runs of neighbours as ranges.
+QString layer_numbers(const QVector<int64_t>& layers) {
+  QStringList parts;
+  for (int i = 0; i < layers.size();) {
+    int j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    parts << (j == i ? QString::number(layers[i])
+                     : QStringLiteral("%1%2%3").arg(layers[i]).arg(j == i + 1 ? QStringLiteral(", ") : QStringLiteral("–")).arg(layers[j]));
+    i = j + 1;
+  }
+  return (layers.size() == 1 ? QObject::tr("layer %1") : QObject::tr("layers %1")).arg(parts.join(QStringLiteral(", ")));
+}
+
+// The layers without a/b weights, one sentence per mixer (issue 69: seven attention layers gave
+// the same sentence seven times).
+QStringList layers_without_weights(const std::vector<hsm::MixerWeights>& layers) {
+  QStringList mixers;
+  QHash<QString, QVector<int64_t>> numbers;
+  for (const hsm::MixerWeights& w : layers) {
+    if (w.has_weights() || !w.lag_weights.empty()) continue;
+    const QString mixer = QString::fromStdString(w.mixer);
+    if (!numbers.contains(mixer)) mixers << mixer;
+    numbers[mixer] << w.layer;
+  }
+  QStringList without;
+  for (const QString& mixer : mixers) {
+    const std::string id = mixer.toStdString();
+    const bool attention = hsm::is_mixer_id(id) && hsm::mixer_info(id).family == hsm::MixerFamily::kAttention;
+    without << (attention ? QObject::tr("%1 (%2): attention has no learned a/b; its mixing depends on the input "
+                                        "(see Diagnostics)")
+                          : QObject::tr("%1 (%2): mixes through matrices or gates, not a/b weights (see Diagnostics "
+                                        "for its effective mixing matrix)"))
+                   .arg(layer_numbers(numbers[mixer]), mixer);
+  }
+  return without;
 }
 
 }  // namespace
@@ -641,9 +665,7 @@ void WeightsView::showWeights(const QString& runDir, qint64 step, const std::vec
           .arg(layers.size())
           .arg(step)
           .arg(live ? tr(" · <span style='color:#0a7d20'>live: updates at every validation</span>") : QString()));
-  QStringList without;
-  for (const hsm::MixerWeights& w : layers)
-    if (!w.has_weights() && w.lag_weights.empty()) without << layer_without_weights(w);
+  QStringList without = layers_without_weights(layers);
   drawBars();
   drawOffsets();
   drawVectors();

@@ -295,7 +295,39 @@ void PlotPanel::fitAxisLabels() {
   };
   fit(plot_->xAxis, xLabel_, axes.width());
   fit(plot_->yAxis, yLabel_, axes.height());
+  // Axes squeezed by their tick labels (slanted names), axis labels and legend ask for the
+  // height they miss: the plot's minimum grows (never shrinks), so the view's layout, a splitter
+  // or a scroll area gives it the room instead of drawing a strip.
+  if (const int missing = minimumAxesHeight_ - axes.height(); missing > 0 && plot_->plottableCount() > 0) {
+    const int least = plot_->height() + missing;
+    if (plot_->minimumHeight() < least) plot_->setMinimumHeight(least);
+  }
+  if (fitMessages()) changed = true;
   if (changed) plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool PlotPanel::fitMessages() {
+  // A message placed in the axes (a text item at a ratio of the axis rect: "No weights loaded.",
+  // "Offset weights need every layer to be…") is clipped to them: it is broken between words to
+  // their width (issue 69: the Weights view's offset plot showed "…ed every layer to be a
+  // single-shift layer w…" at 1024x600). The text a view sets is kept in a property, so a new
+  // one (the item's text no longer the one fitted) is fitted in turn.
+  const int room = plot_->axisRect()->rect().width() - 12;
+  if (room <= 0) return false;
+  bool changed = false;
+  for (int i = 0; i < plot_->itemCount(); ++i) {
+    auto* item = qobject_cast<QCPItemText*>(plot_->item(i));
+    if (!item || item->position->type() != QCPItemPosition::ptAxisRectRatio) continue;
+    if (item->property("fitted").toString() != item->text()) item->setProperty("asSet", item->text());
+    const QString set = item->property("asSet").toString();
+    QStringList lines;
+    for (const QString& paragraph : set.split(QStringLiteral("\n\n")))
+      lines << wrappedLabel(item->font(), QString(paragraph).replace(QLatin1Char('\n'), QLatin1Char(' ')), room);
+    const QString text = lines.join(QStringLiteral("\n\n"));
+    item->setProperty("fitted", text);
+    if (item->text() != text) item->setText(text), changed = true;
+  }
+  return changed;
 }
 
 void PlotPanel::setLogOptionVisible(bool visible) { logBox_->setVisible(visible); }
@@ -396,6 +428,13 @@ void PlotPanel::redraw() {
     }
   }
   fitTicks();  // a log scale's new ticker too
+  // An empty plot shows no numbers on its axes (issue 69's walk: the Losses view before scoring drew
+  // 0 … 5 on both axes of its four plots); where a view draws bars or a map itself, they stay.
+  if (plot_->plottableCount() == plot_->graphCount()) {
+    const bool data = std::any_of(series_.cbegin(), series_.cend(), [](const PlotSeries& s) { return !s.x.isEmpty(); });
+    plot_->xAxis->setTickLabels(data);
+    plot_->yAxis->setTickLabels(data);
+  }
   // A hidden plot (another tab) is drawn when it is shown, not on every update.
   if (isVisible()) {
     plot_->replot(QCustomPlot::rpQueuedReplot);

@@ -64,6 +64,15 @@ class PlotPanel : public QWidget {
 
   // The smallest plot area: two plots beside a form still fit a 1024x600 screen (issue 48).
   static constexpr QSize kMinimumPlotSize{200, 120};
+  // The least height of the axes (the data's rect) where data is drawn (issue 69: at 1024x600 the
+  // scored Losses view's slanted bucket names left its distance and frequency plots a strip of
+  // 21 and -2 px). The layout test holds every plot to it.
+  static constexpr int kMinimumAxesHeight = 40;
+  // A plot in a splitter or a scroll area, whose tick labels, axis labels and legend may squeeze
+  // its axes below `pixels`, asks its layout for the height they miss (its minimum grows, never
+  // shrinks): the splitter or scroll area gives it room instead of drawing a strip. Off (0) by
+  // default: a plot in a fixed grid keeps the room it has.
+  void setMinimumAxesHeight(int pixels) { minimumAxesHeight_ = pixels; }
   // Above this many points a line series is drawn decimated.
   static constexpr int kMaxDrawnPoints = 4000;
 
@@ -82,10 +91,12 @@ class PlotPanel : public QWidget {
   // rather than cut by the plot's edge.
   void fitTicks();
   void fitAxisLabels();
+  bool fitMessages();  // true when a message's lines changed
 
   QString title_, xLabel_, yLabel_;
   QFont labelFont_;  // the axes' labels' font, before a short axis makes it smaller
   bool legendBelow_ = false;
+  int minimumAxesHeight_ = 0;
   int maxLegendColumns_ = kMaxLegendColumns, minLegendColumns_ = 1;
   QCustomPlot* plot_;
   QCheckBox* logBox_;
