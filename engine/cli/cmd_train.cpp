@@ -278,10 +278,11 @@ class ProgressLine {
 // SA_RESTART: the training's own calls go on.
 TrainSummary train_with_progress(const RunSpec& spec) {
   ProgressLine progress(spec.train.log_every);
-  Trainer trainer(spec, progress.callbacks());
   TrainSummary s;
   {
+    // Before the Trainer: each thread it starts keeps the signals off (hsm/worker_process.h).
     StopSignals stop(true);
+    Trainer trainer(spec, progress.callbacks());
     try {
       s = train_until_stopped(trainer, StopSignals::flag());
     } catch (...) {

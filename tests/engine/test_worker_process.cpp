@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -78,7 +79,8 @@ TEST(WorkerProcess, AStopSignalRaisesTheFlagAndThePreviousHandlerComesBack) {
   {
     StopSignals stop(true);
     EXPECT_FALSE(StopSignals::raised());
-    ::raise(SIGHUP);
+    ::kill(::getpid(), SIGHUP);  // to the process, as a closed terminal sends it: its receiver takes it
+    for (int i = 0; i < 200 && !StopSignals::raised(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_TRUE(StopSignals::raised());
     EXPECT_TRUE(StopSignals::flag()->load());
     EXPECT_EQ(StopSignals::signal(), SIGHUP);
@@ -90,6 +92,47 @@ TEST(WorkerProcess, AStopSignalRaisesTheFlagAndThePreviousHandlerComesBack) {
   ::sigaction(SIGHUP, nullptr, &now);
   EXPECT_EQ(now.sa_handler, SIG_IGN);  // ours again
   ::sigaction(SIGHUP, &previous, nullptr);
+}
+
+// A training process handles its stop signals on a thread of StopSignals' own, never on the
+// thread that made it or one that thread starts (they compute: oneDNN's JIT products point rsp
+// at the heap, and a signal frame written there corrupted it, worker_process.h). Linux hands a
+// process-directed signal to the main thread when it does not block it: the old handling ran
+// every one of them here. A launcher's (no restart) still interrupts its own wait.
+TEST(WorkerProcess, ATrainingProcessHandlesStopSignalsOffTheThreadsThatCompute) {
+  const long main_thread = static_cast<long>(::gettid());
+  {
+    StopSignals stop(true);
+    std::atomic<long> compute_thread{0};
+    std::atomic<bool> done{false};
+    std::thread compute([&] {  // started after: it inherits the blocked signals, as LibTorch's pools do
+      compute_thread = static_cast<long>(::gettid());
+      volatile double x = 0;
+      while (!done) x = x + 1;  // busy, as a matrix product is
+    });
+    while (compute_thread == 0) std::this_thread::yield();
+    for (const int sig : {SIGTERM, SIGINT, SIGHUP, SIGTERM, SIGTERM}) {
+      ASSERT_EQ(::kill(::getpid(), sig), 0);
+      for (int i = 0; i < 300 && StopSignals::take() != sig; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      EXPECT_EQ(StopSignals::signal(), sig);
+      const long handled_on = StopSignals::handler_thread();
+      EXPECT_NE(handled_on, 0);
+      EXPECT_NE(handled_on, main_thread) << "a stop signal was handled on the thread that computes";
+      EXPECT_NE(handled_on, compute_thread.load()) << "a stop signal was handled on a thread it started";
+    }
+    done = true;
+    compute.join();
+  }
+  // Afterwards the thread's mask is as it was: the signals reach it again.
+  sigset_t now;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &now);
+  EXPECT_FALSE(sigismember(&now, SIGTERM) || sigismember(&now, SIGINT) || sigismember(&now, SIGHUP));
+  {
+    StopSignals launcher(false);
+    ::kill(::getpid(), SIGTERM);  // unblocked here: Linux delivers it to this (main) thread at once
+    EXPECT_TRUE(StopSignals::raised());
+    EXPECT_EQ(StopSignals::handler_thread(), main_thread);
+  }
 }
 
 // A launcher blocked in its wait: a SIGINT sent to it alone interrupts the wait, and the signal it

@@ -16,6 +16,15 @@ namespace hsm {
 // raise one flag while an object of this class lives; the previous handlers come back when it
 // ends. restart: the handlers use SA_RESTART (a process that trains: its own calls go on);
 // without it (a launcher) a wait is interrupted and the stop passed on at once. One at a time.
+//
+// A process that trains (restart) also keeps the handler off the threads that compute: the
+// signals are blocked in the constructing thread, so in every thread it starts afterwards
+// (LibTorch's and oneDNN's OpenMP pools, Gloo's), and a thread of this object's own receives
+// them. oneDNN's JIT matrix products (libdnnl up to 3.11, Debian's included) point rsp at a
+// heap buffer while they run; a signal handled on such a thread writes its frame (2.4 kB of
+// AVX-512 state) over the heap, and glibc aborted minutes or steps later ("corrupted size vs.
+// prev_size", a stopped run without its checkpoint: oneDNN issue 4845). A signal sent to the
+// constructing thread alone (raise, pthread_kill) waits until the object ends.
 class StopSignals {
  public:
   explicit StopSignals(bool restart);
@@ -28,6 +37,8 @@ class StopSignals {
   static int signal();  // the last stop signal received (0: none)
   // The stop signal received since the last take() (0: none): a launcher that passes each one on.
   static int take();
+  // The thread (its kernel id) that ran the handler for the last stop signal (0: none yet).
+  static long handler_thread();
 };
 
 // A worker to start: argv (argv[0] the name it sees), the program executed (`program`, or

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 extern char** environ;
 
@@ -21,15 +24,31 @@ namespace hsm {
 namespace {
 
 std::atomic<bool> g_stop{false};
-std::atomic<int> g_stop_signal{0};  // the last one
-std::atomic<int> g_untaken{0};      // the last one since take()
+std::atomic<int> g_stop_signal{0};     // the last one
+std::atomic<int> g_untaken{0};         // the last one since take()
+std::atomic<long> g_handler_thread{0};  // the thread that handled it
 extern "C" void on_stop_signal(int sig) {
+  g_handler_thread = static_cast<long>(::syscall(SYS_gettid));  // async-signal-safe
   g_stop_signal = sig;
   g_untaken = sig;
   g_stop = true;
 }
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 struct sigaction g_previous[3];
+
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kStopSignals) sigaddset(&set, sig);
+  return set;
+}
+
+// A training process's receiver of the stop signals (StopSignals(true)): a thread that only
+// sleeps, so the handler's frame lands on a stack of its own; the constructing thread's mask
+// as it was, restored at the end.
+std::thread g_receiver;
+std::atomic<bool> g_receiver_done{false};
+sigset_t g_mask_before;
 
 // The log file, opened without following a link, or -1 when there is none.
 int open_log(const std::string& log) {
@@ -79,14 +98,28 @@ StopSignals::StopSignals(bool restart) {
   g_stop = false;
   g_stop_signal = 0;
   g_untaken = 0;
+  g_handler_thread = 0;
   struct sigaction on {};
   on.sa_handler = on_stop_signal;
   on.sa_flags = restart ? SA_RESTART : 0;
   sigemptyset(&on.sa_mask);
   for (int i = 0; i < 3; ++i) ::sigaction(kStopSignals[i], &on, &g_previous[i]);
+  if (!restart) return;  // a launcher computes nothing: its wait is what a signal interrupts
+  const sigset_t set = stop_signal_set();
+  g_receiver_done = false;
+  g_receiver = std::thread([set] {
+    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    while (!g_receiver_done) ::usleep(50 * 1000);  // a signal ends the sleep early; its handler ran here
+  });
+  ::pthread_sigmask(SIG_BLOCK, &set, &g_mask_before);
 }
 
 StopSignals::~StopSignals() {
+  if (g_receiver.joinable()) {
+    g_receiver_done = true;
+    g_receiver.join();
+    ::pthread_sigmask(SIG_SETMASK, &g_mask_before, nullptr);
+  }
   for (int i = 0; i < 3; ++i) ::sigaction(kStopSignals[i], &g_previous[i], nullptr);
 }
 
@@ -94,6 +127,7 @@ const std::atomic<bool>* StopSignals::flag() { return &g_stop; }
 bool StopSignals::raised() { return g_stop; }
 int StopSignals::signal() { return g_stop_signal; }
 int StopSignals::take() { return g_untaken.exchange(0); }
+long StopSignals::handler_thread() { return g_handler_thread; }
 
 pid_t start_worker(const WorkerOptions& o) {
   if (o.argv.empty()) throw std::invalid_argument("start_worker: no command line");
