@@ -321,6 +321,9 @@ void LabView::buildResultControls() {
   difficultyPlot_->setObjectName(QStringLiteral("lab_difficulty_plot"));
   cellPlot_ = new PlotPanel(tr("Lab cell training"), tr("step"), tr("validation answer accuracy"));
   cellPlot_->setObjectName(QStringLiteral("lab_cell_plot"));
+  // Room for the title, the axes and their labels from the start: on a short screen the area
+  // around them scrolls instead of squeezing them to a strip (the bundled lab at 1024x600).
+  for (PlotPanel* p : {difficultyPlot_, cellPlot_}) p->setMinimumHeight(200);
   showAccuracyRange(cellPlot_);
   showAccuracyRange(difficultyPlot_);
   intro_ = new QLabel;
@@ -382,6 +385,9 @@ QWidget* LabView::buildResults() {
   gridPages_->setObjectName(QStringLiteral("lab_pages"));
   gridPages_->addWidget(scrollWhenShort(intro_, Qt::ScrollBarAlwaysOff));
   gridPages_->addWidget(scrollWhenShort(buildGridPlotsAndLog()));  // they scroll on a short screen, the buttons stay
+  // Above the pages, not in their splitter: a splitter gives a wrapped label one line's height,
+  // and the grid below it was drawn over by the colour key (the bundled lab at 1024x600).
+  rightLayout->addWidget(bundled_);
   rightLayout->addWidget(gridPages_, 1);
   return right;
 }
@@ -395,7 +401,6 @@ QWidget* LabView::buildGridPlotsAndLog() {
   bundled_->setObjectName(QStringLiteral("lab_bundled"));
   bundled_->setWordWrap(true);
   bundled_->hide();
-  gridLayout->addWidget(bundled_);
   gridLayout->addWidget(grid_, 1);
   gridLayout->addWidget(colourKey_);
   lower->addWidget(gridBox);
@@ -819,6 +824,11 @@ void LabView::showTable() {
     grid_->setItem(static_cast<int>(mi), static_cast<int>(ti), item);
   }
   grid_->resizeRowsToContents();
+  // The grid keeps its header and every row in view, and the area around it scrolls on a short
+  // screen: at 1024x600 the bundled lab's grid was squeezed to 56 px, its header alone 60.
+  int height = grid_->horizontalHeader()->sizeHint().height() + 2 * grid_->frameWidth();
+  for (int r = 0; r < grid_->rowCount(); ++r) height += grid_->rowHeight(r);
+  grid_->setMinimumHeight(std::min(height, 360));
   showToolTips();
   showDifficulty();
   // The shown cell's curve with its new points; until a cell is hovered or chosen, the curve of
