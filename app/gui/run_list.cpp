@@ -142,6 +142,11 @@ int RunList::openAtStep(const QString& dir, qint64 step) {
   const hsm::RunFolder made(copy.toStdString());
   int64_t damaged = 0;
   made.keep_log_records_to(made.metrics, step, damaged);  // its curves end at the step
+  // Its diagnoses over time too (the Diagnostics view's timeline), up to the step.
+  if (QFileInfo::exists(QString::fromStdString(run.diagnostics))) {
+    std::filesystem::copy_file(run.diagnostics, made.diagnostics);
+    made.keep_log_records_to(made.diagnostics, step, damaged);
+  }
   auto entry = std::make_unique<RunEntry>();
   entry->dir = copy;
   entry->source = source;

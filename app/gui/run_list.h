@@ -46,7 +46,8 @@ class RunList : public QAbstractListModel {
   // hsm::RunFolder::kept_steps) as a run of its own, "NAME at step S", and returns its row (the
   // one already open when it is). Every view then shows that model as it shows any run. Its
   // folder is a copy made by the run folder's one recipe for copies (RunFolder::publish_copy):
-  // the step's weights and config, the task or tokenizer, and metrics.jsonl up to the step, in
+  // the step's weights and config, the task or tokenizer, metrics.jsonl and diagnostics.jsonl up
+  // to the step, in
   // this list's temporary folder (removed on close and at exit), so nothing a view does to it (a
   // what-if edit, a training continued) ever reaches the run folder. Throws std::runtime_error
   // naming the run and its kept steps when it keeps no model of `step`.

@@ -497,6 +497,12 @@ TEST(OpenAtStep, TheRunBarOpensAKeptStepAndTheWeightsViewShowsThatStepsModel) {
   EXPECT_EQ(entry->info.step, 20);
   ASSERT_FALSE(entry->metrics.empty());
   EXPECT_EQ(entry->metrics.back().step, 20) << "its curves end at its step";
+  {  // and its diagnoses over time (the run recorded one at steps 10, 20, 30, 40)
+    const std::vector<hsm::DiagnosticsRecord> diagnoses = hsm::read_diagnostics_log(sstr(entry->dir));
+    ASSERT_FALSE(diagnoses.empty());
+    EXPECT_EQ(diagnoses.back().step, 20);
+    EXPECT_GT(hsm::read_diagnostics_log(run.toStdString()).back().step, 20);
+  }
   const QString copy = entry->dir;
 
   // The Weights view shows the step's model, which is not the newest.
