@@ -8,6 +8,7 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
 #include <QMenuBar>
@@ -132,6 +133,18 @@ void MainWindow::buildRunBar() {
   closeButton->setText(tr("Close"));
   closeButton->setToolTip(tr("Close the current run (its files stay)"));
   bar->addWidget(closeButton);
+  // Any view on the model as it was at a kept step (issue 67): a read-only run of its own.
+  auto* stepButton = new QToolButton;
+  stepButton->setObjectName(QStringLiteral("open_at_step"));
+  stepButton->setText(tr("At step"));
+  stepButton->setToolTip(
+      tr("Open the current run's model as it was at a step it keeps (its snapshots, train with "
+         "--snapshot-every N): every view then shows that model, read-only"));
+  stepButton->setPopupMode(QToolButton::InstantPopup);
+  stepMenu_ = new QMenu(stepButton);
+  stepMenu_->setObjectName(QStringLiteral("open_at_step_menu"));
+  stepButton->setMenu(stepMenu_);
+  bar->addWidget(stepButton);
   bar->addSeparator();
   auto* presentButton = new QToolButton;
   presentButton->setObjectName(QStringLiteral("present_button"));
@@ -159,6 +172,10 @@ void MainWindow::connectRuns() {
     updateStatus();
   });
   connect(runs_, &RunList::infoChanged, this, &MainWindow::updateStatus);
+  // A training run keeps more steps as it goes: the menu follows its checkpoints.
+  connect(runs_, &RunList::currentChanged, this, &MainWindow::refreshStepMenu);
+  connect(runs_, &RunList::infoChanged, this, &MainWindow::refreshStepMenu);
+  refreshStepMenu();
   connect(runs_, &RunList::metricsAppended, this, [this](int row) {
     if (row == runs_->current()) updateStatus();
   });
@@ -167,7 +184,8 @@ void MainWindow::connectRuns() {
   // run trained in the studio is there after a restart; the bundled demo models are not (File ›
   // Open the demo models has them).
   connect(runs_, &RunList::runAdded, this, [this](int row) {
-    if (!StudioSettings::isBundledRun(runs_->at(row).dir)) StudioSettings::addRecentRun(runs_->at(row).dir);
+    const RunEntry& run = runs_->at(row);
+    if (!run.atStep() && !StudioSettings::isBundledRun(run.dir)) StudioSettings::addRecentRun(run.dir);
   });
   connect(runs_, &RunList::metricsProblems, this, [this](int row, const QStringList& problems) {
     for (const QString& p : problems) qWarning("%s", qPrintable(p));
@@ -411,6 +429,56 @@ QString MainWindow::openRun(const QString& dir, bool quiet) {
     if (!quiet) QMessageBox::warning(this, tr("Cannot open run"), message);
     return message;
   }
+}
+
+QString MainWindow::openAtStep(qint64 step, bool quiet) {
+  const RunEntry* run = runs_->currentRun();
+  if (!run) return tr("Open a run first.");
+  try {
+    runs_->setCurrent(runs_->openAtStep(run->atStep() ? run->source : run->dir, step));
+    return {};
+  } catch (const std::exception& e) {
+    const QString message = QString::fromStdString(hsm::error_text(e));
+    if (!quiet) QMessageBox::warning(this, tr("Cannot open the run at step %1").arg(step), message);
+    return message;
+  }
+}
+
+void MainWindow::refreshStepMenu() {
+  stepMenu_->clear();
+  const RunEntry* run = runs_->currentRun();
+  if (!run) {
+    stepMenu_->addAction(tr("(open a run first)"))->setEnabled(false);
+    return;
+  }
+  const QString dir = run->atStep() ? run->source : run->dir;
+  std::vector<int64_t> steps;
+  try {
+    steps = hsm::RunFolder(sstr(dir)).kept_steps();
+  } catch (const std::exception& e) {
+    stepMenu_->addAction(QString::fromStdString(hsm::error_text(e)))->setEnabled(false);
+    return;
+  }
+  // The newest checkpoint is the run itself; a run at a step lists its run's other steps.
+  const int source = runs_->indexOf(dir);
+  const qint64 newest = source >= 0 && runs_->at(source).has_info ? runs_->at(source).info.step : -1;
+  if (run->atStep())
+    stepMenu_->addAction(tr("%1 as it is now").arg(QFileInfo(dir).fileName()), this, [this, dir] {
+      const int row = runs_->indexOf(dir);
+      if (row >= 0)
+        runs_->setCurrent(row);
+      else
+        openRun(dir);
+    });
+  int listed = 0;
+  for (const int64_t step : steps) {
+    if (step == newest || step == run->step) continue;
+    QAction* a = stepMenu_->addAction(tr("step %1").arg(step), this, [this, step] { openAtStep(step); });
+    a->setData(QVariant::fromValue<qint64>(step));
+    ++listed;
+  }
+  if (listed == 0)
+    stepMenu_->addAction(tr("(no other step kept: train with --snapshot-every N to keep some)"))->setEnabled(false);
 }
 
 int MainWindow::openBundledModels() {

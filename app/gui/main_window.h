@@ -100,6 +100,10 @@ class MainWindow : public QMainWindow {
   // Opens a run folder and makes it current; on failure returns the reason (and, unless
   // quiet, shows it in a message box).
   QString openRun(const QString& dir, bool quiet = false);
+  // Opens the current run (or the run a run at a step came from) at a step it keeps a model of
+  // (RunList::openAtStep) and makes it current: the run bar's "At step" menu. On failure returns
+  // the reason (and, unless quiet, shows it).
+  QString openAtStep(qint64 step, bool quiet = false);
   // Opens the bundled demo models (resources/models/) and readies the Playground on the
   // paper's first prompt; returns how many were opened.
   int openBundledModels();
@@ -130,6 +134,7 @@ class MainWindow : public QMainWindow {
   void preferencesDialog();
   void aboutDialog();
   void refreshRecentMenu();
+  void refreshStepMenu();  // the kept steps of the current run, in the run bar's "At step" menu
   void updateStatus();
   void updateHelp();
   QPoint helpPosition(const QSize& panel) const;  // where the help panel opens
@@ -151,6 +156,7 @@ class MainWindow : public QMainWindow {
   QLabel* modelLabel_;
   QLabel* trainingLabel_;
   QMenu* recentMenu_;
+  QMenu* stepMenu_;
   QString deviceDescription_;
   QString versions_;
   bool closeAfterStop_ = false;

@@ -3,7 +3,9 @@
 
 #include <QDateTime>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
+#include <filesystem>
 #include <stdexcept>
 
 #include "hsm/params.h"
@@ -37,7 +39,10 @@ std::string task_of(const QString& dir) {
 
 }  // namespace
 
-QString RunEntry::name() const { return QFileInfo(dir).fileName(); }
+QString RunEntry::name() const {
+  return atStep() ? QObject::tr("%1 at step %2").arg(QFileInfo(source).fileName()).arg(step)
+                  : QFileInfo(dir).fileName();
+}
 
 RunList::RunList(QObject* parent) : QAbstractListModel(parent) {
   pollTimer_.setInterval(kPollMs);
@@ -114,8 +119,49 @@ int RunList::addPending(const QString& dir, const hsm::ModelConfig& model) {
   return insert(std::move(run));
 }
 
+int RunList::openAtStep(const QString& dir, qint64 step) {
+  const QString source = QDir(dir).absolutePath();
+  for (int i = 0; i < count(); ++i)
+    if (at(i).source == source && at(i).step == step) return i;
+  const hsm::RunFolder run(source.toStdString());
+  const hsm::RunFolder::Checkpoint kept = run.model_at(step);  // throws naming the kept steps
+  if (!copies_)
+    copies_ = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("hsm-studio-steps-XXXXXX")));
+  if (!copies_->isValid())
+    throw std::runtime_error("no temporary folder for a run at a step: " + copies_->errorString().toStdString());
+  // Named "NAME at step S" (the views name a run by its folder), in a folder of its own: two
+  // runs of one name get two.
+  int n = 0;
+  while (QFileInfo::exists(copies_->filePath(QString::number(n)))) ++n;
+  const QString copy =
+      copies_->filePath(QStringLiteral("%1/%2 at step %3").arg(n).arg(QFileInfo(source).fileName()).arg(step));
+  QFile config(QString::fromStdString(kept.config));
+  if (!config.open(QIODevice::ReadOnly)) throw std::runtime_error("cannot read " + kept.config);
+  run.publish_copy(copy.toStdString(), config.readAll().toStdString(),
+                   [&](const std::string& weights) { std::filesystem::copy_file(kept.weights, weights); });
+  const hsm::RunFolder made(copy.toStdString());
+  int64_t damaged = 0;
+  made.keep_log_records_to(made.metrics, step, damaged);  // its curves end at the step
+  // Its diagnoses over time too (the Diagnostics view's timeline), up to the step.
+  if (QFileInfo::exists(QString::fromStdString(run.diagnostics))) {
+    std::filesystem::copy_file(run.diagnostics, made.diagnostics);
+    made.keep_log_records_to(made.diagnostics, step, damaged);
+  }
+  auto entry = std::make_unique<RunEntry>();
+  entry->dir = copy;
+  entry->source = source;
+  entry->step = step;
+  entry->info = hsm::read_run_info(copy.toStdString());
+  entry->model = entry->info.model;
+  entry->task = task_of(copy);
+  entry->has_info = true;
+  entry->config_stamp = stamp(QString::fromStdString(made.config));
+  return insert(std::move(entry));
+}
+
 void RunList::close(int row) {
   if (row < 0 || row >= count()) return;
+  if (at(row).atStep()) QFileInfo(at(row).dir).dir().removeRecursively();  // the copy (the run's own folder stays)
   beginRemoveRows({}, row, row);
   runs_.erase(runs_.begin() + row);
   endRemoveRows();
@@ -186,7 +232,8 @@ QVariant RunList::data(const QModelIndex& index, int role) const {
           .arg(run.name(), QString::fromStdString(run.model.name), QString::number(millions, 'f', 2));
     }
     case Qt::ToolTipRole:
-      return run.dir;
+      return run.atStep() ? QObject::tr("%1 as it was at step %2 (a read-only copy)").arg(run.source).arg(run.step)
+                          : run.dir;
     case Qt::DecorationRole:
       return run.color;
     default:

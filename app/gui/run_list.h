@@ -4,6 +4,7 @@
 // studio trains it or another process (`hsm train`) does, as TensorBoard follows a log dir.
 #include <QAbstractListModel>
 #include <QColor>
+#include <QTemporaryDir>
 #include <QTimer>
 #include <memory>
 #include <vector>
@@ -22,7 +23,12 @@ struct RunEntry {
   std::unique_ptr<hsm::MetricsReader> reader;
   QColor color;                       // the run's colour in every plot
   qint64 config_stamp = 0;            // config.json's modification time when read
-  QString name() const;               // folder name
+  // A run opened at a kept step (RunList::openAtStep): `dir` is a read-only copy of the model of
+  // run `source` as it was at `step`; -1 and "" for a run opened as it is.
+  QString source;
+  qint64 step = -1;
+  bool atStep() const { return step >= 0; }
+  QString name() const;  // folder name; "NAME at step S" for a run opened at a kept step
 };
 
 class RunList : public QAbstractListModel {
@@ -36,6 +42,16 @@ class RunList : public QAbstractListModel {
   int open(const QString& dir);
   // A run this studio is about to train: listed at once, its config.json read once written.
   int addPending(const QString& dir, const hsm::ModelConfig& model);
+  // Opens run `dir`'s model as it was at `step` (a snapshot or an older checkpoint it keeps,
+  // hsm::RunFolder::kept_steps) as a run of its own, "NAME at step S", and returns its row (the
+  // one already open when it is). Every view then shows that model as it shows any run. Its
+  // folder is a copy made by the run folder's one recipe for copies (RunFolder::publish_copy):
+  // the step's weights and config, the task or tokenizer, metrics.jsonl and diagnostics.jsonl up
+  // to the step, in
+  // this list's temporary folder (removed on close and at exit), so nothing a view does to it (a
+  // what-if edit, a training continued) ever reaches the run folder. Throws std::runtime_error
+  // naming the run and its kept steps when it keeps no model of `step`.
+  int openAtStep(const QString& dir, qint64 step);
   void close(int row);
 
   int count() const { return static_cast<int>(runs_.size()); }
@@ -77,6 +93,7 @@ class RunList : public QAbstractListModel {
   int colorsUsed_ = 0;
   QTimer pollTimer_;
   bool pollScheduled_ = false;
+  std::unique_ptr<QTemporaryDir> copies_;  // the folders of the runs opened at a step
 };
 
 // Why a prompt cannot be run on `run` now ("Open a run first.", no checkpoint yet, an empty

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
+#include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QLineEdit>
@@ -508,10 +509,41 @@ TEST(TraceView, TheStepSliderShowsEachRecordedStepAndTracesTheModelKeptThere) {
   ASSERT_NE(pane, nullptr);
   EXPECT_FALSE(pane->isHidden());
   const QVector<PlotSeries>& series = s.view.formationPanel()->series();
-  ASSERT_EQ(series.size(), 2);
+  // Route share, accuracy, and each of the tiny model's three layers' mixer effect as recorded,
+  // on the right axis (its own scale: it passes 1 on the plateau).
+  ASSERT_EQ(series.size(), 2 + 3);
   EXPECT_EQ(series[0].x, (QVector<double>{10, 20, 30, 40}));
   EXPECT_EQ(series[0].y, (QVector<double>{0.01, 0.05, 0.3, 0.4}));
   EXPECT_EQ(series[1].y, (QVector<double>{0.1, 0.6, 0.7, 0.9}));
+  EXPECT_FALSE(series[0].right_axis || series[1].right_axis);
+  QCustomPlot* fp = s.view.formationPanel()->plot();
+  int effects = 0;
+  for (int l = 0; l < 3; ++l) {
+    const PlotSeries& effect = series[2 + l];
+    EXPECT_EQ(effect.name, QStringLiteral("L%1 mixer effect").arg(l));
+    EXPECT_TRUE(effect.right_axis);
+    ASSERT_EQ(effect.y.size(), 4);
+    for (size_t i = 0; i < records.size(); ++i) {
+      ASSERT_EQ(records[i].mixer_effect.size(), 3u);
+      if (std::isfinite(records[i].mixer_effect[static_cast<size_t>(l)])) {
+        EXPECT_EQ(effect.y[static_cast<int>(i)], records[i].mixer_effect[static_cast<size_t>(l)]) << l << " " << i;
+        ++effects;
+      }
+    }
+    EXPECT_EQ(fp->graph(2 + l)->valueAxis(), fp->yAxis2) << l;
+    EXPECT_EQ(fp->graph(2 + l)->data()->size(), 4) << l;
+  }
+  EXPECT_GT(effects, 0) << "no layer recorded a mixer effect";
+  EXPECT_TRUE(fp->yAxis2->visible());
+  EXPECT_EQ(fp->graph(0)->valueAxis(), fp->yAxis);
+  // The box hides them (and the right axis); checked again, they are back.
+  auto* mixers = s.view.findChild<QCheckBox*>(QStringLiteral("trace_formation_mixers"));
+  ASSERT_NE(mixers, nullptr);
+  mixers->click();
+  EXPECT_EQ(s.view.formationPanel()->series().size(), 2);
+  EXPECT_FALSE(fp->yAxis2->visible());
+  mixers->click();
+  EXPECT_EQ(s.view.formationPanel()->series().size(), 5);
   EXPECT_EQ(s.view.markedStep(QStringLiteral("formed")), 30.0);
   EXPECT_EQ(s.view.markedStep(QStringLiteral("accuracy")), 20.0);
   EXPECT_EQ(s.view.markedStep(QStringLiteral("slider")), 40.0);
@@ -571,9 +603,10 @@ TEST(TraceView, TheStepSliderShowsEachRecordedStepAndTracesTheModelKeptThere) {
 
   // The run beside on the same axis, dashed, with its own summary (its share fell back: none formed).
   s.view.setCompareRun(other);
-  ASSERT_TRUE(wait_for([&] { return s.view.formationPanel()->series().size() == 4; }));
-  EXPECT_EQ(s.view.formationPanel()->series()[2].style, PlotSeries::Style::kDashedLine);
-  EXPECT_EQ(s.view.formationPanel()->series()[2].y, (QVector<double>{0.02, 0.2, 0.02, 0.03}));
+  // (After the current run's share, accuracy and three mixer effects: the run beside's are not drawn.)
+  ASSERT_TRUE(wait_for([&] { return s.view.formationPanel()->series().size() == 7; }));
+  EXPECT_EQ(s.view.formationPanel()->series()[5].style, PlotSeries::Style::kDashedLine);
+  EXPECT_EQ(s.view.formationPanel()->series()[5].y, (QVector<double>{0.02, 0.2, 0.02, 0.03}));
   EXPECT_TRUE(s.view.formationSummary().contains(QStringLiteral("no route"))) << s.view.formationSummary().toStdString();
   // Moving the slider shows both runs' records of that step.
   press(slider, Qt::Key_End);

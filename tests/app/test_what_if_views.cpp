@@ -1,6 +1,7 @@
 // Issue 23 in the studio: the what-if edits of the Weights view and the Playground, driven
 // through their widgets on the tiny trained model (hsm_ab, attn, hsm_ab) and checked against
-// Model::edited; the run folder stays byte-identical.
+// Model::edited; the run folder stays byte-identical. Issue 67: a run opened at a kept step (the
+// run bar's "At step" menu) shows that step's model and never writes the run.
 #include <gtest/gtest.h>
 
 #include <QCheckBox>
@@ -12,22 +13,26 @@
 #include <QImage>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMenu>
 #include <QPushButton>
 #include <QSet>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <QToolButton>
 #include <qcustomplot.h>
 
 #include <thread>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine/model_store.h"
+#include "gui/main_window.h"
 #include "gui/run_list.h"
 #include "gui/views/diagnostics_timeline.h"
 #include "gui/views/diagnostics_view.h"
 #include "gui/views/playground_view.h"
 #include "gui/views/probe_view.h"
+#include "gui/views/training_view.h"
 #include "gui/views/weights_view.h"
 #include "gui/views/what_if_editor.h"
 #include "gui/widgets/plot_panel.h"
@@ -452,4 +457,102 @@ TEST(ModelStore, TwoWorkersShareOneLoadedModelPerRun) {
   newer.reset();
   EXPECT_TRUE(gone.expired());  // the store keeps no model alive
   EXPECT_THROW(store.model(run + "/missing", 1, "cpu"), std::exception);
+}
+
+// Issue 67: any view on the model as it was at a kept step. The run bar's "At step" menu opens the
+// step's model as a run of its own ("NAME at step 20"); the Weights view shows that step's a and
+// b (Model::load(run, device, 20)), not the newest checkpoint's; nothing trains from it, a what-if
+// edit of it stays in memory, and the run folder stays byte-identical.
+TEST(OpenAtStep, TheRunBarOpensAKeptStepAndTheWeightsViewShowsThatStepsModel) {
+  const QString run = trained_variant(QStringLiteral("at_step"), [](hsm::RunSpec& spec) {
+    spec.train.steps = 40;
+    spec.train.checkpoint_every = 40;
+    spec.train.snapshot_every = 20;
+  });
+  const QMap<QString, QByteArray> before = hash_folder(run);
+  MainWindow w;
+  ASSERT_EQ(w.openRun(run, true), QString());
+  w.resize(1024, 600);
+  w.show();
+  auto* button = w.findChild<QToolButton*>(QStringLiteral("open_at_step"));
+  ASSERT_NE(button, nullptr);
+  ASSERT_NE(button->menu(), nullptr);
+  QAction* at20 = nullptr;
+  QStringList listed;
+  for (QAction* a : button->menu()->actions()) {
+    listed << a->text();
+    if (a->data().toLongLong() == 20 && a->isEnabled()) at20 = a;
+  }
+  ASSERT_NE(at20, nullptr) << listed.join(" | ").toStdString();
+  EXPECT_FALSE(listed.contains(QStringLiteral("step 40"))) << "the newest checkpoint is the run itself";
+
+  at20->trigger();
+  const RunEntry* entry = w.runs()->currentRun();
+  ASSERT_NE(entry, nullptr);
+  ASSERT_TRUE(entry->atStep());
+  EXPECT_EQ(entry->step, 20);
+  EXPECT_EQ(entry->source, QDir(run).absolutePath());
+  EXPECT_EQ(entry->name(), QStringLiteral("%1 at step 20").arg(QFileInfo(run).fileName()));
+  EXPECT_NE(entry->dir, QDir(run).absolutePath());
+  EXPECT_EQ(entry->info.step, 20);
+  ASSERT_FALSE(entry->metrics.empty());
+  EXPECT_EQ(entry->metrics.back().step, 20) << "its curves end at its step";
+  {  // and its diagnoses over time (the run recorded one at steps 10, 20, 30, 40)
+    const std::vector<hsm::DiagnosticsRecord> diagnoses = hsm::read_diagnostics_log(sstr(entry->dir));
+    ASSERT_FALSE(diagnoses.empty());
+    EXPECT_EQ(diagnoses.back().step, 20);
+    EXPECT_GT(hsm::read_diagnostics_log(run.toStdString()).back().step, 20);
+  }
+  const QString copy = entry->dir;
+
+  // The Weights view shows the step's model, which is not the newest.
+  w.showView(MainWindow::kWeights);
+  WeightsView* view = w.weightsView();
+  ASSERT_TRUE(
+      wait_for([&] { return !view->isWaiting() && view->shownRun() == copy && !view->weights().empty(); }, 60000));
+  const auto then = hsm::Model::load(run.toStdString(), "cpu", 20)->mixer_weights();
+  const auto newest = hsm::Model::load(run.toStdString(), "cpu")->mixer_weights();
+  const auto& shown = view->trainedWeights();
+  ASSERT_EQ(shown.size(), then.size());
+  double moved = 0;
+  int compared = 0;
+  for (size_t l = 0; l < then.size(); ++l) {
+    ASSERT_EQ(shown[l].a.size(), then[l].a.size()) << l;
+    for (size_t i = 0; i < then[l].a.size(); ++i) {
+      EXPECT_EQ(shown[l].a[i], then[l].a[i]) << l;
+      EXPECT_EQ(shown[l].b[i], then[l].b[i]) << l;
+      moved = std::max(
+          {moved, std::abs(double(then[l].a[i]) - newest[l].a[i]), std::abs(double(then[l].b[i]) - newest[l].b[i])});
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 2) << "the tiny model's two hsm_ab layers";
+  EXPECT_GT(moved, 1e-5) << "step 20's a and b are the newest checkpoint's: the test would not tell them apart";
+  EXPECT_EQ(static_cast<float>(view->barsA()->data()->at(0)->value), then[0].a[0]);
+
+  // Read-only: no training continues from it; a what-if edit of it stays in memory.
+  auto* continueButton = w.trainingView()->findChild<QPushButton*>(QStringLiteral("continue_run"));
+  ASSERT_NE(continueButton, nullptr);
+  EXPECT_FALSE(continueButton->isEnabled());
+  QFuture<void> edited = w.engine()->setWhatIf(copy, hsm::WhatIf{{}, {hsm::AbEdit{0, {0.5f}, then[0].b}}});
+  ASSERT_TRUE(wait_for([&] { return edited.isFinished(); }, 60000));
+  ASSERT_TRUE(wait_for([&] { return !view->isWaiting() && !view->isEvaluating(); }, 60000));
+
+  // Its menu lists the run as it is now and its other steps; choosing the run goes back to it.
+  QStringList again;
+  for (QAction* a : button->menu()->actions()) again << a->text();
+  EXPECT_FALSE(again.contains(QStringLiteral("step 20"))) << again.join(" | ").toStdString();
+  EXPECT_TRUE(again.contains(QStringLiteral("%1 as it is now").arg(QFileInfo(run).fileName())))
+      << again.join(" | ").toStdString();
+  // Opening the same step again gives the same entry.
+  const int rows = w.runs()->count();
+  EXPECT_EQ(w.runs()->openAtStep(run, 20), w.runs()->current());
+  EXPECT_EQ(w.runs()->count(), rows);
+  // A step the run keeps no model of is refused, naming the kept steps.
+  EXPECT_THROW(w.runs()->openAtStep(run, 30), std::exception);
+
+  // Closing it removes the copy; the run folder is as it was.
+  w.runs()->close(w.runs()->current());
+  EXPECT_FALSE(QFileInfo::exists(copy));
+  EXPECT_EQ(hash_folder(run), before);
 }

@@ -2,6 +2,7 @@
 
 #include <qcustomplot.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QDir>
@@ -206,6 +207,15 @@ void TraceView::buildHistoryControls() {
   formedMark_ = mark("formed", QPen(QColor(0, 140, 70), 2));
   accuracyMark_ = mark("accuracy", QPen(QColor(213, 94, 0), 2, Qt::DashLine));
   sliderMark_ = mark("slider", QPen(QColor(60, 60, 60), 1.5, Qt::DotLine));
+  formation_->setRightLabel(tr("mixer effect"));
+  mixerEffects_ = new QCheckBox(tr("Each layer's mixer effect (right axis)"));
+  mixerEffects_->setObjectName(QStringLiteral("trace_formation_mixers"));
+  mixerEffects_->setChecked(true);
+  mixerEffects_->setToolTip(
+      tr("Per layer, the largest share of log p(answer) that restoring that layer's mixer output at one position "
+         "returns (the exact mixer map's largest cell); on the plateau it can pass 1, where the corruption moves "
+         "the answer little"));
+  connect(mixerEffects_, &QCheckBox::toggled, this, [this] { drawFormation(); });
   formationSummary_ = new QLabel;
   formationSummary_->setObjectName(QStringLiteral("trace_formation_summary"));
   formationSummary_->setWordWrap(true);
@@ -220,6 +230,7 @@ QWidget* TraceView::buildFormationPane() {
   auto* layout = new QVBoxLayout(pane);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(formation_);
+  layout->addWidget(mixerEffects_);
   layout->addWidget(formationSummary_);
   return pane;
 }
@@ -987,6 +998,21 @@ void TraceView::drawFormation() {
     if (c == 1) share.style = accuracy.style = PlotSeries::Style::kDashedLine;
     share.emphasised = c == 0;
     series << share << accuracy;
+    // Each layer's mixer effect (the current run's: the run beside would double the legend),
+    // on the right axis: it passes 1 on the plateau, where share and accuracy stay near 0.
+    if (c != 0 || !mixerEffects_->isChecked()) continue;
+    static const QColor kLayerColours[] = {QColor(204, 121, 167), QColor(86, 180, 233), QColor(120, 94, 160),
+                                           QColor(110, 110, 110), QColor(0, 158, 115), QColor(170, 68, 0)};
+    for (int64_t l = 0; l < h.formation.layers; ++l) {
+      PlotSeries effect{tr("L%1 mixer effect").arg(l), kLayerColours[l % 6], {}, {}};
+      effect.right_axis = true;
+      for (const hsm::FormationPoint& p : h.formation.points) {
+        effect.x << static_cast<double>(p.step);
+        const auto i = static_cast<size_t>(l);
+        effect.y << (i < p.mixer_effect.size() && std::isfinite(p.mixer_effect[i]) ? p.mixer_effect[i] : kNaN);
+      }
+      series << effect;
+    }
   }
   formation_->setSeries(series);
   const hsm::Formation& f = history(0).formation;

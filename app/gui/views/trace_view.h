@@ -14,7 +14,8 @@
 // or keeps a model of (snapshots); a recorded step shows its maps and routes at once, a kept one
 // is traced by Trace on the model as it was then; and the formation pane: the route share from the
 // corrupted position and the accuracy against step, the step a route formed and the step accuracy
-// crossed half its gain marked (hsm::formation), the run beside drawn dashed on the same axis.
+// crossed half its gain marked (hsm::formation), the run beside drawn dashed on the same axis,
+// and each layer's mixer effect over steps on the right axis (a box hides them).
 #include <QString>
 #include <array>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "gui/views/trace_state.h"
 #include "hsm/trace.h"
 
+class QCheckBox;
 class QComboBox;
 class QCPCurve;
 class QCPItemStraightLine;
@@ -183,6 +185,7 @@ class TraceView : public StudioView {
   QWidget* formationPane_ = nullptr;  // the formation plot and its summary
   PlotPanel* formation_;
   QLabel* formationSummary_;
+  QCheckBox* mixerEffects_;  // each layer's mixer effect drawn in the formation pane
   QCPItemStraightLine* formedMark_;
   QCPItemStraightLine* accuracyMark_;
   QCPItemStraightLine* sliderMark_;

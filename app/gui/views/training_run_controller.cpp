@@ -162,6 +162,11 @@ bool TrainingRunController::continueCurrentRun() {
   if (!run || engine_->isTraining()) return false;
   form_->clearErrors();
   lastError_.clear();
+  if (run->atStep()) {  // a copy of a kept step's model: nothing trains from it (issue 67)
+    lastError_ = tr("%1 is the model of %2 as it was, read-only: continue %2 itself").arg(run->name(), run->source);
+    stageLabel_->setText(lastError_);
+    return false;
+  }
   hsm::RunSpec spec;
   spec.run_dir = sstr(run->dir);
   spec.resume = true;
@@ -197,7 +202,7 @@ void TrainingRunController::updateButtons() {
   pauseButton_->setText(engine_->isPaused() ? tr("Resume") : tr("Pause"));
   stopButton_->setEnabled(training);
   const RunEntry* run = runs_->currentRun();
-  continueButton_->setEnabled(!training && run && run->has_info);
+  continueButton_->setEnabled(!training && run && run->has_info && !run->atStep());
 }
 
 void TrainingRunController::onProgress(const QString& stage, double fraction) {

@@ -236,14 +236,14 @@ void PlotPanel::fitTicks() {
   const int height = plot_->height() - 70;
   const int known = plot_->axisRect()->width();
   const int width = known > 0 ? std::min(plot_->width() - 80, known) : plot_->width() - 80;
-  for (QCPAxis* axis : {plot_->yAxis, plot_->xAxis}) {
+  for (QCPAxis* axis : {plot_->yAxis, plot_->xAxis, plot_->yAxis2}) {
     const QSharedPointer<QCPAxisTicker> ticker = axis->ticker();
     const auto* fixed = dynamic_cast<const QCPAxisTickerFixed*>(ticker.data());
     const bool log = typeid(*ticker) == typeid(QCPAxisTickerLog);
     const bool follows = typeid(*ticker) == typeid(QCPAxisTicker) || log ||
                          (fixed && fixed->scaleStrategy() == QCPAxisTickerFixed::ssMultiples);
     if (!follows || (axis == plot_->xAxis && !log && !fixed)) continue;
-    ticker->setTickCount(axis == plot_->yAxis ? ticksFor(height, 28) : std::max(1, width / 90));
+    ticker->setTickCount(axis != plot_->xAxis ? ticksFor(height, 28) : std::max(1, width / 90));
   }
 }
 
@@ -295,6 +295,7 @@ void PlotPanel::fitAxisLabels() {
   };
   fit(plot_->xAxis, xLabel_, axes.width());
   fit(plot_->yAxis, yLabel_, axes.height());
+  if (plot_->yAxis2->visible()) fit(plot_->yAxis2, rightLabel_, axes.height());
   // Axes squeezed by their tick labels (slanted names), axis labels and legend ask for the
   // height they miss: the plot's minimum grows (never shrinks), so the view's layout, a splitter
   // or a scroll area gives it the room instead of drawing a strip.
@@ -344,6 +345,11 @@ void PlotPanel::setYLabel(const QString& label) {
   plot_->yAxis->setLabel(label);
 }
 
+void PlotPanel::setRightLabel(const QString& label) {
+  rightLabel_ = label;
+  plot_->yAxis2->setLabel(label);
+}
+
 void PlotPanel::setSeries(const QVector<PlotSeries>& series) {
   series_ = series;
   redraw();
@@ -353,8 +359,10 @@ void PlotPanel::redraw() {
   plot_->clearGraphs();
   int legendItems = 0;
   QVector<double> xd, yd;
+  bool right = false;
   for (const PlotSeries& s : series_) {
-    QCPGraph* g = plot_->addGraph();
+    QCPGraph* g = plot_->addGraph(plot_->xAxis, s.right_axis ? plot_->yAxis2 : plot_->yAxis);
+    right = right || s.right_axis;
     g->setName(s.legend.isEmpty() ? s.name : s.legend);
     QPen pen(s.color);
     pen.setWidthF(1.6);
@@ -400,6 +408,7 @@ void PlotPanel::redraw() {
     }
   }
   plot_->legend->setVisible(legendItems > 1);
+  plot_->yAxis2->setVisible(right);
   // Where a view put the legend itself (the Architecture view's cost plot: right of the axes), it stays.
   QCPLayoutGrid* grid = plot_->plotLayout();
   const bool inset = plot_->legend->layout() == plot_->axisRect()->insetLayout();
@@ -426,6 +435,7 @@ void PlotPanel::redraw() {
     } else {
       plot_->yAxis->scaleRange(1.08);
     }
+    if (right) plot_->yAxis2->scaleRange(1.08);
   }
   fitTicks();  // a log scale's new ticker too
   // An empty plot shows no numbers on its axes (issue 69's walk: the Losses view before scoring drew
@@ -434,6 +444,7 @@ void PlotPanel::redraw() {
     const bool data = std::any_of(series_.cbegin(), series_.cend(), [](const PlotSeries& s) { return !s.x.isEmpty(); });
     plot_->xAxis->setTickLabels(data);
     plot_->yAxis->setTickLabels(data);
+    plot_->yAxis2->setTickLabels(data);
   }
   // A hidden plot (another tab) is drawn when it is shown, not on every update.
   if (isVisible()) {

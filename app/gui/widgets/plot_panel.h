@@ -29,6 +29,8 @@ class PlotPanel : public QWidget {
   const QVector<PlotSeries>& series() const { return series_; }
   void setXLabel(const QString& label);
   void setYLabel(const QString& label);
+  // The right value axis' label: the axis shows while a series is drawn against it (right_axis).
+  void setRightLabel(const QString& label);
   // The ticks an axis of this many pixels holds with room for their labels (at most QCustomPlot's
   // five, at least two).
   static int ticksFor(int pixels, int perTick);
@@ -93,7 +95,7 @@ class PlotPanel : public QWidget {
   void fitAxisLabels();
   bool fitMessages();  // true when a message's lines changed
 
-  QString title_, xLabel_, yLabel_;
+  QString title_, xLabel_, yLabel_, rightLabel_;
   QFont labelFont_;  // the axes' labels' font, before a short axis makes it smaller
   bool legendBelow_ = false;
   int minimumAxesHeight_ = 0;

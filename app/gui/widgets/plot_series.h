@@ -19,6 +19,9 @@ struct PlotSeries {
   bool emphasised = false;
   // What the legend says, when not the name (the name stays the curve's in an exported CSV).
   QString legend = {};
+  // Drawn against the right value axis, a scale of its own (PlotPanel::setRightLabel names it):
+  // a quantity of another range beside the left axis' curves.
+  bool right_axis = false;
 };
 
 }  // namespace studio
