@@ -133,18 +133,7 @@ void MainWindow::buildRunBar() {
   closeButton->setText(tr("Close"));
   closeButton->setToolTip(tr("Close the current run (its files stay)"));
   bar->addWidget(closeButton);
-  // Any view on the model as it was at a kept step (issue 67): a read-only run of its own.
-  auto* stepButton = new QToolButton;
-  stepButton->setObjectName(QStringLiteral("open_at_step"));
-  stepButton->setText(tr("At step"));
-  stepButton->setToolTip(
-      tr("Open the current run's model as it was at a step it keeps (its snapshots, train with "
-         "--snapshot-every N): every view then shows that model, read-only"));
-  stepButton->setPopupMode(QToolButton::InstantPopup);
-  stepMenu_ = new QMenu(stepButton);
-  stepMenu_->setObjectName(QStringLiteral("open_at_step_menu"));
-  stepButton->setMenu(stepMenu_);
-  bar->addWidget(stepButton);
+  bar->addWidget(makeStepButton());
   bar->addSeparator();
   auto* presentButton = new QToolButton;
   presentButton->setObjectName(QStringLiteral("present_button"));
@@ -162,6 +151,21 @@ void MainWindow::buildRunBar() {
     }
     runs_->close(row);
   });
+}
+
+// Any view on the model as it was at a kept step (issue 67): a read-only run of its own.
+QToolButton* MainWindow::makeStepButton() {
+  auto* stepButton = new QToolButton;
+  stepButton->setObjectName(QStringLiteral("open_at_step"));
+  stepButton->setText(tr("At step"));
+  stepButton->setToolTip(
+      tr("Open the current run's model as it was at a step it keeps (its snapshots, train with "
+         "--snapshot-every N): every view then shows that model, read-only"));
+  stepButton->setPopupMode(QToolButton::InstantPopup);
+  stepMenu_ = new QMenu(stepButton);
+  stepMenu_->setObjectName(QStringLiteral("open_at_step_menu"));
+  stepButton->setMenu(stepMenu_);
+  return stepButton;
 }
 
 void MainWindow::connectRuns() {

@@ -10,6 +10,7 @@
 class QComboBox;
 class QLabel;
 class QMenu;
+class QToolButton;
 class QTabWidget;
 
 namespace hsm {
@@ -120,6 +121,7 @@ class MainWindow : public QMainWindow {
   // The constructor's steps, in order.
   void buildTabs();       // the registry's views and the start page, a tab each, linked
   void buildRunBar();     // the run selector every view shares, Open, Close, Present
+  QToolButton* makeStepButton();  // "At step": the current run's kept steps, each a read-only run
   void connectRuns();     // the selector, the status and Recent follow the open runs
   void buildStatusBar();  // the current model, training, the device
   void connectEngine();   // the device's description, training's state, closing after a stop

@@ -26,6 +26,7 @@
 #include "gui/engine/engine_host.h"
 #include "gui/engine_types.h"
 #include "gui/run_list.h"
+#include "gui/widgets/colour_maps.h"
 #include "gui/widgets/heatmap_panel.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/widgets/plot_panel.h"
@@ -190,6 +191,12 @@ void TraceView::buildHistoryControls() {
   stepLabel_->setObjectName(QStringLiteral("trace_step_label"));
   stepLabel_->setWordWrap(true);
   stepLabel_->setTextFormat(Qt::PlainText);
+  buildFormationPlot();
+}
+
+// The formation pane's plot: route share and accuracy over steps, the marks of the formed,
+// accuracy and slider steps, each layer's mixer effect on the right axis (and its switch).
+void TraceView::buildFormationPlot() {
   formation_ = new PlotPanel(tr("Over training: route share from the corrupted token, and accuracy"), tr("step"),
                              tr("share · accuracy"));
   formation_->setObjectName(QStringLiteral("trace_formation"));
@@ -1001,10 +1008,10 @@ void TraceView::drawFormation() {
     // Each layer's mixer effect (the current run's: the run beside would double the legend),
     // on the right axis: it passes 1 on the plateau, where share and accuracy stay near 0.
     if (c != 0 || !mixerEffects_->isChecked()) continue;
-    static const QColor kLayerColours[] = {QColor(204, 121, 167), QColor(86, 180, 233), QColor(120, 94, 160),
-                                           QColor(110, 110, 110), QColor(0, 158, 115), QColor(170, 68, 0)};
+    // Okabe & Ito's colours without the share's blue and the accuracy's orange (0 and 1).
+    static const int kLayerColours[] = {4, 5, 2, 3, 7, 6};
     for (int64_t l = 0; l < h.formation.layers; ++l) {
-      PlotSeries effect{tr("L%1 mixer effect").arg(l), kLayerColours[l % 6], {}, {}};
+      PlotSeries effect{tr("L%1 mixer effect").arg(l), colours::okabeIto(kLayerColours[l % 6]), {}, {}};
       effect.right_axis = true;
       for (const hsm::FormationPoint& p : h.formation.points) {
         effect.x << static_cast<double>(p.step);

@@ -157,6 +157,7 @@ class TraceView : public StudioView {
   QStringList layerLabels(const QString& runDir, int64_t layers) const;
   void exportDialog();
   void buildHistoryControls();  // the step slider and the formation pane
+  void buildFormationPlot();
   QWidget* buildFormationPane();
   void onHistoryLoaded(int column);
   void onStepChosen();      // the slider moved: the recorded step shown, or the kept one offered
