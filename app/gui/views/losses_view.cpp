@@ -31,6 +31,7 @@
 #include "gui/run_list.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/studio_settings.h"
+#include "hsm/presets.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
 #include "gui/widgets/colour_maps.h"
@@ -234,6 +235,19 @@ bool LossesView::score() {
   }
   QString data = dataEdit_->text().trimmed();
   if (data.isEmpty() && run && run->has_info) data = qstr(run->info.data_path);
+  // The bundled models name the corpus they were trained from on the machine that trained them;
+  // where it is missing (a user's machine, a fresh one) they are scored on the TinyStories starter
+  // corpus that ships beside them, named in the corpus field.
+  QString instead;
+  if (error.isEmpty() && dataEdit_->text().trimmed().isEmpty() && !data.isEmpty() && !QFileInfo::exists(data) &&
+      StudioSettings::isBundledRun(run->dir)) {
+    const QString starter = qstr(hsm::starter_corpus());
+    if (!starter.isEmpty() && QFileInfo::exists(starter)) {
+      instead = tr(" (its corpus %1 is not on this machine: the TinyStories starter corpus instead)").arg(data);
+      data = starter;
+      dataEdit_->setText(starter);
+    }
+  }
   if (error.isEmpty() && (data.isEmpty() || !QFileInfo::exists(data)))
     error = tr("Choose a corpus: %1").arg(data.isEmpty() ? tr("the run records none") : tr("%1 does not exist").arg(data));
   if (!error.isEmpty()) {
@@ -245,7 +259,7 @@ bool LossesView::score() {
   state_->start(*run, data, maxWindows_->value());
   progress_->setValue(0);
   progress_->setFormat(tr("scoring %1 · %p%").arg(runName(run->dir)));
-  status_->setText(tr("Scoring every token of %1…").arg(runName(run->dir)));
+  status_->setText(tr("Scoring every token of %1…").arg(runName(run->dir)) + instead);
   updateButtons();
   return true;
 }
