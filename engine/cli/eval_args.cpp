@@ -47,7 +47,16 @@ EvalSetup open_eval(const EvalArgs& a) {
   set_cpu_threads(a.threads);
   EvalSetup s;
   s.model = Model::load(a.run, a.device);
-  s.data = a.data.empty() ? stored_data_path(a.run) : a.data;
+  if (a.data.empty()) {
+    const ScoringCorpus corpus = scoring_corpus(a.run);
+    s.data = corpus.path;
+    if (!corpus.instead_of.empty())  // a bundled model on a machine without the corpus it was trained on
+      std::fprintf(stderr, "hsm: %s was trained on %s, which is not on this machine: scoring it on the starter corpus %s "
+                           "(TinyStories, as its own; --data to choose another)\n",
+                   a.run.c_str(), corpus.instead_of.c_str(), corpus.path.c_str());
+  } else {
+    s.data = a.data;
+  }
   s.options = a.options;
   s.options.cache_dir = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;  // training's tokens, not encoded again
   s.progress_line = ::isatty(STDERR_FILENO);

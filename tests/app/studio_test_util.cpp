@@ -8,6 +8,9 @@
 #include <QTextStream>
 #include <QThread>
 #include <QWidget>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "gui/main_window.h"
@@ -15,6 +18,7 @@
 #include "gui/views/diagnostics_view.h"
 #include "gui/view_registry.h"
 #include "gui/views/weights_view.h"
+#include "hsm/presets.h"
 #include "hsm/trainer.h"
 
 namespace studio::test {
@@ -161,5 +165,33 @@ void each_view_with_each_run(MainWindow& w, const std::function<void(const QStri
     }
   }
 }
+
+ResourcesElsewhere::ResourcesElsewhere(const QString& name) : before_(qgetenv("HSM_RESOURCES")) {
+  namespace fs = std::filesystem;
+  const fs::path source = hsm::resources_dir();  // the source tree's (or $HSM_RESOURCES's)
+  const fs::path root = fs::path(temp_root().toStdString()) / name.toStdString();
+  fs::remove_all(root);
+  fs::create_directories(root / "corpus");
+  fs::create_directories(root / "models");
+  fs::copy(source / "presets", root / "presets", fs::copy_options::recursive);
+  fs::copy(source / "corpus" / "tinystories-starter.txt", root / "corpus" / "tinystories-starter.txt");
+  fs::copy(source / "models" / "hsm_ab", root / "models" / "hsm_ab", fs::copy_options::recursive);
+  const fs::path config = root / "models" / "hsm_ab" / "config.json";
+  nlohmann::json c = nlohmann::json::parse(std::ifstream(config));
+  c["data"]["path"] = kMissingCorpus;
+  std::ofstream(config) << c.dump(2);
+  root_ = QString::fromStdString(root.string());
+  qputenv("HSM_RESOURCES", root_.toUtf8());
+}
+
+ResourcesElsewhere::~ResourcesElsewhere() {
+  if (before_.isEmpty())
+    qunsetenv("HSM_RESOURCES");
+  else
+    qputenv("HSM_RESOURCES", before_);
+}
+
+QString ResourcesElsewhere::model() const { return root_ + QStringLiteral("/models/hsm_ab"); }
+QString ResourcesElsewhere::starter() const { return root_ + QStringLiteral("/corpus/tinystories-starter.txt"); }
 
 }  // namespace studio::test

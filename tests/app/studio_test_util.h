@@ -61,4 +61,23 @@ struct ProcessResult {
 ProcessResult run_program(const QString& program, const QStringList& args, int timeout_ms = 300000,
                           const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment());
 
+// A resources folder elsewhere: the source tree's presets and starter corpus and the bundled
+// hsm_ab model, whose config.json names a corpus that is not on this machine (as the bundled
+// models' do on every machine but the one that trained them). HSM_RESOURCES points at it while
+// the object lives and is restored after.
+class ResourcesElsewhere {
+ public:
+  explicit ResourcesElsewhere(const QString& name);
+  ~ResourcesElsewhere();
+  ResourcesElsewhere(const ResourcesElsewhere&) = delete;
+  ResourcesElsewhere& operator=(const ResourcesElsewhere&) = delete;
+  QString model() const;    // <root>/models/hsm_ab
+  QString starter() const;  // <root>/corpus/tinystories-starter.txt
+  static constexpr const char* kMissingCorpus = "/nonexistent/machine-that-trained-it/tinystories-sample.txt";
+
+ private:
+  QString root_;
+  QByteArray before_;
+};
+
 }  // namespace studio::test

@@ -14,9 +14,6 @@
 #include <QTextCursor>
 #include <QTextEdit>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <map>
 
 #include "gui/engine/engine_host.h"
@@ -315,36 +312,15 @@ TEST(LossesView, LeavesOutARunWithAnotherTokenizer) {
 // "Choose a corpus: … does not exist") Score takes the TinyStories starter corpus that ships
 // beside the models, shows it in the corpus field and says so.
 TEST(LossesView, ABundledModelWhoseCorpusIsMissingIsScoredOnTheStarterCorpus) {
-  namespace fs = std::filesystem;
-  const fs::path root = fs::path(temp_root().toStdString()) / "resources-elsewhere";
-  fs::remove_all(root);
-  fs::create_directories(root / "corpus");
-  fs::create_directories(root / "models");
-  fs::copy(HSM_RESOURCES_PATH "/presets", root / "presets", fs::copy_options::recursive);
-  fs::copy(HSM_RESOURCES_PATH "/corpus/tinystories-starter.txt", root / "corpus" / "tinystories-starter.txt");
-  fs::copy(HSM_RESOURCES_PATH "/models/hsm_ab", root / "models" / "hsm_ab", fs::copy_options::recursive);
-  {
-    const std::string config = (root / "models" / "hsm_ab" / "config.json").string();
-    nlohmann::json c = nlohmann::json::parse(std::ifstream(config));
-    c["data"]["path"] = "/nonexistent/machine-that-trained-it/tinystories-sample.txt";
-    std::ofstream(config) << c.dump(2);
-  }
-  const QByteArray before = qgetenv("HSM_RESOURCES");
-  qputenv("HSM_RESOURCES", QByteArray::fromStdString(root.string()));
-  {
-    Studio s;
-    s.runs.setCurrent(s.runs.open(QString::fromStdString((root / "models" / "hsm_ab").string())));
-    s.view.setMaxWindows(2);
-    ASSERT_TRUE(s.view.score()) << s.view.lastError().toStdString();
-    EXPECT_TRUE(s.view.statusText().contains(QStringLiteral("starter corpus"))) << s.view.statusText().toStdString();
-    const auto* field = s.view.findChild<QLineEdit*>(QStringLiteral("losses_data"));
-    ASSERT_NE(field, nullptr);
-    EXPECT_EQ(field->text().toStdString(), (root / "corpus" / "tinystories-starter.txt").string());
-    ASSERT_TRUE(wait_for([&] { return !s.view.isScoring(); }));
-    EXPECT_TRUE(s.view.hasScores()) << s.view.lastError().toStdString();
-  }
-  if (before.isEmpty())
-    qunsetenv("HSM_RESOURCES");
-  else
-    qputenv("HSM_RESOURCES", before);
+  const ResourcesElsewhere resources(QStringLiteral("resources-elsewhere"));
+  Studio s;
+  s.runs.setCurrent(s.runs.open(resources.model()));
+  s.view.setMaxWindows(2);
+  ASSERT_TRUE(s.view.score()) << s.view.lastError().toStdString();
+  EXPECT_TRUE(s.view.statusText().contains(QStringLiteral("starter corpus"))) << s.view.statusText().toStdString();
+  const auto* field = s.view.findChild<QLineEdit*>(QStringLiteral("losses_data"));
+  ASSERT_NE(field, nullptr);
+  EXPECT_EQ(field->text(), resources.starter());
+  ASSERT_TRUE(wait_for([&] { return !s.view.isScoring(); }));
+  EXPECT_TRUE(s.view.hasScores()) << s.view.lastError().toStdString();
 }

@@ -9,6 +9,7 @@
 #include <QLabel>
 
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QMouseEvent>
 #include <QProgressBar>
 #include <QPushButton>
@@ -356,4 +357,23 @@ TEST(Playground, AClickedTokenTintsTheTextByItsRolloutRowAndShiftClickAddsRows) 
   EXPECT_EQ(out->tokenCount(), generated.size());
   EXPECT_FALSE(status->text().contains(QStringLiteral("Rollout"))) << status->text().toStdString();
   EXPECT_TRUE(status->text().contains(QStringLiteral("seed 7"))) << status->text().toStdString();
+}
+
+// The ablation of a bundled model on a machine without the corpus it was trained on (a user's,
+// a fresh Debian root) said "Choose a corpus: … does not exist"; it is scored on the starter
+// corpus that ships beside the models (hsm::scoring_corpus), says so, and leaves the corpus field
+// empty so that the next run is scored on its own corpus.
+TEST(ProbeView, ABundledModelWhoseCorpusIsMissingIsAblatedOnTheStarterCorpus) {
+  const ResourcesElsewhere resources(QStringLiteral("probe-resources-elsewhere"));
+  Studio s;
+  s.runs.setCurrent(s.runs.open(resources.model()));
+  s.view.setMaxWindows(2);
+  ASSERT_TRUE(s.view.runAblation()) << s.view.lastError().toStdString();
+  const QString status = s.view.findChild<QLabel*>(QStringLiteral("probe_status"))->text();
+  EXPECT_TRUE(status.contains(QStringLiteral("starter corpus"))) << status.toStdString();
+  EXPECT_TRUE(status.contains(QString::fromLatin1(ResourcesElsewhere::kMissingCorpus))) << status.toStdString();
+  EXPECT_TRUE(s.view.findChild<QLineEdit*>(QStringLiteral("ablation_data"))->text().isEmpty());
+  ASSERT_TRUE(wait_for([&] { return !s.view.isAblating(); }));
+  EXPECT_TRUE(s.view.hasAblation()) << s.view.lastError().toStdString();
+  EXPECT_EQ(s.view.ablation().window_count, 2);
 }

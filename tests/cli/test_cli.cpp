@@ -1029,3 +1029,60 @@ TEST(CliPipeline, TracesOverTrainingAndSnapshots) {
   EXPECT_NE(bare.status, 0);
   EXPECT_NE(bare.out.find("--trace-text"), std::string::npos) << bare.out;
 }
+
+// ---- a bundled model on a machine without its corpus -----------------------------------------
+// The bundled models' config.json names the corpus of the machine that trained them; `hsm eval`
+// and `hsm ablate` without --data scored nothing on any other machine ("... does not exist").
+// They now take the starter corpus that ships beside the models and say so on stderr; a user's
+// copy of the same folder is not silently scored on another corpus.
+TEST(CliPipeline, ABundledModelWhoseCorpusIsMissingIsScoredOnTheStarterCorpus) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(cli_temp_dir() + "_elsewhere") / "resources";
+  fs::remove_all(root.parent_path());
+  fs::create_directories(root / "corpus");
+  fs::create_directories(root / "models");
+  fs::copy(HSM_RESOURCES_PATH "/presets", root / "presets", fs::copy_options::recursive);
+  fs::copy(HSM_RESOURCES_PATH "/corpus/tinystories-starter.txt", root / "corpus" / "tinystories-starter.txt");
+  fs::copy(HSM_RESOURCES_PATH "/models/hsm_ab", root / "models" / "hsm_ab", fs::copy_options::recursive);
+  const std::string missing = "/nonexistent/machine-that-trained-it/tinystories-sample.txt";
+  {
+    const fs::path config = root / "models" / "hsm_ab" / "config.json";
+    nlohmann::json c = nlohmann::json::parse(std::ifstream(config));
+    c["data"]["path"] = missing;
+    std::ofstream(config) << c.dump(2);
+  }
+  auto hsm = [&](const std::string& args) {
+    const std::string cmd = "env HSM_RESOURCES='" + root.string() + "' '" + HSM_CLI_PATH + "' " + args +
+                            " --threads 1 --max-windows 2 --cache-dir '" + root.parent_path().string() + "/cache'";
+    Result r{-1, ""}, err{-1, ""};
+    const std::string stderr_file = root.parent_path().string() + "/stderr.txt";
+    FILE* pipe = popen((cmd + " 2>'" + stderr_file + "'").c_str(), "r");
+    std::array<char, 4096> buf{};
+    size_t n;
+    while (pipe && (n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+    const int st = pipe ? pclose(pipe) : -1;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    std::ifstream in(stderr_file);
+    err.out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return std::make_pair(r, err.out);
+  };
+  const std::string starter = (root / "corpus" / "tinystories-starter.txt").string();
+  const auto [eval, note] = hsm("eval '" + (root / "models" / "hsm_ab").string() + "' --json");
+  ASSERT_EQ(eval.status, 0) << eval.out << note;
+  const auto j = nlohmann::json::parse(eval.out);
+  EXPECT_EQ(j["data"], starter);
+  EXPECT_TRUE(std::isfinite(j["loss"].get<double>()));
+  EXPECT_NE(note.find(missing), std::string::npos) << note;
+  EXPECT_NE(note.find("starter corpus"), std::string::npos) << note;
+
+  const auto [ablate, ablate_note] = hsm("ablate '" + (root / "models" / "hsm_ab").string() + "' --json");
+  ASSERT_EQ(ablate.status, 0) << ablate.out << ablate_note;
+  EXPECT_EQ(nlohmann::json::parse(ablate.out)["base_loss"], j["loss"]);
+
+  // A user's copy: its recorded corpus, which is missing, is refused by name.
+  const fs::path copy = root.parent_path() / "my-hsm_ab";
+  fs::copy(root / "models" / "hsm_ab", copy, fs::copy_options::recursive);
+  const auto [refused, why] = hsm("eval '" + copy.string() + "'");
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE((refused.out + why).find(missing), std::string::npos) << refused.out << why;
+}

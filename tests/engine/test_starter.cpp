@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "hsm/params.h"
 #include "hsm/presets.h"
 #include "hsm/receptive_field.h"
+#include "hsm/run_folder.h"
 #include "hsm/settings.h"
 
 using namespace hsm;
@@ -143,4 +145,75 @@ TEST(Starter, TheCorpusIsWholeTinyStoriesUnderTwoMegabytesWithItsLicenceAndNotic
   const std::string readme = read_file(dir / "README.md");
   for (const char* needed : {"Ronen Eldan and Yuanzhi Li", "CDLA-Sharing-1.0", "Notice of change", "has been changed"})
     EXPECT_NE(readme.find(needed), std::string::npos) << needed;
+}
+
+namespace {
+
+// A copy of the bundled resources' presets, starter corpus and hsm_ab model whose config.json
+// names a corpus that is not on this machine (as on every machine but the one that trained it);
+// HSM_RESOURCES points at it while the object lives.
+struct ResourcesElsewhere {
+  ResourcesElsewhere() {
+    const fs::path source = resources_dir();  // the source tree's (or $HSM_RESOURCES's)
+    dir = fs::path(::testing::TempDir()) / "resources-elsewhere";
+    fs::remove_all(dir);
+    fs::create_directories(dir / "corpus");
+    fs::create_directories(dir / "models" / "hsm_ab");
+    fs::copy(source / "presets", dir / "presets", fs::copy_options::recursive);
+    fs::copy(source / "corpus" / "tinystories-starter.txt", dir / "corpus" / "tinystories-starter.txt");
+    std::string config = read_file(source / "models" / "hsm_ab" / "config.json");
+    const std::string recorded = nlohmann::json::parse(config)["data"]["path"].get<std::string>();
+    config.replace(config.find(recorded), recorded.size(), missing);
+    std::ofstream(dir / "models" / "hsm_ab" / "config.json") << config;
+    ::setenv("HSM_RESOURCES", dir.c_str(), 1);
+  }
+  ~ResourcesElsewhere() { ::unsetenv("HSM_RESOURCES"); }
+  fs::path dir;
+  const std::string missing = "/nonexistent/machine-that-trained-it/tinystories-sample.txt";
+};
+
+}  // namespace
+
+// Only a folder below <resources>/models/ is a bundled model: not models/ itself, not a
+// sibling whose name begins the same, not a run elsewhere.
+TEST(BundledModels, AreTheFoldersBelowTheResourcesModelsFolder) {
+  ResourcesElsewhere resources;
+  EXPECT_TRUE(is_bundled_model((resources.dir / "models" / "hsm_ab").string()));
+  EXPECT_TRUE(is_bundled_model((resources.dir / "models" / "hsm_ab" / ".." / "hsm_ab").string()));
+  EXPECT_FALSE(is_bundled_model((resources.dir / "models").string()));
+  fs::create_directories(resources.dir / "models2" / "hsm_ab");
+  EXPECT_FALSE(is_bundled_model((resources.dir / "models2" / "hsm_ab").string()));
+  EXPECT_FALSE(is_bundled_model(::testing::TempDir()));
+}
+
+// `hsm eval`, Losses and Probe's ablation score a run on its own corpus; a bundled model's
+// corpus is the training machine's, so where it is missing the starter corpus stands in and
+// says what it replaces. A run of the user's own whose corpus is missing is not silently
+// scored on another corpus.
+TEST(BundledModels, AreScoredOnTheStarterCorpusWhereTheirOwnIsMissing) {
+  ResourcesElsewhere resources;
+  const std::string bundled = (resources.dir / "models" / "hsm_ab").string();
+  const ScoringCorpus corpus = scoring_corpus(bundled);
+  EXPECT_EQ(corpus.path, (resources.dir / "corpus" / "tinystories-starter.txt").string());
+  EXPECT_EQ(corpus.instead_of, resources.missing);
+
+  // Present: its own, nothing stands in.
+  const std::string present = (resources.dir / "corpus" / "tinystories-starter.txt").string();
+  const ScoringCorpus own = scoring_corpus(bundled, present);
+  EXPECT_EQ(own.path, present);
+  EXPECT_TRUE(own.instead_of.empty());
+
+  // A user's copy of the same folder: its recorded corpus, missing as it is.
+  const fs::path copy = fs::path(::testing::TempDir()) / "users-copy-of-hsm_ab";
+  fs::remove_all(copy);
+  fs::copy(resources.dir / "models" / "hsm_ab", copy, fs::copy_options::recursive);
+  const ScoringCorpus users = scoring_corpus(copy.string());
+  EXPECT_EQ(users.path, resources.missing);
+  EXPECT_TRUE(users.instead_of.empty());
+
+  // No starter corpus installed: the recorded path, for the caller to say it is missing.
+  fs::remove(resources.dir / "corpus" / "tinystories-starter.txt");
+  const ScoringCorpus none = scoring_corpus(bundled);
+  EXPECT_EQ(none.path, resources.missing);
+  EXPECT_TRUE(none.instead_of.empty());
 }

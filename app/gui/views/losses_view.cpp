@@ -31,7 +31,7 @@
 #include "gui/run_list.h"
 #include "gui/widgets/notice_bar.h"
 #include "gui/studio_settings.h"
-#include "hsm/presets.h"
+#include "hsm/run_folder.h"
 #include "gui/widgets/plot_panel.h"
 #include "gui/widgets/widget_export.h"
 #include "gui/widgets/colour_maps.h"
@@ -239,13 +239,12 @@ bool LossesView::score() {
   // where it is missing (a user's machine, a fresh one) they are scored on the TinyStories starter
   // corpus that ships beside them, named in the corpus field.
   QString instead;
-  if (error.isEmpty() && dataEdit_->text().trimmed().isEmpty() && !data.isEmpty() && !QFileInfo::exists(data) &&
-      StudioSettings::isBundledRun(run->dir)) {
-    const QString starter = qstr(hsm::starter_corpus());
-    if (!starter.isEmpty() && QFileInfo::exists(starter)) {
+  if (error.isEmpty() && dataEdit_->text().trimmed().isEmpty() && !data.isEmpty()) {
+    const hsm::ScoringCorpus corpus = hsm::scoring_corpus(sstr(run->dir), sstr(data));
+    if (!corpus.instead_of.empty()) {
       instead = tr(" (its corpus %1 is not on this machine: the TinyStories starter corpus instead)").arg(data);
-      data = starter;
-      dataEdit_->setText(starter);
+      data = qstr(corpus.path);
+      dataEdit_->setText(data);
     }
   }
   if (error.isEmpty() && (data.isEmpty() || !QFileInfo::exists(data)))

@@ -39,6 +39,7 @@
 #include "gui/widgets/widget_export.h"
 #include "gui/widgets/colour_maps.h"
 #include "hsm/prober.h"
+#include "hsm/run_folder.h"
 
 namespace studio {
 namespace {
@@ -437,7 +438,18 @@ bool ProbeView::runAblation() {
   QString error;
   const RunEntry* run = runs_->currentRun();
   QString data = dataEdit_->text().trimmed();
-  if (data.isEmpty() && run && run->has_info) data = QString::fromStdString(run->info.data_path);
+  QString instead;
+  if (data.isEmpty() && run && run->has_info) {
+    // A bundled model whose corpus is not on this machine is scored on the starter corpus
+    // (hsm::scoring_corpus), said in the status; the field stays empty so that the next run
+    // is scored on its own corpus.
+    const hsm::ScoringCorpus corpus = hsm::scoring_corpus(run->dir.toStdString(), run->info.data_path);
+    data = QString::fromStdString(corpus.path);
+    if (!corpus.instead_of.empty()) {
+      instead = tr(" (its corpus %1 is not on this machine: the TinyStories starter corpus instead)")
+                    .arg(QString::fromStdString(corpus.instead_of));
+    }
+  }
   if (isAblating())
     error = tr("An ablation is already running.");
   else if (!run)
@@ -460,7 +472,7 @@ bool ProbeView::runAblation() {
   state_->startAblation(*run, data, windows, maxWindows_->value());
   progress_->setValue(0);
   progress_->setFormat(tr("starting · %p%"));
-  status_->setText(tr("Evaluating with each layer and head knocked out on %1…").arg(QFileInfo(data).fileName()));
+  status_->setText(tr("Evaluating with each layer and head knocked out on %1…").arg(QFileInfo(data).fileName()) + instead);
   updateButtons();
   return true;
 }

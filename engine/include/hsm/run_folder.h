@@ -262,6 +262,21 @@ TrainSettings preset_or_config_train_settings(const std::string& name_or_path);
 // The run folders bundled in <resources>/models/ (the demo models), in the order of
 // models/index.json when present, else by name; empty when none are installed.
 std::vector<std::string> bundled_models();
+// Whether dir is one of the bundled demo models (a folder under <resources>/models/).
+bool is_bundled_model(const std::string& dir);
+
+// The corpus a run is scored on when the user names none: the one it was trained on
+// (config.json's data.path). A bundled model names the corpus of the machine that trained it;
+// where that file is not on this machine, the starter corpus that ships beside it stands in
+// (the same TinyStories), and `instead_of` names the missing file ("" when nothing stood in).
+// Throws, as stored_data_path, for a run that records no corpus.
+struct ScoringCorpus {
+  std::string path;
+  std::string instead_of;
+};
+ScoringCorpus scoring_corpus(const std::string& run_dir);
+// The same for a corpus path already read from the run (RunInfo::data_path; "" stays "").
+ScoringCorpus scoring_corpus(const std::string& run_dir, const std::string& recorded);
 
 // A preset name, a path to a config JSON file, or a run folder (its model): what the CLI and
 // the app accept.

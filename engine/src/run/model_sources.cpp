@@ -53,4 +53,34 @@ std::vector<std::string> bundled_models() {
   return out;
 }
 
+bool is_bundled_model(const std::string& dir) {
+  std::error_code ec;
+  fs::path root;
+  try {
+    root = fs::weakly_canonical(fs::path(resources_dir()) / "models", ec);
+  } catch (const std::exception&) {
+    return false;  // no resources (a bad $HSM_RESOURCES): nothing is bundled
+  }
+  const fs::path run = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec || root.empty()) return false;
+  auto r = root.begin();
+  auto d = run.begin();
+  for (; r != root.end(); ++r, ++d)
+    if (d == run.end() || *r != *d) return false;
+  return d != run.end();  // below models/, not models/ itself
+}
+
+ScoringCorpus scoring_corpus(const std::string& run_dir) { return scoring_corpus(run_dir, stored_data_path(run_dir)); }
+
+ScoringCorpus scoring_corpus(const std::string& run_dir, const std::string& recorded) {
+  ScoringCorpus corpus{recorded, ""};
+  std::error_code ec;
+  if (recorded.empty() || fs::exists(recorded, ec) || !is_bundled_model(run_dir)) return corpus;
+  const std::string starter = starter_corpus();
+  if (starter.empty()) return corpus;  // not installed: the caller says the recorded one is missing
+  corpus.instead_of = recorded;
+  corpus.path = starter;
+  return corpus;
+}
+
 }  // namespace hsm
