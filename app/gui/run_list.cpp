@@ -6,6 +6,9 @@
 #include <QFile>
 #include <QFileInfo>
 #include <filesystem>
+#include <cerrno>
+#include <csignal>
+#include <unistd.h>
 #include <stdexcept>
 
 #include "hsm/params.h"
@@ -125,8 +128,16 @@ int RunList::openAtStep(const QString& dir, qint64 step) {
     if (at(i).source == source && at(i).step == step) return i;
   const hsm::RunFolder run(source.toStdString());
   const hsm::RunFolder::Checkpoint kept = run.model_at(step);  // throws naming the kept steps
-  if (!copies_)
-    copies_ = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("hsm-studio-steps-XXXXXX")));
+  if (!copies_) {
+    removeCopiesOfEndedStudios();
+    copies_ = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QString::fromLatin1(kStepCopiesPrefix) +
+                                                                     QStringLiteral("XXXXXX")));
+    // Which studio made it: a studio killed before it could remove its copies leaves them, and
+    // the next one removes a folder whose owner has ended (never one without this file).
+    QFile owner(copies_->filePath(QString::fromLatin1(kStepCopiesOwner)));
+    if (copies_->isValid() && owner.open(QIODevice::WriteOnly))
+      owner.write(QByteArray::number(static_cast<qint64>(::getpid())));
+  }
   if (!copies_->isValid())
     throw std::runtime_error("no temporary folder for a run at a step: " + copies_->errorString().toStdString());
   // Named "NAME at step S" (the views name a run by its folder), in a folder of its own: two
@@ -137,8 +148,14 @@ int RunList::openAtStep(const QString& dir, qint64 step) {
       copies_->filePath(QStringLiteral("%1/%2 at step %3").arg(n).arg(QFileInfo(source).fileName()).arg(step));
   QFile config(QString::fromStdString(kept.config));
   if (!config.open(QIODevice::ReadOnly)) throw std::runtime_error("cannot read " + kept.config);
-  run.publish_copy(copy.toStdString(), config.readAll().toStdString(),
-                   [&](const std::string& weights) { std::filesystem::copy_file(kept.weights, weights); });
+  // The kept weights are never written again (a checkpoint is published whole, by rename): a
+  // hard link is the copy where the temporary folder shares their file system, at no cost on
+  // the GUI thread; elsewhere the bytes are copied.
+  run.publish_copy(copy.toStdString(), config.readAll().toStdString(), [&](const std::string& weights) {
+    std::error_code linked;
+    std::filesystem::create_hard_link(kept.weights, weights, linked);
+    if (linked) std::filesystem::copy_file(kept.weights, weights);
+  });
   const hsm::RunFolder made(copy.toStdString());
   int64_t damaged = 0;
   made.keep_log_records_to(made.metrics, step, damaged);  // its curves end at the step
@@ -157,6 +174,25 @@ int RunList::openAtStep(const QString& dir, qint64 step) {
   entry->has_info = true;
   entry->config_stamp = stamp(QString::fromStdString(made.config));
   return insert(std::move(entry));
+}
+
+int RunList::removeCopiesOfEndedStudios() {
+  int removed = 0;
+  const QDir temp = QDir::temp();
+  const QStringList folders =
+      temp.entryList({QString::fromLatin1(kStepCopiesPrefix) + QLatin1Char('*')}, QDir::Dirs | QDir::NoDotAndDotDot);
+  for (const QString& name : folders) {
+    QDir folder(temp.filePath(name));
+    QFile owner(folder.filePath(QString::fromLatin1(kStepCopiesOwner)));
+    if (!owner.open(QIODevice::ReadOnly)) continue;  // not one this studio marks: left as it is
+    bool number = false;
+    const qint64 pid = owner.readAll().trimmed().toLongLong(&number);
+    owner.close();
+    if (!number || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its studio still runs (or is not ours to ask)
+    if (folder.removeRecursively()) ++removed;
+  }
+  return removed;
 }
 
 void RunList::close(int row) {

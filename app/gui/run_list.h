@@ -52,6 +52,13 @@ class RunList : public QAbstractListModel {
   // what-if edit, a training continued) ever reaches the run folder. Throws std::runtime_error
   // naming the run and its kept steps when it keeps no model of `step`.
   int openAtStep(const QString& dir, qint64 step);
+  // The temporary folders of runs at a step (<temp>/hsm-studio-steps-XXXXXX) are removed when
+  // the list goes; a studio that was killed leaves its folder, marked with its process id.
+  // Removes every such folder whose studio has ended (called before the first copy); returns
+  // how many. A folder without the mark is never touched.
+  static int removeCopiesOfEndedStudios();
+  static constexpr const char* kStepCopiesPrefix = "hsm-studio-steps-";
+  static constexpr const char* kStepCopiesOwner = "studio.pid";
   void close(int row);
 
   int count() const { return static_cast<int>(runs_.size()); }

@@ -23,6 +23,8 @@
 #include <qcustomplot.h>
 
 #include <thread>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gui/engine/engine_host.h"
 #include "gui/engine/model_store.h"
@@ -555,4 +557,58 @@ TEST(OpenAtStep, TheRunBarOpensAKeptStepAndTheWeightsViewShowsThatStepsModel) {
   w.runs()->close(w.runs()->current());
   EXPECT_FALSE(QFileInfo::exists(copy));
   EXPECT_EQ(hash_folder(run), before);
+}
+
+// A studio killed with runs open at a step left their copies in the temporary folder for good
+// (its QTemporaryDir never ran its destructor). Each copies folder names its studio's process;
+// the next studio to open a run at a step removes the folders whose studio has ended, and none
+// whose studio still runs or that it did not mark.
+TEST(OpenAtStep, ACopiesFolderIsRemovedOnceItsStudioHasEndedAndNoOtherFolder) {
+  const QDir temp = QDir::temp();
+  auto make = [&](const QString& name, const QByteArray& owner) {
+    const QString dir = temp.filePath(QString::fromLatin1(RunList::kStepCopiesPrefix) + name);
+    QDir(dir).removeRecursively();
+    EXPECT_TRUE(QDir().mkpath(dir + QStringLiteral("/0/run at step 20")));
+    if (!owner.isNull()) {
+      QFile f(dir + QLatin1Char('/') + QString::fromLatin1(RunList::kStepCopiesOwner));
+      EXPECT_TRUE(f.open(QIODevice::WriteOnly));
+      f.write(owner);
+    }
+    return dir;
+  };
+  const pid_t ended = ::fork();  // a process that has ended: its id is free
+  if (ended == 0) ::_exit(0);
+  ASSERT_GT(ended, 0);
+  ASSERT_EQ(::waitpid(ended, nullptr, 0), ended);
+  const QString killed = make(QStringLiteral("testkilled"), QByteArray::number(static_cast<qint64>(ended)));
+  const QString running = make(QStringLiteral("testrunning"), QByteArray::number(static_cast<qint64>(::getpid())));
+  const QString unmarked = make(QStringLiteral("testunmarked"), QByteArray());
+  const QString garbled = make(QStringLiteral("testgarbled"), QByteArrayLiteral("not a process"));
+
+  const QString run = trained_variant(QStringLiteral("at_step_killed"), [](hsm::RunSpec& spec) {
+    spec.train.steps = 20;
+    spec.train.checkpoint_every = 20;
+    spec.train.snapshot_every = 10;
+  });
+  RunList runs;
+  const int row = runs.openAtStep(run, 10);
+  const QString copy = runs.at(row).dir;
+  EXPECT_FALSE(QFileInfo::exists(killed)) << "the ended studio's copies stay";
+  EXPECT_TRUE(QFileInfo::exists(running));
+  EXPECT_TRUE(QFileInfo::exists(unmarked));
+  EXPECT_TRUE(QFileInfo::exists(garbled));
+  // This list's own folder carries this process's id, for the next studio to read.
+  QFile mine(QFileInfo(copy).dir().absoluteFilePath(QStringLiteral("../") + QString::fromLatin1(RunList::kStepCopiesOwner)));
+  ASSERT_TRUE(mine.open(QIODevice::ReadOnly)) << mine.fileName().toStdString();
+  EXPECT_EQ(mine.readAll().toLongLong(), static_cast<qint64>(::getpid()));
+  // Its weights are the step's, bytes for bytes (a hard link or a copy).
+  auto file_hash = [](const std::string& path) {
+    QFile f(QString::fromStdString(path));
+    EXPECT_TRUE(f.open(QIODevice::ReadOnly)) << path;
+    return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256);
+  };
+  EXPECT_EQ(file_hash(hsm::RunFolder(copy.toStdString()).weights),
+            file_hash(hsm::RunFolder(run.toStdString()).model_at(10).weights));
+  EXPECT_EQ(RunList::removeCopiesOfEndedStudios(), 0) << "its own folder's studio runs";
+  for (const QString& dir : {running, unmarked, garbled}) QDir(dir).removeRecursively();
 }
