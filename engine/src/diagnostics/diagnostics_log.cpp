@@ -2,6 +2,7 @@
 // validation, its line format and an incremental reader. No LibTorch (hsm_core).
 #include "hsm/diagnostics_log.h"
 #include "hsm/run_folder.h"
+#include "io/json_fields.h"
 
 #include <cmath>
 #include <filesystem>
@@ -20,49 +21,9 @@ json indicators_json(const Indicators& i) {
   return {{"entropy", i.entropy}, {"conc", i.conc}, {"headdiv", i.headdiv}, {"sink", i.sink}, {"locfoc", i.locfoc}};
 }
 
-// Reading: every value checked, so a damaged line is refused with what is wrong, never read
-// as zeros or thrown from deep inside nlohmann.
-struct Reader {
-  const std::string& where;
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error(where.empty() ? what : where + ": " + what);
-  }
-
-  const json& member(const json& j, const char* key, const std::string& in) const {
-    auto it = j.find(key);
-    if (it == j.end()) fail(in + " has no \"" + key + "\"");
-    return *it;
-  }
-  // Numbers; null stands for a value that was not finite (the writer's NaN).
-  double number(const json& j, const std::string& what) const {
-    if (j.is_null()) return NAN;
-    if (!j.is_number()) fail(what + " is not a number");
-    return j.get<double>();
-  }
-  int64_t whole(const json& j, const std::string& what) const {
-    if (!j.is_number_integer() && !j.is_number_unsigned()) fail(what + " is not a whole number");
-    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) fail(what + " is too large");
-    const auto v = j.get<int64_t>();
-    if (v < 0) fail(what + " is negative");
-    return v;
-  }
-  int small(const json& j, const std::string& what) const {
-    const int64_t v = whole(j, what);
-    if (v > 1'000'000) fail(what + " is too large");
-    return static_cast<int>(v);
-  }
-  std::string text(const json& j, const std::string& what) const {
-    if (!j.is_string()) fail(what + " is not text");
-    return j.get<std::string>();
-  }
-  const json& array(const json& j, const std::string& what) const {
-    if (!j.is_array()) fail(what + " is not a list");
-    return j;
-  }
-  const json& object(const json& j, const std::string& what) const {
-    if (!j.is_object()) fail(what + " is not an object");
-    return j;
-  }
+// Reading: every value checked (io/json_fields.h), so a damaged line is refused with what is
+// wrong; and the indicators object every layer and head entry carries.
+struct Reader : JsonFields {
   Indicators indicators(const json& j, const std::string& in) const {
     const json& o = object(member(j, "indicators", in), in + "'s \"indicators\"");
     const std::string at = in + "'s indicator ";
@@ -75,16 +36,6 @@ struct Reader {
     if (loc.size() != i.locfoc.size()) fail(at + "\"locfoc\" does not have 4 values");
     for (size_t n = 0; n < i.locfoc.size(); ++n) i.locfoc[n] = number(loc[n], at + "\"locfoc\"");
     return i;
-  }
-  std::vector<float> floats(const json& j, const std::string& what) const {
-    std::vector<float> out;
-    for (const json& v : array(j, what)) out.push_back(static_cast<float>(number(v, what + " value")));
-    return out;
-  }
-  std::vector<int64_t> wholes(const json& j, const std::string& what) const {
-    std::vector<int64_t> out;
-    for (const json& v : array(j, what)) out.push_back(whole(v, what + " value"));
-    return out;
   }
 };
 
@@ -122,7 +73,7 @@ std::string diagnostics_record_to_json_line(const DiagnosticsRecord& r) {
 }
 
 DiagnosticsRecord parse_diagnostics_record(const std::string& line, const std::string& where) {
-  const Reader r{where};
+  const Reader r{{where}};
   const json j = json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) r.fail("not a JSON object");
   DiagnosticsRecord rec;

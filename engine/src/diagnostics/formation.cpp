@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "hsm/run_folder.h"
+#include "io/json_fields.h"
 
 namespace fs = std::filesystem;
 
@@ -36,53 +37,7 @@ json map_json(const TraceMap& m, int64_t positions) {
 }
 
 // Reading: each value checked, a damaged line refused naming what is wrong.
-struct LineReader {
-  const std::string& where;
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error(where.empty() ? what : where + ": " + what);
-  }
-  const json& member(const json& j, const char* key) const {
-    auto it = j.find(key);
-    if (it == j.end()) fail(std::string("the record has no \"") + key + "\"");
-    return *it;
-  }
-  double number(const json& j, const std::string& what) const {
-    if (j.is_null()) return NAN;
-    if (!j.is_number()) fail(what + " is not a number");
-    return j.get<double>();
-  }
-  int64_t whole(const json& j, const std::string& what) const {
-    if (!j.is_number_integer() && !j.is_number_unsigned()) fail(what + " is not a whole number");
-    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) fail(what + " is too large");
-    const auto v = j.get<int64_t>();
-    if (v < 0) fail(what + " is negative");
-    return v;
-  }
-  std::string text(const json& j, const std::string& what) const {
-    if (!j.is_string()) fail(what + " is not text");
-    return j.get<std::string>();
-  }
-  const json& array(const json& j, const std::string& what) const {
-    if (!j.is_array()) fail(what + " is not a list");
-    return j;
-  }
-  template <typename T>
-  std::vector<T> wholes(const json& j, const std::string& what) const {
-    std::vector<T> out;
-    for (const json& v : array(j, what)) out.push_back(static_cast<T>(whole(v, what + " value")));
-    return out;
-  }
-  std::vector<std::string> texts(const json& j, const std::string& what) const {
-    std::vector<std::string> out;
-    for (const json& v : array(j, what)) out.push_back(text(v, what + " value"));
-    return out;
-  }
-  std::vector<double> numbers(const json& j, const std::string& what) const {
-    std::vector<double> out;
-    for (const json& v : array(j, what)) out.push_back(number(v, what + " value"));
-    return out;
-  }
-};
+using LineReader = JsonFields;
 
 RouteKind route_kind_named(const std::string& name, const LineReader& r) {
   for (RouteKind k : {RouteKind::kResidual, RouteKind::kMixer, RouteKind::kFfn})
