@@ -297,7 +297,7 @@ void LabView::build() {
   splitter->addWidget(right);
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 3);
-  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
+  splitter->setSizes({380, 900});  // the task titles readable whole at 1280 px
   // The folder above both halves, never scrolled away with the form (issue 69: at 1024x600 it
   // was below the budget, out of sight, and Run asked for it).
   auto* folderRow = new QHBoxLayout;
