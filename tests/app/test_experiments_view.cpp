@@ -109,6 +109,18 @@ QString text(const ExperimentsView& view, int row, const QString& column) {
   return c < 0 ? QString() : view.model()->table().texts[row][c];
 }
 
+const QStringList kBundledModels = {QStringLiteral("gpt"), QStringLiteral("hsm_ab"), QStringLiteral("hybrid_0_6")};
+
+// The three bundled models open, the view at 1024x600 taking them as one experiment.
+void compare_bundled_models(Studio& s) {
+  for (const QString& m : kBundledModels) ASSERT_GE(s.runs.open(QStringLiteral(HSM_RESOURCES_PATH "/models/") + m), 0) << m.toStdString();
+  s.view.resize(1024, 600);
+  s.view.show();
+  ASSERT_TRUE(s.view.useOpenRuns()) << s.view.statusLabel()->text().toStdString();
+  ASSERT_TRUE(wait_for([&] { return !s.view.isReading() && s.view.model()->rowCount() == 3; }, 60000))
+      << s.view.statusLabel()->text().toStdString();
+}
+
 bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 }  // namespace
@@ -255,8 +267,8 @@ TEST(ExperimentsView, BrushingAnAxisFiltersTheTable) {
 TEST(ExperimentsView, ScatterPointsAreTheTablesColumns) {
   Studio s;
   ASSERT_TRUE(open_and_wait(s.view, finished_sweep()));
-  s.view.scatterX()->setCurrentText("parameters");
-  s.view.scatterY()->setCurrentText("best val_loss");
+  s.view.scatterX()->setCurrentIndex(s.view.scatterX()->findData("parameters"));
+  s.view.scatterY()->setCurrentIndex(s.view.scatterY()->findData("best val_loss"));
   auto points = [&] {
     std::multiset<std::pair<double, double>> ps;
     for (const PlotSeries& series : s.view.scatter()->series())
@@ -267,8 +279,8 @@ TEST(ExperimentsView, ScatterPointsAreTheTablesColumns) {
   for (int r : shown_rows(s.view)) expected.insert({number(s.view, r, "parameters"), number(s.view, r, "best val_loss")});
   EXPECT_EQ(points(), expected);
   ASSERT_EQ(s.view.scatter()->series().size(), 2) << "a series per mixer";
-  EXPECT_EQ(s.view.scatter()->series()[0].name, QStringLiteral("mixer1=attn"));
-  s.view.scatterX()->setCurrentText("tokens/s");
+  EXPECT_EQ(s.view.scatter()->series()[0].name, QStringLiteral("mixer, layer 1: attn"));
+  s.view.scatterX()->setCurrentIndex(s.view.scatterX()->findData("tokens/s"));
   expected.clear();
   for (int r : shown_rows(s.view)) expected.insert({number(s.view, r, "tokens/s"), number(s.view, r, "best val_loss")});
   EXPECT_EQ(points(), expected);
@@ -473,13 +485,7 @@ TEST(ExperimentsView, TakesTheOpenRunsAsOneExperiment) {
 // right to the losses, at 1024x600.
 TEST(ExperimentsView, TheBundledModelsDifferInAFewSettingsAndTheRunNameStaysInView) {
   Studio s;
-  const QStringList models = {QStringLiteral("gpt"), QStringLiteral("hsm_ab"), QStringLiteral("hybrid_0_6")};
-  for (const QString& m : models) ASSERT_GE(s.runs.open(QStringLiteral(HSM_RESOURCES_PATH "/models/") + m), 0) << m.toStdString();
-  s.view.resize(1024, 600);
-  s.view.show();
-  ASSERT_TRUE(s.view.useOpenRuns()) << s.view.statusLabel()->text().toStdString();
-  ASSERT_TRUE(wait_for([&] { return !s.view.isReading() && s.view.model()->rowCount() == 3; }, 60000))
-      << s.view.statusLabel()->text().toStdString();
+  ASSERT_NO_FATAL_FAILURE(compare_bundled_models(s));
   const ExperimentTable& t = s.view.model()->table();
   std::set<std::string> settings;
   for (const ExperimentColumn& c : t.columns)
@@ -512,7 +518,7 @@ TEST(ExperimentsView, TheBundledModelsDifferInAFewSettingsAndTheRunNameStaysInVi
   for (int r = 0; r < table->model()->rowCount(); ++r) {
     const QModelIndex i = frozen->model()->index(r, runColumn);
     const QString name = i.data().toString();
-    EXPECT_TRUE(models.contains(name)) << name.toStdString();
+    EXPECT_TRUE(kBundledModels.contains(name)) << name.toStdString();
     const QRect cell = frozen->visualRect(i);
     EXPECT_TRUE(frozen->viewport()->rect().contains(cell.topLeft())) << name.toStdString();
     EXPECT_GE(cell.width(), frozen->fontMetrics().horizontalAdvance(name)) << name.toStdString() << " is cut";
@@ -524,4 +530,65 @@ TEST(ExperimentsView, TheBundledModelsDifferInAFewSettingsAndTheRunNameStaysInVi
   EXPECT_EQ(table->model()->index(0, 0).data().toString(), QStringLiteral("gpt"));
   frozen->horizontalHeader()->sectionClicked(0);
   EXPECT_EQ(table->model()->index(0, 0).data().toString(), QStringLiteral("hybrid_0_6"));
+}
+
+// Issue 69: the headers, the plots' axes and the column menus showed the CSV's keys ("final
+// val_loss", "layers.ffn", "d_model"). They show words; the key is in the header's tooltip and in
+// every exported file.
+TEST(ExperimentsView, ColumnsAndAxesAreNamedInWordsWithTheKeysInTheFiles) {
+  Studio s;
+  ASSERT_NO_FATAL_FAILURE(compare_bundled_models(s));
+  auto notation = [](const QString& text) {
+    return text.contains('_') || text.contains('.') || text.contains('=') || text.contains(QLatin1String("val loss"));
+  };
+  const ExperimentTable& t = s.view.model()->table();
+  QMap<QString, QString> titles;  // key -> header
+  for (int c = 0; c < t.columns.size(); ++c) {
+    const QString header = s.view.model()->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+    const QString tip = s.view.model()->headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString();
+    EXPECT_FALSE(notation(header)) << header.toStdString();
+    EXPECT_TRUE(tip.contains(t.columns[c].name)) << tip.toStdString();
+    titles[t.columns[c].name] = header;
+  }
+  EXPECT_EQ(titles.value("final val_loss"), QStringLiteral("validation loss (final)"));
+  EXPECT_EQ(titles.value("best val_loss"), QStringLiteral("validation loss (best)"));
+  EXPECT_EQ(titles.value("MACs/token"), QStringLiteral("multiply-adds per token"));
+  EXPECT_EQ(titles.value("model.layers.ffn"), QStringLiteral("MLP width per layer"));
+  EXPECT_EQ(titles.value("model.layers.heads"), QStringLiteral("heads per layer"));
+  EXPECT_EQ(titles.value("model.name"), QStringLiteral("model name"));
+  EXPECT_EQ(setting_title(QStringLiteral("model.d_model")), QStringLiteral("model width"));
+  EXPECT_EQ(setting_title(QStringLiteral("train.lr")), QStringLiteral("learning rate"));
+  EXPECT_EQ(setting_title(QStringLiteral("model.layers.*.ffn")), QStringLiteral("MLP width, every layer"));
+
+  // The parallel coordinates show the headers' words above the axes, keyed as before.
+  const QVector<ParallelCoordinates::Axis>& axes = s.view.parallel()->axes();
+  ASSERT_FALSE(axes.isEmpty());
+  const QVector<ParallelCoordinates::NameShown> shown = s.view.parallel()->namesShown();
+  ASSERT_EQ(shown.size(), axes.size());
+  for (int a = 0; a < axes.size(); ++a) {
+    EXPECT_FALSE(notation(axes[a].title)) << axes[a].title.toStdString();
+    EXPECT_EQ(QString(shown[a].text).remove(QRegularExpression("\\s")), QString(axes[a].title).remove(QRegularExpression("\\s")));
+  }
+  EXPECT_GE(s.view.parallel()->axisOf(QStringLiteral("best val_loss")), 0);
+  // The menus of columns: words shown, the key the item's data.
+  for (QComboBox* box : {s.view.scatterX(), s.view.scatterY()})
+    for (int i = 0; i < box->count(); ++i) {
+      EXPECT_FALSE(notation(box->itemText(i))) << box->itemText(i).toStdString();
+      EXPECT_EQ(box->itemText(i), titles.value(box->itemData(i).toString()));
+    }
+  EXPECT_EQ(s.view.scatter()->plot()->yAxis->label(), QStringLiteral("validation loss (best)"));
+
+  // The files keep the keys.
+  const QString folder = QDir(temp_root()).filePath(QStringLiteral("experiments-words"));
+  QString error;
+  const QStringList files = s.view.exportAll(folder, &error);
+  ASSERT_TRUE(error.isEmpty()) << error.toStdString();
+  QFile table(files.filter("experiments-table").value(0));
+  ASSERT_TRUE(table.open(QIODevice::ReadOnly));
+  const QString header = QString::fromUtf8(table.readLine());
+  for (const char* key : {"\"best val_loss\"", "\"model.layers.ffn\"", "\"MACs/token\""})
+    EXPECT_TRUE(header.contains(QLatin1String(key))) << key << " not in " << header.toStdString();
+  QFile parallel(files.filter("parallel-coordinates.csv").value(0));
+  ASSERT_TRUE(parallel.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(QString::fromUtf8(parallel.readLine()).contains(QLatin1String("\"best val_loss\"")));
 }

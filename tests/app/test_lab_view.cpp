@@ -22,6 +22,7 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QTimer>
+#include <QKeyEvent>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QThread>
@@ -167,7 +168,7 @@ TEST(LabView, TheTaskListKeepsWhatTheUserLeftUnticked) {
   auto listed = [&] {
     std::map<std::string, bool> m;  // spec -> ticked
     for (int i = 0; i < list->count(); ++i)
-      m[list->item(i)->text().toStdString()] = list->item(i)->checkState() == Qt::Checked;
+      m[list->item(i)->data(Qt::UserRole).toString().toStdString()] = list->item(i)->checkState() == Qt::Checked;
     return m;
   };
   const std::vector<std::string> choices = hsm::lab_task_choices();
@@ -183,7 +184,8 @@ TEST(LabView, TheTaskListKeepsWhatTheUserLeftUnticked) {
   add->setText(QStringLiteral("recall_at:vocab=32,context=16,max_distance=15"));
   QMetaObject::invokeMethod(add, "returnPressed");
   for (int i = 0; i < list->count(); ++i)
-    if (list->item(i)->text().startsWith(QStringLiteral("recall_at:vocab=32"))) list->item(i)->setCheckState(Qt::Unchecked);
+    if (list->item(i)->data(Qt::UserRole).toString().startsWith(QStringLiteral("recall_at:vocab=32")))
+      list->item(i)->setCheckState(Qt::Unchecked);
   hsm::LabGrid shown = hsm::default_lab_grid();
   shown.tasks = {"mqar:vocab=32,pairs=2,context=16"};
   view.fillForm(shown);
@@ -193,6 +195,111 @@ TEST(LabView, TheTaskListKeepsWhatTheUserLeftUnticked) {
   EXPECT_FALSE(m["recall_at:vocab=32,context=16,max_distance=15"]);
   for (const std::string& t : choices) EXPECT_FALSE(m[t]) << t << " is listed ticked, or gone";
   EXPECT_EQ(view.formGrid().tasks, shown.tasks);
+}
+
+// Issue 69: the task list and the grid's column headers showed specs ("mqar:vocab=128,pairs=8,
+// context=6…", cut at 1024x600). They show titles; the spec is each item's data and tooltip, is what
+// double-click edits and what the grid that runs gets.
+TEST(LabView, TasksAreShownByTitleAndRunByTheirSpec) {
+  RunList runs;
+  EngineHost engine;
+  LabView view(&runs, &engine);
+  view.resize(1024, 600);
+  view.show();
+  QCoreApplication::processEvents();
+  QListWidget* list = view.taskList();
+  auto notation = [](const QString& text) { return text.contains(QLatin1Char(':')) || text.contains(QLatin1Char('=')); };
+  auto item = [&](const QString& spec) -> QListWidgetItem* {
+    for (int i = 0; i < list->count(); ++i)
+      if (list->item(i)->data(Qt::UserRole).toString() == spec) return list->item(i);
+    return nullptr;
+  };
+  auto expectTitles = [&] {
+    QStringList texts;
+    for (int i = 0; i < list->count(); ++i) {
+      const QListWidgetItem* it = list->item(i);
+      EXPECT_FALSE(notation(it->text())) << it->text().toStdString();
+      EXPECT_EQ(it->toolTip(), it->data(Qt::UserRole).toString());
+      EXPECT_FALSE(texts.contains(it->text())) << it->text().toStdString() << " twice";
+      texts << it->text();
+    }
+  };
+  std::vector<std::string> specs;
+  for (int i = 0; i < list->count(); ++i) specs.push_back(list->item(i)->data(Qt::UserRole).toString().toStdString());
+  EXPECT_EQ(specs, hsm::lab_task_choices());
+  expectTitles();
+  ASSERT_NE(item(QStringLiteral("mqar:vocab=128,pairs=8,context=64")), nullptr);
+  EXPECT_EQ(item(QStringLiteral("mqar:vocab=128,pairs=8,context=64"))->text(), QStringLiteral("mqar context 64, 8 pairs"));
+
+  // A spec typed below the list: listed by its title, told apart from the other recall_at by its settings.
+  auto* add = view.findChild<QLineEdit*>(QStringLiteral("lab_new_task"));
+  add->setText(QStringLiteral("recall_at:vocab=32,context=16,max_distance=15"));
+  QMetaObject::invokeMethod(add, "returnPressed");
+  ASSERT_NE(item(QStringLiteral("recall_at:vocab=32,context=16,max_distance=15")), nullptr);
+  EXPECT_EQ(item(QStringLiteral("recall_at:vocab=32,context=16,max_distance=15"))->text(),
+            QStringLiteral("recall_at (vocab 32, context 16, max distance 15)"));
+  expectTitles();
+
+  // Double-click edits the spec, not the title.
+  QListWidgetItem* context16 = item(QStringLiteral("mqar:vocab=128,pairs=4,context=16"));
+  ASSERT_NE(context16, nullptr);
+  list->editItem(context16);
+  auto* editor = list->viewport()->findChild<QLineEdit*>();
+  ASSERT_NE(editor, nullptr);
+  EXPECT_EQ(editor->text(), QStringLiteral("mqar:vocab=128,pairs=4,context=16"));
+  editor->setText(QStringLiteral("mqar:vocab=128,pairs=2,context=16"));
+  QKeyEvent enter(QEvent::KeyPress, Qt::Key_Return, Qt::NoModifier);
+  QApplication::sendEvent(editor, &enter);  // the delegate commits on Return, as a person's key does
+  QCoreApplication::processEvents();
+  EXPECT_EQ(context16->data(Qt::UserRole).toString(), QStringLiteral("mqar:vocab=128,pairs=2,context=16"));
+  EXPECT_EQ(context16->text(), QStringLiteral("mqar context 16, 2 pairs"));
+  expectTitles();
+
+  // The grid that runs gets the specs ticked.
+  std::vector<std::string> ticked;
+  for (const std::string& t : hsm::default_lab_grid().tasks)
+    ticked.push_back(t == "mqar:vocab=128,pairs=4,context=16" ? "mqar:vocab=128,pairs=2,context=16" : t);
+  ticked.push_back("recall_at:vocab=32,context=16,max_distance=15");
+  EXPECT_EQ(view.formGrid().tasks, ticked);
+
+  // A lab's grid: its columns titled, each spec in the header's tooltip; one family's tasks told
+  // apart by their settings; the distance plot's choice by its title.
+  const QString dir = test::temp_root() + QStringLiteral("/lab-titles");
+  hsm::LabGrid grid = hsm::default_lab_grid();
+  grid.tasks = {"mqar:vocab=32,pairs=2,context=16", "in_context_recall:vocab=16,context=64",
+                "in_context_recall:vocab=32,context=64"};
+  grid.models = {"gpt", "hsm_ab"};
+  grid.lrs = {0.003};
+  grid.weight_decays = {};
+  grid.seeds = 1;
+  {
+    const hsm::Lab lab(dir.toStdString(), grid);
+    for (const hsm::SweepPoint& p : lab.sweep().points) {
+      hsm::PointState s;
+      s.state = "done";
+      s.scored = true;
+      s.score.answer_accuracy = 0.5;
+      s.score.answers = 40;
+      s.score.examples = 10;
+      s.score.by_difficulty = {{1, {8, 10}}, {9, {1, 10}}};
+      hsm::write_point_state(dir.toStdString(), p, s);
+    }
+  }
+  ASSERT_TRUE(openAndRead(view, dir)) << view.status().toStdString();
+  ASSERT_EQ(view.grid()->columnCount(), 3);
+  QStringList headers;
+  for (int c = 0; c < 3; ++c) {
+    const QTableWidgetItem* header = view.grid()->horizontalHeaderItem(c);
+    EXPECT_FALSE(notation(header->text())) << header->text().toStdString();
+    EXPECT_EQ(header->toolTip(), QString::fromStdString(grid.tasks[static_cast<size_t>(c)]));
+    EXPECT_FALSE(headers.contains(header->text())) << header->text().toStdString();
+    headers << header->text();
+  }
+  EXPECT_EQ(headers[0], QStringLiteral("mqar context 16\n2 pairs"));
+  for (int r = 0; r < 2; ++r) EXPECT_FALSE(notation(view.grid()->verticalHeaderItem(r)->text()));
+  const int distance = view.difficultyAxis()->findData(QStringLiteral("distance:mqar:vocab=32,pairs=2,context=16"));
+  ASSERT_GE(distance, 0);
+  EXPECT_EQ(view.difficultyAxis()->itemText(distance), QStringLiteral("mqar context 16, 2 pairs: accuracy against key-query distance"));
 }
 
 TEST(LabView, DefaultsAreHsmLabsAndBadFormsAreRefused) {

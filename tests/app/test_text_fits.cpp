@@ -243,7 +243,8 @@ QStringList plotCuts(const QCustomPlot* plot, int minimumAxes = PlotPanel::kMini
     const QVector<ParallelCoordinates::NameShown> names = parallel->namesShown();
     const QRectF room = QRectF(plot->rect()).adjusted(-1, -1, 1, 1);
     for (int i = 0; i < names.size(); ++i) {
-      const QString name = parallel->axes().value(i).name;
+      const ParallelCoordinates::Axis axis = parallel->axes().value(i);
+      const QString name = axis.title.isEmpty() ? axis.name : axis.title;
       if (QString(names[i].text).remove(space) != QString(name).remove(space))
         cut << QStringLiteral("axis name \"%1\" shows \"%2\"").arg(name, names[i].text);
       if (!room.contains(names[i].rect))
@@ -491,7 +492,7 @@ TEST(WordsWhole, ParallelCoordinatesNamesAreWholeAndApart) {
     for (const QSize size : {QSize(480, 260), QSize(980, 240), QSize(1880, 400)}) {
       ParallelCoordinates plot(QStringLiteral("Parallel coordinates"));
       QVector<ParallelCoordinates::Axis> axes;
-      for (int a = 0; a < count; ++a) axes.push_back({names[a], {1.0 * a, 2.0 * a + 1, 0.5}, {}});
+      for (int a = 0; a < count; ++a) axes.push_back({names[a], {1.0 * a, 2.0 * a + 1, 0.5}, {}, {}});
       plot.setData(axes, {QStringLiteral("r1"), QStringLiteral("r2"), QStringLiteral("r3")}, {1, 2, 3},
                    QStringLiteral("final val_loss"));
       plot.resize(size);

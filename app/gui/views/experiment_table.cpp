@@ -1,11 +1,14 @@
 #include "gui/views/experiment_table.h"
 
 #include <QLocale>
+#include <QMap>
+#include <QObject>
 #include <cmath>
 #include <set>
 
 #include "gui/engine_types.h"
 #include "gui/widgets/colour_maps.h"
+#include "hsm/settings.h"
 
 namespace studio {
 namespace {
@@ -77,6 +80,58 @@ QString short_setting(const QString& path) {
     parts.removeFirst();
   return parts.join(QLatin1Char('.'));
 }
+
+namespace {
+
+QString words(QString key) { return key.replace(QLatin1Char('_'), QLatin1Char(' ')); }
+
+// A layer field in words: "mixer", "MLP width", "heads".
+QString layer_field(const QString& field) {
+  if (field == QLatin1String("ffn")) return QObject::tr("MLP width");
+  return words(field);
+}
+
+}  // namespace
+
+QString setting_title(const QString& path) {
+  const QStringList parts = path.split(QLatin1Char('.'));
+  if (parts.size() == 4 && parts[0] == QLatin1String("model") && parts[1] == QLatin1String("layers"))
+    return parts[2] == QLatin1String("*") ? QObject::tr("%1, every layer").arg(layer_field(parts[3]))
+                                          : QObject::tr("%1, layer %2").arg(layer_field(parts[3]), parts[2]);
+  if (parts.size() == 3 && parts[0] == QLatin1String("model") && parts[1] == QLatin1String("layers"))
+    return QObject::tr("%1 per layer").arg(layer_field(parts[2]));
+  if (parts.size() == 2 && parts[0] == QLatin1String("model")) {
+    static const QMap<QString, QString> fields = {{QStringLiteral("d_model"), QObject::tr("model width")},
+                                                  {QStringLiteral("context"), QObject::tr("context length")},
+                                                  {QStringLiteral("vocab_size"), QObject::tr("vocabulary size")},
+                                                  {QStringLiteral("init"), QObject::tr("initialisation")},
+                                                  {QStringLiteral("name"), QObject::tr("model name")}};
+    return fields.value(parts[1], words(parts[1]));
+  }
+  if (parts.size() == 2 && parts[0] == QLatin1String("train")) {
+    try {
+      QString label = QString::fromUtf8(hsm::train_setting(parts[1].toStdString()).label);
+      if (label.size() > 1 && label[1].isLower()) label[0] = label[0].toLower();  // "Batch size" -> "batch size"; "AdamW beta1" kept
+      return label;
+    } catch (const std::exception&) {
+      return words(parts[1]);
+    }
+  }
+  return words(short_setting(path));
+}
+
+QString metric_title(const QString& name) {
+  static const QMap<QString, QString> metrics = {{column::kMacs, QObject::tr("multiply-adds per token")},
+                                                 {column::kFinalLoss, QObject::tr("validation loss (final)")},
+                                                 {column::kBestLoss, QObject::tr("validation loss (best)")},
+                                                 {column::kFinalAccuracy, QObject::tr("validation accuracy (final)")},
+                                                 {column::kBestAccuracy, QObject::tr("validation accuracy (best)")},
+                                                 {column::kTokensPerS, QObject::tr("tokens per second")},
+                                                 {column::kWall, QObject::tr("wall time (s)")}};
+  return metrics.value(name, name);
+}
+
+QString column_title(const ExperimentColumn& c) { return c.setting ? setting_title(c.name) : metric_title(c.name); }
 
 QString number_text(double x) {
   if (!std::isfinite(x)) return QString();
@@ -202,8 +257,10 @@ QVariant ExperimentModel::data(const QModelIndex& index, int role) const {
 QVariant ExperimentModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= table_.columns.size()) return {};
   const ExperimentColumn& c = table_.columns[section];
-  if (role == Qt::DisplayRole) return c.setting ? short_setting(c.name) : c.name;
-  if (role == Qt::ToolTipRole && c.setting) return tr("%1: a setting that differs between the runs").arg(c.name);
+  if (role == Qt::DisplayRole) return column_title(c);
+  if (role == Qt::ToolTipRole)
+    return c.setting ? tr("%1 (%2): a setting that differs between the runs").arg(column_title(c), c.name)
+                     : tr("%1 (%2 in the exported table)").arg(column_title(c), c.name);
   return {};
 }
 

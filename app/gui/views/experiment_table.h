@@ -52,6 +52,13 @@ inline const QString kState = QStringLiteral("state");
 // A setting's short name, as a sweep's run names have it: "model.layers.1.mixer" -> "mixer1",
 // "model.layers.*.ffn" -> "ffn_all", "train.lr" -> "lr", "model.placement" -> "placement".
 QString short_setting(const QString& path);
+// A column as people read it (issue 69: the headers and axes were the CSV's keys, "final val_loss",
+// "layers.ffn"): metrics in words ("validation loss (final)"), settings by what they set ("MLP
+// width per layer", "learning rate", "mixer, layer 1"). The key stays the column's name: the
+// CSV's header, the tooltip, what brushes and lookups use.
+QString setting_title(const QString& path);
+QString metric_title(const QString& name);
+QString column_title(const ExperimentColumn& c);
 // A number as the table and the plots show it: thousands as whole numbers ("183,245"), others
 // to 4 significant digits.
 QString number_text(double x);

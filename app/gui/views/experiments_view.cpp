@@ -54,13 +54,16 @@ bool any_finite(const ExperimentTable& t, int c) {
   return false;
 }
 
-// Fills a combo with columns (shown by their short names, the column's name the item's data),
-// keeping its current column when it is still there, else `fallback`.
-void refill(QComboBox* box, const QStringList& columns, const QString& fallback) {
+// Fills a combo with columns (shown by their titles, the column's name the item's data and
+// tooltip), keeping its current column when it is still there, else `fallback`.
+void refill(QComboBox* box, const QStringList& columns, const QStringList& titles, const QString& fallback) {
   const QString keep = box->currentData().toString();
   const QSignalBlocker block(box);
   box->clear();
-  for (const QString& c : columns) box->addItem(short_setting(c), c);
+  for (int i = 0; i < columns.size(); ++i) {
+    box->addItem(titles.value(i, columns[i]), columns[i]);
+    box->setItemData(box->count() - 1, columns[i], Qt::ToolTipRole);
+  }
   const int i = box->findData(keep);
   box->setCurrentIndex(i >= 0 ? i : std::max(0, box->findData(fallback)));
 }
@@ -409,7 +412,10 @@ void ExperimentsView::showReadFailure(const QString& message) {
 void ExperimentsView::showRows() {
   const std::vector<hsm::SweepRow>& rows = state_->rows();
   // Groups: the settings that differ.
-  refill(group_, QStringList{QString()} + differing_settings(rows), QString());
+  const QStringList settings = differing_settings(rows);
+  QStringList titles{QString()};
+  for (const QString& setting : settings) titles << setting_title(setting);
+  refill(group_, QStringList{QString()} + settings, titles, QString());
   group_->setItemText(0, tr("(none)"));
   // The selection, by run, across the re-read.
   QStringList selected;
@@ -459,12 +465,14 @@ void ExperimentsView::fillColumnBoxes() {
   QStringList numeric;
   for (int c = 0; c < t.columns.size(); ++c)
     if (t.columns[c].numeric && plotted(t.columns[c]) && any_finite(t, c)) numeric << t.columns[c].name;
-  refill(colour_, numeric, column::kBestLoss);
-  refill(scatterY_, numeric, column::kBestLoss);
+  QStringList titles;
+  for (const QString& name : numeric) titles << column_title(t.columns[t.columnOf(name)]);
+  refill(colour_, numeric, titles, column::kBestLoss);
+  refill(scatterY_, numeric, titles, column::kBestLoss);
   QString x = column::kParams;
   for (const ExperimentColumn& c : t.columns)  // grouped tables have no parameters: the first numeric setting
     if (!numeric.contains(x) && c.setting && c.numeric) x = c.name;
-  refill(scatterX_, numeric, numeric.contains(x) ? x : column::kTokensPerS);
+  refill(scatterX_, numeric, titles, numeric.contains(x) ? x : column::kTokensPerS);
 }
 
 void ExperimentsView::drawParallel() {
@@ -475,6 +483,7 @@ void ExperimentsView::drawParallel() {
     if (!plotted(col) || (col.numeric && !any_finite(t, c))) continue;
     ParallelCoordinates::Axis a;
     a.name = col.setting ? short_setting(col.name) : col.name;
+    a.title = column_title(col);
     if (col.numeric) {
       for (const auto& row : t.numbers) a.values << row[c];
     } else {
@@ -491,7 +500,7 @@ void ExperimentsView::drawParallel() {
   QVector<double> colour;
   const int cc = t.columnOf(chosen(colour_));
   for (const auto& row : t.numbers) colour << (cc >= 0 ? row[cc] : NAN);
-  parallel_->setData(axes, names, colour, colour_->currentText());  // (its short name)
+  parallel_->setData(axes, names, colour, colour_->currentText());  // (its title)
   proxy_->setAllowed(parallel_->passing());
   drawScatter();
 }
@@ -513,7 +522,7 @@ void ExperimentsView::drawScatter() {
       const double x = t.numbers[s][xc], y = t.numbers[s][yc];
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       const QString name =
-          by >= 0 ? QStringLiteral("%1=%2").arg(short_setting(t.columns[by].name), t.texts[s][by]) : tr("runs");
+          by >= 0 ? QStringLiteral("%1: %2").arg(column_title(t.columns[by]), t.texts[s][by]) : tr("runs");
       if (!index.contains(name)) {
         index[name] = static_cast<int>(series.size());
         PlotSeries p;

@@ -16,6 +16,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMap>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -25,6 +26,7 @@
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
+#include <QStyledItemDelegate>
 #include <QTableWidget>
 #include <QThread>
 #include <QTimer>
@@ -69,12 +71,103 @@ void addCheckable(QListWidget* list, const QString& text, bool checked, bool edi
   item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
 }
 
-QStringList checkedTexts(const QListWidget* list) {
+// A task item shows its title ("mqar context 64, 8 pairs", hsm::task_title) and keeps its spec
+// ("mqar:vocab=128,pairs=8,context=64") as its data and tooltip: the grid runs the spec, people
+// read the title (issue 69: the list showed specs, cut at 1024x600).
+constexpr int kTaskSpecRole = Qt::UserRole;
+
+QString taskSpec(const QListWidgetItem* item) { return item->data(kTaskSpecRole).toString().trimmed(); }
+
+// The task's title; a spec the tasks refuse is shown as typed (Run names its fault).
+QString taskTitle(const QString& spec) {
+  try {
+    return qstr(hsm::task_title(spec.toStdString()));
+  } catch (const std::exception&) {
+    return spec;
+  }
+}
+
+// A spec's settings in words: "recall_at:vocab=32,max_distance=15" -> "vocab 32, max distance 15".
+QString taskSettingsInWords(const QString& spec) {
+  QStringList words;
+  for (const QString& setting : spec.section(QLatin1Char(':'), 1).split(QLatin1Char(','), Qt::SkipEmptyParts))
+    words << QString(setting).replace(QLatin1Char('='), QLatin1Char(' ')).replace(QLatin1Char('_'), QLatin1Char(' ')).trimmed();
+  return words.join(QStringLiteral(", "));
+}
+
+// The titles of tasks shown together: each its title, with its settings in words where two share
+// one ("recall_at" and "recall_at (vocab 32, context 16, max distance 15)"; MAD's families).
+QStringList taskTitles(const QStringList& specs) {
+  QMap<QString, int> uses;
+  for (const QString& spec : specs) ++uses[taskTitle(spec)];
+  QStringList titles;
+  for (const QString& spec : specs) {
+    QString title = taskTitle(spec);
+    const QString settings = taskSettingsInWords(spec);
+    if (uses.value(title) > 1 && !settings.isEmpty() && title != spec) title += QStringLiteral(" (%1)").arg(settings);
+    titles << title;
+  }
+  return titles;
+}
+
+QStringList taskTitles(const std::vector<std::string>& specs) {
+  QStringList list;
+  for (const std::string& spec : specs) list << qstr(spec);
+  return taskTitles(list);
+}
+
+// Every task item's text: its title among the list's (taskTitles).
+void labelTasks(QListWidget* list) {
+  QStringList specs;
+  for (int i = 0; i < list->count(); ++i) specs << taskSpec(list->item(i));
+  const QStringList titles = taskTitles(specs);
+  for (int i = 0; i < list->count(); ++i)
+    if (list->item(i)->text() != titles[i]) list->item(i)->setText(titles[i]);
+}
+
+// A grid task's title among the grid's.
+QString gridTaskTitle(const hsm::LabGrid& grid, const std::string& spec) {
+  const auto at = std::find(grid.tasks.begin(), grid.tasks.end(), spec) - grid.tasks.begin();
+  return at < static_cast<long>(grid.tasks.size()) ? taskTitles(grid.tasks)[static_cast<int>(at)] : taskTitle(qstr(spec));
+}
+
+void addTask(QListWidget* list, const QString& spec, bool checked) {
+  addCheckable(list, spec, checked, true);
+  QListWidgetItem* item = list->item(list->count() - 1);
+  item->setData(kTaskSpecRole, spec.trimmed());
+  item->setToolTip(spec.trimmed());
+}
+
+QStringList checkedSpecs(const QListWidget* list) {
   QStringList out;
   for (int i = 0; i < list->count(); ++i)
-    if (list->item(i)->checkState() == Qt::Checked) out << list->item(i)->text().trimmed();
+    if (list->item(i)->checkState() == Qt::Checked) out << taskSpec(list->item(i));
   return out;
 }
+
+// Double-clicking a task edits its spec, not its title: the editor opens on the spec and what is
+// typed becomes the item's spec (and tooltip), its text the new spec's title.
+class TaskSpecDelegate : public QStyledItemDelegate {
+ public:
+  explicit TaskSpecDelegate(QListWidget* list) : QStyledItemDelegate(list), list_(list) {}
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    if (auto* line = qobject_cast<QLineEdit*>(editor))
+      line->setText(index.data(kTaskSpecRole).toString());
+    else
+      QStyledItemDelegate::setEditorData(editor, index);
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    auto* line = qobject_cast<QLineEdit*>(editor);
+    const QString spec = line ? line->text().trimmed() : QString();
+    if (spec.isEmpty()) return;  // an emptied spec keeps the task as it was
+    model->setData(index, spec, kTaskSpecRole);
+    model->setData(index, spec, Qt::ToolTipRole);
+    labelTasks(list_);
+  }
+
+ private:
+  QListWidget* list_;
+};
 
 // The difficulty axis "accuracy against key-query distance on TASK" is "distance:TASK"; the one
 // "FAMILY: accuracy against SETTING" (MAD's figure) is "setting:FAMILY:SETTING".
@@ -204,7 +297,7 @@ void LabView::build() {
   splitter->addWidget(right);
   splitter->setStretchFactor(0, 1);
   splitter->setStretchFactor(1, 3);
-  splitter->setSizes({380, 900});  // the task specs readable whole at 1280 px
+  splitter->setSizes({380, 900});  // the task titles readable whole at 1280 px
   // The folder above both halves, never scrolled away with the form (issue 69: at 1024x600 it
   // was below the budget, out of sight, and Run asked for it).
   auto* folderRow = new QHBoxLayout;
@@ -221,7 +314,8 @@ void LabView::build() {
 void LabView::buildFormControls() {
   tasks_ = new QListWidget;
   tasks_->setObjectName(QStringLiteral("lab_tasks"));
-  tasks_->setToolTip(tr("Task specs (double-click to change the difficulty, e.g. mqar:pairs=8,context=64)"));
+  tasks_->setToolTip(tr("Tasks (double-click one to change its difficulty, e.g. mqar:pairs=8,context=64)"));
+  tasks_->setItemDelegate(new TaskSpecDelegate(tasks_));
   newTask_ = new QLineEdit;
   newTask_->setObjectName(QStringLiteral("lab_new_task"));
   newTask_->setPlaceholderText(tr("add a task spec, e.g. recall_at:max_distance=32"));
@@ -482,7 +576,8 @@ void LabView::connectSignals() {
   connect(newTask_, &QLineEdit::returnPressed, this, [this] {
     const QString spec = newTask_->text().trimmed();
     if (spec.isEmpty()) return;
-    addCheckable(tasks_, spec, true, true);
+    addTask(tasks_, spec, true);
+    labelTasks(tasks_);
     newTask_->clear();
   });
   connect(addConfig_, &QPushButton::clicked, this, [this] {
@@ -532,14 +627,15 @@ void LabView::fillForm(const hsm::LabGrid& grid) {
   for (const std::string& t : grid.tasks) listed << qstr(t);
   QStringList offered;
   for (const std::string& t : hsm::lab_task_choices()) offered << qstr(t);
-  for (int i = 0; i < tasks_->count(); ++i) offered << tasks_->item(i)->text().trimmed();
+  for (int i = 0; i < tasks_->count(); ++i) offered << taskSpec(tasks_->item(i));
   tasks_->clear();
-  for (const QString& t : listed) addCheckable(tasks_, t, true, true);
+  for (const QString& t : listed) addTask(tasks_, t, true);
   for (const QString& t : offered)
     if (!listed.contains(t)) {
-      addCheckable(tasks_, t, false, true);
+      addTask(tasks_, t, false);
       listed << t;
     }
+  labelTasks(tasks_);
   models_->clear();
   QStringList models;
   for (const std::string& m : grid.models) models << qstr(m);
@@ -574,7 +670,7 @@ hsm::LabGrid LabView::formGrid() const {
   grid.models.clear();
   grid.lrs.clear();
   grid.weight_decays.clear();
-  for (const QString& t : checkedTexts(tasks_)) grid.tasks.push_back(t.toStdString());
+  for (const QString& t : checkedSpecs(tasks_)) grid.tasks.push_back(t.toStdString());
   for (int i = 0; i < models_->count(); ++i) {
     const QListWidgetItem* item = models_->item(i);
     if (item->checkState() != Qt::Checked) continue;
@@ -801,9 +897,9 @@ void LabView::showTable() {
   grid_->setColumnCount(static_cast<int>(grid.tasks.size()));
   QStringList rows, columns;
   for (const std::string& m : grid.models) rows << rowLabel(m);
-  // A setting a line: eight specs side by side fit 900 px only so.
-  for (const std::string& t : grid.tasks)
-    columns << qstr(t).replace(QLatin1Char(':'), QStringLiteral("\n")).replace(QLatin1Char(','), QStringLiteral("\n"));
+  // Each task's title (its spec in the tooltip), a part a line: columns side by side fit 900 px so.
+  for (const QString& title : taskTitles(grid.tasks))
+    columns << QString(title).replace(QStringLiteral(", "), QStringLiteral("\n")).replace(QStringLiteral(" ("), QStringLiteral("\n("));
   grid_->setVerticalHeaderLabels(rows);
   grid_->setHorizontalHeaderLabels(columns);
   for (int c = 0; c < columns.size(); ++c) grid_->horizontalHeaderItem(c)->setToolTip(qstr(grid.tasks[static_cast<size_t>(c)]));
@@ -961,7 +1057,7 @@ void LabView::showCellCurve(int row, int column) {
   if (!series.isEmpty()) series << chanceLine(series.front().x, task->chance());
   cellPlot_->setXLabel(tr("step · %1 on %2")
                            .arg(rowLabel(shownGrid_.models[static_cast<size_t>(row)]),
-                                qstr(task->name())));
+                                gridTaskTitle(shownGrid_, shownGrid_.tasks[static_cast<size_t>(column)])));
   cellPlot_->setSeries(series);
   showAccuracyRange(cellPlot_);
 }
@@ -989,7 +1085,7 @@ void LabView::setDifficultyAxes() {
   const QString kept = axis_->currentData().toString();
   axis_->clear();
   for (const hsm::LabDistancePanel& d : state_->distancePanels())
-    axis_->addItem(tr("%1: accuracy against key-query distance").arg(qstr(d.task)), QString(kDistanceAxis) + qstr(d.task));
+    axis_->addItem(tr("%1: accuracy against key-query distance").arg(state_->lab() ? gridTaskTitle(state_->lab()->grid(), d.task) : taskTitle(qstr(d.task))), QString(kDistanceAxis) + qstr(d.task));
   for (const hsm::LabDifficultyPanel& d : state_->difficultyPanels())
     axis_->addItem(tr("%1: accuracy against %2").arg(qstr(d.family), qstr(d.setting)),
                    QString(kSettingAxis) + qstr(d.family) + QLatin1Char(':') + qstr(d.setting));

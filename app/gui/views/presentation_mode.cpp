@@ -218,6 +218,11 @@ QGridLayout* PresentationMode::buildPrompts(const QFont& readable) {
 
 void PresentationMode::layOut(QHBoxLayout* bar, QGridLayout* prompts, const QFont& readable) {
   auto* layout = new QVBoxLayout(this);
+  // The window takes the screen's size, never a minimum of its layout's: a minimum that grows while
+  // it waits for the window manager to make it full screen (the prompts' band, fitPromptBand: 380
+  // to 401 px) resized the window to it, and Qt drops the full-screen state of a window it resizes
+  // (issue 69: the first F11 under openbox at 1024x600 gave a 943x401 window in 5 of 9 fresh starts).
+  layout->setSizeConstraint(QLayout::SetNoConstraint);
   layout->setContentsMargins(48, 24, 48, 24);
   layout->addLayout(bar);
   layout->addWidget(model_);

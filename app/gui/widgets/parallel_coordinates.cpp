@@ -267,7 +267,7 @@ int ParallelCoordinates::placeNames(const QFont& base) {
       const double left = a - k >= 0 ? k * gap / 2 : centre;
       const double right = a + k < n ? k * gap / 2 : p->width() - centre;
       const int room = std::max(static_cast<int>(2 * std::min(left, right)) - 6, 12);
-      l.lines << wrapped_name(metrics, axes_[a].name, room, &l.cut);
+      l.lines << wrapped_name(metrics, axes_[a].title.isEmpty() ? axes_[a].name : axes_[a].title, room, &l.cut);
       l.most = std::max(l.most, l.lines.last().size());
     }
     return l;

@@ -23,9 +23,10 @@ class ParallelCoordinates : public PlotPanel {
   Q_OBJECT
  public:
   struct Axis {
-    QString name;
+    QString name;            // the axis' key: brushes, axisOf and the CSV's header
     QVector<double> values;  // per row (NaN: none); a category's index when categories is not empty
     QStringList categories;  // a text setting's values, in the order of their indices
+    QString title;           // what the plot shows above it (the name when empty)
   };
   explicit ParallelCoordinates(const QString& title, QWidget* parent = nullptr);
 

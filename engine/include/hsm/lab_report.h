@@ -63,6 +63,10 @@ struct LabFamilyScore {
 };
 std::vector<LabFamilyScore> lab_family_scores(const Lab& lab, const std::vector<LabCell>& cells);
 
+// A task as the report's figures and the studio's Lab title it, from its spec: its name, and for
+// MQAR its context and pairs ("mqar context 64, 8 pairs"). Throws on a spec parse_task refuses.
+std::string task_title(const std::string& spec);
+
 // The report of `lab` as it stands (unfinished cells say so). figure_stem: the figures' file
 // names start with it ("report" -> report-accuracy.svg); version: hsm's.
 LabReport lab_report(const Lab& lab, const std::string& figure_stem, const std::string& version);

@@ -222,6 +222,8 @@ std::vector<ModelFamily> width_families(const Lab& lab) {
   return axis ? families : std::vector<ModelFamily>{};
 }
 
+}  // namespace
+
 std::string task_title(const std::string& spec) {
   const auto t = parse_task(spec);
   std::string title = t->name();
@@ -229,6 +231,8 @@ std::string task_title(const std::string& spec) {
     title += " context " + std::to_string(t->get("context")) + ", " + std::to_string(t->get("pairs")) + " pairs";
   return title;
 }
+
+namespace {
 
 // The point that trains `model` on `task` (its model at the task's shape), or null.
 const SweepPoint* point_of(const Lab& lab, const std::string& task, const std::string& model) {
