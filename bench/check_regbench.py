@@ -2,7 +2,7 @@
 """RegBench's examples read outside the engine (docs/lab.md, "regbench"): plain Python 3, no torch.
 
     hsm task sample regbench --split test --n 200 --json > ex.json
-    python3 bench/check_regbench.py ex.json          (or - for stdin)
+    python3 bench/check_regbench.py ex.json          (or - for stdin; --baselines: n-gram scores too)
 
 For every example it parses the example's own DFA ("drawn_from"), checks the DFA's shape against the
 reference's draws (berlino/seq_icl, src/dataloaders/dfa.py: 4..12 states, 4..18 symbols, 1..3 edges
@@ -100,12 +100,54 @@ def check(doc):
     }
 
 
+def ngram_baselines(doc, orders=(1, 2, 3, 4)):
+    """In-context n-gram predictors, as the paper's baselines (scored by the same set rule): at t,
+    the symbol that most often followed the last n-1 tokens (separators included) earlier in the
+    window, backing off to shorter contexts, down to the window's most frequent symbol so far; ties
+    go to the smallest id. Returns {n: accuracy over the answers}."""
+    right = {n: 0 for n in orders}
+    answers = 0
+    for ex in doc["examples"]:
+        sep, pad = ex["drawn_from"]["separator"], ex["drawn_from"]["pad"]
+        tokens, mask, accepted = ex["tokens"], ex["mask"], ex["accepted"]
+        # counts[k][context tuple][symbol]: what followed each context of k tokens so far
+        counts = {k: {} for k in range(max(orders))}
+        for t in range(len(tokens)):
+            if t > 0 and tokens[t] not in (sep, pad):  # record what followed the contexts ending at t-1
+                for k in range(max(orders)):
+                    if t - k < 0:
+                        break
+                    ctx = tuple(tokens[t - k:t])
+                    c = counts[k].setdefault(ctx, {})
+                    c[tokens[t]] = c.get(tokens[t], 0) + 1
+            if not mask[t]:
+                continue
+            answers += 1
+            for n in orders:
+                guess = 0
+                for k in range(n - 1, -1, -1):
+                    if t + 1 - k < 0:
+                        continue
+                    c = counts[k].get(tuple(tokens[t + 1 - k:t + 1]))
+                    if c:
+                        guess = min(c, key=lambda s: (-c[s], s))
+                        break
+                right[n] += guess in accepted[t]
+    return {n: right[n] / answers for n in orders}, answers
+
+
 def main():
-    if len(sys.argv) != 2:
+    args = [a for a in sys.argv[1:] if a != "--baselines"]
+    if len(args) != 1:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         sys.exit(2)
-    src = sys.stdin if sys.argv[1] == "-" else open(sys.argv[1], encoding="utf-8")
-    r = check(json.load(src))
+    src = sys.stdin if args[0] == "-" else open(args[0], encoding="utf-8")
+    doc = json.load(src)
+    if "--baselines" in sys.argv:
+        acc, answers = ngram_baselines(doc)
+        print(f"in-context n-gram predictors on {answers} answers: " +
+              ", ".join(f"{n}-gram {a:.4f}" for n, a in acc.items()))
+    r = check(doc)
     for p in r["problems"][:20]:
         print("DISAGREES:", p)
     print(f"{r['examples']} examples, {r['words_walked']} words accepted by their DFA, "
