@@ -593,8 +593,12 @@ TEST(Tasks, RegBenchScoresEveryLegalSymbolAndNoOther) {
   const int32_t other = p.accepted[k][0] == drawn ? p.accepted[k][1] : p.accepted[k][0];
   p.predicted.assign(p.answers.size(), static_cast<int32_t>(task->vocab_size() - 1));  // padding: wrong everywhere
   EXPECT_EQ(p.right(), 0);
+  EXPECT_FALSE(p.right_at(k));
   p.predicted[k] = other;
   EXPECT_EQ(p.right(), 1) << "a legal symbol that was not drawn";
+  EXPECT_TRUE(p.right_at(k)) << "the views mark each answer by the same rule";
+  p.predicted[k] = static_cast<int32_t>(task->vocab_size() - 2);
+  EXPECT_FALSE(p.right_at(k)) << "the separator";
   // Exact match elsewhere: an example without sets.
   const TaskExample mq = parse_task("mqar")->example(TaskSplit::kTest, 0);
   for (size_t t = 0; t < mq.mask.size(); ++t)

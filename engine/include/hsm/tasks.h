@@ -155,6 +155,9 @@ struct TaskPrompt {
   std::vector<int32_t> predicted;
   std::vector<std::string> predicted_labels;
   int64_t difficulty = -1;  // TaskExample::difficulty
+  // Whether answer i's prediction is right (TaskExample::right_answer's rule: in accepted[i] where
+  // that is given, else the target); false before predicted is filled.
+  bool right_at(size_t i) const;
   // How many of the answers the model predicts right (0 before predicted is filled).
   int64_t right() const;
 };

@@ -132,15 +132,16 @@ bool TaskExample::right_answer(size_t t, int32_t token) const {
   return token == targets[t];
 }
 
+bool TaskPrompt::right_at(size_t i) const {
+  if (i >= predicted.size() || i >= answers.size()) return false;
+  if (i < accepted.size() && !accepted[i].empty())
+    return std::binary_search(accepted[i].begin(), accepted[i].end(), predicted[i]);
+  return predicted[i] == targets[static_cast<size_t>(answers[i])];
+}
+
 int64_t TaskPrompt::right() const {
   int64_t n = 0;
-  for (size_t i = 0; i < predicted.size() && i < answers.size(); ++i) {
-    const bool set = i < accepted.size() && !accepted[i].empty();
-    n += (set ? std::binary_search(accepted[i].begin(), accepted[i].end(), predicted[i])
-              : predicted[i] == targets[static_cast<size_t>(answers[i])])
-             ? 1
-             : 0;
-  }
+  for (size_t i = 0; i < predicted.size() && i < answers.size(); ++i) n += right_at(i) ? 1 : 0;
   return n;
 }
 
