@@ -78,7 +78,9 @@ Command add_task_command(CLI::App& app) {
       ->check(whole_in(0, 2147483647));
   sample->add_option("--first", a->first, "Index of the first example")->check(whole_in(0, int64_t{1} << 40));
   sample->add_option("--split", a->split, "train, validation or test (disjoint seeds)");
-  sample->add_flag("--json", a->json, "As JSON: {\"examples\": [{\"tokens\", \"targets\", \"mask\"}]}");
+  sample->add_flag("--json", a->json,
+                   "As JSON: {\"examples\": [{\"tokens\", \"targets\", \"mask\"}]}; regbench adds \"accepted\" (every "
+                   "right answer per position) and \"drawn_from\" (the example's DFA)");
   return {cmd, [a, list]() {
             if (list->parsed()) {
               nlohmann::json tasks = nlohmann::json::array();
@@ -87,11 +89,16 @@ Command add_task_command(CLI::App& app) {
                 if (a->json) {
                   tasks.push_back(task_json(*t));
                 } else {
-                  std::printf("%-18s %s\n%-18s   %s\n%-18s   default: %s\n%-18s   chance: 1/%lld = %.4g (answers "
-                              "drawn from %lld tokens)\n",
-                              name.c_str(), t->description().c_str(), "", t->source().c_str(), "", t->spec().c_str(),
-                              "", static_cast<long long>(t->answer_tokens()), t->chance(),
-                              static_cast<long long>(t->answer_tokens()));
+                  std::printf("%-18s %s\n%-18s   %s\n%-18s   default: %s\n", name.c_str(), t->description().c_str(),
+                              "", t->source().c_str(), "", t->spec().c_str());
+                  const auto tokens = static_cast<long long>(t->answer_tokens());
+                  if (t->chance() == 1.0 / static_cast<double>(tokens))
+                    std::printf("%-18s   chance: 1/%lld = %.4g (answers drawn from %lld tokens)\n", "", tokens,
+                                t->chance(), tokens);
+                  else  // set-valued answers (regbench): a uniform guess over the answer tokens
+                    std::printf("%-18s   chance: %.4g (a uniform guess over %lld tokens, right when in the answer's "
+                                "set: mean |set| / %lld)\n",
+                                "", t->chance(), tokens, tokens);
                 }
               }
               if (a->json) std::cout << nlohmann::json{{"tasks", tasks}}.dump(2) << "\n";
@@ -114,7 +121,9 @@ Command add_task_command(CLI::App& app) {
               const TaskExample ex = task->example(split, i);
               nlohmann::json j = {{"tokens", ex.tokens}, {"targets", ex.targets}, {"mask", ex.mask}};
               if (ex.difficulty >= 0) j["distance"] = ex.difficulty;
-              if (!ex.distance.empty()) j["distances"] = ex.distance;  // per position (mqar)
+              if (!ex.distance.empty()) j["distances"] = ex.distance;  // per position (mqar, regbench)
+              if (!ex.accepted.empty()) j["accepted"] = ex.accepted;   // set-valued answers (regbench)
+              if (!ex.drawn_from.empty()) j["drawn_from"] = nlohmann::json::parse(ex.drawn_from);
               if (a->json) {
                 std::cout << (i > a->first ? "," : "") << j.dump();
                 continue;
@@ -123,8 +132,16 @@ Command add_task_command(CLI::App& app) {
               for (int32_t t : ex.tokens) std::printf(" %d", t);
               std::printf("\n  answers");
               for (size_t t = 0; t < ex.tokens.size(); ++t)
-                if (ex.mask[t]) std::printf(" @%zu->%d", t, ex.targets[t]);
+                if (ex.mask[t]) {
+                  std::printf(" @%zu->%d", t, ex.targets[t]);
+                  if (t < ex.accepted.size() && !ex.accepted[t].empty()) {  // every right answer there
+                    std::printf("{");
+                    for (size_t k = 0; k < ex.accepted[t].size(); ++k) std::printf(k ? ",%d" : "%d", ex.accepted[t][k]);
+                    std::printf("}");
+                  }
+                }
               std::printf("\n");
+              if (!ex.drawn_from.empty()) std::printf("  drawn from %s\n", ex.drawn_from.c_str());
             }
             if (a->json) std::cout << "]}\n";
             return 0;

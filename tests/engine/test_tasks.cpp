@@ -7,7 +7,10 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "hsm/tasks.h"
+#include "tasks/task_util.h"
 
 using namespace hsm;
 
@@ -28,7 +31,7 @@ TEST(Tasks, RegistryHoldsEveryTaskAndSpecsRoundTrip) {
   const auto names = task_names();
   ASSERT_GE(names.size(), 6u);
   for (const char* want : {"mqar", "recall_at", "in_context_recall", "fuzzy_recall", "noisy_recall", "selective_copy",
-                           "compress", "memorize", "parity", "permutation"})
+                           "compress", "memorize", "parity", "permutation", "regbench"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   for (const std::string& n : names) {
     const auto t = make_task(n);
@@ -401,6 +404,7 @@ TEST(Tasks, ChanceIsOneOverTheAnswerTokensSeenInTheExamples) {
     specs.push_back(s);
   for (const std::string& spec : specs) {
     const auto task = hsm::parse_task(spec);
+    if (task->name() == "regbench") continue;  // set-valued answers: RegBenchChanceIsTheMeanLegalShare
     std::map<int32_t, int64_t> seen;
     int64_t answers = 0;
     for (int64_t i = 0; i < 600; ++i) {
@@ -420,4 +424,243 @@ TEST(Tasks, ChanceIsOneOverTheAnswerTokensSeenInTheExamples) {
     const double expected = static_cast<double>(answers) * task->chance();
     EXPECT_LT(static_cast<double>(most), 1.2 * expected + 5 * std::sqrt(expected)) << spec;
   }
+}
+
+// RegBench (Akyürek et al. 2024; docs/lab.md "regbench"), read independently of regbench.cpp: the
+// example's own DFA (drawn_from) is parsed here, its words walked, its legal sets recomputed.
+namespace {
+
+struct ReadDfa {
+  std::vector<std::map<int32_t, int32_t>> next;  // next[q][symbol] = state
+  std::vector<int32_t> alphabet;
+  int32_t separator = -1, pad = -1;
+};
+
+ReadDfa read_dfa(const hsm::TaskExample& ex) {
+  const auto j = nlohmann::json::parse(ex.drawn_from);
+  ReadDfa d;
+  d.separator = j.at("separator").get<int32_t>();
+  d.pad = j.at("pad").get<int32_t>();
+  d.alphabet = j.at("dfa").at("alphabet").get<std::vector<int32_t>>();
+  for (const auto& out : j.at("dfa").at("edges")) {
+    d.next.emplace_back();
+    for (const auto& e : out) d.next.back()[e.at(0).get<int32_t>()] = e.at(1).get<int32_t>();
+  }
+  return d;
+}
+
+// The legal next symbols after tokens[0..t], walking from state 0 again at every separator.
+std::vector<int32_t> legal_after(const ReadDfa& d, const std::vector<int32_t>& tokens, size_t t) {
+  int32_t q = 0;
+  for (size_t i = 0; i <= t; ++i) q = tokens[i] == d.separator ? 0 : d.next.at(static_cast<size_t>(q)).at(tokens[i]);
+  std::vector<int32_t> out;
+  for (const auto& [symbol, to] : d.next[static_cast<size_t>(q)]) out.push_back(symbol);
+  return out;
+}
+
+}  // namespace
+
+TEST(Tasks, RegBenchIsDeterministicWithItsSetsAndDfa) {
+  const auto task = parse_task("regbench");
+  for (int64_t i = 0; i < 20; ++i) {
+    const TaskExample a = task->example(TaskSplit::kTest, i), b = task->example(TaskSplit::kTest, i);
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.targets, b.targets);
+    EXPECT_EQ(a.accepted, b.accepted);
+    EXPECT_EQ(a.drawn_from, b.drawn_from);
+    EXPECT_NE(a.drawn_from, task->example(TaskSplit::kValidation, i).drawn_from) << "the splits draw other DFAs";
+    EXPECT_NE(a.drawn_from, task->example(TaskSplit::kTest, i + 1).drawn_from) << "each example its own DFA";
+  }
+  auto other = parse_task("regbench:seed=2");
+  EXPECT_NE(other->example(TaskSplit::kTest, 0).drawn_from, task->example(TaskSplit::kTest, 0).drawn_from);
+}
+
+// The reference's draws: 4..12 states, 4..18 symbols, 1..3 edges per state on distinct symbols
+// to distinct other states; 10..19 words of 1..49 symbols each walked from state 0.
+TEST(Tasks, RegBenchWordsAreAcceptedByTheirDfa) {
+  const auto task = parse_task("regbench:context=1024");  // long enough for every word of most examples
+  std::set<size_t> state_counts, alphabet_sizes, edge_counts, word_counts;
+  int64_t whole = 0;
+  for (int64_t i = 0; i < 300; ++i) {
+    const TaskExample ex = task->example(TaskSplit::kTrain, i);
+    const ReadDfa d = read_dfa(ex);
+    ASSERT_EQ(d.separator, 18);
+    ASSERT_EQ(d.pad, 19);
+    state_counts.insert(d.next.size());
+    alphabet_sizes.insert(d.alphabet.size());
+    const std::set<int32_t> alphabet(d.alphabet.begin(), d.alphabet.end());
+    for (size_t q = 0; q < d.next.size(); ++q) {
+      edge_counts.insert(d.next[q].size());
+      std::set<int32_t> to;
+      for (const auto& [symbol, next] : d.next[q]) {
+        EXPECT_TRUE(alphabet.count(symbol)) << "an edge on a symbol outside the alphabet";
+        EXPECT_NE(next, static_cast<int32_t>(q)) << "a self-loop";
+        ASSERT_LT(next, static_cast<int32_t>(d.next.size()));
+        to.insert(next);
+      }
+      EXPECT_EQ(to.size(), d.next[q].size()) << "two edges of a state to one state";
+    }
+    // Walk every word from state 0: each symbol must have an edge (every state accepts).
+    size_t words = 1, length = 0, end = ex.tokens.size();
+    while (end > 0 && ex.tokens[end - 1] == d.pad) --end;
+    int32_t q = 0;
+    for (size_t t = 0; t < end; ++t) {
+      if (ex.tokens[t] == d.separator) {
+        EXPECT_GE(length, 1u) << "an empty word at " << t;
+        EXPECT_LE(length, 49u);
+        ++words;
+        length = 0;
+        q = 0;
+        continue;
+      }
+      const auto& out = d.next[static_cast<size_t>(q)];
+      const auto e = out.find(ex.tokens[t]);
+      ASSERT_NE(e, out.end()) << "example " << i << ": symbol " << ex.tokens[t] << " at " << t << " leaves state " << q
+                              << " by no edge";
+      q = e->second;
+      ++length;
+    }
+    if (end < ex.tokens.size()) {  // not cut by the window: every word is there
+      ++whole;
+      word_counts.insert(words);
+      EXPECT_LE(length, 49u);
+    }
+    for (size_t t = end; t < ex.tokens.size(); ++t) EXPECT_EQ(ex.tokens[t], d.pad);
+  }
+  EXPECT_EQ(*state_counts.begin(), 4u);
+  EXPECT_EQ(*state_counts.rbegin(), 12u);
+  EXPECT_EQ(*alphabet_sizes.begin(), 4u);
+  EXPECT_EQ(*alphabet_sizes.rbegin(), 18u);
+  EXPECT_EQ(edge_counts, (std::set<size_t>{1, 2, 3}));
+  ASSERT_GT(whole, 100);
+  EXPECT_GE(*word_counts.begin(), 10u);
+  EXPECT_LE(*word_counts.rbegin(), 19u);
+}
+
+// A hand-built DFA over a (0), b (1), c (2); separator 3, pad 4:
+//   0 -a-> 1, 0 -b-> 2;  1 -c-> 0;  2 -a-> 1, 2 -c-> 2 (a self-loop is allowed here).
+// Stream "a c b | b c a c |" cut to 9, then padding.
+TEST(Tasks, RegBenchLegalSetsOnAHandBuiltDfa) {
+  const tasks::DfaEdges edges = {{{0, 1}, {1, 2}}, {{2, 0}}, {{0, 1}, {2, 2}}};
+  const std::vector<int32_t> seq = {0, 2, 1, 3, 1, 2, 0, 2, 3};
+  TaskExample ex;
+  ex.tokens.assign(12, -1);
+  ex.targets.assign(12, -1);
+  ex.mask.assign(12, 9);
+  tasks::dfa_answers(edges, 3, 4, seq, ex);
+  EXPECT_EQ(ex.tokens, (std::vector<int32_t>{0, 2, 1, 3, 1, 2, 0, 2, 3, 4, 4, 4}));
+  // After: a -> state 1 {c}; c -> 0 {a,b}; b -> 2, next is '|': not scored; '|' -> 0 {a,b};
+  // b -> 2 {a,c}; c -> 2 {a,c}; a -> 1 {c}; c -> 0, next '|': not scored; '|' last: nothing next.
+  EXPECT_EQ(ex.mask, (std::vector<uint8_t>{1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0}));
+  const std::vector<std::vector<int32_t>> want = {{2}, {0, 1}, {}, {0, 1}, {0, 2}, {0, 2}, {2}, {}, {}, {}, {}, {}};
+  EXPECT_EQ(ex.accepted, want);
+  for (size_t t = 0; t < 12; ++t)
+    if (ex.mask[t]) EXPECT_EQ(ex.targets[t], seq[t + 1]) << t;
+  // A symbol the DFA does not allow is refused, not scored.
+  TaskExample bad = ex;
+  EXPECT_THROW(tasks::dfa_answers(edges, 3, 4, {0, 0}, bad), TaskError);
+}
+
+// The scorer's rule (TaskExample::right_answer, which TaskData::score and TaskPrompt::right use):
+// any symbol the DFA allows next is right, the one drawn or another; any other token is wrong,
+// the separator included. Other tasks keep exact match.
+TEST(Tasks, RegBenchScoresEveryLegalSymbolAndNoOther) {
+  const auto task = parse_task("regbench");
+  int64_t legal_not_drawn = 0;
+  for (int64_t i = 0; i < 20; ++i) {
+    const TaskExample ex = task->example(TaskSplit::kTest, i);
+    for (size_t t = 0; t < ex.mask.size(); ++t) {
+      if (!ex.mask[t]) continue;
+      const auto& set = ex.accepted[t];
+      ASSERT_FALSE(set.empty());
+      EXPECT_TRUE(ex.right_answer(t, ex.targets[t]));
+      for (int32_t tok = 0; tok < task->vocab_size(); ++tok) {
+        const bool legal = std::find(set.begin(), set.end(), tok) != set.end();
+        EXPECT_EQ(ex.right_answer(t, tok), legal) << "token " << tok << " at " << t;
+        legal_not_drawn += legal && tok != ex.targets[t];
+      }
+      EXPECT_FALSE(ex.right_answer(t, static_cast<int32_t>(task->vocab_size() - 2))) << "the separator";
+    }
+  }
+  EXPECT_GT(legal_not_drawn, 1000) << "most states have more than one way on";
+  // TaskPrompt::right counts the same way.
+  TaskPrompt p = task_prompt(*task, 0);
+  ASSERT_EQ(p.accepted.size(), p.answers.size());
+  size_t k = 0;
+  while (k < p.accepted.size() && p.accepted[k].size() < 2) ++k;
+  ASSERT_LT(k, p.accepted.size());
+  const int32_t drawn = p.targets[static_cast<size_t>(p.answers[k])];
+  const int32_t other = p.accepted[k][0] == drawn ? p.accepted[k][1] : p.accepted[k][0];
+  p.predicted.assign(p.answers.size(), static_cast<int32_t>(task->vocab_size() - 1));  // padding: wrong everywhere
+  EXPECT_EQ(p.right(), 0);
+  EXPECT_FALSE(p.right_at(k));
+  p.predicted[k] = other;
+  EXPECT_EQ(p.right(), 1) << "a legal symbol that was not drawn";
+  EXPECT_TRUE(p.right_at(k)) << "the views mark each answer by the same rule";
+  p.predicted[k] = static_cast<int32_t>(task->vocab_size() - 2);
+  EXPECT_FALSE(p.right_at(k)) << "the separator";
+  // Exact match elsewhere: an example without sets.
+  const TaskExample mq = parse_task("mqar")->example(TaskSplit::kTest, 0);
+  for (size_t t = 0; t < mq.mask.size(); ++t)
+    if (mq.mask[t]) {
+      EXPECT_TRUE(mq.right_answer(t, mq.targets[t]));
+      EXPECT_FALSE(mq.right_answer(t, mq.targets[t] + 1));
+    }
+}
+
+// Causal inputs: the answer at t is the next input token, never one at or before t, and the legal
+// set at t follows from tokens[0..t] alone (the same set when everything after t is cut away).
+TEST(Tasks, RegBenchAnswersDependOnThePastOnly) {
+  const auto task = parse_task("regbench:context=128");
+  for (int64_t i = 0; i < 30; ++i) {
+    const TaskExample ex = task->example(TaskSplit::kValidation, i);
+    const ReadDfa d = read_dfa(ex);
+    for (size_t t = 0; t < ex.mask.size(); ++t) {
+      if (!ex.mask[t]) continue;
+      if (t + 1 < ex.tokens.size()) EXPECT_EQ(ex.targets[t], ex.tokens[t + 1]) << "example " << i << " at " << t;
+      EXPECT_EQ(ex.accepted[t], legal_after(d, ex.tokens, t)) << "example " << i << " at " << t;
+      // Cut after t: what is known at t gives the same set.
+      std::vector<int32_t> cut(ex.tokens.begin(), ex.tokens.begin() + static_cast<long>(t) + 1);
+      cut.push_back(ex.targets[t]);
+      tasks::DfaEdges edges;
+      for (const auto& out : d.next) {
+        edges.emplace_back(out.begin(), out.end());
+      }
+      TaskExample c;
+      c.tokens.assign(ex.tokens.size(), 0);
+      c.targets.assign(ex.tokens.size(), 0);
+      c.mask.assign(ex.tokens.size(), 0);
+      tasks::dfa_answers(edges, d.separator, d.pad, cut, c);
+      EXPECT_EQ(c.accepted[t], ex.accepted[t]);
+    }
+  }
+}
+
+// Chance for set-valued answers: a uniform guess over the symbols is right with probability
+// |legal| / symbols; the task's chance is its mean over the answers of test examples 0..999.
+TEST(Tasks, RegBenchChanceIsTheMeanLegalShare) {
+  const auto task = parse_task("regbench");
+  EXPECT_EQ(task->answer_tokens(), 18);
+  double sum = 0;
+  int64_t answers = 0;
+  for (int64_t i = 0; i < 1000; ++i) {
+    const TaskExample ex = task->example(TaskSplit::kTest, i);
+    const ReadDfa d = read_dfa(ex);
+    for (size_t t = 0; t < ex.mask.size(); ++t)
+      if (ex.mask[t]) {
+        sum += static_cast<double>(legal_after(d, ex.tokens, t).size()) / 18.0;
+        ++answers;
+      }
+  }
+  EXPECT_NEAR(task->chance(), sum / static_cast<double>(answers), 1e-12);
+  EXPECT_GT(task->chance(), 1.0 / 18) << "more than one symbol is often legal";
+  EXPECT_LT(task->chance(), 3.0 / 18);
+}
+
+TEST(Tasks, RegBenchRefusesSettingsThatDoNotGoTogether) {
+  EXPECT_NE(refusal("regbench:min_states=9,max_states=8").find("use min_states 2 to 8"), std::string::npos);
+  EXPECT_NE(refusal("regbench:min_words=20").find("use min_words 1 to 19"), std::string::npos);
+  EXPECT_NE(refusal("regbench:vocab=7,min_alphabet=6").find("use vocab 8 to 65536"), std::string::npos);
+  EXPECT_NE(refusal("regbench:min_states=3").find("use max_edges 1 to 2"), std::string::npos);
+  EXPECT_EQ(refusal("regbench:vocab=7,min_states=2,max_edges=1,context=16"), "");
 }

@@ -1,9 +1,10 @@
 #pragma once
 // Synthetic tasks that tell token mixers apart (issue 38; docs/lab.md): multi-query associative
 // recall (Zoology, Arora et al. 2023), recall at a set distance, the MAD suite (Poli et al.
-// 2024), and state tracking (parity and permutation composition, Merrill et al. 2024). Each task is one file in src/tasks/ behind the registry below; an example is a
-// function of the task's settings, a seed, a split and an index alone, so every split is
-// reproducible and the splits share no seed. Plain C++ (no LibTorch): the CLI and the studio
+// 2024), state tracking (parity and permutation composition, Merrill et al. 2024) and in-context
+// learning of random regular languages (regbench, Akyürek et al. 2024). Each task is one file in
+// src/tasks/ behind the registry below; an example is a function of the task's settings, a seed,
+// a split and an index alone, so every split is reproducible and the splits share no seed. Plain C++ (no LibTorch): the CLI and the studio
 // list, check and sample tasks without the engine.
 #include <cmath>
 #include <cstdint>
@@ -40,10 +41,21 @@ struct TaskExample {
   std::vector<uint8_t> mask;
   int64_t difficulty = -1;  // recall_at: the distance this example asks about; -1: none
   // Per position, the key-query distance of the answer there (mqar: a window's answers each sit at
-  // their own distance; 0 where no answer). Empty: every answer is at `difficulty`.
+  // their own distance; regbench: the index of the answer's word, how many words came before it;
+  // 0 where no answer). Empty: every answer is at `difficulty`.
   std::vector<int32_t> distance;
   // The difficulty (distance) of the answer at position t: distance[t], else difficulty.
   int64_t answer_difficulty(size_t t) const { return distance.empty() ? difficulty : distance[t]; }
+  // Set-valued answers (regbench): per position, every token that counts as right there, ascending
+  // (targets[t], the token the example drew, is one of them). Empty, or empty at t: targets[t] alone.
+  std::vector<std::vector<int32_t>> accepted;
+  // Whether predicting `token` at position t is right: in accepted[t] where that is given, else
+  // token == targets[t]. The one rule every score (TaskData::score, TaskPrompt::right) applies.
+  bool right_answer(size_t t, int32_t token) const;
+  // What the example was drawn from, as JSON text, for a reader outside the engine to check it
+  // against (regbench: its DFA); empty for tasks whose tokens say it all. `hsm task sample --json`
+  // prints it as "drawn_from".
+  std::string drawn_from;
 };
 
 // Which examples: train (what training draws), validation (what training scores) and test
@@ -82,11 +94,14 @@ class Task {
   // guesser that knows which tokens can be answers but not which one is right scores
   // chance() = 1 / answer_tokens() (the lab's "at chance" test, docs/lab.md).
   virtual int64_t answer_tokens() const = 0;
+  // What that guesser scores. A task with set-valued answers (TaskExample::accepted) overrides it:
+  // regbench's is the mean over the answers of the first 1,000 test examples of
+  // |accepted| / answer_tokens() (docs/lab.md, "regbench").
+  virtual double chance() const { return 1.0 / static_cast<double>(answer_tokens()); }
   // True when a scored answer's difficulty is its key-query distance (recall_at, mqar): the score's
   // by_difficulty is then accuracy against distance, and a model's receptive field bounds it (the
   // lab report's distance figure). parity and permutation record their length instead.
   virtual bool answers_carry_distance() const { return false; }
-  double chance() const { return 1.0 / static_cast<double>(answer_tokens()); }
   int64_t vocab_size() const { return get("vocab"); }
   int64_t context() const { return get("context"); }
   int64_t train_examples() const { return get("train"); }
@@ -106,6 +121,9 @@ class Task {
   void add_setting(std::string key, int64_t value, int64_t min, int64_t max, std::string help);
   // The settings every task ends with: train (the training set's size) and seed (the data's).
   void add_train_and_seed(int64_t train);
+  // The random stream example(split, index) draws from (a task that needs only part of an example,
+  // as regbench's chance, draws the same numbers without building it).
+  TaskRng rng_of(TaskSplit split, int64_t index) const;
   // Fills ex.tokens / targets / mask (context() long each) from rng. `training`: a train split
   // example (MAD varies some tasks between training and test, e.g. fuzzy recall's key sizes).
   virtual void generate(TaskRng& rng, bool training, TaskExample& ex) const = 0;
@@ -130,10 +148,16 @@ struct TaskPrompt {
   std::vector<std::string> labels;  // Task::token_label of each token
   std::vector<int64_t> answers;     // the answer positions (mask 1), ascending
   std::vector<std::string> answer_labels;  // the right answer's label at each
+  // Per answer, every token counted right there where more than the target is (regbench's legal
+  // next symbols; TaskExample::accepted); empty: the target alone.
+  std::vector<std::vector<int32_t>> accepted;
   // The model's most likely token at each answer position (Prober::task_prompt fills it).
   std::vector<int32_t> predicted;
   std::vector<std::string> predicted_labels;
   int64_t difficulty = -1;  // TaskExample::difficulty
+  // Whether answer i's prediction is right (TaskExample::right_answer's rule: in accepted[i] where
+  // that is given, else the target); false before predicted is filled.
+  bool right_at(size_t i) const;
   // How many of the answers the model predicts right (0 before predicted is filled).
   int64_t right() const;
 };

@@ -57,20 +57,23 @@ TaskScore TaskData::score(Gpt& model, TaskSplit split, int64_t count, int64_t ba
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();
-    const auto hit = logits.argmax(-1).eq(targets).to(torch::kCPU).contiguous();
+    const auto predicted = logits.argmax(-1).to(torch::kCPU).contiguous();
     const auto rows = b.rows.to(torch::kCPU).contiguous();
-    const auto* hp = hit.data_ptr<bool>();
+    const auto* pp = predicted.data_ptr<int64_t>();
     const auto* rp = rows.data_ptr<int64_t>();
-    // The answers come in example order (rows ascend): count each example's misses.
+    // The answers come in example order (rows ascend): count each example's misses. Right is the
+    // example's own rule (TaskExample::right_answer): the target, or one of a set (regbench).
     std::vector<int64_t> missed(indices.size(), 0);
     for (int64_t a = 0; a < rows.numel(); ++a) {
       const auto e = static_cast<size_t>(rp[a] / T);
-      if (hp[a]) ++right;
+      const auto t = static_cast<size_t>(rp[a] % T);
+      const bool hit = examples[e].right_answer(t, static_cast<int32_t>(pp[a]));
+      if (hit) ++right;
       else ++missed[e];
-      const int64_t d = examples[e].answer_difficulty(static_cast<size_t>(rp[a] % T));
+      const int64_t d = examples[e].answer_difficulty(t);
       if (d >= 0) {
         auto& cell = s.by_difficulty[d];
-        cell.first += hp[a] ? 1 : 0;
+        cell.first += hit ? 1 : 0;
         ++cell.second;
       }
     }

@@ -32,7 +32,8 @@ class TaskData {
   // of the hidden states reach the tied output layer.
   static torch::Tensor loss(Gpt& model, const TaskBatch& b);
   // Scores examples [0, count) of `split` in batches of `batch_size` (eval mode, no gradients;
-  // restores the training flag). The result does not depend on the batch size.
+  // restores the training flag). The result does not depend on the batch size. An answer is right
+  // by TaskExample::right_answer: its target, or any token of its set where the task gives one.
   TaskScore score(Gpt& model, TaskSplit split, int64_t count, int64_t batch_size, const torch::Device& device,
                   const CancelFlag* cancel = nullptr) const;
 

@@ -34,6 +34,7 @@ const std::vector<Entry>& registry() {
       {"memorize", tasks::make_memorize},
       {"parity", tasks::make_parity},
       {"permutation", tasks::make_permutation},
+      {"regbench", tasks::make_regbench},
   };
   return entries;
 }
@@ -102,11 +103,15 @@ void Task::add_train_and_seed(int64_t train) {
   add_setting("seed", 1, 0, 2'147'483'647, "the data's seed: every example is a function of the settings and it");
 }
 
-TaskExample Task::example(TaskSplit split, int64_t index) const {
+TaskRng Task::rng_of(TaskSplit split, int64_t index) const {
   const auto seed = static_cast<uint64_t>(get("seed"));
   // Stream 4·index + split: injective in (split, index), so the splits never share a seed.
   const uint64_t stream = static_cast<uint64_t>(index) * 4 + static_cast<uint64_t>(split);
-  TaskRng rng(mix64(seed ^ 0x5851f42d4c957f2dULL) ^ mix64(stream + 0x2545f4914f6cdd1dULL));
+  return TaskRng(mix64(seed ^ 0x5851f42d4c957f2dULL) ^ mix64(stream + 0x2545f4914f6cdd1dULL));
+}
+
+TaskExample Task::example(TaskSplit split, int64_t index) const {
+  TaskRng rng = rng_of(split, index);
   TaskExample ex;
   const auto T = static_cast<size_t>(context());
   ex.tokens.assign(T, 0);
@@ -121,10 +126,22 @@ std::string Task::token_label(int32_t id) const {
   return id < 0 || id >= vocab_size() ? "#" + std::to_string(id) : std::to_string(id);
 }
 
+bool TaskExample::right_answer(size_t t, int32_t token) const {
+  if (t < accepted.size() && !accepted[t].empty())
+    return std::binary_search(accepted[t].begin(), accepted[t].end(), token);
+  return token == targets[t];
+}
+
+bool TaskPrompt::right_at(size_t i) const {
+  if (i >= predicted.size() || i >= answers.size()) return false;
+  if (i < accepted.size() && !accepted[i].empty())
+    return std::binary_search(accepted[i].begin(), accepted[i].end(), predicted[i]);
+  return predicted[i] == targets[static_cast<size_t>(answers[i])];
+}
+
 int64_t TaskPrompt::right() const {
   int64_t n = 0;
-  for (size_t i = 0; i < predicted.size() && i < answers.size(); ++i)
-    n += predicted[i] == targets[static_cast<size_t>(answers[i])] ? 1 : 0;
+  for (size_t i = 0; i < predicted.size() && i < answers.size(); ++i) n += right_at(i) ? 1 : 0;
   return n;
 }
 
@@ -145,6 +162,8 @@ TaskPrompt task_prompt(const Task& task, int64_t index) {
   p.targets.assign(ex.targets.begin(), ex.targets.begin() + static_cast<long>(end));
   for (int32_t id : p.tokens) p.labels.push_back(task.token_label(id));
   for (int64_t t : p.answers) p.answer_labels.push_back(task.token_label(p.targets[static_cast<size_t>(t)]));
+  if (!ex.accepted.empty())
+    for (int64_t t : p.answers) p.accepted.push_back(ex.accepted[static_cast<size_t>(t)]);
   return p;
 }
 

@@ -2,6 +2,7 @@
 // What the task files share: their factories (the registry in task.cpp lists them) and the
 // drawing helpers their definitions use.
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ std::unique_ptr<Task> make_compress();
 std::unique_ptr<Task> make_memorize();
 std::unique_ptr<Task> make_parity();
 std::unique_ptr<Task> make_permutation();
+std::unique_ptr<Task> make_regbench();
 
 // k distinct values of [first, first + n), in random order (numpy's choice without replacement).
 std::vector<int32_t> distinct(TaskRng& rng, int32_t first, int32_t n, int64_t k);
@@ -46,6 +48,17 @@ std::string key_value_label(const Task& task, int32_t id, int32_t values_from, i
 // The label of a task whose last two tokens are a blank ("_") and a marker (`marker`: the copy
 // or compression token) and whose others are data tokens ("t<id>").
 std::string blank_and_marker_label(const Task& task, int32_t id, const char* marker);
+
+// A DFA's transitions (regbench): edges[q] = its (symbol, next state) pairs, ascending by symbol;
+// state 0 starts, every state accepts.
+using DfaEdges = std::vector<std::vector<std::pair<int32_t, int32_t>>>;
+// RegBench's answers for `seq`, words of the DFA joined by `separator` (regbench.cpp): fills
+// ex.tokens with seq's first tokens (padding after), and at every t whose next token is a symbol
+// the mask, the target (that symbol) and accepted[t], the outgoing symbols of the state the word
+// so far has reached (state 0 right after a separator). Throws TaskError for a symbol the DFA
+// does not allow.
+void dfa_answers(const DfaEdges& edges, int32_t separator, int32_t pad, const std::vector<int32_t>& seq,
+                 TaskExample& ex);
 
 // Sets targets where the mask is 0: the next input token, 0 past the end (tasks.h).
 void fill_unmasked_targets(TaskExample& ex);
