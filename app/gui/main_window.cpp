@@ -160,7 +160,8 @@ QToolButton* MainWindow::makeStepButton() {
   stepButton->setText(tr("At step"));
   stepButton->setToolTip(
       tr("Open the current run's model as it was at a step it keeps (its snapshots, train with "
-         "--snapshot-every N): every view then shows that model, read-only"));
+         "Snapshot every N steps in the Training form, or hsm train --snapshot-every N): every view then shows "
+         "that model, read-only"));
   stepButton->setPopupMode(QToolButton::InstantPopup);
   stepMenu_ = new QMenu(stepButton);
   stepMenu_->setObjectName(QStringLiteral("open_at_step_menu"));
@@ -482,7 +483,7 @@ void MainWindow::refreshStepMenu() {
     ++listed;
   }
   if (listed == 0)
-    stepMenu_->addAction(tr("(no other step kept: train with --snapshot-every N to keep some)"))->setEnabled(false);
+    stepMenu_->addAction(tr("(no other step kept: train with Snapshot every N steps to keep some)"))->setEnabled(false);
 }
 
 int MainWindow::openBundledModels() {

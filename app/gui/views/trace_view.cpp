@@ -960,8 +960,9 @@ void TraceView::showStepText() {
   }
   if (h.steps.empty()) {
     stepLabel_->setText(h.problem.isEmpty()
-                            ? tr("no traces recorded while it trained and no snapshots (train with a trace example "
-                                 "or --trace-text, and --snapshot-every N to keep models)")
+                            ? tr("no traces recorded while it trained and no snapshots (train with a Trace text, and "
+                                 "Snapshot every N steps to keep models: the Training form, or hsm train "
+                                 "--trace-text, --snapshot-every)")
                             : tr("traces unreadable: %1").arg(h.problem));
     return;
   }

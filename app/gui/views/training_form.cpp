@@ -122,8 +122,11 @@ QGroupBox* TrainingForm::buildTrainingGroup() {
   for (const char* key : {"weight_decay", "grad_clip", "eval_every", "checkpoint_every"}) setting(key);
   addWindowsAndBest(trainForm);
   setting("seed");
-  // What the Diagnostics view's timeline draws (diagnostics.jsonl): diagnosed at every validation.
+  // What the Diagnostics view's timeline draws (diagnostics.jsonl): diagnosed at every validation;
+  // what the Trace view's step slider draws (traces.jsonl) and the models kept to open at a step.
   setting("probe_text");
+  setting("trace_text");
+  setting("snapshot_every");
   deviceBox_ = new QComboBox;
   deviceBox_->setObjectName(QStringLiteral("device"));
   deviceBox_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
