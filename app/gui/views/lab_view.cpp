@@ -26,6 +26,7 @@
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
+#include <QScopeGuard>
 #include <QStyledItemDelegate>
 #include <QTableWidget>
 #include <QThread>
@@ -256,7 +257,10 @@ void LabView::showEvent(QShowEvent* event) {
     const QString bundled = LabState::bundledLabFolder();
     if (bundled.isEmpty()) return;
     settings.setValue(QStringLiteral("lab/bundled_opened"), true);
-    openLab(bundled);
+    // Its grid goes into the form when the read arrives unless the user has started on the
+    // form meanwhile: refilling it then would drop what they typed (and delete the task items
+    // under an open editor).
+    if (openLab(bundled)) firstStartOpen_ = true;
   });
 }
 
@@ -530,6 +534,11 @@ void LabView::connectSignals() {
     connect(list, &QListWidget::itemChanged, estimateTimer_, qOverload<>(&QTimer::start));
   for (QSpinBox* box : {steps_, batch_, seeds_})
     connect(box, &QSpinBox::valueChanged, estimateTimer_, qOverload<>(&QTimer::start));
+  // Whether the user has changed the form (what fillForm itself sets does not count).
+  auto touched = [this] { formTouched_ = formTouched_ || !fillingForm_; };
+  for (QListWidget* list : {tasks_, models_}) connect(list, &QListWidget::itemChanged, this, touched);
+  for (QSpinBox* box : {steps_, batch_, seeds_}) connect(box, &QSpinBox::valueChanged, this, touched);
+  for (QLineEdit* field : {lrs_, weightDecays_}) connect(field, &QLineEdit::textEdited, this, touched);
   for (QLineEdit* field : {lrs_, weightDecays_, folder_})
     connect(field, &QLineEdit::textChanged, estimateTimer_, qOverload<>(&QTimer::start));
   connect(estimateTimer_, &QTimer::timeout, this, &LabView::updateEstimate);
@@ -555,7 +564,8 @@ void LabView::connectSignals() {
                                 .arg(hsm::lab_run_count(state_->lab()->grid())));
     if (dir != openingDir_) return;  // the running lab's: no form or status to change
     openingDir_.clear();
-    fillForm(state_->lab()->grid());
+    if (!firstStartOpen_ || !formTouched_) fillForm(state_->lab()->grid());
+    firstStartOpen_ = false;
     status_->setText(tr("%1: %2 of %3 runs scored")
                          .arg(QFileInfo(dir).fileName())
                          .arg(state_->runs().size())
@@ -621,6 +631,8 @@ void LabView::connectSignals() {
 }
 
 void LabView::fillForm(const hsm::LabGrid& grid) {
+  fillingForm_ = true;
+  const auto filled = qScopeGuard([this] { fillingForm_ = false; });
   // The grid's tasks ticked, then every other task the lab offers and every task the user had
   // listed, unticked: a run never empties the list of what the user left unticked.
   QStringList listed;
@@ -862,6 +874,7 @@ bool LabView::openLab(const QString& dir) {
   }
   folder_->setText(dir);
   openingDir_ = dir;
+  firstStartOpen_ = false;
   status_->setText(tr("Reading %1…").arg(dir));
   state_->open(dir);
   return true;

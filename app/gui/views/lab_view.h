@@ -199,6 +199,9 @@ class LabView : public StudioView {
   QString runningDir_;  // the lab folder the workers train
   QMap<QString, QString> runTitles_;  // a point's name -> "mqar · gpt · lr 0.003 · seed 1"
   QString openingDir_;  // the folder openLab() reads (its form and status follow when it arrives)
+  bool firstStartOpen_ = false;  // the read in flight is the bundled lab a first start shows
+  bool formTouched_ = false;     // the user changed the form (fillForm's own changes aside)
+  bool fillingForm_ = false;
   hsm::LabGrid shownGrid_;
   QString shownDir_;               // the lab folder the grid, cell curve and log are of
   int cellRow_ = -1, cellColumn_ = -1;  // the cell whose curve is shown (-1: none)
