@@ -97,7 +97,7 @@ QString taskSettingsInWords(const QString& spec) {
 }
 
 // The titles of tasks shown together: each its title, with its settings in words where two share
-// one ("recall_at" and "recall_at (vocab 32, context 16, max distance 15)"; MAD's families).
+// one ("recall at" and "recall at (vocab 32, context 16, max distance 15)"; MAD's families).
 QStringList taskTitles(const QStringList& specs) {
   QMap<QString, int> uses;
   for (const QString& spec : specs) ++uses[taskTitle(spec)];

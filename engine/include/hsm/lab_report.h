@@ -63,8 +63,9 @@ struct LabFamilyScore {
 };
 std::vector<LabFamilyScore> lab_family_scores(const Lab& lab, const std::vector<LabCell>& cells);
 
-// A task as the report's figures and the studio's Lab title it, from its spec: its name, and for
-// MQAR its context and pairs ("mqar context 64, 8 pairs"). Throws on a spec parse_task refuses.
+// A task as the report's figures and the studio's Lab title it, from its spec: its name in words
+// ("in context recall" for in_context_recall), and for MQAR its context and pairs ("mqar context
+// 64, 8 pairs"). Throws on a spec parse_task refuses.
 std::string task_title(const std::string& spec);
 
 // The report of `lab` as it stands (unfinished cells say so). figure_stem: the figures' file

@@ -227,6 +227,7 @@ std::vector<ModelFamily> width_families(const Lab& lab) {
 std::string task_title(const std::string& spec) {
   const auto t = parse_task(spec);
   std::string title = t->name();
+  std::replace(title.begin(), title.end(), '_', ' ');  // "in context recall", not the CLI's name
   if (t->name() == "mqar")
     title += " context " + std::to_string(t->get("context")) + ", " + std::to_string(t->get("pairs")) + " pairs";
   return title;
