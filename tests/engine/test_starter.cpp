@@ -152,10 +152,11 @@ namespace {
 // A copy of the bundled resources' presets, starter corpus and hsm_ab model whose config.json
 // names a corpus that is not on this machine (as on every machine but the one that trained it);
 // HSM_RESOURCES points at it while the object lives.
+// `name`: the folder's, one per test (ctest runs the tests of this file side by side).
 struct ResourcesElsewhere {
-  ResourcesElsewhere() {
+  explicit ResourcesElsewhere(const std::string& name) {
     const fs::path source = resources_dir();  // the source tree's (or $HSM_RESOURCES's)
-    dir = fs::path(::testing::TempDir()) / "resources-elsewhere";
+    dir = fs::path(::testing::TempDir()) / name;
     fs::remove_all(dir);
     fs::create_directories(dir / "corpus");
     fs::create_directories(dir / "models" / "hsm_ab");
@@ -177,7 +178,7 @@ struct ResourcesElsewhere {
 // Only a folder below <resources>/models/ is a bundled model: not models/ itself, not a
 // sibling whose name begins the same, not a run elsewhere.
 TEST(BundledModels, AreTheFoldersBelowTheResourcesModelsFolder) {
-  ResourcesElsewhere resources;
+  ResourcesElsewhere resources("resources-elsewhere-folders");
   EXPECT_TRUE(is_bundled_model((resources.dir / "models" / "hsm_ab").string()));
   EXPECT_TRUE(is_bundled_model((resources.dir / "models" / "hsm_ab" / ".." / "hsm_ab").string()));
   EXPECT_FALSE(is_bundled_model((resources.dir / "models").string()));
@@ -191,7 +192,7 @@ TEST(BundledModels, AreTheFoldersBelowTheResourcesModelsFolder) {
 // says what it replaces. A run of the user's own whose corpus is missing is not silently
 // scored on another corpus.
 TEST(BundledModels, AreScoredOnTheStarterCorpusWhereTheirOwnIsMissing) {
-  ResourcesElsewhere resources;
+  ResourcesElsewhere resources("resources-elsewhere-scored");
   const std::string bundled = (resources.dir / "models" / "hsm_ab").string();
   const ScoringCorpus corpus = scoring_corpus(bundled);
   EXPECT_EQ(corpus.path, (resources.dir / "corpus" / "tinystories-starter.txt").string());
@@ -204,7 +205,7 @@ TEST(BundledModels, AreScoredOnTheStarterCorpusWhereTheirOwnIsMissing) {
   EXPECT_TRUE(own.instead_of.empty());
 
   // A user's copy of the same folder: its recorded corpus, missing as it is.
-  const fs::path copy = fs::path(::testing::TempDir()) / "users-copy-of-hsm_ab";
+  const fs::path copy = resources.dir.parent_path() / "users-copy-of-hsm_ab-scored";
   fs::remove_all(copy);
   fs::copy(resources.dir / "models" / "hsm_ab", copy, fs::copy_options::recursive);
   const ScoringCorpus users = scoring_corpus(copy.string());
