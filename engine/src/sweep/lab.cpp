@@ -195,7 +195,7 @@ std::vector<std::string> lab_task_choices() {
   std::vector<std::string> tasks = default_lab_grid().tasks;
   for (const char* t : {"recall_at:vocab=64,context=64,min_distance=2,max_distance=63", "fuzzy_recall:vocab=16,context=64", "noisy_recall:vocab=32,context=64",
                         "selective_copy:vocab=16,context=64,copy=8", "compress:vocab=16,context=33",
-                        "memorize:vocab=128,context=32", "parity", "permutation"})
+                        "memorize:vocab=128,context=32", "parity", "permutation", "regbench:context=128"})
     tasks.emplace_back(t);
   return tasks;
 }
